@@ -1,0 +1,64 @@
+//! Why a trace could not be read. Every message names the file and what is wrong with it.
+
+use std::path::PathBuf;
+
+/// A fatal problem with an input file. Recoverable oddities inside a readable trace are not
+/// errors: they are counted in [`crate::Diagnostics`].
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+
+    #[error(
+        "{path} is a directory, not a trace file (give a .json or .json.gz written by the PyTorch profiler)"
+    )]
+    IsDirectory { path: PathBuf },
+
+    #[error("{path} is empty")]
+    Empty { path: PathBuf },
+
+    #[error("{path}: the gzip stream is corrupt or truncated ({source})")]
+    Gzip {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+
+    #[error("{path} is not JSON: it starts with {found} (is it a binary or {format} file?)")]
+    NotJson {
+        path: PathBuf,
+        found: String,
+        format: &'static str,
+    },
+
+    #[error("{path} is truncated: the file ends inside {context} (byte {offset})")]
+    Truncated {
+        path: PathBuf,
+        context: String,
+        offset: u64,
+    },
+
+    #[error("{path}:{line}:{column}: invalid JSON in {context}: {message}")]
+    Json {
+        path: PathBuf,
+        line: u64,
+        column: u64,
+        context: String,
+        message: String,
+    },
+
+    #[error(
+        "{path} is a PyTorch Execution Trace (schema {schema}), not a Kineto trace; \
+         stepcast reads the Chrome-trace JSON written by torch.profiler (export_chrome_trace \
+         or tensorboard_trace_handler)"
+    )]
+    ExecutionTrace { path: PathBuf, schema: String },
+
+    #[error("{path} is valid JSON but not a profiler trace: {detail}")]
+    NotATrace { path: PathBuf, detail: String },
+
+    #[error("{path} holds no events: its `traceEvents` array is empty")]
+    NoEvents { path: PathBuf },
+}

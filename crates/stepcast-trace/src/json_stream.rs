@@ -1,0 +1,342 @@
+//! Splits a JSON document into top-level values without holding the whole document in memory.
+//!
+//! A Kineto file is one object whose `traceEvents` array holds nearly all of its bytes. We read
+//! the input in chunks, find the extent of one value at a time (an array element, or an object
+//! member's value), and hand that slice to `serde_json`, which then borrows strings from it.
+//! Peak memory is the largest single value plus one chunk, not the file: a 1 GB trace is ingested
+//! in a few megabytes of buffer. The scanner only tracks nesting and strings; `serde_json`
+//! validates every value it is given.
+
+use std::io::Read;
+
+/// Why the document could not be split.
+#[derive(Debug)]
+pub enum StreamError {
+    Io(std::io::Error),
+    /// The input ended inside a value.
+    Truncated {
+        offset: u64,
+    },
+    /// A byte that cannot start or continue a value here.
+    Unexpected {
+        offset: u64,
+        byte: u8,
+        expected: &'static str,
+    },
+}
+
+const CHUNK: usize = 1 << 20;
+
+/// A forward-only window over a byte stream.
+pub struct JsonStream<R> {
+    reader: R,
+    buf: Vec<u8>,
+    /// Start of unconsumed bytes in `buf`.
+    pos: usize,
+    /// Absolute offset of `buf[0]` in the stream.
+    base: u64,
+    eof: bool,
+    /// Newlines in bytes already discarded, for line numbers in messages.
+    discarded_lines: u64,
+}
+
+impl<R: Read> JsonStream<R> {
+    pub fn new(reader: R) -> Self {
+        JsonStream {
+            reader,
+            buf: Vec::with_capacity(CHUNK * 2),
+            pos: 0,
+            base: 0,
+            eof: false,
+            discarded_lines: 0,
+        }
+    }
+
+    /// Absolute offset of the next unconsumed byte.
+    pub fn offset(&self) -> u64 {
+        self.base + self.pos as u64
+    }
+
+    /// Total bytes read from the underlying reader so far.
+    pub fn bytes_read(&self) -> u64 {
+        self.base + self.buf.len() as u64
+    }
+
+    /// 1-based line and column of an absolute offset still in the window (or just consumed).
+    pub fn line_column(&self, offset: u64) -> (u64, u64) {
+        let end = offset.saturating_sub(self.base).min(self.buf.len() as u64) as usize;
+        let window = &self.buf[..end];
+        let lines_in_window = memchr::memchr_iter(b'\n', window).count() as u64;
+        let column = match memchr::memrchr(b'\n', window) {
+            Some(nl) => (end - nl) as u64,
+            None => end as u64 + 1,
+        };
+        (self.discarded_lines + lines_in_window + 1, column)
+    }
+
+    /// Reads another chunk; returns false at end of input.
+    fn fill(&mut self) -> Result<bool, StreamError> {
+        if self.eof {
+            return Ok(false);
+        }
+        // Drop consumed bytes once they dominate the buffer, so it never grows with the file.
+        if self.pos > CHUNK {
+            self.discarded_lines +=
+                memchr::memchr_iter(b'\n', &self.buf[..self.pos]).count() as u64;
+            self.buf.drain(..self.pos);
+            self.base += self.pos as u64;
+            self.pos = 0;
+        }
+        let old_len = self.buf.len();
+        self.buf.resize(old_len + CHUNK, 0);
+        let mut filled = old_len;
+        while filled < self.buf.len() {
+            match self.reader.read(&mut self.buf[filled..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    break;
+                }
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.buf.truncate(filled);
+                    return Err(StreamError::Io(e));
+                }
+            }
+        }
+        self.buf.truncate(filled);
+        Ok(filled > old_len)
+    }
+
+    /// Skips whitespace and returns the next byte without consuming it (`None` at end of input).
+    pub fn peek(&mut self) -> Result<Option<u8>, StreamError> {
+        loop {
+            while self.pos < self.buf.len() {
+                let byte = self.buf[self.pos];
+                if matches!(byte, b' ' | b'\n' | b'\r' | b'\t') {
+                    self.pos += 1;
+                } else {
+                    return Ok(Some(byte));
+                }
+            }
+            if !self.fill()? {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Consumes `byte` (after whitespace) or fails naming what was expected.
+    pub fn expect(&mut self, byte: u8, expected: &'static str) -> Result<(), StreamError> {
+        match self.peek()? {
+            Some(b) if b == byte => {
+                self.pos += 1;
+                Ok(())
+            }
+            Some(b) => Err(StreamError::Unexpected {
+                offset: self.offset(),
+                byte: b,
+                expected,
+            }),
+            None => Err(StreamError::Truncated {
+                offset: self.offset(),
+            }),
+        }
+    }
+
+    /// Consumes one byte that `peek` returned.
+    pub fn bump(&mut self) {
+        self.pos += 1;
+    }
+
+    /// Finds the next complete value (after whitespace), consumes it and returns its bytes.
+    pub fn next_value(&mut self) -> Result<&[u8], StreamError> {
+        if self.peek()?.is_none() {
+            return Err(StreamError::Truncated {
+                offset: self.offset(),
+            });
+        }
+        self.next_value_from(self.pos, self.pos, 0)
+    }
+
+    fn next_value_from(
+        &mut self,
+        start: usize,
+        resume: usize,
+        depth: u32,
+    ) -> Result<&[u8], StreamError> {
+        let (mut start, mut resume, mut depth) = (start, resume, depth);
+        loop {
+            match self.scan_from(resume, depth) {
+                Scan::Done(end) => {
+                    self.pos = end;
+                    return Ok(&self.buf[start..end]);
+                }
+                Scan::NeedMore {
+                    resume: r,
+                    depth: d,
+                } => {
+                    let before = self.pos;
+                    if !self.fill()? {
+                        return Err(StreamError::Truncated {
+                            offset: self.bytes_read(),
+                        });
+                    }
+                    let shift = before - self.pos;
+                    start -= shift;
+                    resume = r - shift;
+                    depth = d;
+                }
+                Scan::Bad(at, byte) => {
+                    return Err(StreamError::Unexpected {
+                        offset: self.base + at as u64,
+                        byte,
+                        expected: "a JSON value",
+                    });
+                }
+            }
+        }
+    }
+
+    /// Scans from `at` with `depth` open containers. At depth 0, `at` must start a value.
+    /// Strings are always scanned whole, so a resume point never falls inside one.
+    fn scan_from(&self, mut at: usize, mut depth: u32) -> Scan {
+        let buf = &self.buf;
+        loop {
+            if at >= buf.len() {
+                return Scan::NeedMore { resume: at, depth };
+            }
+            let byte = buf[at];
+            match byte {
+                b'"' => match string_end(buf, at + 1) {
+                    Some(end) => {
+                        at = end;
+                        if depth == 0 {
+                            return Scan::Done(at);
+                        }
+                    }
+                    None => return Scan::NeedMore { resume: at, depth },
+                },
+                b'{' | b'[' => {
+                    depth += 1;
+                    at += 1;
+                }
+                b'}' | b']' => {
+                    if depth == 0 {
+                        return Scan::Bad(at, byte);
+                    }
+                    depth -= 1;
+                    at += 1;
+                    if depth == 0 {
+                        return Scan::Done(at);
+                    }
+                }
+                _ if depth > 0 => {
+                    // Skip to the next byte that can change the nesting.
+                    match memchr::memchr3(b'"', b'{', b'}', &buf[at..]) {
+                        Some(off) => {
+                            let next_bracket = memchr::memchr2(b'[', b']', &buf[at..at + off]);
+                            at += next_bracket.unwrap_or(off);
+                        }
+                        None => {
+                            let tail = &buf[at..];
+                            match memchr::memchr2(b'[', b']', tail) {
+                                Some(off) => at += off,
+                                None => {
+                                    return Scan::NeedMore {
+                                        resume: buf.len(),
+                                        depth,
+                                    };
+                                }
+                            }
+                        }
+                    }
+                }
+                _ => {
+                    // A scalar at top level: number, true, false, null.
+                    let mut end = at;
+                    while end < buf.len()
+                        && !matches!(buf[end], b',' | b']' | b'}' | b' ' | b'\n' | b'\r' | b'\t')
+                    {
+                        end += 1;
+                    }
+                    if end == buf.len() && !self.eof {
+                        return Scan::NeedMore { resume: at, depth };
+                    }
+                    if end == at {
+                        return Scan::Bad(at, byte);
+                    }
+                    return Scan::Done(end);
+                }
+            }
+        }
+    }
+}
+
+enum Scan {
+    Done(usize),
+    NeedMore { resume: usize, depth: u32 },
+    Bad(usize, u8),
+}
+
+/// Index just past the closing quote of a string whose content starts at `at`.
+fn string_end(buf: &[u8], mut at: usize) -> Option<usize> {
+    loop {
+        let off = memchr::memchr2(b'"', b'\\', &buf[at..])?;
+        at += off;
+        if buf[at] == b'"' {
+            return Some(at + 1);
+        }
+        // A backslash escapes the next byte, whatever it is.
+        at += 2;
+        if at > buf.len() {
+            return None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(doc: &str) -> Vec<String> {
+        let mut stream = JsonStream::new(doc.as_bytes());
+        let mut out = Vec::new();
+        stream.expect(b'[', "[").expect("array");
+        loop {
+            if stream.peek().expect("peek") == Some(b']') {
+                break;
+            }
+            let v = stream.next_value().expect("value");
+            out.push(String::from_utf8(v.to_vec()).expect("utf8"));
+            if stream.peek().expect("peek") == Some(b',') {
+                stream.bump();
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn splits_nested_values_and_strings_with_brackets() {
+        let doc = r#"[ {"a": [1, {"b": "x]}\"y"}]}, 12.5e3, "s\\", [[]], true ]"#;
+        assert_eq!(
+            values(doc),
+            vec![
+                r#"{"a": [1, {"b": "x]}\"y"}]}"#,
+                "12.5e3",
+                r#""s\\""#,
+                "[[]]",
+                "true"
+            ]
+        );
+    }
+
+    #[test]
+    fn truncated_value_is_an_error() {
+        let mut stream = JsonStream::new(&br#"[{"a": [1, 2"#[..]);
+        stream.expect(b'[', "[").expect("array");
+        assert!(matches!(
+            stream.next_value(),
+            Err(StreamError::Truncated { .. })
+        ));
+    }
+}

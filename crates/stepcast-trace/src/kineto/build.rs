@@ -1,0 +1,432 @@
+//! Raw Kineto records → checked, normalized [`Trace`] rows.
+
+use std::collections::BTreeSet;
+
+use rustc_hash::FxHashMap;
+
+use super::lower;
+use super::raw::{
+    Int, RawArgs, RawDevice, RawDistributed, RawEvent, flow_id, lane_number, micros_to_ns,
+};
+use crate::model::{
+    DeviceInfo, Diagnostics, DistributedInfo, Event, EventKind, Interner, Lane, LaneId, LaneKind,
+    Runtime, StepMarker, SyncEvent, SyncKind, Trace,
+};
+
+/// An accepted duration event before lanes are numbered and times made relative.
+struct Pending {
+    kind: EventKind,
+    /// `pid`/`tid` as written, to match flow events.
+    raw_pid: i64,
+    raw_tid: i64,
+    lane: (LaneKind, i64, i64),
+    name: crate::model::NameId,
+    start_abs_ns: i64,
+    dur_ns: i64,
+    correlation: Option<u64>,
+    external_id: Option<u64>,
+    bytes: Option<u64>,
+    sequence_number: Option<i64>,
+    file_index: u32,
+}
+
+struct PendingStep {
+    number: u64,
+    lane: (LaneKind, i64, i64),
+    start_abs_ns: i64,
+    dur_ns: i64,
+}
+
+#[derive(Default)]
+pub struct TraceBuilder {
+    names: Interner,
+    pending: Vec<Pending>,
+    syncs: Vec<SyncEvent>,
+    steps: Vec<PendingStep>,
+    /// Launch flows: (pid, tid, ts) of the flow's end → flow id. Kineto's flow id is the
+    /// correlation id, so these recover correlations that `args` lack.
+    flow_ends: FxHashMap<(i64, i64, i64), u64>,
+    fwdbwd_flows: u64,
+    thread_names: FxHashMap<(i64, i64), String>,
+    devices: Vec<DeviceInfo>,
+    distributed: Option<DistributedInfo>,
+    diagnostics: Diagnostics,
+    records: u64,
+    saw_hip: bool,
+    saw_mtia: bool,
+}
+
+fn positive(int: Option<Int>) -> Option<u64> {
+    int.and_then(Int::get).and_then(|v| u64::try_from(v).ok())
+}
+
+/// `-1` means "none" in Kineto's sync records.
+fn non_negative(int: Option<Int>) -> Option<i64> {
+    int.and_then(Int::get).filter(|&v| v >= 0)
+}
+
+impl TraceBuilder {
+    pub fn devices(&mut self, devices: Vec<RawDevice>) {
+        self.devices = devices
+            .into_iter()
+            .enumerate()
+            .map(|(i, d)| DeviceInfo {
+                id: d.id.and_then(Int::get).unwrap_or(i as i64),
+                name: d.name.unwrap_or_default(),
+                compute_capability: d
+                    .compute_major
+                    .and_then(Int::get)
+                    .zip(d.compute_minor.and_then(Int::get)),
+            })
+            .collect();
+    }
+
+    pub fn distributed(&mut self, info: Option<RawDistributed>) {
+        self.distributed = info.map(|d| DistributedInfo {
+            rank: d.rank.and_then(Int::get),
+            world_size: d.world_size.and_then(Int::get),
+            backend: d.backend,
+        });
+    }
+
+    pub fn push(&mut self, raw: &RawEvent, file_index: u32) {
+        self.records += 1;
+        let Some(ph) = raw.ph.as_deref() else {
+            self.diagnostics.skip("records without a `ph` phase");
+            return;
+        };
+        match ph {
+            "X" => self.duration_event(raw, file_index),
+            "s" | "f" | "t" => self.flow_event(raw, ph),
+            "M" => self.metadata(raw),
+            "i" | "I" => {
+                let reason = match (raw.name.as_deref(), raw.cat.as_deref()) {
+                    (Some("[memory]"), _) => {
+                        "memory allocation events (read by analyze, not replay)"
+                    }
+                    (_, Some("cpu_instant_event")) => "CPU instant events",
+                    _ => "instant markers (profiler window start/end)",
+                };
+                self.diagnostics.skip(reason);
+            }
+            other => self
+                .diagnostics
+                .skip(format!("records with phase `{other}`")),
+        }
+    }
+
+    fn duration_event(&mut self, raw: &RawEvent, file_index: u32) {
+        let cat = lower(raw.cat.as_deref().unwrap_or(""));
+        let kind = match cat.as_ref() {
+            "cpu_op" | "operator" => EventKind::CpuOp,
+            "user_annotation" => EventKind::UserAnnotation,
+            "python_function" => EventKind::PythonFunction,
+            "cuda_runtime" | "runtime" => EventKind::RuntimeCall,
+            "mtia_runtime" => {
+                self.saw_mtia = true;
+                EventKind::RuntimeCall
+            }
+            "cuda_driver" => EventKind::DriverCall,
+            "kernel" => EventKind::Kernel,
+            "mtia_ccp_events" => {
+                self.saw_mtia = true;
+                EventKind::Kernel
+            }
+            "gpu_memcpy" | "memcpy" => EventKind::Memcpy,
+            "gpu_memset" | "memset" => EventKind::Memset,
+            "gpu_user_annotation" => EventKind::DeviceAnnotation,
+            "cuda_sync" => return self.sync_event(raw),
+            "trace" => return self.diagnostics.skip("profiler window spans (`Trace`)"),
+            "overhead" => return self.diagnostics.skip("profiler overhead ranges"),
+            "" => return self.diagnostics.skip("duration events without a category"),
+            other => {
+                return self
+                    .diagnostics
+                    .skip(format!("events of unknown category `{other}`"));
+            }
+        };
+        let Some(start_abs_ns) = raw.ts.and_then(micros_to_ns) else {
+            return self.diagnostics.skip("events without a valid `ts`");
+        };
+        let dur_ns = match raw.dur.and_then(micros_to_ns) {
+            Some(d) if d >= 0 => d,
+            _ => {
+                return self
+                    .diagnostics
+                    .skip("events with a missing or negative `dur`");
+            }
+        };
+        let (Some(raw_pid), Some(raw_tid)) =
+            (raw.pid.and_then(lane_number), raw.tid.and_then(lane_number))
+        else {
+            return self.diagnostics.skip(format!(
+                "{} events with a non-numeric pid or tid",
+                kind.as_str()
+            ));
+        };
+        let empty = RawArgs::default();
+        let args = raw.args.as_ref().unwrap_or(&empty);
+        let on_device = kind.is_device_task() || kind == EventKind::DeviceAnnotation;
+        let lane = if on_device {
+            let device = args.device.and_then(Int::get).unwrap_or(raw_pid);
+            let stream = args
+                .stream
+                .or(args.stream_id)
+                .and_then(Int::get)
+                .unwrap_or(raw_tid);
+            (LaneKind::DeviceStream, device, stream)
+        } else {
+            (LaneKind::CpuThread, raw_pid, raw_tid)
+        };
+        let name = raw.name.as_deref().unwrap_or("");
+        if matches!(kind, EventKind::CpuOp | EventKind::UserAnnotation) {
+            if let Some(number) = name.strip_prefix("ProfilerStep#") {
+                match number.trim().parse() {
+                    Ok(number) => self.steps.push(PendingStep {
+                        number,
+                        lane,
+                        start_abs_ns,
+                        dur_ns,
+                    }),
+                    Err(_) => self
+                        .diagnostics
+                        .skip("`ProfilerStep#` markers without a step number"),
+                }
+                return;
+            }
+        }
+        if kind == EventKind::RuntimeCall && name.starts_with("hip") {
+            self.saw_hip = true;
+        }
+        let name = self.names.intern(name);
+        self.pending.push(Pending {
+            kind,
+            raw_pid,
+            raw_tid,
+            lane,
+            name,
+            start_abs_ns,
+            dur_ns,
+            correlation: positive(args.correlation),
+            external_id: positive(args.external_id),
+            bytes: positive(args.bytes),
+            sequence_number: args.sequence_number.and_then(Int::get),
+            file_index,
+        });
+    }
+
+    fn sync_event(&mut self, raw: &RawEvent) {
+        let empty = RawArgs::default();
+        let args = raw.args.as_ref().unwrap_or(&empty);
+        let label = args
+            .cuda_sync_kind
+            .as_deref()
+            .or(raw.name.as_deref())
+            .unwrap_or("");
+        let kind = match label {
+            "Event Sync" => SyncKind::EventSync,
+            "Stream Sync" => SyncKind::StreamSync,
+            "Context Sync" => SyncKind::ContextSync,
+            "Stream Wait Event" => SyncKind::StreamWaitEvent,
+            _ => {
+                return self
+                    .diagnostics
+                    .skip(format!("`cuda_sync` events of unknown kind `{label}`"));
+            }
+        };
+        let (Some(start_ns), Some(dur_ns), Some(correlation)) = (
+            raw.ts.and_then(micros_to_ns),
+            raw.dur.and_then(micros_to_ns),
+            positive(args.correlation),
+        ) else {
+            return self
+                .diagnostics
+                .skip("`cuda_sync` events without ts, dur or correlation");
+        };
+        self.syncs.push(SyncEvent {
+            kind,
+            correlation,
+            device: args.device.and_then(Int::get).unwrap_or(0),
+            stream: non_negative(args.stream),
+            wait_on_stream: non_negative(args.wait_on_stream),
+            wait_on_event_record_correlation: non_negative(args.wait_on_cuda_event_record_corr_id)
+                .map(|v| v as u64),
+            start_ns,
+            dur_ns,
+        });
+    }
+
+    fn flow_event(&mut self, raw: &RawEvent, ph: &str) {
+        let cat = lower(raw.cat.as_deref().unwrap_or(""));
+        match cat.as_ref() {
+            "ac2g" | "async_cpu_to_gpu" | "async_gpu" | "async" => {
+                let key = (
+                    raw.pid.and_then(lane_number),
+                    raw.tid.and_then(lane_number),
+                    raw.ts.and_then(micros_to_ns),
+                    raw.id.and_then(flow_id),
+                );
+                let (Some(pid), Some(tid), Some(ts), Some(id)) = key else {
+                    return self
+                        .diagnostics
+                        .skip("launch flow events without pid, tid, ts or id");
+                };
+                // Both ends are indexed: the start sits on the launching call, the end on the
+                // device task (or, for non-launch calls, on the call itself).
+                let _ = ph;
+                self.flow_ends.insert((pid, tid, ts), id);
+            }
+            "fwdbwd" => self.fwdbwd_flows += 1,
+            other => self
+                .diagnostics
+                .skip(format!("flow events of category `{other}`")),
+        }
+    }
+
+    fn metadata(&mut self, raw: &RawEvent) {
+        if raw.name.as_deref() != Some("thread_name") {
+            return; // process names, sort indices, labels: display-only
+        }
+        let (Some(pid), Some(tid)) = (raw.pid.and_then(lane_number), raw.tid.and_then(lane_number))
+        else {
+            return;
+        };
+        if let Some(name) = raw.args.as_ref().and_then(|a| a.name.as_deref()) {
+            self.thread_names.insert((pid, tid), name.to_string());
+        }
+    }
+
+    pub fn finish(mut self, input_bytes: u64) -> Trace {
+        let origin_ns = self
+            .pending
+            .iter()
+            .map(|p| p.start_abs_ns)
+            .chain(self.steps.iter().map(|s| s.start_abs_ns))
+            .chain(self.syncs.iter().map(|s| s.start_ns))
+            .min()
+            .unwrap_or(0);
+
+        let lane_keys: BTreeSet<(LaneKind, i64, i64)> = self
+            .pending
+            .iter()
+            .map(|p| p.lane)
+            .chain(self.steps.iter().map(|s| s.lane))
+            .collect();
+        let lane_ids: FxHashMap<(LaneKind, i64, i64), LaneId> = lane_keys
+            .iter()
+            .enumerate()
+            .map(|(i, &key)| (key, LaneId(i as u32)))
+            .collect();
+        let lanes: Vec<Lane> = lane_keys
+            .iter()
+            .map(|&(kind, pid, tid)| Lane {
+                kind,
+                pid,
+                tid,
+                name: match kind {
+                    LaneKind::CpuThread => self.thread_names.get(&(pid, tid)).cloned(),
+                    LaneKind::DeviceStream => None,
+                },
+            })
+            .collect();
+
+        let mut recovered = 0u64;
+        let mut events: Vec<Event> = Vec::with_capacity(self.pending.len());
+        for p in &self.pending {
+            let mut correlation = p.correlation;
+            if correlation.is_none() && (p.kind.is_device_task() || p.kind.is_api_call()) {
+                correlation = self
+                    .flow_ends
+                    .get(&(p.raw_pid, p.raw_tid, p.start_abs_ns))
+                    .copied();
+                recovered += correlation.is_some() as u64;
+            }
+            events.push(Event {
+                kind: p.kind,
+                lane: lane_ids[&p.lane],
+                name: p.name,
+                start_ns: p.start_abs_ns - origin_ns,
+                dur_ns: p.dur_ns,
+                correlation,
+                external_id: p.external_id,
+                bytes: p.bytes,
+                sequence_number: p.sequence_number,
+                file_index: p.file_index,
+            });
+        }
+        events.sort_unstable_by_key(|e| {
+            (
+                e.lane,
+                e.start_ns,
+                std::cmp::Reverse(e.dur_ns),
+                e.file_index,
+            )
+        });
+
+        for sync in &mut self.syncs {
+            sync.start_ns -= origin_ns;
+        }
+        self.syncs
+            .sort_unstable_by_key(|s| (s.start_ns, s.correlation));
+
+        let mut steps: Vec<StepMarker> = self
+            .steps
+            .iter()
+            .map(|s| StepMarker {
+                number: s.number,
+                lane: lane_ids[&s.lane],
+                start_ns: s.start_abs_ns - origin_ns,
+                dur_ns: s.dur_ns,
+            })
+            .collect();
+        steps.sort_unstable_by_key(|s| (s.start_ns, s.number));
+
+        let has_device_work = events.iter().any(|e| e.kind.is_device_task());
+        let runtime = if self.saw_mtia {
+            Runtime::Mtia
+        } else if self.saw_hip {
+            Runtime::Rocm
+        } else if has_device_work {
+            Runtime::Cuda
+        } else {
+            Runtime::CpuOnly
+        };
+
+        let diagnostics = &mut self.diagnostics;
+        if recovered > 0 {
+            diagnostics.note(format!(
+                "{recovered} correlation ids were recovered from launch flow events (absent from args)"
+            ));
+        }
+        if self.fwdbwd_flows > 0 {
+            diagnostics.note(format!(
+                "{} autograd forward/backward flow events (`fwdbwd`) are kept for op mapping, not used by the replay",
+                self.fwdbwd_flows
+            ));
+        }
+        if self.distributed.is_none() {
+            diagnostics.note("no `distributedInfo`: rank and world size are unknown");
+        }
+        if !self.syncs.is_empty() {
+            diagnostics.note(format!(
+                "{} `cuda_sync` events give exact synchronization dependencies",
+                self.syncs.len()
+            ));
+        }
+
+        Trace {
+            origin_ns,
+            names: self.names,
+            lanes,
+            events,
+            syncs: self.syncs,
+            steps,
+            devices: self.devices,
+            distributed: self.distributed,
+            runtime: Some(runtime),
+            input_bytes,
+            records: self.records,
+            diagnostics: self.diagnostics,
+        }
+    }
+}

@@ -1,0 +1,319 @@
+//! PyTorch profiler (Kineto) Chrome-trace JSON, every era of it.
+//!
+//! Handled: the top-level object and the bare top-level array; 2021 category names (`Operator`,
+//! `Runtime`, `Kernel`, `Memcpy`, flow `async`) and today's (`cpu_op`, `cuda_runtime`, `kernel`,
+//! `gpu_memcpy`, flows `ac2g` / `async_cpu_to_gpu` / `async_gpu`); correlation ids taken from
+//! `args` or recovered from flow events; `cuda_sync` events; timestamps with nanosecond
+//! fractions; 64-bit integer args; ROCm (`hip*` calls under CUDA category names); driver-API
+//! launches; MTIA device events; CPU-only traces. A PyTorch Execution Trace is recognized and
+//! named in the error.
+
+mod build;
+mod raw;
+
+use std::borrow::Cow;
+use std::io::Read;
+use std::path::Path;
+
+use crate::error::ReadError;
+use crate::json_stream::{JsonStream, StreamError};
+use crate::model::Trace;
+use build::TraceBuilder;
+use raw::{RawDevice, RawDistributed, RawEvent};
+
+/// Reads a Kineto trace from an uncompressed JSON byte stream. `path` is used in messages only.
+pub fn read<R: Read>(reader: R, path: &Path, gzip: bool) -> Result<Trace, ReadError> {
+    let mut reader = Reader {
+        stream: JsonStream::new(reader),
+        path,
+        gzip,
+        events_seen: 0,
+    };
+    let mut builder = TraceBuilder::default();
+    reader.document(&mut builder)?;
+    let input_bytes = reader.stream.bytes_read();
+    if reader.events_seen == 0 {
+        return Err(ReadError::NoEvents {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(builder.finish(input_bytes))
+}
+
+struct Reader<'p, R> {
+    stream: JsonStream<R>,
+    path: &'p Path,
+    gzip: bool,
+    events_seen: u64,
+}
+
+impl<R: Read> Reader<'_, R> {
+    fn document(&mut self, builder: &mut TraceBuilder) -> Result<(), ReadError> {
+        match self.peek("the start of the document")? {
+            None => Err(ReadError::Empty {
+                path: self.path.to_path_buf(),
+            }),
+            Some(b'[') => self.events(builder),
+            Some(b'{') => self.object(builder),
+            Some(_) => Err(self.not_json()),
+        }
+    }
+
+    fn object(&mut self, builder: &mut TraceBuilder) -> Result<(), ReadError> {
+        self.stream.bump();
+        let mut keys: Vec<String> = Vec::new();
+        let mut schema: Option<String> = None;
+        let mut saw_events = false;
+        loop {
+            match self.peek("the top-level object")? {
+                Some(b'}') => break,
+                Some(b'"') => {}
+                Some(_) | None => return Err(self.unexpected("a member name or '}'")),
+            }
+            let key: String = self.parse_value("a top-level member name")?;
+            self.expect(b':', "':'", "the top-level object")?;
+            match key.as_str() {
+                "traceEvents" => {
+                    saw_events = true;
+                    self.events(builder)?;
+                }
+                "deviceProperties" => {
+                    let devices: Option<Vec<RawDevice>> = self.parse_value("deviceProperties")?;
+                    builder.devices(devices.unwrap_or_default());
+                }
+                "distributedInfo" => {
+                    let info: Option<RawDistributed> = self.parse_value("distributedInfo")?;
+                    builder.distributed(info);
+                }
+                "schema" => {
+                    let value: serde_json::Value = self.parse_value("schema")?;
+                    schema = Some(
+                        value
+                            .as_str()
+                            .map_or_else(|| value.to_string(), str::to_string),
+                    );
+                }
+                "nodes" if schema.is_some() && !saw_events => {
+                    return Err(ReadError::ExecutionTrace {
+                        path: self.path.to_path_buf(),
+                        schema: schema.unwrap_or_default(),
+                    });
+                }
+                _ => {
+                    self.skip_value(&key)?;
+                }
+            }
+            if keys.len() < 12 {
+                keys.push(key);
+            }
+            match self.peek("the top-level object")? {
+                Some(b',') => self.stream.bump(),
+                Some(b'}') => {}
+                _ => return Err(self.unexpected("',' or '}'")),
+            }
+        }
+        if !saw_events {
+            return Err(ReadError::NotATrace {
+                path: self.path.to_path_buf(),
+                detail: if keys.is_empty() {
+                    "it is an empty object".to_string()
+                } else {
+                    format!(
+                        "it has no `traceEvents` array (top-level members: {})",
+                        keys.join(", ")
+                    )
+                },
+            });
+        }
+        Ok(())
+    }
+
+    fn events(&mut self, builder: &mut TraceBuilder) -> Result<(), ReadError> {
+        match self.peek("`traceEvents`")? {
+            Some(b'[') => self.stream.bump(),
+            _ => {
+                return Err(ReadError::NotATrace {
+                    path: self.path.to_path_buf(),
+                    detail: "`traceEvents` is not an array".to_string(),
+                });
+            }
+        }
+        loop {
+            let context = format!("`traceEvents` (after event #{})", self.events_seen);
+            match self.peek(&context)? {
+                Some(b']') => {
+                    self.stream.bump();
+                    return Ok(());
+                }
+                Some(_) => {}
+                None => unreachable!("peek reports end of input as an error"),
+            }
+            let offset = self.stream.offset();
+            let index = self.events_seen;
+            let bytes = match self.stream.next_value() {
+                Ok(bytes) => bytes,
+                Err(e) => return Err(self.stream_error(e, &context)),
+            };
+            match serde_json::from_slice::<RawEvent>(bytes) {
+                Ok(event) => builder.push(&event, index as u32),
+                Err(e) => {
+                    let (line, column) = self.stream.line_column(offset);
+                    return Err(ReadError::Json {
+                        path: self.path.to_path_buf(),
+                        line,
+                        column,
+                        context: format!("event #{index}"),
+                        message: e.to_string(),
+                    });
+                }
+            }
+            self.events_seen += 1;
+            match self.peek(&context)? {
+                Some(b',') => self.stream.bump(),
+                Some(b']') => {}
+                _ => return Err(self.unexpected("',' or ']' between events")),
+            }
+        }
+    }
+
+    fn parse_value<T: for<'de> serde::Deserialize<'de>>(
+        &mut self,
+        context: &str,
+    ) -> Result<T, ReadError> {
+        let offset = self.stream.offset();
+        let bytes = match self.stream.next_value() {
+            Ok(bytes) => bytes,
+            Err(e) => return Err(self.stream_error(e, context)),
+        };
+        // Member names and small header values: owned parsing is fine here.
+        serde_json::from_slice::<T>(bytes).map_err(|e| {
+            let (line, column) = self.stream.line_column(offset);
+            ReadError::Json {
+                path: self.path.to_path_buf(),
+                line,
+                column,
+                context: context.to_string(),
+                message: e.to_string(),
+            }
+        })
+    }
+
+    fn skip_value(&mut self, key: &str) -> Result<(), ReadError> {
+        let context = format!("member `{key}`");
+        let offset = self.stream.offset();
+        let bytes = match self.stream.next_value() {
+            Ok(bytes) => bytes,
+            Err(e) => return Err(self.stream_error(e, &context)),
+        };
+        // Validate what we skip, so a corrupt header is not mistaken for a whole file.
+        serde_json::from_slice::<serde::de::IgnoredAny>(bytes)
+            .map(|_| ())
+            .map_err(|e| {
+                let (line, column) = self.stream.line_column(offset);
+                ReadError::Json {
+                    path: self.path.to_path_buf(),
+                    line,
+                    column,
+                    context,
+                    message: e.to_string(),
+                }
+            })
+    }
+
+    fn peek(&mut self, context: &str) -> Result<Option<u8>, ReadError> {
+        match self.stream.peek() {
+            Ok(Some(b)) => Ok(Some(b)),
+            Ok(None) if context == "the start of the document" => Ok(None),
+            Ok(None) => Err(ReadError::Truncated {
+                path: self.path.to_path_buf(),
+                context: context.to_string(),
+                offset: self.stream.offset(),
+            }),
+            Err(e) => Err(self.stream_error(e, context)),
+        }
+    }
+
+    fn expect(&mut self, byte: u8, what: &'static str, context: &str) -> Result<(), ReadError> {
+        self.stream
+            .expect(byte, what)
+            .map_err(|e| self.stream_error(e, context))
+    }
+
+    fn stream_error(&self, error: StreamError, context: &str) -> ReadError {
+        let path = self.path.to_path_buf();
+        match error {
+            StreamError::Io(source) if self.gzip => ReadError::Gzip { path, source },
+            StreamError::Io(source) => ReadError::Io { path, source },
+            StreamError::Truncated { offset } => ReadError::Truncated {
+                path,
+                context: context.to_string(),
+                offset,
+            },
+            StreamError::Unexpected {
+                offset,
+                byte,
+                expected,
+            } => {
+                let (line, column) = self.stream.line_column(offset);
+                ReadError::Json {
+                    path,
+                    line,
+                    column,
+                    context: context.to_string(),
+                    message: format!("expected {expected}, found {}", show_byte(byte)),
+                }
+            }
+        }
+    }
+
+    fn unexpected(&mut self, expected: &'static str) -> ReadError {
+        let offset = self.stream.offset();
+        let found = match self.stream.peek() {
+            Ok(Some(b)) => show_byte(b),
+            _ => "the end of the file".to_string(),
+        };
+        let (line, column) = self.stream.line_column(offset);
+        ReadError::Json {
+            path: self.path.to_path_buf(),
+            line,
+            column,
+            context: "the document structure".to_string(),
+            message: format!("expected {expected}, found {found}"),
+        }
+    }
+
+    fn not_json(&mut self) -> ReadError {
+        let offset = self.stream.offset();
+        let found = match self.stream.peek() {
+            Ok(Some(b)) => show_byte(b),
+            _ => "nothing".to_string(),
+        };
+        let _ = offset;
+        ReadError::NotJson {
+            path: self.path.to_path_buf(),
+            found,
+            format: if self.gzip {
+                "gzip-compressed non-JSON"
+            } else {
+                "non-JSON"
+            },
+        }
+    }
+}
+
+fn show_byte(byte: u8) -> String {
+    if byte.is_ascii_graphic() {
+        format!("'{}'", byte as char)
+    } else {
+        format!("byte 0x{byte:02x}")
+    }
+}
+
+/// Lowercase category name, borrowed when already lowercase.
+fn lower(cat: &str) -> Cow<'_, str> {
+    if cat.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(cat.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(cat)
+    }
+}

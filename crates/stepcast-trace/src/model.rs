@@ -1,0 +1,346 @@
+//! The normalized event model every reader produces.
+//!
+//! All times are `i64` nanoseconds relative to [`Trace::origin_ns`] (the earliest timestamp in
+//! the file). Events are rows in vectors addressed by `u32` ids: a 1 GB Kineto file holds about
+//! 4 million events, so `u32` leaves three orders of magnitude of headroom.
+
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
+
+macro_rules! id_type {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name(pub u32);
+
+        impl $name {
+            /// The id as a vector index.
+            #[inline]
+            pub fn index(self) -> usize {
+                self.0 as usize
+            }
+        }
+    };
+}
+
+id_type!(
+    /// An interned string (event or lane name).
+    NameId
+);
+id_type!(
+    /// An execution lane: a CPU thread or a device stream.
+    LaneId
+);
+id_type!(
+    /// An event of [`Trace::events`].
+    EventId
+);
+
+/// Interned names: kernel and op names repeat hundreds of thousands of times.
+#[derive(Debug, Default, Clone)]
+pub struct Interner {
+    names: Vec<Box<str>>,
+    index: FxHashMap<Box<str>, NameId>,
+}
+
+impl Interner {
+    pub fn intern(&mut self, name: &str) -> NameId {
+        if let Some(&id) = self.index.get(name) {
+            return id;
+        }
+        let id = NameId(self.names.len() as u32);
+        self.names.push(name.into());
+        self.index.insert(name.into(), id);
+        id
+    }
+
+    pub fn get(&self, id: NameId) -> &str {
+        &self.names[id.index()]
+    }
+
+    pub fn lookup(&self, name: &str) -> Option<NameId> {
+        self.index.get(name).copied()
+    }
+
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+}
+
+/// What kind of resource a lane is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LaneKind {
+    /// A host thread: `pid`/`tid` of the process and thread.
+    CpuThread,
+    /// A device queue: `pid` is the device index, `tid` the stream id.
+    DeviceStream,
+}
+
+/// One execution resource. Lanes are sorted (CPU threads first, then streams by device and id).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lane {
+    pub kind: LaneKind,
+    /// Process id for a CPU thread, device index for a stream.
+    pub pid: i64,
+    /// Thread id for a CPU thread, stream id for a stream.
+    pub tid: i64,
+    /// The thread name from the trace metadata, if any.
+    pub name: Option<String>,
+}
+
+/// What an event records. Containers (ops, annotations) nest; calls and device tasks do not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum EventKind {
+    /// An operator (`cpu_op`, 2021 `Operator`).
+    CpuOp,
+    /// A `record_function` range (`user_annotation`).
+    UserAnnotation,
+    /// A Python frame (`python_function`).
+    PythonFunction,
+    /// A runtime API call (`cuda_runtime`, 2021 `Runtime`, ROCm `hip*`, `mtia_runtime`).
+    RuntimeCall,
+    /// A driver API call (`cuda_driver`, e.g. `cuLaunchKernel`).
+    DriverCall,
+    /// A device kernel.
+    Kernel,
+    /// A device copy.
+    Memcpy,
+    /// A device memset.
+    Memset,
+    /// A range annotated on the device timeline (`gpu_user_annotation`).
+    DeviceAnnotation,
+}
+
+impl EventKind {
+    pub const ALL: [EventKind; 9] = [
+        EventKind::CpuOp,
+        EventKind::UserAnnotation,
+        EventKind::PythonFunction,
+        EventKind::RuntimeCall,
+        EventKind::DriverCall,
+        EventKind::Kernel,
+        EventKind::Memcpy,
+        EventKind::Memset,
+        EventKind::DeviceAnnotation,
+    ];
+
+    /// Work that occupies a device stream.
+    pub fn is_device_task(self) -> bool {
+        matches!(
+            self,
+            EventKind::Kernel | EventKind::Memcpy | EventKind::Memset
+        )
+    }
+
+    /// A host call into the accelerator runtime or driver.
+    pub fn is_api_call(self) -> bool {
+        matches!(self, EventKind::RuntimeCall | EventKind::DriverCall)
+    }
+
+    /// A stable snake_case name, used in reports and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::CpuOp => "cpu_op",
+            EventKind::UserAnnotation => "user_annotation",
+            EventKind::PythonFunction => "python_function",
+            EventKind::RuntimeCall => "runtime_call",
+            EventKind::DriverCall => "driver_call",
+            EventKind::Kernel => "kernel",
+            EventKind::Memcpy => "memcpy",
+            EventKind::Memset => "memset",
+            EventKind::DeviceAnnotation => "device_annotation",
+        }
+    }
+}
+
+/// One duration event, normalized.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    pub kind: EventKind,
+    pub lane: LaneId,
+    pub name: NameId,
+    pub start_ns: i64,
+    pub dur_ns: i64,
+    /// Links a host call to the device work it launched (CUPTI/roctracer correlation id).
+    pub correlation: Option<u64>,
+    /// Links ops to the calls made inside them (`External id`).
+    pub external_id: Option<u64>,
+    /// Bytes moved or set, for copies and memsets.
+    pub bytes: Option<u64>,
+    /// Autograd sequence number of an op (pairs backward ops with their forward op).
+    pub sequence_number: Option<i64>,
+    /// Position of the event in the file's event array (for messages and export).
+    pub file_index: u32,
+}
+
+impl Event {
+    pub fn end_ns(&self) -> i64 {
+        self.start_ns + self.dur_ns
+    }
+}
+
+/// The kind of a recorded CUDA synchronization (`cuda_sync` events, CUPTI 12+).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SyncKind {
+    /// `cudaEventSynchronize` (and `cudaEventQuery`, which does not block).
+    EventSync,
+    /// `cudaStreamSynchronize`.
+    StreamSync,
+    /// `cudaDeviceSynchronize`.
+    ContextSync,
+    /// `cudaStreamWaitEvent`: a device-side wait of one stream on another.
+    StreamWaitEvent,
+}
+
+/// A recorded synchronization: which call waited, and on what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SyncEvent {
+    pub kind: SyncKind,
+    /// Correlation id of the runtime call that performed the synchronization.
+    pub correlation: u64,
+    pub device: i64,
+    /// The stream that waits (stream wait event, stream sync), if any.
+    pub stream: Option<i64>,
+    /// The stream whose work is waited for, if recorded.
+    pub wait_on_stream: Option<i64>,
+    /// Correlation id of the `cudaEventRecord` call that recorded the awaited event.
+    pub wait_on_event_record_correlation: Option<u64>,
+    pub start_ns: i64,
+    pub dur_ns: i64,
+}
+
+/// A `ProfilerStep#N` range on a host thread.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StepMarker {
+    pub number: u64,
+    pub lane: LaneId,
+    pub start_ns: i64,
+    pub dur_ns: i64,
+}
+
+impl StepMarker {
+    pub fn end_ns(&self) -> i64 {
+        self.start_ns + self.dur_ns
+    }
+}
+
+/// An accelerator as described in the trace header.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    pub id: i64,
+    pub name: String,
+    /// Compute capability (`computeMajor.computeMinor`), NVIDIA only.
+    pub compute_capability: Option<(i64, i64)>,
+}
+
+/// Which accelerator runtime recorded the device side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Runtime {
+    Cuda,
+    Rocm,
+    Mtia,
+    /// No device activity in the trace.
+    CpuOnly,
+}
+
+impl Runtime {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Runtime::Cuda => "cuda",
+            Runtime::Rocm => "rocm",
+            Runtime::Mtia => "mtia",
+            Runtime::CpuOnly => "cpu-only",
+        }
+    }
+}
+
+/// Rank information of a distributed job.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DistributedInfo {
+    pub rank: Option<i64>,
+    pub world_size: Option<i64>,
+    pub backend: Option<String>,
+}
+
+/// What the reader saw but did not turn into events, and other facts worth telling the user.
+/// Nothing is dropped silently: every skipped record is counted here under a reason.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Diagnostics {
+    /// Reason → number of records skipped for it.
+    pub skipped: BTreeMap<String, u64>,
+    /// Facts about how the trace was read (one sentence each).
+    pub notes: Vec<String>,
+}
+
+impl Diagnostics {
+    pub fn skip(&mut self, reason: impl Into<String>) {
+        *self.skipped.entry(reason.into()).or_insert(0) += 1;
+    }
+
+    pub fn skip_n(&mut self, reason: impl Into<String>, n: u64) {
+        if n > 0 {
+            *self.skipped.entry(reason.into()).or_insert(0) += n;
+        }
+    }
+
+    pub fn note(&mut self, note: impl Into<String>) {
+        self.notes.push(note.into());
+    }
+
+    pub fn total_skipped(&self) -> u64 {
+        self.skipped.values().sum()
+    }
+}
+
+/// A profiled window of one process (one rank), normalized.
+#[derive(Clone, Debug, Default)]
+pub struct Trace {
+    /// Absolute time of `0` in this trace, in nanoseconds of the profiler's clock.
+    pub origin_ns: i64,
+    pub names: Interner,
+    pub lanes: Vec<Lane>,
+    /// Sorted by lane, then start, then longest first (so containers precede their children).
+    pub events: Vec<Event>,
+    pub syncs: Vec<SyncEvent>,
+    /// Sorted by start.
+    pub steps: Vec<StepMarker>,
+    pub devices: Vec<DeviceInfo>,
+    pub distributed: Option<DistributedInfo>,
+    pub runtime: Option<Runtime>,
+    /// Uncompressed size of the input in bytes.
+    pub input_bytes: u64,
+    /// Number of records in the input's event array.
+    pub records: u64,
+    pub diagnostics: Diagnostics,
+}
+
+impl Trace {
+    pub fn name(&self, id: NameId) -> &str {
+        self.names.get(id)
+    }
+
+    pub fn lane(&self, id: LaneId) -> &Lane {
+        &self.lanes[id.index()]
+    }
+
+    /// Number of events of each kind, in [`EventKind::ALL`] order.
+    pub fn events_by_kind(&self) -> Vec<(EventKind, usize)> {
+        let mut counts = [0usize; EventKind::ALL.len()];
+        for event in &self.events {
+            counts[event.kind as usize] += 1;
+        }
+        EventKind::ALL.iter().copied().zip(counts).collect()
+    }
+
+    /// The range of `events` that lies on `lane` (events are sorted by lane).
+    pub fn lane_events(&self, lane: LaneId) -> &[Event] {
+        let lo = self.events.partition_point(|e| e.lane < lane);
+        let hi = self.events.partition_point(|e| e.lane <= lane);
+        &self.events[lo..hi]
+    }
+}
