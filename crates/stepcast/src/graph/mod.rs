@@ -1,0 +1,209 @@
+//! The dependency graph of a profiled window: tasks on lanes, and typed edges between them.
+//!
+//! Tasks are numbered lane by lane in recorded order, so a task's lane predecessor is the task
+//! just before it when both share a lane: lane order needs no stored edge. All other edges are
+//! stored CSR-style by target (offsets + sources), with a kind and a lag column.
+
+mod build;
+mod calls;
+
+use stepcast_trace::{EventId, LaneId, LaneKind, NameId};
+
+pub use build::{BuildOptions, build};
+pub use calls::{CallClass, classify_call};
+
+/// A task of the graph (an index into its columns). `u32`: a window of 4 billion tasks would be
+/// a 400 GB trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TaskId(pub u32);
+
+impl TaskId {
+    pub const NONE: TaskId = TaskId(u32::MAX);
+
+    #[inline]
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// What a task is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TaskKind {
+    /// A runtime or driver call on a host thread.
+    ApiCall,
+    /// An outermost op on a host thread that makes no runtime calls (CPU-only work).
+    CpuOp,
+    Kernel,
+    Memcpy,
+    Memset,
+    /// A collective or point-to-point communication kernel (NCCL/RCCL).
+    Collective,
+}
+
+impl TaskKind {
+    pub fn on_device(self) -> bool {
+        !matches!(self, TaskKind::ApiCall | TaskKind::CpuOp)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskKind::ApiCall => "api_call",
+            TaskKind::CpuOp => "cpu_op",
+            TaskKind::Kernel => "kernel",
+            TaskKind::Memcpy => "memcpy",
+            TaskKind::Memset => "memset",
+            TaskKind::Collective => "collective",
+        }
+    }
+}
+
+/// Why one task waits for another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum EdgeKind {
+    /// The previous task on the same lane (implicit: not stored).
+    LaneOrder,
+    /// A host call launched this device task (correlation id).
+    Launch,
+    /// A blocking host call waited for this device task (recorded sync event, the call's own
+    /// copy, or the documented semantics of a device-wide synchronize).
+    HostSync,
+    /// A stream waited on an event recorded on another stream (`cuda_sync` Stream Wait Event).
+    EventWait,
+    /// A device task started right when a task on another stream ended, with nothing recorded
+    /// to explain the wait: inferred from timing alone.
+    InferredStreamWait,
+    /// A blocking host call returned right when a device task ended, with no recorded cause:
+    /// inferred from timing alone.
+    InferredHostSync,
+    /// A collective's peers arrive a fixed time after its step begins: the one-rank input of a
+    /// collective, tied to the step's first host task (used by the typical step's replay).
+    PeerArrival,
+}
+
+impl EdgeKind {
+    pub const ALL: [EdgeKind; 7] = [
+        EdgeKind::LaneOrder,
+        EdgeKind::Launch,
+        EdgeKind::HostSync,
+        EdgeKind::EventWait,
+        EdgeKind::InferredStreamWait,
+        EdgeKind::InferredHostSync,
+        EdgeKind::PeerArrival,
+    ];
+
+    pub fn is_inferred(self) -> bool {
+        matches!(
+            self,
+            EdgeKind::InferredStreamWait | EdgeKind::InferredHostSync
+        )
+    }
+
+    /// Launch edges count from when the call *begins*: the call submits its work and may then
+    /// block on it (a synchronous copy), so its end cannot gate its own work.
+    pub fn from_source_begin(self) -> bool {
+        matches!(self, EdgeKind::Launch)
+    }
+
+    /// Host-sync edges gate when a blocking call can *return*, not when it starts: the call
+    /// occupies its thread while it waits.
+    pub fn gates_completion(self) -> bool {
+        matches!(
+            self,
+            EdgeKind::HostSync | EdgeKind::InferredHostSync | EdgeKind::PeerArrival
+        )
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EdgeKind::LaneOrder => "lane_order",
+            EdgeKind::Launch => "launch",
+            EdgeKind::HostSync => "host_sync",
+            EdgeKind::EventWait => "event_wait",
+            EdgeKind::InferredStreamWait => "inferred_stream_wait",
+            EdgeKind::InferredHostSync => "inferred_host_sync",
+            EdgeKind::PeerArrival => "peer_arrival",
+        }
+    }
+}
+
+/// A lane of the graph, as in the trace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GraphLane {
+    pub trace_lane: LaneId,
+    pub kind: LaneKind,
+    /// Tasks of this lane are `first_task .. first_task + task_count`.
+    pub first_task: u32,
+    pub task_count: u32,
+}
+
+/// No value in an `i64` column.
+pub const NO_TIME: i64 = i64::MIN;
+/// No step in the `step` column.
+pub const NO_STEP: u32 = u32::MAX;
+
+/// The dependency graph, struct-of-arrays. Every column has one row per task.
+#[derive(Clone, Debug, Default)]
+pub struct Graph {
+    pub lanes: Vec<GraphLane>,
+    pub kind: Vec<TaskKind>,
+    pub lane: Vec<u32>,
+    pub name: Vec<NameId>,
+    /// The trace event this task was made from.
+    pub event: Vec<EventId>,
+    /// The task's own cost. For a blocking call or a collective, the part after its wait.
+    pub dur_ns: Vec<i64>,
+    /// Untraced host time after the task on its lane (Daydream §4.2.1); 0 on device lanes.
+    pub gap_ns: Vec<i64>,
+    /// When the recording started and ended the task: kept to measure every prediction.
+    pub rec_start_ns: Vec<i64>,
+    pub rec_end_ns: Vec<i64>,
+    /// Index into the window's steps, or [`NO_STEP`].
+    pub step: Vec<u32>,
+    /// Boundary condition: the task cannot start before this time ([`NO_TIME`] if none). Set on
+    /// the first task of each host thread and on device work launched before the window opened.
+    pub not_before_ns: Vec<i64>,
+    /// External input: a collective cannot complete its transfer before its peers arrived
+    /// (absolute time, [`NO_TIME`] if none). In a one-rank trace the peers are not visible.
+    pub peer_ready_ns: Vec<i64>,
+    /// Incoming edges by target: `pred_offsets[t]..pred_offsets[t + 1]` index the columns below.
+    pub pred_offsets: Vec<u32>,
+    pub pred: Vec<TaskId>,
+    pub pred_kind: Vec<EdgeKind>,
+    /// The target may proceed `lag` after the source ends (or begins, for launch edges).
+    pub pred_lag_ns: Vec<i64>,
+}
+
+impl Graph {
+    pub fn task_count(&self) -> usize {
+        self.kind.len()
+    }
+
+    /// Incoming stored edges of `task` (lane order excluded).
+    pub fn preds(&self, task: TaskId) -> std::ops::Range<usize> {
+        self.pred_offsets[task.index()] as usize..self.pred_offsets[task.index() + 1] as usize
+    }
+
+    /// The previous task on the same lane, if any.
+    pub fn lane_pred(&self, task: TaskId) -> Option<TaskId> {
+        let lane = &self.lanes[self.lane[task.index()] as usize];
+        (task.0 > lane.first_task).then(|| TaskId(task.0 - 1))
+    }
+
+    /// Stored edges plus lane-order edges, by kind, over the tasks `filter` accepts.
+    pub fn edges_by_kind(&self, mut filter: impl FnMut(TaskId) -> bool) -> Vec<(EdgeKind, u64)> {
+        let mut counts = [0u64; EdgeKind::ALL.len()];
+        for t in 0..self.task_count() {
+            let task = TaskId(t as u32);
+            if !filter(task) {
+                continue;
+            }
+            if self.lane_pred(task).is_some() {
+                counts[EdgeKind::LaneOrder as usize] += 1;
+            }
+            for e in self.preds(task) {
+                counts[self.pred_kind[e] as usize] += 1;
+            }
+        }
+        EdgeKind::ALL.iter().copied().zip(counts).collect()
+    }
+}

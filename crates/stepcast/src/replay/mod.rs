@@ -1,0 +1,183 @@
+//! Self-replay: replay the recorded window with its own durations and measure, step by step,
+//! how closely the replay reproduces the recording. This is the proof that the graph holds the
+//! dependencies that shaped the step; every prediction stands on it.
+
+mod typical;
+
+use crate::graph::{EdgeKind, Graph, NO_STEP, TaskId};
+use crate::simulate::{RecordedOrder, SimError, SimOptions, Timeline, critical_path, simulate};
+use crate::window::{Step, Window};
+
+pub use typical::{TypicalStep, typical_step};
+
+/// A task counts as faithful if its replayed start deviates from its recorded start by at
+/// most this much more than its lane predecessor's did.
+pub const FIDELITY_TOLERANCE_NS: i64 = 5_000;
+
+/// How one step replays.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepReplay {
+    pub number: u64,
+    /// From the step's host start to the end of the last task launched inside it.
+    pub measured_ns: i64,
+    pub replayed_ns: i64,
+    /// The same replay with inferred edges left out.
+    pub replayed_without_inferred_ns: i64,
+    pub tasks: u64,
+    pub edges_by_kind: Vec<(EdgeKind, u64)>,
+    /// Share of tasks whose replayed start deviates from the recorded start by at most
+    /// [`FIDELITY_TOLERANCE_NS`] more than the previous task on the same lane.
+    pub event_fidelity: f64,
+    pub critical_path_tasks: u64,
+    pub critical_path_ns: i64,
+    pub critical_path_host_ns: i64,
+    pub critical_path_device_ns: i64,
+    pub critical_path_wait_ns: i64,
+    /// Whether the step counts as steady state (every step but the first, when there are 3+).
+    pub steady: bool,
+}
+
+impl StepReplay {
+    /// Relative error of the replay: `replayed / measured - 1`.
+    pub fn error(&self) -> f64 {
+        relative_error(self.replayed_ns, self.measured_ns)
+    }
+
+    pub fn error_without_inferred(&self) -> f64 {
+        relative_error(self.replayed_without_inferred_ns, self.measured_ns)
+    }
+}
+
+pub fn relative_error(predicted: i64, measured: i64) -> f64 {
+    if measured == 0 {
+        return if predicted == 0 { 0.0 } else { f64::INFINITY };
+    }
+    predicted as f64 / measured as f64 - 1.0
+}
+
+/// The self-replay of a whole window.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReplayReport {
+    pub steps: Vec<StepReplay>,
+    pub typical: Option<TypicalStep>,
+}
+
+/// Which steps are steady state: all but the first (warm-up) when there are at least three.
+pub fn steady_steps(steps: &[Step]) -> Vec<usize> {
+    if steps.len() >= 3 {
+        (1..steps.len()).collect()
+    } else {
+        (0..steps.len()).collect()
+    }
+}
+
+/// Replays the window and measures every step.
+pub fn self_replay(window: &Window) -> Result<ReplayReport, SimError> {
+    let graph = &window.graph;
+    let timeline = simulate(graph, &RecordedOrder, SimOptions::default())?;
+    let without = simulate(
+        graph,
+        &RecordedOrder,
+        SimOptions {
+            without_inferred: true,
+        },
+    )?;
+    let steady = steady_steps(&window.steps);
+    let tasks_by_step = tasks_by_step(graph, window.steps.len());
+    let steps = window
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, step)| {
+            let tasks = &tasks_by_step[i];
+            let measured_ns = measured_span(graph, step, tasks);
+            let (replayed_ns, last, replay_start) = replayed_span(graph, &timeline, step, tasks);
+            let (replayed_without_inferred_ns, _, _) = replayed_span(graph, &without, step, tasks);
+            let path = last
+                .map(|last| critical_path(graph, &timeline, last, replay_start))
+                .unwrap_or_default();
+            let step_index = i as u32;
+            StepReplay {
+                number: step.number,
+                measured_ns,
+                replayed_ns,
+                replayed_without_inferred_ns,
+                tasks: tasks.len() as u64,
+                edges_by_kind: graph.edges_by_kind(|t| graph.step[t.index()] == step_index),
+                event_fidelity: event_fidelity(graph, &timeline, tasks),
+                critical_path_tasks: path.tasks.len() as u64,
+                critical_path_ns: path.length_ns(),
+                critical_path_host_ns: path.host_ns,
+                critical_path_device_ns: path.device_ns,
+                critical_path_wait_ns: path.wait_ns,
+                steady: steady.contains(&i),
+            }
+        })
+        .collect();
+    let typical = typical_step(window)?;
+    Ok(ReplayReport { steps, typical })
+}
+
+pub(crate) fn tasks_by_step(graph: &Graph, n_steps: usize) -> Vec<Vec<TaskId>> {
+    let mut by_step = vec![Vec::new(); n_steps];
+    for (t, &step) in graph.step.iter().enumerate() {
+        if step != NO_STEP {
+            by_step[step as usize].push(TaskId(t as u32));
+        }
+    }
+    by_step
+}
+
+/// From the step's host start to the end of the last task launched inside it, as recorded.
+pub(crate) fn measured_span(graph: &Graph, step: &Step, tasks: &[TaskId]) -> i64 {
+    let end = tasks
+        .iter()
+        .map(|t| graph.rec_end_ns[t.index()])
+        .max()
+        .unwrap_or(step.marker_end_ns);
+    end.max(step.marker_end_ns.min(step.start_ns)) - step.start_ns
+}
+
+/// The same span in a replay. The step's start moves with its first host task.
+/// Returns (span, the task ending last, the replayed step start).
+pub(crate) fn replayed_span(
+    graph: &Graph,
+    timeline: &Timeline,
+    step: &Step,
+    tasks: &[TaskId],
+) -> (i64, Option<TaskId>, i64) {
+    let first_host = tasks
+        .iter()
+        .filter(|t| !graph.kind[t.index()].on_device())
+        .filter(|t| {
+            step.trace_lane
+                .is_none_or(|l| graph.lanes[graph.lane[t.index()] as usize].trace_lane == l)
+        })
+        .min_by_key(|t| (graph.rec_start_ns[t.index()], t.0));
+    let shift = first_host.map_or(0, |t| {
+        timeline.begin_ns[t.index()] - graph.rec_start_ns[t.index()]
+    });
+    let start = step.start_ns + shift;
+    let last = tasks
+        .iter()
+        .copied()
+        .max_by_key(|t| (timeline.end_ns[t.index()], std::cmp::Reverse(t.0)));
+    let end = last.map_or(start, |t| timeline.end_ns[t.index()]);
+    (end - start, last, start)
+}
+
+fn event_fidelity(graph: &Graph, timeline: &Timeline, tasks: &[TaskId]) -> f64 {
+    if tasks.is_empty() {
+        return 1.0;
+    }
+    let deviation =
+        |t: TaskId| (timeline.begin_ns[t.index()] - graph.rec_start_ns[t.index()]).abs();
+    let faithful = tasks
+        .iter()
+        .filter(|&&t| {
+            let inherited = graph.lane_pred(t).map_or(0, deviation);
+            deviation(t) <= inherited + FIDELITY_TOLERANCE_NS
+        })
+        .count();
+    faithful as f64 / tasks.len() as f64
+}

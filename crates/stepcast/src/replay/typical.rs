@@ -1,0 +1,250 @@
+//! The typical step: one step graph aggregated over the steady-state steps, replayed in steady
+//! state, predicting the median step.
+//!
+//! Steady-state steps with the same structure (the same tasks on the same lanes) are aligned
+//! task by task; each task of the typical step takes the median duration and gap of its
+//! counterparts. Because the device runs behind the host, a step replayed alone from idle
+//! streams would be too short; so the typical step is replayed as a run of identical copies
+//! (each copy's host thread continuing from the previous, each stream carrying its backlog,
+//! edges into the previous step kept) and the last copy is measured.
+
+use rustc_hash::FxHashMap;
+
+use super::{measured_span, steady_steps, tasks_by_step};
+use crate::graph::{EdgeKind, Graph, GraphLane, NO_TIME, TaskId, TaskKind};
+use crate::simulate::{RecordedOrder, SimError, SimOptions, simulate};
+use crate::window::Window;
+
+/// Copies of the typical step replayed back to back; the last is measured.
+const COPIES: usize = 4;
+
+/// The typical step and what it predicts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TypicalStep {
+    /// Step numbers aggregated (steady-state steps sharing the most common structure).
+    pub steps_used: Vec<u64>,
+    pub tasks: u64,
+    pub predicted_ns: i64,
+    /// Median measured duration over all steady-state steps.
+    pub measured_median_ns: i64,
+}
+
+impl TypicalStep {
+    pub fn error(&self) -> f64 {
+        super::relative_error(self.predicted_ns, self.measured_median_ns)
+    }
+}
+
+fn median(values: &mut [i64]) -> i64 {
+    values.sort_unstable();
+    let n = values.len();
+    if n == 0 {
+        0
+    } else if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        // Lower-middle average, rounded down: integer and deterministic.
+        (values[n / 2 - 1] + values[n / 2]).div_euclid(2)
+    }
+}
+
+/// Builds and replays the typical step of `window`. `None` when the window has no steps with
+/// tasks.
+pub fn typical_step(window: &Window) -> Result<Option<TypicalStep>, SimError> {
+    let g = &window.graph;
+    let steady = steady_steps(&window.steps);
+    let by_step = tasks_by_step(g, window.steps.len());
+    let mut measured: Vec<i64> = steady
+        .iter()
+        .map(|&s| measured_span(g, &window.steps[s], &by_step[s]))
+        .collect();
+    if steady.is_empty() || by_step.iter().all(Vec::is_empty) {
+        return Ok(None);
+    }
+    let measured_median_ns = median(&mut measured);
+
+    // Group steady steps by structure: per task, its lane and name, in graph order.
+    let signature = |s: usize| -> Vec<(u32, u32)> {
+        by_step[s]
+            .iter()
+            .map(|t| (g.lane[t.index()], g.name[t.index()].0))
+            .collect()
+    };
+    let mut groups: Vec<(Vec<(u32, u32)>, Vec<usize>)> = Vec::new();
+    for &s in &steady {
+        if by_step[s].is_empty() {
+            continue;
+        }
+        let sig = signature(s);
+        match groups.iter_mut().find(|(g_sig, _)| *g_sig == sig) {
+            Some((_, members)) => members.push(s),
+            None => groups.push((sig, vec![s])),
+        }
+    }
+    let Some((_, members)) = groups
+        .iter()
+        .max_by_key(|(_, m)| (m.len(), std::cmp::Reverse(m[0])))
+    else {
+        return Ok(None);
+    };
+    let template = members[0];
+    let template_tasks = &by_step[template];
+    let position: FxHashMap<TaskId, usize> = template_tasks
+        .iter()
+        .enumerate()
+        .map(|(p, &t)| (t, p))
+        .collect();
+    // The step before the template, if it has the same structure, locates edges that cross
+    // the step boundary (a step's first kernels waiting on the previous step's work).
+    let prev_positions: FxHashMap<TaskId, usize> = match template.checked_sub(1) {
+        Some(prev) if signature(prev) == signature(template) => by_step[prev]
+            .iter()
+            .enumerate()
+            .map(|(p, &t)| (t, p))
+            .collect(),
+        _ => FxHashMap::default(),
+    };
+
+    // Median cost and gap per position.
+    let m = template_tasks.len();
+    let mut dur = vec![0i64; m];
+    let mut gap = vec![0i64; m];
+    let mut peer_offset = vec![NO_TIME; m];
+    let mut scratch = Vec::with_capacity(members.len());
+    for p in 0..m {
+        let column = |f: &dyn Fn(usize, TaskId) -> i64, scratch: &mut Vec<i64>| {
+            scratch.clear();
+            scratch.extend(members.iter().map(|&s| f(s, by_step[s][p])));
+            median(scratch)
+        };
+        dur[p] = column(&|_, t| g.dur_ns[t.index()], &mut scratch);
+        gap[p] = column(&|_, t| g.gap_ns[t.index()], &mut scratch);
+        if g.kind[template_tasks[p].index()] == TaskKind::Collective {
+            peer_offset[p] = column(
+                &|s, t| g.peer_ready_ns[t.index()] - window.steps[s].start_ns,
+                &mut scratch,
+            );
+        }
+    }
+
+    // The step's anchor: its first host task on the marker's thread (the step begins there).
+    let step = &window.steps[template];
+    let anchor = template_tasks
+        .iter()
+        .filter(|t| !g.kind[t.index()].on_device())
+        .filter(|t| {
+            step.trace_lane
+                .is_none_or(|l| g.lanes[g.lane[t.index()] as usize].trace_lane == l)
+        })
+        .min_by_key(|t| (g.rec_start_ns[t.index()], t.0))
+        .map(|t| position[t]);
+
+    // Lay out the copies lane by lane: lane order across copies is then implicit.
+    let mut lanes_in_template: Vec<u32> =
+        template_tasks.iter().map(|t| g.lane[t.index()]).collect();
+    lanes_in_template.dedup();
+    let mut out = Graph::default();
+    let mut new_id = vec![vec![TaskId::NONE; m]; COPIES];
+    for &lane in &lanes_in_template {
+        let first_task = out.task_count() as u32;
+        let positions: Vec<usize> = (0..m)
+            .filter(|&p| g.lane[template_tasks[p].index()] == lane)
+            .collect();
+        for (copy, ids) in new_id.iter_mut().enumerate() {
+            for (k, &p) in positions.iter().enumerate() {
+                let t = template_tasks[p].index();
+                ids[p] = TaskId(out.task_count() as u32);
+                out.kind.push(g.kind[t]);
+                out.lane.push(out.lanes.len() as u32);
+                out.name.push(g.name[t]);
+                out.event.push(g.event[t]);
+                out.dur_ns.push(dur[p]);
+                out.gap_ns.push(gap[p]);
+                out.rec_start_ns.push(g.rec_start_ns[t]);
+                out.rec_end_ns.push(g.rec_end_ns[t]);
+                out.step.push(copy as u32);
+                let boundary = copy == 0 && k == 0;
+                out.not_before_ns
+                    .push(if boundary { g.rec_start_ns[t] } else { NO_TIME });
+                out.peer_ready_ns.push(NO_TIME);
+            }
+        }
+        let task_count = out.task_count() as u32 - first_task;
+        let source = &g.lanes[lane as usize];
+        out.lanes.push(GraphLane {
+            trace_lane: source.trace_lane,
+            kind: source.kind,
+            first_task,
+            task_count,
+        });
+    }
+
+    // Edges, copied per copy; edges from the previous step connect consecutive copies.
+    let mut edges: Vec<(TaskId, TaskId, EdgeKind, i64)> = Vec::new();
+    for (p, &t) in template_tasks.iter().enumerate() {
+        for e in g.preds(t) {
+            let from = g.pred[e];
+            let (kind, lag) = (g.pred_kind[e], g.pred_lag_ns[e]);
+            for copy in 0..COPIES {
+                let source = if let Some(&q) = position.get(&from) {
+                    Some(new_id[copy][q])
+                } else if let (Some(&q), Some(prev)) =
+                    (prev_positions.get(&from), copy.checked_sub(1))
+                {
+                    Some(new_id[prev][q])
+                } else {
+                    None
+                };
+                if let Some(source) = source {
+                    edges.push((source, new_id[copy][p], kind, lag));
+                }
+            }
+        }
+        // Peers arrive at a fixed offset after the step begins: an input tied to the anchor.
+        if let (Some(a), true) = (anchor, peer_offset[p] != NO_TIME) {
+            let anchor_task = template_tasks[a].index();
+            let anchor_offset = g.rec_start_ns[anchor_task] - step.start_ns;
+            let lag = peer_offset[p] - anchor_offset - dur[a];
+            for ids in &new_id {
+                edges.push((ids[a], ids[p], EdgeKind::PeerArrival, lag));
+            }
+        }
+    }
+    edges.sort_unstable_by_key(|&(from, to, kind, _)| (to, kind, from));
+    out.pred_offsets.push(0);
+    let mut i = 0;
+    for t in 0..out.task_count() {
+        while i < edges.len() && edges[i].1.index() == t {
+            i += 1;
+        }
+        out.pred_offsets.push(i as u32);
+    }
+    out.pred = edges.iter().map(|e| e.0).collect();
+    out.pred_kind = edges.iter().map(|e| e.2).collect();
+    out.pred_lag_ns = edges.iter().map(|e| e.3).collect();
+
+    let timeline = simulate(&out, &RecordedOrder, SimOptions::default())?;
+    let last_copy = &new_id[COPIES - 1];
+    let start = match anchor {
+        Some(a) => {
+            let anchor_task = template_tasks[a].index();
+            timeline.begin_ns[last_copy[a].index()] - (g.rec_start_ns[anchor_task] - step.start_ns)
+        }
+        None => last_copy
+            .iter()
+            .map(|t| timeline.begin_ns[t.index()])
+            .min()
+            .unwrap_or(0),
+    };
+    let end = last_copy
+        .iter()
+        .map(|t| timeline.end_ns[t.index()])
+        .max()
+        .unwrap_or(start);
+    Ok(Some(TypicalStep {
+        steps_used: members.iter().map(|&s| window.steps[s].number).collect(),
+        tasks: m as u64,
+        predicted_ns: end - start,
+        measured_median_ns,
+    }))
+}

@@ -1,0 +1,115 @@
+//! The critical path: walk back from the last task along the constraint that bound each task.
+
+use super::{Binding, Timeline};
+use crate::graph::{Graph, TaskId};
+
+/// The chain of tasks that determined when a replayed span ended, earliest first.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CriticalPath {
+    pub tasks: Vec<TaskId>,
+    /// Time on the path spent in host tasks' own work and their untraced gaps.
+    pub host_ns: i64,
+    /// Time on the path spent in device tasks' own work.
+    pub device_ns: i64,
+    /// Time on the path spent waiting for peers (collectives) or launch latency.
+    pub wait_ns: i64,
+}
+
+impl CriticalPath {
+    pub fn length_ns(&self) -> i64 {
+        self.host_ns + self.device_ns + self.wait_ns
+    }
+}
+
+/// The critical path ending at `last`, cut where it enters time before `from_ns`.
+///
+/// The walk alternates between a task's end (what released its completion) and its begin
+/// (what released its start), so a blocking call that launched the work it waits for is
+/// followed call-begin → work → call-end without looping.
+pub fn critical_path(
+    graph: &Graph,
+    timeline: &Timeline,
+    last: TaskId,
+    from_ns: i64,
+) -> CriticalPath {
+    let mut path = CriticalPath::default();
+    let clip = |t: i64| t.max(from_ns);
+    let mut task = last;
+    // Walking backwards: the path so far covers [until, end of `last`].
+    let mut until = clip(timeline.end_ns[last.index()]);
+    let mut at_end = true;
+    let mut steps = 0usize;
+    loop {
+        steps += 1;
+        if steps > 4 * graph.task_count() + 4 {
+            break; // defensive: bindings always point to earlier-processed nodes
+        }
+        let t = task.index();
+        let begin = clip(timeline.begin_ns[t]);
+        let on_device = graph.kind[t].on_device();
+        if at_end {
+            path.tasks.push(task);
+            let work_start = clip(timeline.end_ns[t] - graph.dur_ns[t]).max(begin);
+            let work = (until - work_start).max(0);
+            if on_device {
+                path.device_ns += work
+            } else {
+                path.host_ns += work
+            }
+            until = until.min(work_start);
+            match timeline.completion[t] {
+                Some(Binding::Edge(pred, _)) if work_start > begin => {
+                    let pred_end = clip(timeline.end_ns[pred.index()]);
+                    path.wait_ns += (until - pred_end).max(0);
+                    until = until.min(pred_end);
+                    task = pred;
+                    continue;
+                }
+                Some(_) => {
+                    // Waited for peers (or a released edge) inside its own span.
+                    path.wait_ns += (until - begin).max(0);
+                    until = until.min(begin);
+                }
+                None => {}
+            }
+        }
+        if until <= from_ns {
+            break;
+        }
+        // From the task's begin: what released it.
+        match timeline.binding[t] {
+            Binding::Boundary | Binding::PeerWait => break,
+            Binding::Lane(pred) => {
+                let pred_end = clip(timeline.end_ns[pred.index()]);
+                let between = (until - pred_end).max(0);
+                if on_device {
+                    path.wait_ns += between
+                } else {
+                    path.host_ns += between
+                }
+                until = until.min(pred_end);
+                task = pred;
+                at_end = true;
+            }
+            Binding::Edge(pred, kind) => {
+                let released_at = if kind.from_source_begin() {
+                    clip(timeline.begin_ns[pred.index()])
+                } else {
+                    clip(timeline.end_ns[pred.index()])
+                };
+                path.wait_ns += (until - released_at).max(0);
+                until = until.min(released_at);
+                task = pred;
+                at_end = !kind.from_source_begin();
+                if !at_end && !path.tasks.contains(&pred) {
+                    path.tasks.push(pred);
+                }
+            }
+        }
+        if until <= from_ns {
+            break;
+        }
+    }
+    path.tasks.reverse();
+    path
+}

@@ -1,0 +1,258 @@
+//! The replay engine: Daydream's Algorithm 1 with per-lane clocks, over a whole window.
+//!
+//! Every lane runs its tasks in the order the [`SchedulePolicy`] gives (by default the recorded
+//! order). A task begins when its lane is free (previous task's end plus its untraced gap) and
+//! every start-gating predecessor has ended (plus the edge's lag); it completes its own cost
+//! after that, but not before its completion-gating predecessors (a blocking call waits for
+//! the device) and its external input (a collective waits for peers). With lane order fixed
+//! the schedule is a longest-path computation in topological order: O(V + E), deterministic.
+
+mod critical_path;
+
+pub use critical_path::{CriticalPath, critical_path};
+
+use crate::graph::{EdgeKind, Graph, NO_TIME, TaskId};
+
+/// Chooses the order of tasks on each lane. The recorded order is the default; a priority
+/// policy (P3-style communication scheduling, vDNN prefetching) returns another permutation.
+pub trait SchedulePolicy: Sync {
+    /// The tasks of graph lane `lane` in execution order, or `None` for the recorded order.
+    fn lane_order(&self, graph: &Graph, lane: usize) -> Option<Vec<TaskId>>;
+}
+
+/// Runs every lane in recorded order.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RecordedOrder;
+
+impl SchedulePolicy for RecordedOrder {
+    fn lane_order(&self, _graph: &Graph, _lane: usize) -> Option<Vec<TaskId>> {
+        None
+    }
+}
+
+/// Replay options.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SimOptions {
+    /// Ignore edges inferred from timing (to measure what the recorded causes alone explain).
+    pub without_inferred: bool,
+}
+
+/// What determined when a task could run: the constraint that was binding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Binding {
+    /// Nothing before it in the window: it ran at its boundary time.
+    Boundary,
+    /// Its lane was busy with this task (and its gap).
+    Lane(TaskId),
+    /// This predecessor, through an edge of this kind.
+    Edge(TaskId, EdgeKind),
+    /// Its peers (outside the trace) arrived last.
+    PeerWait,
+}
+
+impl Binding {
+    pub fn pred(self) -> Option<TaskId> {
+        match self {
+            Binding::Lane(t) | Binding::Edge(t, _) => Some(t),
+            Binding::Boundary | Binding::PeerWait => None,
+        }
+    }
+}
+
+/// When every task ran in a replay.
+#[derive(Clone, Debug, Default)]
+pub struct Timeline {
+    /// When the task took its lane.
+    pub begin_ns: Vec<i64>,
+    /// When it completed (its lane is then free after its gap).
+    pub end_ns: Vec<i64>,
+    /// What determined the begin.
+    pub binding: Vec<Binding>,
+    /// What held back completion beyond the task's own cost after its begin, if anything
+    /// (the work a blocking call waited for, a collective's peers).
+    pub completion: Vec<Option<Binding>>,
+}
+
+/// Why a replay could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error("the dependency graph has a cycle through {stuck} tasks (first: task {first})")]
+    Cycle { stuck: usize, first: u32 },
+    #[error(
+        "schedule policy returned an order for lane {lane} that is not a permutation of its tasks"
+    )]
+    BadOrder { lane: usize },
+}
+
+/// Replays `graph` under `policy`.
+pub fn simulate(
+    graph: &Graph,
+    policy: &dyn SchedulePolicy,
+    options: SimOptions,
+) -> Result<Timeline, SimError> {
+    let n = graph.task_count();
+    // Lane predecessor of each task under the policy's order.
+    let mut lane_prev: Vec<TaskId> = (0..n)
+        .map(|t| graph.lane_pred(TaskId(t as u32)).unwrap_or(TaskId::NONE))
+        .collect();
+    for (lane_index, lane) in graph.lanes.iter().enumerate() {
+        if let Some(order) = policy.lane_order(graph, lane_index) {
+            let range = lane.first_task..lane.first_task + lane.task_count;
+            let mut seen = order.clone();
+            seen.sort_unstable();
+            if seen.len() != lane.task_count as usize || !seen.iter().map(|t| t.0).eq(range) {
+                return Err(SimError::BadOrder { lane: lane_index });
+            }
+            let mut prev = TaskId::NONE;
+            for &t in &order {
+                lane_prev[t.index()] = prev;
+                prev = t;
+            }
+        }
+    }
+    let keep = |e: usize| !(options.without_inferred && graph.pred_kind[e].is_inferred());
+
+    // Each task is two nodes: its begin (node 2t) and its end (node 2t + 1). A blocking call's
+    // begin releases the work it launches, and that work's end releases the call's end: with
+    // one node per task that would be a cycle.
+    let begin_node = |t: usize| 2 * t;
+    let end_node = |t: usize| 2 * t + 1;
+    let mut indegree = vec![0u32; 2 * n];
+    let mut succ_count = vec![0u32; 2 * n + 1];
+    let source_node = |e: usize| {
+        let from = graph.pred[e].index();
+        if graph.pred_kind[e].from_source_begin() {
+            begin_node(from)
+        } else {
+            end_node(from)
+        }
+    };
+    let target_node = |e: usize, t: usize| {
+        if graph.pred_kind[e].gates_completion() {
+            end_node(t)
+        } else {
+            begin_node(t)
+        }
+    };
+    for t in 0..n {
+        indegree[end_node(t)] += 1;
+        succ_count[begin_node(t)] += 1;
+        if lane_prev[t] != TaskId::NONE {
+            indegree[begin_node(t)] += 1;
+            succ_count[end_node(lane_prev[t].index())] += 1;
+        }
+        for e in graph.preds(TaskId(t as u32)) {
+            if keep(e) {
+                indegree[target_node(e, t)] += 1;
+                succ_count[source_node(e)] += 1;
+            }
+        }
+    }
+    let mut succ_offsets = vec![0u32; 2 * n + 1];
+    for node in 0..2 * n {
+        succ_offsets[node + 1] = succ_offsets[node] + succ_count[node];
+    }
+    let mut fill = succ_offsets.clone();
+    let mut succ = vec![0u32; succ_offsets[2 * n] as usize];
+    let mut link = |from: usize, to: usize| {
+        succ[fill[from] as usize] = to as u32;
+        fill[from] += 1;
+    };
+    for t in 0..n {
+        link(begin_node(t), end_node(t));
+        if lane_prev[t] != TaskId::NONE {
+            link(end_node(lane_prev[t].index()), begin_node(t));
+        }
+        for e in graph.preds(TaskId(t as u32)) {
+            if keep(e) {
+                link(source_node(e), target_node(e, t));
+            }
+        }
+    }
+
+    let mut timeline = Timeline {
+        begin_ns: vec![0; n],
+        end_ns: vec![0; n],
+        binding: vec![Binding::Boundary; n],
+        completion: vec![None; n],
+    };
+    let release = |e: usize, timeline: &Timeline| {
+        let from = graph.pred[e].index();
+        let at = if graph.pred_kind[e].from_source_begin() {
+            timeline.begin_ns[from]
+        } else {
+            timeline.end_ns[from]
+        };
+        at + graph.pred_lag_ns[e]
+    };
+    let mut stack: Vec<u32> = (0..2 * n as u32)
+        .filter(|&v| indegree[v as usize] == 0)
+        .rev()
+        .collect();
+    let mut done = 0usize;
+    while let Some(node) = stack.pop() {
+        let node = node as usize;
+        done += 1;
+        let t = node / 2;
+        let task = TaskId(t as u32);
+        if node % 2 == 0 {
+            let mut begin = graph.not_before_ns[t];
+            let mut binding = Binding::Boundary;
+            let prev = lane_prev[t];
+            if prev != TaskId::NONE {
+                let ready = timeline.end_ns[prev.index()] + graph.gap_ns[prev.index()];
+                if ready > begin {
+                    begin = ready;
+                    binding = Binding::Lane(prev);
+                }
+            }
+            for e in graph.preds(task) {
+                if !keep(e) || graph.pred_kind[e].gates_completion() {
+                    continue;
+                }
+                let ready = release(e, &timeline);
+                if ready > begin {
+                    begin = ready;
+                    binding = Binding::Edge(graph.pred[e], graph.pred_kind[e]);
+                }
+            }
+            if begin == NO_TIME {
+                begin = graph.rec_start_ns[t];
+            }
+            timeline.begin_ns[t] = begin;
+            timeline.binding[t] = binding;
+        } else {
+            let mut exec = timeline.begin_ns[t];
+            for e in graph.preds(task) {
+                if !keep(e) || !graph.pred_kind[e].gates_completion() {
+                    continue;
+                }
+                let ready = release(e, &timeline);
+                if ready > exec {
+                    exec = ready;
+                    timeline.completion[t] = Some(Binding::Edge(graph.pred[e], graph.pred_kind[e]));
+                }
+            }
+            if graph.peer_ready_ns[t] > exec {
+                exec = graph.peer_ready_ns[t];
+                timeline.completion[t] = Some(Binding::PeerWait);
+            }
+            timeline.end_ns[t] = exec + graph.dur_ns[t];
+        }
+        for s in succ_offsets[node]..succ_offsets[node + 1] {
+            let next = succ[s as usize] as usize;
+            indegree[next] -= 1;
+            if indegree[next] == 0 {
+                stack.push(next as u32);
+            }
+        }
+    }
+    if done < 2 * n {
+        let first = (0..2 * n).find(|&v| indegree[v] > 0).unwrap_or(0) / 2;
+        return Err(SimError::Cycle {
+            stuck: 2 * n - done,
+            first: first as u32,
+        });
+    }
+    Ok(timeline)
+}

@@ -1,0 +1,50 @@
+//! A profiled window: its dependency graph, its steps, and how the graph was built.
+
+use std::collections::BTreeMap;
+
+use stepcast_trace::LaneId;
+
+use crate::graph::Graph;
+
+/// One training step of the window.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Step {
+    /// `N` of `ProfilerStep#N` (0 for a synthetic step).
+    pub number: u64,
+    /// The host thread of the step marker (`None` for a synthetic step).
+    pub trace_lane: Option<LaneId>,
+    /// Where the step's host work begins: the start of its `ProfilerStep` range.
+    pub start_ns: i64,
+    /// End of the `ProfilerStep` range on the host. Device work launched inside it may end later.
+    pub marker_end_ns: i64,
+    /// True when the trace had no step markers and the whole window stands as one step.
+    pub synthetic: bool,
+}
+
+/// Facts about graph construction, for `info` and `replay` to show.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BuildReport {
+    /// Calibrated from this trace: median delay from a launch call's start to its work starting
+    /// on an idle stream.
+    pub launch_latency_ns: i64,
+    pub launch_latency_samples: u64,
+    /// Device tasks without a launching call in the window (launched before it opened).
+    pub unlaunched_device_tasks: u64,
+    /// API calls nested inside another call (e.g. a driver call inside a runtime call).
+    pub nested_calls: u64,
+    /// Collective kernels whose completion waits on peers outside the trace.
+    pub collectives: u64,
+    /// Edges inferred from timing alone.
+    pub inferred_edges: u64,
+    /// Recorded causes not turned into edges, by reason.
+    pub rejected: BTreeMap<String, u64>,
+    pub notes: Vec<String>,
+}
+
+/// The whole profiled window as one graph.
+#[derive(Clone, Debug, Default)]
+pub struct Window {
+    pub graph: Graph,
+    pub steps: Vec<Step>,
+    pub report: BuildReport,
+}
