@@ -28,6 +28,9 @@ pub struct BuildReport {
     /// on an idle stream.
     pub launch_latency_ns: i64,
     pub launch_latency_samples: u64,
+    /// Calibrated from this trace: median idle time between consecutive tasks of a backlogged
+    /// stream (retire and dispatch), applied as the gap after every device task.
+    pub dispatch_gap_ns: i64,
     /// Device tasks without a launching call in the window (launched before it opened).
     pub unlaunched_device_tasks: u64,
     /// API calls nested inside another call (e.g. a driver call inside a runtime call).

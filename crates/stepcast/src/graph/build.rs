@@ -70,7 +70,7 @@ pub fn build(trace: &Trace, options: &BuildOptions) -> Window {
     b.sync_edges(&calls, &launcher.call_of, &device_lanes, &mut edges);
     b.collectives();
     if options.infer_edges {
-        b.inferred_edges(&device_lanes, &mut edges);
+        b.inferred_edges(&device_lanes, &launcher.call_of, &mut edges);
     }
     b.finish(edges, steps)
 }
@@ -262,7 +262,39 @@ impl Builder<'_> {
                 lag_ns,
             });
         }
+        self.dispatch_gaps(&call_of, latency);
         Launches { edges, call_of }
+    }
+
+    /// Consecutive tasks on a backlogged stream are not back to back: the device takes a
+    /// moment to retire one and dispatch the next. Calibrated on this trace as the median gap
+    /// between a task and its stream predecessor when it was queued before the predecessor
+    /// ended, and applied to every device task.
+    fn dispatch_gaps(&mut self, call_of: &[TaskId], launch_latency: i64) {
+        let g = &mut self.graph;
+        let mut samples = Vec::new();
+        for t in 0..g.task_count() {
+            let call = call_of[t];
+            let Some(pred) = g.lane_pred(TaskId(t as u32)) else {
+                continue;
+            };
+            if call == TaskId::NONE || !g.kind[t].on_device() {
+                continue;
+            }
+            let queued_at = g.rec_start_ns[call.index()]
+                + launch_latency.min(g.rec_end_ns[call.index()] - g.rec_start_ns[call.index()]);
+            if queued_at < g.rec_end_ns[pred.index()] {
+                samples.push(g.rec_start_ns[t] - g.rec_end_ns[pred.index()]);
+            }
+        }
+        samples.sort_unstable();
+        let gap = samples.get(samples.len() / 2).copied().unwrap_or(0).max(0);
+        self.report.dispatch_gap_ns = gap;
+        for t in 0..g.task_count() {
+            if g.kind[t].on_device() {
+                g.gap_ns[t] = gap;
+            }
+        }
     }
 
     /// Each host task belongs to the step whose `ProfilerStep` range holds its start; each
@@ -528,8 +560,42 @@ impl Builder<'_> {
     }
 
     /// Waits that nothing recorded explains, explained by the task whose end they follow.
-    fn inferred_edges(&mut self, device_lanes: &DeviceLanes, edges: &mut Vec<PendingEdge>) {
+    fn inferred_edges(
+        &mut self,
+        device_lanes: &DeviceLanes,
+        call_of: &[TaskId],
+        edges: &mut Vec<PendingEdge>,
+    ) {
         let g = &self.graph;
+        // The stream each call launched work on (its first device task's lane).
+        let mut launched_on: FxHashMap<TaskId, u32> = FxHashMap::default();
+        for (t, &call) in call_of.iter().enumerate() {
+            if call != TaskId::NONE {
+                launched_on.entry(call).or_insert(g.lane[t]);
+            }
+        }
+        // Whether the thread told the stream to wait on an event since it last launched there:
+        // a recorded `cudaStreamWaitEvent`, whose source stream the trace does not name.
+        let waited_for_event = |call: TaskId, stream: u32| -> bool {
+            let lane = &g.lanes[g.lane[call.index()] as usize];
+            let mut t = call.0;
+            let mut looked = 0;
+            while t > lane.first_task && looked < 64 {
+                t -= 1;
+                looked += 1;
+                if launched_on.get(&TaskId(t)) == Some(&stream) {
+                    return false;
+                }
+                if self
+                    .trace
+                    .name(g.name[t as usize])
+                    .contains("StreamWaitEvent")
+                {
+                    return true;
+                }
+            }
+            false
+        };
         let o = self.options;
         let n = g.task_count();
         // What the recorded causes explain, per task.
@@ -562,8 +628,16 @@ impl Builder<'_> {
                 }
                 let lane = g.lane[t];
                 let at = g.rec_start_ns[t];
-                if let Some(from) =
-                    device_lanes.latest_end_in(at - o.stream_wait_window_ns, at + 1_000, Some(lane))
+                // With a recorded stream-wait call, the source is whatever other stream's work
+                // ended last before this task started; without one, only work ending just
+                // before it is a plausible cause.
+                let call = call_of[t];
+                let window = if call != TaskId::NONE && waited_for_event(call, lane) {
+                    unexplained
+                } else {
+                    o.stream_wait_window_ns
+                };
+                if let Some(from) = device_lanes.latest_end_in(at - window, at + 1_000, Some(lane))
                 {
                     added.push(PendingEdge {
                         from,
