@@ -27,6 +27,14 @@ fn main() {
             (t2 - t1).as_secs_f64() * 1e3,
             (t3 - t2).as_secs_f64() * 1e3
         );
+        let ek = window.graph.edges_by_kind(|_| true);
+        println!(
+            "  edges: {:?}",
+            ek.iter()
+                .filter(|(_, c)| *c > 0)
+                .map(|(k, c)| format!("{}={}", k.as_str(), c))
+                .collect::<Vec<_>>()
+        );
         for s in &report.steps {
             println!(
                 "  step {:>3} meas={:>10} rep={:>10} err={:+.3}% w/o={:+.3}% fid={:.3} tasks={} cp={}/{}",

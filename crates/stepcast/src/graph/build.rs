@@ -68,7 +68,7 @@ pub fn build(trace: &Trace, options: &BuildOptions) -> Window {
     let mut edges = launcher.edges;
     let device_lanes = DeviceLanes::new(trace, &b.graph, &launcher.call_of);
     b.sync_edges(&calls, &launcher.call_of, &device_lanes, &mut edges);
-    b.collectives();
+    b.collectives(&steps, &mut edges);
     if options.infer_edges {
         b.inferred_edges(&device_lanes, &launcher.call_of, &mut edges);
     }
@@ -533,7 +533,8 @@ impl Builder<'_> {
 
     /// NCCL/RCCL kernels wait for peers the trace does not show: their completion becomes an
     /// input of the replay, and their own cost the fastest instance of the same kernel.
-    fn collectives(&mut self) {
+    fn collectives(&mut self, steps: &[Step], edges: &mut Vec<PendingEdge>) {
+        let anchors = step_anchors(&self.graph, steps);
         let g = &mut self.graph;
         let mut fastest: FxHashMap<stepcast_trace::NameId, i64> = FxHashMap::default();
         for t in 0..g.task_count() {
@@ -553,9 +554,18 @@ impl Builder<'_> {
                 continue;
             }
             let transfer = fastest[&g.name[t]];
-            g.peer_ready_ns[t] = g.rec_end_ns[t] - transfer;
+            let peers_ready = g.rec_end_ns[t] - transfer;
             g.dur_ns[t] = transfer;
             self.report.collectives += 1;
+            match anchors.get(g.step[t] as usize).copied().flatten() {
+                Some(anchor) => edges.push(PendingEdge {
+                    from: anchor,
+                    to: TaskId(t as u32),
+                    kind: EdgeKind::PeerArrival,
+                    lag_ns: peers_ready - g.rec_start_ns[anchor.index()],
+                }),
+                None => g.peer_ready_ns[t] = peers_ready,
+            }
         }
     }
 
@@ -690,9 +700,22 @@ impl Builder<'_> {
                 *slot = (*slot).max(ready);
             }
         }
+        let mut recorded_wait_until = vec![i64::MIN; n];
+        for e in edges
+            .iter()
+            .filter(|e| e.kind.gates_completion() && !e.kind.is_inferred())
+        {
+            let slot = &mut recorded_wait_until[e.to.index()];
+            *slot = (*slot).max(source_time(g, e) + e.lag_ns);
+        }
+        g.dur_without_inferred_ns = g.dur_ns.clone();
         for t in 0..n {
+            let own_cost = |wait: i64| (g.rec_end_ns[t] - wait.max(g.rec_start_ns[t])).max(0);
             if wait_until[t] != i64::MIN {
-                g.dur_ns[t] = (g.rec_end_ns[t] - wait_until[t].max(g.rec_start_ns[t])).max(0);
+                g.dur_ns[t] = own_cost(wait_until[t]);
+            }
+            if recorded_wait_until[t] != i64::MIN {
+                g.dur_without_inferred_ns[t] = own_cost(recorded_wait_until[t]);
             }
         }
         // CSR by target, in (target, kind, source) order: deterministic.
@@ -716,6 +739,26 @@ impl Builder<'_> {
             report: self.report,
         }
     }
+}
+
+/// The task where each step begins: its first host task on the thread of its step marker.
+pub fn step_anchors(g: &Graph, steps: &[Step]) -> Vec<Option<TaskId>> {
+    let mut anchors: Vec<Option<TaskId>> = vec![None; steps.len()];
+    for t in 0..g.task_count() {
+        let step = g.step[t];
+        if step == NO_STEP || g.kind[t].on_device() {
+            continue;
+        }
+        let marker_lane = steps[step as usize].trace_lane;
+        if marker_lane.is_some_and(|l| g.lanes[g.lane[t] as usize].trace_lane != l) {
+            continue;
+        }
+        let slot = &mut anchors[step as usize];
+        if slot.is_none_or(|a| (g.rec_start_ns[t], t as u32) < (g.rec_start_ns[a.index()], a.0)) {
+            *slot = Some(TaskId(t as u32));
+        }
+    }
+    anchors
 }
 
 /// When an edge's source releases its target, as recorded.

@@ -76,7 +76,9 @@ pub enum EdgeKind {
     /// inferred from timing alone.
     InferredHostSync,
     /// A collective's peers arrive a fixed time after its step begins: the one-rank input of a
-    /// collective, tied to the step's first host task (used by the typical step's replay).
+    /// collective, tied to the begin of the step's first host task. Peers start their steps
+    /// about when this rank does, so the input moves with the step instead of staying pinned
+    /// to the recorded clock.
     PeerArrival,
 }
 
@@ -101,7 +103,7 @@ impl EdgeKind {
     /// Launch edges count from when the call *begins*: the call submits its work and may then
     /// block on it (a synchronous copy), so its end cannot gate its own work.
     pub fn from_source_begin(self) -> bool {
-        matches!(self, EdgeKind::Launch)
+        matches!(self, EdgeKind::Launch | EdgeKind::PeerArrival)
     }
 
     /// Host-sync edges gate when a blocking call can *return*, not when it starts: the call
@@ -152,6 +154,9 @@ pub struct Graph {
     pub event: Vec<EventId>,
     /// The task's own cost. For a blocking call or a collective, the part after its wait.
     pub dur_ns: Vec<i64>,
+    /// The task's own cost if inferred edges are left out: a blocking call then keeps the wait
+    /// that only an inferred edge explained (what the recorded causes alone support).
+    pub dur_without_inferred_ns: Vec<i64>,
     /// Untraced host time after the task on its lane (Daydream §4.2.1); 0 on device lanes.
     pub gap_ns: Vec<i64>,
     /// When the recording started and ended the task: kept to measure every prediction.
@@ -164,6 +169,7 @@ pub struct Graph {
     pub not_before_ns: Vec<i64>,
     /// External input: a collective cannot complete its transfer before its peers arrived
     /// (absolute time, [`NO_TIME`] if none). In a one-rank trace the peers are not visible.
+    /// Used only for collectives outside any step; the others get a `PeerArrival` edge.
     pub peer_ready_ns: Vec<i64>,
     /// Incoming edges by target: `pred_offsets[t]..pred_offsets[t + 1]` index the columns below.
     pub pred_offsets: Vec<u32>,

@@ -62,13 +62,18 @@ pub struct ReplayReport {
     pub typical: Option<TypicalStep>,
 }
 
-/// Which steps are steady state: all but the first (warm-up) when there are at least three.
-pub fn steady_steps(steps: &[Step]) -> Vec<usize> {
-    if steps.len() >= 3 {
-        (1..steps.len()).collect()
-    } else {
-        (0..steps.len()).collect()
+/// Which steps are steady state: all but the first (warm-up) when there are at least three,
+/// and never a step that launched nothing (a step cut short when the profiler stopped).
+pub fn steady_steps(window: &Window) -> Vec<usize> {
+    let n = window.steps.len();
+    let mut has_tasks = vec![false; n];
+    for &step in &window.graph.step {
+        if step != NO_STEP {
+            has_tasks[step as usize] = true;
+        }
     }
+    let first = if n >= 3 { 1 } else { 0 };
+    (first..n).filter(|&s| has_tasks[s]).collect()
 }
 
 /// Replays the window and measures every step.
@@ -82,7 +87,7 @@ pub fn self_replay(window: &Window) -> Result<ReplayReport, SimError> {
             without_inferred: true,
         },
     )?;
-    let steady = steady_steps(&window.steps);
+    let steady = steady_steps(window);
     let tasks_by_step = tasks_by_step(graph, window.steps.len());
     let steps = window
         .steps

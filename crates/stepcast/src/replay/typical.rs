@@ -48,11 +48,31 @@ fn median(values: &mut [i64]) -> i64 {
     }
 }
 
+/// When a collective's peers arrived, as recorded: its end minus its own transfer cost.
+fn peer_ready(g: &Graph, t: TaskId) -> i64 {
+    g.rec_end_ns[t.index()] - g.dur_ns[t.index()]
+}
+
+/// Mean without the smallest and the largest value (when there are at least three).
+fn trimmed_mean(values: &mut [i64]) -> i64 {
+    values.sort_unstable();
+    let kept = if values.len() >= 3 {
+        &values[1..values.len() - 1]
+    } else {
+        &values[..]
+    };
+    if kept.is_empty() {
+        return 0;
+    }
+    let sum: i128 = kept.iter().map(|&v| v as i128).sum();
+    (sum / kept.len() as i128) as i64
+}
+
 /// Builds and replays the typical step of `window`. `None` when the window has no steps with
 /// tasks.
 pub fn typical_step(window: &Window) -> Result<Option<TypicalStep>, SimError> {
     let g = &window.graph;
-    let steady = steady_steps(&window.steps);
+    let steady = steady_steps(window);
     let by_step = tasks_by_step(g, window.steps.len());
     let mut measured: Vec<i64> = steady
         .iter()
@@ -81,10 +101,22 @@ pub fn typical_step(window: &Window) -> Result<Option<TypicalStep>, SimError> {
             None => groups.push((sig, vec![s])),
         }
     }
-    let Some((_, members)) = groups
-        .iter()
-        .max_by_key(|(_, m)| (m.len(), std::cmp::Reverse(m[0])))
-    else {
+    // The largest group of alike steps; among equals, the one holding the step closest to
+    // the median measured step.
+    let distance_to_median = |members: &[usize]| {
+        members
+            .iter()
+            .map(|&s| (measured_span(g, &window.steps[s], &by_step[s]) - measured_median_ns).abs())
+            .min()
+            .unwrap_or(i64::MAX)
+    };
+    let Some((_, members)) = groups.iter().max_by_key(|(_, m)| {
+        (
+            m.len(),
+            std::cmp::Reverse(distance_to_median(m)),
+            std::cmp::Reverse(m[0]),
+        )
+    }) else {
         return Ok(None);
     };
     let template = members[0];
@@ -112,16 +144,19 @@ pub fn typical_step(window: &Window) -> Result<Option<TypicalStep>, SimError> {
     let mut peer_offset = vec![NO_TIME; m];
     let mut scratch = Vec::with_capacity(members.len());
     for p in 0..m {
+        // A trimmed mean: robust to one outlier step (a garbage collection, a checkpoint), yet
+        // unlike the median it keeps the skew of per-task noise, whose per-task medians would
+        // add up short of a typical step.
         let column = |f: &dyn Fn(usize, TaskId) -> i64, scratch: &mut Vec<i64>| {
             scratch.clear();
             scratch.extend(members.iter().map(|&s| f(s, by_step[s][p])));
-            median(scratch)
+            trimmed_mean(scratch)
         };
         dur[p] = column(&|_, t| g.dur_ns[t.index()], &mut scratch);
         gap[p] = column(&|_, t| g.gap_ns[t.index()], &mut scratch);
         if g.kind[template_tasks[p].index()] == TaskKind::Collective {
             peer_offset[p] = column(
-                &|s, t| g.peer_ready_ns[t.index()] - window.steps[s].start_ns,
+                &|s, t| peer_ready(g, t) - window.steps[s].start_ns,
                 &mut scratch,
             );
         }
@@ -159,6 +194,7 @@ pub fn typical_step(window: &Window) -> Result<Option<TypicalStep>, SimError> {
                 out.name.push(g.name[t]);
                 out.event.push(g.event[t]);
                 out.dur_ns.push(dur[p]);
+                out.dur_without_inferred_ns.push(dur[p]);
                 out.gap_ns.push(gap[p]);
                 out.rec_start_ns.push(g.rec_start_ns[t]);
                 out.rec_end_ns.push(g.rec_end_ns[t]);
@@ -185,6 +221,9 @@ pub fn typical_step(window: &Window) -> Result<Option<TypicalStep>, SimError> {
         for e in g.preds(t) {
             let from = g.pred[e];
             let (kind, lag) = (g.pred_kind[e], g.pred_lag_ns[e]);
+            if kind == EdgeKind::PeerArrival {
+                continue; // re-tied to each copy's anchor below
+            }
             for copy in 0..COPIES {
                 let source = if let Some(&q) = position.get(&from) {
                     Some(new_id[copy][q])
@@ -204,7 +243,7 @@ pub fn typical_step(window: &Window) -> Result<Option<TypicalStep>, SimError> {
         if let (Some(a), true) = (anchor, peer_offset[p] != NO_TIME) {
             let anchor_task = template_tasks[a].index();
             let anchor_offset = g.rec_start_ns[anchor_task] - step.start_ns;
-            let lag = peer_offset[p] - anchor_offset - dur[a];
+            let lag = peer_offset[p] - anchor_offset;
             for ids in &new_id {
                 edges.push((ids[a], ids[p], EdgeKind::PeerArrival, lag));
             }

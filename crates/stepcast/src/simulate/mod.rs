@@ -33,7 +33,8 @@ impl SchedulePolicy for RecordedOrder {
 /// Replay options.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SimOptions {
-    /// Ignore edges inferred from timing (to measure what the recorded causes alone explain).
+    /// Ignore edges inferred from timing, and the waits only they explained (to measure what
+    /// the recorded causes alone explain).
     pub without_inferred: bool,
 }
 
@@ -237,7 +238,12 @@ pub fn simulate(
                 exec = graph.peer_ready_ns[t];
                 timeline.completion[t] = Some(Binding::PeerWait);
             }
-            timeline.end_ns[t] = exec + graph.dur_ns[t];
+            let dur = if options.without_inferred {
+                graph.dur_without_inferred_ns[t]
+            } else {
+                graph.dur_ns[t]
+            };
+            timeline.end_ns[t] = exec + dur;
         }
         for s in succ_offsets[node]..succ_offsets[node + 1] {
             let next = succ[s as usize] as usize;
