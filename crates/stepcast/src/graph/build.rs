@@ -395,11 +395,17 @@ impl Builder<'_> {
                         continue;
                     };
                     let Some(from) = awaited(source) else {
+                        *rejected
+                            .entry("stream waits on a stream with no earlier work")
+                            .or_default() += 1;
                         continue;
                     };
                     let Some(to) =
                         device_lanes.first_launched_after(sync.device, waiter, start_of(call))
                     else {
+                        *rejected
+                            .entry("stream waits followed by no work on the waiting stream")
+                            .or_default() += 1;
                         continue;
                     };
                     new_edges.push(PendingEdge {
