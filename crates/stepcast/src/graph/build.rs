@@ -11,6 +11,7 @@ use stepcast_trace::{EventId, EventKind, LaneKind, SyncKind, Trace};
 
 use super::calls::{CallClass, classify_call};
 use super::{EdgeKind, Graph, GraphLane, NO_STEP, NO_TIME, TaskId, TaskKind};
+use crate::simulate::{RecordedOrder, SimOptions, simulate};
 use crate::window::{BuildReport, Step, Window};
 
 /// Knobs of graph construction. The defaults are what the accuracy figures are measured with.
@@ -46,6 +47,7 @@ impl Default for BuildOptions {
 /// of Kineto is 1 µs in older traces).
 const TOLERANCE_NS: i64 = 2_000;
 
+#[derive(Clone, Copy)]
 struct PendingEdge {
     from: TaskId,
     to: TaskId,
@@ -70,7 +72,10 @@ pub fn build(trace: &Trace, options: &BuildOptions) -> Window {
     b.sync_edges(&calls, &launcher.call_of, &device_lanes, &mut edges);
     b.collectives(&steps, &mut edges);
     if options.infer_edges {
-        b.inferred_edges(&device_lanes, &launcher.call_of, &mut edges);
+        let candidates = b.inferred_edges(&device_lanes, &launcher.call_of, &steps, &edges);
+        let needed = b.needed(candidates, &edges);
+        b.report.inferred_edges = needed.len() as u64;
+        edges.extend(needed);
     }
     b.finish(edges, steps)
 }
@@ -580,8 +585,10 @@ impl Builder<'_> {
         &mut self,
         device_lanes: &DeviceLanes,
         call_of: &[TaskId],
-        edges: &mut Vec<PendingEdge>,
-    ) {
+        steps: &[Step],
+        edges: &[PendingEdge],
+    ) -> Vec<PendingEdge> {
+        let anchors = step_anchors(&self.graph, steps);
         let g = &self.graph;
         // The stream each call launched work on (its first device task's lane).
         let mut launched_on: FxHashMap<TaskId, u32> = FxHashMap::default();
@@ -648,19 +655,39 @@ impl Builder<'_> {
                 // ended last before this task started; without one, only work ending just
                 // before it is a plausible cause.
                 let call = call_of[t];
-                let window = if call != TaskId::NONE && waited_for_event(call, lane) {
+                let waited = call != TaskId::NONE && waited_for_event(call, lane);
+                let window = if waited {
                     unexplained
                 } else {
                     o.stream_wait_window_ns
                 };
-                if let Some(from) = device_lanes.latest_end_in(at - window, at + 1_000, Some(lane))
-                {
-                    added.push(PendingEdge {
+                let source = device_lanes.latest_end_in(at - window, at + 1_000, Some(lane));
+                let close =
+                    source.filter(|s| g.rec_end_ns[s.index()] >= at - o.stream_wait_window_ns);
+                match (close.or(source), waited) {
+                    (Some(from), _) if close.is_some() || !waited => added.push(PendingEdge {
                         from,
                         to: task,
                         kind: EdgeKind::InferredStreamWait,
                         lag_ns: 0,
-                    });
+                    }),
+                    // A collective's own timing is already an input (its peers).
+                    (_, true) if kind != TaskKind::Collective => {
+                        // The thread made the stream wait on an event, but no device work ends
+                        // when the wait did: the event came from outside what the trace shows
+                        // (another process, a host callback). Like a collective's peers, the
+                        // release is an input tied to the step's start.
+                        let anchor = anchors.get(g.step[t] as usize).copied().flatten();
+                        if let Some(anchor) = anchor.filter(|a| g.rec_end_ns[a.index()] <= at) {
+                            added.push(PendingEdge {
+                                from: anchor,
+                                to: task,
+                                kind: EdgeKind::InferredStreamWait,
+                                lag_ns: at - g.rec_end_ns[anchor.index()],
+                            });
+                        }
+                    }
+                    _ => {}
                 }
             } else if kind == TaskKind::ApiCall {
                 let class = classify_call(self.trace.name(g.name[t]));
@@ -690,61 +717,91 @@ impl Builder<'_> {
                 }
             }
         }
-        self.report.inferred_edges = added.len() as u64;
-        edges.extend(added);
+        added
     }
 
-    fn finish(mut self, mut edges: Vec<PendingEdge>, steps: Vec<Step>) -> Window {
-        let g = &mut self.graph;
-        let n = g.task_count();
-        // A blocking call's own cost is what remains after the work it waited for was done.
-        let mut wait_until = vec![i64::MIN; n];
-        for e in &edges {
-            if e.kind.gates_completion() {
-                let ready = source_time(g, e) + e.lag_ns;
-                let slot = &mut wait_until[e.to.index()];
-                *slot = (*slot).max(ready);
-            }
+    /// Of the candidate inferred edges, those the replay needs: a candidate whose target the
+    /// recorded causes alone already hold back to its recorded time adds nothing. Keeps the
+    /// edges inferred from timing to the minimum.
+    fn needed(&self, candidates: Vec<PendingEdge>, recorded: &[PendingEdge]) -> Vec<PendingEdge> {
+        if candidates.is_empty() {
+            return candidates;
         }
-        let mut recorded_wait_until = vec![i64::MIN; n];
-        for e in edges
-            .iter()
-            .filter(|e| e.kind.gates_completion() && !e.kind.is_inferred())
-        {
-            let slot = &mut recorded_wait_until[e.to.index()];
-            *slot = (*slot).max(source_time(g, e) + e.lag_ns);
-        }
-        g.dur_without_inferred_ns = g.dur_ns.clone();
-        for t in 0..n {
-            let own_cost = |wait: i64| (g.rec_end_ns[t] - wait.max(g.rec_start_ns[t])).max(0);
-            if wait_until[t] != i64::MIN {
-                g.dur_ns[t] = own_cost(wait_until[t]);
-            }
-            if recorded_wait_until[t] != i64::MIN {
-                g.dur_without_inferred_ns[t] = own_cost(recorded_wait_until[t]);
-            }
-        }
-        // CSR by target, in (target, kind, source) order: deterministic.
-        edges.sort_unstable_by_key(|e| (e.to, e.kind, e.from, e.lag_ns));
-        edges.dedup_by_key(|e| (e.to, e.kind, e.from));
-        g.pred_offsets = Vec::with_capacity(n + 1);
-        g.pred_offsets.push(0);
-        let mut i = 0;
-        for t in 0..n {
-            while i < edges.len() && edges[i].to.index() == t {
-                i += 1;
-            }
-            g.pred_offsets.push(i as u32);
-        }
-        g.pred = edges.iter().map(|e| e.from).collect();
-        g.pred_kind = edges.iter().map(|e| e.kind).collect();
-        g.pred_lag_ns = edges.iter().map(|e| e.lag_ns).collect();
+        let mut provisional = self.graph.clone();
+        install_edges(&mut provisional, recorded.to_vec());
+        let Ok(timeline) = simulate(&provisional, &RecordedOrder, SimOptions::default()) else {
+            return candidates;
+        };
+        let slack = self.options.unexplained_device_wait_ns;
+        candidates
+            .into_iter()
+            .filter(|c| {
+                let t = c.to.index();
+                if c.kind.gates_completion() {
+                    timeline.end_ns[t] < provisional.rec_end_ns[t] - slack
+                } else {
+                    timeline.begin_ns[t] < provisional.rec_start_ns[t] - slack
+                }
+            })
+            .collect()
+    }
+
+    fn finish(mut self, edges: Vec<PendingEdge>, steps: Vec<Step>) -> Window {
+        install_edges(&mut self.graph, edges);
         Window {
             graph: self.graph,
             steps,
             report: self.report,
         }
     }
+}
+
+/// Sets the edges of `g` (CSR by target, deterministic order) and, from the waits they
+/// explain, the own cost of every blocking task.
+fn install_edges(g: &mut Graph, mut edges: Vec<PendingEdge>) {
+    let n = g.task_count();
+    // A blocking call's own cost is what remains after the work it waited for was done.
+    let mut wait_until = vec![i64::MIN; n];
+    for e in &edges {
+        if e.kind.gates_completion() {
+            let ready = source_time(g, e) + e.lag_ns;
+            let slot = &mut wait_until[e.to.index()];
+            *slot = (*slot).max(ready);
+        }
+    }
+    let mut recorded_wait_until = vec![i64::MIN; n];
+    for e in edges
+        .iter()
+        .filter(|e| e.kind.gates_completion() && !e.kind.is_inferred())
+    {
+        let slot = &mut recorded_wait_until[e.to.index()];
+        *slot = (*slot).max(source_time(g, e) + e.lag_ns);
+    }
+    g.dur_without_inferred_ns = g.dur_ns.clone();
+    for t in 0..n {
+        let own_cost = |wait: i64| (g.rec_end_ns[t] - wait.max(g.rec_start_ns[t])).max(0);
+        if wait_until[t] != i64::MIN {
+            g.dur_ns[t] = own_cost(wait_until[t]);
+        }
+        if recorded_wait_until[t] != i64::MIN {
+            g.dur_without_inferred_ns[t] = own_cost(recorded_wait_until[t]);
+        }
+    }
+    // CSR by target, in (target, kind, source) order: deterministic.
+    edges.sort_unstable_by_key(|e| (e.to, e.kind, e.from, e.lag_ns));
+    edges.dedup_by_key(|e| (e.to, e.kind, e.from));
+    g.pred_offsets = Vec::with_capacity(n + 1);
+    g.pred_offsets.push(0);
+    let mut i = 0;
+    for t in 0..n {
+        while i < edges.len() && edges[i].to.index() == t {
+            i += 1;
+        }
+        g.pred_offsets.push(i as u32);
+    }
+    g.pred = edges.iter().map(|e| e.from).collect();
+    g.pred_kind = edges.iter().map(|e| e.kind).collect();
+    g.pred_lag_ns = edges.iter().map(|e| e.lag_ns).collect();
 }
 
 /// The task where each step begins: its first host task on the thread of its step marker.

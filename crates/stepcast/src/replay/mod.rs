@@ -167,7 +167,11 @@ pub(crate) fn replayed_span(
         .iter()
         .copied()
         .max_by_key(|t| (timeline.end_ns[t.index()], std::cmp::Reverse(t.0)));
-    let end = last.map_or(start, |t| timeline.end_ns[t.index()]);
+    // A step that launched nothing (cut short when the profiler stopped) spans its marker:
+    // untraced host time, replayed as it was recorded.
+    let end = last.map_or(start + step.marker_end_ns - step.start_ns, |t| {
+        timeline.end_ns[t.index()]
+    });
     (end - start, last, start)
 }
 
