@@ -1,0 +1,179 @@
+//! `stepcast.info/1`: what a trace holds and how its graph was built.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use stepcast::Window;
+use stepcast::graph::{EdgeKind, NO_STEP};
+use stepcast_trace::{LaneId, Trace};
+
+use super::{Counts, DeviceJson, TraceJson, devices, lane_kind, main_device};
+
+/// The `info` document: the trace's resources, steps and events, what the reader skipped, and
+/// a summary of the dependency graph.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct InfoJson {
+    /// Always `stepcast.info/1`.
+    pub schema: &'static str,
+    /// What the trace is.
+    pub trace: TraceJson,
+    /// The device the trace's work ran on (the lowest-numbered device with streams), if any.
+    pub device: Option<DeviceJson>,
+    /// Every device the trace mentions, by index.
+    pub devices: Vec<DeviceJson>,
+    /// Execution lanes: CPU threads first, then device streams by device and stream.
+    pub lanes: Vec<LaneJson>,
+    /// The window's steps, by start. A trace without `ProfilerStep` markers has one synthetic
+    /// step covering the whole window.
+    pub steps: Vec<StepInfoJson>,
+    /// Events of each kind (`cpu_op`, `user_annotation`, `python_function`, `runtime_call`,
+    /// `driver_call`, `kernel`, `memcpy`, `memset`, `device_annotation`).
+    pub events_by_kind: Counts,
+    /// Recorded synchronizations (`cuda_sync` events).
+    pub syncs: u64,
+    /// Records read but not turned into events: reason → count.
+    pub skipped: BTreeMap<String, u64>,
+    /// Facts about how the trace was read, one sentence each.
+    pub notes: Vec<String>,
+    /// The dependency graph built from the trace.
+    pub graph: GraphJson,
+}
+
+/// One execution lane.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LaneJson {
+    /// `cpu_thread` or `device_stream`.
+    pub kind: &'static str,
+    /// Process id of a CPU thread; device index of a stream.
+    pub pid: i64,
+    /// Thread id of a CPU thread; stream id of a stream.
+    pub tid: i64,
+    /// Thread name from the trace metadata, if any.
+    pub name: Option<String>,
+    /// Events on the lane.
+    pub events: u64,
+}
+
+/// One step of the window.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct StepInfoJson {
+    /// `N` of `ProfilerStep#N`; 0 for a synthetic step.
+    pub number: u64,
+    /// Start of the step's host range.
+    pub start_ns: i64,
+    /// Length of the step's host range (device work launched in it may end later).
+    pub duration_ns: i64,
+    /// Graph tasks assigned to the step.
+    pub tasks: u64,
+    /// True when the trace has no step markers and the whole window stands as one step.
+    pub synthetic: bool,
+}
+
+/// How the dependency graph was built.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GraphJson {
+    /// Tasks (API calls, CPU-only ops and device work).
+    pub tasks: u64,
+    /// Edges of each kind (`lane_order`, `launch`, `host_sync`, `event_wait`,
+    /// `inferred_stream_wait`, `inferred_host_sync`, `peer_arrival`).
+    pub edges_by_kind: Counts,
+    /// Calibrated delay from a launch call's start to its work starting on an idle stream.
+    pub launch_latency_ns: i64,
+    /// Launches onto an idle stream the latency was calibrated from (0: not calibrated).
+    pub launch_latency_samples: u64,
+    /// Device tasks launched before the window opened.
+    pub unlaunched_device_tasks: u64,
+    /// API calls nested inside another call.
+    pub nested_calls: u64,
+    /// Collective kernels, whose completion waits on peers outside the trace.
+    pub collectives: u64,
+    /// Edges inferred from timing alone.
+    pub inferred_edges: u64,
+    /// Recorded causes not turned into edges: reason → count.
+    pub rejected: BTreeMap<String, u64>,
+    /// Facts about how the graph was built, one sentence each.
+    pub notes: Vec<String>,
+}
+
+impl GraphJson {
+    fn new(window: &Window) -> Self {
+        let report = &window.report;
+        Self {
+            tasks: window.graph.task_count() as u64,
+            edges_by_kind: edge_counts(window.graph.edges_by_kind(|_| true)),
+            launch_latency_ns: report.launch_latency_ns,
+            launch_latency_samples: report.launch_latency_samples,
+            unlaunched_device_tasks: report.unlaunched_device_tasks,
+            nested_calls: report.nested_calls,
+            collectives: report.collectives,
+            inferred_edges: report.inferred_edges,
+            rejected: report.rejected.clone(),
+            notes: report.notes.clone(),
+        }
+    }
+}
+
+pub(super) fn edge_counts(counts: Vec<(EdgeKind, u64)>) -> Counts {
+    Counts(
+        counts
+            .into_iter()
+            .map(|(kind, n)| (kind.as_str(), n))
+            .collect(),
+    )
+}
+
+/// The `info` document of `trace` and the window built from it.
+pub fn info_json(trace: &Trace, window: &Window) -> InfoJson {
+    let devices = devices(trace);
+    let lanes = trace
+        .lanes
+        .iter()
+        .enumerate()
+        .map(|(index, lane)| LaneJson {
+            kind: lane_kind(lane.kind),
+            pid: lane.pid,
+            tid: lane.tid,
+            name: lane.name.clone(),
+            events: trace.lane_events(LaneId(index as u32)).len() as u64,
+        })
+        .collect();
+    let mut tasks_by_step = vec![0u64; window.steps.len()];
+    for &step in &window.graph.step {
+        if step != NO_STEP
+            && let Some(count) = tasks_by_step.get_mut(step as usize)
+        {
+            *count += 1;
+        }
+    }
+    let steps = window
+        .steps
+        .iter()
+        .zip(tasks_by_step)
+        .map(|(step, tasks)| StepInfoJson {
+            number: step.number,
+            start_ns: step.start_ns,
+            duration_ns: step.marker_end_ns - step.start_ns,
+            tasks,
+            synthetic: step.synthetic,
+        })
+        .collect();
+    InfoJson {
+        schema: "stepcast.info/1",
+        trace: TraceJson::new(trace),
+        device: main_device(&devices),
+        devices,
+        lanes,
+        steps,
+        events_by_kind: Counts(
+            trace
+                .events_by_kind()
+                .into_iter()
+                .map(|(kind, n)| (kind.as_str(), n as u64))
+                .collect(),
+        ),
+        syncs: trace.syncs.len() as u64,
+        skipped: trace.diagnostics.skipped.clone(),
+        notes: trace.diagnostics.notes.clone(),
+        graph: GraphJson::new(window),
+    }
+}
