@@ -6,10 +6,10 @@ use std::path::PathBuf;
 /// errors: they are counted in [`crate::Diagnostics`].
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}: {cause}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
 
     #[error(
@@ -20,10 +20,10 @@ pub enum ReadError {
     #[error("{path} is empty")]
     Empty { path: PathBuf },
 
-    #[error("{path}: the gzip stream is corrupt or truncated ({source})")]
+    #[error("{path}: the gzip stream is corrupt or truncated ({cause})")]
     Gzip {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
 
     #[error("{path} is not JSON: it starts with {found} (is it a binary or {format} file?)")]

@@ -20,9 +20,9 @@ const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
 /// Reads a trace file (`.json` or gzip-compressed JSON, detected by content, not name).
 pub fn read_trace(path: &Path) -> Result<Trace, ReadError> {
-    let io = |source| ReadError::Io {
+    let io = |cause| ReadError::Io {
         path: path.to_path_buf(),
-        source,
+        cause,
     };
     let metadata = std::fs::metadata(path).map_err(io)?;
     if metadata.is_dir() {

@@ -5,9 +5,7 @@ use std::collections::BTreeSet;
 use rustc_hash::FxHashMap;
 
 use super::lower;
-use super::raw::{
-    Int, RawArgs, RawDevice, RawDistributed, RawEvent, flow_id, lane_number, micros_to_ns,
-};
+use super::raw::{Int, RawArgs, RawDevice, RawDistributed, RawEvent, micros_to_ns};
 use crate::model::{
     DeviceInfo, Diagnostics, DistributedInfo, Event, EventKind, Interner, Lane, LaneId, LaneKind,
     Runtime, StepMarker, SyncEvent, SyncKind, Trace,
@@ -148,7 +146,7 @@ impl TraceBuilder {
         let Some(start_abs_ns) = raw.ts.and_then(micros_to_ns) else {
             return self.diagnostics.skip("events without a valid `ts`");
         };
-        let dur_ns = match raw.dur.and_then(micros_to_ns) {
+        let dur_ns = match raw.dur.and_then(|d| d.get()) {
             Some(d) if d >= 0 => d,
             _ => {
                 return self
@@ -157,7 +155,7 @@ impl TraceBuilder {
             }
         };
         let (Some(raw_pid), Some(raw_tid)) =
-            (raw.pid.and_then(lane_number), raw.tid.and_then(lane_number))
+            (raw.pid.and_then(|p| p.get()), raw.tid.and_then(|t| t.get()))
         else {
             return self.diagnostics.skip(format!(
                 "{} events with a non-numeric pid or tid",
@@ -179,21 +177,21 @@ impl TraceBuilder {
             (LaneKind::CpuThread, raw_pid, raw_tid)
         };
         let name = raw.name.as_deref().unwrap_or("");
-        if matches!(kind, EventKind::CpuOp | EventKind::UserAnnotation) {
-            if let Some(number) = name.strip_prefix("ProfilerStep#") {
-                match number.trim().parse() {
-                    Ok(number) => self.steps.push(PendingStep {
-                        number,
-                        lane,
-                        start_abs_ns,
-                        dur_ns,
-                    }),
-                    Err(_) => self
-                        .diagnostics
-                        .skip("`ProfilerStep#` markers without a step number"),
-                }
-                return;
+        if let (EventKind::CpuOp | EventKind::UserAnnotation, Some(number)) =
+            (kind, name.strip_prefix("ProfilerStep#"))
+        {
+            match number.trim().parse() {
+                Ok(number) => self.steps.push(PendingStep {
+                    number,
+                    lane,
+                    start_abs_ns,
+                    dur_ns,
+                }),
+                Err(_) => self
+                    .diagnostics
+                    .skip("`ProfilerStep#` markers without a step number"),
             }
+            return;
         }
         if kind == EventKind::RuntimeCall && name.starts_with("hip") {
             self.saw_hip = true;
@@ -236,7 +234,7 @@ impl TraceBuilder {
         };
         let (Some(start_ns), Some(dur_ns), Some(correlation)) = (
             raw.ts.and_then(micros_to_ns),
-            raw.dur.and_then(micros_to_ns),
+            raw.dur.and_then(|d| d.get()),
             positive(args.correlation),
         ) else {
             return self
@@ -261,10 +259,12 @@ impl TraceBuilder {
         match cat.as_ref() {
             "ac2g" | "async_cpu_to_gpu" | "async_gpu" | "async" => {
                 let key = (
-                    raw.pid.and_then(lane_number),
-                    raw.tid.and_then(lane_number),
+                    raw.pid.and_then(|p| p.get()),
+                    raw.tid.and_then(|t| t.get()),
                     raw.ts.and_then(micros_to_ns),
-                    raw.id.and_then(flow_id),
+                    raw.id
+                        .and_then(Int::get)
+                        .and_then(|v| u64::try_from(v).ok()),
                 );
                 let (Some(pid), Some(tid), Some(ts), Some(id)) = key else {
                     return self
@@ -287,7 +287,7 @@ impl TraceBuilder {
         if raw.name.as_deref() != Some("thread_name") {
             return; // process names, sort indices, labels: display-only
         }
-        let (Some(pid), Some(tid)) = (raw.pid.and_then(lane_number), raw.tid.and_then(lane_number))
+        let (Some(pid), Some(tid)) = (raw.pid.and_then(|p| p.get()), raw.tid.and_then(|t| t.get()))
         else {
             return;
         };

@@ -154,6 +154,14 @@ impl<R: Read> Reader<'_, R> {
                 Ok(bytes) => bytes,
                 Err(e) => return Err(self.stream_error(e, &context)),
             };
+            if bytes.first() != Some(&b'{') {
+                return Err(ReadError::NotATrace {
+                    path: self.path.to_path_buf(),
+                    detail: format!(
+                        "event #{index} is not an object (trace events are JSON objects)"
+                    ),
+                });
+            }
             match serde_json::from_slice::<RawEvent>(bytes) {
                 Ok(event) => builder.push(&event, index as u32),
                 Err(e) => {
@@ -242,8 +250,8 @@ impl<R: Read> Reader<'_, R> {
     fn stream_error(&self, error: StreamError, context: &str) -> ReadError {
         let path = self.path.to_path_buf();
         match error {
-            StreamError::Io(source) if self.gzip => ReadError::Gzip { path, source },
-            StreamError::Io(source) => ReadError::Io { path, source },
+            StreamError::Io(cause) if self.gzip => ReadError::Gzip { path, cause },
+            StreamError::Io(cause) => ReadError::Io { path, cause },
             StreamError::Truncated { offset } => ReadError::Truncated {
                 path,
                 context: context.to_string(),

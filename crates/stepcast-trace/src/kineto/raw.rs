@@ -15,19 +15,16 @@ pub struct RawEvent<'a> {
     pub cat: Option<Cow<'a, str>>,
     #[serde(borrow)]
     pub name: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    pub pid: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub tid: Option<&'a RawValue>,
+    pub pid: Option<LaneNumber>,
+    pub tid: Option<LaneNumber>,
     /// Microseconds, possibly with a fraction down to nanoseconds: parsed from the text, since an
     /// `f64` cannot hold today's epoch microseconds to the nanosecond.
     #[serde(borrow)]
     pub ts: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub dur: Option<&'a RawValue>,
+    /// Durations are small: an `f64` holds them to well below a nanosecond.
+    pub dur: Option<Micros>,
     /// Flow id (`s`/`f` events).
-    #[serde(borrow)]
-    pub id: Option<&'a RawValue>,
+    pub id: Option<Int>,
     #[serde(borrow)]
     pub args: Option<RawArgs<'a>>,
 }
@@ -108,6 +105,87 @@ impl Int {
     }
 }
 
+/// A `pid`/`tid` field: an integer, or a string that may hold one (`"25738"`, `"stream 7"`).
+/// `None` inside when it names no number (`"Spans"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaneNumber(pub Option<i64>);
+
+impl<'de> Deserialize<'de> for LaneNumber {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct LaneVisitor;
+        impl<'de> Visitor<'de> for LaneVisitor {
+            type Value = LaneNumber;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a process or thread id")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<LaneNumber, E> {
+                Ok(LaneNumber(Some(v)))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<LaneNumber, E> {
+                Ok(LaneNumber(i64::try_from(v).ok()))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<LaneNumber, E> {
+                let fits = v.is_finite() && v.fract() == 0.0 && v.abs() < 9.0e15;
+                Ok(LaneNumber(fits.then_some(v as i64)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<LaneNumber, E> {
+                Ok(LaneNumber(lane_number_text(v)))
+            }
+        }
+        deserializer.deserialize_any(LaneVisitor)
+    }
+}
+
+impl LaneNumber {
+    pub fn get(self) -> Option<i64> {
+        self.0
+    }
+}
+
+/// A duration in microseconds, as a number (or a string holding one), converted to
+/// nanoseconds. `None` inside when it is not a finite number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Micros(pub Option<i64>);
+
+impl<'de> Deserialize<'de> for Micros {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MicrosVisitor;
+        impl<'de> Visitor<'de> for MicrosVisitor {
+            type Value = Micros;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a duration in microseconds")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Micros, E> {
+                Ok(Micros(v.checked_mul(1000)))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Micros, E> {
+                Ok(Micros(
+                    i64::try_from(v).ok().and_then(|v| v.checked_mul(1000)),
+                ))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Micros, E> {
+                let ns = (v * 1000.0).round();
+                Ok(Micros(
+                    (ns.is_finite() && ns.abs() < 9.0e18).then_some(ns as i64),
+                ))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Micros, E> {
+                Ok(Micros(v.trim().parse::<f64>().ok().and_then(|f| {
+                    let ns = (f * 1000.0).round();
+                    (ns.is_finite() && ns.abs() < 9.0e18).then_some(ns as i64)
+                })))
+            }
+        }
+        deserializer.deserialize_any(MicrosVisitor)
+    }
+}
+
+impl Micros {
+    pub fn get(self) -> Option<i64> {
+        self.0
+    }
+}
+
 /// `deviceProperties[i]`.
 #[derive(Deserialize)]
 pub struct RawDevice {
@@ -183,36 +261,16 @@ pub fn micros_to_ns(raw: &RawValue) -> Option<i64> {
     Some(if negative { -ns } else { ns })
 }
 
-/// A `pid`/`tid` field: an integer, or a string that may hold one (`"25738"`, `"stream 7"`).
-pub fn lane_number(raw: &RawValue) -> Option<i64> {
-    let text = raw.get().trim();
-    if let Some(inner) = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
-        if let Ok(n) = inner.trim().parse() {
-            return Some(n);
-        }
-        // "stream 7", "GPU 0": the trailing number names the resource.
-        let digits_from = inner
-            .rfind(|c: char| !c.is_ascii_digit())
-            .map_or(0, |i| i + 1);
-        return inner[digits_from..].parse().ok();
-    }
-    if let Ok(n) = text.parse::<i64>() {
+/// The number a `pid`/`tid` string names: `"25738"`, or the trailing number of `"stream 7"`.
+fn lane_number_text(text: &str) -> Option<i64> {
+    let text = text.trim();
+    if let Ok(n) = text.parse() {
         return Some(n);
     }
-    text.parse::<f64>()
-        .ok()
-        .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
-        .map(|f| f as i64)
-}
-
-/// A flow id: an integer or a string.
-pub fn flow_id(raw: &RawValue) -> Option<u64> {
-    let text = raw.get().trim();
-    let text = text
-        .strip_prefix('"')
-        .and_then(|t| t.strip_suffix('"'))
-        .unwrap_or(text);
-    text.parse().ok()
+    let digits_from = text
+        .rfind(|c: char| !c.is_ascii_digit())
+        .map_or(0, |i| i + 1);
+    text[digits_from..].parse().ok()
 }
 
 #[cfg(test)]
@@ -242,9 +300,17 @@ mod tests {
 
     #[test]
     fn lane_numbers_from_strings() {
-        assert_eq!(lane_number(&raw("\"stream 7\"")), Some(7));
-        assert_eq!(lane_number(&raw("\"25738\"")), Some(25738));
-        assert_eq!(lane_number(&raw("\"Spans\"")), None);
-        assert_eq!(lane_number(&raw("-1")), Some(-1));
+        let lane = |text: &str| {
+            serde_json::from_str::<LaneNumber>(text)
+                .expect("lane")
+                .get()
+        };
+        assert_eq!(lane("\"stream 7\""), Some(7));
+        assert_eq!(lane("\"25738\""), Some(25738));
+        assert_eq!(lane("\"Spans\""), None);
+        assert_eq!(lane("-1"), Some(-1));
+        let micros = |text: &str| serde_json::from_str::<Micros>(text).expect("dur").get();
+        assert_eq!(micros("4426.114"), Some(4_426_114));
+        assert_eq!(micros("12"), Some(12_000));
     }
 }

@@ -498,17 +498,23 @@ impl Builder<'_> {
                     CallClass::StreamSync if !synced_calls.contains(&call) => {
                         // Without a sync record the stream is not recorded; PyTorch synchronizes
                         // the stream this thread last launched work on.
-                        if let Some(&(device, stream)) = last_launch_lane.get(&lane_index) {
-                            if let Some(from) =
-                                device_lanes.last_launched_before(device, stream, start_of(call))
-                            {
-                                new_edges.push(PendingEdge {
-                                    from,
-                                    to: call,
-                                    kind: EdgeKind::HostSync,
-                                    lag_ns: 0,
+                        let awaited =
+                            last_launch_lane
+                                .get(&lane_index)
+                                .and_then(|&(device, stream)| {
+                                    device_lanes.last_launched_before(
+                                        device,
+                                        stream,
+                                        start_of(call),
+                                    )
                                 });
-                            }
+                        if let Some(from) = awaited {
+                            new_edges.push(PendingEdge {
+                                from,
+                                to: call,
+                                kind: EdgeKind::HostSync,
+                                lag_ns: 0,
+                            });
                         }
                     }
                     _ => {}

@@ -48,6 +48,9 @@ fn median(values: &mut [i64]) -> i64 {
     }
 }
 
+/// A step's structure: per task, its lane and name, in graph order.
+type Signature = Vec<(u32, u32)>;
+
 /// When a collective's peers arrived, as recorded: its end minus its own transfer cost.
 fn peer_ready(g: &Graph, t: TaskId) -> i64 {
     g.rec_end_ns[t.index()] - g.dur_ns[t.index()]
@@ -84,13 +87,13 @@ pub fn typical_step(window: &Window) -> Result<Option<TypicalStep>, SimError> {
     let measured_median_ns = median(&mut measured);
 
     // Group steady steps by structure: per task, its lane and name, in graph order.
-    let signature = |s: usize| -> Vec<(u32, u32)> {
+    let signature = |s: usize| -> Signature {
         by_step[s]
             .iter()
             .map(|t| (g.lane[t.index()], g.name[t.index()].0))
             .collect()
     };
-    let mut groups: Vec<(Vec<(u32, u32)>, Vec<usize>)> = Vec::new();
+    let mut groups: Vec<(Signature, Vec<usize>)> = Vec::new();
     for &s in &steady {
         if by_step[s].is_empty() {
             continue;

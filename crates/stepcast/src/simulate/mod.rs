@@ -196,7 +196,7 @@ pub fn simulate(
         done += 1;
         let t = node / 2;
         let task = TaskId(t as u32);
-        if node % 2 == 0 {
+        if node.is_multiple_of(2) {
             let mut begin = graph.not_before_ns[t];
             let mut binding = Binding::Boundary;
             let prev = lane_prev[t];
