@@ -78,7 +78,17 @@ pub fn critical_path(
         }
         // From the task's begin: what released it.
         match timeline.binding[t] {
-            Binding::Boundary | Binding::PeerWait => break,
+            Binding::Boundary | Binding::PeerWait => {
+                // Nothing in the window released it: before it, its thread was busy with
+                // untraced work (a host lane) or the device was waiting on the outside.
+                let rest = (until - from_ns).max(0);
+                if on_device {
+                    path.wait_ns += rest
+                } else {
+                    path.host_ns += rest
+                }
+                break;
+            }
             Binding::Lane(pred) => {
                 let pred_end = clip(timeline.end_ns[pred.index()]);
                 let between = (until - pred_end).max(0);
