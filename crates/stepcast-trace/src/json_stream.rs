@@ -23,6 +23,19 @@ pub enum StreamError {
         byte: u8,
         expected: &'static str,
     },
+    /// A value the element reader rejected.
+    Invalid {
+        offset: u64,
+        expected: &'static str,
+    },
+}
+
+/// What an element reader reports when it cannot read an element from the bytes at hand.
+pub enum ReadElement {
+    /// The bytes end inside the element.
+    NeedMore,
+    /// Invalid at this offset from the element's start.
+    Invalid { at: usize, expected: &'static str },
 }
 
 const CHUNK: usize = 1 << 20;
@@ -146,6 +159,41 @@ impl<R: Read> JsonStream<R> {
     /// Consumes one byte that `peek` returned.
     pub fn bump(&mut self) {
         self.pos += 1;
+    }
+
+    /// Reads the next element (after whitespace) with `read`, which is given the unconsumed
+    /// bytes and returns how many it used. `read` must have no effect when it fails: it is
+    /// called again, on more bytes, when the element did not fit in the window.
+    pub fn read_element(
+        &mut self,
+        mut read: impl FnMut(&[u8]) -> Result<usize, ReadElement>,
+    ) -> Result<(), StreamError> {
+        if self.peek()?.is_none() {
+            return Err(StreamError::Truncated {
+                offset: self.offset(),
+            });
+        }
+        loop {
+            match read(&self.buf[self.pos..]) {
+                Ok(used) => {
+                    self.pos += used;
+                    return Ok(());
+                }
+                Err(ReadElement::NeedMore) => {
+                    if !self.fill()? {
+                        return Err(StreamError::Truncated {
+                            offset: self.bytes_read(),
+                        });
+                    }
+                }
+                Err(ReadElement::Invalid { at, expected }) => {
+                    return Err(StreamError::Invalid {
+                        offset: self.offset() + at as u64,
+                        expected,
+                    });
+                }
+            }
+        }
     }
 
     /// Finds the next complete value (after whitespace), consumes it and returns its bytes.

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use rustc_hash::FxHashMap;
 
 use super::lower;
-use super::raw::{Int, RawArgs, RawDevice, RawDistributed, RawEvent, micros_to_ns};
+use super::raw::{Int, RawArgs, RawDevice, RawDistributed, RawEvent};
 use crate::model::{
     DeviceInfo, Diagnostics, DistributedInfo, Event, EventKind, Interner, Lane, LaneId, LaneKind,
     Runtime, StepMarker, SyncEvent, SyncKind, Trace,
@@ -143,7 +143,7 @@ impl TraceBuilder {
                     .skip(format!("events of unknown category `{other}`"));
             }
         };
-        let Some(start_abs_ns) = raw.ts.and_then(micros_to_ns) else {
+        let Some(start_abs_ns) = raw.ts.and_then(|t| t.get()) else {
             return self.diagnostics.skip("events without a valid `ts`");
         };
         let dur_ns = match raw.dur.and_then(|d| d.get()) {
@@ -233,7 +233,7 @@ impl TraceBuilder {
             }
         };
         let (Some(start_ns), Some(dur_ns), Some(correlation)) = (
-            raw.ts.and_then(micros_to_ns),
+            raw.ts.and_then(|t| t.get()),
             raw.dur.and_then(|d| d.get()),
             positive(args.correlation),
         ) else {
@@ -261,7 +261,7 @@ impl TraceBuilder {
                 let key = (
                     raw.pid.and_then(|p| p.get()),
                     raw.tid.and_then(|t| t.get()),
-                    raw.ts.and_then(micros_to_ns),
+                    raw.ts.and_then(|t| t.get()),
                     raw.id
                         .and_then(Int::get)
                         .and_then(|v| u64::try_from(v).ok()),

@@ -7,7 +7,9 @@ use serde::de::{self, Deserializer, Visitor};
 use serde_json::value::RawValue;
 
 /// One element of `traceEvents`, as written. Every field is optional: the checks are ours.
-#[derive(Deserialize)]
+/// Filled by the single-pass reader in `fast.rs`; the serde derive is the reference it is
+/// tested against.
+#[derive(Deserialize, Debug, Default, PartialEq)]
 pub struct RawEvent<'a> {
     #[serde(borrow)]
     pub ph: Option<Cow<'a, str>>,
@@ -19,8 +21,7 @@ pub struct RawEvent<'a> {
     pub tid: Option<LaneNumber>,
     /// Microseconds, possibly with a fraction down to nanoseconds: parsed from the text, since an
     /// `f64` cannot hold today's epoch microseconds to the nanosecond.
-    #[serde(borrow)]
-    pub ts: Option<&'a RawValue>,
+    pub ts: Option<Timestamp>,
     /// Durations are small: an `f64` holds them to well below a nanosecond.
     pub dur: Option<Micros>,
     /// Flow id (`s`/`f` events).
@@ -30,7 +31,7 @@ pub struct RawEvent<'a> {
 }
 
 /// The `args` members stepcast reads; all others are skipped by serde without allocating.
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Debug, Default, PartialEq)]
 pub struct RawArgs<'a> {
     pub correlation: Option<Int>,
     #[serde(rename = "External id", alias = "external id")]
@@ -186,6 +187,23 @@ impl Micros {
     }
 }
 
+/// An event time in nanoseconds, parsed exactly from the decimal text of microseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timestamp(pub Option<i64>);
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw: &RawValue = Deserialize::deserialize(deserializer)?;
+        Ok(Timestamp(micros_text_to_ns(raw.get())))
+    }
+}
+
+impl Timestamp {
+    pub fn get(self) -> Option<i64> {
+        self.0
+    }
+}
+
 /// `deviceProperties[i]`.
 #[derive(Deserialize)]
 pub struct RawDevice {
@@ -208,8 +226,8 @@ pub struct RawDistributed {
 /// Parses a Kineto timestamp or duration (microseconds as a JSON number) into nanoseconds,
 /// exactly: `1712867402348256.123` is `1712867402348256123`. Sub-nanosecond digits are rounded
 /// half up, so two events one nanosecond apart never swap order.
-pub fn micros_to_ns(raw: &RawValue) -> Option<i64> {
-    let text = raw.get().trim();
+pub fn micros_text_to_ns(text: &str) -> Option<i64> {
+    let text = text.trim();
     let text = text
         .strip_prefix('"')
         .and_then(|t| t.strip_suffix('"'))
@@ -262,7 +280,7 @@ pub fn micros_to_ns(raw: &RawValue) -> Option<i64> {
 }
 
 /// The number a `pid`/`tid` string names: `"25738"`, or the trailing number of `"stream 7"`.
-fn lane_number_text(text: &str) -> Option<i64> {
+pub(super) fn lane_number_text(text: &str) -> Option<i64> {
     let text = text.trim();
     if let Ok(n) = text.parse() {
         return Some(n);
@@ -277,25 +295,21 @@ fn lane_number_text(text: &str) -> Option<i64> {
 mod tests {
     use super::*;
 
-    fn raw(text: &str) -> Box<RawValue> {
-        RawValue::from_string(text.to_string()).expect("raw value")
-    }
-
     #[test]
     fn timestamps_keep_nanoseconds_beyond_f64_precision() {
         assert_eq!(
-            micros_to_ns(&raw("1712867402348256.123")),
+            micros_text_to_ns("1712867402348256.123"),
             Some(1_712_867_402_348_256_123)
         );
         assert_eq!(
-            micros_to_ns(&raw("1712867402348256")),
+            micros_text_to_ns("1712867402348256"),
             Some(1_712_867_402_348_256_000)
         );
-        assert_eq!(micros_to_ns(&raw("0.0015")), Some(2));
-        assert_eq!(micros_to_ns(&raw("-3")), Some(-3000));
-        assert_eq!(micros_to_ns(&raw("1.5e3")), Some(1_500_000));
-        assert_eq!(micros_to_ns(&raw("\"12\"")), Some(12_000));
-        assert_eq!(micros_to_ns(&raw("null")), None);
+        assert_eq!(micros_text_to_ns("0.0015"), Some(2));
+        assert_eq!(micros_text_to_ns("-3"), Some(-3000));
+        assert_eq!(micros_text_to_ns("1.5e3"), Some(1_500_000));
+        assert_eq!(micros_text_to_ns("\"12\""), Some(12_000));
+        assert_eq!(micros_text_to_ns("null"), None);
     }
 
     #[test]

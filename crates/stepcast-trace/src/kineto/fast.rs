@@ -1,0 +1,461 @@
+//! A single-pass reader for one element of `traceEvents`.
+//!
+//! Why not serde alone: a Kineto file is millions of small objects, and the members stepcast
+//! needs are a handful of them. Splitting the document (to bound memory) and then handing each
+//! object to `serde_json` reads every byte twice; this reader finds the object's extent while it
+//! picks out the members, and skips everything else with `memchr`. It is held to the serde
+//! mirror in `raw.rs` by a test that reads every trace in `testdata/` both ways.
+//!
+//! Strictness: the structure (braces, brackets, quotes, colons, commas) and every value it
+//! keeps are checked; skipped scalars must be made of number or literal characters. Skipped
+//! strings are not checked for valid escapes.
+
+use std::borrow::Cow;
+
+use super::raw::{Int, LaneNumber, Micros, RawArgs, RawEvent, Timestamp, micros_text_to_ns};
+
+/// Why an element could not be read from the bytes at hand.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Incomplete {
+    /// The bytes end inside the element: read more and try again.
+    NeedMore,
+    /// Not valid JSON (or not an object), at this offset from the element's start.
+    Invalid { at: usize, expected: &'static str },
+}
+
+type Parse<T> = Result<T, Incomplete>;
+
+/// Reads one event object at the start of `bytes` (after any whitespace). Returns the event
+/// and the number of bytes it took.
+pub fn event(bytes: &[u8]) -> Parse<(RawEvent<'_>, usize)> {
+    let mut c = Cursor { b: bytes, i: 0 };
+    c.ws()?;
+    c.expect(b'{', "an event object")?;
+    let mut event = RawEvent::default();
+    c.members(|c, key| {
+        match key {
+            b"ph" => event.ph = Some(c.string()?),
+            b"cat" => event.cat = Some(c.string()?),
+            b"name" => event.name = Some(c.string()?),
+            b"pid" => event.pid = Some(LaneNumber(c.lane_number()?)),
+            b"tid" => event.tid = Some(LaneNumber(c.lane_number()?)),
+            b"ts" => event.ts = Some(Timestamp(c.scalar_text()?.and_then(micros_text_to_ns))),
+            b"dur" => event.dur = Some(Micros(c.micros()?)),
+            b"id" => event.id = Some(Int(c.int()?)),
+            b"args" if c.peek()? == b'{' => {
+                c.i += 1;
+                event.args = Some(args(c)?);
+            }
+            _ => c.skip_value()?,
+        }
+        Ok(())
+    })?;
+    Ok((event, c.i))
+}
+
+fn args<'a>(c: &mut Cursor<'a>) -> Parse<RawArgs<'a>> {
+    let mut args = RawArgs::default();
+    c.members(|c, key| {
+        match key {
+            b"correlation" => args.correlation = Some(Int(c.int()?)),
+            b"External id" | b"external id" => args.external_id = Some(Int(c.int()?)),
+            b"device" => args.device = Some(Int(c.int()?)),
+            b"stream" => args.stream = Some(Int(c.int()?)),
+            b"stream_id" => args.stream_id = Some(Int(c.int()?)),
+            b"bytes" => args.bytes = Some(Int(c.int()?)),
+            b"Sequence number" => args.sequence_number = Some(Int(c.int()?)),
+            b"cuda_sync_kind" => args.cuda_sync_kind = Some(c.string()?),
+            b"wait_on_stream" => args.wait_on_stream = Some(Int(c.int()?)),
+            b"wait_on_cuda_event_record_corr_id" => {
+                args.wait_on_cuda_event_record_corr_id = Some(Int(c.int()?))
+            }
+            b"name" => args.name = Some(c.string()?),
+            _ => c.skip_value()?,
+        }
+        Ok(())
+    })?;
+    Ok(args)
+}
+
+struct Cursor<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+fn is_ws(byte: u8) -> bool {
+    matches!(byte, b' ' | b'\n' | b'\r' | b'\t')
+}
+
+impl<'a> Cursor<'a> {
+    fn invalid<T>(&self, expected: &'static str) -> Parse<T> {
+        Err(Incomplete::Invalid {
+            at: self.i,
+            expected,
+        })
+    }
+
+    fn ws(&mut self) -> Parse<()> {
+        while self.i < self.b.len() {
+            if !is_ws(self.b[self.i]) {
+                return Ok(());
+            }
+            self.i += 1;
+        }
+        Err(Incomplete::NeedMore)
+    }
+
+    fn peek(&mut self) -> Parse<u8> {
+        self.ws()?;
+        Ok(self.b[self.i])
+    }
+
+    fn expect(&mut self, byte: u8, expected: &'static str) -> Parse<()> {
+        if self.peek()? != byte {
+            return self.invalid(expected);
+        }
+        self.i += 1;
+        Ok(())
+    }
+
+    /// The members of an object whose `{` is consumed, up to and including its `}`.
+    fn members(&mut self, mut member: impl FnMut(&mut Self, &[u8]) -> Parse<()>) -> Parse<()> {
+        if self.peek()? == b'}' {
+            self.i += 1;
+            return Ok(());
+        }
+        loop {
+            if self.peek()? != b'"' {
+                return self.invalid("a member name");
+            }
+            let (key, escaped) = self.raw_string()?;
+            self.expect(b':', "':' after a member name")?;
+            self.ws()?;
+            // An escaped key is none of ours: no member stepcast reads needs escaping. A `null`
+            // member is as good as absent (as serde reads an `Option`).
+            if escaped || self.b[self.i] == b'n' {
+                self.skip_value()?
+            } else {
+                member(self, key)?
+            }
+            match self.peek()? {
+                b',' => self.i += 1,
+                b'}' => {
+                    self.i += 1;
+                    return Ok(());
+                }
+                _ => return self.invalid("',' or '}' after a member"),
+            }
+        }
+    }
+
+    /// The bytes between the quotes of a string at the cursor, and whether they hold escapes.
+    fn raw_string(&mut self) -> Parse<(&'a [u8], bool)> {
+        debug_assert_eq!(self.b[self.i], b'"');
+        let start = self.i + 1;
+        let mut at = start;
+        let mut escaped = false;
+        loop {
+            let Some(off) = memchr::memchr2(b'"', b'\\', &self.b[at..]) else {
+                return Err(Incomplete::NeedMore);
+            };
+            at += off;
+            if self.b[at] == b'"' {
+                self.i = at + 1;
+                return Ok((&self.b[start..at], escaped));
+            }
+            escaped = true;
+            at += 2;
+            if at > self.b.len() {
+                return Err(Incomplete::NeedMore);
+            }
+        }
+    }
+
+    fn string(&mut self) -> Parse<Cow<'a, str>> {
+        if self.peek()? != b'"' {
+            return self.invalid("a string");
+        }
+        let at = self.i;
+        let (bytes, escaped) = self.raw_string()?;
+        if !escaped {
+            return match std::str::from_utf8(bytes) {
+                Ok(text) => Ok(Cow::Borrowed(text)),
+                Err(_) => Err(Incomplete::Invalid {
+                    at,
+                    expected: "a UTF-8 string",
+                }),
+            };
+        }
+        // Rare: let serde_json decode the escapes (quotes included).
+        match serde_json::from_slice::<String>(&self.b[at..self.i]) {
+            Ok(text) => Ok(Cow::Owned(text)),
+            Err(_) => Err(Incomplete::Invalid {
+                at,
+                expected: "a string with valid escapes",
+            }),
+        }
+    }
+
+    /// A number's text, or a string's content, for values read as numbers. `None` for `null`,
+    /// booleans, objects and arrays (skipped).
+    fn scalar_text(&mut self) -> Parse<Option<&'a str>> {
+        match self.peek()? {
+            b'"' => {
+                let at = self.i;
+                let (bytes, _) = self.raw_string()?;
+                match std::str::from_utf8(bytes) {
+                    Ok(text) => Ok(Some(text)),
+                    Err(_) => Err(Incomplete::Invalid {
+                        at,
+                        expected: "a UTF-8 string",
+                    }),
+                }
+            }
+            b'{' | b'[' => self.skip_value().map(|_| None),
+            _ => {
+                let text = self.scalar()?;
+                Ok(match text {
+                    "null" | "true" | "false" => None,
+                    _ => Some(text),
+                })
+            }
+        }
+    }
+
+    /// A bare scalar (number or literal); must be followed by a delimiter within `b`.
+    fn scalar(&mut self) -> Parse<&'a str> {
+        let start = self.i;
+        let mut letters = false;
+        while self.i < self.b.len() {
+            match self.b[self.i] {
+                b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E' => {}
+                b'a'..=b'z' => letters = true,
+                _ => break,
+            }
+            self.i += 1;
+        }
+        if self.i == self.b.len() {
+            return Err(Incomplete::NeedMore);
+        }
+        // Only ASCII was accepted above, so this cannot fail.
+        let text = std::str::from_utf8(&self.b[start..self.i]).unwrap_or("");
+        if text.is_empty() || letters && !matches!(text, "null" | "true" | "false") {
+            return Err(Incomplete::Invalid {
+                at: start,
+                expected: "a number or literal",
+            });
+        }
+        Ok(text)
+    }
+
+    /// An integer as `Int` reads it: integral numbers and digit strings; anything else `None`.
+    fn int(&mut self) -> Parse<Option<i64>> {
+        let is_string = self.peek()? == b'"';
+        let Some(text) = self.scalar_text()? else {
+            return Ok(None);
+        };
+        if is_string {
+            return Ok(text.trim().parse().ok());
+        }
+        if let Ok(v) = text.parse::<i64>() {
+            return Ok(Some(v));
+        }
+        if text.parse::<u64>().is_ok() {
+            return Ok(None); // beyond i64: kept as "no value", never wrapped
+        }
+        Ok(text
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && v.fract() == 0.0 && v.abs() < 9.0e15)
+            .map(|v| v as i64))
+    }
+
+    fn lane_number(&mut self) -> Parse<Option<i64>> {
+        let is_string = self.peek()? == b'"';
+        if is_string {
+            let text = self.scalar_text()?.unwrap_or("");
+            return Ok(super::raw::lane_number_text(text));
+        }
+        self.int()
+    }
+
+    fn micros(&mut self) -> Parse<Option<i64>> {
+        let is_string = self.peek()? == b'"';
+        let Some(text) = self.scalar_text()? else {
+            return Ok(None);
+        };
+        if !is_string {
+            if let Ok(v) = text.parse::<i64>() {
+                return Ok(v.checked_mul(1000));
+            }
+        }
+        let ns = text
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .map(|f| (f * 1000.0).round());
+        Ok(ns
+            .filter(|ns| ns.is_finite() && ns.abs() < 9.0e18)
+            .map(|ns| ns as i64))
+    }
+
+    fn skip_value(&mut self) -> Parse<()> {
+        match self.peek()? {
+            b'"' => self.raw_string().map(|_| ()),
+            b'{' | b'[' => self.skip_container(),
+            _ => self.scalar().map(|_| ()),
+        }
+    }
+
+    fn skip_container(&mut self) -> Parse<()> {
+        let mut depth = 0u32;
+        while self.i < self.b.len() {
+            match self.b[self.i] {
+                b'"' => {
+                    self.raw_string()?;
+                    continue;
+                }
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        self.i += 1;
+                        return Ok(());
+                    }
+                }
+                _ => {}
+            }
+            self.i += 1;
+        }
+        Err(Incomplete::NeedMore)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn both(text: &str) -> RawEvent<'_> {
+        let (fast, used) = event(text.as_bytes()).expect("fast reader");
+        assert_eq!(used, text.trim_end().len());
+        let reference: RawEvent = serde_json::from_str(text).expect("serde reader");
+        assert_eq!(fast, reference);
+        fast
+    }
+
+    #[test]
+    fn reads_what_serde_reads() {
+        let e = both(
+            r#"{"ph": "X", "cat": "kernel", "name": "k\u00e9\"x", "pid": 0, "tid": "stream 7",
+               "ts": 1712867402348256.123, "dur": 4.5, "args": {"External id": 12, "grid": [1, [2]],
+               "stream": 7, "correlation": 10159970886766084423, "bytes": 4096.0,
+               "note": "a } ] \\ \" b", "device": null}} "#,
+        );
+        assert_eq!(e.ts, Some(Timestamp(Some(1_712_867_402_348_256_123))));
+        assert_eq!(e.name.as_deref(), Some("ké\"x"));
+        let args = e.args.expect("args");
+        assert_eq!(args.correlation, Some(Int(None)));
+        assert_eq!(args.bytes, Some(Int(Some(4096))));
+        both(r#"{"ph": "f", "id": "17", "pid": 1, "tid": 2, "ts": 5, "bp": "e"}"#);
+        both(r#"{}"#);
+    }
+
+    #[test]
+    fn asks_for_more_when_cut() {
+        let text = r#"{"ph": "X", "name": "abc", "args": {"a": [1, 2]}}"#;
+        for cut in 0..text.len() {
+            assert_eq!(
+                event(&text.as_bytes()[..cut]).err(),
+                Some(Incomplete::NeedMore),
+                "cut at {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn rejects_malformed_objects() {
+        for text in [
+            r#"{"ph" "X"} "#,
+            r#"{"ph": "X",, } "#,
+            r#"[1] "#,
+            r#"{"a": tru$} "#,
+            r#"{"a": 1 "b": 2} "#,
+        ] {
+            assert!(
+                matches!(event(text.as_bytes()), Err(Incomplete::Invalid { .. })),
+                "{text}"
+            );
+        }
+    }
+
+    /// The fast reader agrees with the serde mirror on every event of every real trace.
+    #[test]
+    fn agrees_with_serde_on_every_testdata_trace() {
+        use crate::json_stream::JsonStream;
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/kineto");
+        let mut files = Vec::new();
+        let mut dirs = vec![root.clone()];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).expect("testdata/kineto is in the repository") {
+                let path = entry.expect("entry").path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.to_string_lossy().contains(".json") {
+                    files.push(path);
+                }
+            }
+        }
+        files.sort();
+        assert!(
+            files.len() > 30,
+            "testdata/kineto has {} traces",
+            files.len()
+        );
+        let mut compared = 0u64;
+        for path in &files {
+            let bytes = std::fs::read(path).expect("read");
+            let reader: Box<dyn std::io::Read> = if bytes.starts_with(&[0x1f, 0x8b]) {
+                Box::new(flate2::read::MultiGzDecoder::new(&bytes[..]))
+            } else {
+                Box::new(&bytes[..])
+            };
+            let mut stream = JsonStream::new(reader);
+            if stream.peek().expect("peek") != Some(b'{') {
+                continue;
+            }
+            stream.bump();
+            loop {
+                match stream.peek().expect("peek") {
+                    Some(b'}') | None => break,
+                    Some(b',') => stream.bump(),
+                    _ => {}
+                }
+                let key: String =
+                    serde_json::from_slice(stream.next_value().expect("key")).expect("key");
+                stream.expect(b':', ":").expect("colon");
+                if key != "traceEvents" {
+                    stream.next_value().expect("value");
+                    continue;
+                }
+                stream.expect(b'[', "[").expect("array");
+                loop {
+                    match stream.peek().expect("peek") {
+                        Some(b']') => {
+                            stream.bump();
+                            break;
+                        }
+                        Some(b',') => stream.bump(),
+                        _ => {}
+                    }
+                    let value = stream.next_value().expect("event");
+                    let reference: RawEvent = serde_json::from_slice(value).expect("serde");
+                    let (fast, used) = event(value).expect("fast");
+                    assert_eq!(used, value.len(), "{}", path.display());
+                    assert_eq!(fast, reference, "{}", path.display());
+                    compared += 1;
+                }
+            }
+        }
+        assert!(compared > 1_000_000, "compared only {compared} events");
+    }
+}
