@@ -284,10 +284,8 @@ impl<'a> Cursor<'a> {
         let Some(text) = self.scalar_text()? else {
             return Ok(None);
         };
-        if !is_string {
-            if let Ok(v) = text.parse::<i64>() {
-                return Ok(v.checked_mul(1000));
-            }
+        if let (false, Ok(v)) = (is_string, text.parse::<i64>()) {
+            return Ok(v.checked_mul(1000));
         }
         let ns = text
             .trim()
