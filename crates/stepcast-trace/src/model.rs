@@ -300,7 +300,8 @@ impl Diagnostics {
 /// A profiled window of one process (one rank), normalized.
 #[derive(Clone, Debug, Default)]
 pub struct Trace {
-    /// Absolute time of `0` in this trace, in nanoseconds of the profiler's clock.
+    /// Absolute time of `0` in this trace, in nanoseconds of the profiler's clock (Kineto's
+    /// `baseTimeNanoseconds` included when the file has one).
     pub origin_ns: i64,
     pub names: Interner,
     pub lanes: Vec<Lane>,

@@ -81,6 +81,8 @@ pub struct GraphJson {
     pub launch_latency_ns: i64,
     /// Launches onto an idle stream the latency was calibrated from (0: not calibrated).
     pub launch_latency_samples: u64,
+    /// Calibrated idle time between consecutive tasks of a backlogged stream.
+    pub dispatch_gap_ns: i64,
     /// Device tasks launched before the window opened.
     pub unlaunched_device_tasks: u64,
     /// API calls nested inside another call.
@@ -103,6 +105,7 @@ impl GraphJson {
             edges_by_kind: edge_counts(window.graph.edges_by_kind(|_| true)),
             launch_latency_ns: report.launch_latency_ns,
             launch_latency_samples: report.launch_latency_samples,
+            dispatch_gap_ns: report.dispatch_gap_ns,
             unlaunched_device_tasks: report.unlaunched_device_tasks,
             nested_calls: report.nested_calls,
             collectives: report.collectives,

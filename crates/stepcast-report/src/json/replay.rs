@@ -25,6 +25,8 @@ pub struct ReplayJson {
     pub launch_latency_ns: i64,
     /// Launches onto an idle stream the latency was calibrated from (0: not calibrated).
     pub launch_latency_samples: u64,
+    /// Calibrated idle time between consecutive tasks of a backlogged stream.
+    pub dispatch_gap_ns: i64,
     /// Edges of the whole window inferred from timing alone.
     pub inferred_edges: u64,
     /// Edges of the whole window by kind, zero counts included.
@@ -188,6 +190,7 @@ pub fn replay_json(
         tasks: window.graph.task_count() as u64,
         launch_latency_ns: window.report.launch_latency_ns,
         launch_latency_samples: window.report.launch_latency_samples,
+        dispatch_gap_ns: window.report.dispatch_gap_ns,
         inferred_edges: window.report.inferred_edges,
         edges_by_kind: edge_counts(window.graph.edges_by_kind(|_| true)),
         summary: SummaryJson::new(&steps),

@@ -151,6 +151,10 @@ fn notes(replay: &ReplayJson) -> Vec<String> {
             us(replay.launch_latency_ns)
         ));
     }
+    notes.push(format!(
+        "device dispatch gap calibrated: {} between consecutive tasks of a backlogged stream",
+        us(replay.dispatch_gap_ns)
+    ));
     let inferred: Vec<String> = replay
         .edges_by_kind
         .0

@@ -50,12 +50,15 @@ pub struct TraceBuilder {
     distributed: Option<DistributedInfo>,
     diagnostics: Diagnostics,
     records: u64,
+    /// `baseTimeNanoseconds`: add to every `ts` for the profiler's clock (0 if absent).
+    base_time_ns: i64,
     saw_hip: bool,
     saw_mtia: bool,
 }
 
+/// An id; 0 and negative values mean "none" (2021 traces write `"external id": 0`).
 fn positive(int: Option<Int>) -> Option<u64> {
-    int.and_then(Int::get).and_then(|v| u64::try_from(v).ok())
+    int.and_then(Int::get).filter(|&v| v > 0).map(|v| v as u64)
 }
 
 /// `-1` means "none" in Kineto's sync records.
@@ -77,6 +80,11 @@ impl TraceBuilder {
                     .zip(d.compute_minor.and_then(Int::get)),
             })
             .collect();
+    }
+
+    /// Since 2023 Kineto writes `ts` relative to a base time recorded once per process.
+    pub fn base_time(&mut self, base_ns: Option<i64>) {
+        self.base_time_ns = base_ns.unwrap_or(0);
     }
 
     pub fn distributed(&mut self, info: Option<RawDistributed>) {
@@ -415,7 +423,7 @@ impl TraceBuilder {
         }
 
         Trace {
-            origin_ns,
+            origin_ns: origin_ns.saturating_add(self.base_time_ns),
             names: self.names,
             lanes,
             events,

@@ -82,6 +82,10 @@ impl<R: Read> Reader<'_, R> {
                     let devices: Option<Vec<RawDevice>> = self.parse_value("deviceProperties")?;
                     builder.devices(devices.unwrap_or_default());
                 }
+                "baseTimeNanoseconds" => {
+                    let base: Option<raw::Int> = self.parse_value("baseTimeNanoseconds")?;
+                    builder.base_time(base.and_then(raw::Int::get));
+                }
                 "distributedInfo" => {
                     let info: Option<RawDistributed> = self.parse_value("distributedInfo")?;
                     builder.distributed(info);

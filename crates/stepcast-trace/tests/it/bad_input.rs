@@ -1,0 +1,286 @@
+//! Unreadable inputs fail with the right `ReadError`, whose message names the file; reading
+//! never changes the file.
+
+use std::io::Write;
+use std::path::Path;
+
+use stepcast_trace::{EventKind, LaneKind, ReadError, read_trace, read_trace_bytes};
+
+use crate::{TempDir, kineto_file};
+
+const SMALL_GZ: &str =
+    "HolisticTraceAnalysis/tests/data/critical_path/end_to_end/simple_add/input/trace.json.gz";
+const SMALL_JSON: &str = "HolisticTraceAnalysis/tests/data/call_stack/backward_thread.json";
+
+fn variant(e: &ReadError) -> &'static str {
+    match e {
+        ReadError::Io { .. } => "Io",
+        ReadError::IsDirectory { .. } => "IsDirectory",
+        ReadError::Empty { .. } => "Empty",
+        ReadError::Gzip { .. } => "Gzip",
+        ReadError::NotJson { .. } => "NotJson",
+        ReadError::Truncated { .. } => "Truncated",
+        ReadError::Json { .. } => "Json",
+        ReadError::ExecutionTrace { .. } => "ExecutionTrace",
+        ReadError::NotATrace { .. } => "NotATrace",
+        ReadError::NoEvents { .. } => "NoEvents",
+    }
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(bytes).expect("gzip");
+    encoder.finish().expect("gzip")
+}
+
+/// A real gzip-compressed trace cut in the middle of its compressed stream.
+fn truncated_gzip() -> Vec<u8> {
+    let bytes = std::fs::read(kineto_file(SMALL_GZ)).expect("read");
+    bytes[..bytes.len() / 2].to_vec()
+}
+
+/// A real JSON trace cut in the middle of its `traceEvents` array.
+fn truncated_json() -> Vec<u8> {
+    let bytes = std::fs::read(kineto_file(SMALL_JSON)).expect("read");
+    let events_at = bytes
+        .windows(13)
+        .position(|w| w == b"\"traceEvents\"")
+        .expect("traceEvents");
+    let cut = bytes.len() / 2;
+    assert!(cut > events_at + 20, "the cut must fall inside traceEvents");
+    bytes[..cut].to_vec()
+}
+
+enum Input {
+    Bytes(fn() -> Vec<u8>),
+    Directory,
+}
+
+enum Want {
+    /// One of these `ReadError` variants, with a message that contains the path and `also`.
+    Error {
+        variants: &'static [&'static str],
+        also: &'static [&'static str],
+    },
+    /// Read, with this many kernels.
+    Kernels(usize),
+}
+
+struct Case {
+    file_name: &'static str,
+    input: Input,
+    want: Want,
+}
+
+const fn error(variants: &'static [&'static str]) -> Want {
+    Want::Error {
+        variants,
+        also: &[],
+    }
+}
+
+const CASES: &[Case] = &[
+    Case {
+        file_name: "empty.json",
+        input: Input::Bytes(Vec::new),
+        want: error(&["Empty"]),
+    },
+    Case {
+        file_name: "truncated.json.gz",
+        input: Input::Bytes(truncated_gzip),
+        want: error(&["Gzip", "Truncated"]),
+    },
+    Case {
+        file_name: "truncated.json",
+        input: Input::Bytes(truncated_json),
+        want: error(&["Truncated"]),
+    },
+    Case {
+        file_name: "foo.json",
+        input: Input::Bytes(|| br#"{"foo": 1}"#.to_vec()),
+        want: error(&["NotATrace"]),
+    },
+    Case {
+        file_name: "binary.json",
+        input: Input::Bytes(|| (0..=255u8).collect()),
+        want: error(&["NotJson"]),
+    },
+    Case {
+        file_name: "binary.json.gz",
+        input: Input::Bytes(|| gzip(&(0..=255u8).collect::<Vec<u8>>())),
+        want: error(&["NotJson"]),
+    },
+    Case {
+        file_name: "a-directory.json",
+        input: Input::Directory,
+        want: error(&["IsDirectory"]),
+    },
+    Case {
+        file_name: "no-events.json",
+        input: Input::Bytes(|| br#"{"traceEvents": []}"#.to_vec()),
+        want: error(&["NoEvents"]),
+    },
+    Case {
+        file_name: "bad-event.json",
+        input: Input::Bytes(|| br#"{"traceEvents":[{"ph":"X",,}]}"#.to_vec()),
+        want: Want::Error {
+            variants: &["Json"],
+            also: &["bad-event.json", "event #0"],
+        },
+    },
+    Case {
+        file_name: "top-level-array.json",
+        input: Input::Bytes(|| {
+            br#"[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":2,"args":{"stream":7,"device":0,"correlation":5}}]"#
+                .to_vec()
+        }),
+        want: Want::Kernels(1),
+    },
+];
+
+/// Checks one outcome against the case; `shown` is the path the message must name.
+fn check(
+    case: &Case,
+    how: &str,
+    result: Result<stepcast_trace::Trace, ReadError>,
+    shown: &str,
+) -> Option<String> {
+    let name = case.file_name;
+    match (&case.want, result) {
+        (Want::Error { variants, also }, Err(e)) => {
+            let message = e.to_string();
+            if !variants.contains(&variant(&e)) {
+                Some(format!(
+                    "{name} ({how}): got {e:?}, want one of {variants:?}"
+                ))
+            } else if !message.contains(shown) {
+                Some(format!(
+                    "{name} ({how}): message lacks the path {shown}: {message}"
+                ))
+            } else {
+                also.iter()
+                    .find(|s| !message.contains(*s))
+                    .map(|missing| format!("{name} ({how}): message lacks {missing:?}: {message}"))
+            }
+        }
+        (Want::Error { variants, .. }, Ok(_)) => {
+            Some(format!("{name} ({how}): read, want one of {variants:?}"))
+        }
+        (Want::Kernels(n), Ok(trace)) => {
+            let kernels = trace
+                .events
+                .iter()
+                .filter(|e| e.kind == EventKind::Kernel)
+                .count();
+            (kernels != *n).then(|| format!("{name} ({how}): {kernels} kernels, want {n}"))
+        }
+        (Want::Kernels(_), Err(e)) => Some(format!("{name} ({how}): {e}")),
+    }
+}
+
+#[test]
+fn bad_inputs_fail_with_the_right_error_naming_the_file() {
+    let dir = TempDir::new("bad-input");
+    let mut failures = Vec::new();
+    for case in CASES {
+        let path = dir.path().join(case.file_name);
+        let shown = path.display().to_string();
+        match case.input {
+            Input::Directory => {
+                std::fs::create_dir(&path).expect("create dir");
+                if let Some(f) = check(case, "read_trace", read_trace(&path), &shown) {
+                    failures.push(f);
+                }
+            }
+            Input::Bytes(make) => {
+                let bytes = make();
+                std::fs::write(&path, &bytes).expect("write case file");
+                if let Some(f) = check(case, "read_trace", read_trace(&path), &shown) {
+                    failures.push(f);
+                }
+                let in_memory = read_trace_bytes(&bytes, &path);
+                if let Some(f) = check(case, "read_trace_bytes", in_memory, &shown) {
+                    failures.push(f);
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn a_missing_file_is_an_io_error_naming_it() {
+    let dir = TempDir::new("missing");
+    let path = dir.path().join("does-not-exist.json");
+    let e = read_trace(&path).expect_err("missing file");
+    assert_eq!(variant(&e), "Io");
+    assert!(e.to_string().contains(&path.display().to_string()), "{e}");
+}
+
+#[test]
+fn top_level_array_event_is_normalized() {
+    let bytes = br#"[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":2,"args":{"stream":7,"device":0,"correlation":5}}]"#;
+    let trace = read_trace_bytes(bytes, Path::new("array.json")).expect("a bare array is a trace");
+    assert_eq!(trace.records, 1);
+    assert_eq!(trace.origin_ns, 1_000);
+    let [event] = trace.events.as_slice() else {
+        panic!("want one event, got {:?}", trace.events)
+    };
+    assert_eq!(
+        (
+            event.kind,
+            trace.name(event.name),
+            event.start_ns,
+            event.dur_ns,
+            event.correlation
+        ),
+        (EventKind::Kernel, "k", 0, 2_000, Some(5))
+    );
+    let lane = trace.lane(event.lane);
+    assert_eq!(
+        (lane.kind, lane.pid, lane.tid),
+        (LaneKind::DeviceStream, 0, 7)
+    );
+}
+
+#[test]
+fn reading_never_modifies_the_input() {
+    for relative in [SMALL_GZ, SMALL_JSON] {
+        let path = kineto_file(relative);
+        let before = std::fs::read(&path).expect("read");
+        let meta = std::fs::metadata(&path).expect("metadata");
+        let trace = read_trace(&path).expect("the file reads");
+        assert!(!trace.events.is_empty());
+        let after = std::fs::read(&path).expect("read");
+        let meta_after = std::fs::metadata(&path).expect("metadata");
+        assert!(before == after, "{relative}: bytes changed by reading");
+        assert_eq!(
+            meta.modified().expect("mtime"),
+            meta_after.modified().expect("mtime"),
+            "{relative}: mtime changed by reading"
+        );
+        assert_eq!(
+            meta.permissions(),
+            meta_after.permissions(),
+            "{relative}: permissions changed by reading"
+        );
+    }
+}
+
+#[test]
+fn file_and_in_memory_reads_agree() {
+    for relative in [SMALL_GZ, SMALL_JSON] {
+        let path = kineto_file(relative);
+        let from_file = read_trace(&path).expect("file");
+        let bytes = std::fs::read(&path).expect("read");
+        let from_bytes = read_trace_bytes(&bytes, &path).expect("bytes");
+        assert_eq!(from_file.origin_ns, from_bytes.origin_ns, "{relative}");
+        assert_eq!(from_file.records, from_bytes.records, "{relative}");
+        assert_eq!(from_file.input_bytes, from_bytes.input_bytes, "{relative}");
+        assert_eq!(from_file.lanes, from_bytes.lanes, "{relative}");
+        assert_eq!(from_file.events, from_bytes.events, "{relative}");
+        assert_eq!(from_file.syncs, from_bytes.syncs, "{relative}");
+        assert_eq!(from_file.steps, from_bytes.steps, "{relative}");
+        assert_eq!(from_file.diagnostics, from_bytes.diagnostics, "{relative}");
+    }
+}

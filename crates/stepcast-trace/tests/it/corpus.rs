@@ -1,0 +1,377 @@
+//! Every vendored trace is read (or rejected, for Execution Traces), the result is internally
+//! consistent, and per-file facts match what the files hold.
+
+use std::cmp::Reverse;
+
+use stepcast_trace::{EventKind, LaneKind, ReadError, Runtime, Trace};
+
+use crate::{FileKind, corpus};
+
+/// Kineto traces and Execution Traces under `testdata/kineto/` (see `testdata/README.md`).
+const KINETO_FILES: usize = 42;
+const EXECUTION_TRACES: usize = 4;
+
+/// Checks that hold for any successfully read trace. Returns the problems found.
+fn check_invariants(trace: &Trace) -> Vec<String> {
+    let mut problems = Vec::new();
+    let lanes = trace.lanes.len();
+
+    if trace.events.is_empty() {
+        problems.push("no events".to_string());
+    }
+    for (i, e) in trace.events.iter().enumerate() {
+        if e.lane.index() >= lanes {
+            problems.push(format!("event {i}: lane {} >= {lanes} lanes", e.lane.0));
+            continue;
+        }
+        if e.dur_ns < 0 {
+            problems.push(format!("event {i}: negative dur_ns {}", e.dur_ns));
+        }
+        if e.start_ns < 0 {
+            problems.push(format!(
+                "event {i}: starts before the origin ({})",
+                e.start_ns
+            ));
+        }
+        if e.name.index() >= trace.names.len() {
+            problems.push(format!("event {i}: name id {} out of range", e.name.0));
+        }
+        if u64::from(e.file_index) >= trace.records {
+            problems.push(format!(
+                "event {i}: file_index {} >= records {}",
+                e.file_index, trace.records
+            ));
+        }
+        let on_device = e.kind.is_device_task() || e.kind == EventKind::DeviceAnnotation;
+        let lane_kind = trace.lanes[e.lane.index()].kind;
+        let want = if on_device {
+            LaneKind::DeviceStream
+        } else {
+            LaneKind::CpuThread
+        };
+        if lane_kind != want {
+            problems.push(format!(
+                "event {i} ({}) on a {lane_kind:?} lane",
+                e.kind.as_str()
+            ));
+        }
+        if problems.len() > 20 {
+            return problems;
+        }
+    }
+    // Documented order: lane, then start, then longest first.
+    for (i, w) in trace.events.windows(2).enumerate() {
+        let key = |e: &stepcast_trace::Event| (e.lane, e.start_ns, Reverse(e.dur_ns));
+        if key(&w[0]) > key(&w[1]) {
+            problems.push(format!(
+                "events {i} and {} out of (lane, start, longest-first) order",
+                i + 1
+            ));
+            break;
+        }
+    }
+    // Lanes: sorted, unique, CPU threads before device streams.
+    for w in trace.lanes.windows(2) {
+        if (w[0].kind, w[0].pid, w[0].tid) >= (w[1].kind, w[1].pid, w[1].tid) {
+            problems.push(format!(
+                "lanes not sorted/unique: {:?} then {:?}",
+                w[0], w[1]
+            ));
+            break;
+        }
+    }
+    for (i, s) in trace.steps.iter().enumerate() {
+        if s.lane.index() >= lanes {
+            problems.push(format!("step {i}: lane {} >= {lanes} lanes", s.lane.0));
+        } else if trace.lanes[s.lane.index()].kind != LaneKind::CpuThread {
+            problems.push(format!("step {i}: not on a CPU thread"));
+        }
+        if s.dur_ns < 0 {
+            problems.push(format!("step {i}: negative dur_ns"));
+        }
+    }
+    for w in trace.steps.windows(2) {
+        if w[0].start_ns > w[1].start_ns || w[0].number >= w[1].number {
+            problems.push(format!(
+                "steps out of order: #{} at {} then #{} at {}",
+                w[0].number, w[0].start_ns, w[1].number, w[1].start_ns
+            ));
+        }
+    }
+    for w in trace.syncs.windows(2) {
+        if w[0].start_ns > w[1].start_ns {
+            problems.push("syncs not sorted by start".to_string());
+            break;
+        }
+    }
+    // Nothing counted twice: each record becomes at most one event, sync, step or skip.
+    let accounted = trace.diagnostics.total_skipped()
+        + trace.events.len() as u64
+        + trace.syncs.len() as u64
+        + trace.steps.len() as u64;
+    if accounted > trace.records {
+        problems.push(format!(
+            "{accounted} records accounted for (skipped {} + events {} + syncs {} + steps {}) \
+             but only {} read",
+            trace.diagnostics.total_skipped(),
+            trace.events.len(),
+            trace.syncs.len(),
+            trace.steps.len(),
+            trace.records
+        ));
+    }
+    if trace.records < trace.events.len() as u64 {
+        problems.push("fewer records than events".to_string());
+    }
+    if trace.input_bytes == 0 {
+        problems.push("input_bytes is 0".to_string());
+    }
+    if trace.runtime.is_none() {
+        problems.push("runtime not set".to_string());
+    }
+    problems
+}
+
+#[test]
+fn every_trace_is_read_or_named_as_an_execution_trace() {
+    let corpus = corpus();
+    let kineto = corpus.iter().filter(|l| l.kind == FileKind::Kineto).count();
+    let et = corpus
+        .iter()
+        .filter(|l| l.kind == FileKind::ExecutionTrace)
+        .count();
+    assert_eq!(
+        (kineto, et),
+        (KINETO_FILES, EXECUTION_TRACES),
+        "files found under testdata/kineto (Kineto, Execution Trace)"
+    );
+
+    let mut failures = Vec::new();
+    for loaded in corpus {
+        let shown = loaded.path.display().to_string();
+        match (loaded.kind, &loaded.result) {
+            (FileKind::Kineto, Ok(trace)) => {
+                for problem in check_invariants(trace) {
+                    failures.push(format!("{}: {problem}", loaded.relative));
+                }
+            }
+            (FileKind::Kineto, Err(e)) => {
+                failures.push(format!("{}: failed to read: {e}", loaded.relative));
+            }
+            (FileKind::ExecutionTrace, Err(e @ ReadError::ExecutionTrace { .. })) => {
+                if !e.to_string().contains(&shown) {
+                    failures.push(format!("{}: message lacks the path: {e}", loaded.relative));
+                }
+            }
+            (FileKind::ExecutionTrace, Err(e)) => failures.push(format!(
+                "{}: wrong error for an Execution Trace: {e:?}",
+                loaded.relative
+            )),
+            (FileKind::ExecutionTrace, Ok(_)) => failures.push(format!(
+                "{}: an Execution Trace was read as a Kineto trace",
+                loaded.relative
+            )),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Rank information of a trace: `distributedInfo` absent, or its rank and world size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dist {
+    Absent,
+    Present(Option<i64>, Option<i64>),
+}
+
+/// Facts of one file, counted in the file itself with Python's `json` module.
+struct Expect {
+    file: &'static str,
+    /// Elements of `traceEvents`.
+    records: u64,
+    runtime: Runtime,
+    /// Host-side `ProfilerStep#N` ranges (`cpu_op` / `user_annotation`; the GPU-side
+    /// `gpu_user_annotation` copy of a step is a device event, not a step marker).
+    steps: usize,
+    /// `X` events of category `kernel` / `Kernel` / `mtia_ccp_events`.
+    kernels: usize,
+    /// `X` events of category `cuda_sync`.
+    syncs: usize,
+    distributed: Dist,
+}
+
+const HTA: &str = "HolisticTraceAnalysis/tests/data/";
+
+#[rustfmt::skip]
+const EXPECT: &[Expect] = &[
+    Expect { file: "HolisticTraceAnalysis/@b8cce2cd/tests/data/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz", records: 7604, runtime: Runtime::CpuOnly, steps: 5, kernels: 0, syncs: 0, distributed: Dist::Present(Some(34), Some(300)) },
+    Expect { file: "HolisticTraceAnalysis/tests/data/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz", records: 220, runtime: Runtime::Rocm, steps: 2, kernels: 14, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "HolisticTraceAnalysis/tests/data/call_stack/backward_thread.json", records: 7, runtime: Runtime::Cuda, steps: 1, kernels: 1, syncs: 0, distributed: Dist::Present(Some(0), None) },
+    Expect { file: "HolisticTraceAnalysis/tests/data/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz", records: 1408, runtime: Runtime::Cuda, steps: 0, kernels: 79, syncs: 41, distributed: Dist::Present(Some(0), None) },
+    Expect { file: "HolisticTraceAnalysis/tests/data/critical_path/cuda_event_sync/event_sync_trace.json.gz", records: 92, runtime: Runtime::Cuda, steps: 1, kernels: 4, syncs: 4, distributed: Dist::Present(Some(0), None) },
+    Expect { file: "HolisticTraceAnalysis/tests/data/critical_path/cuda_event_sync_multi_stream/event_sync_trace.json.gz", records: 149, runtime: Runtime::Cuda, steps: 0, kernels: 3, syncs: 5, distributed: Dist::Present(Some(0), None) },
+    Expect { file: "HolisticTraceAnalysis/tests/data/critical_path/end_to_end/simple_add/input/trace.json.gz", records: 1348, runtime: Runtime::Cuda, steps: 0, kernels: 79, syncs: 41, distributed: Dist::Present(Some(0), None) },
+    Expect { file: "HolisticTraceAnalysis/tests/data/critical_path/end_to_end/simple_add/output/overlaid_critical_path_trace.json.gz", records: 1732, runtime: Runtime::Cuda, steps: 0, kernels: 79, syncs: 41, distributed: Dist::Present(Some(0), None) },
+    Expect { file: "HolisticTraceAnalysis/tests/data/df_index_resolver/df_index_resolver.json.gz", records: 216092, runtime: Runtime::Cuda, steps: 5, kernels: 19370, syncs: 0, distributed: Dist::Present(Some(1), Some(2)) },
+    Expect { file: "HolisticTraceAnalysis/tests/data/distributed_info_unavailable/distributed_info_not_found.json.gz", records: 2467, runtime: Runtime::CpuOnly, steps: 1, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "HolisticTraceAnalysis/tests/data/execution_trace/benchmark_simple_add_trace.json.gz", records: 111, runtime: Runtime::Cuda, steps: 0, kernels: 4, syncs: 0, distributed: Dist::Present(Some(0), None) },
+    Expect { file: "HolisticTraceAnalysis/tests/data/large_integer_trace/rank-70.Mar_25_20_48_12.2861.pt.trace.json.gz", records: 2, runtime: Runtime::Cuda, steps: 0, kernels: 1, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "HolisticTraceAnalysis/tests/data/mtia_inference_trace/mtia_inference_rank_0.json.gz", records: 16158, runtime: Runtime::Mtia, steps: 0, kernels: 1313, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "HolisticTraceAnalysis/tests/data/nccl_parser_config/nccl_data.json.gz", records: 40573, runtime: Runtime::Cuda, steps: 3, kernels: 2700, syncs: 0, distributed: Dist::Present(Some(0), Some(2)) },
+    Expect { file: "HolisticTraceAnalysis/tests/data/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", records: 68692, runtime: Runtime::Cuda, steps: 5, kernels: 4350, syncs: 0, distributed: Dist::Present(Some(0), Some(1)) },
+    Expect { file: "HolisticTraceAnalysis/tests/data/trace_diff/control/control.json.gz", records: 109123, runtime: Runtime::Cuda, steps: 6, kernels: 8568, syncs: 0, distributed: Dist::Present(Some(3), Some(8)) },
+    Expect { file: "HolisticTraceAnalysis/tests/data/trace_diff/test/test.json.gz", records: 105167, runtime: Runtime::Cuda, steps: 6, kernels: 9876, syncs: 0, distributed: Dist::Present(Some(1), Some(2)) },
+    Expect { file: "HolisticTraceAnalysis/tests/data/trace_file_list/inference_rank_1.json.gz", records: 54, runtime: Runtime::Cuda, steps: 0, kernels: 4, syncs: 0, distributed: Dist::Present(Some(1), None) },
+    Expect { file: "HolisticTraceAnalysis/tests/data/triton_example/triton_example.json.gz", records: 71, runtime: Runtime::Cuda, steps: 1, kernels: 1, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "HolisticTraceAnalysis/tests/data/with_gpu_user_annotation/step_based_trace_2543932.json.gz", records: 1344, runtime: Runtime::Cuda, steps: 0, kernels: 130, syncs: 0, distributed: Dist::Present(Some(0), None) },
+    Expect { file: "TraceLens/tests/traces/h100/Falconsai_nsfw_image_detection__1016002.json.gz", records: 5138, runtime: Runtime::Cuda, steps: 1, kernels: 154, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "TraceLens/tests/traces/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", records: 18221, runtime: Runtime::Cuda, steps: 1, kernels: 1465, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "TraceLens/tests/traces/h100/facebook_timesformer-base-finetuned-k400__1016002.json.gz", records: 50125, runtime: Runtime::Cuda, steps: 1, kernels: 446, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "TraceLens/tests/traces/h100/gaunernst_bert-small-uncased__1016001.json.gz", records: 2551, runtime: Runtime::Cuda, steps: 1, kernels: 60, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "TraceLens/tests/traces/h100/google_owlv2-large-patch14-ensemble__1016001.json.gz", records: 132152, runtime: Runtime::Cuda, steps: 1, kernels: 4330, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "TraceLens/tests/traces/inference/vllm_decode_full/graph_execution.json.gz", records: 1993, runtime: Runtime::Rocm, steps: 0, kernels: 425, syncs: 0, distributed: Dist::Present(Some(0), Some(1)) },
+    Expect { file: "TraceLens/tests/traces/inference/vllm_prefilldecode_piecewise/graph_execution.json.gz", records: 19289, runtime: Runtime::Rocm, steps: 0, kernels: 413, syncs: 0, distributed: Dist::Present(Some(0), Some(1)) },
+    Expect { file: "TraceLens/tests/traces/mi210/gpu_only_trace/gpu_only_trace.json.gz", records: 2443, runtime: Runtime::Rocm, steps: 0, kernels: 562, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "TraceLens/tests/traces/perf_model/normalization/normalization_layer_test.json.gz", records: 8500, runtime: Runtime::Rocm, steps: 0, kernels: 168, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "TraceLens/tests/traces/torch_compile_triton/trace.json.gz", records: 246, runtime: Runtime::Rocm, steps: 0, kernels: 12, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "kineto/tb_plugin/samples/resnet50_autograd_api_num_workers_0/worker0.pt.trace.json.gz", records: 79711, runtime: Runtime::Cuda, steps: 0, kernels: 9329, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz", records: 75718, runtime: Runtime::Cuda, steps: 6, kernels: 8772, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "param/et_replay/tests/inputs/linear_kineto.json.gz", records: 86859, runtime: Runtime::Cuda, steps: 0, kernels: 8716, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "param/et_replay/tests/inputs/resnet_kineto.json.gz", records: 111631, runtime: Runtime::Cuda, steps: 0, kernels: 9628, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "param/et_replay/tests/inputs/dlrm_kineto__extracted/dlrm_kineto/worker0_step_12.1694128201545.pt.trace.json", records: 3290, runtime: Runtime::Cuda, steps: 1, kernels: 245, syncs: 0, distributed: Dist::Present(Some(0), Some(8)) },
+    Expect { file: "param/et_replay/tests/inputs/dlrm_kineto__extracted/dlrm_kineto/worker1_step_12.1694128201556.pt.trace.json", records: 3424, runtime: Runtime::Cuda, steps: 1, kernels: 310, syncs: 0, distributed: Dist::Present(Some(1), Some(8)) },
+    Expect { file: "param/et_replay/tests/inputs/dlrm_kineto__extracted/dlrm_kineto/worker2_step_12.1694128201554.pt.trace.json", records: 3268, runtime: Runtime::Cuda, steps: 1, kernels: 246, syncs: 0, distributed: Dist::Present(Some(2), Some(8)) },
+    Expect { file: "param/et_replay/tests/inputs/dlrm_kineto__extracted/dlrm_kineto/worker3_step_12.1694128201557.pt.trace.json", records: 3474, runtime: Runtime::Cuda, steps: 1, kernels: 315, syncs: 0, distributed: Dist::Present(Some(3), Some(8)) },
+    Expect { file: "param/et_replay/tests/inputs/dlrm_kineto__extracted/dlrm_kineto/worker4_step_12.1694128201547.pt.trace.json", records: 3310, runtime: Runtime::Cuda, steps: 1, kernels: 251, syncs: 0, distributed: Dist::Present(Some(4), Some(8)) },
+    Expect { file: "param/et_replay/tests/inputs/dlrm_kineto__extracted/dlrm_kineto/worker5_step_12.1694128201549.pt.trace.json", records: 3250, runtime: Runtime::Cuda, steps: 1, kernels: 245, syncs: 0, distributed: Dist::Present(Some(5), Some(8)) },
+    Expect { file: "param/et_replay/tests/inputs/dlrm_kineto__extracted/dlrm_kineto/worker6_step_12.1694128201553.pt.trace.json", records: 3272, runtime: Runtime::Cuda, steps: 1, kernels: 246, syncs: 0, distributed: Dist::Present(Some(6), Some(8)) },
+    Expect { file: "param/et_replay/tests/inputs/dlrm_kineto__extracted/dlrm_kineto/worker7_step_12.1694128201553.pt.trace.json", records: 3250, runtime: Runtime::Cuda, steps: 1, kernels: 246, syncs: 0, distributed: Dist::Present(Some(7), Some(8)) },
+];
+
+/// Compares one trace with its expected facts. Returns the mismatches.
+fn check_expect(trace: &Trace, expect: &Expect) -> Vec<String> {
+    let kernels = trace
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::Kernel)
+        .count();
+    let distributed = match &trace.distributed {
+        None => Dist::Absent,
+        Some(d) => Dist::Present(d.rank, d.world_size),
+    };
+    let mut problems = Vec::new();
+    let mut compare = |what: &str, got: String, want: String| {
+        if got != want {
+            problems.push(format!("{what}: got {got}, want {want}"));
+        }
+    };
+    compare(
+        "records",
+        trace.records.to_string(),
+        expect.records.to_string(),
+    );
+    compare(
+        "runtime",
+        format!("{:?}", trace.runtime),
+        format!("{:?}", Some(expect.runtime)),
+    );
+    compare(
+        "ProfilerStep markers",
+        trace.steps.len().to_string(),
+        expect.steps.to_string(),
+    );
+    compare("kernels", kernels.to_string(), expect.kernels.to_string());
+    compare(
+        "cuda_sync events",
+        trace.syncs.len().to_string(),
+        expect.syncs.to_string(),
+    );
+    compare(
+        "distributed",
+        format!("{distributed:?}"),
+        format!("{:?}", expect.distributed),
+    );
+    problems
+}
+
+#[test]
+fn per_trace_facts_match_the_files() {
+    let corpus = corpus();
+    let mut failures = Vec::new();
+    // The table covers every Kineto file, and names no file that is not there.
+    for loaded in corpus.iter().filter(|l| l.kind == FileKind::Kineto) {
+        if !EXPECT.iter().any(|e| e.file == loaded.relative) {
+            failures.push(format!("{}: not in the EXPECT table", loaded.relative));
+        }
+    }
+    for expect in EXPECT {
+        let Some(loaded) = corpus.iter().find(|l| l.relative == expect.file) else {
+            failures.push(format!("{}: listed but not found", expect.file));
+            continue;
+        };
+        match &loaded.result {
+            Ok(trace) => {
+                for problem in check_expect(trace, expect) {
+                    failures.push(format!("{}: {problem}", expect.file));
+                }
+            }
+            Err(e) => failures.push(format!("{}: {e}", expect.file)),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn step_numbers_and_rank_of_the_ddp_trace() {
+    let trace = crate::loaded_trace(&format!("{HTA}df_index_resolver/df_index_resolver.json.gz"));
+    let distributed = trace.distributed.as_ref().expect("distributedInfo");
+    assert_eq!(
+        (distributed.rank, distributed.world_size),
+        (Some(1), Some(2))
+    );
+    assert_eq!(distributed.backend.as_deref(), Some("nccl"));
+
+    // ProfilerStep#101..#105 in ns_resolution_trace, one per step, on one host thread.
+    let trace = crate::loaded_trace(&format!(
+        "{HTA}ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"
+    ));
+    let numbers: Vec<u64> = trace.steps.iter().map(|s| s.number).collect();
+    assert_eq!(numbers, [101, 102, 103, 104, 105]);
+    assert!(trace.steps.iter().all(|s| s.lane == trace.steps[0].lane));
+}
+
+#[test]
+fn gpu_side_step_annotation_is_a_device_event_not_a_step() {
+    // The H100 traces hold `ProfilerStep#6` twice: a `user_annotation` on the host (the step
+    // marker) and a `gpu_user_annotation` on the device timeline.
+    let trace = crate::loaded_trace(
+        "TraceLens/tests/traces/h100/gaunernst_bert-small-uncased__1016001.json.gz",
+    );
+    assert_eq!(trace.steps.len(), 1);
+    assert_eq!(trace.steps[0].number, 6);
+    let device_steps: Vec<_> = trace
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::DeviceAnnotation && trace.name(e.name) == "ProfilerStep#6")
+        .collect();
+    assert_eq!(device_steps.len(), 1);
+    assert_eq!(
+        trace.lane(device_steps[0].lane).kind,
+        LaneKind::DeviceStream
+    );
+}
+
+#[test]
+fn eight_ranks_of_one_job() {
+    let mut ranks: Vec<i64> = crate::corpus()
+        .iter()
+        .filter(|l| l.relative.contains("dlrm_kineto__extracted/"))
+        .map(|l| {
+            let trace = l.result.as_ref().expect("DLRM worker trace reads");
+            let d = trace.distributed.as_ref().expect("distributedInfo");
+            assert_eq!(d.world_size, Some(8), "{}", l.relative);
+            d.rank.expect("rank")
+        })
+        .collect();
+    ranks.sort_unstable();
+    assert_eq!(ranks, (0..8).collect::<Vec<i64>>());
+}
