@@ -24,6 +24,9 @@ pub struct BuildOptions {
     pub unexplained_device_wait_ns: i64,
     /// An inferred stream wait needs a task on another stream ending at most this long before.
     pub stream_wait_window_ns: i64,
+    /// A task may be held back by a kernel on another stream draining its last wave (the device
+    /// is full) if that kernel ends at most this long after the task starts.
+    pub drain_window_ns: i64,
     /// A blocking call returning later than its recorded causes explain, by more than this, has
     /// an unexplained wait.
     pub unexplained_host_wait_ns: i64,
@@ -37,6 +40,7 @@ impl Default for BuildOptions {
             infer_edges: true,
             unexplained_device_wait_ns: 5_000,
             stream_wait_window_ns: 5_000,
+            drain_window_ns: 200_000,
             unexplained_host_wait_ns: 20_000,
             host_wake_window_ns: 20_000,
         }
@@ -657,43 +661,39 @@ impl Builder<'_> {
                 }
                 let lane = g.lane[t];
                 let at = g.rec_start_ns[t];
-                // With a recorded stream-wait call, the source is whatever other stream's work
-                // ended last before this task started; without one, only work ending just
-                // before it is a plausible cause.
-                let call = call_of[t];
-                let waited = call != TaskId::NONE && waited_for_event(call, lane);
-                let window = if waited {
-                    unexplained
-                } else {
-                    o.stream_wait_window_ns
+                let edge = |from: TaskId, lag_ns: i64| PendingEdge {
+                    from,
+                    to: task,
+                    kind: EdgeKind::InferredStreamWait,
+                    lag_ns,
                 };
-                let source = device_lanes.latest_end_in(at - window, at + 1_000, Some(lane));
-                let close =
-                    source.filter(|s| g.rec_end_ns[s.index()] >= at - o.stream_wait_window_ns);
-                match (close.or(source), waited) {
-                    (Some(from), _) if close.is_some() || !waited => added.push(PendingEdge {
-                        from,
-                        to: task,
-                        kind: EdgeKind::InferredStreamWait,
-                        lag_ns: 0,
-                    }),
-                    // A collective's own timing is already an input (its peers).
-                    (_, true) if kind != TaskKind::Collective => {
-                        // The thread made the stream wait on an event, but no device work ends
-                        // when the wait did: the event came from outside what the trace shows
-                        // (another process, a host callback). Like a collective's peers, the
-                        // release is an input tied to the step's start.
-                        let anchor = anchors.get(g.step[t] as usize).copied().flatten();
-                        if let Some(anchor) = anchor.filter(|a| g.rec_end_ns[a.index()] <= at) {
-                            added.push(PendingEdge {
-                                from: anchor,
-                                to: task,
-                                kind: EdgeKind::InferredStreamWait,
-                                lag_ns: at - g.rec_end_ns[anchor.index()],
-                            });
-                        }
+                // 1. Work on another stream ended just before: a cross-stream wait whose
+                //    record the trace lacks.
+                let window = o.stream_wait_window_ns;
+                if let Some(from) = device_lanes.latest_end_in(at - window, at + 1_000, Some(lane))
+                {
+                    added.push(edge(from, 0));
+                    continue;
+                }
+                // 2. A kernel on another stream was draining its last wave: the device was full,
+                //    and this task got its multiprocessors as that kernel's blocks finished.
+                if let Some(from) = device_lanes.draining_at(at, o.drain_window_ns, lane) {
+                    added.push(edge(from, at - g.rec_end_ns[from.index()]));
+                    continue;
+                }
+                // 3. The thread made the stream wait on an event (a recorded call), but no
+                //    device work explains when the wait ended: the event came from outside the
+                //    trace. Like a collective's peers, its release is an input tied to the
+                //    step's start. (A collective's own timing is already such an input.)
+                let call = call_of[t];
+                if kind != TaskKind::Collective
+                    && call != TaskId::NONE
+                    && waited_for_event(call, lane)
+                {
+                    let anchor = anchors.get(g.step[t] as usize).copied().flatten();
+                    if let Some(anchor) = anchor.filter(|a| g.rec_end_ns[a.index()] <= at) {
+                        added.push(edge(anchor, at - g.rec_end_ns[anchor.index()]));
                     }
-                    _ => {}
                 }
             } else if kind == TaskKind::ApiCall {
                 let class = classify_call(self.trace.name(g.name[t]));
@@ -862,6 +862,8 @@ struct DeviceLane {
     launched_at: Vec<i64>,
     /// Recorded ends, non-decreasing along a stream.
     ends: Vec<i64>,
+    /// Recorded starts, in stream order.
+    starts: Vec<i64>,
 }
 
 impl DeviceLanes {
@@ -895,12 +897,14 @@ impl DeviceLanes {
             }
             let stream = &trace.lanes[lane.trace_lane.index()];
             by_stream.insert((stream.pid, stream.tid), lanes.len() as u32);
+            let starts: Vec<i64> = tasks.iter().map(|t| g.rec_start_ns[t.index()]).collect();
             lanes.push(DeviceLane {
                 lane: i as u32,
                 device: stream.pid,
                 tasks,
                 launched_at,
                 ends,
+                starts,
             });
         }
         DeviceLanes { by_stream, lanes }
@@ -938,6 +942,23 @@ impl DeviceLanes {
                 (k > 0).then(|| l.tasks[k - 1])
             })
             .collect()
+    }
+
+    /// Of the tasks running at `at` on other lanes of `lane`'s device, the one ending soonest,
+    /// if it ends within `window` after `at`.
+    fn draining_at(&self, at: i64, window: i64, lane: u32) -> Option<TaskId> {
+        let device = self.lanes.iter().find(|l| l.lane == lane)?.device;
+        self.lanes
+            .iter()
+            .filter(|l| l.lane != lane && l.device == device)
+            .filter_map(|l| {
+                let k = l.starts.partition_point(|&start| start < at);
+                let task = *l.tasks.get(k.checked_sub(1)?)?;
+                let end = l.ends[k - 1];
+                (end > at && end <= at + window).then_some((end, task))
+            })
+            .min()
+            .map(|(_, task)| task)
     }
 
     /// The task ending latest within `[from, to]`, on any device lane except `except`.
