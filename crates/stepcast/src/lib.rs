@@ -1,6 +1,7 @@
 //! stepcast's core: the dependency graph of a profiled window, its replay, and what the
 //! replay tells. No I/O and no file paths: input is a [`stepcast_trace::Trace`], output is data.
 
+pub mod analyze;
 pub mod graph;
 pub mod replay;
 pub mod simulate;
