@@ -1,5 +1,7 @@
 //! Graph and replay checks against real traces (copied byte for byte into `testdata/`).
 
+mod critical;
+
 use std::path::PathBuf;
 
 use stepcast::Window;
@@ -8,7 +10,7 @@ use stepcast::replay::{ReplayReport, self_replay};
 use stepcast::simulate::{RecordedOrder, SimOptions, simulate};
 use stepcast_trace::{Trace, read_trace};
 
-fn testdata(relative: &str) -> PathBuf {
+pub(crate) fn testdata(relative: &str) -> PathBuf {
     PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../testdata/kineto"
@@ -16,7 +18,7 @@ fn testdata(relative: &str) -> PathBuf {
     .join(relative)
 }
 
-fn load(relative: &str) -> (Trace, Window) {
+pub(crate) fn load(relative: &str) -> (Trace, Window) {
     let path = testdata(relative);
     let trace = read_trace(&path).unwrap_or_else(|e| panic!("{e}"));
     let window = build(&trace, &BuildOptions::default());

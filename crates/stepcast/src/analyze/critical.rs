@@ -1,0 +1,132 @@
+//! The critical path of a step in terms of recorded events: which calls, kernels and host ops
+//! the step's end waited on, and the stretches of time they account for.
+//!
+//! The path is walked on the replay (see `simulate::critical_path`), then expressed as what the
+//! recording holds: every task on it, plus the host ops that ran in the host stretches between
+//! path tasks (the untraced gaps of the graph are the time of those ops). An op counts when it
+//! lies inside a host stretch of the path, so an enclosing op spanning the whole step (a
+//! `forward` annotation, the step itself) does not claim the step.
+
+use stepcast_trace::{EventId, EventKind, Trace};
+
+use crate::graph::{Graph, NO_STEP, TaskId};
+use crate::simulate::{CriticalPath, Timeline, critical_path};
+use crate::window::Window;
+
+/// One stretch of the critical path on one lane, in recorded time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Stretch {
+    /// Graph lane index.
+    pub lane: u32,
+    pub start_ns: i64,
+    pub end_ns: i64,
+}
+
+/// A step's critical path.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StepCriticalPath {
+    pub path: CriticalPath,
+    /// Recorded events on the path, in time order: the tasks' events and the host ops inside
+    /// the path's host stretches.
+    pub events: Vec<EventId>,
+    /// The lane time the path covers, in recorded time, merged per lane.
+    pub stretches: Vec<Stretch>,
+}
+
+/// The critical path of step `step` (an index into `window.steps`) on a replay `timeline`.
+pub fn step_critical_path(
+    trace: &Trace,
+    window: &Window,
+    timeline: &Timeline,
+    step: usize,
+) -> StepCriticalPath {
+    let g = &window.graph;
+    let tasks: Vec<TaskId> = (0..g.task_count())
+        .filter(|&t| g.step[t] == step as u32 && g.step[t] != NO_STEP)
+        .map(|t| TaskId(t as u32))
+        .collect();
+    let (_, last, start) = crate::replay::replayed_span(g, timeline, &window.steps[step], &tasks);
+    let Some(last) = last else {
+        return StepCriticalPath::default();
+    };
+    let path = critical_path(g, timeline, last, start);
+    let stretches = stretches(g, &path, window.steps[step].start_ns);
+    let events = events_on(trace, g, &path, &stretches);
+    StepCriticalPath {
+        path,
+        events,
+        stretches,
+    }
+}
+
+/// Recorded lane time of the path: each task's span, and on a host lane the time from the
+/// previous path task on the same lane (the untraced work between calls).
+fn stretches(g: &Graph, path: &CriticalPath, step_start_ns: i64) -> Vec<Stretch> {
+    let mut out: Vec<Stretch> = Vec::new();
+    let mut previous_host_end: Vec<(u32, i64)> = Vec::new();
+    for &task in &path.tasks {
+        let t = task.index();
+        let lane = g.lane[t];
+        let mut start = g.rec_start_ns[t];
+        if !g.kind[t].on_device() {
+            let prev = previous_host_end
+                .iter()
+                .find(|(l, _)| *l == lane)
+                .map(|&(_, end)| end);
+            // The first host task of the path on its lane: the lane was busy since the step began.
+            start = prev.unwrap_or(step_start_ns).min(start).max(step_start_ns);
+            match previous_host_end.iter_mut().find(|(l, _)| *l == lane) {
+                Some(slot) => slot.1 = g.rec_end_ns[t],
+                None => previous_host_end.push((lane, g.rec_end_ns[t])),
+            }
+        }
+        out.push(Stretch {
+            lane,
+            start_ns: start,
+            end_ns: g.rec_end_ns[t],
+        });
+    }
+    merge(out)
+}
+
+fn merge(mut stretches: Vec<Stretch>) -> Vec<Stretch> {
+    stretches.sort_unstable();
+    let mut merged: Vec<Stretch> = Vec::with_capacity(stretches.len());
+    for s in stretches {
+        match merged.last_mut() {
+            Some(last) if last.lane == s.lane && s.start_ns <= last.end_ns => {
+                last.end_ns = last.end_ns.max(s.end_ns);
+            }
+            _ => merged.push(s),
+        }
+    }
+    merged
+}
+
+/// The tasks' events, and the host ops lying within a host stretch of the path.
+fn events_on(trace: &Trace, g: &Graph, path: &CriticalPath, stretches: &[Stretch]) -> Vec<EventId> {
+    let mut events: Vec<EventId> = path.tasks.iter().map(|t| g.event[t.index()]).collect();
+    for stretch in stretches {
+        let lane = &g.lanes[stretch.lane as usize];
+        if lane.kind != stepcast_trace::LaneKind::CpuThread {
+            continue;
+        }
+        // Events are sorted by lane, then start: this lane's events are one range.
+        let lo = trace.events.partition_point(|e| e.lane < lane.trace_lane);
+        let hi = trace.events.partition_point(|e| e.lane <= lane.trace_lane);
+        let first = lo + trace.events[lo..hi].partition_point(|e| e.start_ns < stretch.start_ns);
+        for index in first..hi {
+            let event = &trace.events[index];
+            if event.start_ns >= stretch.end_ns {
+                break;
+            }
+            let is_op = matches!(event.kind, EventKind::CpuOp | EventKind::UserAnnotation);
+            if is_op && event.end_ns() <= stretch.end_ns {
+                events.push(EventId(index as u32));
+            }
+        }
+    }
+    events.sort_unstable_by_key(|e| (trace.events[e.index()].start_ns, e.0));
+    events.dedup();
+    events
+}
