@@ -2,8 +2,22 @@
 //! (Daydream §4.3, Zins & Dagenais Algorithm 2): device task → launching call (correlation) →
 //! the op stack around that call on its thread → layer; backward ops → the forward op and
 //! layer they differentiate; phase of every task, with the evidence used.
+//!
+//! Cost: one stack sweep over the trace's events and a few passes over the tasks, O(n).
 
-use stepcast_trace::{EventId, NameId};
+mod names;
+mod phase;
+mod stacks;
+
+use rustc_hash::FxHashMap;
+use stepcast_trace::{EventId, LaneId, NameId, Trace};
+
+use crate::Window;
+use crate::graph::{EdgeKind, Graph, NO_STEP, TaskId, TaskKind};
+
+use names::{NameClassifier, NameFlags};
+use phase::HostClock;
+use stacks::Stacks;
 
 /// Which part of a training step a task belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -40,15 +54,20 @@ impl Phase {
     }
 }
 
-/// How a task's phase was decided (shown to the user, so a wrong phase can be traced back).
+/// How a task's phase (or layer) was decided (shown to the user, so a wrong phase can be traced
+/// back).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Evidence {
     /// No evidence: the task could not be mapped (no launching call, no op around it).
     Unmapped,
-    /// The kernel's own name (NCCL, memcpy kind...).
+    /// The task maps to an op, but neither its stack, its name nor its position names a phase
+    /// (outside every step, or in a trace without step markers that shows no training phase):
+    /// phase `Other`.
+    OpOnly,
+    /// The kernel's own name (NCCL, fused optimizer kernels...).
     KernelName,
-    /// An op or annotation name on the launching thread's stack (`Optimizer.step`,
-    /// `autograd::engine::evaluate_function`, `ProfilerStep`...).
+    /// An op, annotation or Python frame on the launching thread's stack (`Optimizer.step`,
+    /// `autograd::engine::evaluate_function`, `nn.Module: X`, `## forward ##`...).
     OpStack,
     /// The autograd backward thread, `Sequence number` / `Fwd thread id` or a `fwdbwd` flow.
     Autograd,
@@ -56,14 +75,316 @@ pub enum Evidence {
     Position,
 }
 
+impl Evidence {
+    pub const ALL: [Evidence; 6] = [
+        Evidence::Unmapped,
+        Evidence::OpOnly,
+        Evidence::KernelName,
+        Evidence::OpStack,
+        Evidence::Autograd,
+        Evidence::Position,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Evidence::Unmapped => "unmapped",
+            Evidence::OpOnly => "op_only",
+            Evidence::KernelName => "kernel_name",
+            Evidence::OpStack => "op_stack",
+            Evidence::Autograd => "autograd",
+            Evidence::Position => "position",
+        }
+    }
+}
+
 /// The mapping of every task of a window's graph (one row per task, as the graph's columns).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Mapping {
-    /// The innermost op (`cpu_op` event) around the task's launching call, if any.
+    /// The innermost op around the task's launching call: a `cpu_op` event, or, when no
+    /// `cpu_op` encloses the call, the innermost `user_annotation` or Python frame.
     pub op: Vec<Option<EventId>>,
+    /// The innermost container of any kind (op, annotation, Python frame) around the launching
+    /// call: the top of its stack, walked down with [`Mapping::stack`]. A call the autograd
+    /// engine makes outside any op, right after an autograd function (gradient accumulation),
+    /// takes that function as its frame.
+    pub frame: Vec<Option<EventId>>,
     /// The layer (module) the task belongs to, if known: an `nn.Module` python frame or a
     /// `user_annotation`, resolved through autograd for backward tasks.
     pub layer: Vec<Option<NameId>>,
+    /// How the layer was found: `OpStack` (a module frame or annotation around the call),
+    /// `Autograd` (the forward op with the backward op's `Sequence number`), `Unmapped` (none).
+    pub layer_evidence: Vec<Evidence>,
     pub phase: Vec<Phase>,
     pub evidence: Vec<Evidence>,
+    /// Per trace event: the innermost op, annotation or Python frame enclosing it.
+    pub parent: Vec<Option<EventId>>,
+    /// Host threads found to run the autograd backward pass.
+    pub backward_lanes: Vec<LaneId>,
+}
+
+impl Mapping {
+    /// The task maps to an op and to a phase found by some evidence.
+    pub fn is_mapped(&self, task: TaskId) -> bool {
+        self.op[task.index()].is_some() && self.evidence[task.index()] != Evidence::Unmapped
+    }
+
+    /// The op stack around the task's launching call, outermost first: ops, annotations and
+    /// Python frames.
+    pub fn stack(&self, task: TaskId) -> Vec<EventId> {
+        let mut stack = Vec::new();
+        let mut frame = self.frame[task.index()];
+        while let Some(event) = frame {
+            stack.push(event);
+            frame = self.parent[event.index()];
+        }
+        stack.reverse();
+        stack
+    }
+}
+
+/// Maps every task of `window` (built from `trace`) to its op, layer and phase.
+pub fn map(trace: &Trace, window: &Window) -> Mapping {
+    let graph = &window.graph;
+    let stacks = Stacks::build(trace);
+    let call = host_calls(trace, graph);
+    let mut classifier = NameClassifier::new(&trace.names);
+    let n = graph.task_count();
+    let mut mapping = Mapping {
+        op: Vec::with_capacity(n),
+        frame: Vec::with_capacity(n),
+        layer: Vec::with_capacity(n),
+        layer_evidence: Vec::with_capacity(n),
+        ..Mapping::default()
+    };
+    let mut decided = Vec::with_capacity(n);
+    for t in 0..n {
+        let context = call[t].map(|event| &stacks.context[event.index()]);
+        let on_backward_lane = call[t]
+            .is_some_and(|event| stacks.backward_lane[trace.events[event.index()].lane.index()]);
+        // Zins & Dagenais' "current GPU operation": the innermost `cpu_op`; apex's fused
+        // optimizers and CUDA-graph replays launch from a `record_function` range or a Python
+        // frame with no `cpu_op` in between, and that range is then the op.
+        mapping.op.push(context.and_then(|c| c.op.or(c.frame)));
+        mapping.frame.push(context.and_then(|c| c.frame));
+        let (layer, layer_evidence) =
+            context.map_or((None, Evidence::Unmapped), |c| layer_of(c, &stacks));
+        mapping.layer.push(layer);
+        mapping.layer_evidence.push(layer_evidence);
+        let kernel_flags = if graph.kind[t].on_device() {
+            classifier.flags(graph.name[t], trace.events[graph.event[t].index()].kind)
+        } else {
+            NameFlags::default()
+        };
+        let from_name = phase::from_kernel_name(graph.kind[t], kernel_flags);
+        let from_stack = context.and_then(|c| {
+            phase::from_stack(c, on_backward_lane, stacks.is_differentiated_forward(c))
+        });
+        decided.push(match (from_name, from_stack) {
+            (Some(name @ (Phase::Communication, _)), _) => Some(name),
+            (_, Some(stack)) => Some(stack),
+            (name, None) => name,
+        });
+    }
+    let op_found: Vec<bool> = mapping.op.iter().map(Option::is_some).collect();
+    let clock = HostClock {
+        trace,
+        window,
+        call: &call,
+    };
+    let mut phases = phase::by_position(&clock, &stacks, &decided, &op_found);
+    phase::input_copies(&clock, &mut phases, |t| {
+        graph.kind[t] == TaskKind::Memcpy && is_host_to_device(trace.name(graph.name[t]))
+    });
+    (mapping.phase, mapping.evidence) = phases.into_iter().unzip();
+    mapping.parent = stacks.parent;
+    mapping.backward_lanes = (0..trace.lanes.len())
+        .filter(|&lane| stacks.backward_lane[lane])
+        .map(|lane| LaneId(lane as u32))
+        .collect();
+    mapping
+}
+
+/// The host event each task's stack is read at: for device work, the very call that launched
+/// it (its correlation id; the graph's `Launch` edge comes from the outermost call around it,
+/// and MTIA's `predictor_executor::run` is a runtime call wrapping whole op trees); for a host
+/// task, its own event. `None` for device work with no launching call in the window.
+fn host_calls(trace: &Trace, graph: &Graph) -> Vec<Option<EventId>> {
+    let mut by_correlation: FxHashMap<u64, EventId> = FxHashMap::default();
+    for (i, event) in trace.events.iter().enumerate() {
+        if let (true, Some(correlation)) = (event.kind.is_api_call(), event.correlation) {
+            by_correlation
+                .entry(correlation)
+                .or_insert(EventId(i as u32));
+        }
+    }
+    (0..graph.task_count())
+        .map(|t| {
+            let task = TaskId(t as u32);
+            if !graph.kind[t].on_device() {
+                return Some(graph.event[t]);
+            }
+            let launcher = graph
+                .preds(task)
+                .find(|&e| graph.pred_kind[e] == EdgeKind::Launch)
+                .map(|e| graph.pred[e])?;
+            let correlated = trace.events[graph.event[t].index()]
+                .correlation
+                .and_then(|c| by_correlation.get(&c).copied());
+            Some(correlated.unwrap_or(graph.event[launcher.index()]))
+        })
+        .collect()
+}
+
+/// A backward op's layer is its forward op's (same `Sequence number`); anything else takes the
+/// nearest module frame or annotation on its own stack.
+fn layer_of(context: &stacks::Context, stacks: &Stacks) -> (Option<NameId>, Evidence) {
+    let through_autograd = context
+        .autograd_sequence
+        .and_then(|sequence| stacks.forward_layer.get(&sequence).copied());
+    if let Some(layer) = through_autograd {
+        return (Some(layer), Evidence::Autograd);
+    }
+    match context.own_layer() {
+        Some(layer) => (Some(layer), Evidence::OpStack),
+        None => (None, Evidence::Unmapped),
+    }
+}
+
+/// `Memcpy HtoD (Pageable -> Device)` and the like.
+fn is_host_to_device(name: &str) -> bool {
+    name.contains("HtoD") || name.contains("HostToDevice")
+}
+
+/// The device task has a launching call in the window.
+fn is_launched(graph: &Graph, task: usize) -> bool {
+    graph
+        .preds(TaskId(task as u32))
+        .any(|e| graph.pred_kind[e] == EdgeKind::Launch)
+}
+
+/// Device time of a task as recorded (a collective's wait for its peers included).
+fn device_ns(graph: &Graph, task: usize) -> i64 {
+    graph.rec_end_ns[task] - graph.rec_start_ns[task]
+}
+
+/// The step each device task counts in: its launching call's step, or, for work with no
+/// launching call in the window, the step during which it ran (so that it lowers that step's
+/// mapped fraction instead of vanishing from it).
+fn device_steps(window: &Window) -> Vec<u32> {
+    let graph = &window.graph;
+    let starts: Vec<i64> = window.steps.iter().map(|s| s.start_ns).collect();
+    (0..graph.task_count())
+        .map(|t| {
+            if !graph.kind[t].on_device() || is_launched(graph, t) {
+                return graph.step[t];
+            }
+            match starts.partition_point(|&s| s <= graph.rec_start_ns[t]) {
+                0 => NO_STEP,
+                i => (i - 1) as u32,
+            }
+        })
+        .collect()
+}
+
+/// Per step of the window: the share of its device time whose task maps to an op and a phase
+/// (1.0 for a step without device time).
+pub fn gpu_time_mapped_fraction(window: &Window, mapping: &Mapping) -> Vec<f64> {
+    let graph = &window.graph;
+    let mut total = vec![0i64; window.steps.len()];
+    let mut mapped = vec![0i64; window.steps.len()];
+    for (t, step) in device_steps(window).into_iter().enumerate() {
+        if step == NO_STEP || !graph.kind[t].on_device() {
+            continue;
+        }
+        total[step as usize] += device_ns(graph, t);
+        if mapping.is_mapped(TaskId(t as u32)) {
+            mapped[step as usize] += device_ns(graph, t);
+        }
+    }
+    total
+        .iter()
+        .zip(&mapped)
+        .map(|(&total, &mapped)| {
+            if total == 0 {
+                1.0
+            } else {
+                mapped as f64 / total as f64
+            }
+        })
+        .collect()
+}
+
+/// Counts of a mapping over the whole window.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MappingSummary {
+    pub device_tasks: u64,
+    pub device_ns: i64,
+    /// Device time whose task maps to an op and a phase.
+    pub mapped_device_ns: i64,
+    /// Device work with no launching call in the window (launched before it opened).
+    pub unlaunched_device_tasks: u64,
+    pub unlaunched_device_ns: i64,
+    /// Device work whose launching call has no op around it.
+    pub no_op_device_tasks: u64,
+    pub no_op_device_ns: i64,
+    /// Device time with a layer.
+    pub layered_device_ns: i64,
+    /// Device time per phase, in [`Phase::ALL`] order.
+    pub device_ns_by_phase: Vec<(Phase, i64)>,
+    /// Device time per phase evidence, in [`Evidence::ALL`] order.
+    pub device_ns_by_evidence: Vec<(Evidence, i64)>,
+    /// Tasks (host and device) per phase, in [`Phase::ALL`] order.
+    pub tasks_by_phase: Vec<(Phase, u64)>,
+}
+
+impl MappingSummary {
+    /// Share of device time mapped to an op and a phase (1.0 without device time).
+    pub fn mapped_fraction(&self) -> f64 {
+        if self.device_ns == 0 {
+            1.0
+        } else {
+            self.mapped_device_ns as f64 / self.device_ns as f64
+        }
+    }
+
+    pub fn device_ns_in(&self, phase: Phase) -> i64 {
+        self.device_ns_by_phase[phase as usize].1
+    }
+}
+
+pub fn summarize(window: &Window, mapping: &Mapping) -> MappingSummary {
+    let graph = &window.graph;
+    let mut summary = MappingSummary::default();
+    let mut by_phase = [0i64; Phase::ALL.len()];
+    let mut by_evidence = [0i64; Evidence::ALL.len()];
+    let mut tasks_by_phase = [0u64; Phase::ALL.len()];
+    for t in 0..graph.task_count() {
+        let phase = mapping.phase[t];
+        tasks_by_phase[phase as usize] += 1;
+        if !graph.kind[t].on_device() {
+            continue;
+        }
+        let ns = device_ns(graph, t);
+        summary.device_tasks += 1;
+        summary.device_ns += ns;
+        by_phase[phase as usize] += ns;
+        by_evidence[mapping.evidence[t] as usize] += ns;
+        if mapping.is_mapped(TaskId(t as u32)) {
+            summary.mapped_device_ns += ns;
+        }
+        if mapping.layer[t].is_some() {
+            summary.layered_device_ns += ns;
+        }
+        if !is_launched(graph, t) {
+            summary.unlaunched_device_tasks += 1;
+            summary.unlaunched_device_ns += ns;
+        } else if mapping.op[t].is_none() {
+            summary.no_op_device_tasks += 1;
+            summary.no_op_device_ns += ns;
+        }
+    }
+    summary.device_ns_by_phase = Phase::ALL.iter().copied().zip(by_phase).collect();
+    summary.device_ns_by_evidence = Evidence::ALL.iter().copied().zip(by_evidence).collect();
+    summary.tasks_by_phase = Phase::ALL.iter().copied().zip(tasks_by_phase).collect();
+    summary
 }

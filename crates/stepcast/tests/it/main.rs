@@ -1,6 +1,7 @@
 //! Graph and replay checks against real traces (copied byte for byte into `testdata/`).
 
 mod critical;
+mod mapping;
 
 use std::path::PathBuf;
 
