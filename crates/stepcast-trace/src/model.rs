@@ -229,6 +229,23 @@ impl StepMarker {
     }
 }
 
+/// A change of allocated memory, from the profiler's memory tracking (`profile_memory=True`:
+/// Kineto's `[memory]` instant events).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryEvent {
+    pub time_ns: i64,
+    /// The device whose memory changed; `-1` for host (CPU) memory.
+    pub device: i64,
+    /// Bytes allocated (positive) or freed (negative).
+    pub bytes: i64,
+    /// The allocator's total allocated bytes on the device after this change, if recorded.
+    pub total_allocated: Option<i64>,
+    /// The allocator's total reserved (cached) bytes on the device after this change, if recorded.
+    pub total_reserved: Option<i64>,
+    /// The host thread that allocated or freed, if it has a lane in this trace.
+    pub lane: Option<LaneId>,
+}
+
 /// An accelerator as described in the trace header.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceInfo {
@@ -310,6 +327,10 @@ pub struct Trace {
     pub syncs: Vec<SyncEvent>,
     /// Sorted by start.
     pub steps: Vec<StepMarker>,
+    /// Memory allocations and frees, sorted by time (file order among equal times). Times are
+    /// relative to `origin_ns` like every other time, and may precede it: memory events do not
+    /// move the origin.
+    pub memory: Vec<MemoryEvent>,
     pub devices: Vec<DeviceInfo>,
     pub distributed: Option<DistributedInfo>,
     pub runtime: Option<Runtime>,

@@ -8,7 +8,7 @@ use super::lower;
 use super::raw::{Int, RawArgs, RawDevice, RawDistributed, RawEvent};
 use crate::model::{
     DeviceInfo, Diagnostics, DistributedInfo, Event, EventKind, Interner, Lane, LaneId, LaneKind,
-    Runtime, StepMarker, SyncEvent, SyncKind, Trace,
+    MemoryEvent, Runtime, StepMarker, SyncEvent, SyncKind, Trace,
 };
 
 /// An accepted duration event before lanes are numbered and times made relative.
@@ -28,6 +28,17 @@ struct Pending {
     file_index: u32,
 }
 
+/// A `[memory]` instant event before times are made relative and its thread gets a lane.
+struct PendingMemory {
+    raw_pid: i64,
+    raw_tid: i64,
+    time_abs_ns: i64,
+    device: i64,
+    bytes: i64,
+    total_allocated: Option<i64>,
+    total_reserved: Option<i64>,
+}
+
 struct PendingStep {
     number: u64,
     lane: (LaneKind, i64, i64),
@@ -41,6 +52,7 @@ pub struct TraceBuilder {
     pending: Vec<Pending>,
     syncs: Vec<SyncEvent>,
     steps: Vec<PendingStep>,
+    memory: Vec<PendingMemory>,
     /// Launch flows: (pid, tid, ts) of the flow's end → flow id. Kineto's flow id is the
     /// correlation id, so these recover correlations that `args` lack.
     flow_ends: FxHashMap<(i64, i64, i64), u64>,
@@ -105,12 +117,10 @@ impl TraceBuilder {
             "X" => self.duration_event(raw, file_index),
             "s" | "f" | "t" => self.flow_event(raw, ph),
             "M" => self.metadata(raw),
+            "i" | "I" if raw.name.as_deref() == Some("[memory]") => self.memory_event(raw),
             "i" | "I" => {
-                let reason = match (raw.name.as_deref(), raw.cat.as_deref()) {
-                    (Some("[memory]"), _) => {
-                        "memory allocation events (read by analyze, not replay)"
-                    }
-                    (_, Some("cpu_instant_event")) => "CPU instant events",
+                let reason = match raw.cat.as_deref() {
+                    Some("cpu_instant_event") => "CPU instant events",
                     _ => "instant markers (profiler window start/end)",
                 };
                 self.diagnostics.skip(reason);
@@ -262,6 +272,44 @@ impl TraceBuilder {
         });
     }
 
+    /// A `[memory]` instant event: an allocation (positive `Bytes`) or free (negative).
+    fn memory_event(&mut self, raw: &RawEvent) {
+        let empty = RawArgs::default();
+        let args = raw.args.as_ref().unwrap_or(&empty);
+        let (Some(time_abs_ns), Some(bytes)) = (
+            raw.ts.and_then(|t| t.get()),
+            args.alloc_bytes.and_then(Int::get),
+        ) else {
+            return self
+                .diagnostics
+                .skip("memory events without a valid `ts` or `Bytes`");
+        };
+        let (Some(raw_pid), Some(raw_tid)) =
+            (raw.pid.and_then(|p| p.get()), raw.tid.and_then(|t| t.get()))
+        else {
+            return self
+                .diagnostics
+                .skip("memory events with a non-numeric pid or tid");
+        };
+        // Device Type 0 is host memory; otherwise the Device Id names the accelerator.
+        let device = match (
+            args.device_type.and_then(Int::get),
+            args.device_id.and_then(Int::get),
+        ) {
+            (Some(0), _) | (_, None) => -1,
+            (_, Some(id)) => id,
+        };
+        self.memory.push(PendingMemory {
+            raw_pid,
+            raw_tid,
+            time_abs_ns,
+            device,
+            bytes,
+            total_allocated: args.total_allocated.and_then(Int::get),
+            total_reserved: args.total_reserved.and_then(Int::get),
+        });
+    }
+
     fn flow_event(&mut self, raw: &RawEvent, ph: &str) {
         let cat = lower(raw.cat.as_deref().unwrap_or(""));
         match cat.as_ref() {
@@ -389,6 +437,23 @@ impl TraceBuilder {
             .collect();
         steps.sort_unstable_by_key(|s| (s.start_ns, s.number));
 
+        // Memory events keep file order among equal times (a stable sort).
+        let mut memory: Vec<MemoryEvent> = self
+            .memory
+            .iter()
+            .map(|m| MemoryEvent {
+                time_ns: m.time_abs_ns - origin_ns,
+                device: m.device,
+                bytes: m.bytes,
+                total_allocated: m.total_allocated,
+                total_reserved: m.total_reserved,
+                lane: lane_ids
+                    .get(&(LaneKind::CpuThread, m.raw_pid, m.raw_tid))
+                    .copied(),
+            })
+            .collect();
+        memory.sort_by_key(|m| m.time_ns);
+
         let has_device_work = events.iter().any(|e| e.kind.is_device_task());
         let runtime = if self.saw_mtia {
             Runtime::Mtia
@@ -429,6 +494,7 @@ impl TraceBuilder {
             events,
             syncs: self.syncs,
             steps,
+            memory,
             devices: self.devices,
             distributed: self.distributed,
             runtime: Some(runtime),

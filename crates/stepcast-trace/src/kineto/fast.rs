@@ -70,6 +70,11 @@ fn args<'a>(c: &mut Cursor<'a>) -> Parse<RawArgs<'a>> {
                 args.wait_on_cuda_event_record_corr_id = Some(Int(c.int()?))
             }
             b"name" => args.name = Some(c.string()?),
+            b"Bytes" => args.alloc_bytes = Some(Int(c.int()?)),
+            b"Total Allocated" => args.total_allocated = Some(Int(c.int()?)),
+            b"Total Reserved" => args.total_reserved = Some(Int(c.int()?)),
+            b"Device Type" => args.device_type = Some(Int(c.int()?)),
+            b"Device Id" => args.device_id = Some(Int(c.int()?)),
             _ => c.skip_value()?,
         }
         Ok(())

@@ -50,6 +50,19 @@ pub struct RawArgs<'a> {
     /// Thread or process name of an `M` record.
     #[serde(borrow)]
     pub name: Option<Cow<'a, str>>,
+    /// `[memory]` events: bytes allocated (positive) or freed (negative).
+    #[serde(rename = "Bytes")]
+    pub alloc_bytes: Option<Int>,
+    /// `[memory]` events: the allocator's totals after the change.
+    #[serde(rename = "Total Allocated")]
+    pub total_allocated: Option<Int>,
+    #[serde(rename = "Total Reserved")]
+    pub total_reserved: Option<Int>,
+    /// `[memory]` events: 0 for host memory, otherwise an accelerator (1 is CUDA).
+    #[serde(rename = "Device Type")]
+    pub device_type: Option<Int>,
+    #[serde(rename = "Device Id")]
+    pub device_id: Option<Int>,
 }
 
 /// An integer written as a JSON integer, a float with an integral value, or a string of digits.
