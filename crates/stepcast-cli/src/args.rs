@@ -27,6 +27,8 @@ pub enum Command {
     Info(InfoArgs),
     /// Replay a trace's graph and compare each replayed step with the recording.
     Replay(ReplayArgs),
+    /// Write the recorded and the replayed window side by side as a Chrome/Perfetto trace.
+    Export(ExportArgs),
 }
 
 #[derive(Debug, ClapArgs)]
@@ -48,6 +50,20 @@ pub struct ReplayArgs {
     pub step: Option<u64>,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+#[derive(Debug, ClapArgs)]
+pub struct ExportArgs {
+    /// A PyTorch profiler (Kineto) trace: .json or .json.gz.
+    #[arg(value_name = "TRACE")]
+    pub trace: PathBuf,
+    /// Export only step N (the N of ProfilerStep#N) and the tasks on its critical path.
+    #[arg(long, value_name = "N")]
+    pub step: Option<u64>,
+    /// The Chrome trace (JSON) to write, for ui.perfetto.dev or chrome://tracing. The file is
+    /// replaced whole or not at all.
+    #[arg(short = 'o', long = "output", value_name = "FILE.json")]
+    pub output: PathBuf,
 }
 
 /// Where the answer goes and in which format.

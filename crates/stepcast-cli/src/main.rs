@@ -28,6 +28,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
     let (answer, output) = match &args.command {
         Command::Info(info) => (commands::info::run(info)?, &info.output),
         Command::Replay(replay) => (commands::replay::run(replay)?, &replay.output),
+        Command::Export(export) => return commands::export::run(export),
     };
     write(output, &answer)
 }

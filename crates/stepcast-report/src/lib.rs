@@ -20,5 +20,6 @@
 
 #![deny(missing_docs)]
 
+pub mod export;
 pub mod json;
 pub mod table;

@@ -320,6 +320,10 @@ pub struct Trace {
     /// Absolute time of `0` in this trace, in nanoseconds of the profiler's clock (Kineto's
     /// `baseTimeNanoseconds` included when the file has one).
     pub origin_ns: i64,
+    /// What the file's own timestamps are relative to: Kineto's `baseTimeNanoseconds` (0 when
+    /// absent). An event's `ts` as written, in µs, is
+    /// `(origin_ns + start_ns - file_time_base_ns) / 1000`.
+    pub file_time_base_ns: i64,
     pub names: Interner,
     pub lanes: Vec<Lane>,
     /// Sorted by lane, then start, then longest first (so containers precede their children).

@@ -5,6 +5,7 @@ pub mod analyze;
 pub mod graph;
 pub mod replay;
 pub mod simulate;
+pub mod whatif;
 mod window;
 
 pub use window::{BuildReport, Step, Window};

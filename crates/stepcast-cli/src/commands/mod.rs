@@ -1,6 +1,7 @@
 //! One module per subcommand. Each reads its input and returns the rendered answer; `main`
 //! writes it.
 
+pub mod export;
 pub mod info;
 pub mod replay;
 

@@ -489,6 +489,7 @@ impl TraceBuilder {
 
         Trace {
             origin_ns: origin_ns.saturating_add(self.base_time_ns),
+            file_time_base_ns: self.base_time_ns,
             names: self.names,
             lanes,
             events,

@@ -13,6 +13,39 @@ pub struct CriticalPath {
     pub device_ns: i64,
     /// Time on the path spent waiting for peers (collectives) or launch latency.
     pub wait_ns: i64,
+    /// The same time, task by task: each share is host work, device work or waiting, and
+    /// belongs to the task it preceded or made up. Shares sum to `length_ns`.
+    pub shares: Vec<PathShare>,
+}
+
+/// What a stretch of the critical path was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ShareKind {
+    Host,
+    Device,
+    Wait,
+}
+
+/// A stretch of the critical path attributed to one task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PathShare {
+    pub task: TaskId,
+    pub kind: ShareKind,
+    pub ns: i64,
+}
+
+impl CriticalPath {
+    fn add(&mut self, task: TaskId, kind: ShareKind, ns: i64) {
+        if ns <= 0 {
+            return;
+        }
+        match kind {
+            ShareKind::Host => self.host_ns += ns,
+            ShareKind::Device => self.device_ns += ns,
+            ShareKind::Wait => self.wait_ns += ns,
+        }
+        self.shares.push(PathShare { task, kind, ns });
+    }
 }
 
 impl CriticalPath {
@@ -51,23 +84,24 @@ pub fn critical_path(
             path.tasks.push(task);
             let work_start = clip(timeline.end_ns[t] - graph.dur_ns[t]).max(begin);
             let work = (until - work_start).max(0);
-            if on_device {
-                path.device_ns += work
+            let kind = if on_device {
+                ShareKind::Device
             } else {
-                path.host_ns += work
-            }
+                ShareKind::Host
+            };
+            path.add(task, kind, work);
             until = until.min(work_start);
             match timeline.completion[t] {
                 Some(Binding::Edge(pred, _)) if work_start > begin => {
                     let pred_end = clip(timeline.end_ns[pred.index()]);
-                    path.wait_ns += (until - pred_end).max(0);
+                    path.add(task, ShareKind::Wait, until - pred_end);
                     until = until.min(pred_end);
                     task = pred;
                     continue;
                 }
                 Some(_) => {
                     // Waited for peers (or a released edge) inside its own span.
-                    path.wait_ns += (until - begin).max(0);
+                    path.add(task, ShareKind::Wait, until - begin);
                     until = until.min(begin);
                 }
                 None => {}
@@ -81,22 +115,22 @@ pub fn critical_path(
             Binding::Boundary | Binding::PeerWait => {
                 // Nothing in the window released it: before it, its thread was busy with
                 // untraced work (a host lane) or the device was waiting on the outside.
-                let rest = (until - from_ns).max(0);
-                if on_device {
-                    path.wait_ns += rest
+                let kind = if on_device {
+                    ShareKind::Wait
                 } else {
-                    path.host_ns += rest
-                }
+                    ShareKind::Host
+                };
+                path.add(task, kind, until - from_ns);
                 break;
             }
             Binding::Lane(pred) => {
                 let pred_end = clip(timeline.end_ns[pred.index()]);
-                let between = (until - pred_end).max(0);
-                if on_device {
-                    path.wait_ns += between
+                let kind = if on_device {
+                    ShareKind::Wait
                 } else {
-                    path.host_ns += between
-                }
+                    ShareKind::Host
+                };
+                path.add(task, kind, until - pred_end);
                 until = until.min(pred_end);
                 task = pred;
                 at_end = true;
@@ -107,7 +141,7 @@ pub fn critical_path(
                 } else {
                     clip(timeline.end_ns[pred.index()])
                 };
-                path.wait_ns += (until - released_at).max(0);
+                path.add(task, ShareKind::Wait, until - released_at);
                 until = until.min(released_at);
                 task = pred;
                 at_end = !kind.from_source_begin();

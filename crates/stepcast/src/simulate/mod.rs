@@ -9,7 +9,7 @@
 
 mod critical_path;
 
-pub use critical_path::{CriticalPath, critical_path};
+pub use critical_path::{CriticalPath, PathShare, ShareKind, critical_path};
 
 use crate::graph::{EdgeKind, Graph, NO_TIME, TaskId};
 

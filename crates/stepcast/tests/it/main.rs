@@ -3,6 +3,7 @@
 mod breakdowns;
 mod critical;
 mod mapping;
+mod whatif;
 
 use std::path::PathBuf;
 

@@ -1,0 +1,957 @@
+//! An editable copy of a [`Graph`] and the what-if primitives (Daydream §4.4): select, scale,
+//! set duration, remove (dependencies reconnected), insert (a device task with its launch
+//! call), fuse. [`EditGraph::finish`] rebuilds a valid `Graph`: tasks numbered lane by lane,
+//! edges sorted, acyclic (checked by replaying it).
+//!
+//! Tasks keep their ids while being edited: the input's tasks are `0..n` (so a
+//! [`Mapping`] of the input still applies to them) and inserted tasks are numbered from `n` on.
+//! The input graph is never changed.
+
+use regex::Regex;
+use stepcast_trace::{EventId, NameId, Trace};
+
+use crate::analyze::mapping::{Mapping, Phase};
+use crate::graph::{EdgeKind, Graph, GraphLane, NO_STEP, NO_TIME, TaskId, TaskKind};
+use crate::simulate::{RecordedOrder, SimError, SimOptions, simulate};
+
+/// Why a what-if could not be applied.
+#[derive(Debug, thiserror::Error)]
+pub enum EditError {
+    #[error("task {task} does not exist or was removed")]
+    NoSuchTask { task: u32 },
+    #[error("task {task} is on a {found} lane, expected a {expected} lane")]
+    WrongLane {
+        task: u32,
+        found: &'static str,
+        expected: &'static str,
+    },
+    #[error("fuse needs tasks on one lane, got tasks on lanes {first} and {second}")]
+    FuseAcrossLanes { first: u32, second: u32 },
+    #[error("the transformed graph has a cycle through task {task} (of the transformed graph)")]
+    Cycle { task: u32 },
+    #[error("the transformed graph is invalid: {0}")]
+    Invalid(String),
+    #[error("invalid factor {factor}: a duration factor must be finite and non-negative")]
+    BadFactor { factor: f64 },
+    #[error("invalid duration {ns} ns: durations are non-negative")]
+    BadDuration { ns: i64 },
+    #[error(transparent)]
+    Sim(SimError),
+}
+
+/// A stored edge into a task: `from` may proceed `lag_ns` after its begin or end (per kind).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Edge {
+    from: u32,
+    kind: EdgeKind,
+    lag_ns: i64,
+}
+
+/// One task being edited (a row of the graph's columns).
+#[derive(Clone, Debug)]
+struct Row {
+    kind: TaskKind,
+    lane: u32,
+    name: NameId,
+    event: EventId,
+    dur_ns: i64,
+    dur_without_inferred_ns: i64,
+    gap_ns: i64,
+    rec_start_ns: i64,
+    rec_end_ns: i64,
+    step: u32,
+    not_before_ns: i64,
+    peer_ready_ns: i64,
+}
+
+/// A set of tasks of an [`EditGraph`], sorted by id.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Selection(Vec<TaskId>);
+
+impl Selection {
+    pub fn new(mut tasks: Vec<TaskId>) -> Selection {
+        tasks.sort_unstable();
+        tasks.dedup();
+        Selection(tasks)
+    }
+
+    pub fn tasks(&self) -> &[TaskId] {
+        &self.0
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn contains(&self, task: TaskId) -> bool {
+        self.0.binary_search(&task).is_ok()
+    }
+}
+
+/// What to select; every criterion given must hold (an empty list or `None` accepts all).
+/// Name criteria are regular expressions searched anywhere in the name (`gemm|conv`).
+#[derive(Clone, Debug, Default)]
+pub struct Select {
+    pub kinds: Vec<TaskKind>,
+    /// The task's own name (kernel or call).
+    pub name: Option<Regex>,
+    /// The name of the op around the task's launching call (needs a [`Mapping`]).
+    pub op: Option<Regex>,
+    /// The task's layer (module) name (needs a [`Mapping`]).
+    pub layer: Option<Regex>,
+    /// Needs a [`Mapping`].
+    pub phases: Vec<Phase>,
+    /// Graph lane indices.
+    pub lanes: Vec<u32>,
+    /// Step indices (into the window's steps).
+    pub steps: Vec<u32>,
+    /// Only host tasks (calls and CPU ops) or only device tasks.
+    pub on_device: Option<bool>,
+}
+
+/// What selection reads besides the graph: names, and the mapping of the input's tasks.
+#[derive(Clone, Copy)]
+pub struct SelectContext<'a> {
+    pub trace: &'a Trace,
+    pub mapping: Option<&'a Mapping>,
+}
+
+impl Select {
+    /// Whether `select` can be evaluated without a mapping.
+    pub fn needs_mapping(&self) -> bool {
+        self.op.is_some() || self.layer.is_some() || !self.phases.is_empty()
+    }
+}
+
+/// How [`EditGraph::remove`] treats the untraced host time after a removed host task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostGaps {
+    /// Keep it on the lane (the framework work between calls still happens): Daydream's remove.
+    Keep,
+    /// Drop it with the call (the Python/dispatcher work that issued the call is gone too).
+    Drop,
+}
+
+/// A device task to insert with [`EditGraph::insert`].
+#[derive(Clone, Debug)]
+pub struct Insert {
+    pub kind: TaskKind,
+    pub name: NameId,
+    pub dur_ns: i64,
+    /// The device task it runs after, on that task's stream.
+    pub after: TaskId,
+    /// Its launch call, if any.
+    pub launch: Option<InsertLaunch>,
+}
+
+/// The host call that launches an inserted device task.
+#[derive(Clone, Debug)]
+pub struct InsertLaunch {
+    pub name: NameId,
+    /// The host task the call runs after, on that task's thread.
+    pub after: TaskId,
+    /// The call's CPU cost; see [`median_duration`] for the trace's own figure.
+    pub dur_ns: i64,
+}
+
+/// A graph under edit. Build one with [`EditGraph::new`], apply primitives, then
+/// [`EditGraph::finish`].
+#[derive(Clone, Debug)]
+pub struct EditGraph {
+    rows: Vec<Row>,
+    alive: Vec<bool>,
+    /// Tasks that selection never returns (the warm-up step, kept as recorded).
+    frozen: Vec<bool>,
+    /// Stored edges into each task (lane order excluded).
+    preds: Vec<Vec<Edge>>,
+    /// Targets of the stored edges out of each task (may list a target twice).
+    succs: Vec<Vec<u32>>,
+    /// Tasks of each lane in order (removed tasks are dropped from here).
+    lane_tasks: Vec<Vec<u32>>,
+    lanes: Vec<GraphLane>,
+    /// Task count of the input: ids below it are the input's tasks.
+    original_tasks: usize,
+    /// Calibrated launch latency (lag of inserted launch edges).
+    launch_latency_ns: i64,
+    /// Calibrated dispatch gap (gap after inserted device tasks).
+    dispatch_gap_ns: i64,
+}
+
+impl EditGraph {
+    /// An editable copy of `graph`. `launch_latency_ns` and `dispatch_gap_ns` are the
+    /// calibrated constants of its window (`BuildReport`), used for inserted tasks.
+    pub fn new(graph: &Graph, launch_latency_ns: i64, dispatch_gap_ns: i64) -> EditGraph {
+        let n = graph.task_count();
+        let rows = (0..n)
+            .map(|t| Row {
+                kind: graph.kind[t],
+                lane: graph.lane[t],
+                name: graph.name[t],
+                event: graph.event[t],
+                dur_ns: graph.dur_ns[t],
+                dur_without_inferred_ns: graph.dur_without_inferred_ns[t],
+                gap_ns: graph.gap_ns[t],
+                rec_start_ns: graph.rec_start_ns[t],
+                rec_end_ns: graph.rec_end_ns[t],
+                step: graph.step[t],
+                not_before_ns: graph.not_before_ns[t],
+                peer_ready_ns: graph.peer_ready_ns[t],
+            })
+            .collect();
+        let mut preds = vec![Vec::new(); n];
+        let mut succs = vec![Vec::new(); n];
+        for t in 0..n {
+            for e in graph.preds(TaskId(t as u32)) {
+                let from = graph.pred[e].0;
+                preds[t].push(Edge {
+                    from,
+                    kind: graph.pred_kind[e],
+                    lag_ns: graph.pred_lag_ns[e],
+                });
+                succs[from as usize].push(t as u32);
+            }
+        }
+        let lane_tasks = graph
+            .lanes
+            .iter()
+            .map(|l| (l.first_task..l.first_task + l.task_count).collect())
+            .collect();
+        EditGraph {
+            rows,
+            alive: vec![true; n],
+            frozen: vec![false; n],
+            preds,
+            succs,
+            lane_tasks,
+            lanes: graph.lanes.clone(),
+            original_tasks: n,
+            launch_latency_ns,
+            dispatch_gap_ns,
+        }
+    }
+
+    /// Tasks ever created (removed ones included): valid ids are below this.
+    pub fn id_bound(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_alive(&self, task: TaskId) -> bool {
+        self.alive.get(task.index()).copied().unwrap_or(false)
+    }
+
+    pub fn kind(&self, task: TaskId) -> TaskKind {
+        self.rows[task.index()].kind
+    }
+
+    pub fn name(&self, task: TaskId) -> NameId {
+        self.rows[task.index()].name
+    }
+
+    pub fn lane(&self, task: TaskId) -> u32 {
+        self.rows[task.index()].lane
+    }
+
+    pub fn step(&self, task: TaskId) -> u32 {
+        self.rows[task.index()].step
+    }
+
+    pub fn dur_ns(&self, task: TaskId) -> i64 {
+        self.rows[task.index()].dur_ns
+    }
+
+    pub fn gap_ns(&self, task: TaskId) -> i64 {
+        self.rows[task.index()].gap_ns
+    }
+
+    /// Whether `task` is one of the input's tasks (so a mapping of the input describes it).
+    pub fn is_original(&self, task: TaskId) -> bool {
+        task.index() < self.original_tasks
+    }
+
+    /// Live tasks of graph lane `lane`, in order.
+    pub fn lane_tasks(&self, lane: u32) -> &[u32] {
+        &self.lane_tasks[lane as usize]
+    }
+
+    pub fn lane_count(&self) -> usize {
+        self.lanes.len()
+    }
+
+    /// The live host call that launched device task `task`, if any.
+    pub fn launcher(&self, task: TaskId) -> Option<TaskId> {
+        self.preds[task.index()]
+            .iter()
+            .find(|e| e.kind == EdgeKind::Launch && !self.rows[e.from as usize].kind.on_device())
+            .map(|e| TaskId(e.from))
+    }
+
+    /// Live device tasks launched by host call `task`.
+    pub fn launched(&self, task: TaskId) -> Vec<TaskId> {
+        let mut out: Vec<TaskId> = self.succs[task.index()]
+            .iter()
+            .filter(|&&s| {
+                self.alive[s as usize]
+                    && self.preds[s as usize]
+                        .iter()
+                        .any(|e| e.from == task.0 && e.kind == EdgeKind::Launch)
+            })
+            .map(|&s| TaskId(s))
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Whether host task `task` waits for device work (a stored edge gates its completion).
+    pub fn is_blocking(&self, task: TaskId) -> bool {
+        self.preds[task.index()]
+            .iter()
+            .any(|e| e.kind.gates_completion() && e.kind != EdgeKind::PeerArrival)
+    }
+
+    /// The live tasks that `select` accepts.
+    pub fn select(&self, select: &Select, context: SelectContext<'_>) -> Selection {
+        self.select_where(|task| self.matches(select, context, task))
+    }
+
+    /// The live tasks that `accept` accepts (frozen tasks never are).
+    pub fn select_where(&self, mut accept: impl FnMut(TaskId) -> bool) -> Selection {
+        Selection(
+            (0..self.rows.len() as u32)
+                .map(TaskId)
+                .filter(|&t| self.alive[t.index()] && !self.frozen[t.index()] && accept(t))
+                .collect(),
+        )
+    }
+
+    /// Excludes the selected tasks from every later selection (primitives given them
+    /// explicitly still apply).
+    pub fn freeze(&mut self, selection: &Selection) {
+        for &t in selection.tasks() {
+            self.frozen[t.index()] = true;
+        }
+    }
+
+    pub fn is_frozen(&self, task: TaskId) -> bool {
+        self.frozen.get(task.index()).copied().unwrap_or(false)
+    }
+
+    fn matches(&self, select: &Select, context: SelectContext<'_>, task: TaskId) -> bool {
+        let row = &self.rows[task.index()];
+        let trace = context.trace;
+        if !select.kinds.is_empty() && !select.kinds.contains(&row.kind) {
+            return false;
+        }
+        if select.on_device.is_some_and(|d| d != row.kind.on_device()) {
+            return false;
+        }
+        if !select.lanes.is_empty() && !select.lanes.contains(&row.lane) {
+            return false;
+        }
+        if !select.steps.is_empty() && (row.step == NO_STEP || !select.steps.contains(&row.step)) {
+            return false;
+        }
+        if let Some(name) = &select.name
+            && !name.is_match(trace.names.get(row.name))
+        {
+            return false;
+        }
+        if !select.needs_mapping() {
+            return true;
+        }
+        // Inserted tasks have no mapping: criteria on op, layer or phase reject them.
+        let Some(mapping) = context.mapping.filter(|_| self.is_original(task)) else {
+            return false;
+        };
+        let t = task.index();
+        if !select.phases.is_empty() && !select.phases.contains(&mapping.phase[t]) {
+            return false;
+        }
+        if let Some(op) = &select.op {
+            let Some(event) = mapping.op[t] else {
+                return false;
+            };
+            if !op.is_match(trace.names.get(trace.events[event.index()].name)) {
+                return false;
+            }
+        }
+        if let Some(layer) = &select.layer {
+            let Some(name) = mapping.layer[t] else {
+                return false;
+            };
+            if !layer.is_match(trace.names.get(name)) {
+                return false;
+            }
+        }
+        true
+    }
+
+    fn check_live(&self, task: TaskId) -> Result<(), EditError> {
+        if self.is_alive(task) {
+            Ok(())
+        } else {
+            Err(EditError::NoSuchTask { task: task.0 })
+        }
+    }
+
+    /// Multiplies the cost of every selected task by `factor` (rounded to the nearest ns).
+    /// The untraced gap after a task is not scaled: use [`EditGraph::scale_gaps`].
+    pub fn scale(&mut self, selection: &Selection, factor: f64) -> Result<(), EditError> {
+        check_factor(factor)?;
+        for &task in selection.tasks() {
+            self.check_live(task)?;
+            let row = &mut self.rows[task.index()];
+            row.dur_ns = scale_ns(row.dur_ns, factor);
+            row.dur_without_inferred_ns = scale_ns(row.dur_without_inferred_ns, factor);
+        }
+        Ok(())
+    }
+
+    /// Multiplies the untraced gap after every selected task by `factor`.
+    pub fn scale_gaps(&mut self, selection: &Selection, factor: f64) -> Result<(), EditError> {
+        check_factor(factor)?;
+        for &task in selection.tasks() {
+            self.check_live(task)?;
+            let row = &mut self.rows[task.index()];
+            row.gap_ns = scale_ns(row.gap_ns, factor);
+        }
+        Ok(())
+    }
+
+    /// Sets the cost of every selected task to `ns`. A blocking call keeps the part of its
+    /// cost that only an inferred edge explained (`dur_without_inferred_ns - dur_ns`).
+    pub fn set_duration(&mut self, selection: &Selection, ns: i64) -> Result<(), EditError> {
+        if ns < 0 {
+            return Err(EditError::BadDuration { ns });
+        }
+        for &task in selection.tasks() {
+            self.check_live(task)?;
+            let row = &mut self.rows[task.index()];
+            let extra = (row.dur_without_inferred_ns - row.dur_ns).max(0);
+            row.dur_ns = ns;
+            row.dur_without_inferred_ns = ns + extra;
+        }
+        Ok(())
+    }
+
+    /// Sets the untraced gap after every selected task to `ns`.
+    pub fn set_gap(&mut self, selection: &Selection, ns: i64) -> Result<(), EditError> {
+        if ns < 0 {
+            return Err(EditError::BadDuration { ns });
+        }
+        for &task in selection.tasks() {
+            self.check_live(task)?;
+            self.rows[task.index()].gap_ns = ns;
+        }
+        Ok(())
+    }
+
+    /// Removes the selected tasks, reconnecting dependencies: every path through a removed
+    /// task is kept as an edge from its predecessor to its successor (lags added). Device
+    /// tasks: the call that launched one is removed too unless it launches other work, and
+    /// the stream's wait on other work (an event wait) moves to the next task of the stream.
+    /// Host tasks: the untraced gap after a removed task is kept on its lane or dropped
+    /// (`gaps`); what the removed task waited for is no longer waited for.
+    pub fn remove(&mut self, selection: &Selection, gaps: HostGaps) -> Result<(), EditError> {
+        for &task in selection.tasks() {
+            self.check_live(task)?;
+        }
+        let mut launchers = Vec::new();
+        for &task in selection.tasks() {
+            if self.rows[task.index()].kind.on_device()
+                && let Some(call) = self.launcher(task)
+            {
+                launchers.push(call);
+            }
+        }
+        for &task in selection.tasks() {
+            self.remove_one(task, gaps);
+        }
+        launchers.sort_unstable();
+        launchers.dedup();
+        for call in launchers {
+            if self.is_alive(call) && self.launched(call).is_empty() {
+                self.remove_one(call, gaps);
+            }
+        }
+        Ok(())
+    }
+
+    fn remove_one(&mut self, task: TaskId, gaps: HostGaps) {
+        let r = task.index();
+        if !self.alive[r] {
+            return;
+        }
+        let row = self.rows[r].clone();
+        let lane = &self.lane_tasks[row.lane as usize];
+        let position = lane
+            .iter()
+            .position(|&t| t == task.0)
+            .expect("a live task is on its lane");
+        let lane_prev = position.checked_sub(1).map(|p| lane[p]);
+        let lane_next = lane.get(position + 1).copied();
+        let on_device = row.kind.on_device();
+
+        // Paths through the removed task, as (source node, lag) reaching its begin / end.
+        // A begin-gating predecessor reaches both nodes; a completion-gating one only the end.
+        let preds = std::mem::take(&mut self.preds[r]);
+        let mut into_begin: Vec<Edge> = Vec::new();
+        let mut into_end: Vec<Edge> = Vec::new();
+        for &e in &preds {
+            if !self.alive[e.from as usize] {
+                continue;
+            }
+            if !e.kind.gates_completion() {
+                into_begin.push(e);
+            }
+            into_end.push(e);
+        }
+        // The lane predecessor gates the begin (after its gap).
+        if let Some(p) = lane_prev {
+            let e = Edge {
+                from: p,
+                kind: EdgeKind::EventWait,
+                lag_ns: self.rows[p as usize].gap_ns,
+            };
+            into_begin.push(e);
+            into_end.push(e);
+        }
+
+        // Stored edges out of the removed task.
+        let mut targets = std::mem::take(&mut self.succs[r]);
+        targets.sort_unstable();
+        targets.dedup();
+        for s in targets {
+            if !self.alive[s as usize] {
+                continue;
+            }
+            let outgoing: Vec<Edge> = self.preds[s as usize]
+                .iter()
+                .copied()
+                .filter(|e| e.from == task.0)
+                .collect();
+            self.preds[s as usize].retain(|e| e.from != task.0);
+            for out in outgoing {
+                let reaching = if out.kind.from_source_begin() {
+                    &into_begin
+                } else {
+                    &into_end
+                };
+                for &inp in reaching.iter() {
+                    let kind = compose(inp.kind, out.kind);
+                    self.add_edge(inp.from, s, kind, inp.lag_ns + out.lag_ns);
+                }
+            }
+        }
+        // On a stream, what the removed task waited for (an event wait recorded on the
+        // stream) still holds the next task of the stream.
+        if on_device && let Some(next) = lane_next {
+            let waits: Vec<Edge> = preds
+                .iter()
+                .copied()
+                .filter(|e| self.alive[e.from as usize] && e.kind != EdgeKind::Launch)
+                .collect();
+            for inp in waits {
+                let kind = compose(inp.kind, EdgeKind::EventWait);
+                self.add_edge(inp.from, next, kind, inp.lag_ns);
+            }
+        }
+        // Drop it from its predecessors' successor lists.
+        for e in &preds {
+            self.succs[e.from as usize].retain(|&s| s != task.0);
+        }
+
+        if !on_device && gaps == HostGaps::Keep && row.gap_ns > 0 {
+            match (lane_prev, lane_next) {
+                (Some(p), _) => self.rows[p as usize].gap_ns += row.gap_ns,
+                (None, Some(n)) => {
+                    let next = &mut self.rows[n as usize];
+                    if row.not_before_ns != NO_TIME {
+                        next.not_before_ns = next
+                            .not_before_ns
+                            .max(row.not_before_ns + row.dur_ns + row.gap_ns);
+                    }
+                }
+                (None, None) => {}
+            }
+        }
+        if lane_prev.is_none()
+            && let Some(n) = lane_next
+            && row.not_before_ns != NO_TIME
+            && self.rows[n as usize].not_before_ns == NO_TIME
+        {
+            // The lane's boundary moves to its new first task.
+            self.rows[n as usize].not_before_ns = row.not_before_ns;
+        }
+        self.lane_tasks[row.lane as usize].remove(position);
+        self.alive[r] = false;
+    }
+
+    fn add_edge(&mut self, from: u32, to: u32, kind: EdgeKind, lag_ns: i64) {
+        if from == to {
+            return;
+        }
+        // Lane order already implies an end-to-begin edge to a later task of the same lane.
+        let (from_row, to_row) = (&self.rows[from as usize], &self.rows[to as usize]);
+        if from_row.lane == to_row.lane && !kind.from_source_begin() && !kind.gates_completion() {
+            let lane = &self.lane_tasks[from_row.lane as usize];
+            let at = |t: u32| lane.iter().position(|&x| x == t);
+            if let (Some(a), Some(b)) = (at(from), at(to))
+                && a < b
+                && lag_ns <= lane_gap_sum(&self.rows, &lane[a..b])
+            {
+                return;
+            }
+        }
+        let preds = &mut self.preds[to as usize];
+        if let Some(existing) = preds.iter_mut().find(|e| e.from == from && e.kind == kind) {
+            existing.lag_ns = existing.lag_ns.max(lag_ns);
+            return;
+        }
+        preds.push(Edge { from, kind, lag_ns });
+        self.succs[from as usize].push(to);
+    }
+
+    /// Inserts a device task on the stream of `spec.after`, right after it, and its launch
+    /// call (if given) on the thread of `spec.launch.after`, right after that task. The device
+    /// task gets the window's calibrated dispatch gap, the launch edge its launch latency.
+    /// Returns the new device task.
+    pub fn insert(&mut self, spec: &Insert) -> Result<TaskId, EditError> {
+        self.check_live(spec.after)?;
+        if spec.dur_ns < 0 {
+            return Err(EditError::BadDuration { ns: spec.dur_ns });
+        }
+        let after = self.rows[spec.after.index()].clone();
+        if !after.kind.on_device() || !spec.kind.on_device() {
+            return Err(EditError::WrongLane {
+                task: spec.after.0,
+                found: if after.kind.on_device() {
+                    "device"
+                } else {
+                    "host"
+                },
+                expected: "device",
+            });
+        }
+        let device = self.push_row(
+            Row {
+                kind: spec.kind,
+                name: spec.name,
+                dur_ns: spec.dur_ns,
+                dur_without_inferred_ns: spec.dur_ns,
+                gap_ns: self.dispatch_gap_ns,
+                not_before_ns: NO_TIME,
+                peer_ready_ns: NO_TIME,
+                rec_start_ns: after.rec_end_ns,
+                ..after
+            },
+            spec.after,
+        );
+        if let Some(launch) = &spec.launch {
+            self.check_live(launch.after)?;
+            if launch.dur_ns < 0 {
+                return Err(EditError::BadDuration { ns: launch.dur_ns });
+            }
+            let host = self.rows[launch.after.index()].clone();
+            if host.kind.on_device() {
+                return Err(EditError::WrongLane {
+                    task: launch.after.0,
+                    found: "device",
+                    expected: "host",
+                });
+            }
+            let call = self.push_row(
+                Row {
+                    kind: TaskKind::ApiCall,
+                    name: launch.name,
+                    dur_ns: launch.dur_ns,
+                    dur_without_inferred_ns: launch.dur_ns,
+                    gap_ns: 0,
+                    not_before_ns: NO_TIME,
+                    peer_ready_ns: NO_TIME,
+                    rec_start_ns: host.rec_end_ns,
+                    rec_end_ns: host.rec_end_ns,
+                    ..host
+                },
+                launch.after,
+            );
+            self.add_edge(call.0, device.0, EdgeKind::Launch, self.launch_latency_ns);
+        }
+        Ok(device)
+    }
+
+    /// Adds `row` to the lane of `after`, right after it.
+    fn push_row(&mut self, row: Row, after: TaskId) -> TaskId {
+        let id = self.rows.len() as u32;
+        let lane = &mut self.lane_tasks[row.lane as usize];
+        let position = lane
+            .iter()
+            .position(|&t| t == after.0)
+            .expect("a live task is on its lane");
+        lane.insert(position + 1, id);
+        self.rows.push(row);
+        self.alive.push(true);
+        self.frozen.push(false);
+        self.preds.push(Vec::new());
+        self.succs.push(Vec::new());
+        TaskId(id)
+    }
+
+    /// Fuses the selected tasks, all on one lane, into the first of them: its cost becomes
+    /// `dur_ns`, or the sum of their costs × `factor`. The others are removed (their
+    /// dependencies reconnected to the fused task's successors; the calls that launched only
+    /// them removed, with their gaps per `gaps`). Returns the fused task.
+    pub fn fuse(
+        &mut self,
+        selection: &Selection,
+        cost: FusedCost,
+        gaps: HostGaps,
+    ) -> Result<Option<TaskId>, EditError> {
+        let Some(&first) = selection.tasks().first() else {
+            return Ok(None);
+        };
+        for &task in selection.tasks() {
+            self.check_live(task)?;
+            let (a, b) = (self.lane(first), self.lane(task));
+            if a != b {
+                return Err(EditError::FuseAcrossLanes {
+                    first: a,
+                    second: b,
+                });
+            }
+        }
+        // The first task in lane order survives.
+        let lane = &self.lane_tasks[self.lane(first) as usize];
+        let keep = *selection
+            .tasks()
+            .iter()
+            .min_by_key(|t| lane.iter().position(|&x| x == t.0))
+            .unwrap_or(&first);
+        let dur = match cost {
+            FusedCost::Fixed(ns) => ns,
+            FusedCost::SumTimes(factor) => {
+                check_factor(factor)?;
+                let sum: i64 = selection.tasks().iter().map(|&t| self.dur_ns(t)).sum();
+                scale_ns(sum, factor)
+            }
+        };
+        if dur < 0 {
+            return Err(EditError::BadDuration { ns: dur });
+        }
+        let rest = Selection(
+            selection
+                .tasks()
+                .iter()
+                .copied()
+                .filter(|&t| t != keep)
+                .collect(),
+        );
+        // The fused task inherits every wait of the fused-away tasks (they ran after it on the
+        // lane, so their inputs are now its inputs).
+        for &t in rest.tasks() {
+            let inputs: Vec<Edge> = self.preds[t.index()]
+                .iter()
+                .copied()
+                .filter(|e| {
+                    e.kind != EdgeKind::Launch
+                        && e.kind != EdgeKind::LaneOrder
+                        && !e.kind.gates_completion()
+                })
+                .collect();
+            for e in inputs {
+                if e.from != keep.0 && self.is_alive(TaskId(e.from)) {
+                    self.add_edge(e.from, keep.0, e.kind, e.lag_ns);
+                }
+            }
+        }
+        self.remove(&rest, gaps)?;
+        let row = &mut self.rows[keep.index()];
+        row.dur_ns = dur;
+        row.dur_without_inferred_ns = dur;
+        Ok(Some(keep))
+    }
+
+    /// Splits `selection` into runs: tasks adjacent on their lane (nothing unselected between
+    /// them) and in the same step, in lane order. An element-wise chain is such a run.
+    pub fn runs(&self, selection: &Selection) -> Vec<Selection> {
+        let mut runs = Vec::new();
+        for lane in &self.lane_tasks {
+            let mut current: Vec<TaskId> = Vec::new();
+            for &t in lane {
+                let task = TaskId(t);
+                let same_step = current
+                    .last()
+                    .is_none_or(|&p| self.rows[p.index()].step == self.rows[t as usize].step);
+                if selection.contains(task) && same_step {
+                    current.push(task);
+                    continue;
+                }
+                if !current.is_empty() {
+                    runs.push(Selection::new(std::mem::take(&mut current)));
+                }
+                if selection.contains(task) {
+                    current.push(task);
+                }
+            }
+            if !current.is_empty() {
+                runs.push(Selection::new(current));
+            }
+        }
+        runs
+    }
+
+    /// Rebuilds a [`Graph`]: live tasks numbered lane by lane, edges sorted by (target, kind,
+    /// source), checked for dangling edges and cycles. Also returns, per id of this edit, the
+    /// task of the new graph (`TaskId::NONE` if removed).
+    pub fn finish(&self) -> Result<(Graph, Vec<TaskId>), EditError> {
+        let mut new_id = vec![TaskId::NONE; self.rows.len()];
+        let mut graph = Graph::default();
+        for (lane_index, tasks) in self.lane_tasks.iter().enumerate() {
+            let first_task = graph.task_count() as u32;
+            for &t in tasks {
+                if !self.alive[t as usize] {
+                    return Err(EditError::Invalid(format!(
+                        "removed task {t} is still on lane {lane_index}"
+                    )));
+                }
+                if self.rows[t as usize].lane as usize != lane_index {
+                    return Err(EditError::Invalid(format!(
+                        "task {t} is listed on lane {lane_index} but belongs to another"
+                    )));
+                }
+                new_id[t as usize] = TaskId(graph.task_count() as u32);
+                let row = &self.rows[t as usize];
+                graph.kind.push(row.kind);
+                graph.lane.push(lane_index as u32);
+                graph.name.push(row.name);
+                graph.event.push(row.event);
+                graph.dur_ns.push(row.dur_ns);
+                graph
+                    .dur_without_inferred_ns
+                    .push(row.dur_without_inferred_ns);
+                graph.gap_ns.push(row.gap_ns);
+                graph.rec_start_ns.push(row.rec_start_ns);
+                graph.rec_end_ns.push(row.rec_end_ns);
+                graph.step.push(row.step);
+                graph.not_before_ns.push(row.not_before_ns);
+                graph.peer_ready_ns.push(row.peer_ready_ns);
+            }
+            let lane = &self.lanes[lane_index];
+            graph.lanes.push(GraphLane {
+                trace_lane: lane.trace_lane,
+                kind: lane.kind,
+                first_task,
+                task_count: graph.task_count() as u32 - first_task,
+            });
+        }
+        let live = self.alive.iter().filter(|&&a| a).count();
+        if live != graph.task_count() {
+            return Err(EditError::Invalid(format!(
+                "{} live tasks are on no lane",
+                live - graph.task_count()
+            )));
+        }
+        let mut edges: Vec<(TaskId, EdgeKind, TaskId, i64)> = Vec::new();
+        for (t, preds) in self.preds.iter().enumerate() {
+            if !self.alive[t] {
+                continue;
+            }
+            for e in preds {
+                let from = new_id[e.from as usize];
+                if from == TaskId::NONE {
+                    return Err(EditError::Invalid(format!(
+                        "edge from removed task {} into task {t}",
+                        e.from
+                    )));
+                }
+                edges.push((new_id[t], e.kind, from, e.lag_ns));
+            }
+        }
+        edges.sort_unstable();
+        edges.dedup_by(|b, a| (a.0, a.1, a.2) == (b.0, b.1, b.2));
+        graph.pred_offsets.push(0);
+        let mut i = 0;
+        for t in 0..graph.task_count() {
+            while i < edges.len() && edges[i].0.index() == t {
+                i += 1;
+            }
+            graph.pred_offsets.push(i as u32);
+        }
+        graph.pred = edges.iter().map(|e| e.2).collect();
+        graph.pred_kind = edges.iter().map(|e| e.1).collect();
+        graph.pred_lag_ns = edges.iter().map(|e| e.3).collect();
+        match simulate(&graph, &RecordedOrder, SimOptions::default()) {
+            Ok(_) => Ok((graph, new_id)),
+            Err(SimError::Cycle { first, .. }) => Err(EditError::Cycle { task: first }),
+            Err(e) => Err(EditError::Sim(e)),
+        }
+    }
+}
+
+/// The cost of a fused task.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FusedCost {
+    Fixed(i64),
+    /// The sum of the fused tasks' costs × this factor.
+    SumTimes(f64),
+}
+
+fn lane_gap_sum(rows: &[Row], tasks: &[u32]) -> i64 {
+    tasks.iter().map(|&t| rows[t as usize].gap_ns).sum()
+}
+
+/// The kind of an edge standing for the path `first` then `second` through a removed task:
+/// it leaves from where `first` leaves (begin or end of its source) and gates what `second`
+/// gates (begin or completion of its target); inferred if either part is.
+fn compose(first: EdgeKind, second: EdgeKind) -> EdgeKind {
+    let from_begin = first.from_source_begin();
+    let gates_completion = second.gates_completion();
+    let inferred = first.is_inferred() || second.is_inferred();
+    for kind in [second, first] {
+        if kind.from_source_begin() == from_begin
+            && kind.gates_completion() == gates_completion
+            && kind.is_inferred() == inferred
+            && kind != EdgeKind::LaneOrder
+        {
+            return kind;
+        }
+    }
+    match (from_begin, gates_completion, inferred) {
+        (true, false, _) => EdgeKind::Launch,
+        (true, true, _) => EdgeKind::PeerArrival,
+        (false, false, false) => EdgeKind::EventWait,
+        (false, false, true) => EdgeKind::InferredStreamWait,
+        (false, true, false) => EdgeKind::HostSync,
+        (false, true, true) => EdgeKind::InferredHostSync,
+    }
+}
+
+fn check_factor(factor: f64) -> Result<(), EditError> {
+    if factor.is_finite() && factor >= 0.0 {
+        Ok(())
+    } else {
+        Err(EditError::BadFactor { factor })
+    }
+}
+
+fn scale_ns(ns: i64, factor: f64) -> i64 {
+    (ns as f64 * factor).round() as i64
+}
+
+/// The median recorded cost of tasks named `name` in `graph` (lower middle), or `None` if
+/// there are none: the trace's own figure for the CPU cost of a call.
+pub fn median_duration(graph: &Graph, name: NameId) -> Option<i64> {
+    let mut values: Vec<i64> = (0..graph.task_count())
+        .filter(|&t| graph.name[t] == name)
+        .map(|t| graph.dur_ns[t])
+        .collect();
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_unstable();
+    Some(values[(values.len() - 1) / 2])
+}
