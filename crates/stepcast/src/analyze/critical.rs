@@ -7,10 +7,13 @@
 //! lies inside a host stretch of the path, so an enclosing op spanning the whole step (a
 //! `forward` annotation, the step itself) does not claim the step.
 
-use stepcast_trace::{EventId, EventKind, Trace};
+use std::collections::BTreeMap;
 
-use crate::graph::{Graph, NO_STEP, TaskId};
-use crate::simulate::{CriticalPath, Timeline, critical_path};
+use stepcast_trace::{EventId, EventKind, NameId, Trace};
+
+use super::mapping::{Mapping, Phase};
+use crate::graph::{Graph, NO_STEP, TaskId, TaskKind};
+use crate::simulate::{CriticalPath, PathShare, ShareKind, Timeline, critical_path};
 use crate::window::Window;
 
 /// One stretch of the critical path on one lane, in recorded time.
@@ -129,4 +132,138 @@ fn events_on(trace: &Trace, g: &Graph, path: &CriticalPath, stretches: &[Stretch
     events.sort_unstable_by_key(|e| (trace.events[e.index()].start_ns, e.0));
     events.dedup();
     events
+}
+
+/// What a stretch of the critical path was spent on, in the terms a user acts on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Bound {
+    /// Host work: Python, framework, launch calls, untraced host time.
+    Cpu,
+    /// Device kernels other than communication.
+    GpuCompute,
+    /// Device copies and memsets.
+    MemoryCopies,
+    /// Collectives, and waiting for their peers.
+    Communication,
+    /// Blocking calls waiting for the device, streams waiting on each other, launch latency.
+    Synchronization,
+}
+
+impl Bound {
+    pub const ALL: [Bound; 5] = [
+        Bound::Cpu,
+        Bound::GpuCompute,
+        Bound::MemoryCopies,
+        Bound::Communication,
+        Bound::Synchronization,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Bound::Cpu => "cpu",
+            Bound::GpuCompute => "gpu_compute",
+            Bound::MemoryCopies => "memory_copies",
+            Bound::Communication => "communication",
+            Bound::Synchronization => "synchronization",
+        }
+    }
+}
+
+/// A named stretch of the critical path: consecutive shares of one task.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NamedStretch {
+    pub task: TaskId,
+    pub bound: Bound,
+    pub ns: i64,
+}
+
+/// What lies on a step's critical path, by category, phase, layer and op.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CriticalPathBreakdown {
+    pub length_ns: i64,
+    /// Every category, in [`Bound::ALL`] order; sums to `length_ns`.
+    pub by_bound: Vec<(Bound, i64)>,
+    /// Every phase, in `Phase::ALL` order; sums to `length_ns`.
+    pub by_phase: Vec<(Phase, i64)>,
+    /// Layers by time, largest first (`None`: no layer known); sums to `length_ns`.
+    pub by_layer: Vec<(Option<NameId>, i64)>,
+    /// Ops (by name) by time, largest first (`None`: no op around the task).
+    pub by_op: Vec<(Option<NameId>, i64)>,
+    /// The longest stretches, longest first (at most [`LONGEST`]).
+    pub longest: Vec<NamedStretch>,
+}
+
+/// Stretches named in [`CriticalPathBreakdown::longest`].
+pub const LONGEST: usize = 5;
+
+impl CriticalPathBreakdown {
+    /// The category holding the most of the path, with its share of the path (0..1).
+    pub fn bound(&self) -> Option<(Bound, f64)> {
+        let &(bound, ns) = self
+            .by_bound
+            .iter()
+            .max_by_key(|&&(b, ns)| (ns, std::cmp::Reverse(b)))?;
+        (self.length_ns > 0).then(|| (bound, ns as f64 / self.length_ns as f64))
+    }
+}
+
+fn share_bound(g: &Graph, share: &PathShare) -> Bound {
+    let kind = g.kind[share.task.index()];
+    match (share.kind, kind) {
+        (ShareKind::Host, _) => Bound::Cpu,
+        (ShareKind::Device, TaskKind::Collective) | (ShareKind::Wait, TaskKind::Collective) => {
+            Bound::Communication
+        }
+        (ShareKind::Device, TaskKind::Memcpy | TaskKind::Memset) => Bound::MemoryCopies,
+        (ShareKind::Device, _) => Bound::GpuCompute,
+        (ShareKind::Wait, _) => Bound::Synchronization,
+    }
+}
+
+/// Breaks a step's critical path down by category, phase, layer and op.
+pub fn breakdown(
+    trace: &Trace,
+    window: &Window,
+    mapping: &Mapping,
+    path: &CriticalPath,
+) -> CriticalPathBreakdown {
+    let g = &window.graph;
+    let mut by_bound = [0i64; Bound::ALL.len()];
+    let mut by_phase = [0i64; Phase::ALL.len()];
+    let mut by_layer: BTreeMap<Option<NameId>, i64> = BTreeMap::new();
+    let mut by_op: BTreeMap<Option<NameId>, i64> = BTreeMap::new();
+    let mut stretches: Vec<NamedStretch> = Vec::new();
+    for share in &path.shares {
+        let t = share.task.index();
+        let bound = share_bound(g, share);
+        by_bound[bound as usize] += share.ns;
+        let phase = mapping.phase[t];
+        by_phase[Phase::ALL.iter().position(|&p| p == phase).unwrap_or(0)] += share.ns;
+        *by_layer.entry(mapping.layer[t]).or_default() += share.ns;
+        let op = mapping.op[t].map(|e| trace.events[e.index()].name);
+        *by_op.entry(op).or_default() += share.ns;
+        match stretches.last_mut() {
+            Some(last) if last.task == share.task && last.bound == bound => last.ns += share.ns,
+            _ => stretches.push(NamedStretch {
+                task: share.task,
+                bound,
+                ns: share.ns,
+            }),
+        }
+    }
+    let largest_first = |map: BTreeMap<Option<NameId>, i64>| {
+        let mut v: Vec<(Option<NameId>, i64)> = map.into_iter().collect();
+        v.sort_by_key(|&(name, ns)| (std::cmp::Reverse(ns), name));
+        v
+    };
+    stretches.sort_by_key(|s| (std::cmp::Reverse(s.ns), s.task));
+    stretches.truncate(LONGEST);
+    CriticalPathBreakdown {
+        length_ns: path.length_ns(),
+        by_bound: Bound::ALL.iter().copied().zip(by_bound).collect(),
+        by_phase: Phase::ALL.iter().copied().zip(by_phase).collect(),
+        by_layer: largest_first(by_layer),
+        by_op: largest_first(by_op),
+        longest: stretches,
+    }
 }

@@ -7,3 +7,72 @@ pub mod hta;
 pub mod mapping;
 pub mod memory;
 pub mod stats;
+
+use stepcast_trace::Trace;
+
+use crate::replay::{ReplayReport, self_replay, steady_steps};
+use crate::simulate::{RecordedOrder, SimError, SimOptions, simulate};
+use crate::window::Window;
+
+/// Statistics keep this many kernels and ops (the rest are summed by the caller if needed).
+pub const TOP: usize = 20;
+
+/// Everything `stepcast analyze` reports, for one window.
+#[derive(Clone, Debug)]
+pub struct Analysis {
+    pub mapping: mapping::Mapping,
+    pub replay: ReplayReport,
+    /// Per step: share of device time mapped to an op and a phase.
+    pub mapped_fraction: Vec<f64>,
+    pub breakdowns: breakdown::Breakdowns,
+    /// HTA's temporal breakdown of the whole trace (`None` without device kernels).
+    pub hta: Option<hta::TemporalBreakdown>,
+    pub statistics: stats::Statistics,
+    pub memory: Vec<memory::DeviceMemory>,
+    /// Per step: its critical path, and what lies on it.
+    pub critical: Vec<(critical::StepCriticalPath, critical::CriticalPathBreakdown)>,
+    /// The step the detailed report is about: the one asked for, else the steady-state step
+    /// whose measured time is closest to the median (the whole window without step markers).
+    pub analyzed_step: Option<usize>,
+}
+
+/// Analyzes the window of `trace`. `step` picks the analyzed step (an index into
+/// `window.steps`); `None` picks the most typical one.
+pub fn analyze(trace: &Trace, window: &Window, step: Option<usize>) -> Result<Analysis, SimError> {
+    let mapping = mapping::map(trace, window);
+    let replay = self_replay(window)?;
+    let timeline = simulate(&window.graph, &RecordedOrder, SimOptions::default())?;
+    let critical = (0..window.steps.len())
+        .map(|s| {
+            let path = critical::step_critical_path(trace, window, &timeline, s);
+            let breakdown = critical::breakdown(trace, window, &mapping, &path.path);
+            (path, breakdown)
+        })
+        .collect();
+    let analyzed_step = step.or_else(|| most_typical_step(window, &replay));
+    Ok(Analysis {
+        mapped_fraction: mapping::gpu_time_mapped_fraction(window, &mapping),
+        breakdowns: breakdown::breakdowns(trace, window, &mapping),
+        hta: hta::temporal_breakdown(trace),
+        statistics: stats::statistics(trace, window, TOP),
+        memory: memory::memory(trace, window, &mapping),
+        mapping,
+        replay,
+        critical,
+        analyzed_step,
+    })
+}
+
+/// The steady-state step whose measured time is closest to the steady median (ties: earlier).
+fn most_typical_step(window: &Window, replay: &ReplayReport) -> Option<usize> {
+    let steady = steady_steps(window);
+    let mut measured: Vec<i64> = steady
+        .iter()
+        .map(|&s| replay.steps[s].measured_ns)
+        .collect();
+    measured.sort_unstable();
+    let median = *measured.get(measured.len() / 2)?;
+    steady
+        .into_iter()
+        .min_by_key(|&s| ((replay.steps[s].measured_ns - median).abs(), s))
+}
