@@ -240,53 +240,51 @@ pub struct RawDistributed {
 /// exactly: `1712867402348256.123` is `1712867402348256123`. Sub-nanosecond digits are rounded
 /// half up, so two events one nanosecond apart never swap order.
 pub fn micros_text_to_ns(text: &str) -> Option<i64> {
-    let text = text.trim();
+    micros_bytes_to_ns(text.as_bytes())
+}
+
+/// [`micros_text_to_ns`] on bytes (the reader parses numbers without a UTF-8 check).
+pub fn micros_bytes_to_ns(text: &[u8]) -> Option<i64> {
+    let text = text.trim_ascii();
     let text = text
-        .strip_prefix('"')
-        .and_then(|t| t.strip_suffix('"'))
+        .strip_prefix(b"\"")
+        .and_then(|t| t.strip_suffix(b"\""))
         .unwrap_or(text);
-    let (negative, digits) = match text.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, text),
+    let (negative, digits) = match text.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, text),
     };
-    if digits.contains(['e', 'E']) {
-        let micros: f64 = text.parse().ok()?;
+    if digits.iter().any(|&b| b == b'e' || b == b'E') {
+        let micros: f64 = std::str::from_utf8(text).ok()?.parse().ok()?;
         let ns = (micros * 1000.0).round();
         return (ns.is_finite() && ns.abs() < 9.0e18).then_some(ns as i64);
     }
-    let (int_part, frac_part) = match digits.split_once('.') {
-        Some((i, f)) => (i, f),
-        None => (digits, ""),
+    let (int_part, frac_part) = match digits.iter().position(|&b| b == b'.') {
+        Some(dot) => (&digits[..dot], &digits[dot + 1..]),
+        None => (digits, &digits[digits.len()..]),
     };
     if int_part.is_empty() && frac_part.is_empty() {
         return None;
     }
     let mut ns: i64 = 0;
-    for b in int_part.bytes() {
+    for &b in int_part {
         if !b.is_ascii_digit() {
             return None;
         }
         ns = ns.checked_mul(10)?.checked_add((b - b'0') as i64)?;
     }
     ns = ns.checked_mul(1000)?;
-    let frac = frac_part.as_bytes();
-    let mut scale = 100;
-    for (i, &b) in frac.iter().enumerate() {
+    // Three fractional digits are nanoseconds; the fourth rounds (half up); the rest are
+    // only checked.
+    for (i, &b) in frac_part.iter().enumerate() {
         if !b.is_ascii_digit() {
             return None;
         }
         let digit = (b - b'0') as i64;
-        if i < 3 {
-            ns += digit * scale;
-            scale /= 10;
-        } else {
-            if i == 3 && digit >= 5 {
-                ns += 1;
-            }
-            if i >= 3 {
-                // Remaining digits only needed for validation.
-                continue;
-            }
+        match i {
+            0..=2 => ns += digit * [100, 10, 1][i],
+            3 if digit >= 5 => ns += 1,
+            _ => {}
         }
     }
     Some(if negative { -ns } else { ns })
