@@ -86,21 +86,21 @@ fn args<'a>(c: &mut Cursor<'a>) -> Parse<RawArgs<'a>> {
 }
 
 /// An integer read from JSON number bytes.
-enum Integer {
+enum ParsedInt {
     Fits(i64),
     TooLarge,
-    NotAnInteger,
+    Invalid,
 }
 
 /// `[-]digits`, as `str::parse::<i64>` reads it, from bytes.
-fn parse_integer(text: &[u8]) -> Integer {
+fn parse_integer(text: &[u8]) -> ParsedInt {
     let (negative, digits) = match text.split_first() {
         Some((b'-', rest)) => (true, rest),
         Some((b'+', rest)) => (false, rest),
         _ => (false, text),
     };
     if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return Integer::NotAnInteger;
+        return ParsedInt::Invalid;
     }
     let mut value: i64 = 0;
     for &d in digits {
@@ -114,10 +114,10 @@ fn parse_integer(text: &[u8]) -> Integer {
         });
         match next {
             Some(v) => value = v,
-            None => return Integer::TooLarge,
+            None => return ParsedInt::TooLarge,
         }
     }
-    Integer::Fits(value)
+    ParsedInt::Fits(value)
 }
 
 /// The bytes as text, if they are UTF-8 (number bytes always are).
@@ -294,11 +294,11 @@ impl<'a> Cursor<'a> {
         };
         let text = if is_string { text.trim_ascii() } else { text };
         Ok(match parse_integer(text) {
-            Integer::Fits(v) => Some(v),
+            ParsedInt::Fits(v) => Some(v),
             // Beyond i64: kept as "no value", never wrapped.
-            Integer::TooLarge => None,
-            Integer::NotAnInteger if is_string => None,
-            Integer::NotAnInteger => as_str(text)
+            ParsedInt::TooLarge => None,
+            ParsedInt::Invalid if is_string => None,
+            ParsedInt::Invalid => as_str(text)
                 .and_then(|t| t.parse::<f64>().ok())
                 .filter(|v| v.is_finite() && v.fract() == 0.0 && v.abs() < 9.0e15)
                 .map(|v| v as i64),
@@ -319,7 +319,7 @@ impl<'a> Cursor<'a> {
         let Some(text) = self.scalar_text()? else {
             return Ok(None);
         };
-        if let (false, Integer::Fits(v)) = (is_string, parse_integer(text)) {
+        if let (false, ParsedInt::Fits(v)) = (is_string, parse_integer(text)) {
             return Ok(v.checked_mul(1000));
         }
         let ns = as_str(text)
