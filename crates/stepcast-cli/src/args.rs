@@ -27,8 +27,15 @@ pub enum Command {
     Info(InfoArgs),
     /// Replay a trace's graph and compare each replayed step with the recording.
     Replay(ReplayArgs),
+    /// Where the step's time goes: breakdowns, critical path, statistics and memory.
+    Analyze(AnalyzeArgs),
     /// Write the recorded and the replayed window side by side as a Chrome/Perfetto trace.
     Export(ExportArgs),
+    /// Predict the step time after an optimization: a built-in model or a scenario file.
+    #[command(name = "whatif")]
+    WhatIf(WhatIfArgs),
+    /// Rank the built-in optimizations (and useful combinations) by predicted gain.
+    Advise(AdviseArgs),
 }
 
 #[derive(Debug, ClapArgs)]
@@ -42,10 +49,24 @@ pub struct InfoArgs {
 
 #[derive(Debug, ClapArgs)]
 pub struct ReplayArgs {
+    /// A PyTorch profiler (Kineto) trace: .json or .json.gz. Several traces, or a directory of
+    /// them, one per rank of the same job: the ranks are replayed together as one graph.
+    #[arg(value_name = "TRACE", required = true, num_args = 1..)]
+    pub traces: Vec<PathBuf>,
+    /// Report only step N (the N of ProfilerStep#N).
+    #[arg(long, value_name = "N")]
+    pub step: Option<u64>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, ClapArgs)]
+pub struct AnalyzeArgs {
     /// A PyTorch profiler (Kineto) trace: .json or .json.gz.
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
-    /// Report only step N (the N of ProfilerStep#N).
+    /// Analyze step N (the N of ProfilerStep#N) in detail; by default, the steady-state step
+    /// whose measured time is closest to the median.
     #[arg(long, value_name = "N")]
     pub step: Option<u64>,
     #[command(flatten)]
@@ -64,6 +85,46 @@ pub struct ExportArgs {
     /// replaced whole or not at all.
     #[arg(short = 'o', long = "output", value_name = "FILE.json")]
     pub output: PathBuf,
+}
+
+#[derive(Debug, ClapArgs)]
+pub struct WhatIfArgs {
+    /// A PyTorch profiler (Kineto) trace: .json or .json.gz.
+    #[arg(value_name = "TRACE")]
+    pub trace: PathBuf,
+    /// A built-in model: fused_optimizer, cuda_graphs, amp, faster_gpu, faster_cpu,
+    /// faster_hardware, remove_syncs (see docs/whatif.md).
+    #[arg(value_name = "MODEL", required_unless_present = "scenario")]
+    pub model: Option<String>,
+    /// A scenario file (TOML) describing the what-if instead of MODEL.
+    #[arg(long, value_name = "FILE.toml", conflicts_with = "model")]
+    pub scenario: Option<PathBuf>,
+    /// fused_optimizer: the fused kernel's cost as a share of the kernels it replaces.
+    #[arg(long, value_name = "F", conflicts_with = "scenario")]
+    pub factor: Option<f64>,
+    /// faster_hardware: speed-up of tensor-core (compute-bound) kernels.
+    #[arg(long, value_name = "X", conflicts_with = "scenario")]
+    pub compute: Option<f64>,
+    /// faster_hardware: speed-up of the other (memory-bound) kernels and memsets.
+    #[arg(long, value_name = "X", conflicts_with = "scenario")]
+    pub memory: Option<f64>,
+    /// faster_hardware: speed-up of host work.
+    #[arg(long, value_name = "X", conflicts_with = "scenario")]
+    pub cpu: Option<f64>,
+    /// faster_hardware: speed-up of copies.
+    #[arg(long, value_name = "X", conflicts_with = "scenario")]
+    pub copy: Option<f64>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, ClapArgs)]
+pub struct AdviseArgs {
+    /// A PyTorch profiler (Kineto) trace: .json or .json.gz.
+    #[arg(value_name = "TRACE")]
+    pub trace: PathBuf,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// Where the answer goes and in which format.

@@ -28,7 +28,10 @@ fn run(args: &Args) -> anyhow::Result<()> {
     let (answer, output) = match &args.command {
         Command::Info(info) => (commands::info::run(info)?, &info.output),
         Command::Replay(replay) => (commands::replay::run(replay)?, &replay.output),
+        Command::Analyze(analyze) => (commands::analyze::run(analyze)?, &analyze.output),
         Command::Export(export) => return commands::export::run(export),
+        Command::WhatIf(whatif) => (commands::whatif::run(whatif)?, &whatif.output),
+        Command::Advise(advise) => (commands::advise::run(advise)?, &advise.output),
     };
     write(output, &answer)
 }

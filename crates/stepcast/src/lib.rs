@@ -3,6 +3,7 @@
 
 pub mod analyze;
 pub mod graph;
+pub mod ranks;
 pub mod replay;
 pub mod simulate;
 pub mod whatif;

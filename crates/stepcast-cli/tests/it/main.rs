@@ -1,9 +1,12 @@
 //! Runs the `stepcast` binary as a user would, on a small real trace and on broken inputs.
 
+mod analyze;
 mod bad_input;
 mod export;
 mod info;
+mod ranks;
 mod replay;
+mod whatif;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -19,16 +19,30 @@
 //! The same inputs always give byte-identical output: there are no hash maps, clocks or paths
 //! here. The one path, [`TraceJson::file`], is filled in by the caller.
 
+mod analyze;
 mod info;
+pub mod ranks;
 mod replay;
+mod whatif;
 
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use stepcast_trace::{LaneKind, Trace};
 
+pub use analyze::{
+    AnalyzeJson, BreakdownJson, CommunicationJson, CriticalPathBreakdownJson, DurationsJson,
+    FileEventJson, FileMicros, HtaTemporalJson, LaunchApiJson, LaunchBoundJson, LayerNsJson,
+    LayersJson, MappingJson, MemoryJson, NameStatsJson, NamedDurationsJson, NsMap, OpNsJson,
+    StatisticsJson, StepAnalysisJson, StepSpanJson, StepVariabilityJson, StretchJson,
+    TOP_LAYERS, TasksNsJson, ThreadJson, UnmappedJson, VariabilityJson, WindowJson, analyze_json,
+};
 pub use info::{GraphJson, InfoJson, LaneJson, StepInfoJson, info_json};
 pub use replay::{
     CriticalPathJson, ReplayJson, StepReplayJson, SummaryJson, TypicalJson, replay_json,
+};
+pub use whatif::{
+    AdviseJson, BottleneckJson, CandidateJson, PathItemJson, PhaseJson, TasksJson, WhatIfJson,
+    advise_json, whatif_json,
 };
 
 /// Counts by kind, serialized as a JSON object whose keys keep the order given (the kind's

@@ -5,13 +5,18 @@
 //! pipe and in a file. Names read from the trace are untrusted: control and bidi characters in
 //! them are escaped before they are shown.
 
+mod analyze;
 mod info;
+pub mod ranks;
 mod replay;
+mod whatif;
 
 use comfy_table::{CellAlignment, ContentArrangement, Table, presets};
 
+pub use analyze::analyze_text;
 pub use info::info_text;
 pub use replay::replay_text;
+pub use whatif::{advise_text, whatif_text};
 
 /// Widest a table may be, in terminal columns.
 pub const MAX_WIDTH: u16 = 120;

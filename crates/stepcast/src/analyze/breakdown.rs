@@ -32,8 +32,9 @@
 //!   running task: a computation kernel before a collective before a copy or memset (so a
 //!   collective's time counts where it is exposed, as in [`CommunicationOverlap`]),
 //!   then the one that started first; its phase and layer (from the [`Mapping`]) take the time.
-//!   The host's [`ByPhase`] does the same over the graph's host tasks (outermost runtime calls,
-//!   or outermost ops on threads that make no calls), less their synchronization waits.
+//!   The host's [`ByPhase`] and [`ByLayer`] do the same over the graph's host tasks
+//!   (outermost runtime calls, or outermost ops on threads that make no calls), less their
+//!   synchronization waits.
 //! - [`LaunchBound`]: kernels of the step whose recorded duration is shorter than the recorded
 //!   duration of the call that launched them (not a time partition).
 //!
@@ -192,6 +193,9 @@ pub struct Breakdown {
     pub device_by_phase: ByPhase,
     pub device_by_layer: ByLayer,
     pub host_by_phase: ByPhase,
+    /// Host-busy time by layer (as [`Breakdown::host_by_phase`] gives it to host tasks); its
+    /// `idle_ns` is the host's idle time, [`ByPhase::idle_ns`] of `host_by_phase`.
+    pub host_by_layer: ByLayer,
     pub launch_bound: LaunchBound,
 }
 
@@ -672,22 +676,29 @@ impl<'a> Timelines<'a> {
             *layers.entry(layer).or_default() += ns;
         });
         let mut host_phase = [0i64; Phase::ALL.len()];
+        let mut host_layers: FxHashMap<Option<NameId>, i64> = FxHashMap::default();
         self.host_segments.each_within(start, end, |t, ns| {
             host_phase[phase_index(phase_of(t))] += ns;
+            let layer = mapping.layer.get(t.index()).copied().flatten();
+            *host_layers.entry(layer).or_default() += ns;
         });
         let by_phase = |busy: [i64; Phase::ALL.len()]| ByPhase {
             busy: Phase::ALL.iter().copied().zip(busy).collect(),
             idle_ns: span - busy.iter().sum::<i64>(),
         };
-        let mut layers: Vec<(Option<NameId>, i64)> = layers.into_iter().collect();
-        layers.sort_unstable_by(|a, b| {
-            b.1.cmp(&a.1)
-                .then_with(|| a.0.is_none().cmp(&b.0.is_none()))
-                .then_with(|| {
-                    let name = |l: Option<NameId>| l.map_or("", |n| self.trace.name(n));
-                    name(a.0).cmp(name(b.0))
-                })
-        });
+        let largest_first = |layers: FxHashMap<Option<NameId>, i64>| {
+            let mut layers: Vec<(Option<NameId>, i64)> = layers.into_iter().collect();
+            layers.sort_unstable_by(|a, b| {
+                b.1.cmp(&a.1)
+                    .then_with(|| a.0.is_none().cmp(&b.0.is_none()))
+                    .then_with(|| {
+                        let name = |l: Option<NameId>| l.map_or("", |n| self.trace.name(n));
+                        name(a.0).cmp(name(b.0))
+                    })
+            });
+            layers
+        };
+        let host_busy: i64 = host_phase.iter().sum();
 
         Breakdown {
             step,
@@ -698,10 +709,14 @@ impl<'a> Timelines<'a> {
             communication,
             device_by_phase: by_phase(device_phase),
             device_by_layer: ByLayer {
-                busy: layers,
+                busy: largest_first(layers),
                 idle_ns: span - device,
             },
             host_by_phase: by_phase(host_phase),
+            host_by_layer: ByLayer {
+                busy: largest_first(host_layers),
+                idle_ns: span - host_busy,
+            },
             launch_bound: self.launch_bound(tasks),
         }
     }

@@ -207,7 +207,8 @@ impl CriticalPathBreakdown {
     }
 }
 
-fn share_bound(g: &Graph, share: &PathShare) -> Bound {
+/// What a share of the critical path was spent on.
+pub fn share_bound(g: &Graph, share: &PathShare) -> Bound {
     let kind = g.kind[share.task.index()];
     match (share.kind, kind) {
         (ShareKind::Host, _) => Bound::Cpu,

@@ -62,6 +62,9 @@ struct Row {
     step: u32,
     not_before_ns: i64,
     peer_ready_ns: i64,
+    /// The input task this row is or comes from: itself for the input's tasks; for an
+    /// inserted task, the origin of the task it was inserted after (its phase and layer).
+    origin: u32,
 }
 
 /// A set of tasks of an [`EditGraph`], sorted by id.
@@ -170,8 +173,11 @@ pub struct EditGraph {
     preds: Vec<Vec<Edge>>,
     /// Targets of the stored edges out of each task (may list a target twice).
     succs: Vec<Vec<u32>>,
-    /// Tasks of each lane in order (removed tasks are dropped from here).
+    /// Tasks of each lane in order; a removed task leaves [`GONE`] in its place, so that
+    /// positions stay valid and a removal costs O(1).
     lane_tasks: Vec<Vec<u32>>,
+    /// Each task's index in its lane's `lane_tasks`.
+    position: Vec<u32>,
     lanes: Vec<GraphLane>,
     /// Task count of the input: ids below it are the input's tasks.
     original_tasks: usize,
@@ -200,6 +206,7 @@ impl EditGraph {
                 step: graph.step[t],
                 not_before_ns: graph.not_before_ns[t],
                 peer_ready_ns: graph.peer_ready_ns[t],
+                origin: t as u32,
             })
             .collect();
         let mut preds = vec![Vec::new(); n];
@@ -215,11 +222,17 @@ impl EditGraph {
                 succs[from as usize].push(t as u32);
             }
         }
-        let lane_tasks = graph
+        let lane_tasks: Vec<Vec<u32>> = graph
             .lanes
             .iter()
             .map(|l| (l.first_task..l.first_task + l.task_count).collect())
             .collect();
+        let mut position = vec![0u32; n];
+        for tasks in &lane_tasks {
+            for (i, &t) in tasks.iter().enumerate() {
+                position[t as usize] = i as u32;
+            }
+        }
         EditGraph {
             rows,
             alive: vec![true; n],
@@ -227,6 +240,7 @@ impl EditGraph {
             preds,
             succs,
             lane_tasks,
+            position,
             lanes: graph.lanes.clone(),
             original_tasks: n,
             launch_latency_ns,
@@ -267,14 +281,45 @@ impl EditGraph {
         self.rows[task.index()].gap_ns
     }
 
+    /// When the task started in the recording (an inserted task: when the task it was
+    /// inserted after ended).
+    pub fn rec_start_ns(&self, task: TaskId) -> i64 {
+        self.rows[task.index()].rec_start_ns
+    }
+
     /// Whether `task` is one of the input's tasks (so a mapping of the input describes it).
     pub fn is_original(&self, task: TaskId) -> bool {
         task.index() < self.original_tasks
     }
 
+    /// The input's task that `task` is (an input task) or comes from (an inserted task: the
+    /// task it was inserted after, whose phase and layer it takes).
+    pub fn origin(&self, task: TaskId) -> TaskId {
+        TaskId(self.rows[task.index()].origin)
+    }
+
+    /// How many of the input's tasks there were (ids below this are theirs).
+    pub fn original_task_count(&self) -> usize {
+        self.original_tasks
+    }
+
     /// Live tasks of graph lane `lane`, in order.
-    pub fn lane_tasks(&self, lane: u32) -> &[u32] {
-        &self.lane_tasks[lane as usize]
+    pub fn lane_tasks(&self, lane: u32) -> Vec<u32> {
+        self.lane_tasks[lane as usize]
+            .iter()
+            .copied()
+            .filter(|&t| t != GONE)
+            .collect()
+    }
+
+    /// The live task before (`forward == false`) or after `position` on `lane`.
+    fn live_neighbor(&self, lane: u32, position: usize, forward: bool) -> Option<u32> {
+        let tasks = &self.lane_tasks[lane as usize];
+        if forward {
+            tasks[position + 1..].iter().copied().find(|&t| t != GONE)
+        } else {
+            tasks[..position].iter().rev().copied().find(|&t| t != GONE)
+        }
     }
 
     pub fn lane_count(&self) -> usize {
@@ -487,13 +532,10 @@ impl EditGraph {
             return;
         }
         let row = self.rows[r].clone();
-        let lane = &self.lane_tasks[row.lane as usize];
-        let position = lane
-            .iter()
-            .position(|&t| t == task.0)
-            .expect("a live task is on its lane");
-        let lane_prev = position.checked_sub(1).map(|p| lane[p]);
-        let lane_next = lane.get(position + 1).copied();
+        let position = self.position[r] as usize;
+        debug_assert_eq!(self.lane_tasks[row.lane as usize][position], task.0);
+        let lane_prev = self.live_neighbor(row.lane, position, false);
+        let lane_next = self.live_neighbor(row.lane, position, true);
         let on_device = row.kind.on_device();
 
         // Paths through the removed task, as (source node, lag) reaching its begin / end.
@@ -587,7 +629,7 @@ impl EditGraph {
             // The lane's boundary moves to its new first task.
             self.rows[n as usize].not_before_ns = row.not_before_ns;
         }
-        self.lane_tasks[row.lane as usize].remove(position);
+        self.lane_tasks[row.lane as usize][position] = GONE;
         self.alive[r] = false;
     }
 
@@ -597,13 +639,18 @@ impl EditGraph {
         }
         // Lane order already implies an end-to-begin edge to a later task of the same lane.
         let (from_row, to_row) = (&self.rows[from as usize], &self.rows[to as usize]);
-        if from_row.lane == to_row.lane && !kind.from_source_begin() && !kind.gates_completion() {
+        if from_row.lane == to_row.lane
+            && !kind.from_source_begin()
+            && !kind.gates_completion()
+            && self.alive[from as usize]
+            && self.alive[to as usize]
+        {
             let lane = &self.lane_tasks[from_row.lane as usize];
-            let at = |t: u32| lane.iter().position(|&x| x == t);
-            if let (Some(a), Some(b)) = (at(from), at(to))
-                && a < b
-                && lag_ns <= lane_gap_sum(&self.rows, &lane[a..b])
-            {
+            let (a, b) = (
+                self.position[from as usize] as usize,
+                self.position[to as usize] as usize,
+            );
+            if a < b && gaps_reach(&self.rows, &lane[a..b], lag_ns) {
                 return;
             }
         }
@@ -688,11 +735,15 @@ impl EditGraph {
     fn push_row(&mut self, row: Row, after: TaskId) -> TaskId {
         let id = self.rows.len() as u32;
         let lane = &mut self.lane_tasks[row.lane as usize];
-        let position = lane
-            .iter()
-            .position(|&t| t == after.0)
-            .expect("a live task is on its lane");
+        let position = self.position[after.index()] as usize;
+        debug_assert_eq!(lane[position], after.0);
         lane.insert(position + 1, id);
+        self.position.push(0);
+        for (i, &t) in lane.iter().enumerate().skip(position + 1) {
+            if t != GONE {
+                self.position[t as usize] = i as u32;
+            }
+        }
         self.rows.push(row);
         self.alive.push(true);
         self.frozen.push(false);
@@ -725,11 +776,10 @@ impl EditGraph {
             }
         }
         // The first task in lane order survives.
-        let lane = &self.lane_tasks[self.lane(first) as usize];
         let keep = *selection
             .tasks()
             .iter()
-            .min_by_key(|t| lane.iter().position(|&x| x == t.0))
+            .min_by_key(|t| self.position[t.index()])
             .unwrap_or(&first);
         let dur = match cost {
             FusedCost::Fixed(ns) => ns,
@@ -781,7 +831,7 @@ impl EditGraph {
         let mut runs = Vec::new();
         for lane in &self.lane_tasks {
             let mut current: Vec<TaskId> = Vec::new();
-            for &t in lane {
+            for &t in lane.iter().filter(|&&t| t != GONE) {
                 let task = TaskId(t);
                 let same_step = current
                     .last()
@@ -808,11 +858,22 @@ impl EditGraph {
     /// source), checked for dangling edges and cycles. Also returns, per id of this edit, the
     /// task of the new graph (`TaskId::NONE` if removed).
     pub fn finish(&self) -> Result<(Graph, Vec<TaskId>), EditError> {
+        let (graph, new_id) = self.build()?;
+        match simulate(&graph, &RecordedOrder, SimOptions::default()) {
+            Ok(_) => Ok((graph, new_id)),
+            Err(SimError::Cycle { first, .. }) => Err(EditError::Cycle { task: first }),
+            Err(e) => Err(EditError::Sim(e)),
+        }
+    }
+
+    /// [`EditGraph::finish`] without the replay that checks for cycles: for a caller that
+    /// replays the graph anyway (and maps [`SimError::Cycle`] to [`EditError::Cycle`]).
+    pub(crate) fn build(&self) -> Result<(Graph, Vec<TaskId>), EditError> {
         let mut new_id = vec![TaskId::NONE; self.rows.len()];
         let mut graph = Graph::default();
         for (lane_index, tasks) in self.lane_tasks.iter().enumerate() {
             let first_task = graph.task_count() as u32;
-            for &t in tasks {
+            for &t in tasks.iter().filter(|&&t| t != GONE) {
                 if !self.alive[t as usize] {
                     return Err(EditError::Invalid(format!(
                         "removed task {t} is still on lane {lane_index}"
@@ -884,11 +945,7 @@ impl EditGraph {
         graph.pred = edges.iter().map(|e| e.2).collect();
         graph.pred_kind = edges.iter().map(|e| e.1).collect();
         graph.pred_lag_ns = edges.iter().map(|e| e.3).collect();
-        match simulate(&graph, &RecordedOrder, SimOptions::default()) {
-            Ok(_) => Ok((graph, new_id)),
-            Err(SimError::Cycle { first, .. }) => Err(EditError::Cycle { task: first }),
-            Err(e) => Err(EditError::Sim(e)),
-        }
+        Ok((graph, new_id))
     }
 }
 
@@ -900,8 +957,23 @@ pub enum FusedCost {
     SumTimes(f64),
 }
 
-fn lane_gap_sum(rows: &[Row], tasks: &[u32]) -> i64 {
-    tasks.iter().map(|&t| rows[t as usize].gap_ns).sum()
+/// Marks a removed task's place in its lane.
+const GONE: u32 = u32::MAX;
+
+/// Whether the gaps after `tasks` (removed ones skipped) add up to at least `lag_ns`: then lane
+/// order already implies an edge of that lag. Stops as soon as they do.
+fn gaps_reach(rows: &[Row], tasks: &[u32], lag_ns: i64) -> bool {
+    let mut sum = 0i64;
+    if lag_ns <= 0 {
+        return true;
+    }
+    for &t in tasks.iter().filter(|&&t| t != GONE) {
+        sum += rows[t as usize].gap_ns;
+        if sum >= lag_ns {
+            return true;
+        }
+    }
+    false
 }
 
 /// The kind of an edge standing for the path `first` then `second` through a removed task:

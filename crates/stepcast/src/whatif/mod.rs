@@ -12,6 +12,8 @@
 //! replayed start. Transforms leave the warm-up step (and tasks outside every step) as
 //! recorded: see [`Context::edit`].
 
+pub mod advise;
+mod bottleneck;
 pub mod edit;
 pub mod models;
 pub mod scenario;
@@ -19,16 +21,19 @@ pub mod scenario;
 use stepcast_trace::Trace;
 
 use crate::Window;
-use crate::analyze::mapping::Mapping;
+use crate::analyze::mapping::{Mapping, Phase};
 use crate::graph::{Graph, NO_STEP, TaskId};
 use crate::replay::replayed_span;
-use crate::simulate::{RecordedOrder, SimError, SimOptions, simulate};
+use crate::simulate::{RecordedOrder, SimError, SimOptions, Timeline, critical_path, simulate};
+
+pub use advise::{Advice, Candidate, advise};
+pub use bottleneck::{Bottleneck, PathItem, Resource};
 
 pub use edit::{
     EditError, EditGraph, FusedCost, HostGaps, Insert, InsertLaunch, Select, SelectContext,
     Selection, median_duration,
 };
-pub use models::Model;
+pub use models::{Hardware, Model, ModelError, ModelParams};
 pub use scenario::{Scenario, ScenarioError};
 
 /// Why a what-if failed.
@@ -40,6 +45,11 @@ pub enum WhatIfError {
     Sim(#[from] SimError),
     #[error("the window has no step with tasks: nothing to predict")]
     NoSteps,
+    #[error("model {name}: {source}")]
+    Model {
+        name: String,
+        source: Box<WhatIfError>,
+    },
 }
 
 /// What a what-if reads: the trace (names, devices), its window and the mapping of its tasks.
@@ -87,12 +97,19 @@ pub struct Prediction {
     pub step_end_ns: Vec<Option<i64>>,
     /// When the last task of the window ends.
     pub window_end_ns: i64,
+    /// What the critical path of the steady span is made of, per steady step.
+    pub bottleneck: Bottleneck,
 }
 
 /// Replays `graph` (the window's graph or a transform of it, with the same steps) and
 /// measures its step times.
 pub fn predict(window: &Window, graph: &Graph) -> Result<Prediction, WhatIfError> {
     let timeline = simulate(graph, &RecordedOrder, SimOptions::default())?;
+    measure(window, graph, &timeline)
+}
+
+/// The step times and bottleneck of `timeline`, the replay of `graph`.
+fn measure(window: &Window, graph: &Graph, timeline: &Timeline) -> Result<Prediction, WhatIfError> {
     let n_steps = window.steps.len();
     let mut by_step: Vec<Vec<TaskId>> = vec![Vec::new(); n_steps];
     for (t, &step) in graph.step.iter().enumerate() {
@@ -105,7 +122,7 @@ pub fn predict(window: &Window, graph: &Graph) -> Result<Prediction, WhatIfError
         .map(|tasks| tasks.iter().map(|t| timeline.end_ns[t.index()]).max())
         .collect();
     let window_end_ns = timeline.end_ns.iter().copied().max().unwrap_or(0);
-    let first = if n_steps >= 3 { 1 } else { 0 };
+    let first = first_steady(window);
     let steady: Vec<usize> = (first..n_steps)
         .filter(|&s| step_end_ns[s].is_some())
         .collect();
@@ -114,19 +131,60 @@ pub fn predict(window: &Window, graph: &Graph) -> Result<Prediction, WhatIfError
     };
     let last_end = step_end_ns[last].unwrap_or(0);
     let previous_end = first.checked_sub(1).and_then(|p| step_end_ns[p]);
-    let step_ns = match previous_end {
-        Some(previous) => (last_end - previous) / (last - first + 1) as i64,
+    let span_start = match previous_end {
+        Some(previous) => previous,
         None => {
             let (_, _, start) =
-                replayed_span(graph, &timeline, &window.steps[first], &by_step[first]);
-            (last_end - start) / (last - first + 1) as i64
+                replayed_span(graph, timeline, &window.steps[first], &by_step[first]);
+            start
         }
     };
+    let steps = (last - first + 1) as i64;
+    let step_ns = (last_end - span_start) / steps;
+    // The task that ends the last steady step (the latest end; the lowest id on a tie).
+    let last_task = by_step[last]
+        .iter()
+        .copied()
+        .max_by_key(|t| (timeline.end_ns[t.index()], std::cmp::Reverse(t.0)))
+        .ok_or(WhatIfError::NoSteps)?;
+    let path = critical_path(graph, timeline, last_task, span_start);
     Ok(Prediction {
         step_ns,
         step_end_ns,
         window_end_ns,
+        bottleneck: Bottleneck::new(graph, &path, steps),
     })
+}
+
+/// The first steady step: the warm-up step (the first) is left out when there are three or
+/// more steps.
+fn first_steady(window: &Window) -> usize {
+    if window.steps.len() >= 3 { 1 } else { 0 }
+}
+
+/// What a task of a transformed graph changed: counts over the whole window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// Input tasks still there whose cost or untraced gap after them changed.
+    pub changed: usize,
+    /// Input tasks removed (fused-away tasks included).
+    pub removed: usize,
+    /// Tasks inserted.
+    pub added: usize,
+}
+
+/// Host and device time of one phase in the steady steps, before and after a transform: the
+/// mean per steady step. Host time is the cost of host tasks plus the untraced host time after
+/// them; device time is the cost of device tasks (kernels, copies, memsets, collectives).
+/// Phases come from the mapping of the input's tasks; an inserted task takes the phase of the
+/// task it was inserted after.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PhaseTime {
+    pub phase: Phase,
+    pub host_before_ns: i64,
+    pub host_after_ns: i64,
+    pub device_before_ns: i64,
+    pub device_after_ns: i64,
 }
 
 /// A what-if's result.
@@ -139,7 +197,33 @@ pub struct Outcome {
     /// Tasks of the input graph and of the transformed one.
     pub tasks_before: usize,
     pub tasks_after: usize,
+    /// Tasks changed, removed and added (whole window; the warm-up step never changes).
+    pub changes: Changes,
+    /// Steady steps the per-step figures are means over.
+    pub steady_steps: usize,
+    /// Host and device time per phase and steady step, before and after, in [`Phase::ALL`]
+    /// order.
+    pub phases: Vec<PhaseTime>,
+    /// The transformed graph (empty in [`advise`]'s candidates, which keep only the figures).
     pub graph: Graph,
+}
+
+impl Outcome {
+    /// Host time per steady step saved by the transform (negative: added).
+    pub fn host_saved_ns(&self) -> i64 {
+        self.phases
+            .iter()
+            .map(|p| p.host_before_ns - p.host_after_ns)
+            .sum()
+    }
+
+    /// Device time per steady step saved by the transform (negative: added).
+    pub fn device_saved_ns(&self) -> i64 {
+        self.phases
+            .iter()
+            .map(|p| p.device_before_ns - p.device_after_ns)
+            .sum()
+    }
 }
 
 /// Applies `transform` to an editable copy of the window's graph, replays the result and
@@ -158,18 +242,82 @@ pub fn what_if_against(
     baseline: &Prediction,
     transform: impl FnOnce(&mut EditGraph) -> Result<(), WhatIfError>,
 ) -> Result<Outcome, WhatIfError> {
-    let mut edit = context.edit();
+    let base = context.edit();
+    let mut edit = base.clone();
     transform(&mut edit)?;
-    let (graph, _) = edit.finish()?;
-    let predicted = predict(context.window, &graph)?;
+    // One replay both checks the graph (a cycle is an edit error) and predicts.
+    let (graph, _) = edit.build()?;
+    let timeline = match simulate(&graph, &RecordedOrder, SimOptions::default()) {
+        Ok(timeline) => timeline,
+        Err(SimError::Cycle { first, .. }) => {
+            return Err(EditError::Cycle { task: first }.into());
+        }
+        Err(e) => return Err(EditError::Sim(e).into()),
+    };
+    let predicted = measure(context.window, &graph, &timeline)?;
+    let mut changes = Changes::default();
+    for id in 0..edit.id_bound() {
+        let task = TaskId(id as u32);
+        if !edit.is_original(task) {
+            changes.added += usize::from(edit.is_alive(task));
+        } else if !edit.is_alive(task) {
+            changes.removed += usize::from(base.is_alive(task));
+        } else if edit.dur_ns(task) != base.dur_ns(task) || edit.gap_ns(task) != base.gap_ns(task) {
+            changes.changed += 1;
+        }
+    }
+    let first = first_steady(context.window);
+    let steady_steps = context.window.steps.len().saturating_sub(first);
+    let before = phase_times(&base, context.mapping, first);
+    let after = phase_times(&edit, context.mapping, first);
+    let per_step = |ns: i64| ns / steady_steps.max(1) as i64;
+    let phases = Phase::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, &phase)| PhaseTime {
+            phase,
+            host_before_ns: per_step(before[i].0),
+            host_after_ns: per_step(after[i].0),
+            device_before_ns: per_step(before[i].1),
+            device_after_ns: per_step(after[i].1),
+        })
+        .collect();
     Ok(Outcome {
         speedup: speedup(baseline.step_ns, predicted.step_ns),
         baseline: baseline.clone(),
         predicted,
         tasks_before: context.window.graph.task_count(),
         tasks_after: graph.task_count(),
+        changes,
+        steady_steps,
+        phases,
         graph,
     })
+}
+
+/// Total (host, device) time of the steady steps' live tasks of `edit` per phase, in
+/// [`Phase::ALL`] order.
+fn phase_times(edit: &EditGraph, mapping: &Mapping, first_steady: usize) -> [(i64, i64); 6] {
+    let mut sums = [(0i64, 0i64); 6];
+    for id in 0..edit.id_bound() {
+        let task = TaskId(id as u32);
+        let step = edit.step(task);
+        if !edit.is_alive(task) || step == NO_STEP || (step as usize) < first_steady {
+            continue;
+        }
+        let phase = mapping
+            .phase
+            .get(edit.origin(task).index())
+            .copied()
+            .unwrap_or(Phase::Other);
+        let index = Phase::ALL.iter().position(|&p| p == phase).unwrap_or(5);
+        if edit.kind(task).on_device() {
+            sums[index].1 += edit.dur_ns(task);
+        } else {
+            sums[index].0 += edit.dur_ns(task) + edit.gap_ns(task);
+        }
+    }
+    sums
 }
 
 /// Applies built-in models in order (their effects compose: dPRO) and predicts the result.

@@ -10,7 +10,7 @@ use regex::Regex;
 use super::edit::{EditGraph, FusedCost, HostGaps, Select, Selection};
 use super::{Context, WhatIfError};
 use crate::analyze::mapping::Phase;
-use crate::graph::{CallClass, TaskId, TaskKind, classify_call};
+use crate::graph::{CallClass, EdgeKind, TaskId, TaskKind, classify_call};
 
 /// A built-in optimization model and its parameters.
 #[derive(Clone, Debug, PartialEq)]
@@ -25,6 +25,9 @@ pub enum Model {
     FasterHardware(Hardware),
     /// Remove host synchronizations: see [`remove_syncs`].
     RemoveSyncs,
+    /// Fuse chains of element-wise kernels (what `torch.compile` does): see
+    /// [`kernel_fusion`]. `factor: None` uses the chain-length estimate.
+    KernelFusion { factor: Option<f64> },
 }
 
 /// Speed-up factors of faster hardware (2.0 = twice as fast; 1.0 = unchanged).
@@ -58,37 +61,36 @@ impl Model {
             Model::FusedOptimizer { factor: 1.0 },
             Model::CudaGraphs,
             Model::Amp,
-            Model::FasterHardware(Hardware {
-                compute: 2.0,
-                memory: 2.0,
-                ..Hardware::default()
-            }),
-            Model::FasterHardware(Hardware {
-                cpu: 2.0,
-                ..Hardware::default()
-            }),
+            Model::FasterHardware(gpu_2x()),
+            Model::FasterHardware(cpu_2x()),
             Model::RemoveSyncs,
+            Model::KernelFusion { factor: None },
+            Model::FasterHardware(copies_2x()),
         ]
     }
 
     /// The model's name as the CLI and scenario files spell it.
     pub fn name(&self) -> String {
         match self {
-            Model::FusedOptimizer { .. } => "fused_optimizer".into(),
+            Model::FusedOptimizer { factor } if *factor == 1.0 => "fused_optimizer".into(),
+            Model::FusedOptimizer { factor } => format!("fused_optimizer(factor={factor})"),
             Model::CudaGraphs => "cuda_graphs".into(),
             Model::Amp => "amp".into(),
             Model::FasterHardware(h) if *h == gpu_2x() => "faster_gpu".into(),
             Model::FasterHardware(h) if *h == cpu_2x() => "faster_cpu".into(),
+            Model::FasterHardware(h) if *h == copies_2x() => "faster_copies".into(),
             Model::FasterHardware(h) => format!(
                 "faster_hardware(compute={},memory={},cpu={},copy={})",
                 h.compute, h.memory, h.cpu, h.copy
             ),
             Model::RemoveSyncs => "remove_syncs".into(),
+            Model::KernelFusion { factor: None } => "kernel_fusion".into(),
+            Model::KernelFusion { factor: Some(f) } => format!("kernel_fusion(factor={f})"),
         }
     }
 
     /// The model named `name` with default parameters (`faster_gpu`: GPU ×2, `faster_cpu`:
-    /// CPU ×2).
+    /// CPU ×2, `faster_hardware`: nothing faster until given factors).
     pub fn by_name(name: &str) -> Option<Model> {
         Some(match name.replace('-', "_").as_str() {
             "fused_optimizer" | "fused_adam" => Model::FusedOptimizer { factor: 1.0 },
@@ -96,20 +98,119 @@ impl Model {
             "amp" | "mixed_precision" => Model::Amp,
             "faster_gpu" => Model::FasterHardware(gpu_2x()),
             "faster_cpu" => Model::FasterHardware(cpu_2x()),
+            "faster_hardware" => Model::FasterHardware(Hardware::default()),
+            "faster_copies" => Model::FasterHardware(copies_2x()),
             "remove_syncs" => Model::RemoveSyncs,
+            "kernel_fusion" | "fuse_elementwise" => Model::KernelFusion { factor: None },
             _ => return None,
         })
     }
 
     /// The names [`Model::by_name`] knows.
-    pub const NAMES: [&'static str; 6] = [
+    pub const NAMES: &'static [&'static str] = &[
         "fused_optimizer",
         "cuda_graphs",
         "amp",
         "faster_gpu",
         "faster_cpu",
+        "faster_hardware",
+        "faster_copies",
         "remove_syncs",
+        "kernel_fusion",
     ];
+
+    /// The model named `name` with `params` instead of its defaults. A parameter the model
+    /// does not take is an error (so a typo is not silently ignored).
+    pub fn with_params(name: &str, params: &ModelParams) -> Result<Model, ModelError> {
+        let mut model = Model::by_name(name).ok_or_else(|| ModelError::Unknown {
+            name: name.to_string(),
+        })?;
+        let given = params.given();
+        let accepted = model.params();
+        if let Some(&param) = given.iter().find(|p| !accepted.contains(p)) {
+            return Err(ModelError::NoSuchParam {
+                model: model.base_name(),
+                param,
+                accepted: if accepted.is_empty() {
+                    "it takes none".to_string()
+                } else {
+                    format!(
+                        "it takes {}",
+                        accepted
+                            .iter()
+                            .map(|p| format!("--{p}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                },
+            });
+        }
+        for (param, value) in params.values() {
+            let valid = value.is_finite()
+                && if param == "factor" {
+                    value >= 0.0
+                } else {
+                    value > 0.0
+                };
+            if !valid {
+                return Err(ModelError::BadValue { param, value });
+            }
+        }
+        match &mut model {
+            Model::FusedOptimizer { factor } => *factor = params.factor.unwrap_or(*factor),
+            Model::FasterHardware(h) => {
+                h.compute = params.compute.unwrap_or(h.compute);
+                h.memory = params.memory.unwrap_or(h.memory);
+                h.cpu = params.cpu.unwrap_or(h.cpu);
+                h.copy = params.copy.unwrap_or(h.copy);
+            }
+            Model::KernelFusion { factor } => *factor = params.factor.or(*factor),
+            Model::CudaGraphs | Model::Amp | Model::RemoveSyncs => {}
+        }
+        Ok(model)
+    }
+
+    /// The parameters the model takes (as [`ModelParams`] names them).
+    pub fn params(&self) -> &'static [&'static str] {
+        match self {
+            Model::FusedOptimizer { .. } | Model::KernelFusion { .. } => &["factor"],
+            Model::FasterHardware(_) => &["compute", "memory", "cpu", "copy"],
+            Model::CudaGraphs | Model::Amp | Model::RemoveSyncs => &[],
+        }
+    }
+
+    /// The name of the model without its parameters.
+    fn base_name(&self) -> &'static str {
+        match self {
+            Model::FusedOptimizer { .. } => "fused_optimizer",
+            Model::CudaGraphs => "cuda_graphs",
+            Model::Amp => "amp",
+            Model::FasterHardware(_) => "faster_hardware",
+            Model::RemoveSyncs => "remove_syncs",
+            Model::KernelFusion { .. } => "kernel_fusion",
+        }
+    }
+
+    /// Whether the model is a hardware change rather than a change of the program.
+    pub fn is_hardware(&self) -> bool {
+        matches!(self, Model::FasterHardware(_))
+    }
+
+    /// The models `advise` tries, in the order their effects compose in: program changes
+    /// first (fewer kernels, then cheaper kernels, then fewer launches and syncs), hardware
+    /// last.
+    pub fn advised() -> Vec<Model> {
+        vec![
+            Model::FusedOptimizer { factor: 1.0 },
+            Model::KernelFusion { factor: None },
+            Model::Amp,
+            Model::CudaGraphs,
+            Model::RemoveSyncs,
+            Model::FasterHardware(gpu_2x()),
+            Model::FasterHardware(cpu_2x()),
+            Model::FasterHardware(copies_2x()),
+        ]
+    }
 
     /// Applies the model to `edit`. Returns the number of tasks it changed or removed.
     pub fn apply(&self, context: &Context<'_>, edit: &mut EditGraph) -> Result<usize, WhatIfError> {
@@ -119,14 +220,70 @@ impl Model {
             Model::Amp => amp(context, edit),
             Model::FasterHardware(hardware) => faster_hardware(context, edit, hardware),
             Model::RemoveSyncs => remove_syncs(context, edit),
+            Model::KernelFusion { factor } => kernel_fusion(context, edit, *factor),
         }
     }
+}
+
+/// Parameters given to a model by name; `None` keeps the model's default.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ModelParams {
+    /// `fused_optimizer`: the fused kernel's cost as a share of the kernels it replaces.
+    pub factor: Option<f64>,
+    /// `faster_hardware` (and `faster_gpu`, `faster_cpu`): the speed-up factors of [`Hardware`].
+    pub compute: Option<f64>,
+    pub memory: Option<f64>,
+    pub cpu: Option<f64>,
+    pub copy: Option<f64>,
+}
+
+impl ModelParams {
+    fn values(&self) -> Vec<(&'static str, f64)> {
+        [
+            ("factor", self.factor),
+            ("compute", self.compute),
+            ("memory", self.memory),
+            ("cpu", self.cpu),
+            ("copy", self.copy),
+        ]
+        .into_iter()
+        .filter_map(|(name, value)| value.map(|v| (name, v)))
+        .collect()
+    }
+
+    fn given(&self) -> Vec<&'static str> {
+        self.values().into_iter().map(|(name, _)| name).collect()
+    }
+}
+
+/// A model named or parameterized wrongly.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    #[error("unknown model `{name}`; the models are: {}", Model::NAMES.join(", "))]
+    Unknown { name: String },
+    #[error("{model} takes no --{param}; {accepted}")]
+    NoSuchParam {
+        model: &'static str,
+        param: &'static str,
+        accepted: String,
+    },
+    #[error(
+        "invalid --{param} {value}: give a finite number above 0 (a speed-up: 2 is twice as fast; --factor may be 0)"
+    )]
+    BadValue { param: &'static str, value: f64 },
 }
 
 fn gpu_2x() -> Hardware {
     Hardware {
         compute: 2.0,
         memory: 2.0,
+        ..Hardware::default()
+    }
+}
+
+fn copies_2x() -> Hardware {
+    Hardware {
+        copy: 2.0,
         ..Hardware::default()
     }
 }
@@ -211,34 +368,54 @@ pub fn cuda_graphs(context: &Context<'_>, edit: &mut EditGraph) -> Result<usize,
             launches.get(launches.len().saturating_sub(1) / 2).copied()
         })
         .unwrap_or(0);
+    // The captured region of each host thread and step: from the first to the last launch
+    // call of the step as recorded in the input, so that a model applied before (a fused
+    // optimizer removing launches) does not shrink it.
+    let mut launches = vec![false; graph.task_count()];
+    for t in 0..graph.task_count() {
+        for e in graph.preds(TaskId(t as u32)) {
+            let call = graph.pred[e].index();
+            if graph.pred_kind[e] == EdgeKind::Launch && !graph.kind[call].on_device() {
+                launches[call] = true;
+            }
+        }
+    }
     let mut zeroed = Vec::new();
     let mut segment_heads = Vec::new();
-    for lane in 0..edit.lane_count() as u32 {
-        let tasks: Vec<TaskId> = edit.lane_tasks(lane).iter().map(|&t| TaskId(t)).collect();
-        if tasks.first().is_none_or(|&t| edit.kind(t).on_device()) {
-            continue;
-        }
-        // Per step: the first and last launch call on this lane.
-        let mut bounds: BTreeMap<u32, (usize, usize)> = BTreeMap::new();
-        for (i, &t) in tasks.iter().enumerate() {
-            if !edit.is_frozen(t) && !edit.launched(t).is_empty() {
-                let entry = bounds.entry(edit.step(t)).or_insert((i, i));
-                entry.1 = i;
+    for (lane, input_lane) in graph.lanes.iter().enumerate() {
+        let first_task = input_lane.first_task as usize;
+        let input_tasks = first_task..first_task + input_lane.task_count as usize;
+        // Per step: the recorded starts of the first and last launch call on this lane, and
+        // the last call (the host time after it is outside the captured region).
+        let mut bounds: BTreeMap<u32, (i64, i64, TaskId)> = BTreeMap::new();
+        for t in input_tasks {
+            let task = TaskId(t as u32);
+            if launches[t] && !edit.is_frozen(task) {
+                let start = graph.rec_start_ns[t];
+                let entry = bounds.entry(graph.step[t]).or_insert((start, start, task));
+                entry.0 = entry.0.min(start);
+                if start >= entry.1 {
+                    (entry.1, entry.2) = (start, task);
+                }
             }
         }
-        for (_, (first, last)) in bounds {
-            let mut in_segment = false;
-            for (i, &t) in tasks.iter().enumerate().take(last + 1).skip(first) {
-                if edit.is_blocking(t) {
-                    in_segment = false;
-                    continue;
-                }
-                if !in_segment {
-                    segment_heads.push(t);
-                    in_segment = true;
-                }
-                zeroed.push((t, i == last));
+        let mut in_segment = false;
+        for t in edit.lane_tasks(lane as u32) {
+            let task = TaskId(t);
+            let bound = bounds.get(&edit.step(task));
+            let inside = !edit.is_frozen(task)
+                && bound.is_some_and(|&(first, last, _)| {
+                    (first..=last).contains(&edit.rec_start_ns(task))
+                });
+            if !inside || edit.is_blocking(task) {
+                in_segment = false;
+                continue;
             }
+            if !in_segment {
+                segment_heads.push(task);
+                in_segment = true;
+            }
+            zeroed.push((task, bound.is_some_and(|&(_, _, last)| last == task)));
         }
     }
     let all = Selection::new(zeroed.iter().map(|&(t, _)| t).collect());
@@ -405,4 +582,58 @@ pub fn remove_syncs(context: &Context<'_>, edit: &mut EditGraph) -> Result<usize
     });
     edit.remove(&selection, HostGaps::Keep)?;
     Ok(selection.len())
+}
+
+static ELEMENTWISE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)(elementwise|pointwise)").expect("valid regex"));
+
+/// **Kernel fusion of element-wise chains** (what `torch.compile`'s Inductor does): every
+/// run of element-wise kernels (PyTorch's `elementwise_kernel`, `vectorized_elementwise_kernel`,
+/// `unrolled_elementwise_kernel`, `pointwise` kernels) adjacent on one stream in one step of
+/// the forward or backward pass becomes one kernel; the launch calls of the fused-away kernels
+/// go with the host time after them (the eager dispatch of those ops).
+///
+/// Cost: element-wise kernels are memory-bound. A chain of `n` kernels that each read a tensor
+/// and write one moves about `2n` tensors; fused, the intermediates stay in registers and it
+/// moves about `n + 1` (each input once, one output). So the fused kernel costs the sum of
+/// the parts × `(n + 1) / 2n` (0.75 for a pair, towards 0.5 for long chains), and never less
+/// than its longest part (it moves at least that part's bytes). `factor` replaces the chain
+/// estimate by a fixed share of the sum. The durations are this trace's own.
+///
+/// Not modeled: fusion across reductions or GEMM epilogues, and compile-time guards.
+pub fn kernel_fusion(
+    context: &Context<'_>,
+    edit: &mut EditGraph,
+    factor: Option<f64>,
+) -> Result<usize, WhatIfError> {
+    let names = &context.trace.names;
+    let select = Select {
+        kinds: vec![TaskKind::Kernel],
+        phases: vec![Phase::Forward, Phase::Backward],
+        ..Select::default()
+    };
+    let candidates = edit.select(&select, context.select_context());
+    let elementwise = Selection::new(
+        candidates
+            .tasks()
+            .iter()
+            .copied()
+            .filter(|&t| ELEMENTWISE.is_match(names.get(edit.name(t))))
+            .collect(),
+    );
+    let mut changed = 0;
+    for run in edit.runs(&elementwise) {
+        let n = run.len();
+        if n < 2 {
+            continue;
+        }
+        let parts: Vec<i64> = run.tasks().iter().map(|&t| edit.dur_ns(t)).collect();
+        let sum: i64 = parts.iter().sum();
+        let longest = parts.iter().copied().max().unwrap_or(0);
+        let share = factor.unwrap_or((n as f64 + 1.0) / (2.0 * n as f64));
+        let cost = ((sum as f64 * share).round() as i64).max(longest).min(sum);
+        changed += n;
+        edit.fuse(&run, FusedCost::Fixed(cost), HostGaps::Drop)?;
+    }
+    Ok(changed)
 }

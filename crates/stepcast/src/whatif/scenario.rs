@@ -233,6 +233,18 @@ impl Scenario {
         })
     }
 
+    /// The built-in models the scenario applies, in order.
+    pub fn models(&self) -> Vec<Model> {
+        self.transforms
+            .iter()
+            .flat_map(|t| &t.actions)
+            .filter_map(|a| match a {
+                Action::Model(m) => Some(m.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Applies the scenario's transforms, in order, to `edit`.
     pub fn apply(&self, context: &Context<'_>, edit: &mut EditGraph) -> Result<(), WhatIfError> {
         for transform in &self.transforms {

@@ -465,6 +465,11 @@ fn check_sums(name: &str, b: &Breakdown) {
     assert_eq!(b.device_by_phase.total_ns(), span, "{what}: device phases");
     assert_eq!(b.device_by_layer.total_ns(), span, "{what}: device layers");
     assert_eq!(b.host_by_phase.total_ns(), span, "{what}: host phases");
+    assert_eq!(b.host_by_layer.total_ns(), span, "{what}: host layers");
+    assert_eq!(
+        b.host_by_layer.idle_ns, b.host_by_phase.idle_ns,
+        "{what}: host idle is the same in both partitions"
+    );
     assert_eq!(
         b.device_by_phase.idle_ns,
         b.host_device.device_idle_ns(),

@@ -3,6 +3,7 @@
 mod breakdowns;
 mod critical;
 mod mapping;
+mod ranks;
 mod whatif;
 
 use std::path::PathBuf;

@@ -7,8 +7,8 @@ use stepcast::analyze::mapping::{Mapping, map};
 use stepcast::graph::{NO_STEP, TaskId, TaskKind};
 use stepcast::simulate::{RecordedOrder, SimOptions, simulate};
 use stepcast::whatif::{
-    Context, EditError, HostGaps, Insert, InsertLaunch, Model, Scenario, Selection, WhatIfError,
-    apply_models, median_duration, predict, what_if,
+    Context, EditError, Hardware, HostGaps, Insert, InsertLaunch, Model, ModelParams, Resource,
+    Scenario, Selection, WhatIfError, advise, apply_models, median_duration, predict, what_if,
 };
 use stepcast_trace::Trace;
 
@@ -332,6 +332,7 @@ fn example_scenarios_parse_and_apply() {
         "fused_optimizer_and_cuda_graphs.toml",
         "fuse_elementwise.toml",
         "faster_host.toml",
+        "compile_reduce_overhead.toml",
     ] {
         let scenario = Scenario::parse(&example(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(!scenario.transforms.is_empty(), "{name}");
@@ -387,5 +388,230 @@ fn scenario_errors_point_at_the_offending_line() {
         let error = Scenario::parse(text).expect_err(text);
         assert_eq!((error.line, error.column), (line, column), "{error}");
         assert!(error.message.contains(message), "{error}");
+    }
+}
+
+#[test]
+fn new_model_speedups() {
+    let cases: &[(&str, &str, f64, f64)] = &[
+        (DF_INDEX_RESOLVER, "kernel_fusion", 1.02, 1.2),
+        (NCCL_DATA, "kernel_fusion", 1.05, 1.4),
+        (RESNET50, "kernel_fusion", 1.005, 1.1),
+        (RESNET50, "faster_copies", 1.0, 1.05),
+    ];
+    for &(relative, name, low, high) in cases {
+        let context = context(loaded(relative));
+        let model = Model::by_name(name).expect("a model name");
+        let outcome = apply_models(&context, &[model]).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            (low..=high).contains(&outcome.speedup),
+            "{relative} {name}: speedup {}",
+            outcome.speedup
+        );
+    }
+}
+
+/// Kernel fusion removes kernels and their launches, and never makes a fused kernel shorter
+/// than its longest part or longer than the sum: the device time it saves is at most half of
+/// the element-wise time of the forward and backward passes.
+#[test]
+fn kernel_fusion_removes_kernels_and_saves_device_time() {
+    for relative in TRACES {
+        let context = context(loaded(relative));
+        let outcome = apply_models(&context, &[Model::KernelFusion { factor: None }])
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(outcome.changes.removed > 0, "{relative}");
+        assert_eq!(outcome.changes.added, 0, "{relative}");
+        let saved = outcome.device_saved_ns();
+        let device_before: i64 = outcome.phases.iter().map(|p| p.device_before_ns).sum();
+        assert!(
+            saved > 0 && saved < device_before / 2,
+            "{relative}: {saved}"
+        );
+    }
+}
+
+/// The identity what-if changes nothing: no task counted as changed, the per-phase times
+/// before and after agree, and the bottleneck is the baseline's.
+#[test]
+fn identity_outcome_reports_no_change() {
+    for relative in TRACES {
+        let context = context(loaded(relative));
+        let outcome = what_if(&context, |_| Ok(())).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(outcome.changes, Default::default(), "{relative}");
+        for phase in &outcome.phases {
+            assert_eq!(phase.host_before_ns, phase.host_after_ns, "{relative}");
+            assert_eq!(phase.device_before_ns, phase.device_after_ns, "{relative}");
+        }
+        assert_eq!(outcome.host_saved_ns(), 0);
+        assert_eq!(
+            outcome.baseline.bottleneck, outcome.predicted.bottleneck,
+            "{relative}"
+        );
+        // The bottleneck covers the steady period (integer means: within a few ns per step).
+        let length = outcome.baseline.bottleneck.length_ns();
+        assert!(
+            (length - outcome.baseline.step_ns).abs() <= 8,
+            "{relative}: path {length} vs period {}",
+            outcome.baseline.step_ns
+        );
+    }
+}
+
+/// CUDA graphs on a host-bound trace: host time goes, the bottleneck moves off the host.
+#[test]
+fn cuda_graphs_move_the_bottleneck_off_the_host() {
+    let context = context(loaded(DF_INDEX_RESOLVER));
+    let outcome = apply_models(&context, &[Model::CudaGraphs]).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(outcome.baseline.bottleneck.bound(), Resource::Host);
+    assert_ne!(outcome.predicted.bottleneck.bound(), Resource::Host);
+    assert!(outcome.host_saved_ns() > 0);
+    assert_eq!(outcome.device_saved_ns(), 0);
+}
+
+/// Regression: a fused optimizer applied before CUDA graphs removed the step's last launch
+/// calls, which shrank the captured region and left the host's wait for the backward pass
+/// as host time: the combination predicted less than CUDA graphs alone (1.28 vs 1.85).
+#[test]
+fn fused_optimizer_then_cuda_graphs_is_no_worse_than_cuda_graphs() {
+    for relative in TRACES {
+        let context = context(loaded(relative));
+        let alone = apply_models(&context, &[Model::CudaGraphs]).unwrap_or_else(|e| panic!("{e}"));
+        let both = apply_models(
+            &context,
+            &[Model::FusedOptimizer { factor: 1.0 }, Model::CudaGraphs],
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            both.speedup >= alone.speedup * 0.995,
+            "{relative}: {} < {}",
+            both.speedup,
+            alone.speedup
+        );
+    }
+}
+
+#[test]
+fn advise_ranks_every_model_and_useful_combinations() {
+    for relative in [DF_INDEX_RESOLVER, NCCL_DATA] {
+        let context = context(loaded(relative));
+        let advice = advise(&context).unwrap_or_else(|e| panic!("{e}"));
+        let names: Vec<String> = advice.candidates.iter().map(|c| c.name()).collect();
+        for model in Model::advised() {
+            assert!(
+                names.contains(&model.name()),
+                "{relative}: {}",
+                model.name()
+            );
+        }
+        // Best first, ties by name.
+        for pair in advice.candidates.windows(2) {
+            let (a, b) = (&pair[0], &pair[1]);
+            assert!(
+                a.outcome.speedup > b.outcome.speedup
+                    || (a.outcome.speedup == b.outcome.speedup && a.name() < b.name()),
+                "{relative}: {} before {}",
+                a.name(),
+                b.name()
+            );
+        }
+        // No combination includes a model that does not help on its own.
+        let useless: Vec<String> = advice
+            .candidates
+            .iter()
+            .filter(|c| c.models.len() == 1 && !c.is_useful())
+            .map(|c| c.name())
+            .collect();
+        for candidate in advice.candidates.iter().filter(|c| c.models.len() > 1) {
+            for model in &candidate.models {
+                assert!(!useless.contains(&model.name()), "{}", candidate.name());
+            }
+        }
+        assert!(advice.candidates.iter().any(|c| c.models.len() > 2));
+        // Every candidate is predicted against the same baseline, and matches a what-if run
+        // on its own.
+        let best = &advice.candidates[0];
+        let alone = apply_models(&context, &best.models).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(alone.predicted, best.outcome.predicted, "{relative}");
+        let again = advise(&context).unwrap_or_else(|e| panic!("{e}"));
+        let again: Vec<String> = again.candidates.iter().map(|c| c.name()).collect();
+        assert_eq!(names, again, "{relative}: deterministic order");
+    }
+}
+
+/// Model parameters: (model, params, the model or the error's text).
+#[test]
+fn model_params_are_checked() {
+    let ok = Model::with_params(
+        "faster_hardware",
+        &ModelParams {
+            compute: Some(2.0),
+            memory: Some(1.5),
+            cpu: Some(1.2),
+            ..ModelParams::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        ok,
+        Model::FasterHardware(Hardware {
+            compute: 2.0,
+            memory: 1.5,
+            cpu: 1.2,
+            copy: 1.0
+        })
+    );
+    let fused = Model::with_params(
+        "fused_optimizer",
+        &ModelParams {
+            factor: Some(0.5),
+            ..ModelParams::default()
+        },
+    );
+    assert_eq!(fused, Ok(Model::FusedOptimizer { factor: 0.5 }));
+    let cases: &[(&str, ModelParams, &str)] = &[
+        (
+            "fused_adamw",
+            ModelParams::default(),
+            "unknown model `fused_adamw`; the models are: fused_optimizer, cuda_graphs",
+        ),
+        (
+            "cuda_graphs",
+            ModelParams {
+                factor: Some(0.5),
+                ..ModelParams::default()
+            },
+            "cuda_graphs takes no --factor; it takes none",
+        ),
+        (
+            "amp",
+            ModelParams {
+                cpu: Some(2.0),
+                ..ModelParams::default()
+            },
+            "amp takes no --cpu",
+        ),
+        (
+            "faster_gpu",
+            ModelParams {
+                compute: Some(0.0),
+                ..ModelParams::default()
+            },
+            "invalid --compute 0",
+        ),
+        (
+            "fused_optimizer",
+            ModelParams {
+                compute: Some(2.0),
+                ..ModelParams::default()
+            },
+            "it takes --factor",
+        ),
+    ];
+    for (name, params, message) in cases {
+        let error = Model::with_params(name, params)
+            .expect_err(name)
+            .to_string();
+        assert!(error.contains(message), "{error}");
     }
 }

@@ -1,0 +1,584 @@
+//! `stepcast analyze`: the JSON contract (`stepcast.analyze/1`) on real traces, its critical
+//! path checked event by event against the input file, determinism, `--step`, and the text
+//! report's width.
+
+use std::collections::BTreeSet;
+use std::io::Read;
+
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::{TempDir, path_str, stepcast};
+
+/// Five steps of data-parallel training on a V100, with memory events.
+const DF_INDEX_RESOLVER: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../testdata/kineto/HolisticTraceAnalysis/tests/data/df_index_resolver/df_index_resolver.json.gz"
+);
+
+/// Three steps of data-parallel training with NCCL collectives on a second stream.
+const NCCL: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../testdata/kineto/HolisticTraceAnalysis/tests/data/nccl_parser_config/nccl_data.json.gz"
+);
+
+/// HTA's critical-path end-to-end input: no step markers.
+const SIMPLE_ADD: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../testdata/kineto/HolisticTraceAnalysis/tests/data/critical_path/end_to_end/simple_add/input/trace.json.gz"
+);
+
+const PHASES: [&str; 6] = [
+    "forward",
+    "backward",
+    "optimizer",
+    "communication",
+    "data_loading",
+    "other",
+];
+
+const BOUNDS: [&str; 5] = [
+    "cpu",
+    "gpu_compute",
+    "memory_copies",
+    "communication",
+    "synchronization",
+];
+
+/// What a trace's analysis is expected to show.
+struct Expected {
+    trace: &'static str,
+    /// `analyzed_step`: `None` for a trace without step markers.
+    analyzed_step: Option<u64>,
+    steps: usize,
+    /// Smallest `gpu_time_mapped_fraction` of any step.
+    min_mapped: f64,
+    /// Devices with memory events.
+    memory_devices: usize,
+}
+
+const EXPECTED: [Expected; 3] = [
+    Expected {
+        trace: DF_INDEX_RESOLVER,
+        analyzed_step: Some(4),
+        steps: 5,
+        min_mapped: 0.99,
+        memory_devices: 2,
+    },
+    Expected {
+        trace: NCCL,
+        analyzed_step: Some(6),
+        steps: 3,
+        min_mapped: 0.99,
+        memory_devices: 0,
+    },
+    Expected {
+        trace: SIMPLE_ADD,
+        analyzed_step: None,
+        steps: 1,
+        min_mapped: 0.99,
+        memory_devices: 0,
+    },
+];
+
+#[test]
+fn analyze_json_keeps_the_contract() {
+    for expected in &EXPECTED {
+        check_contract(expected);
+    }
+}
+
+#[test]
+fn critical_path_events_are_the_input_files_own() {
+    for expected in &EXPECTED {
+        let run = stepcast(&["analyze", expected.trace, "--json"]);
+        run.assert_success();
+        let path = output_events(&run.stdout);
+        assert!(!path.is_empty(), "{}: empty critical path", expected.trace);
+        let recorded = file_events(expected.trace);
+        for event in &path {
+            assert!(
+                recorded.contains(event),
+                "{}: critical-path event {event:?} is not in the file",
+                expected.trace
+            );
+        }
+    }
+}
+
+#[test]
+fn every_df_index_resolver_step_is_mapped() {
+    let json = stepcast_json(&["analyze", DF_INDEX_RESOLVER, "--json"]);
+    for step in json["steps"].as_array().expect("steps") {
+        let mapped = step["gpu_time_mapped_fraction"].as_f64().expect("fraction");
+        assert!(mapped >= 0.99, "step {}: {mapped}", step["number"]);
+    }
+}
+
+#[test]
+fn analyze_output_is_byte_identical_across_runs() {
+    for args in [&["analyze", NCCL, "--json"][..], &["analyze", NCCL][..]] {
+        let first = stepcast(args);
+        first.assert_success();
+        let second = stepcast(args);
+        assert_eq!(first.stdout, second.stdout, "stepcast {args:?}");
+    }
+}
+
+#[test]
+fn analyze_step_picks_the_analyzed_step() {
+    let json = stepcast_json(&["analyze", NCCL, "--step", "5", "--json"]);
+    assert_eq!(json["selected_step"], 5);
+    assert_eq!(json["analyzed_step"], 5);
+    assert_eq!(json["steps"].as_array().map(Vec::len), Some(3));
+    let default = stepcast_json(&["analyze", NCCL, "--json"]);
+    assert_eq!(default["selected_step"], Value::Null);
+    assert_ne!(json["critical_path"], default["critical_path"]);
+}
+
+#[test]
+fn analyze_unknown_step_is_an_error_and_writes_nothing() {
+    for (trace, step, message) in [
+        (NCCL, "7", "its steps are 4-6"),
+        (SIMPLE_ADD, "0", "no ProfilerStep markers"),
+    ] {
+        let dir = TempDir::new("analyze-unknown-step");
+        let out = dir.path().join("out.json");
+        let run = stepcast(&[
+            "analyze",
+            trace,
+            "--step",
+            step,
+            "--json",
+            "-o",
+            path_str(&out),
+        ]);
+        assert_eq!(run.code, Some(1), "{}", run.stderr);
+        assert!(run.stdout.is_empty());
+        assert!(
+            run.stderr.starts_with("stepcast: error: "),
+            "{}",
+            run.stderr
+        );
+        assert!(
+            run.stderr.contains(&format!("no step {step}")),
+            "{}",
+            run.stderr
+        );
+        assert!(run.stderr.contains(message), "{}", run.stderr);
+        assert!(dir.entries().is_empty(), "{:?}", dir.entries());
+    }
+}
+
+#[test]
+fn analyze_text_reads_top_down_and_fits_120_columns() {
+    for expected in &EXPECTED {
+        let run = stepcast(&["analyze", expected.trace]);
+        run.assert_success();
+        let text = &run.stdout;
+        let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            words.starts_with(&format!("Analyzed {} on ", expected.trace)),
+            "{text}"
+        );
+        assert!(words.contains(" is bound by "), "{text}");
+        let order = [
+            "\nSteps\n",
+            "idle by cause",
+            "\nTime by phase, ",
+            "\nTop layers on the ",
+            "\nCritical path, ",
+            "\nHTA temporal breakdown",
+            "\nTop kernels",
+            "\nTop ops",
+            "\nQueueing latency",
+            "\nDevice work per launch API",
+            "\nStep variability",
+            "\nMemory peaks",
+            "\nUnmapped ",
+        ];
+        let mut at = 0;
+        for section in order {
+            let found = text[at..]
+                .find(section)
+                .unwrap_or_else(|| panic!("{}: no {section:?} after byte {at}", expected.trace));
+            at += found;
+        }
+        for line in text.lines() {
+            assert!(
+                line.chars().count() <= 120 || line.contains(expected.trace),
+                "{}: line too wide: {line}",
+                expected.trace
+            );
+        }
+        // Every breakdown ends with a total row.
+        assert!(text.matches("│ total ").count() >= 8, "{text}");
+    }
+    // Long kernel names are cut with an ellipsis.
+    let text = stepcast(&["analyze", NCCL]).stdout;
+    assert!(text.contains("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsign…"));
+}
+
+fn stepcast_json(args: &[&str]) -> Value {
+    let run = stepcast(args);
+    run.assert_success();
+    run.json()
+}
+
+fn check_contract(expected: &Expected) {
+    let trace = expected.trace;
+    let json = stepcast_json(&["analyze", trace, "--json"]);
+    assert_eq!(json["schema"], "stepcast.analyze/1");
+    assert_eq!(json["trace"]["file"], trace);
+    assert_eq!(
+        json["analyzed_step"].as_u64(),
+        expected.analyzed_step,
+        "{trace}"
+    );
+    let steps = json["steps"].as_array().expect("steps");
+    assert_eq!(steps.len(), expected.steps, "{trace}");
+    if expected.analyzed_step.is_none() {
+        assert_eq!(steps[0]["synthetic"], true, "{trace}");
+    }
+    for step in steps {
+        check_step(trace, step);
+    }
+    check_breakdown(trace, &json["window"], json["window"]["span_ns"].as_i64());
+
+    let hta = &json["hta_temporal_breakdown"];
+    let pcts: Vec<f64> = ["idle_pct", "compute_pct", "non_compute_pct"]
+        .iter()
+        .map(|key| {
+            hta[key]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{trace}: {key}"))
+        })
+        .collect();
+    assert!(pcts.iter().all(|p| (0.0..=100.0).contains(p)), "{pcts:?}");
+    let sum: f64 = pcts.iter().sum();
+    assert!((sum - 100.0).abs() <= 0.01, "{trace}: HTA sums to {sum}");
+    let parts = ["idle_ns", "compute_ns", "non_compute_ns"]
+        .iter()
+        .map(|key| int(&hta[key]))
+        .sum::<i64>();
+    assert_eq!(parts, int(&hta["kernel_time_ns"]), "{trace}");
+    assert!(
+        hta["definition"]
+            .as_str()
+            .is_some_and(|d| d.contains("get_temporal_breakdown"))
+    );
+
+    let path = json["critical_path"].as_array().expect("critical_path");
+    assert!(!path.is_empty(), "{trace}");
+    for event in path {
+        for key in ["pid", "tid", "ts", "dur", "name"] {
+            assert!(!event[key].is_null(), "{trace}: critical_path[].{key}");
+        }
+    }
+
+    let mapping = &json["mapping"];
+    let fraction = mapping["gpu_time_mapped_fraction"]
+        .as_f64()
+        .expect("fraction");
+    assert!((0.0..=1.0).contains(&fraction));
+    let unmapped = &mapping["unmapped"];
+    let reasons = [
+        "launched_before_window",
+        "no_op_around_launch",
+        "no_phase_evidence",
+    ];
+    let unmapped_ns: i64 = reasons.iter().map(|r| int(&unmapped[r]["ns"])).sum();
+    assert_eq!(unmapped_ns, int(&mapping["unmapped_device_ns"]), "{trace}");
+    assert_eq!(
+        int(&mapping["mapped_device_ns"]) + unmapped_ns,
+        int(&mapping["device_ns"])
+    );
+
+    let statistics = &json["statistics"];
+    for key in [
+        "top_kernels",
+        "top_ops",
+        "queue_latency",
+        "kernels_per_launch_api",
+    ] {
+        let list = statistics[key].as_array().expect(key);
+        assert!(!list.is_empty(), "{trace}: statistics.{key}");
+        for item in list {
+            for field in ["count", "total_ns", "mean_ns", "std_ns", "min_ns", "max_ns"] {
+                if key != "kernels_per_launch_api" {
+                    assert!(item[field].is_number(), "{trace}: {key}[].{field}");
+                }
+            }
+        }
+    }
+    let variability = &statistics["step_variability"];
+    assert_eq!(
+        variability["steps"].as_array().map(Vec::len),
+        Some(expected.steps)
+    );
+    assert!(variability["all"]["cv"].is_number());
+
+    let memory = json["memory"].as_array().expect("memory");
+    assert_eq!(memory.len(), expected.memory_devices, "{trace}");
+    for device in memory {
+        assert!(int(&device["peak_bytes"]) > 0);
+        for key in ["device", "peak_at_ns", "op", "layer", "phase", "op_stack"] {
+            assert!(device.get(key).is_some(), "{trace}: memory[].{key}");
+        }
+    }
+
+    for step in steps {
+        let mapped = step["gpu_time_mapped_fraction"].as_f64().expect("mapped");
+        assert!(
+            mapped >= expected.min_mapped,
+            "{trace} step {}: {mapped}",
+            step["number"]
+        );
+    }
+}
+
+fn check_step(trace: &str, step: &Value) {
+    let what = format!("{trace} step {}", step["number"]);
+    assert!(step["number"].is_u64(), "{what}");
+    assert!(step["steady"].is_boolean(), "{what}");
+    let measured = int(&step["measured_ns"]);
+    assert!(measured > 0, "{what}");
+    assert!(int(&step["replayed_ns"]) > 0, "{what}");
+    let mapped = step["gpu_time_mapped_fraction"].as_f64().expect("mapped");
+    assert!((0.0..=1.0).contains(&mapped), "{what}");
+    check_breakdown(&what, step, Some(measured));
+
+    let path = &step["critical_path_breakdown"];
+    let length = int(&path["length_ns"]);
+    assert!(length > 0, "{what}");
+    assert!(
+        BOUNDS.contains(&path["bound"].as_str().expect("bound")),
+        "{what}"
+    );
+    let share = path["bound_share"].as_f64().expect("bound_share");
+    assert!(share > 0.0 && share <= 1.0, "{what}");
+    assert_eq!(map_keys(&path["by_bound"]), sorted(BOUNDS), "{what}");
+    assert_eq!(map_sum(&path["by_bound"]), length, "{what}: by_bound");
+    assert_eq!(map_keys(&path["by_phase"]), sorted(PHASES), "{what}");
+    assert_eq!(map_sum(&path["by_phase"]), length, "{what}: by_phase");
+    for (list, name) in [("by_layer", "layer"), ("by_op", "op")] {
+        let items = path[list].as_array().expect(list);
+        assert!(items.iter().all(|item| item.get(name).is_some()), "{what}");
+        let sum: i64 = items.iter().map(|item| int(&item["ns"])).sum();
+        assert_eq!(sum, length, "{what}: {list}");
+    }
+    let longest = path["longest"].as_array().expect("longest");
+    assert!(!longest.is_empty(), "{what}");
+    for stretch in longest {
+        assert!(stretch["name"].is_string() && stretch["lane"].is_string());
+        assert!(BOUNDS.contains(&stretch["bound"].as_str().expect("bound")));
+        let ns = int(&stretch["ns"]);
+        assert!(ns > 0 && ns <= length, "{what}");
+    }
+}
+
+/// The partitions of a span each sum to it.
+fn check_breakdown(what: &str, breakdown: &Value, span: Option<i64>) {
+    let span = span.expect("a span");
+    let host_device = &breakdown["host_device"];
+    assert_eq!(map_sum(host_device), span, "{what}: host_device");
+    let device_idle = int(&host_device["cpu_only_ns"]) + int(&host_device["idle_ns"]);
+    assert_eq!(
+        map_sum(&breakdown["device_idle_by_cause"]),
+        device_idle,
+        "{what}: device idle by cause"
+    );
+    let communication = &breakdown["communication_overlap"];
+    let parts = [
+        "compute_only_ns",
+        "overlapped_ns",
+        "exposed_ns",
+        "neither_ns",
+    ]
+    .iter()
+    .map(|key| int(&communication[key]))
+    .sum::<i64>();
+    assert_eq!(parts, span, "{what}: communication");
+    for key in ["device_time_by_phase", "host_time_by_phase"] {
+        let phases = sorted([
+            "forward",
+            "backward",
+            "optimizer",
+            "communication",
+            "data_loading",
+            "other",
+            "idle",
+        ]);
+        assert_eq!(map_keys(&breakdown[key]), phases, "{what}: {key}");
+        assert_eq!(map_sum(&breakdown[key]), span, "{what}: {key}");
+    }
+    assert_eq!(
+        int(&breakdown["device_time_by_phase"]["idle"]),
+        device_idle,
+        "{what}"
+    );
+    for key in ["device_top_layers", "host_top_layers"] {
+        let layers = &breakdown[key];
+        let listed: i64 = layers["layers"]
+            .as_array()
+            .expect("layers")
+            .iter()
+            .map(|layer| int(&layer["ns"]))
+            .sum();
+        let total = listed + int(&layers["other_layers_ns"]) + int(&layers["idle_ns"]);
+        assert_eq!(total, span, "{what}: {key}");
+    }
+    let launch_bound = &breakdown["launch_bound_kernels"];
+    assert!(int(&launch_bound["launch_bound"]) <= int(&launch_bound["kernels"]));
+}
+
+fn int(value: &Value) -> i64 {
+    value
+        .as_i64()
+        .unwrap_or_else(|| panic!("not an integer: {value}"))
+}
+
+/// The keys of an object, sorted (`serde_json::Value` does not keep their order; the byte
+/// order is checked by the determinism test).
+fn map_keys(map: &Value) -> Vec<&str> {
+    map.as_object()
+        .expect("an object")
+        .keys()
+        .map(String::as_str)
+        .collect()
+}
+
+fn sorted<const N: usize>(keys: [&str; N]) -> Vec<&str> {
+    let mut keys = keys.to_vec();
+    keys.sort_unstable();
+    keys
+}
+
+fn map_sum(map: &Value) -> i64 {
+    map.as_object().expect("an object").values().map(int).sum()
+}
+
+/// An event as `(pid, tid, name, ts, dur)`, times as exact decimals in units of 10^-9 µs.
+type EventKey = (i64, i64, String, i128, i128);
+
+/// The `critical_path` of an `analyze` document, with `ts` and `dur` read from its own digits
+/// (which must have exactly three decimals).
+fn output_events(document: &str) -> Vec<EventKey> {
+    #[derive(Deserialize)]
+    struct Document<'a> {
+        #[serde(borrow)]
+        critical_path: Vec<OutputEvent<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct OutputEvent<'a> {
+        pid: i64,
+        tid: i64,
+        #[serde(borrow)]
+        ts: &'a RawValue,
+        #[serde(borrow)]
+        dur: &'a RawValue,
+        name: String,
+    }
+    let document: Document = serde_json::from_str(document).expect("the document parses");
+    let exact = |raw: &RawValue| {
+        let text = raw.get();
+        assert_eq!(
+            text.split_once('.').map(|(_, decimals)| decimals.len()),
+            Some(3),
+            "{text} has three decimals"
+        );
+        decimal(text).expect("a plain decimal")
+    };
+    document
+        .critical_path
+        .into_iter()
+        .map(|event| {
+            (
+                event.pid,
+                event.tid,
+                event.name,
+                exact(event.ts),
+                exact(event.dur),
+            )
+        })
+        .collect()
+}
+
+/// The complete events of a Kineto file, with `ts` and `dur` read from the file's own digits.
+fn file_events(path: &str) -> BTreeSet<EventKey> {
+    #[derive(Deserialize)]
+    struct File<'a> {
+        #[serde(rename = "traceEvents", borrow)]
+        trace_events: Vec<FileEvent<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct FileEvent<'a> {
+        ph: Option<String>,
+        pid: Option<Value>,
+        tid: Option<Value>,
+        #[serde(borrow)]
+        ts: Option<&'a RawValue>,
+        #[serde(borrow)]
+        dur: Option<&'a RawValue>,
+        name: Option<String>,
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| flate2::read::MultiGzDecoder::new(file).read_to_end(&mut bytes))
+        .expect("the trace reads");
+    let text = std::str::from_utf8(&bytes).expect("the trace is UTF-8");
+    let file: File = serde_json::from_str(text).expect("the trace parses");
+    let id = |value: &Option<Value>| -> Option<i64> {
+        match value.as_ref()? {
+            Value::Number(n) => n.as_i64(),
+            Value::String(s) => s.parse().ok(),
+            _ => None,
+        }
+    };
+    file.trace_events
+        .into_iter()
+        .filter(|event| event.ph.as_deref() == Some("X"))
+        .filter_map(|event| {
+            Some((
+                id(&event.pid)?,
+                id(&event.tid)?,
+                event.name?,
+                decimal(event.ts?.get())?,
+                decimal(event.dur?.get())?,
+            ))
+        })
+        .collect()
+}
+
+/// A plain decimal number (`-12.345`) as an exact integer count of 10^-9 units; `None` for an
+/// exponent or more than nine decimals.
+fn decimal(text: &str) -> Option<i128> {
+    let (negative, digits) = match text.trim().strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text.trim()),
+    };
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+    if fraction.len() > 9
+        || !whole.bytes().all(|b| b.is_ascii_digit())
+        || !fraction.bytes().all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    let whole: i128 = whole.parse().ok()?;
+    let fraction: i128 = format!("{fraction:0<9}").parse().ok()?;
+    let value = whole * 1_000_000_000 + fraction;
+    Some(if negative { -value } else { value })
+}
+
+#[test]
+fn decimals_compare_exactly() {
+    assert_eq!(decimal("12.5"), decimal("12.500"));
+    assert_eq!(decimal("12"), decimal("12.000"));
+    assert_eq!(decimal("-0.001"), Some(-1_000_000));
+    assert_ne!(
+        decimal("1707417525509335.123"),
+        decimal("1707417525509335.124")
+    );
+    assert_eq!(decimal("1e3"), None);
+}

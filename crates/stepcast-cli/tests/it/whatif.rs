@@ -1,0 +1,282 @@
+//! `stepcast whatif` and `stepcast advise` on real traces: the JSON contract, the ranking,
+//! determinism, and clean errors for a bad model or scenario.
+
+use super::{TempDir, path_str, stepcast};
+
+/// A data-parallel rank (A100, NCCL), host-bound: every what-if replays in milliseconds.
+const NCCL_DATA: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../testdata/kineto/HolisticTraceAnalysis/tests/data/nccl_parser_config/nccl_data.json.gz"
+);
+
+/// A single-GPU ResNet-50 (V100), whose GPU work shows on the critical path.
+const RESNET50: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../testdata/kineto/kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"
+);
+
+const SCENARIOS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/scenarios");
+
+/// Checks the `whatif` document's contract: schema, keys, `speedup = baseline / predicted`.
+fn check_whatif(json: &serde_json::Value) -> f64 {
+    assert_eq!(json["schema"], "stepcast.whatif/1");
+    let baseline = json["baseline_ns"].as_i64().expect("baseline_ns");
+    let predicted = json["predicted_ns"].as_i64().expect("predicted_ns");
+    let speedup = json["speedup"].as_f64().expect("speedup");
+    assert!(baseline > 0 && predicted > 0);
+    assert!((speedup - baseline as f64 / predicted as f64).abs() < 1e-9);
+    assert_eq!(json["gain_ns"].as_i64(), Some(baseline - predicted));
+    for key in [
+        "name",
+        "models",
+        "steady_steps",
+        "tasks",
+        "phases",
+        "host_saved_ns",
+        "device_saved_ns",
+        "bottleneck_before",
+        "bottleneck_after",
+    ] {
+        assert!(!json[key].is_null(), "{key}");
+    }
+    assert_eq!(json["phases"].as_array().map(Vec::len), Some(6));
+    let after = &json["bottleneck_after"];
+    let parts: i64 = [
+        "host_ns",
+        "compute_ns",
+        "copy_ns",
+        "communication_ns",
+        "wait_ns",
+    ]
+    .iter()
+    .map(|k| after[k].as_i64().expect("bottleneck part"))
+    .sum();
+    assert_eq!(after["length_ns"].as_i64(), Some(parts));
+    speedup
+}
+
+/// (trace, arguments, the `name` reported, lowest speedup, highest speedup).
+const WHATIFS: &[(&str, &[&str], &str, f64, f64)] = &[
+    (NCCL_DATA, &["cuda_graphs"], "cuda_graphs", 1.1, 1.5),
+    (
+        NCCL_DATA,
+        &["fused_optimizer", "--factor", "0.5"],
+        "fused_optimizer(factor=0.5)",
+        1.01,
+        1.2,
+    ),
+    (NCCL_DATA, &["faster_cpu"], "faster_cpu", 1.2, 2.0),
+    (
+        RESNET50,
+        &[
+            "faster_hardware",
+            "--compute",
+            "2",
+            "--memory",
+            "1.5",
+            "--cpu",
+            "1.2",
+        ],
+        "faster_hardware(compute=2,memory=1.5,cpu=1.2,copy=1)",
+        1.1,
+        1.5,
+    ),
+    (RESNET50, &["amp"], "amp", 1.005, 1.2),
+    (RESNET50, &["kernel_fusion"], "kernel_fusion", 1.005, 1.2),
+];
+
+#[test]
+fn whatif_json_keeps_its_contract() {
+    for &(trace, args, name, low, high) in WHATIFS {
+        let mut full = vec!["whatif", trace];
+        full.extend_from_slice(args);
+        full.push("--json");
+        let run = stepcast(&full);
+        run.assert_success();
+        let json = run.json();
+        let speedup = check_whatif(&json);
+        assert_eq!(json["name"], name, "{args:?}");
+        assert!((low..=high).contains(&speedup), "{args:?}: {speedup}");
+        assert_eq!(json["scenario"], serde_json::Value::Null);
+        assert_eq!(json["trace"]["file"], trace);
+    }
+}
+
+#[test]
+fn whatif_scenario_names_the_file_and_its_models() {
+    let scenario = format!("{SCENARIOS}/fused_optimizer_and_cuda_graphs.toml");
+    let run = stepcast(&["whatif", RESNET50, "--scenario", &scenario, "--json"]);
+    run.assert_success();
+    let json = run.json();
+    check_whatif(&json);
+    assert_eq!(json["name"], "fused optimizer + CUDA graphs");
+    assert_eq!(
+        json["models"],
+        serde_json::json!(["fused_optimizer", "cuda_graphs"])
+    );
+    assert_eq!(json["scenario"], scenario.as_str());
+    let text = stepcast(&["whatif", RESNET50, "--scenario", &scenario]);
+    text.assert_success();
+    assert!(
+        text.stdout
+            .contains("What if scenario fused optimizer + CUDA graphs")
+    );
+    assert!(text.stdout.contains("Critical path per steady step"));
+}
+
+#[test]
+fn advise_ranks_candidates_best_first() {
+    let run = stepcast(&["advise", NCCL_DATA, "--json"]);
+    run.assert_success();
+    let json = run.json();
+    assert_eq!(json["schema"], "stepcast.advise/1");
+    let baseline = json["baseline_ns"].as_i64().expect("baseline_ns");
+    let candidates = json["candidates"].as_array().expect("candidates");
+    assert!(candidates.len() >= 8);
+    let mut previous: Option<(f64, String)> = None;
+    for c in candidates {
+        let name = c["name"].as_str().expect("name").to_string();
+        let models = c["models"].as_array().expect("models");
+        assert_eq!(
+            name,
+            models
+                .iter()
+                .map(|m| m.as_str().expect("model name"))
+                .collect::<Vec<_>>()
+                .join(" + ")
+        );
+        let predicted = c["predicted_ns"].as_i64().expect("predicted_ns");
+        let speedup = c["speedup"].as_f64().expect("speedup");
+        assert!((speedup - baseline as f64 / predicted as f64).abs() < 1e-9);
+        assert!(!c["reason"].as_str().expect("reason").is_empty());
+        if let Some((s, n)) = &previous {
+            assert!(
+                *s > speedup || (*s == speedup && *n < name),
+                "{n} ({s}) before {name} ({speedup})"
+            );
+        }
+        previous = Some((speedup, name));
+    }
+    // The step is host-bound: CUDA graphs help, the GPU-side models do not.
+    let find = |name: &str| {
+        candidates
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("{name}"))
+    };
+    assert_eq!(json["bottleneck"]["bound"], "host");
+    assert_eq!(find("cuda_graphs")["useful"], true);
+    assert_eq!(find("amp")["useful"], false);
+    assert!(
+        find("amp")["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("host-bound"))
+    );
+    let text = stepcast(&["advise", NCCL_DATA]);
+    text.assert_success();
+    assert!(text.stdout.contains("Try first: cuda_graphs"));
+    assert!(text.stdout.contains("Not worth it here"));
+}
+
+#[test]
+fn output_is_byte_identical_across_runs() {
+    let commands: [&[&str]; 4] = [
+        &["advise", NCCL_DATA, "--json"],
+        &["advise", NCCL_DATA],
+        &["whatif", RESNET50, "cuda_graphs", "--json"],
+        &["whatif", RESNET50, "amp"],
+    ];
+    for args in commands {
+        let first = stepcast(args);
+        first.assert_success();
+        let second = stepcast(args);
+        assert_eq!(first.stdout, second.stdout, "{args:?}");
+    }
+}
+
+#[test]
+fn whatif_writes_the_file_whole() {
+    let dir = TempDir::new("whatif-out");
+    let out = dir.path().join("whatif.json");
+    let run = stepcast(&[
+        "whatif",
+        NCCL_DATA,
+        "cuda_graphs",
+        "--json",
+        "-o",
+        path_str(&out),
+    ]);
+    run.assert_success();
+    assert!(run.stdout.is_empty());
+    let text = std::fs::read_to_string(&out).expect("the output file");
+    let json: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    check_whatif(&json);
+    assert_eq!(dir.entries(), ["whatif.json"]);
+}
+
+/// Bad models and scenarios: (arguments after the trace, what the one message says).
+const ERRORS: &[(&[&str], &str)] = &[
+    (
+        &["fused_adamw"],
+        "unknown model `fused_adamw`; the models are: fused_optimizer, cuda_graphs, amp",
+    ),
+    (
+        &["cuda_graphs", "--factor", "0.5"],
+        "cuda_graphs takes no --factor",
+    ),
+    (&["faster_hardware", "--cpu", "0"], "invalid --cpu 0"),
+    (
+        &["--scenario", "SCENARIO"],
+        "bad scenario SCENARIO: line 2, column 20: unknown phase `backwards`",
+    ),
+    (&["--scenario", "MISSING"], "cannot read scenario MISSING"),
+];
+
+#[test]
+fn bad_model_or_scenario_is_one_message_and_nothing_written() {
+    let dir = TempDir::new("whatif-errors");
+    let scenario = dir.path().join("bad.toml");
+    std::fs::write(
+        &scenario,
+        "[[transform]]\nselect = { phase = \"backwards\" }\nscale = 0.5\n",
+    )
+    .expect("write scenario");
+    let missing = dir.path().join("missing.toml");
+    let out = dir.path().join("out.json");
+    for &(args, message) in ERRORS {
+        let args: Vec<&str> = args
+            .iter()
+            .map(|&a| match a {
+                "SCENARIO" => path_str(&scenario),
+                "MISSING" => path_str(&missing),
+                other => other,
+            })
+            .collect();
+        let message = message
+            .replace("SCENARIO", path_str(&scenario))
+            .replace("MISSING", path_str(&missing));
+        let mut full = vec!["whatif", NCCL_DATA];
+        full.extend_from_slice(&args);
+        full.extend_from_slice(&["--json", "-o", path_str(&out)]);
+        let run = stepcast(&full);
+        assert_eq!(run.code, Some(1), "{args:?}: {}", run.stderr);
+        assert!(run.stdout.is_empty(), "{args:?}");
+        assert_eq!(run.stderr.lines().count(), 1, "{args:?}: {}", run.stderr);
+        assert!(
+            run.stderr.starts_with("stepcast: error: ") && run.stderr.contains(&message),
+            "{args:?}: {}",
+            run.stderr
+        );
+        assert_eq!(dir.entries(), ["bad.toml"], "{args:?}");
+    }
+    // Neither a model nor a scenario, or both: a usage error.
+    assert_eq!(stepcast(&["whatif", NCCL_DATA]).code, Some(2));
+    let both = stepcast(&[
+        "whatif",
+        NCCL_DATA,
+        "amp",
+        "--scenario",
+        path_str(&scenario),
+    ]);
+    assert_eq!(both.code, Some(2));
+}

@@ -1,0 +1,1030 @@
+//! `stepcast.analyze/1`: where the step's time goes. Per step, the breakdowns of the recorded
+//! span (host and device, device idle by cause, communication overlap, time by phase and by
+//! layer) and of its replayed critical path; for the whole trace, HTA's temporal breakdown,
+//! the critical path of the analyzed step as the file's own events, the op/phase mapping and
+//! its unmapped remainder, statistics and memory peaks.
+//!
+//! Every list is in a fixed order and every map keyed by a kind lists every kind, so the same
+//! analysis always serializes to the same bytes.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
+use serde_json::value::RawValue;
+use stepcast::Window;
+use stepcast::analyze::Analysis;
+use stepcast::analyze::breakdown::{Breakdown, ByLayer, ByPhase};
+use stepcast::analyze::critical::{Bound, CriticalPathBreakdown, StepCriticalPath, share_bound};
+use stepcast::analyze::hta::TemporalBreakdown;
+use stepcast::analyze::mapping::{Evidence, Mapping, Phase, summarize};
+use stepcast::analyze::memory::DeviceMemory;
+use stepcast::analyze::stats::{DurationStats, NameStats, Statistics};
+use stepcast::graph::TaskId;
+use stepcast_trace::{EventId, LaneKind, NameId, Runtime, Trace};
+
+use super::replay::TypicalJson;
+use super::{Counts, DeviceJson, TraceJson, devices, finite, main_device};
+
+/// Layers listed in `device_top_layers` and `host_top_layers` (the rest are summed).
+pub const TOP_LAYERS: usize = 20;
+
+/// What HTA's temporal breakdown is, for readers of the document.
+const HTA_DEFINITION: &str = "HolisticTraceAnalysis 0.5.0 get_temporal_breakdown, one rank, \
+    whole trace (its last ProfilerStep left out when the trace names two or more): over the \
+    span from the first kernel's start to the last kernel's end, idle = no kernel runs, \
+    compute = a computation kernel runs, non_compute = only communication, memory or other \
+    kernels run; percentages of that span";
+
+/// The `analyze` document.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AnalyzeJson {
+    /// Always `stepcast.analyze/1`.
+    pub schema: &'static str,
+    /// What the trace is.
+    pub trace: TraceJson,
+    /// The device the trace's work ran on (the lowest-numbered device with streams), if any.
+    pub device: Option<DeviceJson>,
+    /// `N` of `--step N`, or `None` (`null`) when the most typical step was picked.
+    pub selected_step: Option<u64>,
+    /// `N` of the step the detailed figures (`critical_path`) are about; `None` (`null`) for a
+    /// trace without step markers, whose whole window is analyzed as one synthetic step.
+    pub analyzed_step: Option<u64>,
+    /// Every step of the window, by start (the synthetic step of a trace without markers).
+    pub steps: Vec<StepAnalysisJson>,
+    /// The typical step of the replay, over the steady-state steps; `None` (`null`) when no
+    /// step has tasks.
+    pub typical: Option<TypicalJson>,
+    /// The breakdowns of the whole window, from its first task's start to its last task's end.
+    pub window: WindowJson,
+    /// HTA's temporal breakdown of the whole trace; `None` (`null`) without device kernels.
+    pub hta_temporal_breakdown: Option<HtaTemporalJson>,
+    /// The recorded events on the critical path of the analyzed step, in time order, in the
+    /// input file's own ids and units.
+    pub critical_path: Vec<FileEventJson>,
+    /// How device work maps to ops, layers and phases over the whole window.
+    pub mapping: MappingJson,
+    /// Statistics of the recorded window.
+    pub statistics: StatisticsJson,
+    /// Memory peaks, per device with memory events (host, `-1`, first).
+    pub memory: Vec<MemoryJson>,
+    /// Facts about how the graph was built, one sentence each.
+    pub notes: Vec<String>,
+}
+
+/// Nanoseconds by a fixed set of keys, serialized as a JSON object in the order given.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NsMap(pub Vec<(&'static str, i64)>);
+
+impl NsMap {
+    /// The sum of the values.
+    pub fn total(&self) -> i64 {
+        self.0.iter().map(|&(_, ns)| ns).sum()
+    }
+
+    /// The value of `key`, 0 if absent.
+    pub fn get(&self, key: &str) -> i64 {
+        self.0
+            .iter()
+            .find(|&&(k, _)| k == key)
+            .map_or(0, |&(_, ns)| ns)
+    }
+}
+
+impl Serialize for NsMap {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (key, ns) in &self.0 {
+            map.serialize_entry(key, ns)?;
+        }
+        map.end()
+    }
+}
+
+/// A time in the input file's microseconds, held as nanoseconds and written exactly, with
+/// three decimals (`1707417525509335.123`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileMicros(pub i64);
+
+impl FileMicros {
+    /// `ns` as microseconds with exactly three decimals.
+    pub fn text(self) -> String {
+        let sign = if self.0 < 0 { "-" } else { "" };
+        let abs = self.0.unsigned_abs();
+        format!("{sign}{}.{:03}", abs / 1000, abs % 1000)
+    }
+}
+
+impl Serialize for FileMicros {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        RawValue::from_string(self.text())
+            .map_err(serde::ser::Error::custom)?
+            .serialize(serializer)
+    }
+}
+
+/// One step: its replay, and where its recorded time went.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StepAnalysisJson {
+    /// `N` of `ProfilerStep#N`; 0 for a synthetic step.
+    pub number: u64,
+    /// The trace has no step markers and this step is the whole window.
+    pub synthetic: bool,
+    /// Whether the step counts as steady state.
+    pub steady: bool,
+    /// Where the step's host work begins, from the trace origin.
+    pub start_ns: i64,
+    /// Recorded span: from the step's host start to the end of the last task launched in it.
+    /// Every partition below sums to it.
+    pub measured_ns: i64,
+    /// The same span in the replay.
+    pub replayed_ns: i64,
+    /// `replayed_ns / measured_ns - 1`; `None` (`null`) if `measured_ns` is 0.
+    pub error: Option<f64>,
+    /// Share of the step's device time, in `[0, 1]`, whose task maps to an op and a phase.
+    pub gpu_time_mapped_fraction: f64,
+    /// The breakdowns of the step's span.
+    #[serde(flatten)]
+    pub breakdown: BreakdownJson,
+    /// What lies on the step's replayed critical path.
+    pub critical_path_breakdown: CriticalPathBreakdownJson,
+}
+
+/// The whole window's breakdowns.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WindowJson {
+    /// First task's start, from the trace origin.
+    pub start_ns: i64,
+    /// `end - start` of the window; every partition below sums to it.
+    pub span_ns: i64,
+    /// The breakdowns of the window's span.
+    #[serde(flatten)]
+    pub breakdown: BreakdownJson,
+}
+
+/// Partitions of a span (each sums to it), plus the launch-bound kernels.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BreakdownJson {
+    /// `cpu_only_ns`, `gpu_only_ns`, `overlap_ns` (both busy), `idle_ns` (neither).
+    pub host_device: NsMap,
+    /// The device's idle time (`cpu_only_ns + idle_ns`) by what ended each idle stretch:
+    /// `host_launch_ns`, `synchronization_ns`, `communication_ns`, `other_stream_ns`,
+    /// `unexplained_ns`.
+    pub device_idle_by_cause: NsMap,
+    /// Collectives against computation kernels.
+    pub communication_overlap: CommunicationJson,
+    /// Device-busy time by phase (every phase), then `idle`.
+    pub device_time_by_phase: NsMap,
+    /// Host-busy time by phase (every phase), then `idle`.
+    pub host_time_by_phase: NsMap,
+    /// Device-busy time by layer.
+    pub device_top_layers: LayersJson,
+    /// Host-busy time by layer.
+    pub host_top_layers: LayersJson,
+    /// Kernels shorter than the call that launched them.
+    pub launch_bound_kernels: LaunchBoundJson,
+}
+
+/// Communication against computation during a span.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CommunicationJson {
+    /// Computation runs, no collective.
+    pub compute_only_ns: i64,
+    /// A collective runs alongside computation.
+    pub overlapped_ns: i64,
+    /// A collective runs alone: exposed communication.
+    pub exposed_ns: i64,
+    /// Neither runs.
+    pub neither_ns: i64,
+    /// `overlapped / (overlapped + exposed)`, in `[0, 1]`; 0 without collectives.
+    pub overlap_fraction: f64,
+}
+
+/// Busy time by layer, largest first: the first [`TOP_LAYERS`] layers, the rest summed, and
+/// the idle time; they sum to the span.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LayersJson {
+    /// The largest layers; `layer` is `None` (`null`) for time with no layer known.
+    pub layers: Vec<LayerNsJson>,
+    /// Layers (including "no layer") not listed.
+    pub other_layers: u64,
+    /// Their time.
+    pub other_layers_ns: i64,
+    /// Time nothing ran.
+    pub idle_ns: i64,
+}
+
+/// Time of one layer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LayerNsJson {
+    /// The layer (module or annotation) name; `None` (`null`): no layer known.
+    pub layer: Option<String>,
+    /// Time, ns.
+    pub ns: i64,
+}
+
+/// Kernels shorter than their launch call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LaunchBoundJson {
+    /// Kernels (computation and collectives) launched in the span's step(s) by a recorded call.
+    pub kernels: u64,
+    /// Of those, the ones shorter than their launch call.
+    pub launch_bound: u64,
+    /// Device time of the launch-bound kernels.
+    pub kernel_ns: i64,
+    /// Host time of their launch calls.
+    pub launch_call_ns: i64,
+}
+
+/// What lies on a step's critical path.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CriticalPathBreakdownJson {
+    /// Length of the path (replayed time).
+    pub length_ns: i64,
+    /// The category holding most of the path; `None` (`null`) for an empty path.
+    pub bound: Option<&'static str>,
+    /// Its share of the path, in `[0, 1]`; `None` (`null`) for an empty path.
+    pub bound_share: Option<f64>,
+    /// Every category: `cpu`, `gpu_compute`, `memory_copies`, `communication`,
+    /// `synchronization`; sums to `length_ns`.
+    pub by_bound: NsMap,
+    /// Every phase; sums to `length_ns`.
+    pub by_phase: NsMap,
+    /// Every layer on the path, largest first; sums to `length_ns`.
+    pub by_layer: Vec<LayerNsJson>,
+    /// Every op on the path, largest first; sums to `length_ns`.
+    pub by_op: Vec<OpNsJson>,
+    /// The longest stretches (consecutive time of one task in one category), longest first.
+    pub longest: Vec<StretchJson>,
+}
+
+/// Time of one op on a critical path.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct OpNsJson {
+    /// The op's name; `None` (`null`): no op around the task.
+    pub op: Option<String>,
+    /// Time, ns.
+    pub ns: i64,
+    /// The phase holding most of this op's time on the path.
+    pub phase: &'static str,
+    /// The category holding most of this op's time on the path.
+    pub bound: &'static str,
+}
+
+/// A named stretch of a critical path.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct StretchJson {
+    /// The task's name (kernel, runtime call or op).
+    pub name: String,
+    /// The task's lane, for people: `thread TID` or `GPU PID stream TID`.
+    pub lane: String,
+    /// The lane's pid as in the file (device index for a stream).
+    pub pid: i64,
+    /// The lane's tid as in the file (stream id for a stream).
+    pub tid: i64,
+    /// The category.
+    pub bound: &'static str,
+    /// The task's recorded start, from the trace origin.
+    pub start_ns: i64,
+    /// Time, ns (replayed).
+    pub ns: i64,
+}
+
+/// HTA's temporal breakdown of the whole trace.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HtaTemporalJson {
+    /// The definition reproduced.
+    pub definition: &'static str,
+    /// From the first kernel's start to the last kernel's end.
+    pub kernel_time_ns: i64,
+    /// No kernel runs.
+    pub idle_ns: i64,
+    /// A computation kernel runs.
+    pub compute_ns: i64,
+    /// Only communication, memory or other kernels run.
+    pub non_compute_ns: i64,
+    /// `idle_ns` in percent of `kernel_time_ns`.
+    pub idle_pct: f64,
+    /// `compute_ns` in percent of `kernel_time_ns`.
+    pub compute_pct: f64,
+    /// `non_compute_ns` in percent of `kernel_time_ns`.
+    pub non_compute_pct: f64,
+    /// Kernel intervals counted.
+    pub kernels: u64,
+    /// HTA's last-step filter applied.
+    pub last_step_excluded: bool,
+    /// Times were rounded to whole microseconds, as HTA does for fractional timestamps.
+    pub microsecond_rounding: bool,
+}
+
+/// A recorded event, in the input file's ids and units.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FileEventJson {
+    /// `pid` as in the file (device index for device work).
+    pub pid: i64,
+    /// `tid` as in the file (stream id for device work).
+    pub tid: i64,
+    /// `ts` as in the file, µs.
+    pub ts: FileMicros,
+    /// `dur` as in the file, µs.
+    pub dur: FileMicros,
+    /// `name` as in the file.
+    pub name: String,
+}
+
+/// Device work by mapping over the whole window.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MappingJson {
+    /// `mapped_device_ns / device_ns`, in `[0, 1]` (1 without device time).
+    pub gpu_time_mapped_fraction: f64,
+    /// Device tasks (kernels, copies, memsets, collectives).
+    pub device_tasks: u64,
+    /// Their recorded time.
+    pub device_ns: i64,
+    /// Device time whose task maps to an op and a phase.
+    pub mapped_device_ns: i64,
+    /// `device_ns - mapped_device_ns`, explained in `unmapped`.
+    pub unmapped_device_ns: i64,
+    /// The unmapped device work, by reason; tasks and time sum to the unmapped totals.
+    pub unmapped: UnmappedJson,
+    /// Device time with a layer.
+    pub layered_device_ns: i64,
+    /// Device time by phase, every phase.
+    pub device_ns_by_phase: NsMap,
+    /// Device time by the evidence that decided its phase, every kind.
+    pub device_ns_by_evidence: NsMap,
+    /// Tasks (host and device) by phase, every phase.
+    pub tasks_by_phase: Counts,
+    /// Host threads found to run the autograd backward pass.
+    pub backward_threads: Vec<ThreadJson>,
+}
+
+impl MappingJson {
+    /// Device tasks not mapped to an op and a phase.
+    pub fn unmapped_tasks(&self) -> u64 {
+        let unmapped = &self.unmapped;
+        unmapped.launched_before_window.tasks
+            + unmapped.no_op_around_launch.tasks
+            + unmapped.no_phase_evidence.tasks
+    }
+}
+
+/// Unmapped device work, by reason.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct UnmappedJson {
+    /// No launching call in the window (launched before it opened).
+    pub launched_before_window: TasksNsJson,
+    /// The launching call has no op, annotation or Python frame around it.
+    pub no_op_around_launch: TasksNsJson,
+    /// An op was found but nothing names the phase.
+    pub no_phase_evidence: TasksNsJson,
+}
+
+/// A count of tasks and their time.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct TasksNsJson {
+    /// Tasks.
+    pub tasks: u64,
+    /// Their recorded time, ns.
+    pub ns: i64,
+}
+
+/// A host thread.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ThreadJson {
+    /// Process id.
+    pub pid: i64,
+    /// Thread id.
+    pub tid: i64,
+}
+
+/// Statistics of the recorded window.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StatisticsJson {
+    /// Kernels (computation and collectives) by total time, at most 20.
+    pub top_kernels: Vec<NameStatsJson>,
+    /// `cpu_op` events (inclusive time) by total time, at most 20.
+    pub top_ops: Vec<NameStatsJson>,
+    /// Launch → start latency of device work, by name, largest total first, at most 20.
+    pub queue_latency: Vec<NamedDurationsJson>,
+    /// Device work by the API that launched it.
+    pub kernels_per_launch_api: Vec<LaunchApiJson>,
+    /// How much the steps' measured spans vary.
+    pub step_variability: StepVariabilityJson,
+}
+
+/// Count, total, mean, standard deviation, minimum and maximum of durations.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DurationsJson {
+    /// Values.
+    pub count: u64,
+    /// Their sum, ns.
+    pub total_ns: i64,
+    /// Mean, ns.
+    pub mean_ns: f64,
+    /// Sample standard deviation (`n - 1`), ns; 0 for fewer than two values.
+    pub std_ns: f64,
+    /// Smallest, ns.
+    pub min_ns: i64,
+    /// Largest, ns.
+    pub max_ns: i64,
+}
+
+/// A kernel or op name and its durations.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct NameStatsJson {
+    /// The name.
+    pub name: String,
+    /// Over every instance.
+    #[serde(flatten)]
+    pub instances: DurationsJson,
+    /// Over the steps: the name's total time in each step (0 where it did not run).
+    pub per_step: DurationsJson,
+}
+
+/// A name and a set of durations.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct NamedDurationsJson {
+    /// The name.
+    pub name: String,
+    /// The durations.
+    #[serde(flatten)]
+    pub durations: DurationsJson,
+}
+
+/// Device work launched through one API.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LaunchApiJson {
+    /// The launching call's name; `None` (`null`) for work whose launch is not in the trace.
+    pub api: Option<String>,
+    /// Distinct launching calls.
+    pub calls: u64,
+    /// Device tasks they launched.
+    pub device_tasks: u64,
+    /// `device_tasks / calls` (0 without calls).
+    pub tasks_per_call: f64,
+    /// Recorded time of those tasks.
+    pub device_ns: i64,
+}
+
+/// The steps' measured spans.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StepVariabilityJson {
+    /// One per step, in step order.
+    pub steps: Vec<StepSpanJson>,
+    /// Over every step.
+    pub all: VariabilityJson,
+    /// Over the steady-state steps.
+    pub steady: VariabilityJson,
+}
+
+/// A step's measured span.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct StepSpanJson {
+    /// `N` of `ProfilerStep#N`.
+    pub number: u64,
+    /// The step's `measured_ns`.
+    pub measured_ns: i64,
+}
+
+/// Durations and their coefficient of variation.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct VariabilityJson {
+    /// The durations.
+    #[serde(flatten)]
+    pub durations: DurationsJson,
+    /// `std_ns / mean_ns` (0 when the mean is 0).
+    pub cv: f64,
+}
+
+/// One device's memory peak.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MemoryJson {
+    /// Device index; `-1` for host memory.
+    pub device: i64,
+    /// The most bytes allocated at once.
+    pub peak_bytes: i64,
+    /// When first reached, from the trace origin (may precede it).
+    pub peak_at_ns: i64,
+    /// Reserved (cached) bytes at the peak, if recorded.
+    pub reserved_bytes_at_peak: Option<i64>,
+    /// The most reserved bytes recorded, if any.
+    pub max_reserved_bytes: Option<i64>,
+    /// Allocation events (positive bytes).
+    pub allocations: u64,
+    /// Free events (negative bytes).
+    pub frees: u64,
+    /// Memory events on the device.
+    pub memory_events: u64,
+    /// The allocating thread, if known.
+    pub thread: Option<ThreadJson>,
+    /// The innermost `cpu_op` live at the peak on that thread.
+    pub op: Option<String>,
+    /// The ops live at the peak, outermost first.
+    pub op_stack: Vec<String>,
+    /// The layer of the host task the peak is attributed to.
+    pub layer: Option<String>,
+    /// The phase of that task.
+    pub phase: Option<&'static str>,
+}
+
+/// The `analyze` document of `analysis`, the analysis of `window` (built from `trace`).
+/// `selected_step` is the `N` the user asked for, if any (the analysis already holds it).
+pub fn analyze_json(
+    trace: &Trace,
+    window: &Window,
+    analysis: &Analysis,
+    selected_step: Option<u64>,
+) -> AnalyzeJson {
+    let names = Names { trace, window };
+    let steps: Vec<StepAnalysisJson> = window
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(index, step)| {
+            let replay = &analysis.replay.steps[index];
+            let (path, breakdown) = &analysis.critical[index];
+            StepAnalysisJson {
+                number: step.number,
+                synthetic: step.synthetic,
+                steady: replay.steady,
+                start_ns: step.start_ns,
+                measured_ns: replay.measured_ns,
+                replayed_ns: replay.replayed_ns,
+                error: finite(replay.error()),
+                gpu_time_mapped_fraction: analysis.mapped_fraction[index],
+                breakdown: BreakdownJson::new(&names, &analysis.breakdowns.steps[index]),
+                critical_path_breakdown: names.critical_path_breakdown(
+                    &analysis.mapping,
+                    path,
+                    breakdown,
+                ),
+            }
+        })
+        .collect();
+    let analyzed = analysis.analyzed_step;
+    let critical_path = analyzed
+        .map(|index| names.file_events(&analysis.critical[index].0.events))
+        .unwrap_or_default();
+    let window_breakdown = &analysis.breakdowns.window;
+    AnalyzeJson {
+        schema: "stepcast.analyze/1",
+        trace: TraceJson::new(trace),
+        device: main_device(&devices(trace)),
+        selected_step,
+        analyzed_step: analyzed
+            .map(|index| &window.steps[index])
+            .filter(|step| !step.synthetic)
+            .map(|step| step.number),
+        steps,
+        typical: analysis.replay.typical.as_ref().map(|typical| TypicalJson {
+            predicted_ns: typical.predicted_ns,
+            measured_median_ns: typical.measured_median_ns,
+            error: finite(typical.error()),
+            steps_used: typical.steps_used.clone(),
+            tasks: typical.tasks,
+        }),
+        window: WindowJson {
+            start_ns: window_breakdown.start_ns,
+            span_ns: window_breakdown.span_ns(),
+            breakdown: BreakdownJson::new(&names, window_breakdown),
+        },
+        hta_temporal_breakdown: analysis.hta.as_ref().map(HtaTemporalJson::new),
+        critical_path,
+        mapping: names.mapping(&analysis.mapping),
+        statistics: names.statistics(&analysis.statistics),
+        memory: analysis
+            .memory
+            .iter()
+            .map(|memory| names.memory(memory))
+            .collect(),
+        notes: window.report.notes.clone(),
+    }
+}
+
+/// Turns ids into the names and lanes of the trace.
+struct Names<'a> {
+    trace: &'a Trace,
+    window: &'a Window,
+}
+
+impl Names<'_> {
+    fn name(&self, id: NameId) -> String {
+        self.trace.name(id).to_string()
+    }
+
+    fn event_name(&self, event: EventId) -> String {
+        self.name(self.trace.events[event.index()].name)
+    }
+
+    fn layers(&self, layers: &ByLayer) -> LayersJson {
+        let listed = layers.busy.len().min(TOP_LAYERS);
+        let rest = &layers.busy[listed..];
+        LayersJson {
+            layers: layers.busy[..listed]
+                .iter()
+                .map(|&(layer, ns)| LayerNsJson {
+                    layer: layer.map(|l| self.name(l)),
+                    ns,
+                })
+                .collect(),
+            other_layers: rest.len() as u64,
+            other_layers_ns: rest.iter().map(|&(_, ns)| ns).sum(),
+            idle_ns: layers.idle_ns,
+        }
+    }
+
+    /// Graph lane `lane` for people, and its pid and tid.
+    fn lane(&self, lane: u32) -> (String, i64, i64) {
+        let graph_lane = &self.window.graph.lanes[lane as usize];
+        let lane = self.trace.lane(graph_lane.trace_lane);
+        let text = match lane.kind {
+            LaneKind::CpuThread => format!("thread {}", lane.tid),
+            LaneKind::DeviceStream => {
+                let device = match self.trace.runtime {
+                    Some(Runtime::Cuda | Runtime::Rocm) => "GPU",
+                    _ => "device",
+                };
+                format!("{device} {} stream {}", lane.pid, lane.tid)
+            }
+        };
+        (text, lane.pid, lane.tid)
+    }
+
+    fn critical_path_breakdown(
+        &self,
+        mapping: &Mapping,
+        path: &StepCriticalPath,
+        breakdown: &CriticalPathBreakdown,
+    ) -> CriticalPathBreakdownJson {
+        let graph = &self.window.graph;
+        // Per op name: time by phase and by category, to name each op's dominant ones.
+        let mut per_op: BTreeMap<Option<NameId>, ([i64; 6], [i64; 5])> = BTreeMap::new();
+        for share in &path.path.shares {
+            let t = share.task.index();
+            let op = mapping.op[t].map(|e| self.trace.events[e.index()].name);
+            let entry = per_op.entry(op).or_default();
+            entry.0[phase_index(mapping.phase[t])] += share.ns;
+            entry.1[bound_index(share_bound(graph, share))] += share.ns;
+        }
+        let bound = breakdown.bound();
+        CriticalPathBreakdownJson {
+            length_ns: breakdown.length_ns,
+            bound: bound.map(|(b, _)| b.as_str()),
+            bound_share: bound.map(|(_, share)| share),
+            by_bound: NsMap(
+                breakdown
+                    .by_bound
+                    .iter()
+                    .map(|&(b, ns)| (b.as_str(), ns))
+                    .collect(),
+            ),
+            by_phase: NsMap(
+                breakdown
+                    .by_phase
+                    .iter()
+                    .map(|&(p, ns)| (p.as_str(), ns))
+                    .collect(),
+            ),
+            by_layer: breakdown
+                .by_layer
+                .iter()
+                .map(|&(layer, ns)| LayerNsJson {
+                    layer: layer.map(|l| self.name(l)),
+                    ns,
+                })
+                .collect(),
+            by_op: breakdown
+                .by_op
+                .iter()
+                .map(|&(op, ns)| {
+                    let (phases, bounds) = per_op.get(&op).copied().unwrap_or_default();
+                    OpNsJson {
+                        op: op.map(|o| self.name(o)),
+                        ns,
+                        phase: Phase::ALL[largest(&phases)].as_str(),
+                        bound: Bound::ALL[largest(&bounds)].as_str(),
+                    }
+                })
+                .collect(),
+            longest: breakdown
+                .longest
+                .iter()
+                .map(|stretch| {
+                    let t = stretch.task.index();
+                    let (lane, pid, tid) = self.lane(graph.lane[t]);
+                    StretchJson {
+                        name: self.name(graph.name[t]),
+                        lane,
+                        pid,
+                        tid,
+                        bound: stretch.bound.as_str(),
+                        start_ns: graph.rec_start_ns[t],
+                        ns: stretch.ns,
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    /// Events as the file holds them.
+    fn file_events(&self, events: &[EventId]) -> Vec<FileEventJson> {
+        let trace = self.trace;
+        events
+            .iter()
+            .map(|&id| {
+                let event = &trace.events[id.index()];
+                let lane = trace.lane(event.lane);
+                FileEventJson {
+                    pid: lane.pid,
+                    tid: lane.tid,
+                    ts: FileMicros(trace.origin_ns + event.start_ns - trace.file_time_base_ns),
+                    dur: FileMicros(event.dur_ns),
+                    name: self.name(event.name),
+                }
+            })
+            .collect()
+    }
+
+    fn mapping(&self, mapping: &Mapping) -> MappingJson {
+        let graph = &self.window.graph;
+        let summary = summarize(self.window, mapping);
+        let unmapped_tasks = (0..graph.task_count())
+            .filter(|&t| graph.kind[t].on_device() && !mapping.is_mapped(TaskId(t as u32)))
+            .count() as u64;
+        let unmapped_ns = summary.device_ns - summary.mapped_device_ns;
+        let explained_tasks = summary.unlaunched_device_tasks + summary.no_op_device_tasks;
+        let explained_ns = summary.unlaunched_device_ns + summary.no_op_device_ns;
+        MappingJson {
+            gpu_time_mapped_fraction: summary.mapped_fraction(),
+            device_tasks: summary.device_tasks,
+            device_ns: summary.device_ns,
+            mapped_device_ns: summary.mapped_device_ns,
+            unmapped_device_ns: unmapped_ns,
+            unmapped: UnmappedJson {
+                launched_before_window: TasksNsJson {
+                    tasks: summary.unlaunched_device_tasks,
+                    ns: summary.unlaunched_device_ns,
+                },
+                no_op_around_launch: TasksNsJson {
+                    tasks: summary.no_op_device_tasks,
+                    ns: summary.no_op_device_ns,
+                },
+                no_phase_evidence: TasksNsJson {
+                    tasks: unmapped_tasks.saturating_sub(explained_tasks),
+                    ns: unmapped_ns - explained_ns,
+                },
+            },
+            layered_device_ns: summary.layered_device_ns,
+            device_ns_by_phase: NsMap(
+                summary
+                    .device_ns_by_phase
+                    .iter()
+                    .map(|&(p, ns)| (p.as_str(), ns))
+                    .collect(),
+            ),
+            device_ns_by_evidence: NsMap(
+                summary
+                    .device_ns_by_evidence
+                    .iter()
+                    .map(|&(e, ns): &(Evidence, i64)| (e.as_str(), ns))
+                    .collect(),
+            ),
+            tasks_by_phase: Counts(
+                summary
+                    .tasks_by_phase
+                    .iter()
+                    .map(|&(p, n)| (p.as_str(), n))
+                    .collect(),
+            ),
+            backward_threads: mapping
+                .backward_lanes
+                .iter()
+                .map(|&lane| {
+                    let lane = self.trace.lane(lane);
+                    ThreadJson {
+                        pid: lane.pid,
+                        tid: lane.tid,
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    fn statistics(&self, statistics: &Statistics) -> StatisticsJson {
+        let name_stats = |stats: &NameStats| NameStatsJson {
+            name: self.name(stats.name),
+            instances: DurationsJson::new(&stats.instances),
+            per_step: DurationsJson::new(&stats.per_step),
+        };
+        let steps = &statistics.steps;
+        StatisticsJson {
+            top_kernels: statistics.top_kernels.iter().map(name_stats).collect(),
+            top_ops: statistics.top_ops.iter().map(name_stats).collect(),
+            queue_latency: statistics
+                .queue_latency
+                .iter()
+                .map(|queue| NamedDurationsJson {
+                    name: self.name(queue.name),
+                    durations: DurationsJson::new(&queue.latency),
+                })
+                .collect(),
+            kernels_per_launch_api: statistics
+                .launch_apis
+                .iter()
+                .map(|api| LaunchApiJson {
+                    api: api.api.map(|name| self.name(name)),
+                    calls: api.calls,
+                    device_tasks: api.device_tasks,
+                    tasks_per_call: api.tasks_per_call(),
+                    device_ns: api.device_ns,
+                })
+                .collect(),
+            step_variability: StepVariabilityJson {
+                steps: steps
+                    .spans_ns
+                    .iter()
+                    .map(|&(number, measured_ns)| StepSpanJson {
+                        number,
+                        measured_ns,
+                    })
+                    .collect(),
+                all: VariabilityJson::new(&steps.all),
+                steady: VariabilityJson::new(&steps.steady),
+            },
+        }
+    }
+
+    fn memory(&self, memory: &DeviceMemory) -> MemoryJson {
+        let peak = &memory.peak;
+        MemoryJson {
+            device: memory.device,
+            peak_bytes: peak.allocated_bytes,
+            peak_at_ns: peak.time_ns,
+            reserved_bytes_at_peak: peak.reserved_bytes,
+            max_reserved_bytes: memory.max_reserved_bytes,
+            allocations: memory.allocations,
+            frees: memory.frees,
+            memory_events: memory.timeline.len() as u64,
+            thread: peak.lane.map(|lane| {
+                let lane = self.trace.lane(lane);
+                ThreadJson {
+                    pid: lane.pid,
+                    tid: lane.tid,
+                }
+            }),
+            op: peak.op.map(|op| self.event_name(op)),
+            op_stack: peak
+                .op_stack
+                .iter()
+                .map(|&op| self.event_name(op))
+                .collect(),
+            layer: peak.layer.map(|layer| self.name(layer)),
+            phase: peak.phase.map(Phase::as_str),
+        }
+    }
+}
+
+impl BreakdownJson {
+    fn new(names: &Names, breakdown: &Breakdown) -> Self {
+        let host_device = &breakdown.host_device;
+        let idle = &breakdown.device_idle;
+        let communication = &breakdown.communication;
+        BreakdownJson {
+            host_device: NsMap(vec![
+                ("cpu_only_ns", host_device.cpu_only_ns),
+                ("gpu_only_ns", host_device.gpu_only_ns),
+                ("overlap_ns", host_device.overlap_ns),
+                ("idle_ns", host_device.idle_ns),
+            ]),
+            device_idle_by_cause: NsMap(vec![
+                ("host_launch_ns", idle.host_launch_ns),
+                ("synchronization_ns", idle.synchronization_ns),
+                ("communication_ns", idle.communication_ns),
+                ("other_stream_ns", idle.other_stream_ns),
+                ("unexplained_ns", idle.unexplained_ns),
+            ]),
+            communication_overlap: CommunicationJson {
+                compute_only_ns: communication.compute_only_ns,
+                overlapped_ns: communication.overlapped_ns,
+                exposed_ns: communication.exposed_ns,
+                neither_ns: communication.neither_ns,
+                overlap_fraction: communication.overlap_fraction(),
+            },
+            device_time_by_phase: phase_map(&breakdown.device_by_phase),
+            host_time_by_phase: phase_map(&breakdown.host_by_phase),
+            device_top_layers: names.layers(&breakdown.device_by_layer),
+            host_top_layers: names.layers(&breakdown.host_by_layer),
+            launch_bound_kernels: LaunchBoundJson {
+                kernels: breakdown.launch_bound.kernels,
+                launch_bound: breakdown.launch_bound.launch_bound,
+                kernel_ns: breakdown.launch_bound.kernel_ns,
+                launch_call_ns: breakdown.launch_bound.launch_call_ns,
+            },
+        }
+    }
+}
+
+impl HtaTemporalJson {
+    fn new(hta: &TemporalBreakdown) -> Self {
+        HtaTemporalJson {
+            definition: HTA_DEFINITION,
+            kernel_time_ns: hta.kernel_time_ns,
+            idle_ns: hta.idle_ns,
+            compute_ns: hta.compute_ns,
+            non_compute_ns: hta.non_compute_ns,
+            idle_pct: hta.idle_pct,
+            compute_pct: hta.compute_pct,
+            non_compute_pct: hta.non_compute_pct,
+            kernels: hta.kernels,
+            last_step_excluded: hta.last_step_excluded,
+            microsecond_rounding: hta.microsecond_rounding,
+        }
+    }
+}
+
+impl DurationsJson {
+    fn new(stats: &DurationStats) -> Self {
+        DurationsJson {
+            count: stats.count,
+            total_ns: stats.total_ns,
+            mean_ns: stats.mean_ns,
+            std_ns: stats.std_ns,
+            min_ns: stats.min_ns,
+            max_ns: stats.max_ns,
+        }
+    }
+}
+
+impl VariabilityJson {
+    fn new(stats: &DurationStats) -> Self {
+        VariabilityJson {
+            durations: DurationsJson::new(stats),
+            cv: stats.cv(),
+        }
+    }
+}
+
+/// Every phase, then `idle`.
+fn phase_map(by_phase: &ByPhase) -> NsMap {
+    let mut map: Vec<(&'static str, i64)> = Phase::ALL
+        .iter()
+        .map(|&phase| (phase.as_str(), by_phase.get(phase)))
+        .collect();
+    map.push(("idle", by_phase.idle_ns));
+    NsMap(map)
+}
+
+fn phase_index(phase: Phase) -> usize {
+    Phase::ALL.iter().position(|&p| p == phase).unwrap_or(0)
+}
+
+fn bound_index(bound: Bound) -> usize {
+    Bound::ALL.iter().position(|&b| b == bound).unwrap_or(0)
+}
+
+/// The index of the largest value (the first of equals).
+fn largest(values: &[i64]) -> usize {
+    let mut best = 0;
+    for (i, &value) in values.iter().enumerate() {
+        if value > values[best] {
+            best = i;
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_micros_are_exact() {
+        assert_eq!(
+            FileMicros(1_707_417_525_509_335_123).text(),
+            "1707417525509335.123"
+        );
+        assert_eq!(FileMicros(5).text(), "0.005");
+        assert_eq!(FileMicros(-1_500).text(), "-1.500");
+        assert_eq!(FileMicros(0).text(), "0.000");
+        let text = serde_json::to_string(&FileMicros(12_000)).expect("serializable");
+        assert_eq!(text, "12.000");
+    }
+
+    #[test]
+    fn ns_maps_keep_their_order() {
+        let map = NsMap(vec![("b", 2), ("a", 1)]);
+        assert_eq!(
+            serde_json::to_string(&map).expect("serializable"),
+            r#"{"b":2,"a":1}"#
+        );
+        assert_eq!(map.total(), 3);
+        assert_eq!(map.get("a"), 1);
+    }
+
+    #[test]
+    fn largest_takes_the_first_of_equals() {
+        assert_eq!(largest(&[1, 3, 3, 0]), 1);
+        assert_eq!(largest(&[0, 0]), 0);
+    }
+}

@@ -1,0 +1,411 @@
+//! `stepcast.whatif/1` and `stepcast.advise/1`: what an optimization would do to the step
+//! time, and which optimizations are worth trying first.
+
+use serde::Serialize;
+use stepcast::Window;
+use stepcast::whatif::{Advice, Bottleneck, Candidate, Model, Outcome, Resource};
+use stepcast_trace::Trace;
+
+use super::{DeviceJson, TraceJson, devices, finite, main_device};
+
+/// The `whatif` document: one model, combination or scenario applied to the window's graph,
+/// replayed and compared with the untransformed replay.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WhatIfJson {
+    /// Always `stepcast.whatif/1`.
+    pub schema: &'static str,
+    /// What the trace is.
+    pub trace: TraceJson,
+    /// The device the trace's work ran on (the lowest-numbered device with streams), if any.
+    pub device: Option<DeviceJson>,
+    /// What was applied: the model's name (with its parameters) or the scenario's name.
+    pub name: String,
+    /// The built-in models applied, in order (for a scenario, those it names).
+    pub models: Vec<String>,
+    /// The scenario file as the user named it; `None` (`null`) for a model. Filled in by the
+    /// caller.
+    pub scenario: Option<String>,
+    /// Steady-state period of the untransformed replay.
+    pub baseline_ns: i64,
+    /// Steady-state period of the transformed replay.
+    pub predicted_ns: i64,
+    /// `baseline_ns / predicted_ns`; `None` (`null`) when `predicted_ns` is 0.
+    pub speedup: Option<f64>,
+    /// `baseline_ns - predicted_ns` (negative: slower).
+    pub gain_ns: i64,
+    /// Numbers of the steady steps the figures are measured over.
+    pub steady_steps: Vec<u64>,
+    /// Tasks before and after, and what changed.
+    pub tasks: TasksJson,
+    /// Host time per steady step saved by the transform, all phases (negative: added).
+    pub host_saved_ns: i64,
+    /// Device time per steady step saved by the transform, all phases (negative: added).
+    pub device_saved_ns: i64,
+    /// Host and device time per phase and steady step, before and after, every phase in a
+    /// fixed order.
+    pub phases: Vec<PhaseJson>,
+    /// What the critical path was made of before the transform.
+    pub bottleneck_before: BottleneckJson,
+    /// What the critical path is made of after it: the new bottleneck.
+    pub bottleneck_after: BottleneckJson,
+}
+
+/// Task counts of a what-if (whole window).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct TasksJson {
+    /// Tasks of the window's graph.
+    pub before: u64,
+    /// Tasks of the transformed graph.
+    pub after: u64,
+    /// Input tasks whose cost or untraced host gap changed.
+    pub changed: u64,
+    /// Input tasks removed (fused-away tasks and their launch calls included).
+    pub removed: u64,
+    /// Tasks inserted.
+    pub added: u64,
+}
+
+/// Host and device time of one phase, per steady step.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PhaseJson {
+    /// `forward`, `backward`, `optimizer`, `communication`, `data_loading` or `other`.
+    pub phase: &'static str,
+    /// Host tasks' cost plus the untraced host time after them, before.
+    pub host_before_ns: i64,
+    /// The same, after.
+    pub host_after_ns: i64,
+    /// Device tasks' cost, before.
+    pub device_before_ns: i64,
+    /// The same, after.
+    pub device_after_ns: i64,
+}
+
+/// The critical path of the steady span, per steady step, by resource.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct BottleneckJson {
+    /// The resource with the most path time: `host`, `compute`, `copy`, `communication` or
+    /// `wait`.
+    pub bound: &'static str,
+    /// Path time per steady step (the sum of the five below).
+    pub length_ns: i64,
+    /// Host work on the path: calls, CPU ops, untraced host time.
+    pub host_ns: i64,
+    /// Kernels and memsets on the path.
+    pub compute_ns: i64,
+    /// Copies on the path.
+    pub copy_ns: i64,
+    /// Collectives on the path.
+    pub communication_ns: i64,
+    /// Waiting on the path: launch latency, cross-stream waits, collective peers.
+    pub wait_ns: i64,
+    /// The names with the most path time, most first (at most 5).
+    pub top: Vec<PathItemJson>,
+}
+
+/// A name that takes critical-path time.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PathItemJson {
+    /// The task's name (kernel or call).
+    pub name: String,
+    /// Task kind: `api_call`, `cpu_op`, `kernel`, `memcpy`, `memset`, `collective`.
+    pub kind: &'static str,
+    /// The resource of this time, as in `bound`.
+    pub resource: &'static str,
+    /// Path time per steady step.
+    pub ns: i64,
+}
+
+/// The `advise` document: every model and useful combination, best first.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AdviseJson {
+    /// Always `stepcast.advise/1`.
+    pub schema: &'static str,
+    /// What the trace is.
+    pub trace: TraceJson,
+    /// The device the trace's work ran on, if any.
+    pub device: Option<DeviceJson>,
+    /// Steady-state period of the untransformed replay.
+    pub baseline_ns: i64,
+    /// Numbers of the steady steps the figures are measured over.
+    pub steady_steps: Vec<u64>,
+    /// What the critical path of the untransformed replay is made of.
+    pub bottleneck: BottleneckJson,
+    /// The speedup from which a candidate counts as useful.
+    pub useful_speedup: f64,
+    /// Every candidate, best first: by speedup, then by name.
+    pub candidates: Vec<CandidateJson>,
+}
+
+/// One model or combination that `advise` tried.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CandidateJson {
+    /// The models' names joined by ` + `.
+    pub name: String,
+    /// The models applied, in order.
+    pub models: Vec<String>,
+    /// Predicted steady-state period.
+    pub predicted_ns: i64,
+    /// `baseline_ns / predicted_ns`; `None` (`null`) when `predicted_ns` is 0.
+    pub speedup: Option<f64>,
+    /// `baseline_ns - predicted_ns`.
+    pub gain_ns: i64,
+    /// Whether `speedup` reaches `useful_speedup`.
+    pub useful: bool,
+    /// Whether it changes hardware rather than the program.
+    pub hardware: bool,
+    /// One sentence: what bounds the step and what the models change.
+    pub reason: String,
+    /// Host time saved per steady step.
+    pub host_saved_ns: i64,
+    /// Device time saved per steady step.
+    pub device_saved_ns: i64,
+    /// Tasks before and after, and what changed.
+    pub tasks: TasksJson,
+    /// The bottleneck after the change, as in `bottleneck.bound`.
+    pub bound_after: &'static str,
+}
+
+impl TasksJson {
+    fn new(outcome: &Outcome) -> Self {
+        Self {
+            before: outcome.tasks_before as u64,
+            after: outcome.tasks_after as u64,
+            changed: outcome.changes.changed as u64,
+            removed: outcome.changes.removed as u64,
+            added: outcome.changes.added as u64,
+        }
+    }
+}
+
+impl BottleneckJson {
+    fn new(trace: &Trace, bottleneck: &Bottleneck) -> Self {
+        Self {
+            bound: bottleneck.bound().as_str(),
+            length_ns: bottleneck.length_ns(),
+            host_ns: bottleneck.ns(Resource::Host),
+            compute_ns: bottleneck.ns(Resource::Compute),
+            copy_ns: bottleneck.ns(Resource::Copy),
+            communication_ns: bottleneck.ns(Resource::Communication),
+            wait_ns: bottleneck.ns(Resource::Wait),
+            top: bottleneck
+                .top
+                .iter()
+                .map(|item| PathItemJson {
+                    name: trace.names.get(item.name).to_string(),
+                    kind: item.kind.as_str(),
+                    resource: item.resource.as_str(),
+                    ns: item.ns,
+                })
+                .collect(),
+        }
+    }
+}
+
+fn steady_steps(window: &Window) -> Vec<u64> {
+    let first = if window.steps.len() >= 3 { 1 } else { 0 };
+    window.steps.iter().skip(first).map(|s| s.number).collect()
+}
+
+/// The `whatif` document of `outcome`, the prediction of `models` (or of a scenario named
+/// `name` that names `models`) on `window` (built from `trace`).
+pub fn whatif_json(
+    trace: &Trace,
+    window: &Window,
+    name: &str,
+    models: &[Model],
+    outcome: &Outcome,
+) -> WhatIfJson {
+    WhatIfJson {
+        schema: "stepcast.whatif/1",
+        trace: TraceJson::new(trace),
+        device: main_device(&devices(trace)),
+        name: name.to_string(),
+        models: models.iter().map(Model::name).collect(),
+        scenario: None,
+        baseline_ns: outcome.baseline.step_ns,
+        predicted_ns: outcome.predicted.step_ns,
+        speedup: finite(outcome.speedup),
+        gain_ns: outcome.baseline.step_ns - outcome.predicted.step_ns,
+        steady_steps: steady_steps(window),
+        tasks: TasksJson::new(outcome),
+        host_saved_ns: outcome.host_saved_ns(),
+        device_saved_ns: outcome.device_saved_ns(),
+        phases: outcome
+            .phases
+            .iter()
+            .map(|p| PhaseJson {
+                phase: p.phase.as_str(),
+                host_before_ns: p.host_before_ns,
+                host_after_ns: p.host_after_ns,
+                device_before_ns: p.device_before_ns,
+                device_after_ns: p.device_after_ns,
+            })
+            .collect(),
+        bottleneck_before: BottleneckJson::new(trace, &outcome.baseline.bottleneck),
+        bottleneck_after: BottleneckJson::new(trace, &outcome.predicted.bottleneck),
+    }
+}
+
+/// The `advise` document of `advice`, on `window` (built from `trace`).
+pub fn advise_json(trace: &Trace, window: &Window, advice: &Advice) -> AdviseJson {
+    AdviseJson {
+        schema: "stepcast.advise/1",
+        trace: TraceJson::new(trace),
+        device: main_device(&devices(trace)),
+        baseline_ns: advice.baseline.step_ns,
+        steady_steps: steady_steps(window),
+        bottleneck: BottleneckJson::new(trace, &advice.baseline.bottleneck),
+        useful_speedup: stepcast::whatif::advise::USEFUL_SPEEDUP,
+        candidates: advice
+            .candidates
+            .iter()
+            .map(|c| CandidateJson {
+                name: c.name(),
+                models: c.models.iter().map(Model::name).collect(),
+                predicted_ns: c.outcome.predicted.step_ns,
+                speedup: finite(c.outcome.speedup),
+                gain_ns: c.outcome.baseline.step_ns - c.outcome.predicted.step_ns,
+                useful: c.is_useful(),
+                hardware: c.models.iter().any(Model::is_hardware),
+                reason: reason(&advice.baseline.bottleneck, c),
+                host_saved_ns: c.outcome.host_saved_ns(),
+                device_saved_ns: c.outcome.device_saved_ns(),
+                tasks: TasksJson::new(&c.outcome),
+                bound_after: c.outcome.predicted.bottleneck.bound().as_str(),
+            })
+            .collect(),
+    }
+}
+
+/// What a bound is called in a sentence: `host-bound`...
+fn bound_words(resource: Resource) -> &'static str {
+    match resource {
+        Resource::Host => "host-bound",
+        Resource::Compute => "GPU-bound",
+        Resource::Copy => "copy-bound",
+        Resource::Communication => "communication-bound",
+        Resource::Wait => "latency-bound",
+    }
+}
+
+/// What a resource's time is, in a sentence.
+fn resource_words(resource: Resource) -> &'static str {
+    match resource {
+        Resource::Host => "CPU work",
+        Resource::Compute => "GPU kernels",
+        Resource::Copy => "copies",
+        Resource::Communication => "communication",
+        Resource::Wait => "waiting (launch latency, other streams)",
+    }
+}
+
+/// `the step is host-bound: 72% of the critical path is CPU work`.
+fn bound_sentence(bottleneck: &Bottleneck) -> String {
+    let bound = bottleneck.bound();
+    format!(
+        "the step is {}: {:.0}% of the critical path is {}",
+        bound_words(bound),
+        bottleneck.share(bound) * 100.0,
+        resource_words(bound)
+    )
+}
+
+fn ms(ns: i64) -> String {
+    let ms = ns as f64 / 1e6;
+    if ms.abs() >= 10.0 {
+        format!("{ms:.0} ms")
+    } else if ms.abs() >= 1.0 {
+        format!("{ms:.1} ms")
+    } else {
+        format!("{ms:.2} ms")
+    }
+}
+
+fn count(n: f64) -> String {
+    let n = n.round() as u64;
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+/// `602 ms of CPU time (all threads) and 12 ms of GPU time`, leaving out what is zero.
+fn saved(host_ns: i64, device_ns: i64) -> String {
+    let host = (host_ns != 0).then(|| format!("{} of CPU time (all threads)", ms(host_ns)));
+    let device = (device_ns != 0).then(|| format!("{} of GPU time", ms(device_ns)));
+    match (host, device) {
+        (Some(h), Some(d)) => format!("{h} and {d}"),
+        (Some(one), None) | (None, Some(one)) => one,
+        (None, None) => "no time".to_string(),
+    }
+}
+
+/// What the models change, per steady step, in words.
+fn effect(candidate: &Candidate) -> String {
+    let outcome = &candidate.outcome;
+    let steps = outcome.steady_steps.max(1) as f64;
+    let changed = count(outcome.changes.changed as f64 / steps);
+    let removed = count(outcome.changes.removed as f64 / steps);
+    let saved = saved(outcome.host_saved_ns(), outcome.device_saved_ns());
+    let [model] = candidate.models.as_slice() else {
+        return format!("together they save {saved} per step");
+    };
+    let nothing = outcome.changes == Default::default();
+    match model {
+        Model::FusedOptimizer { .. } if nothing => {
+            "no optimizer step of several kernels to fuse".to_string()
+        }
+        Model::FusedOptimizer { .. } => format!(
+            "fusing the optimizer removes {removed} kernels and launch calls per step: {saved}"
+        ),
+        Model::CudaGraphs if nothing => "no launch calls to capture".to_string(),
+        Model::CudaGraphs => {
+            format!("CUDA graphs take away the CPU cost of {changed} host tasks per step: {saved}")
+        }
+        Model::Amp if nothing => "no FP32 kernel that mixed precision would speed up".to_string(),
+        Model::Amp => format!("mixed precision shortens {changed} kernels per step: {saved}"),
+        Model::RemoveSyncs if nothing => "no explicit synchronization to remove".to_string(),
+        Model::RemoveSyncs => format!("removes {removed} synchronizing calls per step"),
+        Model::KernelFusion { .. } if nothing => {
+            "no chain of element-wise kernels to fuse".to_string()
+        }
+        Model::KernelFusion { .. } => format!(
+            "fusing element-wise chains removes {removed} kernels and launch calls per step: \
+             {saved}"
+        ),
+        Model::FasterHardware(_) => format!(
+            "{} saves {saved} per step",
+            match model.name().as_str() {
+                "faster_gpu" => "a GPU twice as fast",
+                "faster_cpu" => "a CPU twice as fast",
+                "faster_copies" => "copies twice as fast",
+                _ => "the faster hardware",
+            }
+        ),
+    }
+}
+
+/// One sentence on why `candidate` helps or not, given the baseline's bottleneck.
+pub fn reason(baseline: &Bottleneck, candidate: &Candidate) -> String {
+    let after = &candidate.outcome.predicted.bottleneck;
+    let effect = effect(candidate);
+    if candidate.is_useful() {
+        let mut text = format!("{}; {effect}", bound_sentence(baseline));
+        if after.bound() != baseline.bound() {
+            text.push_str(&format!("; then {}", bound_sentence(after)));
+        }
+        text
+    } else if candidate.outcome.changes == Default::default() {
+        effect
+    } else {
+        format!(
+            "{effect}, but {}: that time is off the critical path",
+            bound_sentence(baseline)
+        )
+    }
+}

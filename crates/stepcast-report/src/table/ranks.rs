@@ -1,0 +1,148 @@
+//! A multi-rank `replay` as text: a summary, the per-rank table, clock offsets, stragglers and
+//! the critical path across ranks.
+
+use super::{ms, new_table, push_notes, push_section, sanitize, signed_percent, us, wrap};
+
+/// Nanoseconds as microseconds with one decimal, no unit (the column header has it).
+fn micros(ns: i64) -> String {
+    format!("{:.1}", ns as f64 / 1e3)
+}
+use crate::json::ranks::RanksJson;
+
+/// Stragglers whose lead is shorter than this are not listed in the text (they are in JSON).
+const STRAGGLER_TEXT_MIN_LEAD_NS: i64 = 5_000;
+
+/// The multi-rank `replay` document as text for a terminal.
+pub fn ranks_text(doc: &RanksJson) -> String {
+    let steps: usize = doc.ranks.iter().map(|r| r.steps.len()).sum();
+    let mut out = wrap(
+        &format!(
+            "Replayed {} ranks ({steps} rank-steps) as one graph: {} collectives matched across \
+             ranks, {} unmatched; clocks aligned ({}, largest spread of a collective's aligned \
+             ends {}). Largest step error {}.",
+            doc.ranks.len(),
+            doc.collectives.matched,
+            doc.collectives.unmatched.len(),
+            doc.clock_alignment.status.replace('_', " "),
+            us(doc.clock_alignment.max_end_spread_ns),
+            doc.max_abs_error
+                .map_or_else(|| "n/a".to_string(), |e| format!("{:.2}%", 100.0 * e)),
+        ),
+        "",
+    );
+    out.push('\n');
+
+    let mut table = new_table(
+        &[
+            "rank",
+            "step",
+            "measured\nms",
+            "replayed\nms",
+            "error",
+            "clock offset\nµs",
+            "residual\nmax µs",
+            "critical\npath ms",
+        ],
+        1,
+    );
+    for (i, rank) in doc.ranks.iter().enumerate() {
+        let offset = doc.clock_offsets_ns.get(i).copied().unwrap_or(0);
+        let residual = doc
+            .clock_alignment
+            .residuals
+            .get(i)
+            .map_or(0, |r| r.max_abs_ns);
+        let on_path = doc.critical_path.ns_by_rank.get(i).map_or(0, |r| r.ns);
+        for step in &rank.steps {
+            table.add_row(vec![
+                rank.rank.to_string(),
+                step.number.to_string(),
+                ms(step.measured_ns),
+                ms(step.replayed_ns),
+                signed_percent(step.error),
+                micros(offset),
+                micros(residual),
+                ms(on_path),
+            ]);
+        }
+    }
+    push_section(&mut out, "Ranks", &table.to_string());
+
+    let mut stragglers = new_table(
+        &[
+            "#",
+            "collective",
+            "last\nrank",
+            "lead\nµs",
+            "spread\nµs",
+            "what it was doing",
+        ],
+        2,
+    );
+    for s in doc
+        .stragglers
+        .iter()
+        .filter(|s| s.lead_ns >= STRAGGLER_TEXT_MIN_LEAD_NS)
+    {
+        let doing = match (s.cause, &s.doing, s.doing_ns) {
+            ("stream", Some(task), _) => format!("stream busy: {}", sanitize(task)),
+            ("host", Some(op), Some(ns)) => format!("host: {} ({})", sanitize(op), us(ns)),
+            ("host", _, _) => "host: launched late".to_string(),
+            _ => "unknown".to_string(),
+        };
+        stragglers.add_row(vec![
+            s.collective.to_string(),
+            format!("{} {}#{}", sanitize(&s.op), sanitize(&s.group), s.seq),
+            s.last_rank.to_string(),
+            micros(s.lead_ns),
+            micros(s.spread_ns),
+            doing,
+        ]);
+    }
+    push_section(
+        &mut out,
+        "Stragglers (rank that started each collective last, aligned clocks)",
+        &stragglers.to_string(),
+    );
+
+    let path = &doc.critical_path;
+    let mut top = new_table(&["rank", "kind", "task", "ms"], 3);
+    for task in &path.top_tasks {
+        top.add_row(vec![
+            task.rank.to_string(),
+            task.kind.to_string(),
+            sanitize(&task.name),
+            ms(task.share_ns),
+        ]);
+    }
+    let late = path.late_start.as_ref().map_or_else(String::new, |l| {
+        format!(
+            "; it begins on rank {}, whose first task began {} ms after the earliest step start",
+            l.rank,
+            ms(l.ns)
+        )
+    });
+    push_section(
+        &mut out,
+        &format!(
+            "Critical path across ranks ({} ms, {} tasks, {} rank crossings{late}): longest tasks",
+            ms(path.length_ns),
+            path.tasks,
+            path.rank_crossings
+        ),
+        &top.to_string(),
+    );
+    let unmatched: Vec<String> = doc
+        .collectives
+        .unmatched
+        .iter()
+        .map(|u| {
+            format!(
+                "rank {}: {} {}#{} {}",
+                u.rank, u.op, u.group, u.seq, u.reason
+            )
+        })
+        .collect();
+    push_notes(&mut out, "Unmatched collectives", &unmatched);
+    out
+}

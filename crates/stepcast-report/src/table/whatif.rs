@@ -1,0 +1,252 @@
+//! `whatif` and `advise` as text: the prediction, what changed, the new bottleneck; the
+//! ranked candidates.
+
+use super::{count, ms, new_table, percent, push_notes, push_section, sanitize, step_list, wrap};
+use crate::json::{AdviseJson, BottleneckJson, DeviceJson, TraceJson, WhatIfJson};
+
+/// `of FILE on DEVICE`.
+fn source(trace: &TraceJson, device: Option<&DeviceJson>) -> String {
+    let mut text = trace
+        .file
+        .as_deref()
+        .map_or_else(|| "the trace".to_string(), sanitize);
+    if let Some(name) = device.and_then(|d| d.name.as_deref()) {
+        text.push_str(&format!(" on {}", sanitize(name)));
+    }
+    text
+}
+
+fn speedup(value: Option<f64>) -> String {
+    value.map_or_else(|| "n/a".to_string(), |s| format!("{s:.3}×"))
+}
+
+/// The five resources of a bottleneck as (name, ns).
+fn resources(b: &BottleneckJson) -> [(&'static str, i64); 5] {
+    [
+        ("host (CPU work)", b.host_ns),
+        ("compute (kernels)", b.compute_ns),
+        ("copy", b.copy_ns),
+        ("communication", b.communication_ns),
+        ("wait (latency)", b.wait_ns),
+    ]
+}
+
+fn share(ns: i64, total: i64) -> String {
+    if total <= 0 {
+        return "n/a".to_string();
+    }
+    percent(ns as f64 / total as f64)
+}
+
+fn bound_sentence(b: &BottleneckJson) -> String {
+    let ns = resources(b)
+        .iter()
+        .zip(["host", "compute", "copy", "communication", "wait"])
+        .find(|(_, key)| *key == b.bound)
+        .map_or(0, |((_, ns), _)| *ns);
+    let words = match b.bound {
+        "host" => "host-bound (CPU work)",
+        "compute" => "GPU-bound (kernels)",
+        "copy" => "copy-bound",
+        "communication" => "communication-bound",
+        _ => "latency-bound (waiting)",
+    };
+    format!("{words}, {} of the critical path", share(ns, b.length_ns))
+}
+
+/// The `whatif` document as text for a terminal.
+pub fn whatif_text(doc: &WhatIfJson) -> String {
+    let what = match &doc.scenario {
+        Some(file) => format!("scenario {} ({})", sanitize(&doc.name), sanitize(file)),
+        None => sanitize(&doc.name),
+    };
+    let mut out = wrap(
+        &format!(
+            "What if {what}, on {}: predicted step {} ms vs {} ms now, speedup {} ({} ms per \
+             step), over steady steps {}.",
+            source(&doc.trace, doc.device.as_ref()),
+            ms(doc.predicted_ns),
+            ms(doc.baseline_ns),
+            speedup(doc.speedup),
+            signed_ms(-doc.gain_ns),
+            step_list(&doc.steady_steps),
+        ),
+        "",
+    );
+    out.push('\n');
+    out.push_str(&wrap(
+        &format!(
+            "Tasks: {} before, {} after ({} changed, {} removed, {} added, whole window). \
+             Bottleneck now: {}; after: {}.",
+            count(doc.tasks.before),
+            count(doc.tasks.after),
+            count(doc.tasks.changed),
+            count(doc.tasks.removed),
+            count(doc.tasks.added),
+            bound_sentence(&doc.bottleneck_before),
+            bound_sentence(&doc.bottleneck_after),
+        ),
+        "",
+    ));
+    out.push('\n');
+
+    let mut phases = new_table(
+        &[
+            "phase",
+            "host ms\nbefore",
+            "host ms\nafter",
+            "host ms\nsaved",
+            "device ms\nbefore",
+            "device ms\nafter",
+            "device ms\nsaved",
+        ],
+        1,
+    );
+    for p in &doc.phases {
+        if p.host_before_ns == 0
+            && p.host_after_ns == 0
+            && p.device_before_ns == 0
+            && p.device_after_ns == 0
+        {
+            continue;
+        }
+        phases.add_row(vec![
+            p.phase.to_string(),
+            ms(p.host_before_ns),
+            ms(p.host_after_ns),
+            ms(p.host_before_ns - p.host_after_ns),
+            ms(p.device_before_ns),
+            ms(p.device_after_ns),
+            ms(p.device_before_ns - p.device_after_ns),
+        ]);
+    }
+    push_section(
+        &mut out,
+        "Time per steady step by phase (host: calls, CPU ops and the host time between them)",
+        &phases.to_string(),
+    );
+
+    let mut path = new_table(
+        &["critical path", "before ms", "share", "after ms", "share"],
+        1,
+    );
+    let before = resources(&doc.bottleneck_before);
+    let after = resources(&doc.bottleneck_after);
+    for ((name, b), (_, a)) in before.iter().zip(after.iter()) {
+        path.add_row(vec![
+            name.to_string(),
+            ms(*b),
+            share(*b, doc.bottleneck_before.length_ns),
+            ms(*a),
+            share(*a, doc.bottleneck_after.length_ns),
+        ]);
+    }
+    push_section(
+        &mut out,
+        "Critical path per steady step, by resource",
+        &path.to_string(),
+    );
+
+    let mut top = new_table(&["on the new critical path", "kind", "resource", "ms"], 3);
+    for item in &doc.bottleneck_after.top {
+        top.add_row(vec![
+            sanitize(&item.name),
+            item.kind.to_string(),
+            item.resource.to_string(),
+            ms(item.ns),
+        ]);
+    }
+    push_section(
+        &mut out,
+        "Largest items on the new critical path",
+        &top.to_string(),
+    );
+    out
+}
+
+fn signed_ms(ns: i64) -> String {
+    format!("{:+.3}", ns as f64 / 1e6)
+}
+
+/// The `advise` document as text: a ranked table, then what to try first and what is not
+/// worth it.
+pub fn advise_text(doc: &AdviseJson) -> String {
+    let mut out = wrap(
+        &format!(
+            "Advice for {}: step {} ms now (steady steps {}); {}.",
+            source(&doc.trace, doc.device.as_ref()),
+            ms(doc.baseline_ns),
+            step_list(&doc.steady_steps),
+            bound_sentence(&doc.bottleneck),
+        ),
+        "",
+    );
+    out.push('\n');
+    let mut notes = Vec::new();
+    match doc.candidates.iter().find(|c| c.useful && !c.hardware) {
+        Some(best) => notes.push(format!(
+            "Try first: {} ({}, {} ms less per step).",
+            best.name,
+            speedup(best.speedup),
+            ms(best.gain_ns)
+        )),
+        None => notes.push("No change to the program is predicted to help.".to_string()),
+    }
+    let useless: Vec<&str> = doc
+        .candidates
+        .iter()
+        .filter(|c| !c.useful)
+        .map(|c| c.name.as_str())
+        .collect();
+    if !useless.is_empty() {
+        notes.push(format!(
+            "Not worth it here (under {:.1}% faster): {}.",
+            (doc.useful_speedup - 1.0) * 100.0,
+            useless.join(", ")
+        ));
+    }
+    push_notes(&mut out, "Summary", &notes);
+
+    let mut table = new_table(
+        &[
+            "#",
+            "candidate",
+            "kind",
+            "step ms",
+            "speedup",
+            "saves ms",
+            "then bound by",
+        ],
+        3,
+    );
+    let mut rank = 0;
+    let mut reasons = Vec::new();
+    for c in &doc.candidates {
+        let label = if c.useful {
+            rank += 1;
+            rank.to_string()
+        } else {
+            "-".to_string()
+        };
+        reasons.push(format!("{label} {}: {}", c.name, c.reason));
+        table.add_row(vec![
+            label,
+            c.name.clone(),
+            if c.hardware { "hardware" } else { "program" }.to_string(),
+            ms(c.predicted_ns),
+            speedup(c.speedup),
+            ms(c.gain_ns),
+            c.bound_after.to_string(),
+        ]);
+    }
+    if let Some(column) = table.column_mut(6) {
+        column.set_cell_alignment(comfy_table::CellAlignment::Left);
+    }
+    push_section(
+        &mut out,
+        "Candidates, best first (-: not worth it)",
+        &table.to_string(),
+    );
+    push_notes(&mut out, "Why", &reasons);
+    out
+}

@@ -1,0 +1,548 @@
+//! The global graph: every rank's graph in one, on aligned clocks, with each matched
+//! collective's transfer gated by the start of all its instances.
+
+use stepcast_trace::{EventKind, Interner, NameId};
+
+use super::{ClockAlignment, CollectiveMatching, RankId, RankTrace};
+use crate::graph::{EdgeKind, Graph, GraphLane, NO_STEP, NO_TIME, TaskId, TaskKind};
+use crate::replay::{measured_span, replayed_span, tasks_by_step};
+use crate::simulate::{Binding, RecordedOrder, SimError, SimOptions, Timeline, simulate};
+use crate::window::Step;
+
+/// A stream predecessor ending at most this long before a collective starts held it back.
+const STREAM_GATE_TOLERANCE_NS: i64 = 2_000;
+
+/// What a matched collective's own cost (its transfer, after every rank has arrived) is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TransferModel {
+    /// Per instance: its recorded end minus the last aligned start of the collective (the
+    /// recorded duration less the wait the aligned clocks imply).
+    #[default]
+    ImpliedByAlignedClocks,
+    /// Every instance: the fastest recorded instance of the collective across ranks.
+    FastestInstance,
+}
+
+/// Where one rank lies in the global graph.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RankPart {
+    pub rank: i64,
+    /// Tasks `first_task .. first_task + task_count`, in the rank graph's order.
+    pub first_task: u32,
+    pub task_count: u32,
+    pub first_lane: u32,
+    pub lane_count: u32,
+    /// Steps `first_step .. first_step + step_count` of [`GlobalGraph::steps`].
+    pub first_step: u32,
+    pub step_count: u32,
+    /// Added to the rank's trace times to get global times: its origin, less its clock
+    /// offset, less the global base.
+    pub shift_ns: i64,
+}
+
+/// A matched collective in the global graph.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GlobalCollective {
+    pub group: String,
+    pub seq: u32,
+    pub op: String,
+    /// The instance of each rank (global task ids, by [`RankId`]).
+    pub tasks: Vec<TaskId>,
+    /// Each instance's transfer: its own cost once every rank has started.
+    pub transfer_ns: Vec<i64>,
+}
+
+/// Every rank's graph merged into one, on aligned clocks.
+#[derive(Clone, Debug, Default)]
+pub struct GlobalGraph {
+    /// Times are global: nanoseconds after the earliest aligned origin.
+    pub graph: Graph,
+    /// Task names (the ranks' interners merged).
+    pub names: Interner,
+    pub steps: Vec<Step>,
+    pub ranks: Vec<RankPart>,
+    pub collectives: Vec<GlobalCollective>,
+    /// One-rank `PeerArrival` inputs replaced by the real peers.
+    pub replaced_peer_arrivals: u64,
+    /// Edges from an instance's begin to a peer instance's completion.
+    pub peer_edges: u64,
+}
+
+impl GlobalGraph {
+    /// The rank holding a global task.
+    pub fn rank_of(&self, task: TaskId) -> RankId {
+        let k = self.ranks.partition_point(|p| p.first_task <= task.0);
+        RankId(k.saturating_sub(1) as u32)
+    }
+
+    pub fn name(&self, task: TaskId) -> &str {
+        self.names.get(self.graph.name[task.index()])
+    }
+}
+
+fn shift(value: i64, by: i64) -> i64 {
+    if value == NO_TIME { value } else { value + by }
+}
+
+/// Merges the ranks' graphs (task ids and lanes offset per rank, times on aligned clocks) and
+/// replaces each matched collective's one-rank peer input by edges from every instance.
+pub fn global_graph(
+    ranks: &[RankTrace<'_>],
+    matching: &CollectiveMatching,
+    alignment: &ClockAlignment,
+    transfer: TransferModel,
+) -> GlobalGraph {
+    let aligned_origin =
+        |r: usize| ranks[r].trace.origin_ns - alignment.offsets_ns.get(r).copied().unwrap_or(0);
+    let base = (0..ranks.len()).map(aligned_origin).min().unwrap_or(0);
+    let mut global = GlobalGraph::default();
+    let mut edges: Vec<(TaskId, EdgeKind, TaskId, i64)> = Vec::new();
+    // Per rank: whether each of its tasks is a matched collective instance.
+    let mut matched: Vec<Vec<bool>> = ranks
+        .iter()
+        .map(|r| vec![false; r.window.graph.task_count()])
+        .collect();
+    for c in &matching.matched {
+        for (r, task) in c.instances.iter().enumerate() {
+            matched[r][task.index()] = true;
+        }
+    }
+    for (r, rank) in ranks.iter().enumerate() {
+        let g = &rank.window.graph;
+        let out = &mut global.graph;
+        let part = RankPart {
+            rank: rank.rank,
+            first_task: out.task_count() as u32,
+            task_count: g.task_count() as u32,
+            first_lane: out.lanes.len() as u32,
+            lane_count: g.lanes.len() as u32,
+            first_step: global.steps.len() as u32,
+            step_count: rank.window.steps.len() as u32,
+            shift_ns: aligned_origin(r) - base,
+        };
+        let by = part.shift_ns;
+        for lane in &g.lanes {
+            out.lanes.push(GraphLane {
+                first_task: lane.first_task + part.first_task,
+                ..lane.clone()
+            });
+        }
+        let mut names: Vec<Option<NameId>> = vec![None; rank.trace.names.len()];
+        for t in 0..g.task_count() {
+            let local_name = g.name[t];
+            let name = *names[local_name.index()]
+                .get_or_insert_with(|| global.names.intern(rank.trace.name(local_name)));
+            out.kind.push(g.kind[t]);
+            out.lane.push(g.lane[t] + part.first_lane);
+            out.name.push(name);
+            out.event.push(g.event[t]);
+            out.dur_ns.push(g.dur_ns[t]);
+            out.dur_without_inferred_ns
+                .push(g.dur_without_inferred_ns[t]);
+            out.gap_ns.push(g.gap_ns[t]);
+            out.rec_start_ns.push(g.rec_start_ns[t] + by);
+            out.rec_end_ns.push(g.rec_end_ns[t] + by);
+            out.step.push(if g.step[t] == NO_STEP {
+                NO_STEP
+            } else {
+                g.step[t] + part.first_step
+            });
+            out.not_before_ns.push(shift(g.not_before_ns[t], by));
+            out.peer_ready_ns.push(shift(g.peer_ready_ns[t], by));
+            for e in g.preds(TaskId(t as u32)) {
+                if g.pred_kind[e] == EdgeKind::PeerArrival && matched[r][t] {
+                    global.replaced_peer_arrivals += 1;
+                    continue;
+                }
+                edges.push((
+                    TaskId(t as u32 + part.first_task),
+                    g.pred_kind[e],
+                    TaskId(g.pred[e].0 + part.first_task),
+                    g.pred_lag_ns[e],
+                ));
+            }
+        }
+        for step in &rank.window.steps {
+            global.steps.push(Step {
+                start_ns: step.start_ns + by,
+                marker_end_ns: step.marker_end_ns + by,
+                ..step.clone()
+            });
+        }
+        global.ranks.push(part);
+    }
+    let out = &mut global.graph;
+    for c in &matching.matched {
+        let tasks: Vec<TaskId> = c
+            .instances
+            .iter()
+            .zip(&global.ranks)
+            .map(|(t, part)| TaskId(t.0 + part.first_task))
+            .collect();
+        let last_start = tasks
+            .iter()
+            .map(|t| out.rec_start_ns[t.index()])
+            .max()
+            .unwrap_or(0);
+        let fastest = tasks
+            .iter()
+            .map(|t| out.rec_end_ns[t.index()] - out.rec_start_ns[t.index()])
+            .min()
+            .unwrap_or(0);
+        let transfer_ns: Vec<i64> = tasks
+            .iter()
+            .map(|t| {
+                let recorded = out.rec_end_ns[t.index()] - out.rec_start_ns[t.index()];
+                match transfer {
+                    TransferModel::ImpliedByAlignedClocks => {
+                        (out.rec_end_ns[t.index()] - last_start).clamp(0, recorded)
+                    }
+                    TransferModel::FastestInstance => fastest,
+                }
+            })
+            .collect();
+        for (i, &t) in tasks.iter().enumerate() {
+            out.dur_ns[t.index()] = transfer_ns[i];
+            out.dur_without_inferred_ns[t.index()] = transfer_ns[i];
+            out.peer_ready_ns[t.index()] = NO_TIME;
+            for &peer in &tasks {
+                if peer != t {
+                    edges.push((t, EdgeKind::PeerArrival, peer, 0));
+                    global.peer_edges += 1;
+                }
+            }
+        }
+        global.collectives.push(GlobalCollective {
+            group: c.group.clone(),
+            seq: c.seq,
+            op: c.op.clone(),
+            tasks,
+            transfer_ns,
+        });
+    }
+    // CSR by target, in (target, kind, source) order: deterministic.
+    edges.sort_unstable();
+    edges.dedup_by_key(|e| (e.0, e.1, e.2));
+    let n = out.task_count();
+    out.pred_offsets = Vec::with_capacity(n + 1);
+    out.pred_offsets.push(0);
+    let mut i = 0;
+    for t in 0..n {
+        while i < edges.len() && edges[i].0.index() == t {
+            i += 1;
+        }
+        out.pred_offsets.push(i as u32);
+    }
+    out.pred = edges.iter().map(|e| e.2).collect();
+    out.pred_kind = edges.iter().map(|e| e.1).collect();
+    out.pred_lag_ns = edges.iter().map(|e| e.3).collect();
+    global
+}
+
+/// One step of one rank, measured and replayed in the global replay.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RankStep {
+    pub number: u64,
+    /// From the step's host start to the end of the last task launched inside it.
+    pub measured_ns: i64,
+    pub replayed_ns: i64,
+}
+
+impl RankStep {
+    pub fn error(&self) -> f64 {
+        crate::replay::relative_error(self.replayed_ns, self.measured_ns)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RankReplay {
+    pub rank: i64,
+    pub steps: Vec<RankStep>,
+}
+
+/// A task on the critical path across ranks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PathTask {
+    pub rank: i64,
+    pub task: TaskId,
+    pub name: String,
+    pub kind: TaskKind,
+    /// Replayed, global time.
+    pub begin_ns: i64,
+    pub end_ns: i64,
+    /// Time of the path attributed to this task (its work, or its wait for what released it).
+    pub share_ns: i64,
+}
+
+/// The global replay.
+#[derive(Clone, Debug)]
+pub struct GlobalReplay {
+    pub ranks: Vec<RankReplay>,
+    /// From the earliest replayed step start to the latest end, earliest first.
+    pub critical_path: Vec<PathTask>,
+    /// Time of the critical path spent on each rank (by [`RankId`]).
+    pub critical_path_ns_by_rank: Vec<i64>,
+    /// How often the critical path crosses from one rank to another.
+    pub critical_path_rank_crossings: u32,
+    /// Where the path begins before any task: the rank whose first task starts it, and how
+    /// long after the earliest replayed step start that task began (the rank started late, or
+    /// its trace begins late). Counted in that rank's path time, not in any task's share.
+    pub critical_path_late_start: Option<(i64, i64)>,
+    pub timeline: Timeline,
+}
+
+/// Replays the global graph; measures every rank's steps and the critical path across ranks.
+pub fn replay_global(global: &GlobalGraph) -> Result<GlobalReplay, SimError> {
+    let graph = &global.graph;
+    let timeline = simulate(graph, &RecordedOrder, SimOptions::default())?;
+    let by_step = tasks_by_step(graph, global.steps.len());
+    let mut from_ns = i64::MAX;
+    let mut last: Option<TaskId> = None;
+    let ranks = global
+        .ranks
+        .iter()
+        .map(|part| {
+            let steps = (part.first_step..part.first_step + part.step_count)
+                .map(|s| {
+                    let step = &global.steps[s as usize];
+                    let tasks = &by_step[s as usize];
+                    let (replayed_ns, step_last, start) =
+                        replayed_span(graph, &timeline, step, tasks);
+                    from_ns = from_ns.min(start);
+                    if let Some(t) = step_last {
+                        let key = |t: TaskId| (timeline.end_ns[t.index()], std::cmp::Reverse(t.0));
+                        if last.is_none_or(|l| key(t) > key(l)) {
+                            last = Some(t);
+                        }
+                    }
+                    RankStep {
+                        number: step.number,
+                        measured_ns: measured_span(graph, step, tasks),
+                        replayed_ns,
+                    }
+                })
+                .collect();
+            RankReplay {
+                rank: part.rank,
+                steps,
+            }
+        })
+        .collect();
+    let mut replay = GlobalReplay {
+        ranks,
+        critical_path: Vec::new(),
+        critical_path_ns_by_rank: vec![0; global.ranks.len()],
+        critical_path_rank_crossings: 0,
+        critical_path_late_start: None,
+        timeline,
+    };
+    if let Some(last) = last {
+        critical_path(global, &mut replay, last, from_ns);
+    }
+    Ok(replay)
+}
+
+/// Walks back from `last` along what released each task's end and begin, across ranks; each
+/// stretch of time goes to the task it released.
+fn critical_path(global: &GlobalGraph, replay: &mut GlobalReplay, last: TaskId, from_ns: i64) {
+    let graph = &global.graph;
+    let timeline = &replay.timeline;
+    let mut path: Vec<PathTask> = Vec::new();
+    let mut task = last;
+    let mut at_end = true;
+    let mut time = timeline.end_ns[last.index()];
+    let mut guard = 0usize;
+    while time > from_ns && guard <= 4 * graph.task_count() + 4 {
+        guard += 1;
+        let t = task.index();
+        let work_start = timeline.end_ns[t] - graph.dur_ns[t];
+        // The node that released this one, and when.
+        let next: Option<(TaskId, bool, i64)> = if at_end {
+            match timeline.completion[t] {
+                Some(Binding::Edge(pred, kind)) if work_start > timeline.begin_ns[t] => {
+                    let released = if kind.from_source_begin() {
+                        timeline.begin_ns[pred.index()]
+                    } else {
+                        timeline.end_ns[pred.index()]
+                    };
+                    Some((pred, !kind.from_source_begin(), released))
+                }
+                _ => Some((task, false, timeline.begin_ns[t])),
+            }
+        } else {
+            match timeline.binding[t] {
+                Binding::Boundary | Binding::PeerWait => None,
+                Binding::Lane(pred) => Some((pred, true, timeline.end_ns[pred.index()])),
+                Binding::Edge(pred, kind) => {
+                    if kind.from_source_begin() {
+                        Some((pred, false, timeline.begin_ns[pred.index()]))
+                    } else {
+                        Some((pred, true, timeline.end_ns[pred.index()]))
+                    }
+                }
+            }
+        };
+        let released = next.map_or(timeline.begin_ns[t], |n| n.2).max(from_ns);
+        let share = (time - released).max(0);
+        if next.is_none() && released > from_ns {
+            let rank = global.rank_of(task);
+            replay.critical_path_ns_by_rank[rank.index()] += released - from_ns;
+            replay.critical_path_late_start =
+                Some((global.ranks[rank.index()].rank, released - from_ns));
+        }
+        match path.last_mut() {
+            Some(last) if last.task == task => last.share_ns += share,
+            _ => {
+                let rank = global.rank_of(task);
+                path.push(PathTask {
+                    rank: global.ranks[rank.index()].rank,
+                    task,
+                    name: global.name(task).to_string(),
+                    kind: graph.kind[t],
+                    begin_ns: timeline.begin_ns[t],
+                    end_ns: timeline.end_ns[t],
+                    share_ns: share,
+                });
+            }
+        }
+        replay.critical_path_ns_by_rank[global.rank_of(task).index()] += share;
+        let Some((pred, pred_at_end, pred_time)) = next else {
+            break;
+        };
+        task = pred;
+        at_end = pred_at_end;
+        time = pred_time.min(time);
+    }
+    path.reverse();
+    replay.critical_path_rank_crossings =
+        path.windows(2).filter(|w| w[0].rank != w[1].rank).count() as u32;
+    replay.critical_path = path;
+}
+
+/// What held the last rank back from a collective.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StragglerCause {
+    /// Its stream was busy until just before: the previous device task.
+    Stream { previous_task: String },
+    /// Its host launched the collective late; the longest op the launching thread ran since
+    /// its previous collective launch (or its step start).
+    Host {
+        longest_op: Option<String>,
+        longest_op_ns: i64,
+    },
+    /// Neither is in the trace (the collective was launched before the window opened).
+    Unknown,
+}
+
+/// For a matched collective: the rank that arrived last, on aligned clocks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Straggler {
+    /// Index into the matching's (and the global graph's) collectives.
+    pub collective: u32,
+    pub group: String,
+    pub seq: u32,
+    pub op: String,
+    pub last_rank: i64,
+    /// How much later the last rank started its instance than the next-to-last rank: what it
+    /// alone delayed the collective by.
+    pub lead_ns: i64,
+    /// From the first rank's start to the last rank's: the longest any rank waited.
+    pub spread_ns: i64,
+    pub cause: StragglerCause,
+}
+
+/// The straggler of every matched collective, from the recorded starts on aligned clocks.
+pub fn stragglers(
+    ranks: &[RankTrace<'_>],
+    matching: &CollectiveMatching,
+    global: &GlobalGraph,
+) -> Vec<Straggler> {
+    let graph = &global.graph;
+    global
+        .collectives
+        .iter()
+        .enumerate()
+        .map(|(k, c)| {
+            let starts: Vec<i64> = c
+                .tasks
+                .iter()
+                .map(|t| graph.rec_start_ns[t.index()])
+                .collect();
+            let (last, &last_start) = starts
+                .iter()
+                .enumerate()
+                .max_by_key(|&(r, s)| (*s, std::cmp::Reverse(r)))
+                .unwrap_or((0, &0));
+            let second = starts
+                .iter()
+                .enumerate()
+                .filter(|&(r, _)| r != last)
+                .map(|(_, &s)| s)
+                .max()
+                .unwrap_or(last_start);
+            let first = starts.iter().copied().min().unwrap_or(last_start);
+            let local = matching.matched[k].instances[last];
+            let previous_launch = (k > 0).then(|| matching.matched[k - 1].instances[last]);
+            Straggler {
+                collective: k as u32,
+                group: c.group.clone(),
+                seq: c.seq,
+                op: c.op.clone(),
+                last_rank: ranks[last].rank,
+                lead_ns: last_start - second,
+                spread_ns: last_start - first,
+                cause: cause(&ranks[last], local, previous_launch),
+            }
+        })
+        .collect()
+}
+
+fn launch_call(graph: &Graph, task: TaskId) -> Option<TaskId> {
+    graph
+        .preds(task)
+        .find(|&e| graph.pred_kind[e] == EdgeKind::Launch)
+        .map(|e| graph.pred[e])
+}
+
+fn cause(rank: &RankTrace<'_>, task: TaskId, previous: Option<TaskId>) -> StragglerCause {
+    let graph = &rank.window.graph;
+    let start = graph.rec_start_ns[task.index()];
+    let stream_pred = graph.lane_pred(task);
+    let call = launch_call(graph, task);
+    let stream_busy = stream_pred
+        .is_some_and(|p| graph.rec_end_ns[p.index()] >= start - STREAM_GATE_TOLERANCE_NS);
+    let call_early = call.is_none_or(|c| {
+        stream_pred.is_some_and(|p| graph.rec_start_ns[c.index()] < graph.rec_end_ns[p.index()])
+    });
+    if let Some(p) = stream_pred.filter(|_| stream_busy && call_early) {
+        return StragglerCause::Stream {
+            previous_task: rank.trace.name(graph.name[p.index()]).to_string(),
+        };
+    }
+    let Some(call) = call else {
+        return StragglerCause::Unknown;
+    };
+    let call_start = graph.rec_start_ns[call.index()];
+    let thread = graph.lanes[graph.lane[call.index()] as usize].trace_lane;
+    let since = previous
+        .and_then(|p| launch_call(graph, p))
+        .filter(|p| graph.lane[p.index()] == graph.lane[call.index()])
+        .map(|p| graph.rec_end_ns[p.index()])
+        .or_else(|| {
+            let step = graph.step[call.index()];
+            rank.window.steps.get(step as usize).map(|s| s.start_ns)
+        })
+        .unwrap_or(i64::MIN);
+    let longest = rank
+        .trace
+        .lane_events(thread)
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::CpuOp | EventKind::UserAnnotation))
+        .filter(|e| e.start_ns >= since && e.end_ns() <= call_start)
+        .filter(|e| !rank.trace.name(e.name).starts_with("ProfilerStep#"))
+        .max_by_key(|e| (e.dur_ns, std::cmp::Reverse(e.start_ns)));
+    StragglerCause::Host {
+        longest_op: longest.map(|e| rank.trace.name(e.name).to_string()),
+        longest_op_ns: longest.map_or(0, |e| e.dur_ns),
+    }
+}

@@ -1,0 +1,99 @@
+//! Many ranks as one (dPRO §4): every rank's trace of the same steps, replayed together.
+//!
+//! [`match_collectives`] pairs the k-th collective of each process group across ranks;
+//! [`align_clocks`] estimates each rank's clock offset from those collectives (a QP solved
+//! with clarabel); [`global_graph`] merges the ranks' graphs into one, where a collective's
+//! transfer starts when every rank's instance has started (instead of the one-rank
+//! `PeerArrival` input); [`replay_global`] replays it and measures every rank's steps, the
+//! critical path across ranks and the stragglers of each collective.
+
+mod clocks;
+mod global;
+mod matching;
+
+use stepcast_trace::Trace;
+
+use crate::Window;
+use crate::simulate::SimError;
+
+pub use clocks::{AlignError, AlignmentStatus, ClockAlignment, RankResidual, align_clocks};
+pub use global::{
+    GlobalCollective, GlobalGraph, GlobalReplay, PathTask, RankPart, RankReplay, RankStep,
+    Straggler, StragglerCause, TransferModel, global_graph, replay_global, stragglers,
+};
+pub use matching::{
+    CollectiveInstance, CollectiveMatching, GroupSource, MatchedCollective, UnmatchedCollective,
+    UnmatchedReason, collective_op, match_collectives, rank_collectives,
+};
+
+/// A rank's position in the list of ranks given to this module (not its rank number). `u32`:
+/// jobs have at most a few hundred thousand ranks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RankId(pub u32);
+
+impl RankId {
+    #[inline]
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// One rank's trace and its graph. The first rank given is the clock reference.
+#[derive(Clone, Copy, Debug)]
+pub struct RankTrace<'a> {
+    /// The rank number (`distributedInfo.rank`, or the position in the input).
+    pub rank: i64,
+    pub trace: &'a Trace,
+    pub window: &'a Window,
+}
+
+/// The rank number a trace records, if any.
+pub fn recorded_rank(trace: &Trace) -> Option<i64> {
+    trace.distributed.as_ref().and_then(|d| d.rank)
+}
+
+/// Everything the multi-rank replay finds.
+#[derive(Clone, Debug)]
+pub struct RanksReport {
+    pub matching: CollectiveMatching,
+    pub alignment: ClockAlignment,
+    pub replay: GlobalReplay,
+    pub stragglers: Vec<Straggler>,
+}
+
+/// Why the ranks could not be replayed together.
+#[derive(Debug, thiserror::Error)]
+pub enum RanksError {
+    #[error("no traces to replay")]
+    NoRanks,
+    #[error("two traces claim rank {0}; give one trace per rank")]
+    DuplicateRank(i64),
+    #[error(transparent)]
+    Align(#[from] AlignError),
+    #[error("the global graph cannot be replayed: {0}")]
+    Sim(#[from] SimError),
+}
+
+/// Matches, aligns, merges and replays `ranks` (sorted by rank number; the first is the clock
+/// reference).
+pub fn replay_ranks(ranks: &[RankTrace<'_>]) -> Result<RanksReport, RanksError> {
+    if ranks.is_empty() {
+        return Err(RanksError::NoRanks);
+    }
+    for pair in ranks.windows(2) {
+        if pair[0].rank == pair[1].rank {
+            return Err(RanksError::DuplicateRank(pair[0].rank));
+        }
+    }
+    let matching = match_collectives(ranks);
+    let alignment = align_clocks(ranks, &matching)?;
+    let global = global_graph(ranks, &matching, &alignment, TransferModel::default());
+    let replay = replay_global(&global)?;
+    let stragglers = stragglers(ranks, &matching, &global);
+    Ok(RanksReport {
+        matching,
+        alignment,
+        replay,
+        stragglers,
+    })
+}

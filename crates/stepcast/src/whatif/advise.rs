@@ -1,0 +1,124 @@
+//! `advise`: every built-in model, and useful combinations of them, predicted against one
+//! baseline in parallel and ranked by predicted gain.
+//!
+//! Candidates are every model of [`Model::advised`] on its own; every pair of the models that
+//! help (speedup of at least [`USEFUL_SPEEDUP`] on their own); and, when three or more software
+//! models help, all of them together (the models compose: dPRO). A model that does not help is
+//! left out of every combination: it would only repeat the combination without it. Hardware
+//! models (`faster_gpu`, `faster_cpu`...) pair with the others but stay out of the
+//! all-together set: buying hardware is a different decision from changing the program.
+
+use rayon::prelude::*;
+
+use super::models::Model;
+use super::{Context, Outcome, Prediction, WhatIfError, predict, what_if_against};
+use crate::graph::Graph;
+
+/// A model (or combination) helps when it speeds the step up by at least this (0.5 %: below
+/// the replay's own error on steady steps, so not worth a change).
+pub const USEFUL_SPEEDUP: f64 = 1.005;
+
+/// One what-if that `advise` tried.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    /// The models applied, in order.
+    pub models: Vec<Model>,
+    /// Its prediction (without the transformed graph: [`Outcome::graph`] is empty).
+    pub outcome: Outcome,
+}
+
+impl Candidate {
+    /// The models' names joined by ` + `.
+    pub fn name(&self) -> String {
+        name(&self.models)
+    }
+
+    /// Whether it helps: a speedup of at least [`USEFUL_SPEEDUP`].
+    pub fn is_useful(&self) -> bool {
+        self.outcome.speedup >= USEFUL_SPEEDUP
+    }
+}
+
+fn name(models: &[Model]) -> String {
+    models
+        .iter()
+        .map(Model::name)
+        .collect::<Vec<_>>()
+        .join(" + ")
+}
+
+/// What `advise` found.
+#[derive(Clone, Debug)]
+pub struct Advice {
+    /// The untransformed replay every candidate is compared with.
+    pub baseline: Prediction,
+    /// Best first: by speedup, then by name.
+    pub candidates: Vec<Candidate>,
+}
+
+/// Tries every advised model and the useful combinations (see the module documentation), in
+/// parallel over one baseline, and ranks them: highest speedup first, ties by name. The
+/// result does not depend on the number of threads.
+pub fn advise(context: &Context<'_>) -> Result<Advice, WhatIfError> {
+    let baseline = predict(context.window, &context.window.graph)?;
+    let singles: Vec<Vec<Model>> = Model::advised().into_iter().map(|m| vec![m]).collect();
+    let mut candidates = try_all(context, &baseline, singles)?;
+    let useful: Vec<&Model> = candidates
+        .iter()
+        .filter(|c| c.is_useful())
+        .map(|c| &c.models[0])
+        .collect();
+    // Combinations keep the order of `Model::advised` (the order their effects compose in).
+    let order = Model::advised();
+    let mut useful: Vec<Model> = order.into_iter().filter(|m| useful.contains(&m)).collect();
+    useful.dedup();
+    let mut combinations: Vec<Vec<Model>> = Vec::new();
+    for (i, a) in useful.iter().enumerate() {
+        for b in &useful[i + 1..] {
+            combinations.push(vec![a.clone(), b.clone()]);
+        }
+    }
+    let software: Vec<Model> = useful
+        .iter()
+        .filter(|m| !m.is_hardware())
+        .cloned()
+        .collect();
+    if software.len() >= 3 {
+        combinations.push(software);
+    }
+    candidates.extend(try_all(context, &baseline, combinations)?);
+    candidates.sort_by(|a, b| {
+        b.outcome
+            .speedup
+            .total_cmp(&a.outcome.speedup)
+            .then_with(|| a.name().cmp(&b.name()))
+    });
+    Ok(Advice {
+        baseline,
+        candidates,
+    })
+}
+
+/// Predicts every combination of `sets` against `baseline`, in parallel, in input order.
+fn try_all(
+    context: &Context<'_>,
+    baseline: &Prediction,
+    sets: Vec<Vec<Model>>,
+) -> Result<Vec<Candidate>, WhatIfError> {
+    sets.into_par_iter()
+        .map(|models| {
+            let mut outcome = what_if_against(context, baseline, |edit| {
+                for model in &models {
+                    model.apply(context, edit)?;
+                }
+                Ok(())
+            })
+            .map_err(|source| WhatIfError::Model {
+                name: name(&models),
+                source: Box::new(source),
+            })?;
+            outcome.graph = Graph::default();
+            Ok(Candidate { models, outcome })
+        })
+        .collect()
+}
