@@ -1,12 +1,12 @@
 //! One module per subcommand. Each reads its input and returns the rendered answer; `main`
 //! writes it.
 
+pub mod advise;
 pub mod analyze;
 pub mod export;
 pub mod info;
 pub mod replay;
 pub mod whatif;
-pub mod advise;
 
 use std::path::Path;
 

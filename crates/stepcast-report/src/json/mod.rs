@@ -33,8 +33,8 @@ pub use analyze::{
     AnalyzeJson, BreakdownJson, CommunicationJson, CriticalPathBreakdownJson, DurationsJson,
     FileEventJson, FileMicros, HtaTemporalJson, LaunchApiJson, LaunchBoundJson, LayerNsJson,
     LayersJson, MappingJson, MemoryJson, NameStatsJson, NamedDurationsJson, NsMap, OpNsJson,
-    StatisticsJson, StepAnalysisJson, StepSpanJson, StepVariabilityJson, StretchJson,
-    TOP_LAYERS, TasksNsJson, ThreadJson, UnmappedJson, VariabilityJson, WindowJson, analyze_json,
+    StatisticsJson, StepAnalysisJson, StepSpanJson, StepVariabilityJson, StretchJson, TOP_LAYERS,
+    TasksNsJson, ThreadJson, UnmappedJson, VariabilityJson, WindowJson, analyze_json,
 };
 pub use info::{GraphJson, InfoJson, LaneJson, StepInfoJson, info_json};
 pub use replay::{
