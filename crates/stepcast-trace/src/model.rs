@@ -91,6 +91,10 @@ pub struct Lane {
     pub tid: i64,
     /// The thread name from the trace metadata, if any.
     pub name: Option<String>,
+    /// `pid` and `tid` as the file wrote them, when it wrote strings (e.g. `"stream 7"`);
+    /// `None` when they were numbers, equal to `pid` and `tid`.
+    pub file_pid: Option<String>,
+    pub file_tid: Option<String>,
 }
 
 /// What an event records. Containers (ops, annotations) nest; calls and device tasks do not.
@@ -343,6 +347,9 @@ pub struct Trace {
     /// Number of records in the input's event array.
     pub records: u64,
     pub diagnostics: Diagnostics,
+    /// NCCL metadata of the events that carry it (`record_param_comms` ops and, in newer
+    /// traces, the collective kernels themselves), sorted by event.
+    pub comm_args: Vec<(EventId, CommArgs)>,
 }
 
 impl Trace {
@@ -368,5 +375,43 @@ impl Trace {
         let lo = self.events.partition_point(|e| e.lane < lane);
         let hi = self.events.partition_point(|e| e.lane <= lane);
         &self.events[lo..hi]
+    }
+}
+
+/// The NCCL metadata PyTorch writes in the `args` of `record_param_comms` (and of the NCCL
+/// kernels, in newer traces). Only what the collective cost models read is kept.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CommArgs {
+    /// `Collective name` (`allreduce`, `allgather`, `broadcast`, ...), as written.
+    pub collective: Option<String>,
+    /// `In msg nelems` and `Out msg nelems`: elements sent and received by this rank.
+    pub in_nelems: Option<i64>,
+    pub out_nelems: Option<i64>,
+    /// `Group size`: ranks in the process group.
+    pub group_size: Option<i64>,
+    /// `dtype` (`Float`, `BFloat16`, ...), as written.
+    pub dtype: Option<String>,
+    /// `Process Group Name` (or `pg_name`).
+    pub process_group: Option<String>,
+}
+
+impl CommArgs {
+    /// Bytes per element of `dtype` (PyTorch's scalar type names), if known.
+    pub fn dtype_bytes(&self) -> Option<i64> {
+        let dtype = self.dtype.as_deref()?.to_ascii_lowercase();
+        Some(match dtype.as_str() {
+            "double" | "long" | "int64" | "float64" | "complexfloat" => 8,
+            "float" | "int" | "int32" | "float32" => 4,
+            "half" | "bfloat16" | "short" | "int16" | "float16" => 2,
+            "byte" | "char" | "bool" | "int8" | "uint8" => 1,
+            d if d.starts_with("float8") => 1,
+            _ => return None,
+        })
+    }
+
+    /// The larger of the input and output message, in bytes, if both size and type are known.
+    pub fn bytes(&self) -> Option<i64> {
+        let nelems = self.in_nelems.max(self.out_nelems)?;
+        Some(nelems.checked_mul(self.dtype_bytes()?)?)
     }
 }

@@ -317,13 +317,33 @@ pub struct HtaTemporalJson {
     pub microsecond_rounding: bool,
 }
 
+/// A `pid` or `tid` as the file wrote it: a number, or a string (2021 traces write
+/// `"tid": "stream 7"`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum FileId {
+    /// Written as a number.
+    Number(i64),
+    /// Written as a string.
+    Text(String),
+}
+
+impl FileId {
+    fn new(number: i64, text: &Option<String>) -> FileId {
+        match text {
+            Some(text) => FileId::Text(text.clone()),
+            None => FileId::Number(number),
+        }
+    }
+}
+
 /// A recorded event, in the input file's ids and units.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct FileEventJson {
     /// `pid` as in the file (device index for device work).
-    pub pid: i64,
+    pub pid: FileId,
     /// `tid` as in the file (stream id for device work).
-    pub tid: i64,
+    pub tid: FileId,
     /// `ts` as in the file, µs.
     pub ts: FileMicros,
     /// `dur` as in the file, µs.
@@ -736,8 +756,8 @@ impl Names<'_> {
                 let event = &trace.events[id.index()];
                 let lane = trace.lane(event.lane);
                 FileEventJson {
-                    pid: lane.pid,
-                    tid: lane.tid,
+                    pid: FileId::new(lane.pid, &lane.file_pid),
+                    tid: FileId::new(lane.tid, &lane.file_tid),
                     ts: FileMicros(trace.origin_ns + event.start_ns - trace.file_time_base_ns),
                     dur: FileMicros(event.dur_ns),
                     name: self.name(event.name),

@@ -31,7 +31,7 @@ use stepcast_trace::{LaneKind, Trace};
 
 pub use analyze::{
     AnalyzeJson, BreakdownJson, CommunicationJson, CriticalPathBreakdownJson, DurationsJson,
-    FileEventJson, FileMicros, HtaTemporalJson, LaunchApiJson, LaunchBoundJson, LayerNsJson,
+    FileEventJson, FileId, FileMicros, HtaTemporalJson, LaunchApiJson, LaunchBoundJson, LayerNsJson,
     LayersJson, MappingJson, MemoryJson, NameStatsJson, NamedDurationsJson, NsMap, OpNsJson,
     StatisticsJson, StepAnalysisJson, StepSpanJson, StepVariabilityJson, StretchJson, TOP_LAYERS,
     TasksNsJson, ThreadJson, UnmappedJson, VariabilityJson, WindowJson, analyze_json,

@@ -5,11 +5,17 @@ use std::collections::BTreeSet;
 use rustc_hash::FxHashMap;
 
 use super::lower;
-use super::raw::{Int, RawArgs, RawDevice, RawDistributed, RawEvent};
+use super::raw::{Int, LaneNumber, RawArgs, RawDevice, RawDistributed, RawEvent};
 use crate::model::{
     DeviceInfo, Diagnostics, DistributedInfo, Event, EventKind, Interner, Lane, LaneId, LaneKind,
     MemoryEvent, Runtime, StepMarker, SyncEvent, SyncKind, Trace,
 };
+
+/// A lane as the reader keys it: kind, pid (device for streams), tid (stream for streams).
+type LaneKey = (LaneKind, i64, i64);
+
+/// A lane's pid and tid as the file wrote them, where it wrote strings.
+type FileIds = (Option<String>, Option<String>);
 
 /// An accepted duration event before lanes are numbered and times made relative.
 struct Pending {
@@ -60,6 +66,9 @@ pub struct TraceBuilder {
     flow_ends: Vec<((i64, i64, i64), u64)>,
     fwdbwd_flows: u64,
     thread_names: FxHashMap<(i64, i64), String>,
+    /// Per lane, its pid and tid as the file wrote them, where it wrote strings (2021 traces:
+    /// `"tid": "stream 7"`).
+    lane_labels: FxHashMap<LaneKey, FileIds>,
     devices: Vec<DeviceInfo>,
     distributed: Option<DistributedInfo>,
     diagnostics: Diagnostics,
@@ -68,11 +77,25 @@ pub struct TraceBuilder {
     base_time_ns: i64,
     saw_hip: bool,
     saw_mtia: bool,
+    /// NCCL metadata by the record's index in the file (see `Trace::comm_args`).
+    comm_args: Vec<(u32, crate::model::CommArgs)>,
 }
 
 /// An id; 0 and negative values mean "none" (2021 traces write `"external id": 0`).
 fn positive(int: Option<Int>) -> Option<u64> {
     int.and_then(Int::get).filter(|&v| v > 0).map(|v| v as u64)
+}
+
+/// The NCCL metadata of an event's `args`.
+fn comm_args(args: &RawArgs) -> crate::model::CommArgs {
+    crate::model::CommArgs {
+        collective: args.collective_name.as_deref().map(str::to_string),
+        in_nelems: args.in_msg_nelems.and_then(Int::get),
+        out_nelems: args.out_msg_nelems.and_then(Int::get),
+        group_size: args.group_size.and_then(Int::get),
+        dtype: args.dtype.as_deref().map(str::to_string),
+        process_group: args.pg_name.as_deref().map(str::to_string),
+    }
 }
 
 /// `-1` means "none" in Kineto's sync records.
@@ -174,9 +197,10 @@ impl TraceBuilder {
                     .skip("events with a missing or negative `dur`");
             }
         };
-        let (Some(raw_pid), Some(raw_tid)) =
-            (raw.pid.and_then(|p| p.get()), raw.tid.and_then(|t| t.get()))
-        else {
+        let (Some(raw_pid), Some(raw_tid)) = (
+            raw.pid.as_ref().and_then(LaneNumber::get),
+            raw.tid.as_ref().and_then(LaneNumber::get),
+        ) else {
             return self.diagnostics.skip(format!(
                 "{} events with a non-numeric pid or tid",
                 kind.as_str()
@@ -196,6 +220,14 @@ impl TraceBuilder {
         } else {
             (LaneKind::CpuThread, raw_pid, raw_tid)
         };
+        let labels = (
+            raw.pid.as_ref().and_then(LaneNumber::label),
+            raw.tid.as_ref().and_then(LaneNumber::label),
+        );
+        if labels != (None, None) && !self.lane_labels.contains_key(&lane) {
+            let owned = (labels.0.map(str::to_string), labels.1.map(str::to_string));
+            self.lane_labels.insert(lane, owned);
+        }
         let name = raw.name.as_deref().unwrap_or("");
         if let (EventKind::CpuOp | EventKind::UserAnnotation, Some(number)) =
             (kind, name.strip_prefix("ProfilerStep#"))
@@ -217,6 +249,12 @@ impl TraceBuilder {
             self.saw_hip = true;
         }
         let name = self.names.intern(name);
+        if args.collective_name.is_some()
+            || args.in_msg_nelems.is_some()
+            || args.group_size.is_some()
+        {
+            self.comm_args.push((file_index, comm_args(args)));
+        }
         self.pending.push(Pending {
             kind,
             raw_pid,
@@ -286,9 +324,10 @@ impl TraceBuilder {
                 .diagnostics
                 .skip("memory events without a valid `ts` or `Bytes`");
         };
-        let (Some(raw_pid), Some(raw_tid)) =
-            (raw.pid.and_then(|p| p.get()), raw.tid.and_then(|t| t.get()))
-        else {
+        let (Some(raw_pid), Some(raw_tid)) = (
+            raw.pid.as_ref().and_then(LaneNumber::get),
+            raw.tid.as_ref().and_then(LaneNumber::get),
+        ) else {
             return self
                 .diagnostics
                 .skip("memory events with a non-numeric pid or tid");
@@ -317,8 +356,8 @@ impl TraceBuilder {
         match cat.as_ref() {
             "ac2g" | "async_cpu_to_gpu" | "async_gpu" | "async" => {
                 let key = (
-                    raw.pid.and_then(|p| p.get()),
-                    raw.tid.and_then(|t| t.get()),
+                    raw.pid.as_ref().and_then(LaneNumber::get),
+                    raw.tid.as_ref().and_then(LaneNumber::get),
                     raw.ts.and_then(|t| t.get()),
                     raw.id
                         .and_then(Int::get)
@@ -345,8 +384,10 @@ impl TraceBuilder {
         if raw.name.as_deref() != Some("thread_name") {
             return; // process names, sort indices, labels: display-only
         }
-        let (Some(pid), Some(tid)) = (raw.pid.and_then(|p| p.get()), raw.tid.and_then(|t| t.get()))
-        else {
+        let (Some(pid), Some(tid)) = (
+            raw.pid.as_ref().and_then(LaneNumber::get),
+            raw.tid.as_ref().and_then(LaneNumber::get),
+        ) else {
             return;
         };
         if let Some(name) = raw.args.as_ref().and_then(|a| a.name.as_deref()) {
@@ -377,14 +418,23 @@ impl TraceBuilder {
             .collect();
         let lanes: Vec<Lane> = lane_keys
             .iter()
-            .map(|&(kind, pid, tid)| Lane {
-                kind,
-                pid,
-                tid,
-                name: match kind {
-                    LaneKind::CpuThread => self.thread_names.get(&(pid, tid)).cloned(),
-                    LaneKind::DeviceStream => None,
-                },
+            .map(|&(kind, pid, tid)| {
+                let (file_pid, file_tid) = self
+                    .lane_labels
+                    .get(&(kind, pid, tid))
+                    .cloned()
+                    .unwrap_or_default();
+                Lane {
+                    kind,
+                    pid,
+                    tid,
+                    name: match kind {
+                        LaneKind::CpuThread => self.thread_names.get(&(pid, tid)).cloned(),
+                        LaneKind::DeviceStream => None,
+                    },
+                    file_pid,
+                    file_tid,
+                }
             })
             .collect();
 
@@ -427,6 +477,23 @@ impl TraceBuilder {
                 e.file_index,
             )
         });
+
+        // NCCL metadata follows its event through the sort (a record's file index is unique).
+        let mut comm_args = Vec::with_capacity(self.comm_args.len());
+        if !self.comm_args.is_empty() {
+            let by_record: FxHashMap<u32, usize> = self
+                .comm_args
+                .iter()
+                .enumerate()
+                .map(|(i, (record, _))| (*record, i))
+                .collect();
+            for (id, event) in events.iter().enumerate() {
+                if let Some(&i) = by_record.get(&event.file_index) {
+                    let args = std::mem::take(&mut self.comm_args[i].1);
+                    comm_args.push((crate::model::EventId(id as u32), args));
+                }
+            }
+        }
 
         for sync in &mut self.syncs {
             sync.start_ns -= origin_ns;
@@ -511,6 +578,7 @@ impl TraceBuilder {
             input_bytes,
             records: self.records,
             diagnostics: self.diagnostics,
+            comm_args,
         }
     }
 }

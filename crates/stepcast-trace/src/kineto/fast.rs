@@ -37,8 +37,8 @@ pub fn event(bytes: &[u8]) -> Parse<(RawEvent<'_>, usize)> {
             b"ph" => event.ph = Some(c.string()?),
             b"cat" => event.cat = Some(c.string()?),
             b"name" => event.name = Some(c.string()?),
-            b"pid" => event.pid = Some(LaneNumber(c.lane_number()?)),
-            b"tid" => event.tid = Some(LaneNumber(c.lane_number()?)),
+            b"pid" => event.pid = Some(c.lane_number()?),
+            b"tid" => event.tid = Some(c.lane_number()?),
             b"ts" => {
                 let text = c.scalar_text()?;
                 event.ts = Some(Timestamp(text.and_then(micros_bytes_to_ns)));
@@ -78,6 +78,12 @@ fn args<'a>(c: &mut Cursor<'a>) -> Parse<RawArgs<'a>> {
             b"Total Reserved" => args.total_reserved = Some(Int(c.int()?)),
             b"Device Type" => args.device_type = Some(Int(c.int()?)),
             b"Device Id" => args.device_id = Some(Int(c.int()?)),
+            b"Collective name" => args.collective_name = Some(c.string()?),
+            b"In msg nelems" => args.in_msg_nelems = Some(Int(c.int()?)),
+            b"Out msg nelems" => args.out_msg_nelems = Some(Int(c.int()?)),
+            b"Group size" => args.group_size = Some(Int(c.int()?)),
+            b"dtype" => args.dtype = Some(c.string()?),
+            b"Process Group Name" => args.pg_name = Some(c.string()?),
             _ => c.skip_value()?,
         }
         Ok(())
@@ -305,13 +311,14 @@ impl<'a> Cursor<'a> {
         })
     }
 
-    fn lane_number(&mut self) -> Parse<Option<i64>> {
+    fn lane_number(&mut self) -> Parse<LaneNumber> {
         let is_string = self.peek()? == b'"';
         if is_string {
-            let text = self.scalar_text()?.and_then(as_str).unwrap_or("");
-            return Ok(super::raw::lane_number_text(text));
+            let text = self.string()?;
+            let number = super::raw::lane_number_text(&text);
+            return Ok(LaneNumber(number, Some(text.into())));
         }
-        self.int()
+        Ok(LaneNumber(self.int()?, None))
     }
 
     fn micros(&mut self) -> Parse<Option<i64>> {

@@ -63,6 +63,19 @@ pub struct RawArgs<'a> {
     pub device_type: Option<Int>,
     #[serde(rename = "Device Id")]
     pub device_id: Option<Int>,
+    /// NCCL metadata (`record_param_comms`, NCCL kernels): see `model::CommArgs`.
+    #[serde(rename = "Collective name", borrow)]
+    pub collective_name: Option<Cow<'a, str>>,
+    #[serde(rename = "In msg nelems")]
+    pub in_msg_nelems: Option<Int>,
+    #[serde(rename = "Out msg nelems")]
+    pub out_msg_nelems: Option<Int>,
+    #[serde(rename = "Group size")]
+    pub group_size: Option<Int>,
+    #[serde(borrow)]
+    pub dtype: Option<Cow<'a, str>>,
+    #[serde(rename = "Process Group Name", borrow)]
+    pub pg_name: Option<Cow<'a, str>>,
 }
 
 /// An integer written as a JSON integer, a float with an integral value, or a string of digits.
@@ -120,9 +133,10 @@ impl Int {
 }
 
 /// A `pid`/`tid` field: an integer, or a string that may hold one (`"25738"`, `"stream 7"`).
-/// `None` inside when it names no number (`"Spans"`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LaneNumber(pub Option<i64>);
+/// The number is `None` when the text names none (`"Spans"`); a string is also kept as written,
+/// so reports can name the lane in the file's own terms.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LaneNumber(pub Option<i64>, pub Option<Box<str>>);
 
 impl<'de> Deserialize<'de> for LaneNumber {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -133,17 +147,17 @@ impl<'de> Deserialize<'de> for LaneNumber {
                 f.write_str("a process or thread id")
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<LaneNumber, E> {
-                Ok(LaneNumber(Some(v)))
+                Ok(LaneNumber(Some(v), None))
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<LaneNumber, E> {
-                Ok(LaneNumber(i64::try_from(v).ok()))
+                Ok(LaneNumber(i64::try_from(v).ok(), None))
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<LaneNumber, E> {
                 let fits = v.is_finite() && v.fract() == 0.0 && v.abs() < 9.0e15;
-                Ok(LaneNumber(fits.then_some(v as i64)))
+                Ok(LaneNumber(fits.then_some(v as i64), None))
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<LaneNumber, E> {
-                Ok(LaneNumber(lane_number_text(v)))
+                Ok(LaneNumber(lane_number_text(v), Some(v.into())))
             }
         }
         deserializer.deserialize_any(LaneVisitor)
@@ -151,8 +165,13 @@ impl<'de> Deserialize<'de> for LaneNumber {
 }
 
 impl LaneNumber {
-    pub fn get(self) -> Option<i64> {
+    pub fn get(&self) -> Option<i64> {
         self.0
+    }
+
+    /// The id as the file wrote it, when it wrote a string.
+    pub fn label(&self) -> Option<&str> {
+        self.1.as_deref()
     }
 }
 

@@ -264,6 +264,8 @@ mod tests {
             pid: 1,
             tid: 1,
             name: None,
+            file_pid: None,
+            file_tid: None,
         });
         // outer [0, 100) holds a [10, 20) and b [30, 60), which holds c [40, 50).
         op(&mut trace, "outer", 0, 100);
