@@ -10,8 +10,8 @@ pub mod stats;
 
 use stepcast_trace::Trace;
 
-use crate::replay::{ReplayReport, self_replay, steady_steps};
-use crate::simulate::{RecordedOrder, SimError, SimOptions, simulate};
+use crate::replay::{ReplayReport, self_replay_with_timeline, steady_steps};
+use crate::simulate::SimError;
 use crate::window::Window;
 
 /// Statistics keep this many kernels and ops (the rest are summed by the caller if needed).
@@ -40,8 +40,7 @@ pub struct Analysis {
 /// `window.steps`); `None` picks the most typical one.
 pub fn analyze(trace: &Trace, window: &Window, step: Option<usize>) -> Result<Analysis, SimError> {
     let mapping = mapping::map(trace, window);
-    let replay = self_replay(window)?;
-    let timeline = simulate(&window.graph, &RecordedOrder, SimOptions::default())?;
+    let (replay, timeline) = self_replay_with_timeline(window)?;
     let critical = (0..window.steps.len())
         .map(|s| {
             let path = critical::step_critical_path(trace, window, &timeline, s);

@@ -78,6 +78,11 @@ pub fn steady_steps(window: &Window) -> Vec<usize> {
 
 /// Replays the window and measures every step.
 pub fn self_replay(window: &Window) -> Result<ReplayReport, SimError> {
+    self_replay_with_timeline(window).map(|(report, _)| report)
+}
+
+/// [`self_replay`], also returning the replay's timeline (for analyses that walk it).
+pub fn self_replay_with_timeline(window: &Window) -> Result<(ReplayReport, Timeline), SimError> {
     let graph = &window.graph;
     let timeline = simulate(graph, &RecordedOrder, SimOptions::default())?;
     let without = simulate(
@@ -120,7 +125,7 @@ pub fn self_replay(window: &Window) -> Result<ReplayReport, SimError> {
         })
         .collect();
     let typical = typical_step(window)?;
-    Ok(ReplayReport { steps, typical })
+    Ok((ReplayReport { steps, typical }, timeline))
 }
 
 pub(crate) fn tasks_by_step(graph: &Graph, n_steps: usize) -> Vec<Vec<TaskId>> {
