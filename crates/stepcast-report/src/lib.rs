@@ -1,8 +1,8 @@
 //! stepcast results as stable JSON documents and as terminal text.
 //!
 //! This crate is the only owner of output schemas. [`json`] turns a trace, its window and its
-//! replay into serializable documents (`stepcast.info/1`, `stepcast.replay/1`, specified in
-//! `docs/json-schema.md`); [`table`] renders the same documents as text for a terminal. Nothing
+//! replay, analysis and what-ifs into serializable documents (`stepcast.info/1`,
+//! `stepcast.replay/1`, `stepcast.analyze/1`, ..., specified in `docs/json-schema.md`); [`table`] renders the same documents as text for a terminal. Nothing
 //! here prints or touches files: every function returns a value or a `String`.
 //!
 //! ```no_run

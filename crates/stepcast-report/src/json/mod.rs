@@ -3,7 +3,9 @@
 //! # Wire format
 //!
 //! Each command writes one JSON object whose `schema` field names the document and its version:
-//! `stepcast.info/1` ([`InfoJson`]) or `stepcast.replay/1` ([`ReplayJson`]). Within a version,
+//! `stepcast.info/1` ([`InfoJson`]), `stepcast.replay/1` ([`ReplayJson`]),
+//! `stepcast.replay-ranks/1`, `stepcast.analyze/1` ([`AnalyzeJson`]), `stepcast.whatif/1` and
+//! `stepcast.advise/1`. Within a version,
 //! change is additive only: fields may be added, none is removed, renamed or retyped. The full
 //! field list, with units, is in `docs/json-schema.md`.
 //!
@@ -43,6 +45,9 @@ pub use replay::{
 pub use whatif::{
     AdviseJson, BottleneckJson, CandidateJson, PathItemJson, PhaseJson, TasksJson, WhatIfJson,
     advise_json, whatif_json,
+};
+pub use whatif::{
+    CalibrationJson, DdpConfigJson, DdpJson, FitJson, SweepRowJson, ddp_json,
 };
 
 /// Counts by kind, serialized as a JSON object whose keys keep the order given (the kind's
