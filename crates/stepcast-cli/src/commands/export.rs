@@ -2,11 +2,10 @@
 //! by side, as a Chrome trace for Perfetto. Unlike the other commands it answers with a file
 //! only, so it writes that file itself and prints nothing.
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use stepcast::analyze::mapping::map;
 use stepcast::simulate::{RecordedOrder, SimOptions, simulate};
 use stepcast_report::export::{Export, Selection};
-use stepcast_report::table;
 
 use crate::args::ExportArgs;
 use crate::output;
@@ -17,24 +16,12 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
     let (trace, window) = super::load(&args.trace)?;
     let selection = match args.step {
         None => Selection::window(),
-        Some(number) => match Selection::step(&window, number) {
-            Some(selection) => selection,
-            None => {
-                let numbers: Vec<u64> = window.steps.iter().map(|step| step.number).collect();
-                match window.steps.as_slice() {
-                    [step] if step.synthetic => bail!(
-                        "{} has no step {number}: it has no ProfilerStep markers, so the whole \
-                         window is one step (leave out --step)",
-                        args.trace.display()
-                    ),
-                    _ => bail!(
-                        "{} has no step {number}; its steps are {} (pass one of these to --step)",
-                        args.trace.display(),
-                        table::step_list(&numbers)
-                    ),
-                }
-            }
-        },
+        Some(number) => {
+            super::step_index(&args.trace, &window, number)?;
+            Selection::step(&window, number).with_context(|| {
+                format!("cannot select step {number} of {}", args.trace.display())
+            })?
+        }
     };
     let timeline = simulate(&window.graph, &RecordedOrder, SimOptions::default())
         .with_context(|| format!("cannot replay {}", args.trace.display()))?;

@@ -7,6 +7,7 @@ pub mod export;
 pub mod info;
 pub mod replay;
 pub mod whatif;
+pub mod whatif_ddp;
 
 use std::path::Path;
 
@@ -20,6 +21,35 @@ fn load(path: &Path) -> anyhow::Result<(Trace, Window)> {
     let trace = stepcast_trace::read_trace(path)?;
     let window = build(&trace, &BuildOptions::default());
     Ok((trace, window))
+}
+
+/// The index in `window.steps` of `ProfilerStep#number`, or an error naming the steps there are.
+/// A trace without step markers has one synthetic step, which `--step` cannot name.
+fn step_index(path: &Path, window: &Window, number: u64) -> anyhow::Result<usize> {
+    let found = window
+        .steps
+        .iter()
+        .position(|step| step.number == number && !step.synthetic);
+    if let Some(index) = found {
+        return Ok(index);
+    }
+    let numbers: Vec<u64> = window.steps.iter().map(|step| step.number).collect();
+    match window.steps.as_slice() {
+        [] => anyhow::bail!(
+            "{} has no step {number}: it has no steps (leave out --step)",
+            path.display()
+        ),
+        [step] if step.synthetic => anyhow::bail!(
+            "{} has no step {number}: it has no ProfilerStep markers, so the whole window is one \
+             step (leave out --step)",
+            path.display()
+        ),
+        _ => anyhow::bail!(
+            "{} has no step {number}; its steps are {} (pass one of these to --step)",
+            path.display(),
+            stepcast_report::table::step_list(&numbers)
+        ),
+    }
 }
 
 /// `value` as pretty JSON with a trailing newline.

@@ -19,22 +19,8 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<String> {
 
 fn run_one(args: &ReplayArgs, path: &Path) -> anyhow::Result<String> {
     let (trace, window) = super::load(path)?;
-    if let Some(number) = args.step
-        && !window.steps.iter().any(|step| step.number == number)
-    {
-        let numbers: Vec<u64> = window.steps.iter().map(|step| step.number).collect();
-        match window.steps.as_slice() {
-            [step] if step.synthetic => bail!(
-                "{} has no step {number}: it has no ProfilerStep markers, so the whole window \
-                 is one step (leave out --step)",
-                path.display()
-            ),
-            _ => bail!(
-                "{} has no step {number}; its steps are {} (pass one of these to --step)",
-                path.display(),
-                table::step_list(&numbers)
-            ),
-        }
+    if let Some(number) = args.step {
+        super::step_index(path, &window, number)?;
     }
     let replay = stepcast::replay::self_replay(&window)
         .with_context(|| format!("cannot replay {}", path.display()))?;
