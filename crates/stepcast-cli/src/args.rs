@@ -33,7 +33,7 @@ pub enum Command {
     Export(ExportArgs),
     /// Predict the step time after an optimization: a built-in model or a scenario file.
     #[command(name = "whatif")]
-    WhatIf(WhatIfArgs),
+    WhatIf(Box<WhatIfArgs>),
     /// Rank the built-in optimizations (and useful combinations) by predicted gain.
     Advise(AdviseArgs),
 }
@@ -114,6 +114,33 @@ pub struct WhatIfArgs {
     /// faster_hardware: speed-up of copies.
     #[arg(long, value_name = "X", conflicts_with = "scenario")]
     pub copy: Option<f64>,
+    /// ddp: world size, or a comma-separated list for a scaling sweep (8,16,32,64).
+    #[arg(long, value_name = "N[,N...]", conflicts_with = "scenario")]
+    pub gpus: Option<String>,
+    /// ddp: GPUs per node (default 8).
+    #[arg(long, value_name = "N", conflicts_with = "scenario")]
+    pub gpus_per_node: Option<u32>,
+    /// ddp: inter-node bandwidth per GPU (100Gbps, 25GB/s, infiniband, roce, ethernet), or a
+    /// comma-separated list for a sweep (10,25,100,400Gbps). Default: InfiniBand 200 Gb/s.
+    #[arg(long, value_name = "BW[,BW...]", conflicts_with = "scenario")]
+    pub net: Option<String>,
+    /// ddp: inter-node latency per hop (5us, 2000ns). Default: the preset's.
+    #[arg(long, value_name = "T", conflicts_with = "scenario")]
+    pub latency: Option<String>,
+    /// ddp: intra-node link (nvlink2/3/4, pcie3/4/5, or a bandwidth such as 200GB/s).
+    /// Default: calibrated from the trace's collectives.
+    #[arg(long, value_name = "LINK", conflicts_with = "scenario")]
+    pub intra: Option<String>,
+    /// ddp: collective algorithm: ring (default), tree or auto.
+    #[arg(long, value_name = "ALGO", conflicts_with = "scenario")]
+    pub algorithm: Option<String>,
+    /// ddp: one flat ring across nodes instead of BlueConnect's hierarchical decomposition.
+    #[arg(long, conflicts_with = "scenario")]
+    pub flat: bool,
+    /// ddp: merge consecutive recorded all-reduces into buckets of at most MB megabytes (DDP's
+    /// bucket_cap_mb; 25 by default in PyTorch). Default: keep the recorded buckets.
+    #[arg(long, value_name = "MB", conflicts_with = "scenario")]
+    pub bucket_mb: Option<f64>,
     #[command(flatten)]
     pub output: OutputArgs,
 }

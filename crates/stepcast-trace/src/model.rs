@@ -412,6 +412,6 @@ impl CommArgs {
     /// The larger of the input and output message, in bytes, if both size and type are known.
     pub fn bytes(&self) -> Option<i64> {
         let nelems = self.in_nelems.max(self.out_nelems)?;
-        Some(nelems.checked_mul(self.dtype_bytes()?)?)
+        nelems.checked_mul(self.dtype_bytes()?)
     }
 }

@@ -2,6 +2,7 @@
 //! replay tells. No I/O and no file paths: input is a [`stepcast_trace::Trace`], output is data.
 
 pub mod analyze;
+pub mod comm;
 pub mod graph;
 pub mod ranks;
 pub mod replay;

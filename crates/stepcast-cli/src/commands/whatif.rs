@@ -16,6 +16,9 @@ enum Transform {
 
 /// Runs `whatif` and returns its output (text, or JSON with `--json`).
 pub fn run(args: &WhatIfArgs) -> anyhow::Result<String> {
+    if args.scenario.is_none() && args.model.as_deref() == Some("ddp") {
+        return super::whatif_ddp::run(args);
+    }
     let transform = match (&args.scenario, &args.model) {
         (Some(path), _) => {
             let text = std::fs::read_to_string(path)

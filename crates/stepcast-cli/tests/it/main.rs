@@ -2,6 +2,7 @@
 
 mod analyze;
 mod bad_input;
+mod ddp;
 mod export;
 mod info;
 mod ranks;

@@ -33,10 +33,10 @@ use stepcast_trace::{LaneKind, Trace};
 
 pub use analyze::{
     AnalyzeJson, BreakdownJson, CommunicationJson, CriticalPathBreakdownJson, DurationsJson,
-    FileEventJson, FileId, FileMicros, HtaTemporalJson, LaunchApiJson, LaunchBoundJson, LayerNsJson,
-    LayersJson, MappingJson, MemoryJson, NameStatsJson, NamedDurationsJson, NsMap, OpNsJson,
-    StatisticsJson, StepAnalysisJson, StepSpanJson, StepVariabilityJson, StretchJson, TOP_LAYERS,
-    TasksNsJson, ThreadJson, UnmappedJson, VariabilityJson, WindowJson, analyze_json,
+    FileEventJson, FileId, FileMicros, HtaTemporalJson, LaunchApiJson, LaunchBoundJson,
+    LayerNsJson, LayersJson, MappingJson, MemoryJson, NameStatsJson, NamedDurationsJson, NsMap,
+    OpNsJson, StatisticsJson, StepAnalysisJson, StepSpanJson, StepVariabilityJson, StretchJson,
+    TOP_LAYERS, TasksNsJson, ThreadJson, UnmappedJson, VariabilityJson, WindowJson, analyze_json,
 };
 pub use info::{GraphJson, InfoJson, LaneJson, StepInfoJson, info_json};
 pub use replay::{
@@ -46,9 +46,7 @@ pub use whatif::{
     AdviseJson, BottleneckJson, CandidateJson, PathItemJson, PhaseJson, TasksJson, WhatIfJson,
     advise_json, whatif_json,
 };
-pub use whatif::{
-    CalibrationJson, DdpConfigJson, DdpJson, FitJson, SweepRowJson, ddp_json,
-};
+pub use whatif::{CalibrationJson, DdpConfigJson, DdpJson, FitJson, SweepRowJson, ddp_json};
 
 /// Counts by kind, serialized as a JSON object whose keys keep the order given (the kind's
 /// declaration order), zero counts included.

@@ -161,7 +161,77 @@ pub fn whatif_text(doc: &WhatIfJson) -> String {
         "Largest items on the new critical path",
         &top.to_string(),
     );
+    if let Some(ddp) = &doc.ddp {
+        push_ddp(&mut out, ddp);
+    }
     out
+}
+
+/// The `ddp` what-if's calibration and scaling table.
+fn push_ddp(out: &mut String, ddp: &crate::json::DdpJson) {
+    let mut fits = new_table(
+        &[
+            "collective",
+            "ranks",
+            "points",
+            "instances",
+            "α µs",
+            "β ns/MB",
+            "bus GB/s",
+            "r²",
+        ],
+        1,
+    );
+    for f in &ddp.calibration.fits {
+        fits.add_row(vec![
+            f.collective.to_string(),
+            f.group_size.to_string(),
+            f.points.to_string(),
+            f.instances.to_string(),
+            format!("{:.1}", f.intercept_ns / 1e3),
+            format!("{:.0}", f.slope_ns_per_byte * 1e6),
+            f.bus_bandwidth_gb_s
+                .map_or_else(|| "n/a".to_string(), |b| format!("{b:.2}")),
+            f.r2.map_or_else(|| "n/a".to_string(), |r| format!("{r:.3}")),
+        ]);
+    }
+    let title = format!(
+        "Network calibrated from {} recorded collectives ({} with sizes; gradient sizes: {}; \
+         recorded world size {})",
+        count(ddp.collectives),
+        count(ddp.calibration.with_sizes),
+        ddp.gradient_sizes,
+        ddp.recorded_world_size
+    );
+    push_section(out, &title, &fits.to_string());
+    let mut scaling = new_table(
+        &[
+            "gpus",
+            "nodes × gpus",
+            "intra GB/s",
+            "inter GB/s",
+            "comm ms/step",
+            "step ms",
+            "vs now",
+        ],
+        0,
+    );
+    for c in &ddp.configs {
+        scaling.add_row(vec![
+            c.gpus.to_string(),
+            format!("{} × {}", c.nodes, c.gpus_per_node),
+            format!("{:.2} ({})", c.intra_bus_gb_s, c.intra_source),
+            format!("{:.2}", c.inter_bus_gb_s),
+            ms(c.comm_ns),
+            ms(c.predicted_ns),
+            speedup(c.speedup),
+        ]);
+    }
+    push_section(
+        out,
+        "Scaling (data-parallel, recorded buckets re-costed by the collective model)",
+        &scaling.to_string(),
+    );
 }
 
 fn signed_ms(ns: i64) -> String {

@@ -495,6 +495,26 @@ impl EditGraph {
         Ok(())
     }
 
+    /// Drops the stored edges of `kind` into every selected task (a collective's wait for its
+    /// peers, when a model replaces what the recording said about them).
+    pub fn drop_inputs(&mut self, selection: &Selection, kind: EdgeKind) -> Result<(), EditError> {
+        for &task in selection.tasks() {
+            self.check_live(task)?;
+            let dropped: Vec<u32> = self.preds[task.index()]
+                .iter()
+                .filter(|e| e.kind == kind)
+                .map(|e| e.from)
+                .collect();
+            self.preds[task.index()].retain(|e| e.kind != kind);
+            for from in dropped {
+                if !self.preds[task.index()].iter().any(|e| e.from == from) {
+                    self.succs[from as usize].retain(|&s| s != task.0);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Removes the selected tasks, reconnecting dependencies: every path through a removed
     /// task is kept as an edge from its predecessor to its successor (lags added). Device
     /// tasks: the call that launched one is removed too unless it launches other work, and

@@ -14,6 +14,7 @@
 
 pub mod advise;
 mod bottleneck;
+pub mod ddp;
 pub mod edit;
 pub mod models;
 pub mod scenario;

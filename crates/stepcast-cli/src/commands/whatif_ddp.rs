@@ -1,0 +1,152 @@
+//! `stepcast whatif TRACE ddp --gpus 64 --gpus-per-node 8 --net 100Gbps`: data-parallel
+//! training on N GPUs, predicted from the trace's own collectives; `--gpus 8,16,32,64` or
+//! `--net 10,25,100,400Gbps` sweeps and prints a scaling table.
+
+use anyhow::{Context as _, anyhow, bail};
+use stepcast::analyze::mapping::map;
+use stepcast::comm::{Algorithm, Link, Preset, parse_bandwidth, parse_latency};
+use stepcast::whatif::ddp::{DdpConfig, sweep};
+use stepcast::whatif::{Context, predict};
+use stepcast_report::{json, table};
+
+use crate::args::WhatIfArgs;
+
+/// A link given by preset name or bandwidth, with `alpha_ns` when given by bandwidth.
+fn link(text: &str, alpha_ns: f64) -> anyhow::Result<Link> {
+    if let Some(preset) = Preset::by_name(text) {
+        return Ok(preset.link());
+    }
+    let bandwidth_bps = parse_bandwidth(text).ok_or_else(|| {
+        anyhow!("bad bandwidth `{text}`: expected e.g. 100Gbps, 25GB/s, or a preset (nvlink3, infiniband...)")
+    })?;
+    Ok(Link {
+        alpha_ns,
+        bandwidth_bps,
+    })
+}
+
+/// The configurations `args` asks for: every `--gpus` × every `--net`, in the order given.
+pub fn configs(args: &WhatIfArgs) -> anyhow::Result<Vec<DdpConfig>> {
+    let gpus: Vec<u32> = match &args.gpus {
+        None => vec![8],
+        Some(list) => list
+            .split(',')
+            .map(|g| {
+                g.trim()
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|&g| g > 0)
+                    .ok_or_else(|| anyhow!("bad --gpus `{g}`: expected a positive integer"))
+            })
+            .collect::<anyhow::Result<_>>()?,
+    };
+    let latency = match &args.latency {
+        None => None,
+        Some(text) => Some(
+            parse_latency(text)
+                .ok_or_else(|| anyhow!("bad --latency `{text}`: expected e.g. 5us, 2000ns"))?,
+        ),
+    };
+    let default_alpha = Preset::Infiniband.link().alpha_ns;
+    let nets: Vec<Option<Link>> = match &args.net {
+        None => vec![latency.map(|alpha_ns| Link {
+            alpha_ns,
+            ..Preset::Infiniband.link()
+        })],
+        Some(list) => {
+            // `10,25,100,400Gbps`: a unit written once applies to the bare numbers before it.
+            let items: Vec<&str> = list.split(',').map(str::trim).collect();
+            let unit: String = items
+                .last()
+                .map(|last| {
+                    last.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.')
+                        .to_string()
+                })
+                .unwrap_or_default();
+            items
+                .iter()
+                .map(|item| {
+                    let text = if item.chars().all(|c| c.is_ascii_digit() || c == '.') {
+                        format!("{item}{unit}")
+                    } else {
+                        item.to_string()
+                    };
+                    let mut link = link(&text, default_alpha)?;
+                    if let Some(alpha_ns) = latency {
+                        link.alpha_ns = alpha_ns;
+                    }
+                    Ok(Some(link))
+                })
+                .collect::<anyhow::Result<_>>()?
+        }
+    };
+    let intra = match &args.intra {
+        None => None,
+        Some(text) => Some(link(text, Preset::Nvlink3.link().alpha_ns)?),
+    };
+    let algorithm = match args.algorithm.as_deref() {
+        None | Some("ring") => Algorithm::Ring,
+        Some("tree") => Algorithm::Tree,
+        Some("auto") => Algorithm::Auto,
+        Some(other) => bail!("bad --algorithm `{other}`: expected ring, tree or auto"),
+    };
+    let gpus_per_node = args.gpus_per_node.unwrap_or(8);
+    if gpus_per_node == 0 {
+        bail!("bad --gpus-per-node 0: expected a positive integer");
+    }
+    let bucket_bytes = match args.bucket_mb {
+        None => None,
+        Some(mb) if mb.is_finite() && mb > 0.0 => Some((mb * 1024.0 * 1024.0).round() as i64),
+        Some(mb) => bail!("bad --bucket-mb {mb}: expected a positive number"),
+    };
+    let mut configs = Vec::new();
+    for &g in &gpus {
+        for &inter in &nets {
+            configs.push(DdpConfig {
+                gpus: g,
+                gpus_per_node,
+                intra,
+                inter,
+                algorithm,
+                hierarchical: !args.flat,
+                bucket_bytes,
+            });
+        }
+    }
+    Ok(configs)
+}
+
+/// Runs `whatif TRACE ddp ...` and returns its output (text, or JSON with `--json`).
+pub fn run(args: &WhatIfArgs) -> anyhow::Result<String> {
+    let configs = configs(args)?;
+    let (trace, window) = super::load(&args.trace)?;
+    let mapping = map(&trace, &window);
+    let context = Context {
+        trace: &trace,
+        window: &window,
+        mapping: &mapping,
+    };
+    let cannot = || format!("cannot predict {}", args.trace.display());
+    let baseline = predict(&window, &window.graph).with_context(cannot)?;
+    let result = sweep(&context, &baseline, &configs).with_context(cannot)?;
+    let outcome = result
+        .last
+        .as_ref()
+        .ok_or_else(|| anyhow!("no configuration to predict"))?;
+    let last = configs.last().copied().unwrap_or_default();
+    let name = format!(
+        "ddp(gpus={},gpus_per_node={})",
+        args.gpus.as_deref().unwrap_or("8"),
+        last.gpus_per_node
+    );
+    let mut document = json::whatif_json(&trace, &window, &name, &[], outcome);
+    document.trace.file = Some(args.trace.display().to_string());
+    let (ddp, rows) = json::ddp_json(&result.calibration, &result.plans, &result.points);
+    document.ddp = Some(ddp);
+    document.sweep = Some(rows);
+    if args.output.json {
+        super::to_json(&document)
+    } else {
+        Ok(table::whatif_text(&document))
+    }
+}

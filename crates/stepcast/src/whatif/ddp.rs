@@ -1,0 +1,463 @@
+//! **Data-parallel training on N GPUs** (Daydream A.4) from a trace's own collectives.
+//!
+//! Each gradient all-reduce of the steady steps stays where the recording put it (its stream,
+//! its launching call, the event waits that make it depend on the backward work producing its
+//! gradients and that make the optimizer wait for it), but what the recording said about its
+//! cost is replaced by the collective cost model ([`crate::comm`]) for the target topology:
+//! its wait for peers is dropped (DDP ranks run the same program, so they are assumed to
+//! arrive together) and its duration becomes the modeled transfer time of its message.
+//!
+//! Gradient sizes come from the recorded collectives: `In/Out msg nelems` × `dtype` of the
+//! kernel or of its `record_param_comms` op ([`GradientSource::Recorded`]); when the trace does
+//! not record them, each collective's size is inferred from its fastest recorded instance
+//! (the same bucket in every step) on the recorded link ([`GradientSource::Inferred`]). The
+//! recorded bucketing is kept (DDP's buckets are fixed after the first iteration).
+//!
+//! The network: intra-node, the link calibrated from the trace's collectives
+//! ([`crate::comm::calibrate`]), else `intra` (default NVLink 3); inter-node, `inter` (default
+//! InfiniBand 200 Gb/s per GPU). The fixed cost per collective is the calibration's intercept.
+
+use std::collections::BTreeMap;
+
+use super::{Context, Outcome, Prediction, WhatIfError, what_if_against};
+use crate::Window;
+use crate::comm::{
+    Algorithm, Calibration, Collective, Link, Preset, RecordedCollective, Topology, calibrate,
+    recorded_collectives,
+};
+use crate::graph::{EdgeKind, NO_STEP, TaskId};
+use crate::whatif::edit::{EditGraph, HostGaps, Selection};
+
+/// The knobs of the DDP what-if.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DdpConfig {
+    /// World size.
+    pub gpus: u32,
+    pub gpus_per_node: u32,
+    /// Intra-node link; `None`: calibrated from the trace, else NVLink 3.
+    pub intra: Option<Link>,
+    /// Inter-node link (per GPU); `None`: InfiniBand 200 Gb/s.
+    pub inter: Option<Link>,
+    pub algorithm: Algorithm,
+    /// BlueConnect's decomposition across nodes.
+    pub hierarchical: bool,
+    /// Re-bucketing: consecutive all-reduces of a step (on one stream) are merged while their
+    /// bytes add up to at most this (DDP's `bucket_cap_mb`); `None` keeps the recorded buckets.
+    /// Buckets are only ever merged, not split.
+    pub bucket_bytes: Option<i64>,
+}
+
+impl Default for DdpConfig {
+    fn default() -> Self {
+        DdpConfig {
+            gpus: 8,
+            gpus_per_node: 8,
+            intra: None,
+            inter: None,
+            algorithm: Algorithm::Ring,
+            hierarchical: true,
+            bucket_bytes: None,
+        }
+    }
+}
+
+/// Where the gradient (message) sizes came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GradientSource {
+    /// `record_param_comms` / NCCL kernel args.
+    Recorded,
+    /// Inferred from each collective's fastest recorded instance on the recorded link.
+    Inferred,
+    /// Some of each.
+    Mixed,
+}
+
+impl GradientSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GradientSource::Recorded => "recorded_collectives",
+            GradientSource::Inferred => "inferred_from_transfer_time",
+            GradientSource::Mixed => "recorded_and_inferred",
+        }
+    }
+}
+
+/// Where the intra-node link came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkSource {
+    Calibrated,
+    Given,
+    Preset,
+}
+
+impl LinkSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LinkSource::Calibrated => "calibrated",
+            LinkSource::Given => "given",
+            LinkSource::Preset => "preset",
+        }
+    }
+}
+
+/// One recorded collective and its modeled replacement.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bucket {
+    pub recorded: RecordedCollective,
+    /// Message bytes (recorded or inferred).
+    pub bytes: f64,
+    pub bytes_inferred: bool,
+    /// The fastest recorded instance of the same bucket (slot) across steps: its transfer time
+    /// at the recorded world size.
+    pub transfer_ns: i64,
+    /// The model's time at the recorded world size and link.
+    pub model_recorded_ns: i64,
+    /// The model's time on the target topology.
+    pub predicted_ns: i64,
+}
+
+/// What the DDP what-if found and will apply.
+#[derive(Clone, Debug)]
+pub struct DdpPlan {
+    pub config: DdpConfig,
+    pub topology: Topology,
+    pub calibration: Calibration,
+    pub source: GradientSource,
+    pub intra_source: LinkSource,
+    /// Group size of the recorded collectives.
+    pub recorded_world_size: u32,
+    pub buckets: Vec<Bucket>,
+    /// With [`DdpConfig::bucket_bytes`]: groups of `buckets` (indices, in lane order) merged
+    /// into one all-reduce each, with its modeled time. Empty otherwise.
+    pub merged: Vec<(Vec<usize>, i64)>,
+}
+
+impl DdpPlan {
+    /// Total modeled communication per steady step, ns.
+    pub fn comm_per_step_ns(&self, steady_steps: usize) -> i64 {
+        let mut cost: Vec<i64> = self.buckets.iter().map(|b| b.predicted_ns).collect();
+        for (group, ns) in &self.merged {
+            for (k, &i) in group.iter().enumerate() {
+                cost[i] = if k == 0 { *ns } else { 0 };
+            }
+        }
+        let sum: i64 = self
+            .buckets
+            .iter()
+            .zip(&cost)
+            .filter(|(b, _)| b.recorded.step != NO_STEP)
+            .map(|(_, &c)| c)
+            .sum();
+        sum / steady_steps.max(1) as i64
+    }
+}
+
+/// Why the DDP what-if cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum DdpError {
+    #[error(
+        "the trace records no collectives: gradient sizes are needed (recorded collectives); \
+         inserting all-reduces into a one-GPU trace is not built yet"
+    )]
+    NoCollectives,
+    #[error("invalid topology: {0}")]
+    BadTopology(String),
+    #[error(transparent)]
+    WhatIf(#[from] WhatIfError),
+}
+
+/// Plans the DDP what-if: the recorded collectives, the calibration and each collective's time
+/// on `config`'s topology. `recorded` and `calibration` can be computed once for a sweep
+/// ([`recorded_collectives`], [`calibrate`]).
+pub fn plan(
+    recorded: &[RecordedCollective],
+    calibration: &Calibration,
+    config: &DdpConfig,
+) -> Result<DdpPlan, DdpError> {
+    if recorded.is_empty() {
+        return Err(DdpError::NoCollectives);
+    }
+    if config.gpus == 0 || config.gpus_per_node == 0 {
+        return Err(DdpError::BadTopology(
+            "gpus and gpus per node must be at least 1".into(),
+        ));
+    }
+    let recorded_world_size = calibration
+        .primary()
+        .map(|f| f.group_size)
+        .or_else(|| recorded.iter().map(|r| r.group_size).max())
+        .unwrap_or(2)
+        .max(2);
+    let preset = Preset::Nvlink3.link();
+    // The recorded link and fixed cost: calibrated, else the preset with the fastest recorded
+    // collective as the fixed cost.
+    let (recorded_link, base_ns, calibrated) = match calibration.link(preset.alpha_ns) {
+        Some((link, base)) => (link, base, true),
+        None => {
+            let floor = calibration.floor_ns.unwrap_or(0).max(0) as f64;
+            let steps = Collective::AllReduce
+                .latency_steps(Algorithm::Ring, recorded_world_size)
+                .max(1.0);
+            let alpha = preset.alpha_ns.min(floor / steps);
+            let link = Link {
+                alpha_ns: alpha,
+                ..preset
+            };
+            (link, floor - steps * alpha, false)
+        }
+    };
+    let (intra, intra_source) = match config.intra {
+        Some(link) => (link, LinkSource::Given),
+        None if calibrated => (recorded_link, LinkSource::Calibrated),
+        None => (recorded_link, LinkSource::Preset),
+    };
+    let inter = config.inter.unwrap_or_else(|| Preset::Infiniband.link());
+    let topology = Topology {
+        base_ns,
+        algorithm: config.algorithm,
+        hierarchical: config.hierarchical,
+        ..Topology::new(config.gpus, config.gpus_per_node, intra, inter)
+    };
+    let recorded_topology = Topology {
+        base_ns,
+        algorithm: Algorithm::Ring,
+        ..Topology::new(
+            recorded_world_size,
+            recorded_world_size,
+            recorded_link,
+            recorded_link,
+        )
+    };
+    // Fastest instance per (kernel slot): the bucket's transfer at the recorded world size.
+    let mut fastest: BTreeMap<(Collective, u32), i64> = BTreeMap::new();
+    for r in recorded {
+        let entry = fastest.entry((r.collective, r.slot)).or_insert(i64::MAX);
+        *entry = (*entry).min(r.recorded_ns);
+    }
+    let mut buckets = Vec::with_capacity(recorded.len());
+    let (mut with_sizes, mut inferred) = (0usize, 0usize);
+    for r in recorded {
+        let transfer_ns = fastest[&(r.collective, r.slot)];
+        let (bytes, bytes_inferred) = match r.bytes {
+            Some(b) => (b as f64, false),
+            None => {
+                // Invert the recorded model: t = fixed + bytes × factor / bandwidth.
+                let fixed = recorded_topology.time_ns(r.collective, 0.0);
+                let factor = r.collective.bus_factor(recorded_world_size);
+                let bytes = (transfer_ns as f64 - fixed).max(0.0) * recorded_link.bandwidth_bps
+                    / 1e9
+                    / factor.max(f64::MIN_POSITIVE);
+                (bytes, true)
+            }
+        };
+        with_sizes += usize::from(!bytes_inferred);
+        inferred += usize::from(bytes_inferred);
+        buckets.push(Bucket {
+            recorded: r.clone(),
+            bytes,
+            bytes_inferred,
+            transfer_ns,
+            model_recorded_ns: recorded_topology.time_ns(r.collective, bytes).round() as i64,
+            predicted_ns: topology.time_ns(r.collective, bytes).round() as i64,
+        });
+    }
+    let merged = match config.bucket_bytes {
+        Some(cap) => merge_buckets(&buckets, cap as f64, &topology),
+        None => Vec::new(),
+    };
+    let source = match (with_sizes, inferred) {
+        (_, 0) => GradientSource::Recorded,
+        (0, _) => GradientSource::Inferred,
+        _ => GradientSource::Mixed,
+    };
+    Ok(DdpPlan {
+        config: *config,
+        topology,
+        calibration: calibration.clone(),
+        source,
+        intra_source,
+        recorded_world_size,
+        buckets,
+        merged,
+    })
+}
+
+/// Greedy DDP bucketing over the recorded all-reduces, per step and stream in order: a bucket
+/// takes the next all-reduce while the sum stays within `cap` (a first one larger than `cap`
+/// is a bucket of its own). Returns the groups of two or more with their modeled time.
+fn merge_buckets(buckets: &[Bucket], cap: f64, topology: &Topology) -> Vec<(Vec<usize>, i64)> {
+    let mut order: Vec<usize> = (0..buckets.len())
+        .filter(|&i| {
+            let r = &buckets[i].recorded;
+            r.collective == Collective::AllReduce && r.step != NO_STEP
+        })
+        .collect();
+    order.sort_by_key(|&i| {
+        (
+            buckets[i].recorded.step,
+            buckets[i].recorded.lane,
+            buckets[i].recorded.task,
+        )
+    });
+    let mut groups = Vec::new();
+    let mut current: Vec<usize> = Vec::new();
+    let mut bytes = 0.0;
+    let mut flush = |current: &mut Vec<usize>, bytes: f64| {
+        if current.len() >= 2 {
+            let ns = topology.time_ns(Collective::AllReduce, bytes).round() as i64;
+            groups.push((std::mem::take(current), ns));
+        }
+        current.clear();
+    };
+    for i in order {
+        let r = &buckets[i].recorded;
+        let same = current.last().is_some_and(|&p| {
+            let q = &buckets[p].recorded;
+            (q.step, q.lane) == (r.step, r.lane)
+        });
+        if !same || bytes + buckets[i].bytes > cap {
+            flush(&mut current, bytes);
+            bytes = 0.0;
+        }
+        current.push(i);
+        bytes += buckets[i].bytes;
+    }
+    flush(&mut current, bytes);
+    groups
+}
+
+/// Applies `plan` to `edit`: every collective of the steady steps loses its wait for peers and
+/// costs its modeled time. Returns the number of collectives changed.
+pub fn apply(plan: &DdpPlan, edit: &mut EditGraph) -> Result<usize, WhatIfError> {
+    let mut by_cost: BTreeMap<i64, Vec<TaskId>> = BTreeMap::new();
+    for b in &plan.buckets {
+        let task = b.recorded.task;
+        if edit.is_alive(task) && !edit.is_frozen(task) {
+            by_cost.entry(b.predicted_ns).or_default().push(task);
+        }
+    }
+    let mut changed = 0;
+    for (cost, tasks) in by_cost {
+        let selection = Selection::new(tasks);
+        edit.drop_inputs(&selection, EdgeKind::PeerArrival)?;
+        edit.set_duration(&selection, cost)?;
+        changed += selection.len();
+    }
+    // Merged buckets: one all-reduce where the last of them was (when all its gradients are
+    // ready); the earlier ones are removed, what waited for them waiting for their inputs
+    // instead (making it wait for the merged one could close a cycle).
+    for (group, cost) in &plan.merged {
+        let mut tasks: Vec<TaskId> = group
+            .iter()
+            .map(|&i| plan.buckets[i].recorded.task)
+            .filter(|&t| edit.is_alive(t) && !edit.is_frozen(t))
+            .collect();
+        tasks.sort_unstable();
+        let Some(last) = tasks.pop() else { continue };
+        if tasks.is_empty() {
+            continue;
+        }
+        edit.set_duration(&Selection::new(vec![last]), *cost)?;
+        edit.remove(&Selection::new(tasks), HostGaps::Keep)?;
+    }
+    Ok(changed)
+}
+
+/// Runs the DDP what-if for `config` against `baseline`.
+pub fn ddp(
+    context: &Context<'_>,
+    baseline: &Prediction,
+    config: &DdpConfig,
+) -> Result<(DdpPlan, Outcome), DdpError> {
+    let recorded = recorded_collectives(context.trace, context.window, context.mapping);
+    let calibration = calibrate(&recorded);
+    let plan = plan(&recorded, &calibration, config)?;
+    let outcome = what_if_against(context, baseline, |edit| apply(&plan, edit).map(|_| ()))?;
+    Ok((plan, outcome))
+}
+
+/// One row of a scaling sweep.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SweepPoint {
+    pub config: DdpConfig,
+    pub predicted_ns: i64,
+    /// Modeled communication per steady step (not all of it on the critical path).
+    pub comm_ns: i64,
+    /// `baseline / predicted`.
+    pub speedup: f64,
+}
+
+/// What [`sweep`] returns.
+#[derive(Clone, Debug)]
+pub struct Sweep {
+    pub calibration: Calibration,
+    /// Per configuration, in the order given.
+    pub plans: Vec<DdpPlan>,
+    pub points: Vec<SweepPoint>,
+    /// The full outcome of the last configuration.
+    pub last: Option<Outcome>,
+}
+
+/// The DDP what-if for each of `configs`, recorded collectives and calibration computed once.
+pub fn sweep(
+    context: &Context<'_>,
+    baseline: &Prediction,
+    configs: &[DdpConfig],
+) -> Result<Sweep, DdpError> {
+    let recorded = recorded_collectives(context.trace, context.window, context.mapping);
+    let calibration = calibrate(&recorded);
+    let steady = steady_steps(context.window);
+    let mut plans = Vec::with_capacity(configs.len());
+    let mut points = Vec::with_capacity(configs.len());
+    let mut last = None;
+    for config in configs {
+        let plan = plan(&recorded, &calibration, config)?;
+        let outcome = what_if_against(context, baseline, |edit| apply(&plan, edit).map(|_| ()))?;
+        points.push(SweepPoint {
+            config: *config,
+            predicted_ns: outcome.predicted.step_ns,
+            comm_ns: plan.comm_per_step_ns(steady),
+            speedup: outcome.speedup,
+        });
+        plans.push(plan);
+        last = Some(outcome);
+    }
+    Ok(Sweep {
+        calibration,
+        plans,
+        points,
+        last,
+    })
+}
+
+fn steady_steps(window: &Window) -> usize {
+    let n = window.steps.len();
+    if n >= 3 { n - 1 } else { n }
+}
+
+/// The recorded steady-state period, measured as [`super::predict`] measures a replay: from
+/// the end of the step before the first steady one to the end of the last, per step; the end
+/// of a step is when its last task ended in the recording.
+pub fn measured_step_ns(window: &Window) -> Option<i64> {
+    let graph = &window.graph;
+    let n = window.steps.len();
+    let mut end: Vec<Option<i64>> = vec![None; n];
+    let mut start: Vec<Option<i64>> = vec![None; n];
+    for t in 0..graph.task_count() {
+        let s = graph.step[t];
+        if s == NO_STEP || s as usize >= n {
+            continue;
+        }
+        let e = &mut end[s as usize];
+        *e = Some(e.map_or(graph.rec_end_ns[t], |v| v.max(graph.rec_end_ns[t])));
+        let b = &mut start[s as usize];
+        *b = Some(b.map_or(graph.rec_start_ns[t], |v| v.min(graph.rec_start_ns[t])));
+    }
+    let first = if n >= 3 { 1 } else { 0 };
+    let last = (first..n).rev().find(|&s| end[s].is_some())?;
+    let from = match first.checked_sub(1).and_then(|p| end[p]) {
+        Some(previous) => previous,
+        None => window.steps[first].start_ns.min(start[first]?),
+    };
+    Some((end[last]? - from) / (last - first + 1) as i64)
+}
