@@ -74,7 +74,7 @@ pub struct StepInfoJson {
 pub struct GraphJson {
     /// Tasks (API calls, CPU-only ops and device work).
     pub tasks: u64,
-    /// Edges of each kind (`lane_order`, `launch`, `host_sync`, `event_wait`,
+    /// Edges of each kind (`lane_order`, `launch`, `host_sync`, `event_wait`, `stream_wait_call`,
     /// `inferred_stream_wait`, `inferred_host_sync`, `peer_arrival`).
     pub edges_by_kind: Counts,
     /// Calibrated delay from a launch call's start to its work starting on an idle stream.

@@ -53,6 +53,8 @@ pub fn replay_text(replay: &ReplayJson) -> String {
             "recorded order"
         } else if kind == "peer_arrival" {
             "collective model"
+        } else if kind == "stream_wait_call" {
+            "recorded call, source by rule"
         } else {
             "recorded"
         };

@@ -601,7 +601,9 @@ impl<'a> Timelines<'a> {
         for e in g.preds(next) {
             match g.pred_kind[e] {
                 EdgeKind::Launch => launch = Some((g.pred[e], g.pred_lag_ns[e])),
-                EdgeKind::EventWait | EdgeKind::InferredStreamWait => waits_on_stream = true,
+                EdgeKind::EventWait | EdgeKind::StreamWaitCall | EdgeKind::InferredStreamWait => {
+                    waits_on_stream = true
+                }
                 _ => {}
             }
         }

@@ -69,6 +69,11 @@ pub enum EdgeKind {
     HostSync,
     /// A stream waited on an event recorded on another stream (`cuda_sync` Stream Wait Event).
     EventWait,
+    /// A stream waited on an event, as a recorded `cudaStreamWaitEvent` call says, in a trace
+    /// without sync records: the event's stream is not recorded, so the wait is taken to cover
+    /// the work launched before the call on the device's other streams (guesses the recorded
+    /// times contradict are dropped).
+    StreamWaitCall,
     /// A device task started right when a task on another stream ended, with nothing recorded
     /// to explain the wait: inferred from timing alone.
     InferredStreamWait,
@@ -83,11 +88,12 @@ pub enum EdgeKind {
 }
 
 impl EdgeKind {
-    pub const ALL: [EdgeKind; 7] = [
+    pub const ALL: [EdgeKind; 8] = [
         EdgeKind::LaneOrder,
         EdgeKind::Launch,
         EdgeKind::HostSync,
         EdgeKind::EventWait,
+        EdgeKind::StreamWaitCall,
         EdgeKind::InferredStreamWait,
         EdgeKind::InferredHostSync,
         EdgeKind::PeerArrival,
@@ -121,6 +127,7 @@ impl EdgeKind {
             EdgeKind::Launch => "launch",
             EdgeKind::HostSync => "host_sync",
             EdgeKind::EventWait => "event_wait",
+            EdgeKind::StreamWaitCall => "stream_wait_call",
             EdgeKind::InferredStreamWait => "inferred_stream_wait",
             EdgeKind::InferredHostSync => "inferred_host_sync",
             EdgeKind::PeerArrival => "peer_arrival",

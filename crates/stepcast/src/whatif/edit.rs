@@ -597,6 +597,10 @@ impl EditGraph {
                 .filter(|e| e.from == task.0)
                 .collect();
             self.preds[s as usize].retain(|e| e.from != task.0);
+            // A device task launched by its own call keeps that launch as its host
+            // dependency: a path from another call through the removed task would read as a
+            // second launch.
+            let own_launcher = self.launcher(TaskId(s)).map(|call| call.0);
             for out in outgoing {
                 let reaching = if out.kind.from_source_begin() {
                     &into_begin
@@ -604,6 +608,9 @@ impl EditGraph {
                     &into_end
                 };
                 for &inp in reaching.iter() {
+                    if inp.kind == EdgeKind::Launch && own_launcher.is_some_and(|c| c != inp.from) {
+                        continue;
+                    }
                     let kind = compose(inp.kind, out.kind);
                     self.add_edge(inp.from, s, kind, inp.lag_ns + out.lag_ns);
                 }

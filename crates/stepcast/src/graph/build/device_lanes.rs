@@ -102,6 +102,14 @@ impl DeviceLanes {
     }
 
     /// On every stream of `device`, the last task launched before `time`.
+    /// The device of graph lane `lane` (0 if it is not a device lane).
+    pub(super) fn device_of(&self, lane: u32) -> i64 {
+        self.lanes
+            .iter()
+            .find(|l| l.lane == lane)
+            .map_or(0, |l| l.device)
+    }
+
     pub(super) fn all_last_launched_before(&self, device: i64, time: i64) -> Vec<TaskId> {
         self.lanes
             .iter()

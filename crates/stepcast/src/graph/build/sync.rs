@@ -121,7 +121,32 @@ impl Builder<'_> {
                     continue;
                 }
                 let own = device_tasks_of_call.get(&call);
-                let class = classify_call(trace.name(g.name[t as usize]));
+                let name = trace.name(g.name[t as usize]);
+                if trace.syncs.is_empty() && name.contains("StreamWaitEvent") {
+                    // Without sync records the event's source stream is not recorded. The
+                    // waiting stream is the one this thread launches on next; PyTorch records
+                    // the event on another stream just before, so the wait covers the work
+                    // already launched on every other stream of the device. Guesses the
+                    // recorded times contradict are dropped below.
+                    let next = (t + 1..lane.first_task + lane.task_count)
+                        .take(64)
+                        .find_map(|n| device_tasks_of_call.get(&TaskId(n)).and_then(|v| v.first()));
+                    if let Some(&to) = next {
+                        let waiting_lane = g.lane[to.index()];
+                        let device = device_lanes.device_of(waiting_lane);
+                        for from in device_lanes.all_last_launched_before(device, start_of(call)) {
+                            if g.lane[from.index()] != waiting_lane {
+                                new_edges.push(PendingEdge {
+                                    from,
+                                    to,
+                                    kind: EdgeKind::StreamWaitCall,
+                                    lag_ns: 0,
+                                });
+                            }
+                        }
+                    }
+                }
+                let class = classify_call(name);
                 match class {
                     CallClass::SyncCopy | CallClass::AsyncCopy => {
                         for &task in own.into_iter().flatten() {
