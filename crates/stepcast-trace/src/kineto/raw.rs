@@ -262,7 +262,8 @@ pub fn micros_text_to_ns(text: &str) -> Option<i64> {
     micros_bytes_to_ns(text.as_bytes())
 }
 
-/// [`micros_text_to_ns`] on bytes (the reader parses numbers without a UTF-8 check).
+/// [`micros_text_to_ns`] on bytes (the reader parses numbers without a UTF-8 check), in one
+/// pass over the digits: this runs for every timestamp of a trace.
 pub fn micros_bytes_to_ns(text: &[u8]) -> Option<i64> {
     let text = text.trim_ascii();
     let text = text
@@ -273,39 +274,43 @@ pub fn micros_bytes_to_ns(text: &[u8]) -> Option<i64> {
         Some((b'-', rest)) => (true, rest),
         _ => (false, text),
     };
-    if digits.iter().any(|&b| b == b'e' || b == b'E') {
+    let mut micros: i64 = 0;
+    let mut at = 0;
+    while let Some(&b) = digits.get(at).filter(|b| b.is_ascii_digit()) {
+        micros = micros.checked_mul(10)?.checked_add((b - b'0') as i64)?;
+        at += 1;
+    }
+    let int_digits = at;
+    // Three fractional digits are nanoseconds; the fourth rounds (half up); the rest are
+    // only checked.
+    let mut frac_ns: i64 = 0;
+    let mut frac_digits = 0;
+    if digits.get(at) == Some(&b'.') {
+        at += 1;
+        while let Some(&b) = digits.get(at).filter(|b| b.is_ascii_digit()) {
+            let digit = (b - b'0') as i64;
+            match frac_digits {
+                0..=2 => frac_ns += digit * [100, 10, 1][frac_digits],
+                3 if digit >= 5 => frac_ns += 1,
+                _ => {}
+            }
+            frac_digits += 1;
+            at += 1;
+        }
+    }
+    if at < digits.len() {
+        if !matches!(digits[at], b'e' | b'E') {
+            return None;
+        }
+        // An exponent: rare enough for a float parse.
         let micros: f64 = std::str::from_utf8(text).ok()?.parse().ok()?;
         let ns = (micros * 1000.0).round();
         return (ns.is_finite() && ns.abs() < 9.0e18).then_some(ns as i64);
     }
-    let (int_part, frac_part) = match digits.iter().position(|&b| b == b'.') {
-        Some(dot) => (&digits[..dot], &digits[dot + 1..]),
-        None => (digits, &digits[digits.len()..]),
-    };
-    if int_part.is_empty() && frac_part.is_empty() {
+    if int_digits == 0 && frac_digits == 0 {
         return None;
     }
-    let mut ns: i64 = 0;
-    for &b in int_part {
-        if !b.is_ascii_digit() {
-            return None;
-        }
-        ns = ns.checked_mul(10)?.checked_add((b - b'0') as i64)?;
-    }
-    ns = ns.checked_mul(1000)?;
-    // Three fractional digits are nanoseconds; the fourth rounds (half up); the rest are
-    // only checked.
-    for (i, &b) in frac_part.iter().enumerate() {
-        if !b.is_ascii_digit() {
-            return None;
-        }
-        let digit = (b - b'0') as i64;
-        match i {
-            0..=2 => ns += digit * [100, 10, 1][i],
-            3 if digit >= 5 => ns += 1,
-            _ => {}
-        }
-    }
+    let ns = micros.checked_mul(1000)?.checked_add(frac_ns)?;
     Some(if negative { -ns } else { ns })
 }
 
