@@ -128,10 +128,7 @@ fn summary(info: &InfoJson) -> String {
             plural(graph.launch_latency_samples, "launch")
         )
     } else {
-        format!(
-            "launch latency {} (not calibrated)",
-            us(graph.launch_latency_ns)
-        )
+        "launch latency not calibrated (work is ready when its launch call returns)".to_string()
     };
     lines.push(format!(
         "  graph: {}, {} ({} inferred from timing); {latency}",

@@ -149,8 +149,8 @@ fn notes(replay: &ReplayJson) -> Vec<String> {
         ));
     } else {
         notes.push(format!(
-            "launch latency not calibrated (no launch onto an idle stream in the trace): {} used",
-            us(replay.launch_latency_ns)
+            "launch latency not calibrated (too few single launches onto an idle stream): work \
+             is ready when its launch call returns"
         ));
     }
     notes.push(format!(

@@ -48,6 +48,9 @@ impl Default for BuildOptions {
     }
 }
 
+/// Fewer launches onto an idle stream than this calibrate no launch latency.
+const MIN_LATENCY_SAMPLES: usize = 5;
+
 /// Timing tolerance when checking a recorded cause against recorded times (clock granularity
 /// of Kineto is 1 µs in older traces).
 const TOLERANCE_NS: i64 = 2_000;
@@ -222,7 +225,7 @@ impl Builder<'_> {
         let n = self.graph.task_count();
         let mut call_of = vec![TaskId::NONE; n];
         let mut edges = Vec::new();
-        let mut samples: Vec<i64> = Vec::new();
+        let mut samples: Vec<(TaskId, i64)> = Vec::new();
         for t in 0..n {
             if !self.graph.kind[t].on_device() {
                 continue;
@@ -236,9 +239,9 @@ impl Builder<'_> {
                         self.graph.rec_end_ns[p.index()] <= self.graph.rec_start_ns[call.index()]
                     });
                     if idle {
-                        samples.push(
-                            self.graph.rec_start_ns[t] - self.graph.rec_start_ns[call.index()],
-                        );
+                        let delay =
+                            self.graph.rec_start_ns[t] - self.graph.rec_start_ns[call.index()];
+                        samples.push((call, delay));
                     }
                 }
                 None => {
@@ -250,11 +253,27 @@ impl Builder<'_> {
             }
         }
         // Launch latency, calibrated on this trace: how long after a launch call begins its
-        // work starts on an idle stream (median).
-        samples.sort_unstable();
-        let latency = samples.get(samples.len() / 2).copied().unwrap_or(0).max(0);
-        self.report.launch_latency_ns = latency;
-        self.report.launch_latency_samples = samples.len() as u64;
+        // work starts on an idle stream (median). Only calls that launch one task count: the
+        // kernels of a graph launch start one after another, not after a latency. With too
+        // few samples nothing is calibrated and work is ready when its call returns.
+        let mut tasks_per_call: FxHashMap<TaskId, u32> = FxHashMap::default();
+        for &call in call_of.iter().filter(|&&c| c != TaskId::NONE) {
+            *tasks_per_call.entry(call).or_default() += 1;
+        }
+        let mut delays: Vec<i64> = samples
+            .iter()
+            .filter(|(call, _)| tasks_per_call.get(call) == Some(&1))
+            .map(|&(_, delay)| delay)
+            .collect();
+        delays.sort_unstable();
+        let calibrated = delays.len() >= MIN_LATENCY_SAMPLES;
+        let latency = if calibrated {
+            delays[delays.len() / 2].max(0)
+        } else {
+            i64::MAX
+        };
+        self.report.launch_latency_ns = if calibrated { latency } else { 0 };
+        self.report.launch_latency_samples = if calibrated { delays.len() as u64 } else { 0 };
         for t in 0..n {
             let call = call_of[t];
             if call == TaskId::NONE {
