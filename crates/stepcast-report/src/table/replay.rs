@@ -148,10 +148,11 @@ fn notes(replay: &ReplayJson) -> Vec<String> {
             us(replay.launch_latency_ns)
         ));
     } else {
-        notes.push(format!(
+        notes.push(
             "launch latency not calibrated (too few single launches onto an idle stream): work \
              is ready when its launch call returns"
-        ));
+                .to_string(),
+        );
     }
     notes.push(format!(
         "device dispatch gap calibrated: {} between consecutive tasks of a backlogged stream",
