@@ -145,7 +145,7 @@ pub(crate) fn measured_span(graph: &Graph, step: &Step, tasks: &[TaskId]) -> i64
         .map(|t| graph.rec_end_ns[t.index()])
         .max()
         .unwrap_or(step.marker_end_ns);
-    end.max(step.marker_end_ns.min(step.start_ns)) - step.start_ns
+    end.max(step.start_ns) - step.start_ns
 }
 
 /// The same span in a replay. The step's start moves with its first host task.
