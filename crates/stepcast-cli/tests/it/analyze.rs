@@ -9,18 +9,12 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::{TempDir, path_str, stepcast};
+use super::{NCCL, TempDir, path_str, stepcast};
 
 /// Five steps of data-parallel training on a V100, with memory events.
 const DF_INDEX_RESOLVER: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../testdata/kineto/HolisticTraceAnalysis/tests/data/df_index_resolver/df_index_resolver.json.gz"
-);
-
-/// Three steps of data-parallel training with NCCL collectives on a second stream.
-const NCCL: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../testdata/kineto/HolisticTraceAnalysis/tests/data/nccl_parser_config/nccl_data.json.gz"
 );
 
 /// HTA's critical-path end-to-end input: no step markers.

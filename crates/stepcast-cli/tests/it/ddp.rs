@@ -1,18 +1,13 @@
 //! `stepcast whatif TRACE ddp`: the sweep contract of issue 5 and the scaling table.
 
-use super::stepcast;
-
-const NCCL_DATA: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../testdata/kineto/HolisticTraceAnalysis/tests/data/nccl_parser_config/nccl_data.json.gz"
-);
+use super::{NCCL, stepcast};
 
 #[test]
 fn ddp_sweep_json_lists_gpus_and_predicted_ns() {
     let run = stepcast(&[
         "whatif",
         "--json",
-        NCCL_DATA,
+        NCCL,
         "ddp",
         "--gpus",
         "8,16,32,64",
@@ -44,7 +39,7 @@ fn ddp_sweep_json_lists_gpus_and_predicted_ns() {
 fn ddp_net_sweep_prints_a_scaling_table() {
     let run = stepcast(&[
         "whatif",
-        NCCL_DATA,
+        NCCL,
         "ddp",
         "--gpus",
         "64",
@@ -69,7 +64,7 @@ fn ddp_rejects_bad_knobs() {
         ["--algorithm", "star"],
         ["--bucket-mb", "-1"],
     ] {
-        let mut full = vec!["whatif", NCCL_DATA, "ddp"];
+        let mut full = vec!["whatif", NCCL, "ddp"];
         full.extend(args);
         let run = stepcast(&full);
         assert!(run.code.is_some_and(|c| c != 0), "{args:?}");

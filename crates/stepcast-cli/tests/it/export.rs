@@ -11,18 +11,12 @@ use serde_json::Value;
 use stepcast::graph::{BuildOptions, TaskKind, build};
 use stepcast_trace::{EventKind, LaneKind, read_trace};
 
-use super::{TRACE, TempDir, path_str, stepcast};
+use super::{NCCL, TRACE, TempDir, path_str, stepcast};
 
 /// Two streams waiting on each other's CUDA events; no step markers.
 const MULTI_STREAM: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../testdata/kineto/HolisticTraceAnalysis/tests/data/critical_path/cuda_event_sync_multi_stream/event_sync_trace.json.gz"
-);
-
-/// Five steps of data-parallel training with NCCL collectives on a second stream.
-const NCCL: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../testdata/kineto/HolisticTraceAnalysis/tests/data/nccl_parser_config/nccl_data.json.gz"
 );
 
 /// The Kineto category a recorded task is exported under, by the kind of event it was made

@@ -19,6 +19,12 @@ const TRACE: &str = concat!(
     "/../../testdata/kineto/HolisticTraceAnalysis/tests/data/critical_path/cuda_event_sync/event_sync_trace.json.gz"
 );
 
+/// Three steps of data-parallel training (A100, NCCL on a second stream); host-bound.
+const NCCL: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../testdata/kineto/HolisticTraceAnalysis/tests/data/nccl_parser_config/nccl_data.json.gz"
+);
+
 /// What one run of the binary did.
 struct Run {
     code: Option<i32>,

@@ -1,13 +1,7 @@
 //! `stepcast whatif` and `stepcast advise` on real traces: the JSON contract, the ranking,
 //! determinism, and clean errors for a bad model or scenario.
 
-use super::{TempDir, path_str, stepcast};
-
-/// A data-parallel rank (A100, NCCL), host-bound: every what-if replays in milliseconds.
-const NCCL_DATA: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../testdata/kineto/HolisticTraceAnalysis/tests/data/nccl_parser_config/nccl_data.json.gz"
-);
+use super::{NCCL, TempDir, path_str, stepcast};
 
 /// A single-GPU ResNet-50 (V100), whose GPU work shows on the critical path.
 const RESNET50: &str = concat!(
@@ -57,15 +51,15 @@ fn check_whatif(json: &serde_json::Value) -> f64 {
 
 /// (trace, arguments, the `name` reported, lowest speedup, highest speedup).
 const WHATIFS: &[(&str, &[&str], &str, f64, f64)] = &[
-    (NCCL_DATA, &["cuda_graphs"], "cuda_graphs", 1.1, 1.5),
+    (NCCL, &["cuda_graphs"], "cuda_graphs", 1.1, 1.5),
     (
-        NCCL_DATA,
+        NCCL,
         &["fused_optimizer", "--factor", "0.5"],
         "fused_optimizer(factor=0.5)",
         1.01,
         1.2,
     ),
-    (NCCL_DATA, &["faster_cpu"], "faster_cpu", 1.2, 2.0),
+    (NCCL, &["faster_cpu"], "faster_cpu", 1.2, 2.0),
     (
         RESNET50,
         &[
@@ -126,7 +120,7 @@ fn whatif_scenario_names_the_file_and_its_models() {
 
 #[test]
 fn advise_ranks_candidates_best_first() {
-    let run = stepcast(&["advise", NCCL_DATA, "--json"]);
+    let run = stepcast(&["advise", NCCL, "--json"]);
     run.assert_success();
     let json = run.json();
     assert_eq!(json["schema"], "stepcast.advise/1");
@@ -172,7 +166,7 @@ fn advise_ranks_candidates_best_first() {
             .as_str()
             .is_some_and(|r| r.contains("host-bound"))
     );
-    let text = stepcast(&["advise", NCCL_DATA]);
+    let text = stepcast(&["advise", NCCL]);
     text.assert_success();
     assert!(text.stdout.contains("Try first: cuda_graphs"));
     assert!(text.stdout.contains("Not worth it here"));
@@ -181,8 +175,8 @@ fn advise_ranks_candidates_best_first() {
 #[test]
 fn output_is_byte_identical_across_runs() {
     let commands: [&[&str]; 4] = [
-        &["advise", NCCL_DATA, "--json"],
-        &["advise", NCCL_DATA],
+        &["advise", NCCL, "--json"],
+        &["advise", NCCL],
         &["whatif", RESNET50, "cuda_graphs", "--json"],
         &["whatif", RESNET50, "amp"],
     ];
@@ -200,7 +194,7 @@ fn whatif_writes_the_file_whole() {
     let out = dir.path().join("whatif.json");
     let run = stepcast(&[
         "whatif",
-        NCCL_DATA,
+        NCCL,
         "cuda_graphs",
         "--json",
         "-o",
@@ -255,7 +249,7 @@ fn bad_model_or_scenario_is_one_message_and_nothing_written() {
         let message = message
             .replace("SCENARIO", path_str(&scenario))
             .replace("MISSING", path_str(&missing));
-        let mut full = vec!["whatif", NCCL_DATA];
+        let mut full = vec!["whatif", NCCL];
         full.extend_from_slice(&args);
         full.extend_from_slice(&["--json", "-o", path_str(&out)]);
         let run = stepcast(&full);
@@ -270,13 +264,7 @@ fn bad_model_or_scenario_is_one_message_and_nothing_written() {
         assert_eq!(dir.entries(), ["bad.toml"], "{args:?}");
     }
     // Neither a model nor a scenario, or both: a usage error.
-    assert_eq!(stepcast(&["whatif", NCCL_DATA]).code, Some(2));
-    let both = stepcast(&[
-        "whatif",
-        NCCL_DATA,
-        "amp",
-        "--scenario",
-        path_str(&scenario),
-    ]);
+    assert_eq!(stepcast(&["whatif", NCCL]).code, Some(2));
+    let both = stepcast(&["whatif", NCCL, "amp", "--scenario", path_str(&scenario)]);
     assert_eq!(both.code, Some(2));
 }
