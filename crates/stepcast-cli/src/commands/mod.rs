@@ -23,6 +23,33 @@ fn load(path: &Path) -> anyhow::Result<(Trace, Window)> {
     Ok((trace, window))
 }
 
+/// A trace with its window and the mapping of its tasks: what every what-if starts from.
+struct Mapped {
+    trace: Trace,
+    window: Window,
+    mapping: stepcast::analyze::mapping::Mapping,
+}
+
+impl Mapped {
+    fn load(path: &Path) -> anyhow::Result<Mapped> {
+        let (trace, window) = load(path)?;
+        let mapping = stepcast::analyze::mapping::map(&trace, &window);
+        Ok(Mapped {
+            trace,
+            window,
+            mapping,
+        })
+    }
+
+    fn context(&self) -> stepcast::whatif::Context<'_> {
+        stepcast::whatif::Context {
+            trace: &self.trace,
+            window: &self.window,
+            mapping: &self.mapping,
+        }
+    }
+}
+
 /// The index in `window.steps` of `ProfilerStep#number`, or an error naming the steps there are.
 /// A trace without step markers has one synthetic step, which `--step` cannot name.
 fn step_index(path: &Path, window: &Window, number: u64) -> anyhow::Result<usize> {

@@ -2,8 +2,7 @@
 //! the step time after an optimization.
 
 use anyhow::{Context as _, anyhow};
-use stepcast::analyze::mapping::map;
-use stepcast::whatif::{Context, Model, ModelParams, Scenario, what_if};
+use stepcast::whatif::{Model, ModelParams, Scenario, what_if};
 use stepcast_report::{json, table};
 
 use crate::args::WhatIfArgs;
@@ -39,13 +38,8 @@ pub fn run(args: &WhatIfArgs) -> anyhow::Result<String> {
         }
         (None, None) => unreachable!("clap requires MODEL or --scenario"),
     };
-    let (trace, window) = super::load(&args.trace)?;
-    let mapping = map(&trace, &window);
-    let context = Context {
-        trace: &trace,
-        window: &window,
-        mapping: &mapping,
-    };
+    let mapped = super::Mapped::load(&args.trace)?;
+    let (trace, window, context) = (&mapped.trace, &mapped.window, mapped.context());
     let cannot = || format!("cannot predict {}", args.trace.display());
     let (name, models, outcome) = match &transform {
         Transform::Model(model) => {
@@ -65,7 +59,7 @@ pub fn run(args: &WhatIfArgs) -> anyhow::Result<String> {
             (name, scenario.models(), outcome)
         }
     };
-    let mut document = json::whatif_json(&trace, &window, &name, &models, &outcome);
+    let mut document = json::whatif_json(trace, window, &name, &models, &outcome);
     document.trace.file = Some(args.trace.display().to_string());
     document.scenario = args.scenario.as_ref().map(|p| p.display().to_string());
     if args.output.json {

@@ -3,10 +3,9 @@
 //! `--net 10,25,100,400Gbps` sweeps and prints a scaling table.
 
 use anyhow::{Context as _, anyhow, bail};
-use stepcast::analyze::mapping::map;
 use stepcast::comm::{Algorithm, Link, Preset, parse_bandwidth, parse_latency};
 use stepcast::whatif::ddp::{DdpConfig, sweep};
-use stepcast::whatif::{Context, predict};
+use stepcast::whatif::predict;
 use stepcast_report::{json, table};
 
 use crate::args::WhatIfArgs;
@@ -119,15 +118,10 @@ pub fn configs(args: &WhatIfArgs) -> anyhow::Result<Vec<DdpConfig>> {
 /// Runs `whatif TRACE ddp ...` and returns its output (text, or JSON with `--json`).
 pub fn run(args: &WhatIfArgs) -> anyhow::Result<String> {
     let configs = configs(args)?;
-    let (trace, window) = super::load(&args.trace)?;
-    let mapping = map(&trace, &window);
-    let context = Context {
-        trace: &trace,
-        window: &window,
-        mapping: &mapping,
-    };
+    let mapped = super::Mapped::load(&args.trace)?;
+    let (trace, window, context) = (&mapped.trace, &mapped.window, mapped.context());
     let cannot = || format!("cannot predict {}", args.trace.display());
-    let baseline = predict(&window, &window.graph).with_context(cannot)?;
+    let baseline = predict(window, &window.graph).with_context(cannot)?;
     let result = sweep(&context, &baseline, &configs).with_context(cannot)?;
     let outcome = result
         .last
@@ -139,7 +133,7 @@ pub fn run(args: &WhatIfArgs) -> anyhow::Result<String> {
         args.gpus.as_deref().unwrap_or("8"),
         last.gpus_per_node
     );
-    let mut document = json::whatif_json(&trace, &window, &name, &[], outcome);
+    let mut document = json::whatif_json(trace, window, &name, &[], outcome);
     document.trace.file = Some(args.trace.display().to_string());
     let (ddp, rows) = json::ddp_json(&result.calibration, &result.plans, &result.points);
     document.ddp = Some(ddp);
