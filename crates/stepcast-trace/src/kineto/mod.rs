@@ -156,14 +156,17 @@ impl<R: Read> Reader<'_, R> {
                 None => unreachable!("peek reports end of input as an error"),
             }
             let index = self.events_seen;
-            let read = self.stream.read_element(|bytes| match fast::event(bytes) {
-                Ok((event, used)) => {
-                    builder.push(&event, index as u32);
-                    Ok(used)
-                }
-                Err(fast::Incomplete::NeedMore) => Err(ReadElement::NeedMore),
-                Err(fast::Incomplete::Invalid { at, expected }) => {
-                    Err(ReadElement::Invalid { at, expected })
+            let read = self.stream.read_element(|bytes| {
+                let mut event = raw::RawEvent::default();
+                match fast::read_event(bytes, &mut event) {
+                    Ok(used) => {
+                        builder.push(&event, index as u32);
+                        Ok(used)
+                    }
+                    Err(fast::Incomplete::NeedMore) => Err(ReadElement::NeedMore),
+                    Err(fast::Incomplete::Invalid { at, expected }) => {
+                        Err(ReadElement::Invalid { at, expected })
+                    }
                 }
             });
             if let Err(error) = read {
