@@ -350,6 +350,9 @@ pub struct Trace {
     /// NCCL metadata of the events that carry it (`record_param_comms` ops and, in newer
     /// traces, the collective kernels themselves), sorted by event.
     pub comm_args: Vec<(EventId, CommArgs)>,
+    /// Input shapes and types of the ops that record them (`record_shapes=True`), sorted by
+    /// event.
+    pub op_inputs: Vec<(EventId, OpInputs)>,
 }
 
 impl Trace {
@@ -376,6 +379,15 @@ impl Trace {
         let hi = self.events.partition_point(|e| e.lane <= lane);
         &self.events[lo..hi]
     }
+}
+
+/// An op's `Input Dims` and `Input type` args as the file wrote them (JSON text: a list with
+/// one entry per input, a list of sizes for a tensor and a list of such lists for a tensor
+/// list). Kept unparsed: only the few consumers that need shapes pay for reading them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OpInputs {
+    pub dims: String,
+    pub types: String,
 }
 
 /// The NCCL metadata PyTorch writes in the `args` of `record_param_comms` (and of the NCCL

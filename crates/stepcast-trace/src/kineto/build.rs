@@ -79,6 +79,8 @@ pub struct TraceBuilder {
     saw_mtia: bool,
     /// NCCL metadata by the record's index in the file (see `Trace::comm_args`).
     comm_args: Vec<(u32, crate::model::CommArgs)>,
+    /// Op input shapes by the record's index in the file (see `Trace::op_inputs`).
+    op_inputs: Vec<(u32, crate::model::OpInputs)>,
 }
 
 /// An id; 0 and negative values mean "none" (2021 traces write `"external id": 0`).
@@ -254,6 +256,19 @@ impl TraceBuilder {
             || args.group_size.is_some()
         {
             self.comm_args.push((file_index, comm_args(args)));
+        }
+        if kind == EventKind::CpuOp
+            && let Some(dims) = args.input_dims
+        {
+            self.op_inputs.push((
+                file_index,
+                crate::model::OpInputs {
+                    dims: dims.0.to_string(),
+                    types: args
+                        .input_type
+                        .map_or_else(String::new, |t| t.0.to_string()),
+                },
+            ));
         }
         self.pending.push(Pending {
             kind,
@@ -495,6 +510,23 @@ impl TraceBuilder {
             }
         }
 
+        // Op input shapes follow their event the same way.
+        let mut op_inputs = Vec::with_capacity(self.op_inputs.len());
+        if !self.op_inputs.is_empty() {
+            let by_record: FxHashMap<u32, usize> = self
+                .op_inputs
+                .iter()
+                .enumerate()
+                .map(|(i, (record, _))| (*record, i))
+                .collect();
+            for (id, event) in events.iter().enumerate() {
+                if let Some(&i) = by_record.get(&event.file_index) {
+                    let inputs = std::mem::take(&mut self.op_inputs[i].1);
+                    op_inputs.push((crate::model::EventId(id as u32), inputs));
+                }
+            }
+        }
+
         for sync in &mut self.syncs {
             sync.start_ns -= origin_ns;
         }
@@ -579,6 +611,7 @@ impl TraceBuilder {
             records: self.records,
             diagnostics: self.diagnostics,
             comm_args,
+            op_inputs,
         }
     }
 }

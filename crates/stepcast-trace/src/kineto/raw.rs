@@ -76,6 +76,23 @@ pub struct RawArgs<'a> {
     pub dtype: Option<Cow<'a, str>>,
     #[serde(rename = "Process Group Name", borrow)]
     pub pg_name: Option<Cow<'a, str>>,
+    /// Op input shapes and types (`record_shapes=True`), as the file wrote them: see
+    /// `model::OpInputs`.
+    #[serde(rename = "Input Dims", borrow)]
+    pub input_dims: Option<RawJson<'a>>,
+    #[serde(rename = "Input type", borrow)]
+    pub input_type: Option<RawJson<'a>>,
+}
+
+/// A JSON value kept as the text the file wrote (parsed later, by whoever needs it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RawJson<'a>(pub &'a str);
+
+impl<'de: 'a, 'a> Deserialize<'de> for RawJson<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw: &'a RawValue = Deserialize::deserialize(deserializer)?;
+        Ok(RawJson(raw.get()))
+    }
 }
 
 /// An integer written as a JSON integer, a float with an integral value, or a string of digits.
