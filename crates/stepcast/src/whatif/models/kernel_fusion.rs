@@ -1,0 +1,64 @@
+//! Fusion of element-wise kernel chains (`torch.compile`).
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::super::edit::{EditGraph, FusedCost, HostGaps, Select, Selection};
+use super::super::{Context, WhatIfError};
+use crate::analyze::mapping::Phase;
+use crate::graph::TaskKind;
+
+static ELEMENTWISE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)(elementwise|pointwise)").expect("valid regex"));
+
+/// **Kernel fusion of element-wise chains** (what `torch.compile`'s Inductor does): every
+/// run of element-wise kernels (PyTorch's `elementwise_kernel`, `vectorized_elementwise_kernel`,
+/// `unrolled_elementwise_kernel`, `pointwise` kernels) adjacent on one stream in one step of
+/// the forward or backward pass becomes one kernel; the launch calls of the fused-away kernels
+/// go with the host time after them (the eager dispatch of those ops).
+///
+/// Cost: element-wise kernels are memory-bound. A chain of `n` kernels that each read a tensor
+/// and write one moves about `2n` tensors; fused, the intermediates stay in registers and it
+/// moves about `n + 1` (each input once, one output). So the fused kernel costs the sum of
+/// the parts × `(n + 1) / 2n` (0.75 for a pair, towards 0.5 for long chains), and never less
+/// than its longest part (it moves at least that part's bytes). `factor` replaces the chain
+/// estimate by a fixed share of the sum. The durations are this trace's own.
+///
+/// Not modeled: fusion across reductions or GEMM epilogues, and compile-time guards.
+pub fn kernel_fusion(
+    context: &Context<'_>,
+    edit: &mut EditGraph,
+    factor: Option<f64>,
+) -> Result<usize, WhatIfError> {
+    let names = &context.trace.names;
+    let select = Select {
+        kinds: vec![TaskKind::Kernel],
+        phases: vec![Phase::Forward, Phase::Backward],
+        ..Select::default()
+    };
+    let candidates = edit.select(&select, context.select_context());
+    let elementwise = Selection::new(
+        candidates
+            .tasks()
+            .iter()
+            .copied()
+            .filter(|&t| ELEMENTWISE.is_match(names.get(edit.name(t))))
+            .collect(),
+    );
+    let mut changed = 0;
+    for run in edit.runs(&elementwise) {
+        let n = run.len();
+        if n < 2 {
+            continue;
+        }
+        let parts: Vec<i64> = run.tasks().iter().map(|&t| edit.dur_ns(t)).collect();
+        let sum: i64 = parts.iter().sum();
+        let longest = parts.iter().copied().max().unwrap_or(0);
+        let share = factor.unwrap_or((n as f64 + 1.0) / (2.0 * n as f64));
+        let cost = ((sum as f64 * share).round() as i64).max(longest).min(sum);
+        changed += n;
+        edit.fuse(&run, FusedCost::Fixed(cost), HostGaps::Drop)?;
+    }
+    Ok(changed)
+}

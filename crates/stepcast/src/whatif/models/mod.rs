@@ -1,0 +1,318 @@
+//! Built-in optimization models (Daydream §5 and appendix A), each a short function written
+//! with the primitives of [`super::edit`], each stating its assumption and where its numbers
+//! come from.
+
+mod amp;
+mod cuda_graphs;
+mod fused_optimizer;
+mod hardware;
+mod kernel_fusion;
+mod syncs;
+
+use std::collections::BTreeMap;
+
+use super::edit::{EditGraph, Selection};
+use super::{Context, WhatIfError};
+use crate::graph::TaskId;
+
+pub use amp::{amp, is_tensor_core_eligible};
+pub use cuda_graphs::cuda_graphs;
+pub use fused_optimizer::fused_optimizer;
+pub use hardware::faster_hardware;
+pub use kernel_fusion::kernel_fusion;
+pub use syncs::remove_syncs;
+
+/// A built-in optimization model and its parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Model {
+    /// Fused optimizer (FusedAdam, `fused=True`): see [`fused_optimizer`].
+    FusedOptimizer { factor: f64 },
+    /// CUDA graphs: see [`cuda_graphs`].
+    CudaGraphs,
+    /// Automatic mixed precision: see [`amp`].
+    Amp,
+    /// Faster hardware: see [`faster_hardware`].
+    FasterHardware(Hardware),
+    /// Remove host synchronizations: see [`remove_syncs`].
+    RemoveSyncs,
+    /// Fuse chains of element-wise kernels (what `torch.compile` does): see
+    /// [`kernel_fusion`]. `factor: None` uses the chain-length estimate.
+    KernelFusion { factor: Option<f64> },
+}
+
+/// Speed-up factors of faster hardware (2.0 = twice as fast; 1.0 = unchanged).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Hardware {
+    /// Compute-bound (tensor-core eligible) kernels.
+    pub compute: f64,
+    /// Every other kernel and memset (memory-bound).
+    pub memory: f64,
+    /// Host tasks and the untraced host time between them.
+    pub cpu: f64,
+    /// Host↔device and device↔device copies.
+    pub copy: f64,
+}
+
+impl Default for Hardware {
+    fn default() -> Self {
+        Hardware {
+            compute: 1.0,
+            memory: 1.0,
+            cpu: 1.0,
+            copy: 1.0,
+        }
+    }
+}
+
+impl Model {
+    /// Every model with its default parameters, best first as a rule of thumb.
+    pub fn builtin() -> Vec<Model> {
+        vec![
+            Model::FusedOptimizer { factor: 1.0 },
+            Model::CudaGraphs,
+            Model::Amp,
+            Model::FasterHardware(gpu_2x()),
+            Model::FasterHardware(cpu_2x()),
+            Model::RemoveSyncs,
+            Model::KernelFusion { factor: None },
+            Model::FasterHardware(copies_2x()),
+        ]
+    }
+
+    /// The model's name as the CLI and scenario files spell it.
+    pub fn name(&self) -> String {
+        match self {
+            Model::FusedOptimizer { factor } if *factor == 1.0 => "fused_optimizer".into(),
+            Model::FusedOptimizer { factor } => format!("fused_optimizer(factor={factor})"),
+            Model::CudaGraphs => "cuda_graphs".into(),
+            Model::Amp => "amp".into(),
+            Model::FasterHardware(h) if *h == gpu_2x() => "faster_gpu".into(),
+            Model::FasterHardware(h) if *h == cpu_2x() => "faster_cpu".into(),
+            Model::FasterHardware(h) if *h == copies_2x() => "faster_copies".into(),
+            Model::FasterHardware(h) => format!(
+                "faster_hardware(compute={},memory={},cpu={},copy={})",
+                h.compute, h.memory, h.cpu, h.copy
+            ),
+            Model::RemoveSyncs => "remove_syncs".into(),
+            Model::KernelFusion { factor: None } => "kernel_fusion".into(),
+            Model::KernelFusion { factor: Some(f) } => format!("kernel_fusion(factor={f})"),
+        }
+    }
+
+    /// The model named `name` with default parameters (`faster_gpu`: GPU ×2, `faster_cpu`:
+    /// CPU ×2, `faster_hardware`: nothing faster until given factors).
+    pub fn by_name(name: &str) -> Option<Model> {
+        Some(match name.replace('-', "_").as_str() {
+            "fused_optimizer" | "fused_adam" => Model::FusedOptimizer { factor: 1.0 },
+            "cuda_graphs" | "cuda_graph" => Model::CudaGraphs,
+            "amp" | "mixed_precision" => Model::Amp,
+            "faster_gpu" => Model::FasterHardware(gpu_2x()),
+            "faster_cpu" => Model::FasterHardware(cpu_2x()),
+            "faster_hardware" => Model::FasterHardware(Hardware::default()),
+            "faster_copies" => Model::FasterHardware(copies_2x()),
+            "remove_syncs" => Model::RemoveSyncs,
+            "kernel_fusion" | "fuse_elementwise" => Model::KernelFusion { factor: None },
+            _ => return None,
+        })
+    }
+
+    /// The names [`Model::by_name`] knows.
+    pub const NAMES: &'static [&'static str] = &[
+        "fused_optimizer",
+        "cuda_graphs",
+        "amp",
+        "faster_gpu",
+        "faster_cpu",
+        "faster_hardware",
+        "faster_copies",
+        "remove_syncs",
+        "kernel_fusion",
+    ];
+
+    /// The model named `name` with `params` instead of its defaults. A parameter the model
+    /// does not take is an error (so a typo is not silently ignored).
+    pub fn with_params(name: &str, params: &ModelParams) -> Result<Model, ModelError> {
+        let mut model = Model::by_name(name).ok_or_else(|| ModelError::Unknown {
+            name: name.to_string(),
+        })?;
+        let given = params.given();
+        let accepted = model.params();
+        if let Some(&param) = given.iter().find(|p| !accepted.contains(p)) {
+            return Err(ModelError::NoSuchParam {
+                model: model.base_name(),
+                param,
+                accepted: if accepted.is_empty() {
+                    "it takes none".to_string()
+                } else {
+                    format!(
+                        "it takes {}",
+                        accepted
+                            .iter()
+                            .map(|p| format!("--{p}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                },
+            });
+        }
+        for (param, value) in params.values() {
+            let valid = value.is_finite()
+                && if param == "factor" {
+                    value >= 0.0
+                } else {
+                    value > 0.0
+                };
+            if !valid {
+                return Err(ModelError::BadValue { param, value });
+            }
+        }
+        match &mut model {
+            Model::FusedOptimizer { factor } => *factor = params.factor.unwrap_or(*factor),
+            Model::FasterHardware(h) => {
+                h.compute = params.compute.unwrap_or(h.compute);
+                h.memory = params.memory.unwrap_or(h.memory);
+                h.cpu = params.cpu.unwrap_or(h.cpu);
+                h.copy = params.copy.unwrap_or(h.copy);
+            }
+            Model::KernelFusion { factor } => *factor = params.factor.or(*factor),
+            Model::CudaGraphs | Model::Amp | Model::RemoveSyncs => {}
+        }
+        Ok(model)
+    }
+
+    /// The parameters the model takes (as [`ModelParams`] names them).
+    pub fn params(&self) -> &'static [&'static str] {
+        match self {
+            Model::FusedOptimizer { .. } | Model::KernelFusion { .. } => &["factor"],
+            Model::FasterHardware(_) => &["compute", "memory", "cpu", "copy"],
+            Model::CudaGraphs | Model::Amp | Model::RemoveSyncs => &[],
+        }
+    }
+
+    /// The name of the model without its parameters.
+    fn base_name(&self) -> &'static str {
+        match self {
+            Model::FusedOptimizer { .. } => "fused_optimizer",
+            Model::CudaGraphs => "cuda_graphs",
+            Model::Amp => "amp",
+            Model::FasterHardware(_) => "faster_hardware",
+            Model::RemoveSyncs => "remove_syncs",
+            Model::KernelFusion { .. } => "kernel_fusion",
+        }
+    }
+
+    /// Whether the model is a hardware change rather than a change of the program.
+    pub fn is_hardware(&self) -> bool {
+        matches!(self, Model::FasterHardware(_))
+    }
+
+    /// The models `advise` tries, in the order their effects compose in: program changes
+    /// first (fewer kernels, then cheaper kernels, then fewer launches and syncs), hardware
+    /// last.
+    pub fn advised() -> Vec<Model> {
+        vec![
+            Model::FusedOptimizer { factor: 1.0 },
+            Model::KernelFusion { factor: None },
+            Model::Amp,
+            Model::CudaGraphs,
+            Model::RemoveSyncs,
+            Model::FasterHardware(gpu_2x()),
+            Model::FasterHardware(cpu_2x()),
+            Model::FasterHardware(copies_2x()),
+        ]
+    }
+
+    /// Applies the model to `edit`. Returns the number of tasks it changed or removed.
+    pub fn apply(&self, context: &Context<'_>, edit: &mut EditGraph) -> Result<usize, WhatIfError> {
+        match self {
+            Model::FusedOptimizer { factor } => fused_optimizer(context, edit, *factor),
+            Model::CudaGraphs => cuda_graphs(context, edit),
+            Model::Amp => amp(context, edit),
+            Model::FasterHardware(hardware) => faster_hardware(context, edit, hardware),
+            Model::RemoveSyncs => remove_syncs(context, edit),
+            Model::KernelFusion { factor } => kernel_fusion(context, edit, *factor),
+        }
+    }
+}
+
+/// Parameters given to a model by name; `None` keeps the model's default.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ModelParams {
+    /// `fused_optimizer`: the fused kernel's cost as a share of the kernels it replaces.
+    pub factor: Option<f64>,
+    /// `faster_hardware` (and `faster_gpu`, `faster_cpu`): the speed-up factors of [`Hardware`].
+    pub compute: Option<f64>,
+    pub memory: Option<f64>,
+    pub cpu: Option<f64>,
+    pub copy: Option<f64>,
+}
+
+impl ModelParams {
+    fn values(&self) -> Vec<(&'static str, f64)> {
+        [
+            ("factor", self.factor),
+            ("compute", self.compute),
+            ("memory", self.memory),
+            ("cpu", self.cpu),
+            ("copy", self.copy),
+        ]
+        .into_iter()
+        .filter_map(|(name, value)| value.map(|v| (name, v)))
+        .collect()
+    }
+
+    fn given(&self) -> Vec<&'static str> {
+        self.values().into_iter().map(|(name, _)| name).collect()
+    }
+}
+
+/// A model named or parameterized wrongly.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    #[error("unknown model `{name}`; the models are: {}", Model::NAMES.join(", "))]
+    Unknown { name: String },
+    #[error("{model} takes no --{param}; {accepted}")]
+    NoSuchParam {
+        model: &'static str,
+        param: &'static str,
+        accepted: String,
+    },
+    #[error(
+        "invalid --{param} {value}: give a finite number above 0 (a speed-up: 2 is twice as fast; --factor may be 0)"
+    )]
+    BadValue { param: &'static str, value: f64 },
+}
+
+fn gpu_2x() -> Hardware {
+    Hardware {
+        compute: 2.0,
+        memory: 2.0,
+        ..Hardware::default()
+    }
+}
+
+fn copies_2x() -> Hardware {
+    Hardware {
+        copy: 2.0,
+        ..Hardware::default()
+    }
+}
+
+fn cpu_2x() -> Hardware {
+    Hardware {
+        cpu: 2.0,
+        ..Hardware::default()
+    }
+}
+
+/// Groups `selection` by (lane, step), in order.
+pub(super) fn by_lane_and_step(edit: &EditGraph, selection: &Selection) -> Vec<Selection> {
+    let mut groups: BTreeMap<(u32, u32), Vec<TaskId>> = BTreeMap::new();
+    for &t in selection.tasks() {
+        groups
+            .entry((edit.lane(t), edit.step(t)))
+            .or_default()
+            .push(t);
+    }
+    groups.into_values().map(Selection::new).collect()
+}
