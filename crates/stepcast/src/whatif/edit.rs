@@ -758,6 +758,92 @@ impl EditGraph {
         Ok(device)
     }
 
+    /// Adds an empty device lane: a new stream of the device of `like` (a device lane), as
+    /// a communication library's own stream. Returns its index.
+    pub fn add_lane(&mut self, like: u32) -> Result<u32, EditError> {
+        let Some(lane) = self.lanes.get(like as usize).cloned() else {
+            return Err(EditError::Invalid(format!("no lane {like}")));
+        };
+        if lane.kind != stepcast_trace::LaneKind::DeviceStream {
+            return Err(EditError::Invalid(format!(
+                "lane {like} is not a device lane"
+            )));
+        }
+        self.lanes.push(GraphLane {
+            first_task: 0,
+            task_count: 0,
+            ..lane
+        });
+        self.lane_tasks.push(Vec::new());
+        Ok(self.lanes.len() as u32 - 1)
+    }
+
+    /// Appends a device task at the end of device lane `lane`. It takes the step, phase and
+    /// layer of `like` (an input task), and the window's calibrated dispatch gap; it waits for
+    /// nothing but its lane until dependencies are added ([`EditGraph::add_dependency`]).
+    pub fn append(
+        &mut self,
+        lane: u32,
+        kind: TaskKind,
+        name: NameId,
+        dur_ns: i64,
+        like: TaskId,
+    ) -> Result<TaskId, EditError> {
+        self.check_live(like)?;
+        if dur_ns < 0 {
+            return Err(EditError::BadDuration { ns: dur_ns });
+        }
+        let on_device_lane = self
+            .lanes
+            .get(lane as usize)
+            .is_some_and(|l| l.kind == stepcast_trace::LaneKind::DeviceStream);
+        if !on_device_lane || !kind.on_device() {
+            return Err(EditError::WrongLane {
+                task: like.0,
+                found: "host",
+                expected: "device",
+            });
+        }
+        let base = self.rows[like.index()].clone();
+        let id = self.rows.len() as u32;
+        self.rows.push(Row {
+            kind,
+            lane,
+            name,
+            dur_ns,
+            dur_without_inferred_ns: dur_ns,
+            gap_ns: self.dispatch_gap_ns,
+            not_before_ns: NO_TIME,
+            peer_ready_ns: NO_TIME,
+            rec_start_ns: base.rec_end_ns,
+            rec_end_ns: base.rec_end_ns,
+            ..base
+        });
+        let tasks = &mut self.lane_tasks[lane as usize];
+        self.position.push(tasks.len() as u32);
+        tasks.push(id);
+        self.alive.push(true);
+        self.frozen.push(false);
+        self.preds.push(Vec::new());
+        self.succs.push(Vec::new());
+        Ok(TaskId(id))
+    }
+
+    /// Makes `to` wait for `from` through an edge of `kind` with `lag_ns` (a stream waiting on
+    /// an event: [`EdgeKind::EventWait`]).
+    pub fn add_dependency(
+        &mut self,
+        from: TaskId,
+        to: TaskId,
+        kind: EdgeKind,
+        lag_ns: i64,
+    ) -> Result<(), EditError> {
+        self.check_live(from)?;
+        self.check_live(to)?;
+        self.add_edge(from.0, to.0, kind, lag_ns);
+        Ok(())
+    }
+
     /// Adds `row` to the lane of `after`, right after it.
     fn push_row(&mut self, row: Row, after: TaskId) -> TaskId {
         let id = self.rows.len() as u32;

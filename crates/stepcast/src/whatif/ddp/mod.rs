@@ -17,8 +17,20 @@
 //! ([`crate::comm::calibrate`]), else `intra` (default NVLink 3); inter-node, `inter` (default
 //! InfiniBand 200 Gb/s per GPU). The fixed cost per collective is the calibration's intercept.
 
+//!
+//! A trace without collectives (one GPU), or any configuration with `reinsert`, DGC, P3 or
+//! FSDP, takes the insertion model instead ([`gradients`], [`insert`], [`fsdp`]): gradient
+//! sizes and ready points from the trace, DDP's buckets, and the exchanges inserted on a new
+//! communication stream (the recorded collectives, if any, removed first).
+
+pub mod fsdp;
+pub mod gradients;
+pub mod insert;
+
 use std::collections::BTreeMap;
 
+use self::gradients::{GradientError, Gradients, SizeSource, find_gradients};
+use self::insert::{Costs, DEFAULT_BUCKET_BYTES, Dgc, InsertNames, InsertedBucket};
 use super::{Context, Outcome, Prediction, WhatIfError, what_if_against};
 use crate::Window;
 use crate::comm::{
@@ -45,6 +57,23 @@ pub struct DdpConfig {
     /// bytes add up to at most this (DDP's `bucket_cap_mb`); `None` keeps the recorded buckets.
     /// Buckets are only ever merged, not split.
     pub bucket_bytes: Option<i64>,
+    /// Strip the recorded collectives and insert DDP's from the gradients (the insertion
+    /// model; a trace without collectives always takes it).
+    pub reinsert: bool,
+    /// Deep Gradient Compression (insertion model).
+    pub compression: Option<Dgc>,
+    /// P3: per-parameter slices sent in priority order (insertion model).
+    pub p3: bool,
+    /// FSDP / ZeRO-3 instead of DDP (insertion model).
+    pub fsdp: bool,
+}
+
+impl DdpConfig {
+    /// Whether this configuration takes the insertion model even when collectives are
+    /// recorded.
+    pub fn inserts(&self) -> bool {
+        self.reinsert || self.compression.is_some() || self.p3 || self.fsdp
+    }
 }
 
 impl Default for DdpConfig {
@@ -57,6 +86,10 @@ impl Default for DdpConfig {
             algorithm: Algorithm::Ring,
             hierarchical: true,
             bucket_bytes: None,
+            reinsert: false,
+            compression: None,
+            p3: false,
+            fsdp: false,
         }
     }
 }
@@ -70,6 +103,8 @@ pub enum GradientSource {
     Inferred,
     /// Some of each.
     Mixed,
+    /// The insertion model: per-parameter gradients (see [`SizeSource`]).
+    Gradients(SizeSource),
 }
 
 impl GradientSource {
@@ -78,6 +113,7 @@ impl GradientSource {
             GradientSource::Recorded => "recorded_collectives",
             GradientSource::Inferred => "inferred_from_transfer_time",
             GradientSource::Mixed => "recorded_and_inferred",
+            GradientSource::Gradients(source) => source.as_str(),
         }
     }
 }
@@ -130,11 +166,69 @@ pub struct DdpPlan {
     /// With [`DdpConfig::bucket_bytes`]: groups of `buckets` (indices, in lane order) merged
     /// into one all-reduce each, with its modeled time. Empty otherwise.
     pub merged: Vec<(Vec<usize>, i64)>,
+    /// The insertion model's plan (then `buckets` is empty).
+    pub inserted: Option<InsertedPlan>,
+}
+
+/// The insertion model's plan: what is inserted into the steady steps.
+#[derive(Clone, Debug)]
+pub struct InsertedPlan {
+    pub gradients: std::sync::Arc<Gradients>,
+    /// DDP's bucket cap (FSDP's unit size).
+    pub bucket_bytes: i64,
+    /// DDP buckets or P3 slices, in issue order per step (empty with FSDP).
+    pub exchanges: Vec<InsertedBucket>,
+    /// The communication stream's order of `exchanges` (P3's priorities; else as listed).
+    pub order: Vec<usize>,
+    pub fsdp_units: Vec<fsdp::FsdpUnit>,
+    /// Recorded collectives removed first.
+    pub stripped: usize,
+    /// Gradient bytes per ns of an element-wise pass (DGC's kernels), measured or assumed.
+    pub elementwise_bytes_per_ns: f64,
+    pub elementwise_measured: bool,
+    pub steady_steps: usize,
+}
+
+impl InsertedPlan {
+    /// Per steady step: (exchanges, wire bytes, communication ns, DGC kernel ns).
+    pub fn per_step(&self) -> (f64, f64, i64, i64) {
+        let n = self.steady_steps.max(1);
+        if !self.fsdp_units.is_empty() {
+            let comm: i64 = self
+                .fsdp_units
+                .iter()
+                .map(|u| 2 * u.all_gather_ns + u.reduce_scatter_ns)
+                .sum();
+            let bytes: f64 = self.fsdp_units.iter().map(|u| 3.0 * u.bytes as f64).sum();
+            return (
+                3.0 * self.fsdp_units.len() as f64 / n as f64,
+                bytes / n as f64,
+                comm / n as i64,
+                0,
+            );
+        }
+        let comm: i64 = self.exchanges.iter().map(|x| x.predicted_ns).sum();
+        let kernels: i64 = self
+            .exchanges
+            .iter()
+            .map(|x| x.compress_ns + x.decompress_ns)
+            .sum();
+        let bytes: f64 = self.exchanges.iter().map(|x| x.wire_bytes).sum();
+        (
+            self.exchanges.len() as f64 / n as f64,
+            bytes / n as f64,
+            comm / n as i64,
+            kernels / n as i64,
+        )
+    }
 }
 
 impl DdpPlan {
     /// Total modeled communication per steady step, ns.
     pub fn comm_per_step_ns(&self, steady_steps: usize) -> i64 {
+        if let Some(inserted) = &self.inserted {
+            return inserted.per_step().2;
+        }
         let mut cost: Vec<i64> = self.buckets.iter().map(|b| b.predicted_ns).collect();
         for (group, ns) in &self.merged {
             for (k, &i) in group.iter().enumerate() {
@@ -163,6 +257,8 @@ pub enum DdpError {
     #[error("invalid topology: {0}")]
     BadTopology(String),
     #[error(transparent)]
+    Gradients(#[from] GradientError),
+    #[error(transparent)]
     WhatIf(#[from] WhatIfError),
 }
 
@@ -177,6 +273,25 @@ pub fn plan(
     if recorded.is_empty() {
         return Err(DdpError::NoCollectives);
     }
+    let network = network(recorded, calibration, config)?;
+    plan_recorded(recorded, calibration, config, network)
+}
+
+/// The target topology and what the recorded network says.
+#[derive(Clone, Copy, Debug)]
+struct Network {
+    topology: Topology,
+    recorded_topology: Topology,
+    recorded_link: Link,
+    intra_source: LinkSource,
+    recorded_world_size: u32,
+}
+
+fn network(
+    recorded: &[RecordedCollective],
+    calibration: &Calibration,
+    config: &DdpConfig,
+) -> Result<Network, DdpError> {
     if config.gpus == 0 || config.gpus_per_node == 0 {
         return Err(DdpError::BadTopology(
             "gpus and gpus per node must be at least 1".into(),
@@ -193,6 +308,8 @@ pub fn plan(
     // collective as the fixed cost.
     let (recorded_link, base_ns, calibrated) = match calibration.link(preset.alpha_ns) {
         Some((link, base)) => (link, base, true),
+        // Nothing recorded: the preset as it is, no fixed cost beyond its latency steps.
+        None if calibration.floor_ns.is_none() => (preset, 0.0, false),
         None => {
             let floor = calibration.floor_ns.unwrap_or(0).max(0) as f64;
             let steps = Collective::AllReduce
@@ -228,6 +345,28 @@ pub fn plan(
             recorded_link,
         )
     };
+    Ok(Network {
+        topology,
+        recorded_topology,
+        recorded_link,
+        intra_source,
+        recorded_world_size,
+    })
+}
+
+fn plan_recorded(
+    recorded: &[RecordedCollective],
+    calibration: &Calibration,
+    config: &DdpConfig,
+    network: Network,
+) -> Result<DdpPlan, DdpError> {
+    let Network {
+        topology,
+        recorded_topology,
+        recorded_link,
+        intra_source,
+        recorded_world_size,
+    } = network;
     // Fastest instance per (kernel slot): the bucket's transfer at the recorded world size.
     let mut fastest: BTreeMap<(Collective, u32), i64> = BTreeMap::new();
     for r in recorded {
@@ -279,6 +418,7 @@ pub fn plan(
         recorded_world_size,
         buckets,
         merged,
+        inserted: None,
     })
 }
 
@@ -329,6 +469,40 @@ fn merge_buckets(buckets: &[Bucket], cap: f64, topology: &Topology) -> Vec<(Vec<
 /// Applies `plan` to `edit`: every collective of the steady steps loses its wait for peers and
 /// costs its modeled time. Returns the number of collectives changed.
 pub fn apply(plan: &DdpPlan, edit: &mut EditGraph) -> Result<usize, WhatIfError> {
+    let fallback = stepcast_trace::NameId(0);
+    let names = InsertNames {
+        all_reduce: fallback,
+        all_gather: fallback,
+        reduce_scatter: fallback,
+        compress: fallback,
+        decompress: fallback,
+    };
+    apply_named(plan, edit, &names)
+}
+
+/// [`apply`] with the names inserted tasks take.
+pub fn apply_named(
+    plan: &DdpPlan,
+    edit: &mut EditGraph,
+    names: &InsertNames,
+) -> Result<usize, WhatIfError> {
+    if let Some(inserted) = &plan.inserted {
+        if inserted.stripped > 0 {
+            insert::strip_collectives(edit)?;
+        }
+        if !inserted.fsdp_units.is_empty() {
+            let counts = fsdp::insert(edit, &inserted.fsdp_units, names)?;
+            return Ok(counts.all_gathers + counts.reduce_scatters);
+        }
+        let done = insert::insert(
+            edit,
+            &inserted.gradients,
+            &inserted.exchanges,
+            &inserted.order,
+            names,
+        )?;
+        return Ok(done.exchanges.len());
+    }
     let mut by_cost: BTreeMap<i64, Vec<TaskId>> = BTreeMap::new();
     for b in &plan.buckets {
         let task = b.recorded.task;
@@ -369,11 +543,166 @@ pub fn ddp(
     baseline: &Prediction,
     config: &DdpConfig,
 ) -> Result<(DdpPlan, Outcome), DdpError> {
-    let recorded = recorded_collectives(context.trace, context.window, context.mapping);
-    let calibration = calibrate(&recorded);
-    let plan = plan(&recorded, &calibration, config)?;
-    let outcome = what_if_against(context, baseline, |edit| apply(&plan, edit).map(|_| ()))?;
+    let mut result = sweep_with(context, baseline, &[*config], &DdpInputs::default())?;
+    let plan = result.plans.pop().ok_or(DdpError::NoCollectives)?;
+    let outcome = result.last.ok_or(DdpError::NoCollectives)?;
     Ok((plan, outcome))
+}
+
+/// What the insertion model reads besides the trace.
+#[derive(Clone, Debug, Default)]
+pub struct DdpInputs {
+    /// Gradient bytes per parameter, in parameter order (a `--gradients` file).
+    pub gradient_file: Option<Vec<i64>>,
+    /// The names of inserted tasks; `None`: [`InsertNames::resolve`] on the trace.
+    pub names: Option<InsertNames>,
+}
+
+/// What the insertion model computes once for every configuration.
+struct Insertion {
+    gradients: std::sync::Arc<Gradients>,
+    steady: Vec<u32>,
+    stripped: usize,
+    elementwise: Option<f64>,
+    /// Replayed end of every task of the input (P3's ready times).
+    ready_end_ns: Option<Vec<i64>>,
+}
+
+impl Insertion {
+    fn new(
+        context: &Context<'_>,
+        recorded: &[RecordedCollective],
+        inputs: &DdpInputs,
+        p3: bool,
+    ) -> Result<Insertion, DdpError> {
+        let window = context.window;
+        let gradients = find_gradients(
+            context.trace,
+            window,
+            context.mapping,
+            inputs.gradient_file.as_deref(),
+        )?;
+        let first = if window.steps.len() >= 3 { 1 } else { 0 };
+        let steady: Vec<u32> = (first..window.steps.len() as u32).collect();
+        let graph = &window.graph;
+        let optimizer_ns: i64 = (0..graph.task_count())
+            .filter(|&t| {
+                graph.kind[t].on_device()
+                    && context.mapping.phase[t] == crate::analyze::mapping::Phase::Optimizer
+                    && steady.contains(&graph.step[t])
+            })
+            .map(|t| graph.dur_ns[t])
+            .sum();
+        let per_step = optimizer_ns / steady.len().max(1) as i64;
+        let stripped = recorded
+            .iter()
+            .filter(|r| r.step != NO_STEP && steady.contains(&r.step))
+            .count();
+        let ready_end_ns = if p3 {
+            let timeline = crate::simulate::simulate(
+                graph,
+                &crate::simulate::RecordedOrder,
+                crate::simulate::SimOptions::default(),
+            )
+            .map_err(WhatIfError::from)?;
+            Some(timeline.end_ns)
+        } else {
+            None
+        };
+        Ok(Insertion {
+            elementwise: insert::elementwise_bytes_per_ns(&gradients, per_step),
+            gradients: std::sync::Arc::new(gradients),
+            steady,
+            stripped,
+            ready_end_ns,
+        })
+    }
+}
+
+/// An element-wise pass's throughput when the trace has no optimizer kernels to measure it
+/// on: 500 GB/s (a third of an A100's HBM bandwidth, as element-wise kernels reach).
+const ASSUMED_ELEMENTWISE_BYTES_PER_NS: f64 = 500.0;
+
+fn plan_inserted(
+    context: &Context<'_>,
+    calibration: &Calibration,
+    config: &DdpConfig,
+    network: Network,
+    insertion: &Insertion,
+) -> DdpPlan {
+    let cap = config.bucket_bytes.unwrap_or(DEFAULT_BUCKET_BYTES).max(1);
+    let costs = Costs {
+        topology: &network.topology,
+        dgc: config.compression,
+        elementwise_bytes_per_ns: insertion
+            .elementwise
+            .unwrap_or(ASSUMED_ELEMENTWISE_BYTES_PER_NS),
+    };
+    let (exchanges, order, fsdp_units) = if config.fsdp {
+        let units = fsdp::plan_units(
+            context.window,
+            context.mapping,
+            &insertion.gradients,
+            &insertion.steady,
+            cap,
+            &network.topology,
+        );
+        (Vec::new(), Vec::new(), units)
+    } else {
+        let exchanges = insert::plan_exchanges(
+            &insertion.gradients,
+            &insertion.steady,
+            cap,
+            config.p3,
+            &costs,
+        );
+        let order = match (&insertion.ready_end_ns, config.p3) {
+            (Some(end), true) => {
+                // Per step, the priority list schedule; steps one after the other.
+                let mut order = Vec::with_capacity(exchanges.len());
+                let mut start = 0;
+                while start < exchanges.len() {
+                    let step = exchanges[start].step;
+                    let len = exchanges[start..]
+                        .iter()
+                        .take_while(|x| x.step == step)
+                        .count();
+                    let slice = &exchanges[start..start + len];
+                    let ready: Vec<i64> = slice.iter().map(|x| end[x.ready.index()]).collect();
+                    order.extend(
+                        insert::priority_order(slice, &ready)
+                            .into_iter()
+                            .map(|i| start + i),
+                    );
+                    start += len;
+                }
+                order
+            }
+            _ => (0..exchanges.len()).collect(),
+        };
+        (exchanges, order, Vec::new())
+    };
+    DdpPlan {
+        config: *config,
+        topology: network.topology,
+        calibration: calibration.clone(),
+        source: GradientSource::Gradients(insertion.gradients.source),
+        intra_source: network.intra_source,
+        recorded_world_size: network.recorded_world_size,
+        buckets: Vec::new(),
+        merged: Vec::new(),
+        inserted: Some(InsertedPlan {
+            gradients: insertion.gradients.clone(),
+            bucket_bytes: cap,
+            exchanges,
+            order,
+            fsdp_units,
+            stripped: insertion.stripped,
+            elementwise_bytes_per_ns: costs.elementwise_bytes_per_ns,
+            elementwise_measured: insertion.elementwise.is_some(),
+            steady_steps: insertion.steady.len(),
+        }),
+    }
 }
 
 /// One row of a scaling sweep.
@@ -404,15 +733,50 @@ pub fn sweep(
     baseline: &Prediction,
     configs: &[DdpConfig],
 ) -> Result<Sweep, DdpError> {
+    sweep_with(context, baseline, configs, &DdpInputs::default())
+}
+
+/// [`sweep`] with the insertion model's inputs.
+pub fn sweep_with(
+    context: &Context<'_>,
+    baseline: &Prediction,
+    configs: &[DdpConfig],
+    inputs: &DdpInputs,
+) -> Result<Sweep, DdpError> {
     let recorded = recorded_collectives(context.trace, context.window, context.mapping);
     let calibration = calibrate(&recorded);
     let steady = steady_steps(context.window);
+    let needs_insertion = recorded.is_empty() || configs.iter().any(DdpConfig::inserts);
+    let insertion = if needs_insertion {
+        let p3 = configs.iter().any(|c| c.p3);
+        Some(Insertion::new(context, &recorded, inputs, p3)?)
+    } else {
+        None
+    };
+    let names = inputs.names.unwrap_or_else(|| {
+        let fallback = context
+            .window
+            .graph
+            .name
+            .first()
+            .copied()
+            .unwrap_or(stepcast_trace::NameId(0));
+        InsertNames::resolve(context.trace, fallback)
+    });
     let mut plans = Vec::with_capacity(configs.len());
     let mut points = Vec::with_capacity(configs.len());
     let mut last = None;
     for config in configs {
-        let plan = plan(&recorded, &calibration, config)?;
-        let outcome = what_if_against(context, baseline, |edit| apply(&plan, edit).map(|_| ()))?;
+        let network = network(&recorded, &calibration, config)?;
+        let plan = match &insertion {
+            Some(insertion) if recorded.is_empty() || config.inserts() => {
+                plan_inserted(context, &calibration, config, network, insertion)
+            }
+            _ => plan_recorded(&recorded, &calibration, config, network)?,
+        };
+        let outcome = what_if_against(context, baseline, |edit| {
+            apply_named(&plan, edit, &names).map(|_| ())
+        })?;
         points.push(SweepPoint {
             config: *config,
             predicted_ns: outcome.predicted.step_ns,

@@ -1,0 +1,354 @@
+//! Data-parallel communication inserted into a trace that has none (or whose recorded
+//! collectives were stripped): DDP's buckets, one all-reduce per bucket on a new
+//! communication stream, each waiting for the backward task that makes its last gradient
+//! ready, and the optimizer step's first kernel waiting for them all (DDP's reducer makes the
+//! compute stream wait for its communication before `backward()` returns). With DGC, a
+//! compression kernel on the compute stream before each bucket's exchange and a
+//! decompression kernel after it; with P3, per-parameter slices in priority order.
+
+use stepcast_trace::NameId;
+
+use super::gradients::{Gradient, Gradients};
+use crate::comm::{Collective, Topology};
+use crate::graph::{EdgeKind, TaskId, TaskKind};
+use crate::whatif::WhatIfError;
+use crate::whatif::edit::{EditGraph, HostGaps, Insert};
+
+/// PyTorch DDP's first bucket: `dist._DEFAULT_FIRST_BUCKET_BYTES` (1 MiB), so that the first
+/// all-reduce starts early in the backward pass.
+pub const FIRST_BUCKET_BYTES: i64 = 1 << 20;
+/// PyTorch DDP's `bucket_cap_mb` default: 25 MiB.
+pub const DEFAULT_BUCKET_BYTES: i64 = 25 << 20;
+/// P3's slice size (Jayarajan et al. 2019 slice parameters into ~50k-parameter pieces; in
+/// fp32 that is ~200 KB).
+pub const P3_SLICE_BYTES: i64 = 200_000;
+
+/// Gradient compression (Deep Gradient Compression, Lin et al. 2018).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Dgc {
+    /// Share of gradient elements sent (top-k by magnitude); 0.001 in the paper.
+    pub ratio: f64,
+}
+
+/// The names inserted tasks take (interned by the caller: the library never changes a trace).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InsertNames {
+    pub all_reduce: NameId,
+    pub all_gather: NameId,
+    pub reduce_scatter: NameId,
+    pub compress: NameId,
+    pub decompress: NameId,
+}
+
+/// The names [`InsertNames`] uses, for the caller to intern.
+pub const INSERT_NAMES: [&str; 5] = [
+    "ddp:all_reduce (inserted)",
+    "ddp:all_gather (inserted)",
+    "ddp:reduce_scatter (inserted)",
+    "dgc:compress (inserted)",
+    "dgc:decompress (inserted)",
+];
+
+impl InsertNames {
+    /// The names of [`INSERT_NAMES`] if `trace` has them interned, else `fallback` for each.
+    pub fn resolve(trace: &stepcast_trace::Trace, fallback: NameId) -> InsertNames {
+        let get = |i: usize| trace.names.lookup(INSERT_NAMES[i]).unwrap_or(fallback);
+        InsertNames {
+            all_reduce: get(0),
+            all_gather: get(1),
+            reduce_scatter: get(2),
+            compress: get(3),
+            decompress: get(4),
+        }
+    }
+}
+
+/// One inserted exchange: a DDP bucket, or a P3 slice.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InsertedBucket {
+    pub step: u32,
+    /// Gradients (ready-order indices) it carries: `first .. first + count`.
+    pub first_gradient: u32,
+    pub gradients: u32,
+    /// Gradient bytes (before compression).
+    pub bytes: i64,
+    /// Bytes the collective moves (its full buffer, NCCL's convention).
+    pub wire_bytes: f64,
+    pub collective: Collective,
+    /// The device task that makes its last gradient ready.
+    pub ready: TaskId,
+    /// P3: lower goes first (the earliest layer's parameters, needed first by the next
+    /// forward pass); DDP: its bucket index.
+    pub priority: u32,
+    pub predicted_ns: i64,
+    /// DGC's kernels (0 without compression).
+    pub compress_ns: i64,
+    pub decompress_ns: i64,
+}
+
+/// DDP's bucket assignment over the gradients of one step in ready order (the reverse of
+/// the parameter order): a bucket closes once it holds at least its limit, 1 MiB for the
+/// first and `cap` for the others (PyTorch's `compute_bucket_assignment_by_size`).
+pub fn ddp_buckets(gradients: &[Gradient], cap: i64) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let (mut start, mut bytes) = (0usize, 0i64);
+    for (i, g) in gradients.iter().enumerate() {
+        bytes += g.bytes;
+        let limit = if out.is_empty() {
+            FIRST_BUCKET_BYTES.min(cap)
+        } else {
+            cap
+        };
+        if bytes >= limit {
+            out.push(start..i + 1);
+            start = i + 1;
+            bytes = 0;
+        }
+    }
+    if start < gradients.len() {
+        out.push(start..gradients.len());
+    }
+    out
+}
+
+/// P3's slices: every gradient cut into pieces of at most `slice` bytes, each a priority
+/// class of its own: the gradient readied last (the first layer) has the highest priority.
+pub fn p3_slices(gradients: &[Gradient], slice: i64) -> Vec<(usize, i64)> {
+    let mut out = Vec::new();
+    for (i, g) in gradients.iter().enumerate() {
+        let mut left = g.bytes.max(0);
+        loop {
+            let piece = left.min(slice.max(1));
+            out.push((i, piece));
+            left -= piece;
+            if left <= 0 {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// What the inserted exchanges cost: the topology, DGC's compression throughput.
+#[derive(Clone, Copy, Debug)]
+pub struct Costs<'a> {
+    pub topology: &'a Topology,
+    pub dgc: Option<Dgc>,
+    /// Bytes of gradient an element-wise pass processes per ns (the trace's own optimizer
+    /// throughput, see [`elementwise_bytes_per_ns`]).
+    pub elementwise_bytes_per_ns: f64,
+}
+
+impl Costs<'_> {
+    /// The exchange of `bytes` of gradients: `(collective, wire bytes, time, compress,
+    /// decompress)`. Without compression a ring all-reduce of the buffer. With DGC, each rank
+    /// sends `ratio` of its elements as values and 32-bit indices (2 × ratio × bytes for fp32),
+    /// gathered from every rank (an all-gather of `n` such messages: sparse gradients do not
+    /// add up in place); compression is one element-wise pass over the gradient, and
+    /// decompression one over the `n` gathered messages.
+    pub fn exchange(&self, bytes: i64) -> (Collective, f64, i64, i64, i64) {
+        let n = self.topology.world_size() as f64;
+        let bytes_f = bytes as f64;
+        match self.dgc {
+            None => (
+                Collective::AllReduce,
+                bytes_f,
+                self.topology
+                    .time_ns(Collective::AllReduce, bytes_f)
+                    .round() as i64,
+                0,
+                0,
+            ),
+            Some(dgc) => {
+                let sparse = 2.0 * dgc.ratio * bytes_f;
+                let gathered = n * sparse;
+                let rate = self.elementwise_bytes_per_ns.max(f64::MIN_POSITIVE);
+                (
+                    Collective::AllGather,
+                    gathered,
+                    self.topology
+                        .time_ns(Collective::AllGather, gathered)
+                        .round() as i64,
+                    (bytes_f / rate).round() as i64,
+                    (gathered / rate).round() as i64,
+                )
+            }
+        }
+    }
+}
+
+/// Gradient bytes an element-wise pass processes per ns, measured on the trace: one step's
+/// gradient bytes over the step's optimizer device time (an optimizer step is a few
+/// element-wise passes over the gradients). `None` without optimizer kernels.
+pub fn elementwise_bytes_per_ns(gradients: &Gradients, optimizer_device_ns: i64) -> Option<f64> {
+    (optimizer_device_ns > 0 && gradients.bytes_per_step > 0)
+        .then(|| gradients.bytes_per_step as f64 / optimizer_device_ns as f64)
+}
+
+/// Plans the exchanges of every step in `steps` (the steady steps).
+pub fn plan_exchanges(
+    gradients: &Gradients,
+    steps: &[u32],
+    bucket_cap: i64,
+    p3: bool,
+    costs: &Costs<'_>,
+) -> Vec<InsertedBucket> {
+    let mut out = Vec::new();
+    for &step in steps {
+        let Some(grads) = gradients.steps.get(&step) else {
+            continue;
+        };
+        if p3 {
+            let last = grads.len().saturating_sub(1);
+            for (i, bytes) in p3_slices(grads, P3_SLICE_BYTES) {
+                let (collective, wire_bytes, predicted_ns, compress_ns, decompress_ns) =
+                    costs.exchange(bytes);
+                out.push(InsertedBucket {
+                    step,
+                    first_gradient: i as u32,
+                    gradients: 1,
+                    bytes,
+                    wire_bytes,
+                    collective,
+                    ready: grads[i].ready,
+                    priority: (last - i) as u32,
+                    predicted_ns,
+                    compress_ns,
+                    decompress_ns,
+                });
+            }
+        } else {
+            for (k, range) in ddp_buckets(grads, bucket_cap).into_iter().enumerate() {
+                let bytes: i64 = grads[range.clone()].iter().map(|g| g.bytes).sum();
+                let (collective, wire_bytes, predicted_ns, compress_ns, decompress_ns) =
+                    costs.exchange(bytes);
+                out.push(InsertedBucket {
+                    step,
+                    first_gradient: range.start as u32,
+                    gradients: range.len() as u32,
+                    bytes,
+                    wire_bytes,
+                    collective,
+                    ready: grads[range.end - 1].ready,
+                    priority: k as u32,
+                    predicted_ns,
+                    compress_ns,
+                    decompress_ns,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// P3's order on the communication stream for one step's slices, fixed at plan time: a list
+/// scheduler that, whenever the stream frees, sends the ready slice of highest priority
+/// (lowest number), else the next to become ready. `ready_ns[i]`: when slice `i`'s gradient
+/// is ready (from a replay of the input). Returns indices into `slices`.
+pub fn priority_order(slices: &[InsertedBucket], ready_ns: &[i64]) -> Vec<usize> {
+    let mut pending: Vec<usize> = (0..slices.len()).collect();
+    pending.sort_by_key(|&i| (ready_ns[i], slices[i].priority, i));
+    let mut order = Vec::with_capacity(slices.len());
+    let mut now = i64::MIN;
+    while !pending.is_empty() {
+        let earliest = ready_ns[pending[0]];
+        if now < earliest {
+            now = earliest;
+        }
+        // The ready slice of highest priority (ties: earlier ready, then index).
+        let pick = pending
+            .iter()
+            .enumerate()
+            .take_while(|&(_, &i)| ready_ns[i] <= now)
+            .min_by_key(|&(_, &i)| (slices[i].priority, ready_ns[i], i))
+            .map_or(0, |(k, _)| k);
+        let i = pending.remove(pick);
+        now += slices[i].predicted_ns + slices[i].compress_ns + slices[i].decompress_ns;
+        order.push(i);
+    }
+    order
+}
+
+/// What [`insert`] added.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Inserted {
+    /// The communication task of each exchange (`plan` order).
+    pub exchanges: Vec<TaskId>,
+    /// Recorded collectives removed first.
+    pub stripped: usize,
+    pub lane: Option<u32>,
+}
+
+/// Removes the recorded collectives of the steady steps (their launch calls with them).
+pub fn strip_collectives(edit: &mut EditGraph) -> Result<usize, WhatIfError> {
+    let selection = edit.select_where(|t| edit.kind(t) == TaskKind::Collective);
+    let n = selection.len();
+    edit.remove(&selection, HostGaps::Keep)?;
+    Ok(n)
+}
+
+/// Inserts `exchanges` (in the order given per step) on a new communication stream, and makes
+/// each step's optimizer start wait for its last exchange.
+pub fn insert(
+    edit: &mut EditGraph,
+    gradients: &Gradients,
+    exchanges: &[InsertedBucket],
+    order: &[usize],
+    names: &InsertNames,
+) -> Result<Inserted, WhatIfError> {
+    let mut out = Inserted {
+        exchanges: vec![TaskId::NONE; exchanges.len()],
+        ..Inserted::default()
+    };
+    let Some(first) = order.first().map(|&i| &exchanges[i]) else {
+        return Ok(out);
+    };
+    let lane = edit.add_lane(edit.lane(first.ready))?;
+    out.lane = Some(lane);
+    let mut last_of_step: std::collections::BTreeMap<u32, TaskId> = Default::default();
+    for &i in order {
+        let x = &exchanges[i];
+        if !edit.is_alive(x.ready) {
+            continue;
+        }
+        // DGC: compression on the compute stream right after the gradient is ready.
+        let input = if x.compress_ns > 0 {
+            edit.insert(&Insert {
+                kind: TaskKind::Kernel,
+                name: names.compress,
+                dur_ns: x.compress_ns,
+                after: x.ready,
+                launch: None,
+            })?
+        } else {
+            x.ready
+        };
+        let name = match x.collective {
+            Collective::AllGather => names.all_gather,
+            _ => names.all_reduce,
+        };
+        let task = edit.append(lane, TaskKind::Collective, name, x.predicted_ns, x.ready)?;
+        edit.add_dependency(input, task, EdgeKind::EventWait, 0)?;
+        let mut end = task;
+        if x.decompress_ns > 0 {
+            end = edit.append(
+                lane,
+                TaskKind::Kernel,
+                names.decompress,
+                x.decompress_ns,
+                x.ready,
+            )?;
+        }
+        out.exchanges[i] = task;
+        last_of_step.insert(x.step, end);
+    }
+    for (step, last) in last_of_step {
+        if let Some(&start) = gradients.optimizer_start.get(&step)
+            && edit.is_alive(start)
+            && edit.rec_start_ns(start) >= edit.rec_start_ns(last)
+        {
+            edit.add_dependency(last, start, EdgeKind::EventWait, 0)?;
+        }
+    }
+    Ok(out)
+}
