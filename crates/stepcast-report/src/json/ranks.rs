@@ -259,7 +259,7 @@ pub fn ranks_json(report: &RanksReport) -> RanksJson {
             reference_rank: rank_numbers.first().copied().unwrap_or(0),
             solver: "clarabel",
             solver_iterations: alignment.solver_iterations,
-            constraints: alignment.constraints as u64,
+            constraints: alignment.constraints.len() as u64,
             violated_constraints: alignment.violated_constraints as u64,
             max_end_spread_ns: alignment.max_end_spread_ns,
             residuals: alignment

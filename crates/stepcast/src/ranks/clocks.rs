@@ -1,11 +1,28 @@
-//! Clock offsets between ranks, from the collectives they share (dPRO §4.2).
+//! Clock offsets between ranks, from the collectives and point-to-point exchanges they share
+//! (dPRO §4.2).
 //!
-//! Every rank's profiler reads its own clock. A matched collective gives two kinds of facts:
-//! it cannot end on any rank before the last rank started it (a constraint: with aligned times
-//! `end[r] >= start[q]` for every pair of ranks), and all its instances end nearly together (the
-//! objective: the spread of the aligned ends). Offsets minimize the squared distance of every
-//! aligned end from its collective's centre, subject to the ordering constraints: a convex QP,
-//! solved with clarabel's interior-point method.
+//! Every rank's profiler reads its own clock. A rank's aligned time is its recorded time minus
+//! its offset `o_r` (rank 0 is the reference, `o_0 = 0`). Two kinds of ordering constraints
+//! (dPRO's `θ_i − θ_j ≤ T̄_j[o2] − T̄_i[o1]` for every inter-rank dependency `o1 → o2`):
+//!
+//! - **collective order**: a reducing collective (all-reduce, all-gather, ...) cannot end on
+//!   any rank before every rank has started it: `end[r] − o_r ≥ start[q] − o_q` for every pair;
+//! - **send/recv pairs**: a point-to-point kernel (NCCL `SendRecv`, `Send`, `Recv`) receives
+//!   from its peers, and a receive cannot finish before its send started:
+//!   `end[receiver] − o_receiver ≥ start[sender] − o_sender`. NCCL's rendezvous gives the
+//!   converse too (a send cannot finish before its receive was posted). The peers of a
+//!   `SendRecv` matched on every rank of its group are every other rank of the group: PyTorch's
+//!   `all_to_all` issues a send to and a receive from every peer in one NCCL group (the traces
+//!   record no per-peer split, so a peer that exchanges zero bytes cannot be left out).
+//!
+//! For each kind and ordered pair of ranks only the tightest instance is a row of the QP.
+//!
+//! The objective is dPRO's O1: the time a receive spends transferring, clipped by the start
+//! of its sends (`end[j] − max(start[j], start[i])`), should be the same for the members of a
+//! family. Here a family is one collective's instances across ranks; the clip is the last
+//! aligned start, shared by the family, so equal transfers mean equal aligned ends: the offsets
+//! minimize the squared distance of every aligned end from its collective's centre `m_k`. A
+//! convex QP, solved with clarabel's interior-point method.
 
 use std::collections::BTreeMap;
 
@@ -14,10 +31,10 @@ use clarabel::solver::{
     DefaultSettings, DefaultSolver, IPSolver, NonnegativeConeT, SolverStatus, SupportedConeT,
 };
 
-use super::{CollectiveMatching, RankTrace};
+use super::{CollectiveMatching, RankId, RankTrace};
 
 /// Kineto timestamps are whole microseconds in older traces: constraints hold up to this much.
-const CONSTRAINT_TOLERANCE_NS: i64 = 2_000;
+pub const CONSTRAINT_TOLERANCE_NS: i64 = 2_000;
 
 /// How the offsets were obtained.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +58,66 @@ impl AlignmentStatus {
     }
 }
 
+/// Which dependency an ordering constraint stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ConstraintKind {
+    /// A reducing collective ends on a rank only after every rank started it.
+    CollectiveOrder,
+    /// A receive finishes only after its send started (point-to-point kernels).
+    SendRecv,
+}
+
+impl ConstraintKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConstraintKind::CollectiveOrder => "collective_order",
+            ConstraintKind::SendRecv => "send_recv",
+        }
+    }
+}
+
+/// Whether a collective type (from [`super::collective_op`]) is point-to-point.
+pub fn is_point_to_point(op: &str) -> bool {
+    let op = op.to_ascii_lowercase().replace('_', "");
+    matches!(
+        op.as_str(),
+        "sendrecv" | "send" | "recv" | "alltoall" | "alltoallv" | "alltoallbase"
+    )
+}
+
+/// One row of the QP: `end[later] − o_later ≥ start[earlier] − o_earlier`, from the
+/// instance of all that bounds it most tightly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OrderingConstraint {
+    pub kind: ConstraintKind,
+    /// The rank whose instance must end after the other's started (the receiver).
+    pub later: RankId,
+    /// The rank whose start bounds it (the sender).
+    pub earlier: RankId,
+    /// Index into the matching's collectives of the instance giving the tightest bound.
+    pub collective: u32,
+    /// `o_later − o_earlier` may be at most this (recorded `end[later] − start[earlier]`,
+    /// before the tolerance).
+    pub bound_ns: i64,
+    /// With the offsets found: aligned `end[later] − start[earlier]`. Negative by more than
+    /// [`CONSTRAINT_TOLERANCE_NS`]: violated.
+    pub slack_ns: i64,
+}
+
+/// What the alignment uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AlignOptions {
+    /// Use point-to-point kernels (send/recv pairs): constraints and objective. Without them
+    /// the offsets rest on the reducing collectives alone.
+    pub send_recv: bool,
+}
+
+impl Default for AlignOptions {
+    fn default() -> Self {
+        AlignOptions { send_recv: true }
+    }
+}
+
 /// How well one rank's aligned collective ends agree with the others'.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RankResidual {
@@ -48,6 +125,9 @@ pub struct RankResidual {
     pub max_abs_ns: i64,
     /// Root mean square of those distances.
     pub rms_ns: i64,
+    /// The smallest slack of an ordering constraint this rank takes part in (`None` without
+    /// constraints): how close the offsets come to putting an effect before its cause.
+    pub min_slack_ns: Option<i64>,
 }
 
 /// Clock offsets of every rank relative to the first (`offsets_ns[0] == 0`).
@@ -60,13 +140,26 @@ pub struct ClockAlignment {
     /// One per rank, in nanoseconds; rank index 0 is the reference.
     pub offsets_ns: Vec<i64>,
     pub residuals: Vec<RankResidual>,
-    /// Ordering constraints of the QP (one per ordered pair of ranks: the tightest collective).
-    pub constraints: usize,
+    /// The QP's ordering constraints: per kind and ordered pair of ranks, the tightest.
+    pub constraints: Vec<OrderingConstraint>,
     /// Ordering constraints the offsets violate by more than the tolerance (0 when solved).
     pub violated_constraints: usize,
     /// Largest spread of a collective's aligned ends across ranks.
     pub max_end_spread_ns: i64,
+    /// Matched collectives in the objective: reducing ones and point-to-point ones.
+    pub collectives_used: usize,
+    pub send_recv_used: usize,
     pub solver_iterations: u32,
+}
+
+impl ClockAlignment {
+    /// Constraints of one kind.
+    pub fn constraints_of(
+        &self,
+        kind: ConstraintKind,
+    ) -> impl Iterator<Item = &OrderingConstraint> {
+        self.constraints.iter().filter(move |c| c.kind == kind)
+    }
 }
 
 /// Why the offsets could not be computed.
@@ -105,24 +198,122 @@ pub(crate) fn instance_times(
         .collect()
 }
 
-/// Estimates a clock offset per rank from the matched collectives.
+/// The ordering constraints of `matching` (the collectives `used`), each the tightest of its
+/// kind and ordered pair, with its slack under `offsets_ns`.
+pub fn ordering_constraints(
+    ranks: &[RankTrace<'_>],
+    matching: &CollectiveMatching,
+    offsets_ns: &[i64],
+    options: AlignOptions,
+) -> Vec<OrderingConstraint> {
+    let base_ns = ranks.first().map_or(0, |r| r.trace.origin_ns);
+    let times = instance_times(ranks, matching, base_ns);
+    let kinds = constraint_kinds(matching, options);
+    constraints(&times, &kinds, offsets_ns)
+}
+
+/// Per matched collective: the kind of constraint it gives, `None` when left out.
+fn constraint_kinds(
+    matching: &CollectiveMatching,
+    options: AlignOptions,
+) -> Vec<Option<ConstraintKind>> {
+    matching
+        .matched
+        .iter()
+        .map(|c| {
+            if !is_point_to_point(&c.op) {
+                Some(ConstraintKind::CollectiveOrder)
+            } else if options.send_recv {
+                Some(ConstraintKind::SendRecv)
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+fn constraints(
+    times: &[Vec<(i64, i64)>],
+    kinds: &[Option<ConstraintKind>],
+    offsets_ns: &[i64],
+) -> Vec<OrderingConstraint> {
+    let n_ranks = offsets_ns.len();
+    let mut out = Vec::new();
+    for kind in [ConstraintKind::CollectiveOrder, ConstraintKind::SendRecv] {
+        for later in 0..n_ranks {
+            for earlier in 0..n_ranks {
+                if later == earlier {
+                    continue;
+                }
+                let tightest = times
+                    .iter()
+                    .enumerate()
+                    .filter(|&(k, _)| kinds[k] == Some(kind))
+                    .map(|(k, row)| (row[later].1 - row[earlier].0, k))
+                    .min();
+                if let Some((bound_ns, k)) = tightest {
+                    out.push(OrderingConstraint {
+                        kind,
+                        later: RankId(later as u32),
+                        earlier: RankId(earlier as u32),
+                        collective: k as u32,
+                        bound_ns,
+                        slack_ns: bound_ns - (offsets_ns[later] - offsets_ns[earlier]),
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Estimates a clock offset per rank from the matched collectives and send/recv pairs.
 pub fn align_clocks(
     ranks: &[RankTrace<'_>],
     matching: &CollectiveMatching,
 ) -> Result<ClockAlignment, AlignError> {
+    align_clocks_with(ranks, matching, AlignOptions::default())
+}
+
+/// [`align_clocks`] with a choice of evidence.
+pub fn align_clocks_with(
+    ranks: &[RankTrace<'_>],
+    matching: &CollectiveMatching,
+    options: AlignOptions,
+) -> Result<ClockAlignment, AlignError> {
     let n_ranks = ranks.len();
     let base_ns = ranks.first().map_or(0, |r| r.trace.origin_ns);
-    let times = instance_times(ranks, matching, base_ns);
+    let all_times = instance_times(ranks, matching, base_ns);
+    let kinds = constraint_kinds(matching, options);
+    // The collectives in the objective.
+    let used: Vec<usize> = (0..all_times.len())
+        .filter(|&k| kinds[k].is_some())
+        .collect();
+    let times: Vec<Vec<(i64, i64)>> = used.iter().map(|&k| all_times[k].clone()).collect();
+    let send_recv_used = used
+        .iter()
+        .filter(|&&k| kinds[k] == Some(ConstraintKind::SendRecv))
+        .count();
+    let finish = |status, offsets_ns: Vec<i64>, iterations| {
+        let constraints = constraints(&all_times, &kinds, &offsets_ns);
+        let violated_constraints = constraints
+            .iter()
+            .filter(|c| c.slack_ns < -CONSTRAINT_TOLERANCE_NS)
+            .count();
+        ClockAlignment {
+            status,
+            residuals: residuals(&times, &offsets_ns, &constraints),
+            max_end_spread_ns: spread(&times, &offsets_ns),
+            offsets_ns,
+            constraints,
+            violated_constraints,
+            collectives_used: used.len() - send_recv_used,
+            send_recv_used,
+            solver_iterations: iterations,
+        }
+    };
     if n_ranks < 2 || times.is_empty() {
-        return Ok(ClockAlignment {
-            status: AlignmentStatus::NoCollectives,
-            offsets_ns: vec![0; n_ranks],
-            residuals: vec![RankResidual::default(); n_ranks],
-            constraints: 0,
-            violated_constraints: 0,
-            max_end_spread_ns: spread(&times, &vec![0; n_ranks]),
-            solver_iterations: 0,
-        });
+        return Ok(finish(AlignmentStatus::NoCollectives, vec![0; n_ranks], 0));
     }
     // Unknowns, in microseconds (well scaled for the solver): o_1..o_{R-1} (rank 0 is 0), then
     // the centre m_k of each collective's aligned ends.
@@ -148,40 +339,28 @@ pub fn align_clocks(
         }
     }
     let p = csc(n_vars, n_vars, &p);
-    // Ordering: end[r] - o_r >= start[q] - o_q, i.e. o_r - o_q <= end[r] - start[q], for each
-    // ordered pair only the tightest collective.
-    let mut bounds: Vec<((usize, usize), i64)> = Vec::new();
-    for r in 0..n_ranks {
-        for other in 0..n_ranks {
-            if r == other {
-                continue;
-            }
-            let bound = times.iter().map(|row| row[r].1 - row[other].0).min();
-            if let Some(bound) = bound {
-                bounds.push(((r, other), bound + CONSTRAINT_TOLERANCE_NS));
-            }
-        }
-    }
+    // Ordering: o_later - o_earlier <= bound (+ tolerance).
+    let rows = constraints(&all_times, &kinds, &vec![0; n_ranks]);
     let mut a: BTreeMap<(usize, usize), f64> = BTreeMap::new();
-    let mut b = Vec::with_capacity(bounds.len());
-    for (row, &((r, other), bound)) in bounds.iter().enumerate() {
-        if let Some(o) = offset_var(r) {
+    let mut b = Vec::with_capacity(rows.len());
+    for (row, c) in rows.iter().enumerate() {
+        if let Some(o) = offset_var(c.later.index()) {
             a.insert((row, o), 1.0);
         }
-        if let Some(o) = offset_var(other) {
+        if let Some(o) = offset_var(c.earlier.index()) {
             a.insert((row, o), -1.0);
         }
-        b.push(bound as f64 / 1_000.0);
+        b.push((c.bound_ns + CONSTRAINT_TOLERANCE_NS) as f64 / 1_000.0);
     }
-    let a = csc(bounds.len(), n_vars, &a);
+    let a = csc(rows.len(), n_vars, &a);
 
     let solve = |with_constraints: bool| -> Result<(Vec<f64>, SolverStatus, u32), AlignError> {
         let settings = DefaultSettings {
             verbose: false,
             ..DefaultSettings::default()
         };
-        let (a, b, cones) = if with_constraints {
-            (a.clone(), b.clone(), vec![NonnegativeConeT(bounds.len())])
+        let (a, b, cones) = if with_constraints && !rows.is_empty() {
+            (a.clone(), b.clone(), vec![NonnegativeConeT(rows.len())])
         } else {
             (CscMatrix::zeros((0, n_vars)), Vec::new(), Vec::new())
         };
@@ -206,23 +385,16 @@ pub fn align_clocks(
     for r in 1..n_ranks {
         offsets_ns[r] = (x[r - 1] * 1_000.0).round() as i64;
     }
-    let violated_constraints = bounds
-        .iter()
-        .filter(|&&((r, other), bound)| offsets_ns[r] - offsets_ns[other] > bound)
-        .count();
-    Ok(ClockAlignment {
-        status: outcome,
-        residuals: residuals(&times, &offsets_ns),
-        max_end_spread_ns: spread(&times, &offsets_ns),
-        offsets_ns,
-        constraints: bounds.len(),
-        violated_constraints,
-        solver_iterations: iterations,
-    })
+    Ok(finish(outcome, offsets_ns, iterations))
 }
 
-/// Distance of each rank's aligned ends from the mean aligned end of their collective.
-fn residuals(times: &[Vec<(i64, i64)>], offsets_ns: &[i64]) -> Vec<RankResidual> {
+/// Distance of each rank's aligned ends from the mean aligned end of their collective, and the
+/// smallest slack of the constraints it takes part in.
+fn residuals(
+    times: &[Vec<(i64, i64)>],
+    offsets_ns: &[i64],
+    constraints: &[OrderingConstraint],
+) -> Vec<RankResidual> {
     let n_ranks = offsets_ns.len();
     let mut max_abs = vec![0i64; n_ranks];
     let mut squares = vec![0f64; n_ranks];
@@ -239,6 +411,11 @@ fn residuals(times: &[Vec<(i64, i64)>], offsets_ns: &[i64]) -> Vec<RankResidual>
         .map(|r| RankResidual {
             max_abs_ns: max_abs[r],
             rms_ns: (squares[r] / times.len().max(1) as f64).sqrt().round() as i64,
+            min_slack_ns: constraints
+                .iter()
+                .filter(|c| c.later.index() == r || c.earlier.index() == r)
+                .map(|c| c.slack_ns)
+                .min(),
         })
         .collect()
 }
@@ -263,4 +440,19 @@ fn csc(rows: usize, cols: usize, entries: &BTreeMap<(usize, usize), f64>) -> Csc
         v.push(value);
     }
     CscMatrix::new_from_triplets(rows, cols, i, j, v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_point_to_point;
+
+    #[test]
+    fn point_to_point_kernels() {
+        for op in ["SendRecv", "Send", "Recv", "all_to_all", "AllToAll"] {
+            assert!(is_point_to_point(op), "{op}");
+        }
+        for op in ["AllReduce", "AllGather", "ReduceScatter", "Broadcast"] {
+            assert!(!is_point_to_point(op), "{op}");
+        }
+    }
 }

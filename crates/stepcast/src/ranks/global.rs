@@ -1,16 +1,13 @@
 //! The global graph: every rank's graph in one, on aligned clocks, with each matched
 //! collective's transfer gated by the start of all its instances.
 
-use stepcast_trace::{EventKind, Interner, NameId};
+use stepcast_trace::{Interner, NameId};
 
 use super::{ClockAlignment, CollectiveMatching, RankId, RankTrace};
 use crate::graph::{EdgeKind, Graph, GraphLane, NO_STEP, NO_TIME, TaskId, TaskKind};
 use crate::replay::{measured_span, replayed_span, tasks_by_step};
 use crate::simulate::{Binding, RecordedOrder, SimError, SimOptions, Timeline, simulate};
 use crate::window::Step;
-
-/// A stream predecessor ending at most this long before a collective starts held it back.
-const STREAM_GATE_TOLERANCE_NS: i64 = 2_000;
 
 /// What a matched collective's own cost (its transfer, after every rank has arrived) is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -417,132 +414,4 @@ fn critical_path(global: &GlobalGraph, replay: &mut GlobalReplay, last: TaskId, 
     replay.critical_path_rank_crossings =
         path.windows(2).filter(|w| w[0].rank != w[1].rank).count() as u32;
     replay.critical_path = path;
-}
-
-/// What held the last rank back from a collective.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum StragglerCause {
-    /// Its stream was busy until just before: the previous device task.
-    Stream { previous_task: String },
-    /// Its host launched the collective late; the longest op the launching thread ran since
-    /// its previous collective launch (or its step start).
-    Host {
-        longest_op: Option<String>,
-        longest_op_ns: i64,
-    },
-    /// Neither is in the trace (the collective was launched before the window opened).
-    Unknown,
-}
-
-/// For a matched collective: the rank that arrived last, on aligned clocks.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Straggler {
-    /// Index into the matching's (and the global graph's) collectives.
-    pub collective: u32,
-    pub group: String,
-    pub seq: u32,
-    pub op: String,
-    pub last_rank: i64,
-    /// How much later the last rank started its instance than the next-to-last rank: what it
-    /// alone delayed the collective by.
-    pub lead_ns: i64,
-    /// From the first rank's start to the last rank's: the longest any rank waited.
-    pub spread_ns: i64,
-    pub cause: StragglerCause,
-}
-
-/// The straggler of every matched collective, from the recorded starts on aligned clocks.
-pub fn stragglers(
-    ranks: &[RankTrace<'_>],
-    matching: &CollectiveMatching,
-    global: &GlobalGraph,
-) -> Vec<Straggler> {
-    let graph = &global.graph;
-    global
-        .collectives
-        .iter()
-        .enumerate()
-        .map(|(k, c)| {
-            let starts: Vec<i64> = c
-                .tasks
-                .iter()
-                .map(|t| graph.rec_start_ns[t.index()])
-                .collect();
-            let (last, &last_start) = starts
-                .iter()
-                .enumerate()
-                .max_by_key(|&(r, s)| (*s, std::cmp::Reverse(r)))
-                .unwrap_or((0, &0));
-            let second = starts
-                .iter()
-                .enumerate()
-                .filter(|&(r, _)| r != last)
-                .map(|(_, &s)| s)
-                .max()
-                .unwrap_or(last_start);
-            let first = starts.iter().copied().min().unwrap_or(last_start);
-            let local = matching.matched[k].instances[last];
-            let previous_launch = (k > 0).then(|| matching.matched[k - 1].instances[last]);
-            Straggler {
-                collective: k as u32,
-                group: c.group.clone(),
-                seq: c.seq,
-                op: c.op.clone(),
-                last_rank: ranks[last].rank,
-                lead_ns: last_start - second,
-                spread_ns: last_start - first,
-                cause: cause(&ranks[last], local, previous_launch),
-            }
-        })
-        .collect()
-}
-
-fn launch_call(graph: &Graph, task: TaskId) -> Option<TaskId> {
-    graph
-        .preds(task)
-        .find(|&e| graph.pred_kind[e] == EdgeKind::Launch)
-        .map(|e| graph.pred[e])
-}
-
-fn cause(rank: &RankTrace<'_>, task: TaskId, previous: Option<TaskId>) -> StragglerCause {
-    let graph = &rank.window.graph;
-    let start = graph.rec_start_ns[task.index()];
-    let stream_pred = graph.lane_pred(task);
-    let call = launch_call(graph, task);
-    let stream_busy = stream_pred
-        .is_some_and(|p| graph.rec_end_ns[p.index()] >= start - STREAM_GATE_TOLERANCE_NS);
-    let call_early = call.is_none_or(|c| {
-        stream_pred.is_some_and(|p| graph.rec_start_ns[c.index()] < graph.rec_end_ns[p.index()])
-    });
-    if let Some(p) = stream_pred.filter(|_| stream_busy && call_early) {
-        return StragglerCause::Stream {
-            previous_task: rank.trace.name(graph.name[p.index()]).to_string(),
-        };
-    }
-    let Some(call) = call else {
-        return StragglerCause::Unknown;
-    };
-    let call_start = graph.rec_start_ns[call.index()];
-    let thread = graph.lanes[graph.lane[call.index()] as usize].trace_lane;
-    let since = previous
-        .and_then(|p| launch_call(graph, p))
-        .filter(|p| graph.lane[p.index()] == graph.lane[call.index()])
-        .map(|p| graph.rec_end_ns[p.index()])
-        .or_else(|| {
-            let step = graph.step[call.index()];
-            rank.window.steps.get(step as usize).map(|s| s.start_ns)
-        })
-        .unwrap_or(i64::MIN);
-    let longest = rank
-        .trace
-        .lane_events(thread)
-        .iter()
-        .filter(|e| matches!(e.kind, EventKind::CpuOp | EventKind::UserAnnotation))
-        .filter(|e| e.start_ns >= since && e.end_ns() <= call_start)
-        .filter(|e| !rank.trace.name(e.name).starts_with("ProfilerStep#"))
-        .max_by_key(|e| (e.dur_ns, std::cmp::Reverse(e.start_ns)));
-    StragglerCause::Host {
-        longest_op: longest.map(|e| rank.trace.name(e.name).to_string()),
-        longest_op_ns: longest.map_or(0, |e| e.dur_ns),
-    }
 }

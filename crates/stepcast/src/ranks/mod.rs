@@ -4,27 +4,40 @@
 //! [`align_clocks`] estimates each rank's clock offset from those collectives (a QP solved
 //! with clarabel); [`global_graph`] merges the ranks' graphs into one, where a collective's
 //! transfer starts when every rank's instance has started (instead of the one-rank
-//! `PeerArrival` input); [`replay_global`] replays it and measures every rank's steps, the
-//! critical path across ranks and the stragglers of each collective.
+//! `PeerArrival` input); [`replay_global`] replays it and measures every rank's steps and the
+//! critical path across ranks; [`split_wait_transfer`] splits every NCCL kernel into waiting
+//! for peers and transfer; [`stragglers`] names the rank that delayed each collective and what
+//! it was doing.
 
 mod clocks;
 mod global;
 mod matching;
+mod split;
+mod stragglers;
 
 use stepcast_trace::Trace;
 
 use crate::Window;
+use crate::analyze::mapping::{Mapping, map};
 use crate::simulate::SimError;
 
-pub use clocks::{AlignError, AlignmentStatus, ClockAlignment, RankResidual, align_clocks};
+pub use clocks::{
+    AlignError, AlignOptions, AlignmentStatus, CONSTRAINT_TOLERANCE_NS, ClockAlignment,
+    ConstraintKind, OrderingConstraint, RankResidual, align_clocks, align_clocks_with,
+    is_point_to_point, ordering_constraints,
+};
 pub use global::{
     GlobalCollective, GlobalGraph, GlobalReplay, PathTask, RankPart, RankReplay, RankStep,
-    Straggler, StragglerCause, TransferModel, global_graph, replay_global, stragglers,
+    TransferModel, global_graph, replay_global,
 };
 pub use matching::{
     CollectiveInstance, CollectiveMatching, GroupSource, MatchedCollective, UnmatchedCollective,
     UnmatchedReason, collective_op, match_collectives, rank_collectives,
 };
+pub use split::{
+    CollectiveSplit, InstanceSplit, RankCommTotals, WaitTransfer, split_wait_transfer,
+};
+pub use stragglers::{Doing, Straggler, StragglerCause, stragglers};
 
 /// A rank's position in the list of ranks given to this module (not its rank number). `u32`:
 /// jobs have at most a few hundred thousand ranks.
@@ -58,6 +71,8 @@ pub struct RanksReport {
     pub matching: CollectiveMatching,
     pub alignment: ClockAlignment,
     pub replay: GlobalReplay,
+    /// Every matched NCCL kernel split into waiting for peers and transfer.
+    pub wait_transfer: WaitTransfer,
     pub stragglers: Vec<Straggler>,
 }
 
@@ -89,11 +104,14 @@ pub fn replay_ranks(ranks: &[RankTrace<'_>]) -> Result<RanksReport, RanksError> 
     let alignment = align_clocks(ranks, &matching)?;
     let global = global_graph(ranks, &matching, &alignment, TransferModel::default());
     let replay = replay_global(&global)?;
-    let stragglers = stragglers(ranks, &matching, &global);
+    let mappings: Vec<Mapping> = ranks.iter().map(|r| map(r.trace, r.window)).collect();
+    let wait_transfer = split_wait_transfer(ranks, &matching, &global, &mappings);
+    let stragglers = stragglers(ranks, &matching, &global, &wait_transfer, &mappings);
     Ok(RanksReport {
         matching,
         alignment,
         replay,
+        wait_transfer,
         stragglers,
     })
 }

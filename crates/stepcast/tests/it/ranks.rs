@@ -3,8 +3,10 @@
 use stepcast::Window;
 use stepcast::graph::{BuildOptions, NO_TIME, build};
 use stepcast::ranks::{
-    AlignmentStatus, RankTrace, RanksReport, StragglerCause, TransferModel, align_clocks,
-    global_graph, match_collectives, recorded_rank, replay_global, replay_ranks,
+    AlignOptions, AlignmentStatus, CONSTRAINT_TOLERANCE_NS, ClockAlignment, ConstraintKind,
+    RankTrace, RanksReport, StragglerCause, TransferModel, align_clocks, align_clocks_with,
+    global_graph, match_collectives, ordering_constraints, recorded_rank, replay_global,
+    replay_ranks,
 };
 use stepcast_trace::{Trace, read_trace};
 
@@ -95,23 +97,122 @@ fn every_dlrm_collective_is_matched_across_the_8_ranks() {
     );
 }
 
+/// Largest distance of recovered offsets from the artificial ones.
+fn recovery_error_ns(alignment: &ClockAlignment) -> i64 {
+    alignment
+        .offsets_ns
+        .iter()
+        .enumerate()
+        .map(|(r, &offset)| (offset - (SHIFTS_NS[r] - SHIFTS_NS[0])).abs())
+        .max()
+        .unwrap_or(0)
+}
+
 #[test]
 fn clock_alignment_recovers_5ms_offsets_within_50us() {
     let ranks = dlrm(&SHIFTS_NS);
     let views = views(&ranks);
-    let alignment =
-        align_clocks(&views, &match_collectives(&views)).unwrap_or_else(|e| panic!("{e}"));
+    let matching = match_collectives(&views);
+    let alignment = align_clocks(&views, &matching).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(alignment.status, AlignmentStatus::Solved);
     assert_eq!(alignment.violated_constraints, 0);
-    for (r, &offset) in alignment.offsets_ns.iter().enumerate() {
-        let truth = SHIFTS_NS[r] - SHIFTS_NS[0];
-        assert!(
-            (offset - truth).abs() <= 50_000,
-            "rank {r}: recovered {offset} ns, truth {truth} ns"
-        );
-    }
+    assert_eq!(
+        (alignment.collectives_used, alignment.send_recv_used),
+        (3, 5)
+    );
+    let with_send_recv = recovery_error_ns(&alignment);
+    assert!(with_send_recv <= 50_000, "{alignment:?}");
     // The recorded clocks of the set agree (one host): the aligned ends meet within a few µs.
     assert!(alignment.max_end_spread_ns <= 20_000, "{alignment:?}");
+
+    // From the 3 all-reduces alone the offsets are still found, less tightly constrained.
+    let without = align_clocks_with(&views, &matching, AlignOptions { send_recv: false })
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((without.collectives_used, without.send_recv_used), (3, 0));
+    assert_eq!(without.constraints_of(ConstraintKind::SendRecv).count(), 0);
+    let without_send_recv = recovery_error_ns(&without);
+    assert!(without_send_recv <= 50_000, "{without:?}");
+    eprintln!(
+        "clock recovery error: {with_send_recv} ns with send/recv pairs, \
+         {without_send_recv} ns from the all-reduces alone"
+    );
+}
+
+/// After alignment no receive finishes before a send it waits for started: checked on the
+/// recorded times of every `SendRecv` instance pair, not on the solver's own rows.
+#[test]
+fn send_recv_constraints_hold_after_alignment() {
+    let ranks = dlrm(&SHIFTS_NS);
+    let views = views(&ranks);
+    let matching = match_collectives(&views);
+    let alignment = align_clocks(&views, &matching).unwrap_or_else(|e| panic!("{e}"));
+    // One row per kind and ordered pair of the 8 ranks.
+    assert_eq!(
+        alignment.constraints_of(ConstraintKind::SendRecv).count(),
+        56
+    );
+    assert_eq!(
+        alignment
+            .constraints_of(ConstraintKind::CollectiveOrder)
+            .count(),
+        56
+    );
+    let aligned = |r: usize, t: i64| ranks[r].1.origin_ns + t - alignment.offsets_ns[r];
+    let mut pairs = 0;
+    for c in matching.matched.iter().filter(|c| c.op == "SendRecv") {
+        for (sender, s_task) in c.instances.iter().enumerate() {
+            for (receiver, r_task) in c.instances.iter().enumerate() {
+                if sender == receiver {
+                    continue;
+                }
+                let send_start =
+                    aligned(sender, ranks[sender].2.graph.rec_start_ns[s_task.index()]);
+                let recv_end =
+                    aligned(receiver, ranks[receiver].2.graph.rec_end_ns[r_task.index()]);
+                assert!(
+                    recv_end >= send_start - CONSTRAINT_TOLERANCE_NS,
+                    "{} #{}: rank {receiver} received before rank {sender} sent",
+                    c.group,
+                    c.seq
+                );
+                pairs += 1;
+            }
+        }
+    }
+    assert_eq!(pairs, 5 * 56);
+    // The reported slacks agree with the recorded times.
+    for c in &alignment.constraints {
+        let k = &matching.matched[c.collective as usize];
+        let (l, e) = (c.later.index(), c.earlier.index());
+        let slack = aligned(l, ranks[l].2.graph.rec_end_ns[k.instances[l].index()])
+            - aligned(e, ranks[e].2.graph.rec_start_ns[k.instances[e].index()]);
+        assert_eq!(c.slack_ns, slack, "{c:?}");
+    }
+}
+
+/// The send/recv constraints are not vacuous: moving rank 7 (the last to start the small
+/// all-to-alls) 200 µs later on the common clock puts its receives before its peers' sends.
+#[test]
+fn a_wrong_offset_violates_send_recv_constraints() {
+    let ranks = dlrm(&[0; 8]);
+    let views = views(&ranks);
+    let matching = match_collectives(&views);
+    let alignment = align_clocks(&views, &matching).unwrap_or_else(|e| panic!("{e}"));
+    let mut wrong = alignment.offsets_ns.clone();
+    wrong[7] -= 200_000;
+    let checked = ordering_constraints(&views, &matching, &wrong, AlignOptions::default());
+    let violated: Vec<_> = checked
+        .iter()
+        .filter(|c| c.slack_ns < -CONSTRAINT_TOLERANCE_NS)
+        .collect();
+    assert!(!violated.is_empty());
+    assert!(
+        violated
+            .iter()
+            .all(|c| c.earlier.index() == 7 && c.later.index() != 7),
+        "{violated:?}"
+    );
+    assert!(violated.iter().any(|c| c.kind == ConstraintKind::SendRecv));
 }
 
 #[test]

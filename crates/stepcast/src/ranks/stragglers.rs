@@ -1,0 +1,272 @@
+//! Stragglers: for every matched collective, the rank that arrived last on aligned clocks, by
+//! how much it alone delayed the collective, and what it was doing while the others waited
+//! (mapped to its op, layer and phase by `analyze::mapping`).
+
+use stepcast_trace::{Event, EventKind, LaneId, LaneKind, Trace};
+
+use super::{CollectiveMatching, GlobalGraph, RankTrace, WaitTransfer};
+use crate::analyze::mapping::{Mapping, Phase};
+use crate::graph::{EdgeKind, Graph, TaskId};
+
+/// A stream predecessor ending at most this long before a collective starts held it back.
+const STREAM_GATE_TOLERANCE_NS: i64 = 2_000;
+
+/// What held the last rank back from a collective.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StragglerCause {
+    /// Its stream was busy until just before: the previous device task.
+    Stream { previous_task: String },
+    /// Its host launched the collective late; the longest op the launching thread ran since
+    /// its previous collective launch (or its step start).
+    Host {
+        longest_op: Option<String>,
+        longest_op_ns: i64,
+    },
+    /// Neither is in the trace (the collective was launched before the window opened).
+    Unknown,
+}
+
+/// What the last rank was executing while the others waited for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Doing {
+    /// The device task on the collective's stream (stream cause), or the innermost op of the
+    /// launching thread covering at least half of what any op covers (host cause).
+    pub name: String,
+    /// `thread N` or `stream N` of the last rank.
+    pub lane: String,
+    /// The op that launched the device task (stream cause; the op itself for host).
+    pub op: Option<String>,
+    pub layer: Option<String>,
+    pub phase: Option<Phase>,
+    /// How much of the wait (from the next-to-last rank's start to its own) it covers.
+    pub overlap_ns: i64,
+}
+
+/// For a matched collective: the rank that arrived last, on aligned clocks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Straggler {
+    /// Index into the matching's (and the global graph's) collectives.
+    pub collective: u32,
+    pub group: String,
+    pub seq: u32,
+    pub op: String,
+    pub last_rank: i64,
+    /// How much later the last rank started its instance than the next-to-last rank: what it
+    /// alone delayed the collective by.
+    pub lead_ns: i64,
+    /// From the first rank's start to the last rank's: the longest any rank waited.
+    pub spread_ns: i64,
+    pub cause: StragglerCause,
+    pub doing: Option<Doing>,
+}
+
+/// The straggler of every matched collective, from the recorded starts on aligned clocks
+/// (`split`'s last rank); `mappings` has one mapping per rank.
+pub fn stragglers(
+    ranks: &[RankTrace<'_>],
+    matching: &CollectiveMatching,
+    global: &GlobalGraph,
+    split: &WaitTransfer,
+    mappings: &[Mapping],
+) -> Vec<Straggler> {
+    global
+        .collectives
+        .iter()
+        .zip(&split.collectives)
+        .enumerate()
+        .map(|(k, (c, s))| {
+            let last = s.last_rank.index();
+            let second = s
+                .instances
+                .iter()
+                .enumerate()
+                .filter(|&(r, _)| r != last)
+                .map(|(_, i)| i.start_ns)
+                .max()
+                .unwrap_or(s.last_start_ns);
+            let first = s
+                .instances
+                .iter()
+                .map(|i| i.start_ns)
+                .min()
+                .unwrap_or(s.last_start_ns);
+            let local = matching.matched[k].instances[last];
+            let previous_launch = (k > 0).then(|| matching.matched[k - 1].instances[last]);
+            let rank = &ranks[last];
+            let cause = cause(rank, local, previous_launch);
+            // The wait, in the last rank's own time.
+            let shift = global.ranks[last].shift_ns;
+            let wait = (second - shift, s.last_start_ns - shift);
+            let doing = mappings
+                .get(last)
+                .and_then(|m| doing(rank, m, local, &cause, wait));
+            Straggler {
+                collective: k as u32,
+                group: c.group.clone(),
+                seq: c.seq,
+                op: c.op.clone(),
+                last_rank: rank.rank,
+                lead_ns: s.last_start_ns - second,
+                spread_ns: s.last_start_ns - first,
+                cause,
+                doing,
+            }
+        })
+        .collect()
+}
+
+fn launch_call(graph: &Graph, task: TaskId) -> Option<TaskId> {
+    graph
+        .preds(task)
+        .find(|&e| graph.pred_kind[e] == EdgeKind::Launch)
+        .map(|e| graph.pred[e])
+}
+
+fn cause(rank: &RankTrace<'_>, task: TaskId, previous: Option<TaskId>) -> StragglerCause {
+    let graph = &rank.window.graph;
+    let start = graph.rec_start_ns[task.index()];
+    let stream_pred = graph.lane_pred(task);
+    let call = launch_call(graph, task);
+    let stream_busy = stream_pred
+        .is_some_and(|p| graph.rec_end_ns[p.index()] >= start - STREAM_GATE_TOLERANCE_NS);
+    let call_early = call.is_none_or(|c| {
+        stream_pred.is_some_and(|p| graph.rec_start_ns[c.index()] < graph.rec_end_ns[p.index()])
+    });
+    if let Some(p) = stream_pred.filter(|_| stream_busy && call_early) {
+        return StragglerCause::Stream {
+            previous_task: rank.trace.name(graph.name[p.index()]).to_string(),
+        };
+    }
+    let Some(call) = call else {
+        return StragglerCause::Unknown;
+    };
+    let call_start = graph.rec_start_ns[call.index()];
+    let thread = graph.lanes[graph.lane[call.index()] as usize].trace_lane;
+    let since = previous
+        .and_then(|p| launch_call(graph, p))
+        .filter(|p| graph.lane[p.index()] == graph.lane[call.index()])
+        .map(|p| graph.rec_end_ns[p.index()])
+        .or_else(|| {
+            let step = graph.step[call.index()];
+            rank.window.steps.get(step as usize).map(|s| s.start_ns)
+        })
+        .unwrap_or(i64::MIN);
+    let longest = host_ops(rank.trace, thread)
+        .filter(|e| e.start_ns >= since && e.end_ns() <= call_start)
+        .max_by_key(|e| (e.dur_ns, std::cmp::Reverse(e.start_ns)));
+    StragglerCause::Host {
+        longest_op: longest.map(|e| rank.trace.name(e.name).to_string()),
+        longest_op_ns: longest.map_or(0, |e| e.dur_ns),
+    }
+}
+
+/// Ops and annotations of a host thread, step markers left out.
+fn host_ops<'t>(trace: &'t Trace, thread: LaneId) -> impl Iterator<Item = &'t Event> + 't {
+    trace
+        .lane_events(thread)
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::CpuOp | EventKind::UserAnnotation))
+        .filter(move |e| !trace.name(e.name).starts_with("ProfilerStep#"))
+}
+
+fn overlap(a: (i64, i64), b: (i64, i64)) -> i64 {
+    (a.1.min(b.1) - a.0.max(b.0)).max(0)
+}
+
+fn lane_label(trace: &Trace, lane: LaneId) -> String {
+    let l = &trace.lanes[lane.index()];
+    let id = l.file_tid.clone().unwrap_or_else(|| l.tid.to_string());
+    match l.kind {
+        LaneKind::CpuThread => format!("thread {id}"),
+        LaneKind::DeviceStream if id.starts_with("stream") => id,
+        LaneKind::DeviceStream => format!("stream {id}"),
+    }
+}
+
+/// What the last rank ran during `wait` (its own times): on the collective's stream when the
+/// stream held it back, else on the thread that launched it, until the launch.
+fn doing(
+    rank: &RankTrace<'_>,
+    mapping: &Mapping,
+    task: TaskId,
+    cause: &StragglerCause,
+    wait: (i64, i64),
+) -> Option<Doing> {
+    let graph = &rank.window.graph;
+    let trace = rank.trace;
+    let layer = |t: TaskId| mapping.layer[t.index()].map(|n| trace.name(n).to_string());
+    let op = |t: TaskId| {
+        mapping.op[t.index()].map(|e| trace.name(trace.events[e.index()].name).to_string())
+    };
+    match cause {
+        StragglerCause::Stream { .. } => {
+            let lane = &graph.lanes[graph.lane[task.index()] as usize];
+            let busiest = (lane.first_task..task.0)
+                .map(TaskId)
+                .map(|t| {
+                    let span = (graph.rec_start_ns[t.index()], graph.rec_end_ns[t.index()]);
+                    (overlap(span, wait), std::cmp::Reverse(t.0), t)
+                })
+                .max()
+                .filter(|&(ns, ..)| ns > 0)
+                .map(|(ns, _, t)| (t, ns))
+                .or_else(|| graph.lane_pred(task).map(|t| (t, 0)))?;
+            let (t, overlap_ns) = busiest;
+            Some(Doing {
+                name: trace.name(graph.name[t.index()]).to_string(),
+                lane: lane_label(trace, lane.trace_lane),
+                op: op(t),
+                layer: layer(t),
+                phase: Some(mapping.phase[t.index()]),
+                overlap_ns,
+            })
+        }
+        StragglerCause::Host { .. } => {
+            let call = launch_call(graph, task)?;
+            let graph_lane = graph.lane[call.index()];
+            let thread = graph.lanes[graph_lane as usize].trace_lane;
+            let call_start = graph.rec_start_ns[call.index()];
+            let window = if call_start > wait.0 {
+                (wait.0, wait.1.min(call_start))
+            } else {
+                wait
+            };
+            let covered: Vec<(&Event, i64)> = host_ops(trace, thread)
+                .map(|e| (e, overlap((e.start_ns, e.end_ns()), window)))
+                .filter(|&(_, ns)| ns > 0)
+                .collect();
+            let most = covered.iter().map(|&(_, ns)| ns).max()?;
+            // The innermost op covering at least half of what the outermost covers.
+            let (event, overlap_ns) = covered
+                .iter()
+                .filter(|&&(_, ns)| 2 * ns >= most)
+                .min_by_key(|&&(e, _)| (e.dur_ns, std::cmp::Reverse(e.start_ns)))
+                .copied()?;
+            // Its layer and phase: those of the first task its thread ran inside it, else of
+            // the last one before it.
+            let lane = &graph.lanes[graph_lane as usize];
+            let tasks = lane.first_task..lane.first_task + lane.task_count;
+            let inside = tasks.clone().map(TaskId).find(|t| {
+                let s = graph.rec_start_ns[t.index()];
+                s >= event.start_ns && s < event.end_ns()
+            });
+            let before = || {
+                tasks
+                    .clone()
+                    .rev()
+                    .map(TaskId)
+                    .find(|t| graph.rec_start_ns[t.index()] < event.start_ns)
+            };
+            let context = inside.or_else(before);
+            Some(Doing {
+                name: trace.name(event.name).to_string(),
+                lane: lane_label(trace, thread),
+                op: Some(trace.name(event.name).to_string()),
+                layer: context.and_then(layer),
+                phase: context.map(|t| mapping.phase[t.index()]),
+                overlap_ns,
+            })
+        }
+        StragglerCause::Unknown => None,
+    }
+}
