@@ -19,9 +19,9 @@ type FileIds = (Option<String>, Option<String>);
 
 /// The accepted duration events of one lane, in file order. Rows are final `Event`s except
 /// that `lane` is unset and `start_ns` is absolute; `finish` numbers the lanes, makes times
-/// relative and concatenates the lanes in order. Kept per lane because most lanes arrive
-/// already sorted: sorting all events at once cost 4 % of ingest, and a separate pending row
-/// type cost a copy of every event.
+/// relative and concatenates the lanes in order. Kept per lane so that each lane is sorted on
+/// its own, and only if it arrived out of order; and final rows, because a separate pending
+/// row type cost a copy of every event.
 struct LaneRows {
     key: LaneKey,
     events: Vec<Event>,
@@ -522,10 +522,12 @@ impl TraceBuilder {
         self.lanes.sort_unstable_by_key(|rows| rows.key);
         let mut events: Vec<Event> = Vec::with_capacity(self.event_count);
         for mut rows in std::mem::take(&mut self.lanes) {
+            // Kineto writes a lane as a few sorted runs (ops, then runtime calls, ...): the
+            // stable sort merges runs (4 % of ingest less than the unstable one). File order
+            // is in the key, so stability changes nothing else.
             if !rows.sorted {
-                rows.events.sort_unstable_by_key(|e| {
-                    (e.start_ns, std::cmp::Reverse(e.dur_ns), e.file_index)
-                });
+                rows.events
+                    .sort_by_key(|e| (e.start_ns, std::cmp::Reverse(e.dur_ns), e.file_index));
             }
             let lane = lane_ids[&rows.key];
             for event in &mut rows.events {
