@@ -17,10 +17,11 @@ use stepcast::analyze::Analysis;
 use stepcast::analyze::breakdown::{Breakdown, ByLayer, ByPhase};
 use stepcast::analyze::critical::{Bound, CriticalPathBreakdown, StepCriticalPath, share_bound};
 use stepcast::analyze::hta::TemporalBreakdown;
-use stepcast::analyze::mapping::{Evidence, Mapping, Phase, summarize};
+use stepcast::analyze::mapping::{
+    Evidence, MappedTime, Mapping, Phase, TasksNs, UnmappedCause, summarize,
+};
 use stepcast::analyze::memory::DeviceMemory;
 use stepcast::analyze::stats::{DurationStats, NameStats, Statistics};
-use stepcast::graph::TaskId;
 use stepcast_trace::{EventId, LaneKind, NameId, Runtime, Trace};
 
 use super::replay::TypicalJson;
@@ -143,6 +144,8 @@ pub struct StepAnalysisJson {
     pub error: Option<f64>,
     /// Share of the step's device time, in `[0, 1]`, whose task maps to an op and a phase.
     pub gpu_time_mapped_fraction: f64,
+    /// The step's device work not mapped, by cause.
+    pub unmapped: UnmappedJson,
     /// The breakdowns of the step's span.
     #[serde(flatten)]
     pub breakdown: BreakdownJson,
@@ -382,22 +385,56 @@ pub struct MappingJson {
 impl MappingJson {
     /// Device tasks not mapped to an op and a phase.
     pub fn unmapped_tasks(&self) -> u64 {
-        let unmapped = &self.unmapped;
-        unmapped.launched_before_window.tasks
-            + unmapped.no_op_around_launch.tasks
-            + unmapped.no_phase_evidence.tasks
+        self.unmapped.tasks()
     }
 }
 
-/// Unmapped device work, by reason.
+/// Unmapped device work, by cause (see [`UnmappedCause`]); each `{tasks, ns}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct UnmappedJson {
-    /// No launching call in the window (launched before it opened).
+    /// No launching call in the trace, launched before the host recording began.
     pub launched_before_window: TasksNsJson,
+    /// No launching call in the trace, and no sign it was launched before the window.
+    pub no_launch_recorded: TasksNsJson,
     /// The launching call has no op, annotation or Python frame around it.
     pub no_op_around_launch: TasksNsJson,
-    /// An op was found but nothing names the phase.
+    /// An op was found but nothing names the phase (outside every step).
     pub no_phase_evidence: TasksNsJson,
+}
+
+impl UnmappedJson {
+    fn new(time: &MappedTime) -> Self {
+        let cause = |cause: UnmappedCause| {
+            let TasksNs { tasks, ns } = time.unmapped(cause);
+            TasksNsJson { tasks, ns }
+        };
+        UnmappedJson {
+            launched_before_window: cause(UnmappedCause::LaunchedBeforeWindow),
+            no_launch_recorded: cause(UnmappedCause::NoLaunchRecorded),
+            no_op_around_launch: cause(UnmappedCause::NoOpAroundLaunch),
+            no_phase_evidence: cause(UnmappedCause::NoPhaseEvidence),
+        }
+    }
+
+    /// Unmapped tasks, every cause.
+    pub fn tasks(&self) -> u64 {
+        self.causes().iter().map(|(_, c)| c.tasks).sum()
+    }
+
+    /// Unmapped time, every cause.
+    pub fn ns(&self) -> i64 {
+        self.causes().iter().map(|(_, c)| c.ns).sum()
+    }
+
+    /// Every cause with its name, in order.
+    pub fn causes(&self) -> [(&'static str, &TasksNsJson); 4] {
+        [
+            ("launched_before_window", &self.launched_before_window),
+            ("no_launch_recorded", &self.no_launch_recorded),
+            ("no_op_around_launch", &self.no_op_around_launch),
+            ("no_phase_evidence", &self.no_phase_evidence),
+        ]
+    }
 }
 
 /// A count of tasks and their time.
@@ -572,7 +609,8 @@ pub fn analyze_json(
                 measured_ns: replay.measured_ns,
                 replayed_ns: replay.replayed_ns,
                 error: finite(replay.error()),
-                gpu_time_mapped_fraction: analysis.mapped_fraction[index],
+                gpu_time_mapped_fraction: analysis.mapped[index].fraction(),
+                unmapped: UnmappedJson::new(&analysis.mapped[index]),
                 breakdown: BreakdownJson::new(&names, &analysis.breakdowns.steps[index]),
                 critical_path_breakdown: names.critical_path_breakdown(
                     &analysis.mapping,
@@ -767,34 +805,15 @@ impl Names<'_> {
     }
 
     fn mapping(&self, mapping: &Mapping) -> MappingJson {
-        let graph = &self.window.graph;
         let summary = summarize(self.window, mapping);
-        let unmapped_tasks = (0..graph.task_count())
-            .filter(|&t| graph.kind[t].on_device() && !mapping.is_mapped(TaskId(t as u32)))
-            .count() as u64;
-        let unmapped_ns = summary.device_ns - summary.mapped_device_ns;
-        let explained_tasks = summary.unlaunched_device_tasks + summary.no_op_device_tasks;
-        let explained_ns = summary.unlaunched_device_ns + summary.no_op_device_ns;
+        let device = &summary.device;
         MappingJson {
             gpu_time_mapped_fraction: summary.mapped_fraction(),
-            device_tasks: summary.device_tasks,
-            device_ns: summary.device_ns,
-            mapped_device_ns: summary.mapped_device_ns,
-            unmapped_device_ns: unmapped_ns,
-            unmapped: UnmappedJson {
-                launched_before_window: TasksNsJson {
-                    tasks: summary.unlaunched_device_tasks,
-                    ns: summary.unlaunched_device_ns,
-                },
-                no_op_around_launch: TasksNsJson {
-                    tasks: summary.no_op_device_tasks,
-                    ns: summary.no_op_device_ns,
-                },
-                no_phase_evidence: TasksNsJson {
-                    tasks: unmapped_tasks.saturating_sub(explained_tasks),
-                    ns: unmapped_ns - explained_ns,
-                },
-            },
+            device_tasks: device.device.tasks,
+            device_ns: device.device.ns,
+            mapped_device_ns: device.mapped.ns,
+            unmapped_device_ns: device.device.ns - device.mapped.ns,
+            unmapped: UnmappedJson::new(device),
             layered_device_ns: summary.layered_device_ns,
             device_ns_by_phase: NsMap(
                 summary

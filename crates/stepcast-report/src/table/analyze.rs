@@ -889,21 +889,13 @@ fn mapping_section(out: &mut String, analyze: &AnalyzeJson, words: &Words) {
             ns: mapping.mapped_device_ns,
         },
     );
-    row(
-        &mut table,
-        "unmapped: launched before the window",
-        &unmapped.launched_before_window,
-    );
-    row(
-        &mut table,
-        "unmapped: no op around the launch",
-        &unmapped.no_op_around_launch,
-    );
-    row(
-        &mut table,
-        "unmapped: no evidence of the phase",
-        &unmapped.no_phase_evidence,
-    );
+    for (cause, part) in unmapped.causes() {
+        row(
+            &mut table,
+            &format!("unmapped: {}", cause_label(cause)),
+            part,
+        );
+    }
     row(
         &mut table,
         "total",
@@ -917,11 +909,12 @@ fn mapping_section(out: &mut String, analyze: &AnalyzeJson, words: &Words) {
         evidence.add_row(vec![kind.replace('_', " "), ms(ns), share(ns, total)]);
     }
     add_total(&mut evidence, &mapping.device_ns_by_evidence, total);
+    let by_step = unmapped_by_step(analyze, device);
     push_section(
         out,
         &title,
         &format!(
-            "{table}\n{}\n\n{evidence}",
+            "{table}\n{}\n\n{evidence}{by_step}",
             wrap(
                 &format!(
                     "{} time with a layer: {} ms ({}).",
@@ -933,6 +926,57 @@ fn mapping_section(out: &mut String, analyze: &AnalyzeJson, words: &Words) {
             )
         ),
     );
+}
+
+/// What each unmapped cause means, for people.
+fn cause_label(cause: &str) -> &'static str {
+    match cause {
+        "launched_before_window" => "launched before the window",
+        "no_launch_recorded" => "no launching call recorded",
+        "no_op_around_launch" => "no op around the launch",
+        _ => "no evidence of the phase",
+    }
+}
+
+/// Short column headers of the causes.
+fn cause_column(cause: &str) -> &'static str {
+    match cause {
+        "launched_before_window" => "launched before\nwindow",
+        "no_launch_recorded" => "no launch\nrecorded",
+        "no_op_around_launch" => "no op around\nlaunch",
+        _ => "no phase\nevidence",
+    }
+}
+
+/// The steps with unmapped device time, by cause (empty when every step is fully mapped).
+fn unmapped_by_step(analyze: &AnalyzeJson, device: &str) -> String {
+    let steps: Vec<&StepAnalysisJson> = analyze
+        .steps
+        .iter()
+        .filter(|step| step.unmapped.ns() > 0)
+        .collect();
+    let Some(first) = steps.first() else {
+        return String::new();
+    };
+    let mut headers = vec!["step".to_string(), format!("{device} time\nmapped")];
+    headers.extend(
+        first
+            .unmapped
+            .causes()
+            .iter()
+            .map(|(cause, _)| format!("{} ms", cause_column(cause))),
+    );
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+    let mut table = new_table(&headers, 1);
+    for step in steps {
+        let mut row = vec![
+            step_label(step),
+            precise_percent(step.gpu_time_mapped_fraction),
+        ];
+        row.extend(step.unmapped.causes().iter().map(|(_, part)| ms(part.ns)));
+        table.add_row(row);
+    }
+    format!("\n\nSteps with unmapped {device} time:\n{table}")
 }
 
 /// Notes: what the figures are, then the graph builder's notes.

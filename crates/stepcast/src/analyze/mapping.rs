@@ -5,12 +5,13 @@
 //!
 //! Cost: one stack sweep over the trace's events and a few passes over the tasks, O(n).
 
+mod executor;
 mod names;
 mod phase;
 mod stacks;
 
 use rustc_hash::FxHashMap;
-use stepcast_trace::{EventId, LaneId, NameId, Trace};
+use stepcast_trace::{EventId, LaneId, LaneKind, NameId, Trace};
 
 use crate::Window;
 use crate::graph::{EdgeKind, Graph, NO_STEP, TaskId, TaskKind};
@@ -61,8 +62,8 @@ pub enum Evidence {
     /// No evidence: the task could not be mapped (no launching call, no op around it).
     Unmapped,
     /// The task maps to an op, but neither its stack, its name nor its position names a phase
-    /// (outside every step, or in a trace without step markers that shows no training phase):
-    /// phase `Other`.
+    /// (it lies outside every step): phase `Other`, and the task counts as unmapped
+    /// ([`UnmappedCause::NoPhaseEvidence`]).
     OpOnly,
     /// The kernel's own name (NCCL, fused optimizer kernels...).
     KernelName,
@@ -71,7 +72,9 @@ pub enum Evidence {
     OpStack,
     /// The autograd backward thread, `Sequence number` / `Fwd thread id` or a `fwdbwd` flow.
     Autograd,
-    /// Position in the step relative to tasks mapped by stronger evidence.
+    /// Position in the step relative to tasks mapped by stronger evidence; in a step where
+    /// nothing names backward, optimizer or data-loading work, the step is one inference pass
+    /// and its tasks are forward.
     Position,
 }
 
@@ -93,6 +96,43 @@ impl Evidence {
             Evidence::OpStack => "op_stack",
             Evidence::Autograd => "autograd",
             Evidence::Position => "position",
+        }
+    }
+}
+
+/// Why a task is not mapped to an op and a phase: the evidence the trace lacks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum UnmappedCause {
+    /// Device work with no launching call in the trace, launched before the host recording
+    /// began: its correlation id is below every recorded call's (CUPTI numbers them in launch
+    /// order), or it started before the trace's first host event. The op that launched it is
+    /// not in the trace.
+    LaunchedBeforeWindow,
+    /// Device work with no launching call in the trace and no sign that it was launched before
+    /// the window: no correlation id or flow, or one that no recorded call carries.
+    NoLaunchRecorded,
+    /// The launching call (or, for a host task, the call itself) has no op, annotation or
+    /// Python frame around it, on its thread or, for an executor call, on the thread it runs for.
+    NoOpAroundLaunch,
+    /// An op was found, but nothing (stack, thread, kernel name, position in a step) names the
+    /// phase: outside every step.
+    NoPhaseEvidence,
+}
+
+impl UnmappedCause {
+    pub const ALL: [UnmappedCause; 4] = [
+        UnmappedCause::LaunchedBeforeWindow,
+        UnmappedCause::NoLaunchRecorded,
+        UnmappedCause::NoOpAroundLaunch,
+        UnmappedCause::NoPhaseEvidence,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UnmappedCause::LaunchedBeforeWindow => "launched_before_window",
+            UnmappedCause::NoLaunchRecorded => "no_launch_recorded",
+            UnmappedCause::NoOpAroundLaunch => "no_op_around_launch",
+            UnmappedCause::NoPhaseEvidence => "no_phase_evidence",
         }
     }
 }
@@ -120,12 +160,15 @@ pub struct Mapping {
     pub parent: Vec<Option<EventId>>,
     /// Host threads found to run the autograd backward pass.
     pub backward_lanes: Vec<LaneId>,
+    /// Per task: `None` when it maps to an op and to a phase decided by evidence (anything but
+    /// [`Evidence::Unmapped`] and [`Evidence::OpOnly`]), else why not.
+    pub unmapped: Vec<Option<UnmappedCause>>,
 }
 
 impl Mapping {
     /// The task maps to an op and to a phase found by some evidence.
     pub fn is_mapped(&self, task: TaskId) -> bool {
-        self.op[task.index()].is_some() && self.evidence[task.index()] != Evidence::Unmapped
+        self.unmapped[task.index()].is_none()
     }
 
     /// The op stack around the task's launching call, outermost first: ops, annotations and
@@ -196,6 +239,7 @@ pub fn map(trace: &Trace, window: &Window) -> Mapping {
         graph.kind[t] == TaskKind::Memcpy && is_host_to_device(trace.name(graph.name[t]))
     });
     (mapping.phase, mapping.evidence) = phases.into_iter().unzip();
+    mapping.unmapped = unmapped_causes(trace, graph, &mapping);
     mapping.parent = stacks.parent;
     mapping.backward_lanes = (0..trace.lanes.len())
         .filter(|&lane| stacks.backward_lane[lane])
@@ -255,6 +299,44 @@ fn is_host_to_device(name: &str) -> bool {
     name.contains("HtoD") || name.contains("HostToDevice")
 }
 
+/// Why each task is not mapped, if it is not (see [`UnmappedCause`]).
+fn unmapped_causes(trace: &Trace, graph: &Graph, mapping: &Mapping) -> Vec<Option<UnmappedCause>> {
+    let host_events = || {
+        trace
+            .events
+            .iter()
+            .filter(|e| trace.lane(e.lane).kind == LaneKind::CpuThread)
+    };
+    let first_call_correlation = host_events()
+        .filter(|e| e.kind.is_api_call())
+        .filter_map(|e| e.correlation)
+        .min();
+    let first_host_ns = host_events().map(|e| e.start_ns).min();
+    (0..graph.task_count())
+        .map(|t| {
+            let device = graph.kind[t].on_device();
+            if device && !is_launched(graph, t) {
+                let event = &trace.events[graph.event[t].index()];
+                let numbered_before = event
+                    .correlation
+                    .zip(first_call_correlation)
+                    .is_some_and(|(own, first)| own < first);
+                let ran_before = first_host_ns.is_some_and(|first| event.start_ns < first);
+                return Some(if numbered_before || ran_before {
+                    UnmappedCause::LaunchedBeforeWindow
+                } else {
+                    UnmappedCause::NoLaunchRecorded
+                });
+            }
+            if mapping.op[t].is_none() {
+                return Some(UnmappedCause::NoOpAroundLaunch);
+            }
+            matches!(mapping.evidence[t], Evidence::Unmapped | Evidence::OpOnly)
+                .then_some(UnmappedCause::NoPhaseEvidence)
+        })
+        .collect()
+}
+
 /// The device task has a launching call in the window.
 fn is_launched(graph: &Graph, task: usize) -> bool {
     graph
@@ -286,47 +368,81 @@ fn device_steps(window: &Window) -> Vec<u32> {
         .collect()
 }
 
+/// A number of tasks and their recorded device time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TasksNs {
+    pub tasks: u64,
+    pub ns: i64,
+}
+
+impl TasksNs {
+    fn add(&mut self, ns: i64) {
+        self.tasks += 1;
+        self.ns += ns;
+    }
+}
+
+/// Device time of a step (or the window) and how much of it is mapped; the rest by cause.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MappedTime {
+    /// Every device task counted here, and its time.
+    pub device: TasksNs,
+    /// The mapped ones.
+    pub mapped: TasksNs,
+    /// The unmapped ones, in [`UnmappedCause::ALL`] order; sums to `device - mapped`.
+    pub unmapped: [TasksNs; UnmappedCause::ALL.len()],
+}
+
+impl MappedTime {
+    fn add(&mut self, mapping: &Mapping, task: usize, ns: i64) {
+        self.device.add(ns);
+        match mapping.unmapped[task] {
+            None => self.mapped.add(ns),
+            Some(cause) => self.unmapped[cause as usize].add(ns),
+        }
+    }
+
+    /// Share of device time mapped to an op and a phase (1.0 without device time).
+    pub fn fraction(&self) -> f64 {
+        if self.device.ns == 0 {
+            1.0
+        } else {
+            self.mapped.ns as f64 / self.device.ns as f64
+        }
+    }
+
+    pub fn unmapped(&self, cause: UnmappedCause) -> TasksNs {
+        self.unmapped[cause as usize]
+    }
+}
+
+/// Per step of the window: its device time (the work launched in it, and work with no launching
+/// call in the window that ran during it), mapped and unmapped by cause.
+pub fn mapped_time_by_step(window: &Window, mapping: &Mapping) -> Vec<MappedTime> {
+    let graph = &window.graph;
+    let mut steps = vec![MappedTime::default(); window.steps.len()];
+    for (t, step) in device_steps(window).into_iter().enumerate() {
+        if step != NO_STEP && graph.kind[t].on_device() {
+            steps[step as usize].add(mapping, t, device_ns(graph, t));
+        }
+    }
+    steps
+}
+
 /// Per step of the window: the share of its device time whose task maps to an op and a phase
 /// (1.0 for a step without device time).
 pub fn gpu_time_mapped_fraction(window: &Window, mapping: &Mapping) -> Vec<f64> {
-    let graph = &window.graph;
-    let mut total = vec![0i64; window.steps.len()];
-    let mut mapped = vec![0i64; window.steps.len()];
-    for (t, step) in device_steps(window).into_iter().enumerate() {
-        if step == NO_STEP || !graph.kind[t].on_device() {
-            continue;
-        }
-        total[step as usize] += device_ns(graph, t);
-        if mapping.is_mapped(TaskId(t as u32)) {
-            mapped[step as usize] += device_ns(graph, t);
-        }
-    }
-    total
+    mapped_time_by_step(window, mapping)
         .iter()
-        .zip(&mapped)
-        .map(|(&total, &mapped)| {
-            if total == 0 {
-                1.0
-            } else {
-                mapped as f64 / total as f64
-            }
-        })
+        .map(MappedTime::fraction)
         .collect()
 }
 
 /// Counts of a mapping over the whole window.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct MappingSummary {
-    pub device_tasks: u64,
-    pub device_ns: i64,
-    /// Device time whose task maps to an op and a phase.
-    pub mapped_device_ns: i64,
-    /// Device work with no launching call in the window (launched before it opened).
-    pub unlaunched_device_tasks: u64,
-    pub unlaunched_device_ns: i64,
-    /// Device work whose launching call has no op around it.
-    pub no_op_device_tasks: u64,
-    pub no_op_device_ns: i64,
+    /// Device work of the whole window (steps or not), mapped and unmapped by cause.
+    pub device: MappedTime,
     /// Device time with a layer.
     pub layered_device_ns: i64,
     /// Device time per phase, in [`Phase::ALL`] order.
@@ -340,11 +456,7 @@ pub struct MappingSummary {
 impl MappingSummary {
     /// Share of device time mapped to an op and a phase (1.0 without device time).
     pub fn mapped_fraction(&self) -> f64 {
-        if self.device_ns == 0 {
-            1.0
-        } else {
-            self.mapped_device_ns as f64 / self.device_ns as f64
-        }
+        self.device.fraction()
     }
 
     pub fn device_ns_in(&self, phase: Phase) -> i64 {
@@ -365,22 +477,11 @@ pub fn summarize(window: &Window, mapping: &Mapping) -> MappingSummary {
             continue;
         }
         let ns = device_ns(graph, t);
-        summary.device_tasks += 1;
-        summary.device_ns += ns;
+        summary.device.add(mapping, t, ns);
         by_phase[phase as usize] += ns;
         by_evidence[mapping.evidence[t] as usize] += ns;
-        if mapping.is_mapped(TaskId(t as u32)) {
-            summary.mapped_device_ns += ns;
-        }
         if mapping.layer[t].is_some() {
             summary.layered_device_ns += ns;
-        }
-        if !is_launched(graph, t) {
-            summary.unlaunched_device_tasks += 1;
-            summary.unlaunched_device_ns += ns;
-        } else if mapping.op[t].is_none() {
-            summary.no_op_device_tasks += 1;
-            summary.no_op_device_ns += ns;
         }
     }
     summary.device_ns_by_phase = Phase::ALL.iter().copied().zip(by_phase).collect();

@@ -22,8 +22,8 @@ pub const TOP: usize = 20;
 pub struct Analysis {
     pub mapping: mapping::Mapping,
     pub replay: ReplayReport,
-    /// Per step: share of device time mapped to an op and a phase.
-    pub mapped_fraction: Vec<f64>,
+    /// Per step: device time mapped to an op and a phase, and the rest by cause.
+    pub mapped: Vec<mapping::MappedTime>,
     pub breakdowns: breakdown::Breakdowns,
     /// HTA's temporal breakdown of the whole trace (`None` without device kernels).
     pub hta: Option<hta::TemporalBreakdown>,
@@ -50,7 +50,7 @@ pub fn analyze(trace: &Trace, window: &Window, step: Option<usize>) -> Result<An
         .collect();
     let analyzed_step = step.or_else(|| most_typical_step(window, &replay));
     Ok(Analysis {
-        mapped_fraction: mapping::gpu_time_mapped_fraction(window, &mapping),
+        mapped: mapping::mapped_time_by_step(window, &mapping),
         breakdowns: breakdown::breakdowns(trace, window, &mapping),
         hta: hta::temporal_breakdown(trace),
         statistics: stats::statistics(trace, window, TOP),

@@ -99,8 +99,9 @@ struct Anchor {
 /// the same step (`prev`, `next`): before a step's backward pass is forward; after a backward
 /// task is backward; inside the optimizer step is the optimizer; after the optimizer step is
 /// other, unless a new iteration follows (a window without step markers holds many). A step
-/// with nothing placed is forward (inference); a trace without step markers that shows no
-/// training phase at all stays `Other`.
+/// with nothing placed, the synthetic step of a trace without step markers included, shows no
+/// backward pass, optimizer step or data loading: it is an inference pass, forward. Only tasks
+/// outside every step keep no phase (`Other`, [`Evidence::OpOnly`]).
 pub(super) fn by_position(
     clock: &HostClock,
     stacks: &Stacks,
@@ -130,10 +131,6 @@ pub(super) fn by_position(
             continue;
         }
         let anchors = &anchors[step as usize];
-        if clock.window.steps[step as usize].synthetic && anchors.is_empty() {
-            phases.push(no_evidence);
-            continue;
-        }
         let split = anchors.partition_point(|a| a.host_ns <= host_ns);
         let prev = split.checked_sub(1).map(|i| anchors[i].phase);
         let next = anchors.get(split).map(|a| a.phase);

@@ -63,7 +63,7 @@ impl Stacks {
     }
 }
 
-fn is_container(kind: EventKind) -> bool {
+pub(super) fn is_container(kind: EventKind) -> bool {
     matches!(
         kind,
         EventKind::CpuOp | EventKind::UserAnnotation | EventKind::PythonFunction
@@ -72,7 +72,8 @@ fn is_container(kind: EventKind) -> bool {
 
 impl Stacks {
     pub fn build(trace: &Trace) -> Stacks {
-        let parent = parents(trace);
+        let mut parent = parents(trace);
+        super::executor::link_executor_calls(trace, &mut parent);
         let mut classifier = NameClassifier::new(&trace.names);
         let mut context = contexts(trace, &parent, &mut classifier);
         let backward_lane = backward_lanes(trace, &parent, &context);
@@ -125,42 +126,70 @@ fn parents(trace: &Trace) -> Vec<Option<EventId>> {
     parent
 }
 
-/// Every event's context, top-down: a parent precedes its children in `events`, so its context
-/// is final when a child reads it.
+/// Every event's context, top-down: a parent's context is final before a child reads it. On
+/// one thread a parent precedes its children in `events`; an executor call's parent may lie on
+/// another thread, later in `events`, so each event's uncomputed ancestors are computed first.
 fn contexts(
     trace: &Trace,
     parent: &[Option<EventId>],
     classifier: &mut NameClassifier,
 ) -> Vec<Context> {
-    let mut context: Vec<Context> = Vec::with_capacity(trace.events.len());
-    for (i, event) in trace.events.iter().enumerate() {
-        let mut here = parent[i].map_or_else(Context::default, |p| context[p.index()]);
-        if is_container(event.kind) {
-            let flags = classifier.flags(event.name, event.kind);
-            here.flags = here.flags.union(flags);
-            here.frame = Some(EventId(i as u32));
-            if event.kind == EventKind::CpuOp {
-                here.op = Some(EventId(i as u32));
+    let n = trace.events.len();
+    let mut context = vec![Context::default(); n];
+    let mut done = vec![false; n];
+    let mut chain: Vec<usize> = Vec::new();
+    for i in 0..n {
+        let mut at = Some(i);
+        while let Some(j) = at {
+            // `chain.len() <= n` guards against a cycle of parents, which the sweep never makes.
+            if done[j] || chain.len() > n {
+                break;
             }
-            if flags.contains(NameFlags::MODULE) {
-                here.module = Some(event.name);
-            }
-            if event.kind == EventKind::UserAnnotation && !flags.contains(NameFlags::MARKER) {
-                here.annotation = Some(event.name);
-            }
-            if event.sequence_number.is_some() {
-                if here.flags.contains(NameFlags::BACKWARD) {
-                    if flags.contains(NameFlags::BACKWARD) {
-                        here.autograd_sequence = event.sequence_number;
-                    }
-                } else if event.kind == EventKind::CpuOp {
-                    here.forward_sequence = event.sequence_number;
-                }
-            }
+            chain.push(j);
+            at = parent[j].map(EventId::index);
         }
-        context.push(here);
+        while let Some(j) = chain.pop() {
+            let around = parent[j].filter(|p| done[p.index()]);
+            context[j] = context_of(trace, j, around.map(|p| &context[p.index()]), classifier);
+            done[j] = true;
+        }
     }
     context
+}
+
+/// The context of event `i` given the context around it.
+fn context_of(
+    trace: &Trace,
+    i: usize,
+    around: Option<&Context>,
+    classifier: &mut NameClassifier,
+) -> Context {
+    let event = &trace.events[i];
+    let mut here = around.copied().unwrap_or_default();
+    if is_container(event.kind) {
+        let flags = classifier.flags(event.name, event.kind);
+        here.flags = here.flags.union(flags);
+        here.frame = Some(EventId(i as u32));
+        if event.kind == EventKind::CpuOp {
+            here.op = Some(EventId(i as u32));
+        }
+        if flags.contains(NameFlags::MODULE) {
+            here.module = Some(event.name);
+        }
+        if event.kind == EventKind::UserAnnotation && !flags.contains(NameFlags::MARKER) {
+            here.annotation = Some(event.name);
+        }
+        if event.sequence_number.is_some() {
+            if here.flags.contains(NameFlags::BACKWARD) {
+                if flags.contains(NameFlags::BACKWARD) {
+                    here.autograd_sequence = event.sequence_number;
+                }
+            } else if event.kind == EventKind::CpuOp {
+                here.forward_sequence = event.sequence_number;
+            }
+        }
+    }
+    here
 }
 
 /// Threads that run the backward pass. Autograd runs it on a device thread of its own (the
