@@ -3,6 +3,7 @@
 mod breakdowns;
 mod comm;
 mod critical;
+mod ddp;
 mod mapping;
 mod ranks;
 mod whatif;

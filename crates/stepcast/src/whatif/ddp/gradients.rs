@@ -326,7 +326,6 @@ pub fn find_gradients(
         })
         .collect();
     let ready_from_autograd = !ready.is_empty();
-    let optimizer_start = optimizer_starts(window, mapping);
     if !ready_from_autograd {
         // Every gradient ready at the end of the step's backward pass.
         let mut last_backward: BTreeMap<u32, TaskId> = BTreeMap::new();
@@ -348,7 +347,8 @@ pub fn find_gradients(
             ready.insert(step, vec![(task, None)]);
         }
     }
-    // Sizes: recorded, else the optimizer's shapes, else the file.
+    let optimizer_start = optimizer_starts(window, mapping, &ready);
+    // Sizes: the file, else recorded, else the optimizer's shapes.
     let parameters = ready.values().map(Vec::len).max().unwrap_or(0);
     let recorded_complete = ready_from_autograd
         && ready
@@ -415,13 +415,27 @@ fn spread(sizes: &[i64], points: &[(TaskId, Option<i64>)]) -> Vec<Gradient> {
         .collect()
 }
 
-/// Per step: the first device task of the optimizer phase (by recorded start).
-fn optimizer_starts(window: &Window, mapping: &Mapping) -> BTreeMap<u32, TaskId> {
+/// Per step: the first device task of the optimizer phase (by recorded start) after the
+/// step's last gradient is ready (`zero_grad`'s kernels, earlier in the step, are not it).
+fn optimizer_starts(
+    window: &Window,
+    mapping: &Mapping,
+    ready: &BTreeMap<u32, Vec<(TaskId, Option<i64>)>>,
+) -> BTreeMap<u32, TaskId> {
     let graph = &window.graph;
     let mut out: BTreeMap<u32, TaskId> = BTreeMap::new();
     for t in 0..graph.task_count() {
         let step = graph.step[t];
         if step == NO_STEP || !graph.kind[t].on_device() || mapping.phase[t] != Phase::Optimizer {
+            continue;
+        }
+        let last_ready = ready.get(&step).and_then(|points| {
+            points
+                .iter()
+                .map(|(task, _)| graph.rec_end_ns[task.index()])
+                .max()
+        });
+        if last_ready.is_none_or(|end| graph.rec_start_ns[t] < end) {
             continue;
         }
         let entry = out.entry(step).or_insert(TaskId(t as u32));

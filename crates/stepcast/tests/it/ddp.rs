@@ -1,0 +1,315 @@
+//! The DDP what-if's insertion model on real traces: gradient sizes from recorded shapes,
+//! DDP's buckets, strip-and-reinsert against measured 2-rank DDP steps, DGC, P3 and FSDP.
+
+use stepcast::analyze::mapping::{Mapping, map};
+use stepcast::comm::{Collective, calibrate, recorded_collectives};
+use stepcast::graph::{NO_STEP, TaskKind};
+use stepcast::simulate::{RecordedOrder, SimOptions, simulate};
+use stepcast::whatif::ddp::gradients::{SizeSource, find_gradients};
+use stepcast::whatif::ddp::insert::{
+    DEFAULT_BUCKET_BYTES, Dgc, INSERT_NAMES, InsertNames, ddp_buckets, insert,
+};
+use stepcast::whatif::ddp::{DdpConfig, DdpInputs, DdpPlan, measured_step_ns, plan, sweep_with};
+use stepcast::whatif::{Context, predict};
+use stepcast::{Window, comm::Link};
+use stepcast_trace::Trace;
+
+use super::{HTA, load};
+
+/// One GPU, ResNet-50, SGD, `record_shapes=True`: no collectives.
+const RESNET50: &str =
+    "kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz";
+/// Rank 0 of a 2-rank DDP ResNet-50 job (no shapes; NCCL sizes recorded).
+const NCCL: &str = "nccl_parser_config/nccl_data.json.gz";
+/// Rank 1 of a 2-rank job with one all-reduce per parameter (no sizes recorded).
+const DF_INDEX: &str = "df_index_resolver/df_index_resolver.json.gz";
+
+fn loaded(relative: &str) -> (Trace, Window, Mapping) {
+    let (mut trace, window) = load(relative);
+    for name in INSERT_NAMES {
+        trace.names.intern(name);
+    }
+    let mapping = map(&trace, &window);
+    (trace, window, mapping)
+}
+
+fn names(trace: &Trace) -> InsertNames {
+    InsertNames::resolve(trace, stepcast_trace::NameId(0))
+}
+
+/// ResNet-50's gradient bytes in parameter order, from the one-GPU trace's shapes.
+fn resnet50_parameters() -> Vec<i64> {
+    let (trace, window, mapping) = loaded(RESNET50);
+    let gradients = find_gradients(&trace, &window, &mapping, None).expect("gradients");
+    let step = gradients.steps.values().last().expect("a step");
+    step.iter().rev().map(|g| g.bytes).collect()
+}
+
+#[test]
+fn recorded_shapes_give_the_buckets_a_ddp_run_of_the_same_model_recorded() {
+    let (trace, window, mapping) = loaded(RESNET50);
+    let gradients = find_gradients(&trace, &window, &mapping, None).expect("gradients");
+    assert_eq!(gradients.source, SizeSource::RecordedShapes);
+    assert!(gradients.ready_from_autograd);
+    // torchvision's ResNet-50: 161 parameter tensors, 25,557,032 fp32 parameters.
+    assert_eq!(gradients.parameters, 161);
+    assert_eq!(gradients.bytes_per_step, 25_557_032 * 4);
+    // Every step has its optimizer start after its gradients.
+    for (step, grads) in &gradients.steps {
+        let start = gradients.optimizer_start[step];
+        let last = grads.last().expect("gradients").ready;
+        assert!(window.graph.rec_start_ns[start.index()] >= window.graph.rec_end_ns[last.index()]);
+    }
+    // An independent recording: the all-reduce sizes of a 2-rank DDP ResNet-50 job.
+    let (nccl, nccl_window, nccl_mapping) = loaded(&format!("{HTA}/{NCCL}"));
+    let recorded = recorded_collectives(&nccl, &nccl_window, &nccl_mapping);
+    let last_step = recorded
+        .iter()
+        .map(|r| r.step)
+        .filter(|&s| s != NO_STEP)
+        .max();
+    let recorded_buckets: Vec<i64> = recorded
+        .iter()
+        .filter(|r| Some(r.step) == last_step && r.collective == Collective::AllReduce)
+        .filter_map(|r| r.bytes)
+        .collect();
+    let step = gradients.steps.values().last().expect("a step");
+    let ours: Vec<i64> = ddp_buckets(step, DEFAULT_BUCKET_BYTES)
+        .into_iter()
+        .map(|r| step[r].iter().map(|g| g.bytes).sum())
+        .collect();
+    assert_eq!(ours, recorded_buckets);
+}
+
+/// Predicted vs measured step after removing the recorded collectives and inserting DDP's.
+fn strip_and_reinsert(relative: &str, file: Vec<i64>, bucket_bytes: Option<i64>) -> (i64, i64) {
+    let (trace, window, mapping) = loaded(relative);
+    let context = Context {
+        trace: &trace,
+        window: &window,
+        mapping: &mapping,
+    };
+    let baseline = predict(&window, &window.graph).expect("baseline");
+    let config = DdpConfig {
+        gpus: 2,
+        gpus_per_node: 2,
+        reinsert: true,
+        bucket_bytes,
+        ..DdpConfig::default()
+    };
+    let inputs = DdpInputs {
+        gradient_file: Some(file),
+        names: Some(names(&trace)),
+    };
+    let result = sweep_with(&context, &baseline, &[config], &inputs).expect("sweep");
+    let inserted = result.plans[0].inserted.as_ref().expect("insertion model");
+    assert!(inserted.stripped > 0);
+    let graph = &result.last.as_ref().expect("outcome").graph;
+    let steady = inserted.steady_steps;
+    let collectives = (0..graph.task_count())
+        .filter(|&t| graph.kind[t] == TaskKind::Collective)
+        .filter(|&t| graph.step[t] as usize >= window.steps.len() - steady)
+        .count();
+    assert_eq!(collectives, inserted.exchanges.len());
+    (
+        result.points[0].predicted_ns,
+        measured_step_ns(&window).expect("measured"),
+    )
+}
+
+#[test]
+fn strip_and_reinsert_resnet50_ddp_from_another_traces_shapes() {
+    let (predicted, measured) =
+        strip_and_reinsert(&format!("{HTA}/{NCCL}"), resnet50_parameters(), None);
+    let error = (predicted - measured) as f64 / measured as f64;
+    assert!(error.abs() <= 0.10, "{predicted} vs {measured}: {error}");
+}
+
+#[test]
+fn strip_and_reinsert_one_all_reduce_per_parameter() {
+    // Sizes: the recorded path's per-collective estimate (this trace records none), one
+    // bucket per parameter as the job had.
+    let (trace, window, mapping) = loaded(&format!("{HTA}/{DF_INDEX}"));
+    let recorded = recorded_collectives(&trace, &window, &mapping);
+    let calibration = calibrate(&recorded);
+    let config = DdpConfig {
+        gpus: 2,
+        gpus_per_node: 2,
+        ..DdpConfig::default()
+    };
+    let p: DdpPlan = plan(&recorded, &calibration, &config).expect("plan");
+    let step = recorded
+        .iter()
+        .map(|r| r.step)
+        .filter(|&s| s != NO_STEP)
+        .max();
+    let mut sizes: Vec<i64> = p
+        .buckets
+        .iter()
+        .filter(|b| Some(b.recorded.step) == step)
+        .map(|b| b.bytes.round() as i64)
+        .collect();
+    sizes.reverse();
+    let (predicted, measured) = strip_and_reinsert(&format!("{HTA}/{DF_INDEX}"), sizes, Some(1));
+    let error = (predicted - measured) as f64 / measured as f64;
+    assert!(error.abs() <= 0.10, "{predicted} vs {measured}: {error}");
+}
+
+fn one_gpu_context() -> (Trace, Window, Mapping) {
+    loaded(RESNET50)
+}
+
+/// A slow network: 64 GPUs on 1 Gb/s, where communication bounds the step.
+fn slow(config: DdpConfig) -> DdpConfig {
+    DdpConfig {
+        gpus: 64,
+        gpus_per_node: 8,
+        inter: Some(Link::gbits(1.0, 5_000.0)),
+        ..config
+    }
+}
+
+#[test]
+fn dgc_sends_ratio_of_the_bytes_and_costs_at_most_its_kernels() {
+    let (trace, window, mapping) = one_gpu_context();
+    let context = Context {
+        trace: &trace,
+        window: &window,
+        mapping: &mapping,
+    };
+    let baseline = predict(&window, &window.graph).expect("baseline");
+    let ratio = 0.001;
+    let inputs = DdpInputs {
+        gradient_file: None,
+        names: Some(names(&trace)),
+    };
+    for fast in [false, true] {
+        let ddp = if fast {
+            DdpConfig::default()
+        } else {
+            slow(DdpConfig::default())
+        };
+        let dgc = DdpConfig {
+            compression: Some(Dgc { ratio }),
+            ..ddp
+        };
+        let result = sweep_with(&context, &baseline, &[ddp, dgc], &inputs).expect("sweep");
+        let [plain, compressed] = [&result.plans[0], &result.plans[1]].map(|p| {
+            let (_, wire, comm, kernels) = p.inserted.as_ref().expect("inserted").per_step();
+            (wire, comm, kernels)
+        });
+        let n = f64::from(ddp.gpus);
+        // Each rank's share: values and indices of `ratio` of the elements, gathered from n.
+        let expected = n * 2.0 * ratio * plain.0;
+        assert!(
+            (compressed.0 - expected).abs() <= 1e-6 * expected,
+            "{compressed:?}"
+        );
+        let [p, c] = [result.points[0].predicted_ns, result.points[1].predicted_ns];
+        // Never slower than the compression kernels it adds.
+        assert!(c - p <= compressed.2, "{c} vs {p} + {}", compressed.2);
+        if !fast {
+            // Comm-bound: compression wins.
+            assert!(c < p, "{c} vs {p}");
+        }
+    }
+}
+
+#[test]
+fn p3_never_delays_the_first_layers_gradients() {
+    let (trace, window, mapping) = one_gpu_context();
+    let context = Context {
+        trace: &trace,
+        window: &window,
+        mapping: &mapping,
+    };
+    let baseline = predict(&window, &window.graph).expect("baseline");
+    let inputs = DdpInputs {
+        gradient_file: None,
+        names: Some(names(&trace)),
+    };
+    let ddp = slow(DdpConfig::default());
+    let p3 = DdpConfig { p3: true, ..ddp };
+    let names = names(&trace);
+    let mut first_layer_end = Vec::new();
+    for config in [ddp, p3] {
+        let result = sweep_with(&context, &baseline, &[config], &inputs).expect("sweep");
+        let inserted = result.plans[0].inserted.clone().expect("inserted");
+        // Replay the edit ourselves to follow each exchange.
+        let mut edit = context.edit();
+        let done = insert(
+            &mut edit,
+            &inserted.gradients,
+            &inserted.exchanges,
+            &inserted.order,
+            &names,
+        )
+        .expect("insert");
+        let (graph, new_id) = edit.finish().expect("graph");
+        let timeline = simulate(&graph, &RecordedOrder, SimOptions::default()).expect("replay");
+        // The exchange carrying the last-readied gradient (the first layer's) of the last step.
+        let last_step = inserted
+            .exchanges
+            .iter()
+            .map(|x| x.step)
+            .max()
+            .expect("steps");
+        let end = inserted
+            .exchanges
+            .iter()
+            .zip(&done.exchanges)
+            .filter(|(x, _)| {
+                x.step == last_step
+                    && x.first_gradient + x.gradients == inserted.gradients.parameters as u32
+            })
+            .map(|(x, &task)| {
+                // From when the gradient is ready in this replay (steps move with the config).
+                timeline.end_ns[new_id[task.index()].index()]
+                    - timeline.end_ns[new_id[x.ready.index()].index()]
+            })
+            .max()
+            .expect("the first layer's exchange");
+        first_layer_end.push(end);
+    }
+    assert!(
+        first_layer_end[1] <= first_layer_end[0],
+        "P3 {} vs DDP {}",
+        first_layer_end[1],
+        first_layer_end[0]
+    );
+}
+
+#[test]
+fn fsdp_gathers_twice_and_scatters_once_per_unit() {
+    let (trace, window, mapping) = one_gpu_context();
+    let context = Context {
+        trace: &trace,
+        window: &window,
+        mapping: &mapping,
+    };
+    let baseline = predict(&window, &window.graph).expect("baseline");
+    let names = names(&trace);
+    let inputs = DdpInputs {
+        gradient_file: None,
+        names: Some(names),
+    };
+    let config = DdpConfig {
+        fsdp: true,
+        ..DdpConfig::default()
+    };
+    let result = sweep_with(&context, &baseline, &[config], &inputs).expect("sweep");
+    let inserted = result.plans[0].inserted.as_ref().expect("inserted");
+    let units = inserted.fsdp_units.len();
+    assert!(units >= inserted.steady_steps, "{units}");
+    let graph = &result.last.as_ref().expect("outcome").graph;
+    let count = |name| {
+        (0..graph.task_count())
+            .filter(|&t| graph.name[t] == name && graph.kind[t] == TaskKind::Collective)
+            .count()
+    };
+    assert_eq!(count(names.all_gather), 2 * units);
+    assert_eq!(count(names.reduce_scatter), units);
+    assert_eq!(count(names.all_reduce), 0);
+    // Gathering parameters costs time: the step is no faster than without them.
+    assert!(result.points[0].predicted_ns >= baseline.step_ns);
+}
