@@ -141,6 +141,22 @@ pub struct WhatIfArgs {
     /// bucket_cap_mb; 25 by default in PyTorch). Default: keep the recorded buckets.
     #[arg(long, value_name = "MB", conflicts_with = "scenario")]
     pub bucket_mb: Option<f64>,
+    /// ddp: gradient bytes per parameter, one `NAME BYTES` (or `BYTES`) line per parameter in
+    /// parameter order; default: the trace's recorded shapes (see docs/whatif.md).
+    #[arg(long, value_name = "FILE", conflicts_with = "scenario")]
+    pub gradients: Option<PathBuf>,
+    /// ddp: strip the recorded collectives and insert DDP's all-reduces from the gradients.
+    #[arg(long, conflicts_with = "scenario")]
+    pub reinsert: bool,
+    /// ddp: gradient compression: dgc or dgc:RATIO (share of elements sent; default 0.001).
+    #[arg(long, value_name = "dgc[:RATIO]", conflicts_with = "scenario")]
+    pub compress: Option<String>,
+    /// ddp: P3, per-parameter slices sent in priority order (the first layer's first).
+    #[arg(long, conflicts_with = "scenario")]
+    pub p3: bool,
+    /// ddp: FSDP / ZeRO-3 instead of DDP: per-unit all-gathers and reduce-scatters.
+    #[arg(long, conflicts_with = "scenario")]
+    pub fsdp: bool,
     #[command(flatten)]
     pub output: OutputArgs,
 }

@@ -1,10 +1,14 @@
 //! `stepcast whatif TRACE ddp --gpus 64 --gpus-per-node 8 --net 100Gbps`: data-parallel
-//! training on N GPUs, predicted from the trace's own collectives; `--gpus 8,16,32,64` or
-//! `--net 10,25,100,400Gbps` sweeps and prints a scaling table.
+//! training on N GPUs, predicted from the trace's own collectives, or, in a one-GPU trace
+//! (or with `--reinsert`, `--compress`, `--p3`, `--fsdp`), from its gradients with the
+//! collectives inserted; `--gpus 8,16,32,64` or `--net 10,25,100,400Gbps` sweeps and prints
+//! a scaling table.
 
 use anyhow::{Context as _, anyhow, bail};
 use stepcast::comm::{Algorithm, Link, Preset, parse_bandwidth, parse_latency};
-use stepcast::whatif::ddp::{DdpConfig, sweep};
+use stepcast::whatif::ddp::gradients::parse_gradient_file;
+use stepcast::whatif::ddp::insert::{Dgc, INSERT_NAMES, InsertNames};
+use stepcast::whatif::ddp::{DdpConfig, DdpInputs, sweep_with};
 use stepcast::whatif::predict;
 use stepcast_report::{json, table};
 
@@ -98,6 +102,20 @@ pub fn configs(args: &WhatIfArgs) -> anyhow::Result<Vec<DdpConfig>> {
         Some(mb) if mb.is_finite() && mb > 0.0 => Some((mb * 1024.0 * 1024.0).round() as i64),
         Some(mb) => bail!("bad --bucket-mb {mb}: expected a positive number"),
     };
+    let compression = match args.compress.as_deref() {
+        None => None,
+        Some(text) => {
+            let (kind, ratio) = text.split_once(':').unwrap_or((text, "0.001"));
+            let ratio: f64 = ratio.trim().parse().unwrap_or(f64::NAN);
+            if !kind.trim().eq_ignore_ascii_case("dgc") || !(ratio > 0.0 && ratio <= 1.0) {
+                bail!("bad --compress `{text}`: expected dgc or dgc:RATIO with 0 < RATIO <= 1");
+            }
+            Some(Dgc { ratio })
+        }
+    };
+    if args.fsdp && (args.p3 || compression.is_some()) {
+        bail!("--fsdp cannot be combined with --p3 or --compress");
+    }
     let mut configs = Vec::new();
     for &g in &gpus {
         for &inter in &nets {
@@ -109,6 +127,10 @@ pub fn configs(args: &WhatIfArgs) -> anyhow::Result<Vec<DdpConfig>> {
                 algorithm,
                 hierarchical: !args.flat,
                 bucket_bytes,
+                reinsert: args.reinsert,
+                compression,
+                p3: args.p3,
+                fsdp: args.fsdp,
             });
         }
     }
@@ -118,11 +140,36 @@ pub fn configs(args: &WhatIfArgs) -> anyhow::Result<Vec<DdpConfig>> {
 /// Runs `whatif TRACE ddp ...` and returns its output (text, or JSON with `--json`).
 pub fn run(args: &WhatIfArgs) -> anyhow::Result<String> {
     let configs = configs(args)?;
-    let mapped = super::Mapped::load(&args.trace)?;
+    let gradient_file = match &args.gradients {
+        None => None,
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            Some(
+                parse_gradient_file(&text)
+                    .with_context(|| format!("bad gradient file {}", path.display()))?,
+            )
+        }
+    };
+    let mut mapped = super::Mapped::load(&args.trace)?;
+    // Inserted tasks get names of their own (the library never changes a trace).
+    for name in INSERT_NAMES {
+        mapped.trace.names.intern(name);
+    }
     let (trace, window, context) = (&mapped.trace, &mapped.window, mapped.context());
     let cannot = || format!("cannot predict {}", args.trace.display());
     let baseline = predict(window, &window.graph).with_context(cannot)?;
-    let result = sweep(&context, &baseline, &configs).with_context(cannot)?;
+    let fallback = window
+        .graph
+        .name
+        .first()
+        .copied()
+        .unwrap_or(stepcast_trace::NameId(0));
+    let inputs = DdpInputs {
+        gradient_file,
+        names: Some(InsertNames::resolve(trace, fallback)),
+    };
+    let result = sweep_with(&context, &baseline, &configs, &inputs).with_context(cannot)?;
     let outcome = result
         .last
         .as_ref()

@@ -83,6 +83,27 @@ pub struct DdpJson {
     pub calibration: CalibrationJson,
     /// One entry per configuration, in the order given.
     pub configs: Vec<DdpConfigJson>,
+    /// The insertion model's inputs (a trace without collectives, or `--reinsert`,
+    /// `--compress`, `--p3`, `--fsdp`); absent when only recorded collectives were re-costed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub insertion: Option<InsertionJson>,
+}
+
+/// What the insertion model read from the trace (see docs/whatif.md).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct InsertionJson {
+    /// Parameters (gradients) per step.
+    pub parameters: u64,
+    /// Gradient bytes per step.
+    pub gradient_bytes_per_step: i64,
+    /// `autograd` (one ready point per `AccumulateGrad` op) or `end_of_backward`.
+    pub ready_points: &'static str,
+    /// Recorded collectives of the steady steps removed before inserting.
+    pub stripped_collectives: u64,
+    /// Element-wise throughput for DGC's kernels, gradient GB per second, and where it came
+    /// from: `optimizer_kernels` (measured) or `assumed`.
+    pub elementwise_gb_s: f64,
+    pub elementwise_source: &'static str,
 }
 
 /// The lower-envelope fit of the recorded NCCL kernels (see docs/whatif.md).
@@ -155,11 +176,36 @@ pub struct DdpConfigJson {
     pub predicted_ns: i64,
     /// Baseline over predicted; `None` (`null`) when the prediction is 0.
     pub speedup: Option<f64>,
+    /// `dgc:RATIO` with gradient compression, else `None` (`null`).
+    pub compression: Option<String>,
+    /// P3: per-parameter slices in priority order.
+    pub p3: bool,
+    /// FSDP / ZeRO-3 instead of DDP.
+    pub fsdp: bool,
+    /// Insertion model: exchanges per steady step (DDP buckets, P3 slices, FSDP gathers and
+    /// reduce-scatters).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exchanges_per_step: Option<f64>,
+    /// Insertion model: bytes the exchanges move per steady step (NCCL's buffer sizes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wire_bytes_per_step: Option<f64>,
+    /// Insertion model: DGC's compression and decompression kernels per steady step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compression_kernels_ns: Option<i64>,
 }
 
 /// All-reduces per steady step of `plan` after its merges.
 fn all_reduces_per_step(plan: &stepcast::whatif::ddp::DdpPlan) -> f64 {
     use stepcast::comm::Collective;
+    if let Some(inserted) = &plan.inserted {
+        let n = inserted.steady_steps.max(1) as f64;
+        let all_reduces = inserted
+            .exchanges
+            .iter()
+            .filter(|x| x.collective == Collective::AllReduce)
+            .count();
+        return all_reduces as f64 / n;
+    }
     let mut steps: Vec<u32> = Vec::new();
     let mut count = 0usize;
     for b in &plan.buckets {
@@ -226,9 +272,37 @@ pub fn ddp_json(
                     comm_ns: point.comm_ns,
                     predicted_ns: point.predicted_ns,
                     speedup: finite(point.speedup),
+                    compression: plan
+                        .config
+                        .compression
+                        .map(|dgc| format!("dgc:{}", dgc.ratio)),
+                    p3: plan.config.p3,
+                    fsdp: plan.config.fsdp,
+                    exchanges_per_step: plan.inserted.as_ref().map(|i| i.per_step().0),
+                    wire_bytes_per_step: plan.inserted.as_ref().map(|i| i.per_step().1),
+                    compression_kernels_ns: plan.inserted.as_ref().map(|i| i.per_step().3),
                 }
             })
             .collect(),
+        insertion: plans
+            .iter()
+            .find_map(|p| p.inserted.as_ref())
+            .map(|i| InsertionJson {
+                parameters: i.gradients.parameters as u64,
+                gradient_bytes_per_step: i.gradients.bytes_per_step,
+                ready_points: if i.gradients.ready_from_autograd {
+                    "autograd"
+                } else {
+                    "end_of_backward"
+                },
+                stripped_collectives: i.stripped as u64,
+                elementwise_gb_s: i.elementwise_bytes_per_ns,
+                elementwise_source: if i.elementwise_measured {
+                    "optimizer_kernels"
+                } else {
+                    "assumed"
+                },
+            }),
     };
     let rows = points
         .iter()

@@ -203,7 +203,24 @@ fn push_ddp(out: &mut String, ddp: &crate::json::DdpJson) {
         ddp.gradient_sizes,
         ddp.recorded_world_size
     );
-    push_section(out, &title, &fits.to_string());
+    if ddp.calibration.fits.is_empty() {
+        out.push_str(&format!("{title}: none fitted (presets used).\n\n"));
+    } else {
+        push_section(out, &title, &fits.to_string());
+    }
+    if let Some(i) = &ddp.insertion {
+        out.push_str(&format!(
+            "Inserted communication: {} parameters, {:.1} MB of gradients per step ({}), ready \
+             points: {}; {} recorded collectives stripped; element-wise {:.0} GB/s ({}).\n\n",
+            i.parameters,
+            i.gradient_bytes_per_step as f64 / 1e6,
+            ddp.gradient_sizes,
+            i.ready_points,
+            i.stripped_collectives,
+            i.elementwise_gb_s,
+            i.elementwise_source
+        ));
+    }
     let mut scaling = new_table(
         &[
             "gpus",
@@ -227,9 +244,16 @@ fn push_ddp(out: &mut String, ddp: &crate::json::DdpJson) {
             speedup(c.speedup),
         ]);
     }
+    let how = match ddp.configs.last() {
+        Some(c) if c.fsdp => "FSDP: per-unit all-gathers and reduce-scatters inserted",
+        Some(c) if c.p3 => "P3: priority-ordered slices inserted",
+        Some(c) if c.compression.is_some() => "DGC: compressed gradients gathered",
+        _ if ddp.insertion.is_some() => "DDP buckets inserted from the gradients",
+        _ => "recorded buckets re-costed by the collective model",
+    };
     push_section(
         out,
-        "Scaling (data-parallel, recorded buckets re-costed by the collective model)",
+        &format!("Scaling (data-parallel, {how})"),
         &scaling.to_string(),
     );
 }
