@@ -72,3 +72,103 @@ fn ddp_rejects_bad_knobs() {
         assert!(run.stderr.contains(args[1]), "{args:?}: {}", run.stderr);
     }
 }
+
+/// One GPU, ResNet-50, SGD, recorded shapes: no collectives.
+const RESNET50: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../testdata/kineto/kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"
+);
+
+#[test]
+fn ddp_inserts_all_reduces_into_a_one_gpu_trace() {
+    let run = stepcast(&[
+        "whatif", "--json", RESNET50, "ddp", "--gpus", "8,64", "--net", "1Gbps",
+    ]);
+    run.assert_success();
+    let json = run.json();
+    let ddp = &json["ddp"];
+    assert_eq!(ddp["gradient_sizes"], "recorded_shapes");
+    assert_eq!(ddp["insertion"]["parameters"], 161);
+    assert_eq!(ddp["insertion"]["ready_points"], "autograd");
+    // DDP's buckets of ResNet-50 (1 MiB first, then 25 MiB): five per step.
+    assert_eq!(ddp["configs"][0]["all_reduces_per_step"], 5.0);
+    let sweep = json["sweep"].as_array().expect("sweep");
+    let ns: Vec<i64> = sweep
+        .iter()
+        .filter_map(|r| r["predicted_ns"].as_i64())
+        .collect();
+    // More ranks on the same slow network: never faster.
+    assert!(ns.len() == 2 && ns[1] >= ns[0], "{ns:?}");
+    assert!(ns[0] >= json["baseline_ns"].as_i64().expect("baseline"));
+}
+
+#[test]
+fn ddp_compression_p3_and_fsdp_flags() {
+    for (flag, key, value) in [
+        (&["--compress", "dgc:0.01"][..], "compression", "dgc:0.01"),
+        (&["--p3"][..], "p3", "true"),
+        (&["--fsdp"][..], "fsdp", "true"),
+    ] {
+        let mut args = vec!["whatif", "--json", RESNET50, "ddp", "--gpus", "16"];
+        args.extend(flag);
+        let run = stepcast(&args);
+        run.assert_success();
+        let json = run.json();
+        let config = &json["ddp"]["configs"][0];
+        assert_eq!(config[key].to_string().trim_matches('"'), value, "{flag:?}");
+        assert!(
+            config["exchanges_per_step"]
+                .as_f64()
+                .is_some_and(|n| n > 0.0)
+        );
+    }
+    for args in [["--compress", "zip"], ["--compress", "dgc:2"]] {
+        let mut full = vec!["whatif", RESNET50, "ddp"];
+        full.extend(args);
+        let run = stepcast(&full);
+        assert!(run.code.is_some_and(|c| c != 0), "{args:?}");
+        assert!(run.stderr.contains(args[1]), "{args:?}: {}", run.stderr);
+    }
+}
+
+#[test]
+fn ddp_reinsert_reads_a_gradient_file() {
+    let dir = std::env::temp_dir().join(format!("stepcast-ddp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("gradients.txt");
+    // ResNet-50's fc layer and one more parameter, as `NAME BYTES` lines.
+    std::fs::write(
+        &file,
+        "# name bytes\nconv1.weight 37632\nfc.weight 8192000\nfc.bias 4000\n",
+    )
+    .expect("write");
+    let path = file.display().to_string();
+    let run = stepcast(&[
+        "whatif",
+        "--json",
+        NCCL,
+        "ddp",
+        "--gpus",
+        "2",
+        "--reinsert",
+        "--gradients",
+        &path,
+    ]);
+    run.assert_success();
+    let json = run.json();
+    assert_eq!(json["ddp"]["gradient_sizes"], "file");
+    assert_eq!(
+        json["ddp"]["insertion"]["gradient_bytes_per_step"],
+        8_233_632
+    );
+    assert!(
+        json["ddp"]["insertion"]["stripped_collectives"]
+            .as_i64()
+            .is_some_and(|n| n > 0)
+    );
+    std::fs::write(&file, "conv1.weight lots\n").expect("write");
+    let run = stepcast(&["whatif", NCCL, "ddp", "--reinsert", "--gradients", &path]);
+    assert!(run.code.is_some_and(|c| c != 0));
+    assert!(run.stderr.contains("line 1"), "{}", run.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+}
