@@ -55,6 +55,8 @@ pub fn replay_text(replay: &ReplayJson) -> String {
             "collective model"
         } else if kind == "stream_wait_call" {
             "recorded call, source by rule"
+        } else if kind == "thread_handoff" {
+            "autograd engine thread"
         } else {
             "recorded"
         };

@@ -5,6 +5,7 @@
 //! of the whole window reproduces the backlog each step inherits.
 
 mod device_lanes;
+mod handoff;
 mod infer;
 mod sync;
 
@@ -79,6 +80,7 @@ pub fn build(trace: &Trace, options: &BuildOptions) -> Window {
     let device_lanes = DeviceLanes::new(trace, &b.graph, &launcher.call_of);
     b.sync_edges(&calls, &launcher.call_of, &device_lanes, &mut edges);
     b.collectives(&steps, &mut edges);
+    b.autograd_handoffs(&mut edges);
     if options.infer_edges {
         let candidates = b.inferred_edges(&device_lanes, &launcher.call_of, &steps, &edges);
         let needed = b.needed(candidates, &edges);

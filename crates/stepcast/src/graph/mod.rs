@@ -85,10 +85,13 @@ pub enum EdgeKind {
     /// about when this rank does, so the input moves with the step instead of staying pinned
     /// to the recorded clock.
     PeerArrival,
+    /// The autograd engine thread starts a backward pass after the last work of the thread
+    /// that called `backward()`, which resumes after the pass's last work (`build/handoff.rs`).
+    ThreadHandoff,
 }
 
 impl EdgeKind {
-    pub const ALL: [EdgeKind; 8] = [
+    pub const ALL: [EdgeKind; 9] = [
         EdgeKind::LaneOrder,
         EdgeKind::Launch,
         EdgeKind::HostSync,
@@ -97,6 +100,7 @@ impl EdgeKind {
         EdgeKind::InferredStreamWait,
         EdgeKind::InferredHostSync,
         EdgeKind::PeerArrival,
+        EdgeKind::ThreadHandoff,
     ];
 
     pub fn is_inferred(self) -> bool {
@@ -131,6 +135,7 @@ impl EdgeKind {
             EdgeKind::InferredStreamWait => "inferred_stream_wait",
             EdgeKind::InferredHostSync => "inferred_host_sync",
             EdgeKind::PeerArrival => "peer_arrival",
+            EdgeKind::ThreadHandoff => "thread_handoff",
         }
     }
 }

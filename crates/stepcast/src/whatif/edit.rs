@@ -629,6 +629,19 @@ impl EditGraph {
                 self.add_edge(inp.from, next, kind, inp.lag_ns);
             }
         }
+        // On a thread, a handoff that held the removed task's start (the autograd engine's
+        // backward pass ending) still holds the next task of the thread: that thread was
+        // blocked until then, whatever it ran first.
+        if !on_device && let Some(next) = lane_next {
+            let handoffs: Vec<Edge> = preds
+                .iter()
+                .copied()
+                .filter(|e| self.alive[e.from as usize] && e.kind == EdgeKind::ThreadHandoff)
+                .collect();
+            for inp in handoffs {
+                self.add_edge(inp.from, next, inp.kind, inp.lag_ns);
+            }
+        }
         // Drop it from its predecessors' successor lists.
         for e in &preds {
             self.succs[e.from as usize].retain(|&s| s != task.0);

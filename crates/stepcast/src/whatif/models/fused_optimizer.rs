@@ -2,14 +2,15 @@
 
 use super::super::edit::{EditGraph, FusedCost, HostGaps, Select};
 use super::super::{Context, WhatIfError};
-use super::by_lane_and_step;
 use crate::analyze::mapping::Phase;
 use crate::graph::TaskKind;
 
 /// **Fused optimizer** (Daydream A.2; FusedAdam, `torch.optim.AdamW(fused=True)`): the
 /// optimizer-phase kernels of each step (per stream) become one kernel, whose duration is
-/// the sum of theirs × `factor`; the launch calls of the fused-away kernels are removed with
-/// the host time after them (the Python loop that issued them).
+/// the sum of theirs × `factor` (one per contiguous run: a step that updates twice, or
+/// zeroes gradients apart from its update, keeps them apart); the launch calls of the
+/// fused-away kernels are removed with the host time after them (the Python loop that issued
+/// them).
 ///
 /// Assumption: the update is memory-bound and a fused kernel moves no more bytes than the
 /// kernels it replaces, so `factor = 1.0` (Daydream's choice, durations measured in this trace)
@@ -29,7 +30,9 @@ pub fn fused_optimizer(
     };
     let selection = edit.select(&select, context.select_context());
     let mut changed = 0;
-    for group in by_lane_and_step(edit, &selection) {
+    // A fused kernel replaces one contiguous run of the stream's optimizer kernels: fusing
+    // kernels that other work separates would move that work behind the whole update.
+    for group in edit.runs(&selection) {
         if group.len() < 2 {
             continue;
         }
