@@ -1,7 +1,7 @@
 //! `stepcast.replay-ranks/1`: several ranks' traces replayed as one global graph.
 
 use serde::Serialize;
-use stepcast::ranks::{RanksReport, StragglerCause};
+use stepcast::ranks::{CONSTRAINT_TOLERANCE_NS, ConstraintKind, RanksReport, StragglerCause};
 
 use super::finite;
 
@@ -22,6 +22,8 @@ pub struct RanksJson {
     pub clock_alignment: AlignmentJson,
     /// Collectives matched across ranks.
     pub collectives: CollectivesJson,
+    /// Every matched NCCL kernel split into waiting for peers and transfer (aligned clocks).
+    pub wait_transfer: WaitTransferJson,
     /// For every matched collective, the rank that started it last (aligned clocks).
     pub stragglers: Vec<StragglerJson>,
     /// The critical path of the global replay, across ranks.
@@ -66,8 +68,17 @@ pub struct AlignmentJson {
     pub solver: &'static str,
     /// Interior-point iterations the solver took.
     pub solver_iterations: u32,
-    /// Ordering constraints (one per ordered pair of ranks).
+    /// Matched collectives in the QP: reducing collectives (all-reduce, ...) and
+    /// point-to-point kernels (`SendRecv`: send/recv pairs).
+    pub collectives_used: u64,
+    /// Point-to-point kernels (`SendRecv`) in the QP: their send/recv pairs.
+    pub send_recv_used: u64,
+    /// Ordering constraints (per kind, one per ordered pair of ranks).
     pub constraints: u64,
+    /// Per kind of constraint: how many, and how close the offsets come to violating them.
+    pub constraint_kinds: Vec<ConstraintKindJson>,
+    /// Every ordering constraint, with its slack under the offsets found.
+    pub ordering_constraints: Vec<ConstraintJson>,
     /// Ordering constraints the offsets violate by more than 2 µs (0 when solved).
     pub violated_constraints: u64,
     /// Largest spread of one collective's aligned ends across ranks.
@@ -86,6 +97,104 @@ pub struct ResidualJson {
     pub max_abs_ns: i64,
     /// Root mean square of those distances.
     pub rms_ns: i64,
+    /// The smallest slack of an ordering constraint the rank takes part in.
+    pub min_slack_ns: Option<i64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// The constraints of one kind.
+pub struct ConstraintKindJson {
+    /// `collective_order` (a reducing collective ends on a rank only after every rank started
+    /// it) or `send_recv` (a receive ends only after its send started).
+    pub kind: &'static str,
+    /// Constraints of this kind.
+    pub count: u64,
+    /// Constraints whose slack is at most 2 µs (they shape the offsets).
+    pub binding: u64,
+    /// The smallest slack.
+    pub min_slack_ns: Option<i64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// `end[later_rank] - o_later >= start[earlier_rank] - o_earlier`, from its tightest instance.
+pub struct ConstraintJson {
+    /// `collective_order` or `send_recv`.
+    pub kind: &'static str,
+    /// The rank whose instance must end after the other's started (the receiver).
+    pub later_rank: i64,
+    /// The rank whose start bounds it (the sender).
+    pub earlier_rank: i64,
+    /// Position of the tightest collective among the matched ones.
+    pub collective: u32,
+    /// `o_later - o_earlier` may be at most this (before the 2 µs tolerance).
+    pub bound_ns: i64,
+    /// Aligned `end[later] - start[earlier]`; below -2 µs the constraint is violated.
+    pub slack_ns: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// The wait/transfer split of the NCCL kernels.
+pub struct WaitTransferJson {
+    /// Per rank (same order as `ranks`), summed over its matched NCCL kernels.
+    pub per_rank: Vec<RankCommJson>,
+    /// Per matched collective, every rank's instance.
+    pub collectives: Vec<CollectiveSplitJson>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// One rank's NCCL kernels.
+pub struct RankCommJson {
+    /// The rank number.
+    pub rank: i64,
+    /// Matched NCCL kernels.
+    pub kernels: u32,
+    /// Their recorded time: `wait_ns + transfer_ns`.
+    pub recorded_ns: i64,
+    /// Waiting for peers: from each kernel's start until the last rank started it.
+    pub wait_ns: i64,
+    /// Transferring: from the last rank's start to the kernel's end.
+    pub transfer_ns: i64,
+    /// The shortest transfer of one kernel.
+    pub min_transfer_ns: Option<i64>,
+    /// NCCL kernels no other rank matches (not split), and their recorded time.
+    pub unsplit_kernels: u32,
+    /// Recorded time of those kernels.
+    pub unsplit_ns: i64,
+    /// The comm model's calibration from this rank alone: its fastest NCCL kernel, waits
+    /// included (the fixed cost of its lower envelope).
+    pub calibrated_floor_ns: Option<i64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// One matched collective, split on every rank.
+pub struct CollectiveSplitJson {
+    /// Position among the matched collectives.
+    pub collective: u32,
+    /// The process group (`stream#i` without process-group metadata).
+    pub group: String,
+    /// Position within its group.
+    pub seq: u32,
+    /// The collective's type from its kernel name.
+    pub op: String,
+    /// The rank that started it last: it waited for no one.
+    pub last_rank: i64,
+    /// Per rank (same order as `ranks`).
+    pub instances: Vec<InstanceSplitJson>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// One rank's instance of a collective.
+pub struct InstanceSplitJson {
+    /// The rank number.
+    pub rank: i64,
+    /// Aligned start, nanoseconds after the earliest aligned trace origin.
+    pub start_ns: i64,
+    /// The recorded kernel duration: `wait_ns + transfer_ns`.
+    pub recorded_ns: i64,
+    /// Until the last rank started the collective.
+    pub wait_ns: i64,
+    /// From then to the kernel's end.
+    pub transfer_ns: i64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -139,6 +248,27 @@ pub struct StragglerJson {
     pub doing: Option<String>,
     /// How long that op ran (`host` only).
     pub doing_ns: Option<i64>,
+    /// What the last rank ran while the others waited for it, mapped to its op, layer and
+    /// phase; `None` (`null`) when the cause is unknown.
+    pub activity: Option<ActivityJson>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// What a late rank was executing while its peers waited.
+pub struct ActivityJson {
+    /// The device task on the collective's stream (`stream`), or the innermost op of the
+    /// launching thread covering at least half of what any op covers (`host`).
+    pub name: String,
+    /// `thread N` or `stream N` of the late rank.
+    pub lane: String,
+    /// The op that launched it (the op itself for `host`).
+    pub op: Option<String>,
+    /// Its layer (module), if the mapping found one.
+    pub layer: Option<String>,
+    /// `forward`, `backward`, `optimizer`, `communication`, `data_loading` or `other`.
+    pub phase: Option<&'static str>,
+    /// How much of the wait (next-to-last rank's start to the last rank's) it covers.
+    pub overlap_ns: i64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -156,8 +286,37 @@ pub struct GlobalPathJson {
     /// Where the path starts with no task: a rank whose first task began after the earliest
     /// step start (it started late); `None` (`null`) if the path starts at that instant.
     pub late_start: Option<RankNsJson>,
+    /// Time of the path on each lane it visits, rank by rank.
+    pub ns_by_lane: Vec<LaneNsJson>,
+    /// The path cut where it changes rank, earliest first.
+    pub segments: Vec<SegmentJson>,
     /// The tasks holding the most path time, most first (at most 10).
     pub top_tasks: Vec<PathTaskJson>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// Path time on one lane.
+pub struct LaneNsJson {
+    /// The rank number.
+    pub rank: i64,
+    /// `thread N` or `stream N`.
+    pub lane: String,
+    /// Path time on the lane.
+    pub ns: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// Consecutive path tasks on one rank.
+pub struct SegmentJson {
+    /// The rank number.
+    pub rank: i64,
+    /// Tasks of the path in this segment.
+    pub tasks: u32,
+    /// Path time in it (the late start included in the first).
+    pub ns: i64,
+    /// The task through which the path entered this rank (a collective instance released by
+    /// a peer); `None` (`null`) for the first segment.
+    pub entered_at: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -210,6 +369,7 @@ pub fn ranks_json(report: &RanksReport) -> RanksJson {
         .map(f64::abs)
         .max_by(f64::total_cmp);
     let alignment = &report.alignment;
+    let rank_of = |r: usize| rank_numbers.get(r).copied().unwrap_or(0);
     let stragglers = report
         .stragglers
         .iter()
@@ -224,6 +384,14 @@ pub fn ranks_json(report: &RanksReport) -> RanksJson {
                 } => ("host", longest_op.clone(), Some(*longest_op_ns)),
                 StragglerCause::Unknown => ("unknown", None, None),
             };
+            let activity = s.doing.as_ref().map(|d| ActivityJson {
+                name: d.name.clone(),
+                lane: d.lane.clone(),
+                op: d.op.clone(),
+                layer: d.layer.clone(),
+                phase: d.phase.map(|p| p.as_str()),
+                overlap_ns: d.overlap_ns,
+            });
             StragglerJson {
                 collective: s.collective,
                 group: s.group.clone(),
@@ -235,6 +403,7 @@ pub fn ranks_json(report: &RanksReport) -> RanksJson {
                 cause,
                 doing,
                 doing_ns,
+                activity,
             }
         })
         .collect();
@@ -259,7 +428,37 @@ pub fn ranks_json(report: &RanksReport) -> RanksJson {
             reference_rank: rank_numbers.first().copied().unwrap_or(0),
             solver: "clarabel",
             solver_iterations: alignment.solver_iterations,
+            collectives_used: alignment.collectives_used as u64,
+            send_recv_used: alignment.send_recv_used as u64,
             constraints: alignment.constraints.len() as u64,
+            constraint_kinds: [ConstraintKind::CollectiveOrder, ConstraintKind::SendRecv]
+                .into_iter()
+                .map(|kind| {
+                    let slacks: Vec<i64> =
+                        alignment.constraints_of(kind).map(|c| c.slack_ns).collect();
+                    ConstraintKindJson {
+                        kind: kind.as_str(),
+                        count: slacks.len() as u64,
+                        binding: slacks
+                            .iter()
+                            .filter(|&&s| s <= CONSTRAINT_TOLERANCE_NS)
+                            .count() as u64,
+                        min_slack_ns: slacks.iter().copied().min(),
+                    }
+                })
+                .collect(),
+            ordering_constraints: alignment
+                .constraints
+                .iter()
+                .map(|c| ConstraintJson {
+                    kind: c.kind.as_str(),
+                    later_rank: rank_of(c.later.index()),
+                    earlier_rank: rank_of(c.earlier.index()),
+                    collective: c.collective,
+                    bound_ns: c.bound_ns,
+                    slack_ns: c.slack_ns,
+                })
+                .collect(),
             violated_constraints: alignment.violated_constraints as u64,
             max_end_spread_ns: alignment.max_end_spread_ns,
             residuals: alignment
@@ -270,6 +469,7 @@ pub fn ranks_json(report: &RanksReport) -> RanksJson {
                     rank,
                     max_abs_ns: r.max_abs_ns,
                     rms_ns: r.rms_ns,
+                    min_slack_ns: r.min_slack_ns,
                 })
                 .collect(),
         },
@@ -289,6 +489,7 @@ pub fn ranks_json(report: &RanksReport) -> RanksJson {
                 })
                 .collect(),
         },
+        wait_transfer: wait_transfer(report, &rank_numbers),
         stragglers,
         critical_path: GlobalPathJson {
             length_ns: replay.critical_path_ns_by_rank.iter().sum(),
@@ -303,8 +504,80 @@ pub fn ranks_json(report: &RanksReport) -> RanksJson {
             late_start: replay
                 .critical_path_late_start
                 .map(|(rank, ns)| RankNsJson { rank, ns }),
+            ns_by_lane: replay
+                .critical_path_by_lane
+                .iter()
+                .map(|l| LaneNsJson {
+                    rank: l.rank,
+                    lane: report
+                        .lane_names
+                        .get(l.lane as usize)
+                        .cloned()
+                        .unwrap_or_default(),
+                    ns: l.ns,
+                })
+                .collect(),
+            segments: replay
+                .critical_path_segments
+                .iter()
+                .map(|s| SegmentJson {
+                    rank: s.rank,
+                    tasks: s.tasks,
+                    ns: s.ns,
+                    entered_at: s.entered_at.clone(),
+                })
+                .collect(),
             top_tasks: top,
         },
         max_abs_error,
+    }
+}
+
+fn wait_transfer(report: &RanksReport, rank_numbers: &[i64]) -> WaitTransferJson {
+    let split = &report.wait_transfer;
+    let rank_of = |r: usize| rank_numbers.get(r).copied().unwrap_or(0);
+    WaitTransferJson {
+        per_rank: split
+            .totals
+            .iter()
+            .enumerate()
+            .map(|(r, t)| RankCommJson {
+                rank: rank_of(r),
+                kernels: t.kernels,
+                recorded_ns: t.recorded_ns,
+                wait_ns: t.wait_ns,
+                transfer_ns: t.transfer_ns,
+                min_transfer_ns: t.min_transfer_ns,
+                unsplit_kernels: t.unsplit_kernels,
+                unsplit_ns: t.unsplit_ns,
+                calibrated_floor_ns: t.calibrated_floor_ns,
+            })
+            .collect(),
+        collectives: split
+            .collectives
+            .iter()
+            .map(|c| {
+                let matched = report.matching.matched.get(c.collective as usize);
+                CollectiveSplitJson {
+                    collective: c.collective,
+                    group: matched.map(|m| m.group.clone()).unwrap_or_default(),
+                    seq: matched.map_or(0, |m| m.seq),
+                    op: matched.map(|m| m.op.clone()).unwrap_or_default(),
+                    last_rank: rank_of(c.last_rank.index()),
+                    instances: c
+                        .instances
+                        .iter()
+                        .enumerate()
+                        .map(|(r, i)| InstanceSplitJson {
+                            rank: rank_of(r),
+                            start_ns: i.start_ns,
+                            recorded_ns: i.recorded_ns,
+                            wait_ns: i.wait_ns,
+                            transfer_ns: i.transfer_ns,
+                        })
+                        .collect(),
+                }
+            })
+            .collect(),
     }
 }

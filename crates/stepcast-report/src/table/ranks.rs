@@ -30,6 +30,31 @@ pub fn ranks_text(doc: &RanksJson) -> String {
         ),
         "",
     );
+    let kinds: Vec<String> = doc
+        .clock_alignment
+        .constraint_kinds
+        .iter()
+        .filter(|k| k.count > 0)
+        .map(|k| {
+            format!(
+                "{} {} (smallest slack {})",
+                k.count,
+                k.kind.replace('_', " "),
+                k.min_slack_ns.map_or_else(|| "n/a".to_string(), us)
+            )
+        })
+        .collect();
+    if !kinds.is_empty() {
+        out.push('\n');
+        out.push_str(&wrap(
+            &format!(
+                "Clock alignment constraints: {}; {} violated.",
+                kinds.join(", "),
+                doc.clock_alignment.violated_constraints
+            ),
+            "",
+        ));
+    }
     out.push('\n');
 
     let mut table = new_table(
@@ -41,6 +66,8 @@ pub fn ranks_text(doc: &RanksJson) -> String {
             "error",
             "clock offset\nµs",
             "residual\nmax µs",
+            "NCCL wait\nms",
+            "NCCL transfer\nms",
             "critical\npath ms",
         ],
         1,
@@ -53,6 +80,7 @@ pub fn ranks_text(doc: &RanksJson) -> String {
             .get(i)
             .map_or(0, |r| r.max_abs_ns);
         let on_path = doc.critical_path.ns_by_rank.get(i).map_or(0, |r| r.ns);
+        let comm = doc.wait_transfer.per_rank.get(i);
         for step in &rank.steps {
             table.add_row(vec![
                 rank.rank.to_string(),
@@ -62,6 +90,8 @@ pub fn ranks_text(doc: &RanksJson) -> String {
                 signed_percent(step.error),
                 micros(offset),
                 micros(residual),
+                comm.map_or_else(String::new, |c| ms(c.wait_ns)),
+                comm.map_or_else(String::new, |c| ms(c.transfer_ns)),
                 ms(on_path),
             ]);
         }
@@ -84,11 +114,35 @@ pub fn ranks_text(doc: &RanksJson) -> String {
         .iter()
         .filter(|s| s.lead_ns >= STRAGGLER_TEXT_MIN_LEAD_NS)
     {
+        let activity = s.activity.as_ref().map(|a| {
+            let mut context: Vec<String> = Vec::new();
+            if let Some(phase) = a.phase {
+                context.push(phase.replace('_', " "));
+            }
+            if let Some(layer) = &a.layer {
+                context.push(format!("layer {}", sanitize(layer)));
+            }
+            let context = if context.is_empty() {
+                String::new()
+            } else {
+                format!(" [{}]", context.join(", "))
+            };
+            format!(
+                "{}{context} on {}, {} of the wait",
+                sanitize(&a.name),
+                a.lane,
+                us(a.overlap_ns)
+            )
+        });
         let doing = match (s.cause, &s.doing, s.doing_ns) {
             ("stream", Some(task), _) => format!("stream busy: {}", sanitize(task)),
             ("host", Some(op), Some(ns)) => format!("host: {} ({})", sanitize(op), us(ns)),
             ("host", _, _) => "host: launched late".to_string(),
             _ => "unknown".to_string(),
+        };
+        let doing = match activity {
+            Some(activity) => format!("{doing}; meanwhile {activity}"),
+            None => doing,
         };
         stragglers.add_row(vec![
             s.collective.to_string(),
@@ -131,6 +185,32 @@ pub fn ranks_text(doc: &RanksJson) -> String {
             path.rank_crossings
         ),
         &top.to_string(),
+    );
+    let mut lanes = new_table(&["rank", "lane", "ms"], 2);
+    for lane in &path.ns_by_lane {
+        lanes.add_row(vec![lane.rank.to_string(), lane.lane.clone(), ms(lane.ns)]);
+    }
+    let segments: Vec<String> = path
+        .segments
+        .iter()
+        .map(|s| match &s.entered_at {
+            None => format!("rank {} ({} ms, {} tasks)", s.rank, ms(s.ns), s.tasks),
+            Some(at) => format!(
+                "rank {} via {} ({} ms, {} tasks)",
+                s.rank,
+                sanitize(at.split('(').next().unwrap_or(at)),
+                ms(s.ns),
+                s.tasks
+            ),
+        })
+        .collect();
+    push_section(
+        &mut out,
+        &format!(
+            "Critical path across ranks by lane (visits {})",
+            segments.join(" → ")
+        ),
+        &lanes.to_string(),
     );
     let unmatched: Vec<String> = doc
         .collectives

@@ -56,6 +56,8 @@ pub struct GlobalGraph {
     pub graph: Graph,
     /// Task names (the ranks' interners merged).
     pub names: Interner,
+    /// Per lane of `graph`: `thread N` or `stream N` of its rank's trace.
+    pub lane_names: Vec<String>,
     pub steps: Vec<Step>,
     pub ranks: Vec<RankPart>,
     pub collectives: Vec<GlobalCollective>,
@@ -119,6 +121,9 @@ pub fn global_graph(
         };
         let by = part.shift_ns;
         for lane in &g.lanes {
+            global
+                .lane_names
+                .push(super::lane_label(rank.trace, lane.trace_lane));
             out.lanes.push(GraphLane {
                 first_task: lane.first_task + part.first_task,
                 ..lane.clone()
@@ -236,10 +241,35 @@ pub fn global_graph(
     global
 }
 
+/// Time of the critical path on one lane.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LaneTime {
+    pub rank: i64,
+    /// Global lane index (into [`GlobalGraph::lane_names`]).
+    pub lane: u32,
+    pub ns: i64,
+}
+
+/// A stretch of the critical path on one rank.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PathSegment {
+    pub rank: i64,
+    /// Path tasks `first .. first + tasks` of [`GlobalReplay::critical_path`].
+    pub first: u32,
+    pub tasks: u32,
+    /// Path time on this rank (its tasks' shares; the late start of the first segment too).
+    pub ns: i64,
+    /// The task through which the path entered this rank from the previous segment's rank
+    /// (`None` for the first segment): a collective instance released by a peer's arrival.
+    pub entered_at: Option<String>,
+}
+
 /// One step of one rank, measured and replayed in the global replay.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RankStep {
     pub number: u64,
+    /// Replayed start (global time).
+    pub start_ns: i64,
     /// From the step's host start to the end of the last task launched inside it.
     pub measured_ns: i64,
     pub replayed_ns: i64,
@@ -285,6 +315,10 @@ pub struct GlobalReplay {
     /// long after the earliest replayed step start that task began (the rank started late, or
     /// its trace begins late). Counted in that rank's path time, not in any task's share.
     pub critical_path_late_start: Option<(i64, i64)>,
+    /// The path's time on each lane it visits, by global lane (rank by rank).
+    pub critical_path_by_lane: Vec<LaneTime>,
+    /// The path cut where it changes rank: consecutive tasks of one rank, earliest first.
+    pub critical_path_segments: Vec<PathSegment>,
     pub timeline: Timeline,
 }
 
@@ -314,6 +348,7 @@ pub fn replay_global(global: &GlobalGraph) -> Result<GlobalReplay, SimError> {
                     }
                     RankStep {
                         number: step.number,
+                        start_ns: start,
                         measured_ns: measured_span(graph, step, tasks),
                         replayed_ns,
                     }
@@ -331,6 +366,8 @@ pub fn replay_global(global: &GlobalGraph) -> Result<GlobalReplay, SimError> {
         critical_path_ns_by_rank: vec![0; global.ranks.len()],
         critical_path_rank_crossings: 0,
         critical_path_late_start: None,
+        critical_path_by_lane: Vec::new(),
+        critical_path_segments: Vec::new(),
         timeline,
     };
     if let Some(last) = last {
@@ -413,5 +450,47 @@ fn critical_path(global: &GlobalGraph, replay: &mut GlobalReplay, last: TaskId, 
     path.reverse();
     replay.critical_path_rank_crossings =
         path.windows(2).filter(|w| w[0].rank != w[1].rank).count() as u32;
+    summarize(global, replay, &path);
     replay.critical_path = path;
+}
+
+/// Path time by lane and by rank segment.
+fn summarize(global: &GlobalGraph, replay: &mut GlobalReplay, path: &[PathTask]) {
+    let graph = &global.graph;
+    let late = replay.critical_path_late_start.map_or(0, |(_, ns)| ns);
+    let mut by_lane: std::collections::BTreeMap<u32, i64> = std::collections::BTreeMap::new();
+    if let Some(first) = path.first() {
+        *by_lane.entry(graph.lane[first.task.index()]).or_default() += late;
+    }
+    for p in path {
+        *by_lane.entry(graph.lane[p.task.index()]).or_default() += p.share_ns;
+    }
+    replay.critical_path_by_lane = by_lane
+        .into_iter()
+        .map(|(lane, ns)| LaneTime {
+            rank: global.ranks[global
+                .rank_of(TaskId(graph.lanes[lane as usize].first_task))
+                .index()]
+            .rank,
+            lane,
+            ns,
+        })
+        .collect();
+    let mut segments: Vec<PathSegment> = Vec::new();
+    for (i, p) in path.iter().enumerate() {
+        match segments.last_mut() {
+            Some(s) if s.rank == p.rank => {
+                s.tasks += 1;
+                s.ns += p.share_ns;
+            }
+            _ => segments.push(PathSegment {
+                rank: p.rank,
+                first: i as u32,
+                tasks: 1,
+                ns: p.share_ns + if i == 0 { late } else { 0 },
+                entered_at: (i > 0).then(|| p.name.clone()),
+            }),
+        }
+    }
+    replay.critical_path_segments = segments;
 }

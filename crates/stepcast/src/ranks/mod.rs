@@ -15,7 +15,7 @@ mod matching;
 mod split;
 mod stragglers;
 
-use stepcast_trace::Trace;
+use stepcast_trace::{LaneId, LaneKind, Trace};
 
 use crate::Window;
 use crate::analyze::mapping::{Mapping, map};
@@ -27,8 +27,8 @@ pub use clocks::{
     is_point_to_point, ordering_constraints,
 };
 pub use global::{
-    GlobalCollective, GlobalGraph, GlobalReplay, PathTask, RankPart, RankReplay, RankStep,
-    TransferModel, global_graph, replay_global,
+    GlobalCollective, GlobalGraph, GlobalReplay, LaneTime, PathSegment, PathTask, RankPart,
+    RankReplay, RankStep, TransferModel, global_graph, replay_global,
 };
 pub use matching::{
     CollectiveInstance, CollectiveMatching, GroupSource, MatchedCollective, UnmatchedCollective,
@@ -65,6 +65,17 @@ pub fn recorded_rank(trace: &Trace) -> Option<i64> {
     trace.distributed.as_ref().and_then(|d| d.rank)
 }
 
+/// `thread N` or `stream N`, as the trace names the lane.
+pub(crate) fn lane_label(trace: &Trace, lane: LaneId) -> String {
+    let l = &trace.lanes[lane.index()];
+    let id = l.file_tid.clone().unwrap_or_else(|| l.tid.to_string());
+    match l.kind {
+        LaneKind::CpuThread => format!("thread {id}"),
+        LaneKind::DeviceStream if id.starts_with("stream") => id,
+        LaneKind::DeviceStream => format!("stream {id}"),
+    }
+}
+
 /// Everything the multi-rank replay finds.
 #[derive(Clone, Debug)]
 pub struct RanksReport {
@@ -73,6 +84,9 @@ pub struct RanksReport {
     pub replay: GlobalReplay,
     /// Every matched NCCL kernel split into waiting for peers and transfer.
     pub wait_transfer: WaitTransfer,
+    /// Per lane of the global graph (the lanes of [`GlobalReplay::critical_path_by_lane`]):
+    /// `thread N` or `stream N`.
+    pub lane_names: Vec<String>,
     pub stragglers: Vec<Straggler>,
 }
 
@@ -113,5 +127,6 @@ pub fn replay_ranks(ranks: &[RankTrace<'_>]) -> Result<RanksReport, RanksError> 
         replay,
         wait_transfer,
         stragglers,
+        lane_names: global.lane_names,
     })
 }

@@ -2,9 +2,9 @@
 //! how much it alone delayed the collective, and what it was doing while the others waited
 //! (mapped to its op, layer and phase by `analyze::mapping`).
 
-use stepcast_trace::{Event, EventKind, LaneId, LaneKind, Trace};
+use stepcast_trace::{Event, EventKind, LaneId, Trace};
 
-use super::{CollectiveMatching, GlobalGraph, RankTrace, WaitTransfer};
+use super::{CollectiveMatching, GlobalGraph, RankTrace, WaitTransfer, lane_label};
 use crate::analyze::mapping::{Mapping, Phase};
 use crate::graph::{EdgeKind, Graph, TaskId};
 
@@ -30,7 +30,8 @@ pub enum StragglerCause {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Doing {
     /// The device task on the collective's stream (stream cause), or the innermost op of the
-    /// launching thread covering at least half of what any op covers (host cause).
+    /// launching thread covering at least half of the wait until the launch, else the op
+    /// covering most of it (host cause).
     pub name: String,
     /// `thread N` or `stream N` of the last rank.
     pub lane: String,
@@ -173,16 +174,6 @@ fn overlap(a: (i64, i64), b: (i64, i64)) -> i64 {
     (a.1.min(b.1) - a.0.max(b.0)).max(0)
 }
 
-fn lane_label(trace: &Trace, lane: LaneId) -> String {
-    let l = &trace.lanes[lane.index()];
-    let id = l.file_tid.clone().unwrap_or_else(|| l.tid.to_string());
-    match l.kind {
-        LaneKind::CpuThread => format!("thread {id}"),
-        LaneKind::DeviceStream if id.starts_with("stream") => id,
-        LaneKind::DeviceStream => format!("stream {id}"),
-    }
-}
-
 /// What the last rank ran during `wait` (its own times): on the collective's stream when the
 /// stream held it back, else on the thread that launched it, until the launch.
 fn doing(
@@ -235,12 +226,17 @@ fn doing(
                 .map(|e| (e, overlap((e.start_ns, e.end_ns()), window)))
                 .filter(|&(_, ns)| ns > 0)
                 .collect();
-            let most = covered.iter().map(|&(_, ns)| ns).max()?;
-            // The innermost op covering at least half of what the outermost covers.
+            // The innermost op covering at least half of the wait, else the op covering most.
+            let half = (window.1 - window.0 + 1) / 2;
             let (event, overlap_ns) = covered
                 .iter()
-                .filter(|&&(_, ns)| 2 * ns >= most)
+                .filter(|&&(_, ns)| ns >= half)
                 .min_by_key(|&&(e, _)| (e.dur_ns, std::cmp::Reverse(e.start_ns)))
+                .or_else(|| {
+                    covered
+                        .iter()
+                        .max_by_key(|&&(e, ns)| (ns, std::cmp::Reverse(e.start_ns)))
+                })
                 .copied()?;
             // Its layer and phase: those of the first task its thread ran inside it, else of
             // the last one before it.
