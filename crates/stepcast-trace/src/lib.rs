@@ -10,7 +10,7 @@ pub mod kineto;
 mod model;
 
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
 pub use error::ReadError;
@@ -38,13 +38,37 @@ pub fn read_trace(path: &Path) -> Result<Trace, ReadError> {
     let mut file = File::open(path).map_err(io)?;
     let mut magic = [0u8; 2];
     let n = file.read(&mut magic).map_err(io)?;
-    let head = std::io::Cursor::new(magic[..n].to_vec()).chain(file);
     if n == 2 && magic == GZIP_MAGIC {
-        let decoder = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 16, head));
-        kineto::read(decoder, path, true)
+        let expected = gzip_isize(&mut file, metadata.len()).map_err(io)?;
+        let decoder = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 16, file));
+        kineto::read_sized(decoder, path, true, expected)
     } else {
-        kineto::read(head, path, false)
+        let head = std::io::Cursor::new(magic[..n].to_vec()).chain(file);
+        kineto::read_sized(head, path, false, Some(metadata.len()))
     }
+}
+
+/// The uncompressed size a gzip file declares in its trailer, with `file` left at its start.
+fn gzip_isize(file: &mut File, len: u64) -> std::io::Result<Option<u64>> {
+    // A header (10 bytes) and a trailer (8 bytes) at least.
+    let size = if len >= 18 {
+        file.seek(SeekFrom::End(-4))?;
+        let mut trailer = [0u8; 4];
+        file.read_exact(&mut trailer)?;
+        isize_hint(trailer, len)
+    } else {
+        None
+    };
+    file.seek(SeekFrom::Start(0))?;
+    Ok(size)
+}
+
+/// A gzip trailer's size field as a hint: it is the last member's size modulo 4 GiB, and
+/// garbage in a truncated file, so it is capped at a compression ratio JSON traces do not
+/// exceed (they compress 10 to 20 times).
+fn isize_hint(trailer: [u8; 4], compressed_len: u64) -> Option<u64> {
+    const MAX_RATIO: u64 = 64;
+    Some((u32::from_le_bytes(trailer) as u64).min(compressed_len.saturating_mul(MAX_RATIO)))
 }
 
 /// Reads a trace from bytes already in memory (JSON or gzip-compressed JSON).
@@ -56,8 +80,20 @@ pub fn read_trace_bytes(bytes: &[u8], path: &Path) -> Result<Trace, ReadError> {
         });
     }
     if bytes.starts_with(&GZIP_MAGIC) {
-        kineto::read(flate2::read::MultiGzDecoder::new(bytes), path, true)
+        let expected = bytes
+            .len()
+            .checked_sub(4)
+            .filter(|_| bytes.len() >= 18)
+            .and_then(|at| bytes.get(at..))
+            .and_then(|trailer| <[u8; 4]>::try_from(trailer).ok())
+            .and_then(|trailer| isize_hint(trailer, bytes.len() as u64));
+        kineto::read_sized(
+            flate2::read::MultiGzDecoder::new(bytes),
+            path,
+            true,
+            expected,
+        )
     } else {
-        kineto::read(bytes, path, false)
+        kineto::read_sized(bytes, path, false, Some(bytes.len() as u64))
     }
 }

@@ -17,57 +17,10 @@ type LaneKey = (LaneKind, i64, i64);
 /// A lane's pid and tid as the file wrote them, where it wrote strings.
 type FileIds = (Option<String>, Option<String>);
 
-/// The accepted duration events of one lane, in file order. Rows are final `Event`s except
-/// that `lane` is unset and `start_ns` is absolute; `finish` numbers the lanes, makes times
-/// relative and concatenates the lanes in order. Kept per lane so that each lane is sorted on
-/// its own, and only if it arrived out of order; and final rows, because a separate pending
-/// row type cost a copy of every event. Stored in chunks that are never reallocated: growing
-/// one vector per lane cost 7 % of ingest in `realloc` copies and page faults.
-struct LaneRows {
-    key: LaneKey,
-    chunks: Vec<Vec<Event>>,
-    len: usize,
-    /// Whether the rows are in the trace's order: start, then longest first (file order, the
-    /// last tie-break, holds by construction).
-    sorted: bool,
-    /// Rows that lack their correlation id, to be recovered from launch flows.
-    flow_lookups: Vec<FlowLookup>,
-}
-
-/// Rows per chunk: the first chunk of a lane is small (a trace can have hundreds of lanes with
-/// a few events each), later ones grow with the lane up to the largest.
-const FIRST_CHUNK_ROWS: usize = 256;
-const MAX_CHUNK_ROWS: usize = 8192;
-
-impl LaneRows {
-    fn rows(&self) -> impl Iterator<Item = &Event> {
-        self.chunks.iter().flatten()
-    }
-
-    fn last(&self) -> Option<&Event> {
-        self.chunks.last().and_then(|chunk| chunk.last())
-    }
-
-    fn push(&mut self, event: Event) {
-        let full = self
-            .chunks
-            .last()
-            .is_none_or(|chunk| chunk.len() == chunk.capacity());
-        if full {
-            let rows = self.len.clamp(FIRST_CHUNK_ROWS, MAX_CHUNK_ROWS);
-            self.chunks.push(Vec::with_capacity(rows));
-        }
-        if let Some(chunk) = self.chunks.last_mut() {
-            chunk.push(event);
-        }
-        self.len += 1;
-    }
-}
-
 /// An event that lacks its correlation id, to be recovered from a launch flow.
 struct FlowLookup {
-    /// Position in its lane.
-    row: u32,
+    /// Position in `TraceBuilder::events`.
+    index: u32,
     /// `pid`/`tid` as written, to match flow events.
     raw_pid: i64,
     raw_tid: i64,
@@ -94,12 +47,18 @@ struct PendingStep {
 #[derive(Default)]
 pub struct TraceBuilder {
     names: Interner,
-    /// Duration events by lane, in the order lanes first appear.
-    lanes: Vec<LaneRows>,
+    /// Accepted duration events in file order, as final rows except that `lane` is a slot of
+    /// `lane_keys` and `start_ns` is absolute: `finish` numbers the lanes, makes times relative
+    /// and sorts them in place. One vector, written once: on this machine a fresh megabyte
+    /// costs about 0.5 ms in page faults, and per-lane storage copied into a final vector
+    /// touched twice the memory (20 % of ingest).
+    events: Vec<Event>,
+    /// Lane keys by slot, in the order lanes first appear.
+    lane_keys: Vec<LaneKey>,
     lane_slots: FxHashMap<LaneKey, u32>,
     /// The last lane looked up: consecutive records often share one.
     last_lane: Option<(LaneKey, u32)>,
-    event_count: usize,
+    flow_lookups: Vec<FlowLookup>,
     syncs: Vec<SyncEvent>,
     steps: Vec<PendingStep>,
     memory: Vec<PendingMemory>,
@@ -150,6 +109,19 @@ fn non_negative(int: Option<Int>) -> Option<i64> {
 }
 
 impl TraceBuilder {
+    /// Reserves the event table for an input of about `bytes` bytes of JSON. Reserved but
+    /// untouched memory costs address space, not RAM: the estimate is generous (a Kineto
+    /// duration event takes 250 to 400 bytes of JSON, one every 200 is assumed) so that the
+    /// table is not reallocated, which would copy it and touch twice its memory.
+    pub fn expect_bytes(&mut self, bytes: u64) {
+        const JSON_BYTES_PER_EVENT: u64 = 200;
+        // Beyond this the hint is not trusted (a gzip size is only known modulo 4 GiB anyway).
+        const MAX_RESERVED_EVENTS: u64 = 1 << 26;
+        let events = (bytes / JSON_BYTES_PER_EVENT).min(MAX_RESERVED_EVENTS);
+        // A hint that cannot be honoured is ignored: the table then grows as it fills.
+        let _ = self.events.try_reserve(events as usize);
+    }
+
     pub fn devices(&mut self, devices: Vec<RawDevice>) {
         self.devices = devices
             .into_iter()
@@ -316,23 +288,16 @@ impl TraceBuilder {
         }
         let correlation = positive(args.correlation);
         let slot = self.lane_slot(lane);
-        let rows = &mut self.lanes[slot as usize];
-        if let Some(last) = rows.last()
-            && (start_abs_ns, std::cmp::Reverse(dur_ns))
-                < (last.start_ns, std::cmp::Reverse(last.dur_ns))
-        {
-            rows.sorted = false;
-        }
         if correlation.is_none() && (kind.is_device_task() || kind.is_api_call()) {
-            rows.flow_lookups.push(FlowLookup {
-                row: rows.len as u32,
+            self.flow_lookups.push(FlowLookup {
+                index: self.events.len() as u32,
                 raw_pid,
                 raw_tid,
             });
         }
-        rows.push(Event {
+        self.events.push(Event {
             kind,
-            lane: LaneId(u32::MAX),
+            lane: LaneId(slot),
             name,
             start_ns: start_abs_ns,
             dur_ns,
@@ -342,7 +307,6 @@ impl TraceBuilder {
             sequence_number: args.sequence_number.and_then(Int::get),
             file_index,
         });
-        self.event_count += 1;
     }
 
     /// The slot of `lane` in `self.lanes`, made on first sight.
@@ -355,14 +319,8 @@ impl TraceBuilder {
         let slot = match self.lane_slots.get(&lane) {
             Some(&slot) => slot,
             None => {
-                let slot = self.lanes.len() as u32;
-                self.lanes.push(LaneRows {
-                    key: lane,
-                    chunks: Vec::new(),
-                    len: 0,
-                    sorted: true,
-                    flow_lookups: Vec::new(),
-                });
+                let slot = self.lane_keys.len() as u32;
+                self.lane_keys.push(lane);
                 self.lane_slots.insert(lane, slot);
                 slot
             }
@@ -497,18 +455,18 @@ impl TraceBuilder {
 
     pub fn finish(mut self, input_bytes: u64) -> Trace {
         let origin_ns = self
-            .lanes
+            .events
             .iter()
-            .flat_map(|rows| rows.rows().map(|e| e.start_ns))
+            .map(|e| e.start_ns)
             .chain(self.steps.iter().map(|s| s.start_abs_ns))
             .chain(self.syncs.iter().map(|s| s.start_ns))
             .min()
             .unwrap_or(0);
 
         let lane_keys: BTreeSet<(LaneKind, i64, i64)> = self
-            .lanes
+            .lane_keys
             .iter()
-            .map(|rows| rows.key)
+            .copied()
             .chain(self.steps.iter().map(|s| s.lane))
             .collect();
         let lane_ids: FxHashMap<(LaneKind, i64, i64), LaneId> = lane_keys
@@ -539,41 +497,34 @@ impl TraceBuilder {
             .collect();
 
         let mut recovered = 0u64;
-        let flow_ends: FxHashMap<(i64, i64, i64), u64> =
-            if self.lanes.iter().any(|rows| !rows.flow_lookups.is_empty()) {
-                self.flow_ends.iter().copied().collect()
-            } else {
-                FxHashMap::default()
-            };
-        // Lanes in `lane_keys` order, each sorted unless it arrived sorted; each chunk is
-        // freed once copied.
-        self.lanes.sort_unstable_by_key(|rows| rows.key);
-        let mut events: Vec<Event> = Vec::with_capacity(self.event_count);
-        for rows in std::mem::take(&mut self.lanes) {
-            let first = events.len();
-            for mut chunk in rows.chunks {
-                events.append(&mut chunk);
-            }
-            let lane_rows = &mut events[first..];
-            for lookup in &rows.flow_lookups {
-                let event = &mut lane_rows[lookup.row as usize];
+        if !self.flow_lookups.is_empty() {
+            let flow_ends: FxHashMap<(i64, i64, i64), u64> =
+                self.flow_ends.iter().copied().collect();
+            for lookup in &self.flow_lookups {
+                let event = &mut self.events[lookup.index as usize];
                 event.correlation = flow_ends
                     .get(&(lookup.raw_pid, lookup.raw_tid, event.start_ns))
                     .copied();
                 recovered += event.correlation.is_some() as u64;
             }
-            // Kineto writes a lane as a few sorted runs (ops, then runtime calls, ...): the
-            // stable sort merges runs (4 % of ingest less than the unstable one). File order
-            // is in the key, so stability changes nothing else.
-            if !rows.sorted {
-                lane_rows.sort_by_key(|e| (e.start_ns, std::cmp::Reverse(e.dur_ns), e.file_index));
-            }
-            let lane = lane_ids[&rows.key];
-            for event in lane_rows {
-                event.lane = lane;
-                event.start_ns -= origin_ns;
-            }
         }
+        let lane_of_slot: Vec<LaneId> = self.lane_keys.iter().map(|key| lane_ids[key]).collect();
+        let mut events = std::mem::take(&mut self.events);
+        for event in &mut events {
+            event.lane = lane_of_slot[event.lane.index()];
+            event.start_ns -= origin_ns;
+        }
+        // In place: a sort that allocates touches fresh memory, which costs more here than
+        // the unstable sort's extra comparisons. File order is in the key, so the order is
+        // the same as a stable sort's.
+        events.sort_unstable_by_key(|e| {
+            (
+                e.lane,
+                e.start_ns,
+                std::cmp::Reverse(e.dur_ns),
+                e.file_index,
+            )
+        });
 
         // NCCL metadata follows its event through the sort (a record's file index is unique).
         let mut comm_args = Vec::with_capacity(self.comm_args.len());

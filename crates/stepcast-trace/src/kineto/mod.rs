@@ -24,6 +24,17 @@ use raw::{RawDevice, RawDistributed};
 
 /// Reads a Kineto trace from an uncompressed JSON byte stream. `path` is used in messages only.
 pub fn read<R: Read>(reader: R, path: &Path, gzip: bool) -> Result<Trace, ReadError> {
+    read_sized(reader, path, gzip, None)
+}
+
+/// [`read`], told about how many bytes of JSON to expect (a hint: the result does not depend
+/// on it), so that the event table is allocated once rather than grown.
+pub fn read_sized<R: Read>(
+    reader: R,
+    path: &Path,
+    gzip: bool,
+    expected_bytes: Option<u64>,
+) -> Result<Trace, ReadError> {
     let mut reader = Reader {
         stream: JsonStream::new(reader),
         path,
@@ -31,6 +42,9 @@ pub fn read<R: Read>(reader: R, path: &Path, gzip: bool) -> Result<Trace, ReadEr
         events_seen: 0,
     };
     let mut builder = TraceBuilder::default();
+    if let Some(bytes) = expected_bytes {
+        builder.expect_bytes(bytes);
+    }
     reader.document(&mut builder)?;
     let input_bytes = reader.stream.bytes_read();
     if reader.events_seen == 0 {
