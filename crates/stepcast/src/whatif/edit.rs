@@ -456,13 +456,25 @@ impl EditGraph {
         Ok(())
     }
 
-    /// Multiplies the untraced gap after every selected task by `factor`.
+    /// Multiplies the untraced gap after every selected task by `factor`, and the untraced
+    /// host time of a handoff from it to another thread (`EdgeKind::ThreadHandoff`'s lag),
+    /// which is the same kind of time.
     pub fn scale_gaps(&mut self, selection: &Selection, factor: f64) -> Result<(), EditError> {
         check_factor(factor)?;
         for &task in selection.tasks() {
             self.check_live(task)?;
             let row = &mut self.rows[task.index()];
             row.gap_ns = scale_ns(row.gap_ns, factor);
+            let mut targets = self.succs[task.index()].clone();
+            targets.sort_unstable();
+            targets.dedup();
+            for target in targets {
+                for edge in &mut self.preds[target as usize] {
+                    if edge.from == task.0 && edge.kind == EdgeKind::ThreadHandoff {
+                        edge.lag_ns = scale_ns(edge.lag_ns, factor);
+                    }
+                }
+            }
         }
         Ok(())
     }
