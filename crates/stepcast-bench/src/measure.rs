@@ -1,8 +1,10 @@
 //! `stepcast-bench run`: wall time of each pipeline phase, on the calling thread only.
 //!
 //! Every iteration runs the whole pipeline on a fresh read of the file: ingest
-//! ([`stepcast_trace::read_trace`]), graph build, one replay ([`simulate`]) and the self-replay
-//! (two replays plus per-step measures and the typical step). Nothing here spawns a thread and
+//! ([`stepcast_trace::read_trace`]), graph build, one replay ([`simulate`]), the self-replay
+//! (two replays plus per-step measures and the typical step) and the analysis (what
+//! `stepcast analyze` does once the trace is loaded: [`stepcast::analyze::analyze`] and the
+//! rendering of its JSON document and text report). Nothing here spawns a thread and
 //! stepcast's crates do not either, so the numbers are per core.
 
 use std::hint::black_box;
@@ -11,6 +13,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
 use serde_json::json;
+use stepcast::analyze::analyze;
 use stepcast::graph::{BuildOptions, build};
 use stepcast::replay::self_replay;
 use stepcast::simulate::{RecordedOrder, SimOptions, simulate};
@@ -93,6 +96,8 @@ struct TraceResult {
     iterations: u32,
     phases: Vec<Phase>,
     peak_rss_bytes: Option<u64>,
+    /// Peak RSS of the warm-up's ingest alone (reset just before it).
+    ingest_peak_rss_bytes: Option<u64>,
     rss_scope: RssScope,
     replay_error_median: Option<f64>,
 }
@@ -138,13 +143,18 @@ fn bench_trace(path: &Path, iterations: u32) -> anyhow::Result<TraceResult> {
     let mut build_time = Samples::default();
     let mut sim = Samples::default();
     let mut replay = Samples::default();
+    let mut analysis = Samples::default();
     let mut total = Samples::default();
+    let mut ingest_peak_rss_bytes = None;
     let mut result = None;
     // Iteration 0 is the warm-up: it fills the page cache and the allocator, and is not timed.
     for iteration in 0..=iterations {
         let start = Instant::now();
         let trace = read_trace(path).with_context(|| format!("reading {}", path.display()))?;
         let t_ingest = start.elapsed();
+        if iteration == 0 {
+            ingest_peak_rss_bytes = peak_rss_bytes();
+        }
 
         let start = Instant::now();
         let window = build(&trace, &BuildOptions::default());
@@ -162,6 +172,15 @@ fn bench_trace(path: &Path, iterations: u32) -> anyhow::Result<TraceResult> {
             self_replay(&window).with_context(|| format!("self-replay of {}", path.display()))?;
         let t_replay = start.elapsed();
         black_box(&report);
+
+        let start = Instant::now();
+        let analyzed = analyze(&trace, &window, None)
+            .with_context(|| format!("analysis of {}", path.display()))?;
+        let document = stepcast_report::json::analyze_json(&trace, &window, &analyzed, None);
+        let text = stepcast_report::table::analyze_text(&document);
+        let t_analyze = start.elapsed();
+        black_box(&text);
+        drop((analyzed, document, text));
 
         if iteration == 0 {
             let mut errors: Vec<f64> = report
@@ -190,6 +209,7 @@ fn bench_trace(path: &Path, iterations: u32) -> anyhow::Result<TraceResult> {
                 iterations,
                 phases: Vec::new(),
                 peak_rss_bytes: None,
+                ingest_peak_rss_bytes,
                 rss_scope,
                 replay_error_median,
             });
@@ -198,6 +218,7 @@ fn bench_trace(path: &Path, iterations: u32) -> anyhow::Result<TraceResult> {
             build_time.0.push(t_build);
             sim.0.push(t_sim);
             replay.0.push(t_replay);
+            analysis.0.push(t_analyze);
             total.0.push(t_ingest + t_build + t_replay);
         }
         // Freed outside the timed regions, before the next read, so that at most one trace and
@@ -229,6 +250,11 @@ fn bench_trace(path: &Path, iterations: u32) -> anyhow::Result<TraceResult> {
         Phase {
             name: "self_replay",
             samples: replay,
+            rate: Rate::MillionTasks(tasks),
+        },
+        Phase {
+            name: "analyze",
+            samples: analysis,
             rate: Rate::MillionTasks(tasks),
         },
         Phase {
@@ -332,6 +358,16 @@ fn print_table(r: &TraceResult) {
         );
     }
     println!("  (total = ingest + build + self_replay; its rate is uncompressed input MB/s)");
+    if let (Some(ingest), Some(build), Some(analyze)) = (
+        r.phases.iter().find(|p| p.name == "ingest"),
+        r.phases.iter().find(|p| p.name == "build"),
+        r.phases.iter().find(|p| p.name == "analyze"),
+    ) {
+        println!(
+            "  (ingest + build + analyze, what `stepcast analyze` does: {} at the minima)",
+            format_duration(ingest.samples.min() + build.samples.min() + analyze.samples.min())
+        );
+    }
     println!();
     match r.peak_rss_bytes {
         Some(peak) => println!(
@@ -344,6 +380,13 @@ fn print_table(r: &TraceResult) {
             }
         ),
         None => println!("  peak RSS     unavailable (no /proc/self/status)"),
+    }
+    if let (Some(peak), RssScope::Trace) = (r.ingest_peak_rss_bytes, r.rss_scope) {
+        println!(
+            "  ingest peak  {:.1} MB = {:.2} x uncompressed input (first read, from a reset)",
+            peak as f64 / 1e6,
+            peak as f64 / r.input_bytes.max(1) as f64,
+        );
     }
     if let Some(error) = r.replay_error_median {
         println!(
@@ -390,6 +433,7 @@ fn result_json(r: &TraceResult) -> serde_json::Value {
             RssScope::Process => "process",
         },
         "peak_rss_per_input_byte": r.peak_rss_bytes.map(|p| p as f64 / r.input_bytes.max(1) as f64),
+        "ingest_peak_rss_bytes": r.ingest_peak_rss_bytes,
         "replay_error_median": r.replay_error_median,
     })
 }
