@@ -7,10 +7,14 @@
 //! left out of every combination: it would only repeat the combination without it. Hardware
 //! models (`faster_gpu`, `faster_cpu`...) pair with the others but stay out of the
 //! all-together set: buying hardware is a different decision from changing the program.
+//!
+//! Memory-for-time trades ([`Model::memory_trades`]: recomputation, offloading, Gist) are not
+//! speedups: they are predicted on their own, each with the memory it saves, and listed apart
+//! ([`Advice::memory_trades`]), never ranked among the gains nor combined.
 
 use rayon::prelude::*;
 
-use super::models::Model;
+use super::models::{MemoryEffect, Model};
 use super::{Context, Outcome, Prediction, WhatIfError, predict, what_if_against};
 use crate::graph::Graph;
 
@@ -25,6 +29,8 @@ pub struct Candidate {
     pub models: Vec<Model>,
     /// Its prediction (without the transformed graph: [`Outcome::graph`] is empty).
     pub outcome: Outcome,
+    /// A memory-for-time trade: the memory it saves.
+    pub memory: Option<MemoryEffect>,
 }
 
 impl Candidate {
@@ -54,6 +60,9 @@ pub struct Advice {
     pub baseline: Prediction,
     /// Best first: by speedup, then by name.
     pub candidates: Vec<Candidate>,
+    /// The memory-for-time trades, in [`Model::memory_trades`] order, each with its cost in
+    /// time and the memory it saves.
+    pub memory_trades: Vec<Candidate>,
 }
 
 /// Tries every advised model and the useful combinations (see the module documentation), in
@@ -61,8 +70,11 @@ pub struct Advice {
 /// result does not depend on the number of threads.
 pub fn advise(context: &Context<'_>) -> Result<Advice, WhatIfError> {
     let baseline = predict(context.window, &context.window.graph)?;
-    let singles: Vec<Vec<Model>> = Model::advised().into_iter().map(|m| vec![m]).collect();
+    let mut singles: Vec<Vec<Model>> = Model::advised().into_iter().map(|m| vec![m]).collect();
+    let trades = Model::memory_trades();
+    singles.extend(trades.iter().map(|m| vec![m.clone()]));
     let mut candidates = try_all(context, &baseline, singles)?;
+    let memory_trades: Vec<Candidate> = candidates.split_off(candidates.len() - trades.len());
     let useful: Vec<&Model> = candidates
         .iter()
         .filter(|c| c.is_useful())
@@ -96,6 +108,7 @@ pub fn advise(context: &Context<'_>) -> Result<Advice, WhatIfError> {
     Ok(Advice {
         baseline,
         candidates,
+        memory_trades,
     })
 }
 
@@ -118,7 +131,15 @@ fn try_all(
                 source: Box::new(source),
             })?;
             outcome.graph = Graph::default();
-            Ok(Candidate { models, outcome })
+            let memory = match models.as_slice() {
+                [model] => model.memory_effect(context),
+                _ => None,
+            };
+            Ok(Candidate {
+                models,
+                outcome,
+                memory,
+            })
         })
         .collect()
 }

@@ -2,8 +2,8 @@
 
 use super::super::edit::{EditGraph, Selection};
 use super::super::{Context, WhatIfError};
-use super::amp::is_tensor_core_eligible;
 use super::Hardware;
+use super::amp::is_tensor_core_eligible;
 use crate::graph::{TaskId, TaskKind};
 
 /// **Faster hardware**: every task's cost divided by the factor of its resource (tensor-core

@@ -2,24 +2,33 @@
 //! with the primitives of [`super::edit`], each stating its assumption and where its numbers
 //! come from.
 
+pub mod activations;
 mod amp;
+mod batchnorm;
 mod cuda_graphs;
 mod fused_optimizer;
+mod gist;
 mod hardware;
+mod input_overlap;
 mod kernel_fusion;
+mod offload;
+mod recompute;
 mod syncs;
 
-use std::collections::BTreeMap;
-
-use super::edit::{EditGraph, Selection};
+use super::edit::EditGraph;
 use super::{Context, WhatIfError};
-use crate::graph::TaskId;
 
+pub use activations::{ActivationSource, MemoryEffect};
 pub use amp::{amp, is_tensor_core_eligible};
+pub use batchnorm::{BatchNormRole, batch_norm_role, batchnorm_targets, reconstruct_batchnorm};
 pub use cuda_graphs::cuda_graphs;
 pub use fused_optimizer::fused_optimizer;
+pub use gist::{COMPRESSION, elementwise_throughput, gist, gist_memory};
 pub use hardware::faster_hardware;
+pub use input_overlap::prefetch_inputs;
 pub use kernel_fusion::kernel_fusion;
+pub use offload::{host_copy_bandwidth, offload, offload_memory};
+pub use recompute::{recompute, recompute_memory};
 pub use syncs::remove_syncs;
 
 /// A built-in optimization model and its parameters.
@@ -38,7 +47,20 @@ pub enum Model {
     /// Fuse chains of element-wise kernels (what `torch.compile` does): see
     /// [`kernel_fusion`]. `factor: None` uses the chain-length estimate.
     KernelFusion { factor: Option<f64> },
+    /// Reconstructed batch normalization: see [`reconstruct_batchnorm`].
+    ReconstructBatchnorm,
+    /// Input pipeline overlap (prefetching): see [`prefetch_inputs`].
+    PrefetchInputs,
+    /// Activation recomputation, a memory-for-time trade: see [`recompute`].
+    Recompute { fraction: f64 },
+    /// vDNN offloading of activations, a memory-for-time trade: see [`offload`].
+    Offload { fraction: f64 },
+    /// Gist encoding of activations, a memory-for-time trade: see [`gist`].
+    Gist { fraction: f64 },
 }
+
+/// The share of the activation bytes that memory-for-time trades act on by default.
+pub const DEFAULT_FRACTION: f64 = 0.5;
 
 /// Speed-up factors of faster hardware (2.0 = twice as fast; 1.0 = unchanged).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -76,7 +98,42 @@ impl Model {
             Model::RemoveSyncs,
             Model::KernelFusion { factor: None },
             Model::FasterHardware(copies_2x()),
+            Model::ReconstructBatchnorm,
+            Model::PrefetchInputs,
         ]
+    }
+
+    /// The memory-for-time trades (usually slower; they save memory) with their defaults.
+    pub fn memory_trades() -> Vec<Model> {
+        vec![
+            Model::Recompute {
+                fraction: DEFAULT_FRACTION,
+            },
+            Model::Offload {
+                fraction: DEFAULT_FRACTION,
+            },
+            Model::Gist {
+                fraction: DEFAULT_FRACTION,
+            },
+        ]
+    }
+
+    /// Whether the model trades time for memory (its what-if reports the memory it saves).
+    pub fn is_memory_trade(&self) -> bool {
+        matches!(
+            self,
+            Model::Recompute { .. } | Model::Offload { .. } | Model::Gist { .. }
+        )
+    }
+
+    /// What a memory-for-time trade saves (`None` for other models).
+    pub fn memory_effect(&self, context: &Context<'_>) -> Option<MemoryEffect> {
+        match self {
+            Model::Recompute { fraction } => Some(recompute_memory(context, *fraction)),
+            Model::Offload { fraction } => Some(offload_memory(context, *fraction)),
+            Model::Gist { fraction } => Some(gist_memory(context, *fraction)),
+            _ => None,
+        }
     }
 
     /// The model's name as the CLI and scenario files spell it.
@@ -96,6 +153,11 @@ impl Model {
             Model::RemoveSyncs => "remove_syncs".into(),
             Model::KernelFusion { factor: None } => "kernel_fusion".into(),
             Model::KernelFusion { factor: Some(f) } => format!("kernel_fusion(factor={f})"),
+            Model::ReconstructBatchnorm => "reconstruct_batchnorm".into(),
+            Model::PrefetchInputs => "prefetch_inputs".into(),
+            Model::Recompute { fraction } => with_fraction("recompute", *fraction),
+            Model::Offload { fraction } => with_fraction("offload", *fraction),
+            Model::Gist { fraction } => with_fraction("gist", *fraction),
         }
     }
 
@@ -112,6 +174,19 @@ impl Model {
             "faster_copies" => Model::FasterHardware(copies_2x()),
             "remove_syncs" => Model::RemoveSyncs,
             "kernel_fusion" | "fuse_elementwise" => Model::KernelFusion { factor: None },
+            "reconstruct_batchnorm" | "batchnorm" | "fuse_batchnorm" | "batchnorm_fusion" => {
+                Model::ReconstructBatchnorm
+            }
+            "prefetch_inputs" | "prefetch" | "input_overlap" => Model::PrefetchInputs,
+            "recompute" | "checkpointing" | "activation_checkpointing" => Model::Recompute {
+                fraction: DEFAULT_FRACTION,
+            },
+            "offload" | "vdnn" => Model::Offload {
+                fraction: DEFAULT_FRACTION,
+            },
+            "gist" => Model::Gist {
+                fraction: DEFAULT_FRACTION,
+            },
             _ => return None,
         })
     }
@@ -127,6 +202,11 @@ impl Model {
         "faster_copies",
         "remove_syncs",
         "kernel_fusion",
+        "reconstruct_batchnorm",
+        "prefetch_inputs",
+        "recompute",
+        "offload",
+        "gist",
     ];
 
     /// The model named `name` with `params` instead of its defaults. A parameter the model
@@ -162,6 +242,9 @@ impl Model {
                 } else {
                     value > 0.0
                 };
+            if param == "fraction" && !(value > 0.0 && value <= 1.0) {
+                return Err(ModelError::BadFraction { value });
+            }
             if !valid {
                 return Err(ModelError::BadValue { param, value });
             }
@@ -175,7 +258,14 @@ impl Model {
                 h.copy = params.copy.unwrap_or(h.copy);
             }
             Model::KernelFusion { factor } => *factor = params.factor.or(*factor),
-            Model::CudaGraphs | Model::Amp | Model::RemoveSyncs => {}
+            Model::Recompute { fraction }
+            | Model::Offload { fraction }
+            | Model::Gist { fraction } => *fraction = params.fraction.unwrap_or(*fraction),
+            Model::CudaGraphs
+            | Model::Amp
+            | Model::RemoveSyncs
+            | Model::ReconstructBatchnorm
+            | Model::PrefetchInputs => {}
         }
         Ok(model)
     }
@@ -185,7 +275,12 @@ impl Model {
         match self {
             Model::FusedOptimizer { .. } | Model::KernelFusion { .. } => &["factor"],
             Model::FasterHardware(_) => &["compute", "memory", "cpu", "copy"],
-            Model::CudaGraphs | Model::Amp | Model::RemoveSyncs => &[],
+            Model::Recompute { .. } | Model::Offload { .. } | Model::Gist { .. } => &["fraction"],
+            Model::CudaGraphs
+            | Model::Amp
+            | Model::RemoveSyncs
+            | Model::ReconstructBatchnorm
+            | Model::PrefetchInputs => &[],
         }
     }
 
@@ -198,6 +293,11 @@ impl Model {
             Model::FasterHardware(_) => "faster_hardware",
             Model::RemoveSyncs => "remove_syncs",
             Model::KernelFusion { .. } => "kernel_fusion",
+            Model::ReconstructBatchnorm => "reconstruct_batchnorm",
+            Model::PrefetchInputs => "prefetch_inputs",
+            Model::Recompute { .. } => "recompute",
+            Model::Offload { .. } => "offload",
+            Model::Gist { .. } => "gist",
         }
     }
 
@@ -212,8 +312,10 @@ impl Model {
     pub fn advised() -> Vec<Model> {
         vec![
             Model::FusedOptimizer { factor: 1.0 },
+            Model::ReconstructBatchnorm,
             Model::KernelFusion { factor: None },
             Model::Amp,
+            Model::PrefetchInputs,
             Model::CudaGraphs,
             Model::RemoveSyncs,
             Model::FasterHardware(gpu_2x()),
@@ -231,6 +333,11 @@ impl Model {
             Model::FasterHardware(hardware) => faster_hardware(context, edit, hardware),
             Model::RemoveSyncs => remove_syncs(context, edit),
             Model::KernelFusion { factor } => kernel_fusion(context, edit, *factor),
+            Model::ReconstructBatchnorm => reconstruct_batchnorm(context, edit),
+            Model::PrefetchInputs => prefetch_inputs(context, edit),
+            Model::Recompute { fraction } => recompute(context, edit, *fraction),
+            Model::Offload { fraction } => offload(context, edit, *fraction),
+            Model::Gist { fraction } => gist(context, edit, *fraction),
         }
     }
 }
@@ -245,6 +352,9 @@ pub struct ModelParams {
     pub memory: Option<f64>,
     pub cpu: Option<f64>,
     pub copy: Option<f64>,
+    /// `recompute`, `offload`, `gist`: the share of each step's activation bytes acted on,
+    /// from the front of the forward pass (0 < fraction ≤ 1).
+    pub fraction: Option<f64>,
 }
 
 impl ModelParams {
@@ -255,6 +365,7 @@ impl ModelParams {
             ("memory", self.memory),
             ("cpu", self.cpu),
             ("copy", self.copy),
+            ("fraction", self.fraction),
         ]
         .into_iter()
         .filter_map(|(name, value)| value.map(|v| (name, v)))
@@ -281,6 +392,19 @@ pub enum ModelError {
         "invalid --{param} {value}: give a finite number above 0 (a speed-up: 2 is twice as fast; --factor may be 0)"
     )]
     BadValue { param: &'static str, value: f64 },
+    #[error(
+        "invalid --fraction {value}: give a share of the activation bytes, above 0 and at most 1"
+    )]
+    BadFraction { value: f64 },
+}
+
+/// `recompute` or `recompute(fraction=0.25)`.
+fn with_fraction(name: &str, fraction: f64) -> String {
+    if fraction == DEFAULT_FRACTION {
+        name.to_string()
+    } else {
+        format!("{name}(fraction={fraction})")
+    }
 }
 
 fn gpu_2x() -> Hardware {
@@ -303,16 +427,4 @@ fn cpu_2x() -> Hardware {
         cpu: 2.0,
         ..Hardware::default()
     }
-}
-
-/// Groups `selection` by (lane, step), in order.
-pub(super) fn by_lane_and_step(edit: &EditGraph, selection: &Selection) -> Vec<Selection> {
-    let mut groups: BTreeMap<(u32, u32), Vec<TaskId>> = BTreeMap::new();
-    for &t in selection.tasks() {
-        groups
-            .entry((edit.lane(t), edit.step(t)))
-            .or_default()
-            .push(t);
-    }
-    groups.into_values().map(Selection::new).collect()
 }

@@ -2,7 +2,7 @@
 
 use super::super::edit::{EditGraph, HostGaps};
 use super::super::{Context, WhatIfError};
-use crate::graph::{classify_call, CallClass, TaskKind};
+use crate::graph::{CallClass, TaskKind, classify_call};
 
 /// **Remove host synchronizations**: explicit synchronizing calls (`cudaDeviceSynchronize`,
 /// `cudaStreamSynchronize`, `cudaEventSynchronize` and their HIP/driver twins) are removed;

@@ -1,0 +1,393 @@
+//! The forward pass as units that memory-for-time trades act on: each outermost op of a
+//! steady step's forward pass, the kernels it launched, the activation bytes it keeps for the
+//! backward pass and where its backward begins.
+
+use std::collections::BTreeMap;
+
+use stepcast_trace::{EventId, EventKind, Trace};
+
+use super::super::Context;
+use crate::analyze::mapping::Phase;
+use crate::graph::{NO_STEP, TaskId, TaskKind};
+
+/// One op of the forward pass of a steady step.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ForwardUnit {
+    pub step: u32,
+    /// The outermost `cpu_op` around the launching calls of its kernels (`aten::conv2d`).
+    pub op: EventId,
+    /// Its kernels and memsets, in recorded order.
+    pub tasks: Vec<TaskId>,
+    /// The first device task of its backward (an op of the backward pass with one of the
+    /// autograd sequence numbers of its ops), if the trace links them.
+    pub backward: Option<TaskId>,
+    /// Activation bytes it keeps for the backward pass (see [`ActivationSource`]); 0 when
+    /// unknown.
+    pub bytes: i64,
+}
+
+/// Where the activation bytes come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ActivationSource {
+    /// The device's memory events (`profile_memory=True`): the bytes an op allocated and did
+    /// not free during its range (what it added to the live set: its output and the tensors
+    /// it saves; workspaces freed inside the op do not count).
+    MemoryEvents,
+    /// The recorded input shapes and types (`record_shapes=True`): the op's first tensor
+    /// input, which the op saves for its backward (convolution, linear, normalization).
+    OpShapes,
+    /// Neither: bytes are 0.
+    Unknown,
+}
+
+impl ActivationSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActivationSource::MemoryEvents => "memory_events",
+            ActivationSource::OpShapes => "op_shapes",
+            ActivationSource::Unknown => "unknown",
+        }
+    }
+}
+
+/// The forward units of every steady step, in step and recorded order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Activations {
+    pub units: Vec<ForwardUnit>,
+    pub source: ActivationSource,
+    /// Steady steps the units come from.
+    pub steps: usize,
+}
+
+/// The outermost `cpu_op` on `task`'s stack and the autograd sequence numbers of the ops on
+/// it.
+fn stack_ops(context: &Context<'_>, task: TaskId) -> (Option<EventId>, Vec<i64>) {
+    let events = &context.trace.events;
+    let stack = context.mapping.stack(task);
+    let outermost = stack
+        .iter()
+        .copied()
+        .find(|e| events[e.index()].kind == EventKind::CpuOp);
+    let sequences = stack
+        .iter()
+        .filter_map(|e| events[e.index()].sequence_number)
+        .collect();
+    (outermost, sequences)
+}
+
+/// The forward pass's units (see [`ForwardUnit`]).
+pub fn forward_units(context: &Context<'_>) -> Activations {
+    let graph = &context.window.graph;
+    let first_steady = if context.window.steps.len() >= 3 {
+        1
+    } else {
+        0
+    };
+    let in_steady = |t: usize| graph.step[t] != NO_STEP && graph.step[t] >= first_steady;
+    let device = |t: usize| matches!(graph.kind[t], TaskKind::Kernel | TaskKind::Memset);
+    // The first backward device task of each (step, sequence number).
+    let mut backward: BTreeMap<(u32, i64), TaskId> = BTreeMap::new();
+    let mut units: BTreeMap<(u32, EventId), (ForwardUnit, Vec<i64>)> = BTreeMap::new();
+    for t in 0..graph.task_count() {
+        if !device(t) || !in_steady(t) {
+            continue;
+        }
+        let task = TaskId(t as u32);
+        let step = graph.step[t];
+        match context.mapping.phase[t] {
+            Phase::Backward => {
+                for seq in stack_ops(context, task).1 {
+                    let first = backward.entry((step, seq)).or_insert(task);
+                    if graph.rec_start_ns[t] < graph.rec_start_ns[first.index()] {
+                        *first = task;
+                    }
+                }
+            }
+            Phase::Forward => {
+                let (Some(op), sequences) = stack_ops(context, task) else {
+                    continue;
+                };
+                let (unit, seqs) = units.entry((step, op)).or_insert_with(|| {
+                    let unit = ForwardUnit {
+                        step,
+                        op,
+                        tasks: Vec::new(),
+                        backward: None,
+                        bytes: 0,
+                    };
+                    (unit, Vec::new())
+                });
+                unit.tasks.push(task);
+                seqs.extend(sequences);
+            }
+            _ => {}
+        }
+    }
+    let sizes = OpBytes::new(context.trace);
+    let mut out: Vec<ForwardUnit> = units
+        .into_values()
+        .map(|(mut unit, seqs)| {
+            unit.tasks
+                .sort_by_key(|t| (graph.rec_start_ns[t.index()], t.0));
+            // A backward that began before the op's forward ended is not its backward (a
+            // sequence number reused): the op is left without one.
+            let forward_end = unit
+                .tasks
+                .iter()
+                .map(|t| graph.rec_end_ns[t.index()])
+                .max()
+                .unwrap_or(i64::MAX);
+            unit.backward = seqs
+                .iter()
+                .filter_map(|&s| backward.get(&(unit.step, s)).copied())
+                .min_by_key(|t| (graph.rec_start_ns[t.index()], t.0))
+                .filter(|t| graph.rec_start_ns[t.index()] >= forward_end);
+            unit.bytes = sizes.bytes(context.trace, unit.op);
+            unit
+        })
+        .collect();
+    out.sort_by_key(|u| (u.step, graph.rec_start_ns[u.tasks[0].index()], u.tasks[0].0));
+    sizes.fit_to_forward_growth(context.trace, &mut out);
+    let steps = context
+        .window
+        .steps
+        .len()
+        .saturating_sub(first_steady as usize);
+    let source = if out.iter().any(|u| u.bytes > 0) {
+        sizes.source
+    } else {
+        ActivationSource::Unknown
+    };
+    Activations {
+        units: out,
+        source,
+        steps,
+    }
+}
+
+/// Activation bytes of ops, from the device memory events of their thread or their shapes.
+struct OpBytes {
+    source: ActivationSource,
+    /// Per trace lane: (time, cumulative device bytes allocated up to and including it).
+    by_lane: BTreeMap<u32, Vec<(i64, i64)>>,
+}
+
+impl OpBytes {
+    fn new(trace: &Trace) -> OpBytes {
+        let mut by_lane: BTreeMap<u32, Vec<(i64, i64)>> = BTreeMap::new();
+        for m in trace.memory.iter().filter(|m| m.device >= 0) {
+            if let Some(lane) = m.lane {
+                by_lane
+                    .entry(lane.0)
+                    .or_default()
+                    .push((m.time_ns, m.bytes));
+            }
+        }
+        for points in by_lane.values_mut() {
+            points.sort_by_key(|p| p.0);
+            let mut sum = 0;
+            for p in points.iter_mut() {
+                sum += p.1;
+                p.1 = sum;
+            }
+        }
+        let source = if by_lane.is_empty() {
+            ActivationSource::OpShapes
+        } else {
+            ActivationSource::MemoryEvents
+        };
+        OpBytes { source, by_lane }
+    }
+
+    /// Allocated bytes on `lane` just before `t` (memory events only).
+    fn allocated_before(&self, lane: u32, t: i64) -> i64 {
+        let Some(points) = self.by_lane.get(&lane) else {
+            return 0;
+        };
+        let i = points.partition_point(|p| p.0 < t);
+        i.checked_sub(1).map_or(0, |i| points[i].1)
+    }
+
+    /// With memory events, each op's bytes are what it allocated and did not free; tensors
+    /// of earlier ops freed between ops (or inside later ones) make their sum exceed what
+    /// the forward pass keeps. Per step and thread, the ops' bytes are scaled down so that
+    /// they sum to the growth of allocated memory from the first op's start to the last op's
+    /// end (never scaled up).
+    fn fit_to_forward_growth(&self, trace: &Trace, units: &mut [ForwardUnit]) {
+        if self.source != ActivationSource::MemoryEvents {
+            return;
+        }
+        let mut groups: BTreeMap<(u32, u32), (i64, i64, i64)> = BTreeMap::new();
+        for unit in units.iter() {
+            let op = &trace.events[unit.op.index()];
+            let entry = groups
+                .entry((unit.step, op.lane.0))
+                .or_insert((i64::MAX, i64::MIN, 0));
+            entry.0 = entry.0.min(op.start_ns);
+            entry.1 = entry.1.max(op.end_ns());
+            entry.2 += unit.bytes;
+        }
+        for unit in units.iter_mut() {
+            let lane = trace.events[unit.op.index()].lane.0;
+            let Some(&(start, end, sum)) = groups.get(&(unit.step, lane)) else {
+                continue;
+            };
+            let growth =
+                (self.allocated_before(lane, end) - self.allocated_before(lane, start)).max(0);
+            if sum > growth && sum > 0 {
+                unit.bytes = (unit.bytes as i128 * growth as i128 / sum as i128) as i64;
+            }
+        }
+    }
+
+    fn bytes(&self, trace: &Trace, op: EventId) -> i64 {
+        let event = &trace.events[op.index()];
+        match self.source {
+            ActivationSource::MemoryEvents => {
+                let Some(points) = self.by_lane.get(&event.lane.0) else {
+                    return 0;
+                };
+                let before = |t: i64| {
+                    let i = points.partition_point(|p| p.0 < t);
+                    i.checked_sub(1).map_or(0, |i| points[i].1)
+                };
+                (before(event.end_ns()) - before(event.start_ns)).max(0)
+            }
+            _ => first_input_bytes(trace, op).unwrap_or(0),
+        }
+    }
+}
+
+/// Bytes of the first tensor input of `op`, from its recorded shapes and types.
+pub(super) fn first_input_bytes(trace: &Trace, op: EventId) -> Option<i64> {
+    let i = trace
+        .op_inputs
+        .binary_search_by_key(&op, |(e, _)| *e)
+        .ok()?;
+    let inputs = &trace.op_inputs[i].1;
+    // `[[32, 3, 224, 224], [64, 3, 7, 7], [], ...]`: the first innermost list.
+    let dims = inputs.dims.trim().strip_prefix('[')?;
+    let open = dims.find('[')?;
+    let close = open + dims[open..].find(']')?;
+    let mut elements = 1i64;
+    let mut any = false;
+    for part in dims[open + 1..close].split(',') {
+        let part = part.trim();
+        if part.is_empty() {
+            continue;
+        }
+        elements = elements.checked_mul(part.parse::<i64>().ok()?)?;
+        any = true;
+    }
+    if !any {
+        return None;
+    }
+    let first_type = inputs
+        .types
+        .trim()
+        .trim_start_matches('[')
+        .split(',')
+        .next()?
+        .trim()
+        .trim_matches(|c| c == '"' || c == '\'')
+        .to_ascii_lowercase();
+    let size = match first_type.as_str() {
+        "double" | "long int" | "long" | "int64" => 8,
+        "c10::half" | "half" | "c10::bfloat16" | "bfloat16" | "short int" => 2,
+        "unsigned char" | "signed char" | "bool" | "char" => 1,
+        "" => return None,
+        _ => 4,
+    };
+    elements.checked_mul(size)
+}
+
+/// The units chosen by `fraction` in each steady step: the shortest front of the forward
+/// pass that holds at least `fraction` of the step's activation bytes (of its units, when
+/// bytes are unknown). Units whose backward is not found are never chosen.
+pub fn choose(activations: &Activations, fraction: f64) -> Vec<&ForwardUnit> {
+    let mut chosen = Vec::new();
+    let units = &activations.units;
+    let mut start = 0;
+    while start < units.len() {
+        let step = units[start].step;
+        let end = start + units[start..].partition_point(|u| u.step == step);
+        let step_units = &units[start..end];
+        let by_bytes = activations.source != ActivationSource::Unknown;
+        let total: i64 = if by_bytes {
+            step_units.iter().map(|u| u.bytes).sum()
+        } else {
+            step_units.len() as i64
+        };
+        let budget = (total as f64 * fraction).round() as i64;
+        let mut used = 0i64;
+        for unit in step_units {
+            if used >= budget {
+                break;
+            }
+            used += if by_bytes { unit.bytes } else { 1 };
+            if unit.backward.is_some() {
+                chosen.push(unit);
+            }
+        }
+        start = end;
+    }
+    chosen
+}
+
+/// What a memory-for-time trade saves, per steady step (means over the steady steps).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryEffect {
+    pub source: ActivationSource,
+    /// Activation bytes the forward pass keeps for the backward pass (all units).
+    pub activation_bytes: i64,
+    /// Of which the units the model acts on keep.
+    pub chosen_bytes: i64,
+    /// Peak activation bytes avoided.
+    pub saved_bytes: i64,
+    /// Units the model acts on (rounded mean).
+    pub units: usize,
+    /// The recorded peak of allocated device memory ([`crate::analyze::memory`]), if the
+    /// trace has memory events.
+    pub peak_bytes: Option<i64>,
+}
+
+/// The [`MemoryEffect`] of acting on `chosen` among `activations`, where `saved(total,
+/// chosen bytes of the step)` is the peak saving of one step.
+pub fn memory_effect(
+    context: &Context<'_>,
+    activations: &Activations,
+    chosen: &[&ForwardUnit],
+    saved: impl Fn(i64, &[i64]) -> i64,
+) -> MemoryEffect {
+    // Per step: all units' bytes, and each chosen unit's.
+    type StepBytes = (i64, Vec<i64>);
+    let mut per_step: BTreeMap<u32, StepBytes> = BTreeMap::new();
+    for unit in &activations.units {
+        per_step.entry(unit.step).or_default().0 += unit.bytes;
+    }
+    for unit in chosen {
+        per_step.entry(unit.step).or_default().1.push(unit.bytes);
+    }
+    let steps = per_step.len().max(1) as i64;
+    let mean = |f: &dyn Fn(&StepBytes) -> i64| per_step.values().map(f).sum::<i64>() / steps;
+    let peak_bytes = crate::analyze::memory::memory(context.trace, context.window, context.mapping)
+        .iter()
+        .filter(|d| d.device >= 0)
+        .map(|d| d.peak.allocated_bytes)
+        .max();
+    MemoryEffect {
+        source: activations.source,
+        activation_bytes: mean(&|(total, _)| *total),
+        chosen_bytes: mean(&|(_, c)| c.iter().sum()),
+        saved_bytes: mean(&|(total, c)| saved(*total, c).max(0)),
+        units: (chosen.len() as f64 / steps as f64).round() as usize,
+        peak_bytes,
+    }
+}
+
+/// The live host or device task before `task` on its lane, if any.
+pub(super) fn lane_prev(edit: &super::super::edit::EditGraph, task: TaskId) -> Option<TaskId> {
+    let tasks = edit.lane_tasks(edit.lane(task));
+    let i = tasks.iter().position(|&t| t == task.0)?;
+    i.checked_sub(1).map(|p| TaskId(tasks[p]))
+}

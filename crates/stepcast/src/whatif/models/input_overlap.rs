@@ -1,0 +1,140 @@
+//! Input pipeline overlap: prefetching the next batch (Zins & Dagenais §IV-A).
+
+use stepcast_trace::EventKind;
+
+use super::super::edit::{EditGraph, Selection};
+use super::super::{Context, WhatIfError};
+use crate::analyze::mapping::Phase;
+use crate::graph::{EdgeKind, NO_STEP, TaskId, TaskKind};
+
+/// Whether an op, annotation or Python frame named `name` is data loading: PyTorch's
+/// `enumerate(DataLoader)#...__next__` ranges and frames of `torch/utils/data/`.
+fn is_data_loading(name: &str) -> bool {
+    name.contains("DataLoader") || name.contains("torch/utils/data/")
+}
+
+/// The recorded data-loading ranges of each host lane of the graph inside the steady steps:
+/// `(graph lane, start, end)`, the outermost ranges only, sorted.
+fn loading_ranges(context: &Context<'_>) -> Vec<(u32, i64, i64)> {
+    let trace = context.trace;
+    let window = context.window;
+    let first_steady = if window.steps.len() >= 3 { 1 } else { 0 };
+    let steady: Vec<(i64, i64)> = window.steps[first_steady.min(window.steps.len())..]
+        .iter()
+        .map(|s| (s.start_ns, s.marker_end_ns))
+        .collect();
+    let mut ranges = Vec::new();
+    for (graph_lane, lane) in window.graph.lanes.iter().enumerate() {
+        if lane.kind != stepcast_trace::LaneKind::CpuThread {
+            continue;
+        }
+        let mut outer_end = i64::MIN;
+        for event in trace.lane_events(lane.trace_lane) {
+            let container = matches!(
+                event.kind,
+                EventKind::CpuOp | EventKind::UserAnnotation | EventKind::PythonFunction
+            );
+            if !container || event.start_ns < outer_end {
+                continue;
+            }
+            if !is_data_loading(trace.names.get(event.name)) {
+                continue;
+            }
+            let (start, end) = (event.start_ns, event.end_ns());
+            if steady.iter().any(|&(s, e)| start >= s && start < e) {
+                ranges.push((graph_lane as u32, start, end));
+                outer_end = end;
+            }
+        }
+    }
+    ranges.sort_unstable();
+    ranges
+}
+
+/// Nanoseconds of `[start, end)` inside the sorted, disjoint `ranges`.
+fn overlap(ranges: &[(i64, i64)], start: i64, end: i64) -> i64 {
+    let first = ranges.partition_point(|&(_, e)| e <= start);
+    ranges[first..]
+        .iter()
+        .take_while(|&&(s, _)| s < end)
+        .map(|&(s, e)| (e.min(end) - s.max(start)).max(0))
+        .sum()
+}
+
+/// **Input pipeline overlap** (prefetching: `DataLoader(num_workers>0, pin_memory=True,
+/// prefetch_factor)`, `tf.data.prefetch`; Zins & Dagenais §IV-A): the next batch is loaded
+/// while the current step computes, so the step no longer waits for it.
+///
+/// - Host: the recorded data-loading time of the steady steps (`DataLoader` op ranges and
+///   `torch/utils/data/` frames on each thread) leaves the thread: host tasks inside it cost
+///   nothing (blocking calls keep their cost) and the untraced host time inside it goes.
+/// - Device: the input copies (device copies of the data-loading phase, per the mapping) stay
+///   on their stream with their recorded duration; only the host's wait for them goes (a
+///   pinned, non-blocking copy issued ahead of time).
+///
+/// Assumptions: the background loader keeps up (it produces a batch in no more than a
+/// predicted step; otherwise the step is bound by loading, which this does not model), and the
+/// copies stay where they were on the stream (a copy on a side stream issued during the
+/// previous step would also hide its device time: this is the conservative end). Only
+/// removes work and waits, so it never lengthens the step.
+pub fn prefetch_inputs(context: &Context<'_>, edit: &mut EditGraph) -> Result<usize, WhatIfError> {
+    let graph = &context.window.graph;
+    let ranges = loading_ranges(context);
+    let mut changed = 0;
+    let mut lane_ranges: Vec<(i64, i64)> = Vec::new();
+    let mut lanes: Vec<u32> = ranges.iter().map(|r| r.0).collect();
+    lanes.dedup();
+    for lane in lanes {
+        lane_ranges.clear();
+        lane_ranges.extend(ranges.iter().filter(|r| r.0 == lane).map(|r| (r.1, r.2)));
+        let (mut free, mut gaps) = (Vec::new(), Vec::new());
+        for t in edit.lane_tasks(lane) {
+            let task = TaskId(t);
+            if !edit.is_original(task) {
+                continue;
+            }
+            let (start, end) = (
+                graph.rec_start_ns[task.index()],
+                graph.rec_end_ns[task.index()],
+            );
+            if !edit.is_blocking(task) && overlap(&lane_ranges, start, end) >= end - start {
+                free.push(task);
+            }
+            let hidden = overlap(&lane_ranges, end, end + graph.gap_ns[task.index()]);
+            if hidden > 0 {
+                gaps.push((task, (edit.gap_ns(task) - hidden).max(0)));
+            }
+        }
+        changed += free.len() + gaps.len();
+        edit.set_duration(&Selection::new(free), 0)?;
+        for (task, gap) in gaps {
+            edit.set_gap(&Selection::new(vec![task]), gap)?;
+        }
+    }
+    // The input copies: the calls that launched them, and the synchronizing calls of the
+    // data-loading phase (`.to(device)` then a stream synchronize), no longer wait for them.
+    let in_loading = |t: TaskId| {
+        edit.is_original(t)
+            && edit.step(t) != NO_STEP
+            && context.mapping.phase[t.index()] == Phase::DataLoading
+    };
+    let copies = edit.select_where(|t| edit.kind(t) == TaskKind::Memcpy && in_loading(t));
+    let mut waiting: Vec<TaskId> = copies
+        .tasks()
+        .iter()
+        .filter_map(|&t| edit.launcher(t))
+        .collect();
+    waiting.extend(
+        edit.select_where(|t| !edit.kind(t).on_device() && in_loading(t))
+            .tasks(),
+    );
+    let launchers = Selection::new(
+        waiting
+            .into_iter()
+            .filter(|&call| edit.is_blocking(call))
+            .collect(),
+    );
+    edit.drop_inputs(&launchers, EdgeKind::HostSync)?;
+    edit.drop_inputs(&launchers, EdgeKind::InferredHostSync)?;
+    Ok(changed + launchers.len())
+}
