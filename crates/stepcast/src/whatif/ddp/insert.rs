@@ -12,7 +12,7 @@ use super::gradients::{Gradient, Gradients};
 use crate::comm::{Collective, Topology};
 use crate::graph::{EdgeKind, TaskId, TaskKind};
 use crate::whatif::WhatIfError;
-use crate::whatif::edit::{EditGraph, HostGaps, Insert};
+use crate::whatif::edit::{EditGraph, Insert};
 
 /// PyTorch DDP's first bucket: `dist._DEFAULT_FIRST_BUCKET_BYTES` (1 MiB), so that the first
 /// all-reduce starts early in the backward pass.
@@ -279,12 +279,17 @@ pub struct Inserted {
     pub lane: Option<u32>,
 }
 
-/// Removes the recorded collectives of the steady steps (their launch calls with them).
+/// Strips the recorded collectives of the steady steps: each becomes free (no cost, no gap
+/// after it, no wait for peers). Their launch calls stay (DDP launches its own) and so do
+/// the stream waits around them, now passing straight through. Removing them instead would
+/// reconnect every path through each one, and a stream of hundreds of consecutive
+/// collectives turns that quadratic.
 pub fn strip_collectives(edit: &mut EditGraph) -> Result<usize, WhatIfError> {
     let selection = edit.select_where(|t| edit.kind(t) == TaskKind::Collective);
-    let n = selection.len();
-    edit.remove(&selection, HostGaps::Keep)?;
-    Ok(n)
+    edit.drop_inputs(&selection, EdgeKind::PeerArrival)?;
+    edit.set_duration(&selection, 0)?;
+    edit.set_gap(&selection, 0)?;
+    Ok(selection.len())
 }
 
 /// Inserts `exchanges` (in the order given per step) on a new communication stream, and makes
