@@ -584,6 +584,20 @@ mod tests {
         }
     }
 
+    /// Strings whose end or escapes fall anywhere in or after the word-at-a-time scan.
+    #[test]
+    fn strings_read_as_serde_reads_them() {
+        for len in 0..48 {
+            for special in ["", r#"\""#, r"\\", r"\u00e9", "é", "!#[]{}"] {
+                let text: String = (0..len).map(|i| (b'a' + (i % 26) as u8) as char).collect();
+                let (head, tail) = text.split_at(len / 2);
+                both(&format!(
+                    r#"{{"name": "{head}{special}{tail}", "cat": "{special}{text}"}}"#
+                ));
+            }
+        }
+    }
+
     #[test]
     fn asks_for_more_when_cut() {
         let text = r#"{"ph": "X", "name": "abc", "args": {"a": [1, 2]}}"#;
