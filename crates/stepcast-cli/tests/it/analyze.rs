@@ -113,6 +113,52 @@ fn every_df_index_resolver_step_is_mapped() {
     }
 }
 
+/// HTA's trace_diff `test` trace: its file holds 614 kernels, copies and memsets whose
+/// correlation ids (1930403-1936855) are below every recorded runtime call's (from 1936889), all
+/// running inside `ProfilerStep#1009` (counted with a script over the file). They are step
+/// 1009's unmapped time, reported by cause, and the other steps are fully mapped.
+#[test]
+fn work_launched_before_the_window_is_reported_in_the_step_it_ran_in() {
+    let trace = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/kineto/HolisticTraceAnalysis/tests/data/trace_diff/test/test.json.gz"
+    );
+    let json = stepcast_json(&["analyze", trace, "--json"]);
+    let causes = [
+        "launched_before_window",
+        "no_launch_recorded",
+        "no_op_around_launch",
+        "no_phase_evidence",
+    ];
+    let mut before_window = 0;
+    for step in json["steps"].as_array().expect("steps") {
+        let unmapped = &step["unmapped"];
+        let tasks = |cause: &str| unmapped[cause]["tasks"].as_u64().expect("tasks");
+        let number = step["number"].as_u64().expect("number");
+        let fraction = step["gpu_time_mapped_fraction"].as_f64().expect("fraction");
+        if number == 1009 {
+            assert_eq!(tasks("launched_before_window"), 614);
+            assert!(fraction < 0.99, "{fraction}");
+        } else {
+            assert_eq!(fraction, 1.0, "step {number}");
+        }
+        before_window += tasks("launched_before_window");
+        for cause in &causes[1..] {
+            assert_eq!(tasks(cause), 0, "step {number}: {cause}");
+        }
+    }
+    let window = &json["mapping"]["unmapped"];
+    assert_eq!(window["launched_before_window"]["tasks"], before_window);
+    let window_ns: i64 = causes
+        .iter()
+        .map(|cause| window[cause]["ns"].as_i64().expect("ns"))
+        .sum();
+    assert_eq!(
+        Some(window_ns),
+        json["mapping"]["unmapped_device_ns"].as_i64()
+    );
+}
+
 #[test]
 fn analyze_output_is_byte_identical_across_runs() {
     for args in [&["analyze", NCCL, "--json"][..], &["analyze", NCCL][..]] {
