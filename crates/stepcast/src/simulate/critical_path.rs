@@ -1,7 +1,7 @@
 //! The critical path: walk back from the last task along the constraint that bound each task.
 
 use super::{Binding, Timeline};
-use crate::graph::{Graph, TaskId};
+use crate::graph::{EdgeKind, Graph, TaskId};
 
 /// The chain of tasks that determined when a replayed span ended, earliest first.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -11,7 +11,8 @@ pub struct CriticalPath {
     pub host_ns: i64,
     /// Time on the path spent in device tasks' own work.
     pub device_ns: i64,
-    /// Time on the path spent waiting for peers (collectives) or launch latency.
+    /// Time on the path spent waiting for peers (collectives), launch latency or other
+    /// edges' lags (except a thread handoff's, which is host time).
     pub wait_ns: i64,
     /// The same time, task by task: each share is host work, device work or waiting, and
     /// belongs to the task it preceded or made up. Shares sum to `length_ns`.
@@ -141,7 +142,14 @@ pub fn critical_path(
                 } else {
                     clip(timeline.end_ns[pred.index()])
                 };
-                path.add(task, ShareKind::Wait, until - released_at);
+                // A handoff's lag is untraced host time around it (Python before and after
+                // `backward()`); other lags are latencies or waits.
+                let lag_kind = if kind == EdgeKind::ThreadHandoff {
+                    ShareKind::Host
+                } else {
+                    ShareKind::Wait
+                };
+                path.add(task, lag_kind, until - released_at);
                 until = until.min(released_at);
                 task = pred;
                 at_end = !kind.from_source_begin();
