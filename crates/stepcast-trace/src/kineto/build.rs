@@ -62,6 +62,9 @@ pub struct TraceBuilder {
     /// The last lane looked up: consecutive records often share one.
     last_lane: Option<(LaneKey, u32)>,
     flow_lookups: Vec<FlowLookup>,
+    /// The earliest start in `events`, kept as they come (a pass over the table at the end
+    /// cost 0.7 ms of 80).
+    events_min_start_ns: Option<i64>,
     syncs: Vec<SyncEvent>,
     steps: Vec<PendingStep>,
     memory: Vec<PendingMemory>,
@@ -321,6 +324,10 @@ impl TraceBuilder {
             *sorted = false;
         }
         rows.push(index);
+        self.events_min_start_ns = Some(
+            self.events_min_start_ns
+                .map_or(start_abs_ns, |min| min.min(start_abs_ns)),
+        );
         if correlation.is_none() && (kind.is_device_task() || kind.is_api_call()) {
             self.flow_lookups.push(FlowLookup {
                 index,
@@ -489,9 +496,8 @@ impl TraceBuilder {
 
     pub fn finish(mut self, input_bytes: u64) -> Trace {
         let origin_ns = self
-            .events
-            .iter()
-            .map(|e| e.start_ns)
+            .events_min_start_ns
+            .into_iter()
             .chain(self.steps.iter().map(|s| s.start_abs_ns))
             .chain(self.syncs.iter().map(|s| s.start_ns))
             .min()
