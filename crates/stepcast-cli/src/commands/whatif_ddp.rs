@@ -107,7 +107,7 @@ pub fn configs(args: &WhatIfArgs) -> anyhow::Result<Vec<DdpConfig>> {
         Some(text) => {
             let (kind, ratio) = text.split_once(':').unwrap_or((text, "0.001"));
             let ratio: f64 = ratio.trim().parse().unwrap_or(f64::NAN);
-            if !kind.trim().eq_ignore_ascii_case("dgc") || !(ratio > 0.0 && ratio <= 1.0) {
+            if !(kind.trim().eq_ignore_ascii_case("dgc") && ratio > 0.0 && ratio <= 1.0) {
                 bail!("bad --compress `{text}`: expected dgc or dgc:RATIO with 0 < RATIO <= 1");
             }
             Some(Dgc { ratio })
