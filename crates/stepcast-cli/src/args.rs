@@ -93,7 +93,8 @@ pub struct WhatIfArgs {
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
     /// A built-in model: fused_optimizer, cuda_graphs, amp, faster_gpu, faster_cpu,
-    /// faster_hardware, remove_syncs (see docs/whatif.md).
+    /// faster_hardware, faster_copies, remove_syncs, kernel_fusion, reconstruct_batchnorm,
+    /// prefetch_inputs; memory-for-time trades: recompute, offload, gist (see docs/whatif.md).
     #[arg(value_name = "MODEL", required_unless_present = "scenario")]
     pub model: Option<String>,
     /// A scenario file (TOML) describing the what-if instead of MODEL.
@@ -114,6 +115,10 @@ pub struct WhatIfArgs {
     /// faster_hardware: speed-up of copies.
     #[arg(long, value_name = "X", conflicts_with = "scenario")]
     pub copy: Option<f64>,
+    /// recompute, offload, gist: the share of each step's activation bytes acted on, from the
+    /// front of the forward pass (0 < F <= 1; default 0.5).
+    #[arg(long, value_name = "F", conflicts_with = "scenario")]
+    pub fraction: Option<f64>,
     /// ddp: world size, or a comma-separated list for a scaling sweep (8,16,32,64).
     #[arg(long, value_name = "N[,N...]", conflicts_with = "scenario")]
     pub gpus: Option<String>,

@@ -33,6 +33,7 @@ pub fn run(args: &WhatIfArgs) -> anyhow::Result<String> {
                 memory: args.memory,
                 cpu: args.cpu,
                 copy: args.copy,
+                fraction: args.fraction,
             };
             Transform::Model(Model::with_params(name, &params)?)
         }
@@ -60,6 +61,11 @@ pub fn run(args: &WhatIfArgs) -> anyhow::Result<String> {
         }
     };
     let mut document = json::whatif_json(trace, window, &name, &models, &outcome);
+    // A memory-for-time trade reports the memory it saves (a model alone, or the first such
+    // model of a scenario).
+    if let Some(effect) = models.iter().find_map(|m| m.memory_effect(&context)) {
+        document.set_memory(&effect);
+    }
     document.trace.file = Some(args.trace.display().to_string());
     document.scenario = args.scenario.as_ref().map(|p| p.display().to_string());
     if args.output.json {

@@ -224,6 +224,11 @@ const ERRORS: &[(&[&str], &str)] = &[
         "bad scenario SCENARIO: line 2, column 20: unknown phase `backwards`",
     ),
     (&["--scenario", "MISSING"], "cannot read scenario MISSING"),
+    (
+        &["recompute", "--fraction", "1.5"],
+        "invalid --fraction 1.5",
+    ),
+    (&["amp", "--fraction", "0.5"], "amp takes no --fraction"),
 ];
 
 #[test]
@@ -267,4 +272,72 @@ fn bad_model_or_scenario_is_one_message_and_nothing_written() {
     assert_eq!(stepcast(&["whatif", NCCL]).code, Some(2));
     let both = stepcast(&["whatif", NCCL, "amp", "--scenario", path_str(&scenario)]);
     assert_eq!(both.code, Some(2));
+}
+
+/// Memory-for-time trades report the memory they save next to the (usually longer) step;
+/// other models have no `memory` key.
+#[test]
+fn memory_trades_report_the_memory_they_save() {
+    let mut saved = Vec::new();
+    for (args, name) in [
+        (&["recompute"][..], "recompute"),
+        (
+            &["recompute", "--fraction", "0.25"][..],
+            "recompute(fraction=0.25)",
+        ),
+        (&["offload"][..], "offload"),
+        (&["gist"][..], "gist"),
+    ] {
+        let mut full = vec!["whatif", RESNET50];
+        full.extend_from_slice(args);
+        full.push("--json");
+        let run = stepcast(&full);
+        run.assert_success();
+        let json = run.json();
+        let speedup = check_whatif(&json);
+        assert_eq!(json["name"], name);
+        assert!(speedup <= 1.0, "{name}: {speedup}");
+        let memory = &json["memory"];
+        let bytes = |key: &str| {
+            memory[key]
+                .as_i64()
+                .unwrap_or_else(|| panic!("{name} {key}"))
+        };
+        assert_eq!(memory["source"], "memory_events", "{name}");
+        assert!(bytes("saved_bytes") > 0, "{name}");
+        assert!(bytes("saved_bytes") <= bytes("chosen_bytes"), "{name}");
+        assert!(bytes("chosen_bytes") <= bytes("activation_bytes"), "{name}");
+        assert_eq!(
+            bytes("peak_after_bytes"),
+            bytes("peak_before_bytes") - bytes("saved_bytes")
+        );
+        saved.push(bytes("saved_bytes"));
+    }
+    // Recomputing a quarter of the activations saves less than recomputing half.
+    assert!(saved[1] < saved[0]);
+    let run = stepcast(&["whatif", RESNET50, "reconstruct_batchnorm", "--json"]);
+    run.assert_success();
+    let json = run.json();
+    assert!(check_whatif(&json) >= 1.0);
+    assert!(json.get("memory").is_none());
+    let text = stepcast(&["whatif", RESNET50, "recompute"]);
+    text.assert_success();
+    assert!(text.stdout.contains("Memory: it saves"));
+    // advise lists the trades apart, with their memory, never among the candidates.
+    let run = stepcast(&["advise", RESNET50, "--json"]);
+    run.assert_success();
+    let json = run.json();
+    let trades = json["memory_trades"].as_array().expect("memory_trades");
+    let names: Vec<&str> = trades.iter().filter_map(|c| c["name"].as_str()).collect();
+    assert_eq!(names, ["recompute", "offload", "gist"]);
+    assert!(
+        trades
+            .iter()
+            .all(|c| c["memory"]["saved_bytes"].as_i64() > Some(0))
+    );
+    let candidates = json["candidates"].as_array().expect("candidates");
+    assert!(candidates.iter().all(|c| c.get("memory").is_none()));
+    let text = stepcast(&["advise", RESNET50]);
+    text.assert_success();
+    assert!(text.stdout.contains("Memory-for-time trades"));
 }

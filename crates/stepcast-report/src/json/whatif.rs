@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 use stepcast::Window;
+use stepcast::whatif::models::MemoryEffect;
 use stepcast::whatif::{Advice, Bottleneck, Candidate, Model, Outcome, Resource};
 use stepcast_trace::Trace;
 
@@ -48,6 +49,10 @@ pub struct WhatIfJson {
     pub bottleneck_before: BottleneckJson,
     /// What the critical path is made of after it: the new bottleneck.
     pub bottleneck_after: BottleneckJson,
+    /// Memory-for-time trades only (`recompute`, `offload`, `gist`): the memory saved. Absent
+    /// for other models. Filled in by the caller ([`memory_saved_json`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemorySavedJson>,
     /// `ddp` only: the calibration, the network and every configuration predicted. Absent for
     /// other models. Filled in by the caller ([`ddp_json`]).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -57,6 +62,66 @@ pub struct WhatIfJson {
     /// models.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sweep: Option<Vec<SweepRowJson>>,
+}
+
+/// What a memory-for-time trade saves, per steady step (means over the steady steps).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MemorySavedJson {
+    /// Where the activation bytes come from: `memory_events` (bytes each forward op allocated
+    /// and kept), `op_shapes` (each op's first input) or `unknown` (then nothing is saved).
+    pub source: &'static str,
+    /// Activation bytes the forward pass keeps for the backward pass.
+    pub activation_bytes: i64,
+    /// Of which the ops the model acts on keep.
+    pub chosen_bytes: i64,
+    /// Peak activation bytes avoided.
+    pub saved_bytes: i64,
+    /// Forward ops acted on per steady step.
+    pub ops_per_step: u64,
+    /// The recorded peak of allocated device memory, if the trace has memory events.
+    pub peak_before_bytes: Option<i64>,
+    /// `peak_before_bytes - saved_bytes`.
+    pub peak_after_bytes: Option<i64>,
+}
+
+impl MemorySavedJson {
+    /// `saves 1.2 GiB of peak activation memory (2.4 GiB of the 4.8 GiB of activations kept
+    /// per step, by 80 forward ops; bytes from memory events); recorded peak 9.1 GiB → 7.9 GiB`.
+    pub fn summary(&self) -> String {
+        let mut text = format!(
+            "saves {} of peak activation memory ({} of the {} of activations kept per step, \
+             by {} forward ops; bytes from {})",
+            mib(self.saved_bytes),
+            mib(self.chosen_bytes),
+            mib(self.activation_bytes),
+            self.ops_per_step,
+            self.source.replace('_', " "),
+        );
+        if let (Some(before), Some(after)) = (self.peak_before_bytes, self.peak_after_bytes) {
+            text.push_str(&format!("; recorded peak {} → {}", mib(before), mib(after)));
+        }
+        text
+    }
+}
+
+impl WhatIfJson {
+    /// Fills in `memory` for a memory-for-time trade.
+    pub fn set_memory(&mut self, effect: &MemoryEffect) {
+        self.memory = Some(memory_saved_json(effect));
+    }
+}
+
+/// The `memory` section of a memory-for-time trade.
+pub fn memory_saved_json(effect: &MemoryEffect) -> MemorySavedJson {
+    MemorySavedJson {
+        source: effect.source.as_str(),
+        activation_bytes: effect.activation_bytes,
+        chosen_bytes: effect.chosen_bytes,
+        saved_bytes: effect.saved_bytes,
+        ops_per_step: effect.units as u64,
+        peak_before_bytes: effect.peak_bytes,
+        peak_after_bytes: effect.peak_bytes.map(|p| p - effect.saved_bytes),
+    }
 }
 
 /// A row of a `ddp` sweep: exactly these keys (the contract of issue 5).
@@ -398,6 +463,8 @@ pub struct AdviseJson {
     pub useful_speedup: f64,
     /// Every candidate, best first: by speedup, then by name.
     pub candidates: Vec<CandidateJson>,
+    /// Memory-for-time trades (usually slower), each with the memory it saves; not ranked.
+    pub memory_trades: Vec<CandidateJson>,
 }
 
 /// One model or combination that `advise` tried.
@@ -427,6 +494,9 @@ pub struct CandidateJson {
     pub tasks: TasksJson,
     /// The bottleneck after the change, as in `bottleneck.bound`.
     pub bound_after: &'static str,
+    /// Memory-for-time trades only: the memory saved. Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemorySavedJson>,
 }
 
 impl TasksJson {
@@ -507,6 +577,7 @@ pub fn whatif_json(
             .collect(),
         bottleneck_before: BottleneckJson::new(trace, &outcome.baseline.bottleneck),
         bottleneck_after: BottleneckJson::new(trace, &outcome.predicted.bottleneck),
+        memory: None,
         ddp: None,
         sweep: None,
     }
@@ -525,21 +596,31 @@ pub fn advise_json(trace: &Trace, window: &Window, advice: &Advice) -> AdviseJso
         candidates: advice
             .candidates
             .iter()
-            .map(|c| CandidateJson {
-                name: c.name(),
-                models: c.models.iter().map(Model::name).collect(),
-                predicted_ns: c.outcome.predicted.step_ns,
-                speedup: finite(c.outcome.speedup),
-                gain_ns: c.outcome.baseline.step_ns - c.outcome.predicted.step_ns,
-                useful: c.is_useful(),
-                hardware: c.models.iter().any(Model::is_hardware),
-                reason: reason(&advice.baseline.bottleneck, c),
-                host_saved_ns: c.outcome.host_saved_ns(),
-                device_saved_ns: c.outcome.device_saved_ns(),
-                tasks: TasksJson::new(&c.outcome),
-                bound_after: c.outcome.predicted.bottleneck.bound().as_str(),
-            })
+            .map(|c| candidate_json(advice, c))
             .collect(),
+        memory_trades: advice
+            .memory_trades
+            .iter()
+            .map(|c| candidate_json(advice, c))
+            .collect(),
+    }
+}
+
+fn candidate_json(advice: &Advice, c: &Candidate) -> CandidateJson {
+    CandidateJson {
+        name: c.name(),
+        models: c.models.iter().map(Model::name).collect(),
+        predicted_ns: c.outcome.predicted.step_ns,
+        speedup: finite(c.outcome.speedup),
+        gain_ns: c.outcome.baseline.step_ns - c.outcome.predicted.step_ns,
+        useful: c.is_useful(),
+        hardware: c.models.iter().any(Model::is_hardware),
+        reason: reason(&advice.baseline.bottleneck, c),
+        host_saved_ns: c.outcome.host_saved_ns(),
+        device_saved_ns: c.outcome.device_saved_ns(),
+        tasks: TasksJson::new(&c.outcome),
+        bound_after: c.outcome.predicted.bottleneck.bound().as_str(),
+        memory: c.memory.as_ref().map(memory_saved_json),
     }
 }
 
@@ -584,6 +665,16 @@ fn ms(ns: i64) -> String {
         format!("{ms:.1} ms")
     } else {
         format!("{ms:.2} ms")
+    }
+}
+
+/// `1.5 GiB`, `320 MiB`.
+fn mib(bytes: i64) -> String {
+    let mib = bytes as f64 / (1u64 << 20) as f64;
+    if mib.abs() >= 1024.0 {
+        format!("{:.1} GiB", mib / 1024.0)
+    } else {
+        format!("{mib:.0} MiB")
     }
 }
 
@@ -644,6 +735,32 @@ fn effect(candidate: &Candidate) -> String {
             "fusing element-wise chains removes {removed} kernels and launch calls per step: \
              {saved}"
         ),
+        Model::ReconstructBatchnorm if nothing => "no batch-norm kernel to restructure".to_string(),
+        Model::ReconstructBatchnorm => format!(
+            "restructuring batch norm removes {removed} element-wise kernels and launch calls \
+             and halves {changed} batch-norm kernels per step: {saved}"
+        ),
+        Model::PrefetchInputs if nothing => "no data loading or input copy to overlap".to_string(),
+        Model::PrefetchInputs => format!(
+            "prefetching the next batch takes {changed} data-loading tasks and waits off the \
+             step: {saved}"
+        ),
+        Model::Recompute { .. } | Model::Offload { .. } | Model::Gist { .. } => {
+            let added = count(outcome.changes.added as f64 / steps);
+            let memory = candidate.memory.as_ref().map_or(String::new(), |m| {
+                format!(
+                    "; it saves {} of peak activation memory",
+                    mib(m.saved_bytes)
+                )
+            });
+            if nothing {
+                "no activation it can act on (needs memory events or shapes and linked \
+                 backward ops)"
+                    .to_string()
+            } else {
+                format!("adds {added} tasks per step{memory}")
+            }
+        }
         Model::FasterHardware(_) => format!(
             "{} saves {saved} per step",
             match model.name().as_str() {

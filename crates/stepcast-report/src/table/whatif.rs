@@ -1,7 +1,9 @@
 //! `whatif` and `advise` as text: the prediction, what changed, the new bottleneck; the
 //! ranked candidates.
 
-use super::{count, ms, new_table, percent, push_notes, push_section, sanitize, step_list, wrap};
+use super::{
+    bytes, count, ms, new_table, percent, push_notes, push_section, sanitize, step_list, wrap,
+};
 use crate::json::{AdviseJson, BottleneckJson, DeviceJson, TraceJson, WhatIfJson};
 
 /// `of FILE on DEVICE`.
@@ -74,6 +76,10 @@ pub fn whatif_text(doc: &WhatIfJson) -> String {
         "",
     );
     out.push('\n');
+    if let Some(memory) = &doc.memory {
+        out.push_str(&wrap(&format!("Memory: it {}.", memory.summary()), ""));
+        out.push('\n');
+    }
     out.push_str(&wrap(
         &format!(
             "Tasks: {} before, {} after ({} changed, {} removed, {} added, whole window). \
@@ -342,5 +348,39 @@ pub fn advise_text(doc: &AdviseJson) -> String {
         &table.to_string(),
     );
     push_notes(&mut out, "Why", &reasons);
+    if !doc.memory_trades.is_empty() {
+        let mut trades = new_table(
+            &[
+                "memory-for-time trade",
+                "step ms",
+                "speedup",
+                "memory saved",
+                "peak after",
+            ],
+            1,
+        );
+        let mut notes = Vec::new();
+        for c in &doc.memory_trades {
+            let memory = c.memory.as_ref();
+            trades.add_row(vec![
+                c.name.clone(),
+                ms(c.predicted_ns),
+                speedup(c.speedup),
+                memory.map_or("n/a".to_string(), |m| bytes(m.saved_bytes.max(0) as u64)),
+                memory
+                    .and_then(|m| m.peak_after_bytes)
+                    .map_or("n/a".to_string(), |p| bytes(p.max(0) as u64)),
+            ]);
+            if let Some(m) = memory {
+                notes.push(format!("{}: {}", c.name, m.summary()));
+            }
+        }
+        push_section(
+            &mut out,
+            "Memory-for-time trades (not speedups: they buy memory with time)",
+            &trades.to_string(),
+        );
+        push_notes(&mut out, "Memory", &notes);
+    }
     out
 }

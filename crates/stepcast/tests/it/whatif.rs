@@ -816,8 +816,8 @@ fn recompute_reinserts_recorded_forward_kernels_and_is_bounded() {
         let mut last_added = 0;
         for fraction in [0.25, 1.0] {
             let model = Model::Recompute { fraction };
-            let outcome =
-                apply_models(&context, &[model.clone()]).unwrap_or_else(|e| panic!("{e}"));
+            let outcome = apply_models(&context, std::slice::from_ref(&model))
+                .unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(outcome.changes.removed, 0, "{relative}");
             assert!(outcome.changes.added > 0, "{relative} {fraction}");
             // A larger share recomputes no fewer ops.
@@ -883,7 +883,8 @@ fn offload_adds_copies_on_a_copy_stream_and_is_bounded() {
         let loaded = loaded(relative);
         let context = context(loaded);
         let model = Model::Offload { fraction: 0.5 };
-        let outcome = apply_models(&context, &[model.clone()]).unwrap_or_else(|e| panic!("{e}"));
+        let outcome =
+            apply_models(&context, std::slice::from_ref(&model)).unwrap_or_else(|e| panic!("{e}"));
         let memory = model.memory_effect(&context).expect("a memory trade");
         let g = &loaded.window.graph;
         assert_eq!(outcome.changes.removed, 0, "{relative}");
@@ -921,7 +922,8 @@ fn gist_inserts_encode_and_decode_kernels_and_is_bounded() {
         let loaded = loaded(relative);
         let context = context(loaded);
         let model = Model::Gist { fraction: 0.5 };
-        let outcome = apply_models(&context, &[model.clone()]).unwrap_or_else(|e| panic!("{e}"));
+        let outcome =
+            apply_models(&context, std::slice::from_ref(&model)).unwrap_or_else(|e| panic!("{e}"));
         let memory = model.memory_effect(&context).expect("a memory trade");
         let steps = outcome.steady_steps;
         assert!(memory.units > 0, "{relative}");

@@ -20,10 +20,14 @@ static ELEMENTWISE: LazyLock<Regex> =
 /// Precision Reduction to 16 bits: 32 → 16).
 pub const COMPRESSION: i64 = 2;
 
+/// Smaller tensors do not show the memory bandwidth (a kernel's fixed cost dominates).
+const MIN_MEASURED_BYTES: i64 = 1 << 20;
+
 /// The trace's own element-wise throughput, in activation bytes per ns: over the forward ops
 /// all of whose kernels are element-wise, the median of (bytes of the tensor they process /
 /// their kernels' total time). The tensor's bytes are the op's first input (recorded shapes),
-/// else the bytes it allocated (memory events). Also returns the name of such a kernel (for
+/// else the bytes it allocated (memory events); only tensors of at least 1 MiB count. Also
+/// returns the name of such a kernel (for
 /// the inserted ones). `None` when the trace has no such op with known bytes.
 pub fn elementwise_throughput(
     context: &Context<'_>,
@@ -42,7 +46,7 @@ pub fn elementwise_throughput(
         .filter_map(|u| {
             let bytes = first_input_bytes(context.trace, u.op).unwrap_or(u.bytes);
             let ns: i64 = u.tasks.iter().map(|t| graph.dur_ns[t.index()]).sum();
-            (bytes > 0 && ns > 0)
+            (bytes >= MIN_MEASURED_BYTES && ns > 0)
                 .then(|| (bytes as f64 / ns as f64, graph.name[u.tasks[0].index()]))
         })
         .collect();
