@@ -92,9 +92,25 @@ pub struct TraceBuilder {
     op_inputs: Vec<(u32, crate::model::OpInputs)>,
 }
 
-/// Puts `items` in `order` (`items[k]` becomes the old `items[order[k]]`), following each
-/// cycle of the permutation: every item moves once, and nothing the size of `items` is
-/// allocated.
+/// Up to this size the event table is put in order in place; beyond it, into a new table. In
+/// place touches no new memory, which pays while the table fits in the caches.
+const IN_PLACE_MAX_BYTES: usize = 32 << 20;
+
+/// `items` in `order` (`items[k]` becomes the old `items[order[k]]`).
+fn put_in_order<T: Clone>(mut items: Vec<T>, order: Vec<u32>, in_place: bool) -> Vec<T> {
+    if in_place {
+        permute_in_place(&mut items, order);
+        items
+    } else {
+        // Read in order into a new table: the reads are independent (and, within a lane,
+        // ascending), where following the permutation's cycles waits on one cache miss after
+        // another (1 GB of JSON: 0.26 s here against 0.52 s in place).
+        order.iter().map(|&i| items[i as usize].clone()).collect()
+    }
+}
+
+/// Puts `items` in `order` following each cycle of the permutation: every item moves once,
+/// and nothing the size of `items` is allocated.
 fn permute_in_place<T>(items: &mut [T], mut order: Vec<u32>) {
     debug_assert_eq!(items.len(), order.len());
     for start in 0..order.len() {
@@ -557,8 +573,8 @@ impl TraceBuilder {
         // The final order as positions in `events`: lanes in order, each lane's positions
         // sorted unless they arrived sorted. Kineto writes a lane as a few sorted runs (ops,
         // then runtime calls, ...), which the stable sort merges; it also keeps file order
-        // among ties. Sorting 4-byte positions and moving each event once, in place, cost
-        // 7 % of ingest less than sorting the events themselves.
+        // among ties. Sorting 4-byte positions and moving each event once cost 7 % of ingest
+        // less than sorting the events themselves.
         let mut slots: Vec<usize> = (0..self.lane_keys.len()).collect();
         slots.sort_unstable_by_key(|&slot| lane_of_slot[slot]);
         let mut order: Vec<u32> = Vec::with_capacity(events.len());
@@ -572,7 +588,8 @@ impl TraceBuilder {
             }
             order.append(&mut rows);
         }
-        permute_in_place(&mut events, order);
+        let in_place = events.len() * std::mem::size_of::<Event>() <= IN_PLACE_MAX_BYTES;
+        let events = put_in_order(events, order, in_place);
 
         // NCCL metadata follows its event through the sort (a record's file index is unique).
         let mut comm_args = Vec::with_capacity(self.comm_args.len());
@@ -694,5 +711,36 @@ impl TraceBuilder {
             comm_args,
             op_inputs,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::put_in_order;
+
+    #[test]
+    fn both_ways_of_ordering_agree() {
+        // A pseudo-random permutation (Fisher-Yates, fixed seed), except that every tenth
+        // position is left in place.
+        let n = 1000u32;
+        let mut order: Vec<u32> = (0..n).collect();
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        for k in (1..n as usize).rev().filter(|k| k % 10 != 0) {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            let j = (state >> 33) as usize % (k + 1);
+            if j % 10 != 0 {
+                order.swap(k, j);
+            }
+        }
+        assert!(order.iter().enumerate().any(|(k, &i)| k != i as usize));
+        let mut seen = order.clone();
+        seen.sort_unstable();
+        assert_eq!(seen, (0..n).collect::<Vec<_>>(), "not a permutation");
+        let items: Vec<String> = (0..n).map(|k| format!("item {k}")).collect();
+        let expected: Vec<String> = order.iter().map(|&i| items[i as usize].clone()).collect();
+        assert_eq!(put_in_order(items.clone(), order.clone(), true), expected);
+        assert_eq!(put_in_order(items, order, false), expected);
     }
 }
