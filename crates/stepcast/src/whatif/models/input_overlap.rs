@@ -67,7 +67,9 @@ fn overlap(ranges: &[(i64, i64)], start: i64, end: i64) -> i64 {
 ///
 /// - Host: the recorded data-loading time of the steady steps (`DataLoader` op ranges and
 ///   `torch/utils/data/` frames on each thread) leaves the thread: host tasks inside it cost
-///   nothing (blocking calls keep their cost) and the untraced host time inside it goes.
+///   nothing (blocking calls keep their cost) and the untraced host time inside it goes, on
+///   that thread and on any thread idle across it (an untraced gap spanning it: the autograd
+///   thread waiting for the next backward pass is timed that way).
 /// - Device: the input copies (device copies of the data-loading phase, per the mapping) stay
 ///   on their stream with their recorded duration; only the host's wait for them goes (a
 ///   pinned, non-blocking copy issued ahead of time).
@@ -80,13 +82,26 @@ fn overlap(ranges: &[(i64, i64)], start: i64, end: i64) -> i64 {
 pub fn prefetch_inputs(context: &Context<'_>, edit: &mut EditGraph) -> Result<usize, WhatIfError> {
     let graph = &context.window.graph;
     let ranges = loading_ranges(context);
+    // Every range, merged: a thread idle across a loading range (the autograd thread waiting
+    // for the next backward pass) is timed by the untraced gap that spans it.
+    let mut all: Vec<(i64, i64)> = ranges.iter().map(|r| (r.1, r.2)).collect();
+    all.sort_unstable();
+    let mut merged: Vec<(i64, i64)> = Vec::with_capacity(all.len());
+    for (start, end) in all {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
+        }
+    }
     let mut changed = 0;
-    let mut lane_ranges: Vec<(i64, i64)> = Vec::new();
-    let mut lanes: Vec<u32> = ranges.iter().map(|r| r.0).collect();
-    lanes.dedup();
-    for lane in lanes {
-        lane_ranges.clear();
-        lane_ranges.extend(ranges.iter().filter(|r| r.0 == lane).map(|r| (r.1, r.2)));
+    let mut own: Vec<(i64, i64)> = Vec::new();
+    for (lane, graph_lane) in graph.lanes.iter().enumerate() {
+        if graph_lane.kind != stepcast_trace::LaneKind::CpuThread || merged.is_empty() {
+            continue;
+        }
+        let lane = lane as u32;
+        own.clear();
+        own.extend(ranges.iter().filter(|r| r.0 == lane).map(|r| (r.1, r.2)));
         let (mut free, mut gaps) = (Vec::new(), Vec::new());
         for t in edit.lane_tasks(lane) {
             let task = TaskId(t);
@@ -97,10 +112,10 @@ pub fn prefetch_inputs(context: &Context<'_>, edit: &mut EditGraph) -> Result<us
                 graph.rec_start_ns[task.index()],
                 graph.rec_end_ns[task.index()],
             );
-            if !edit.is_blocking(task) && overlap(&lane_ranges, start, end) >= end - start {
+            if !edit.is_blocking(task) && overlap(&own, start, end) >= end - start && end > start {
                 free.push(task);
             }
-            let hidden = overlap(&lane_ranges, end, end + graph.gap_ns[task.index()]);
+            let hidden = overlap(&merged, end, end + graph.gap_ns[task.index()]);
             if hidden > 0 {
                 gaps.push((task, (edit.gap_ns(task) - hidden).max(0)));
             }
