@@ -7,6 +7,7 @@ pub mod hta;
 pub mod mapping;
 pub mod memory;
 pub mod stats;
+pub mod typical;
 
 use stepcast_trace::Trace;
 
@@ -25,6 +26,9 @@ pub struct Analysis {
     /// Per step: device time mapped to an op and a phase, and the rest by cause.
     pub mapped: Vec<mapping::MappedTime>,
     pub breakdowns: breakdown::Breakdowns,
+    /// The breakdowns of the typical step: those of the steps it is built from, averaged
+    /// (`None` without a typical step).
+    pub typical_breakdown: Option<typical::TypicalBreakdown>,
     /// HTA's temporal breakdown of the whole trace (`None` without device kernels).
     pub hta: Option<hta::TemporalBreakdown>,
     pub statistics: stats::Statistics,
@@ -49,9 +53,14 @@ pub fn analyze(trace: &Trace, window: &Window, step: Option<usize>) -> Result<An
         })
         .collect();
     let analyzed_step = step.or_else(|| most_typical_step(window, &replay));
+    let breakdowns = breakdown::breakdowns(trace, window, &mapping);
+    let typical_breakdown = replay.typical.as_ref().and_then(|typical| {
+        typical::typical_breakdown(trace, &breakdowns.steps, &typical.steps_used)
+    });
     Ok(Analysis {
         mapped: mapping::mapped_time_by_step(window, &mapping),
-        breakdowns: breakdown::breakdowns(trace, window, &mapping),
+        breakdowns,
+        typical_breakdown,
         hta: hta::temporal_breakdown(trace),
         statistics: stats::statistics(trace, window, TOP),
         memory: memory::memory(trace, window, &mapping),

@@ -7,6 +7,7 @@ use std::io::Read;
 
 use serde_json::Value;
 use serde_json::value::RawValue;
+use stepcast::analyze::analyze;
 use stepcast::analyze::breakdown::{
     Breakdown, LaunchBound, breakdowns, step_breakdowns, window_breakdown,
 };
@@ -530,6 +531,119 @@ fn every_breakdown_sums_to_its_span() {
         assert_eq!(all.steps, step_breakdowns(&trace, &window, &mapping));
         assert_eq!(all.window, window_breakdown(&trace, &window, &mapping));
     }
+}
+
+/// Every part of a breakdown, by name, as a list (layers keyed by their name; a layer a step
+/// lacks counts 0 there).
+fn named_parts(trace: &Trace, b: &Breakdown) -> BTreeMap<String, i64> {
+    let mut parts: BTreeMap<String, i64> = [
+        ("span", b.span_ns()),
+        ("cpu_only", b.host_device.cpu_only_ns),
+        ("gpu_only", b.host_device.gpu_only_ns),
+        ("overlap", b.host_device.overlap_ns),
+        ("idle", b.host_device.idle_ns),
+        ("idle host_launch", b.device_idle.host_launch_ns),
+        ("idle synchronization", b.device_idle.synchronization_ns),
+        ("idle communication", b.device_idle.communication_ns),
+        ("idle other_stream", b.device_idle.other_stream_ns),
+        ("idle unexplained", b.device_idle.unexplained_ns),
+        ("comm compute_only", b.communication.compute_only_ns),
+        ("comm overlapped", b.communication.overlapped_ns),
+        ("comm exposed", b.communication.exposed_ns),
+        ("comm neither", b.communication.neither_ns),
+        ("device phase idle", b.device_by_phase.idle_ns),
+        ("host phase idle", b.host_by_phase.idle_ns),
+        ("launch-bound kernels", b.launch_bound.launch_bound as i64),
+        ("launch-bound kernel_ns", b.launch_bound.kernel_ns),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    for phase in Phase::ALL {
+        parts.insert(format!("device {phase:?}"), b.device_by_phase.get(phase));
+        parts.insert(format!("host {phase:?}"), b.host_by_phase.get(phase));
+    }
+    let layer = |l: Option<stepcast_trace::NameId>| l.map_or("(none)", |n| trace.name(n));
+    for &(l, ns) in &b.device_by_layer.busy {
+        parts.insert(format!("device layer {}", layer(l)), ns);
+    }
+    for &(l, ns) in &b.host_by_layer.busy {
+        parts.insert(format!("host layer {}", layer(l)), ns);
+    }
+    parts
+}
+
+#[test]
+fn the_typical_breakdown_averages_the_steady_steps_it_is_built_from() {
+    let mut several = false;
+    for relative in [NCCL_DATA, DF_INDEX] {
+        let (trace, window) = load(relative);
+        let analysis = analyze(&trace, &window, None).expect("analyze");
+        let typical_step = analysis.replay.typical.as_ref().expect("a typical step");
+        let typical = analysis
+            .typical_breakdown
+            .as_ref()
+            .expect("a typical breakdown");
+        // It comes from the typical step's own steps, all steady (df_index_resolver: steps
+        // 3, 4 and 6 share a structure; nccl_data: step 5 alone, whose breakdown it then is).
+        assert_eq!(typical.steps_used, typical_step.steps_used, "{relative}");
+        assert!(!typical.steps_used.is_empty(), "{relative}");
+        several |= typical.steps_used.len() >= 2;
+        let used: Vec<&Breakdown> = analysis
+            .breakdowns
+            .steps
+            .iter()
+            .zip(&analysis.replay.steps)
+            .filter(|(b, _)| b.step.is_some_and(|n| typical.steps_used.contains(&n)))
+            .map(|(b, r)| {
+                assert!(r.steady, "{relative}: step {} is not steady", r.number);
+                b
+            })
+            .collect();
+        assert_eq!(used.len(), typical.steps_used.len(), "{relative}");
+
+        let b = &typical.breakdown;
+        check_sums(&format!("{relative} typical"), b);
+        let parts = named_parts(&trace, b);
+        let step_parts: Vec<BTreeMap<String, i64>> =
+            used.iter().map(|s| named_parts(&trace, s)).collect();
+        let keys: BTreeSet<&String> = step_parts
+            .iter()
+            .flat_map(|p| p.keys())
+            .chain(parts.keys())
+            .collect();
+        for key in keys {
+            let values: Vec<i64> = step_parts
+                .iter()
+                .map(|p| p.get(key).copied().unwrap_or(0))
+                .collect();
+            let (min, max) = (
+                *values.iter().min().expect("steps"),
+                *values.iter().max().expect("steps"),
+            );
+            let got = parts.get(key).copied().unwrap_or(0);
+            assert!(
+                (min..=max).contains(&got),
+                "{relative} {key}: typical {got} outside the steps' [{min}, {max}]"
+            );
+            // Within rounding of the mean (top-level parts: within 1 ns; nested ones are
+            // rounded to an already rounded total, 2 ns).
+            let n = values.len() as i64;
+            let sum: i64 = values.iter().sum();
+            assert!(
+                (got * n - sum).abs() < 2 * n,
+                "{relative} {key}: typical {got}, mean {}",
+                sum as f64 / n as f64
+            );
+        }
+        let n = used.len() as i64;
+        let spans: i64 = used.iter().map(|s| s.span_ns()).sum();
+        assert!(
+            (b.span_ns() * n - spans).abs() * 2 <= n,
+            "{relative}: span is the mean"
+        );
+    }
+    assert!(several, "one trace averages several steps");
 }
 
 /// Sorted, merged intervals.
