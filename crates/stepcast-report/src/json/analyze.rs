@@ -56,6 +56,8 @@ pub struct AnalyzeJson {
     /// The typical step of the replay, over the steady-state steps; `None` (`null`) when no
     /// step has tasks.
     pub typical: Option<TypicalJson>,
+    /// The breakdowns of the typical step; `None` (`null`) without a typical step.
+    pub typical_step: Option<TypicalStepJson>,
     /// The breakdowns of the whole window, from its first task's start to its last task's end.
     pub window: WindowJson,
     /// HTA's temporal breakdown of the whole trace; `None` (`null`) without device kernels.
@@ -161,6 +163,26 @@ pub struct WindowJson {
     /// `end - start` of the window; every partition below sums to it.
     pub span_ns: i64,
     /// The breakdowns of the window's span.
+    #[serde(flatten)]
+    pub breakdown: BreakdownJson,
+}
+
+/// What `typical_step` is, for readers of the document.
+const TYPICAL_STEP_CONSTRUCTION: &str = "the recorded breakdowns of the steps in steps_used \
+    (the steady-state steps the typical step is built from), averaged part by part; span_ns is \
+    their mean measured span rounded half up, and each part its mean rounded down or up by \
+    largest remainder so that every partition sums to span_ns";
+
+/// The breakdowns of the typical step.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TypicalStepJson {
+    /// How the breakdowns are built, in a sentence.
+    pub construction: &'static str,
+    /// `N` of each step averaged: the typical step's `steps_used`.
+    pub steps_used: Vec<u64>,
+    /// The mean measured span of those steps; every partition below sums to it.
+    pub span_ns: i64,
+    /// The averaged breakdowns.
     #[serde(flatten)]
     pub breakdown: BreakdownJson,
 }
@@ -642,6 +664,15 @@ pub fn analyze_json(
             steps_used: typical.steps_used.clone(),
             tasks: typical.tasks,
         }),
+        typical_step: analysis
+            .typical_breakdown
+            .as_ref()
+            .map(|typical| TypicalStepJson {
+                construction: TYPICAL_STEP_CONSTRUCTION,
+                steps_used: typical.steps_used.clone(),
+                span_ns: typical.breakdown.span_ns(),
+                breakdown: BreakdownJson::new(&names, &typical.breakdown),
+            }),
         window: WindowJson {
             start_ns: window_breakdown.start_ns,
             span_ns: window_breakdown.span_ns(),

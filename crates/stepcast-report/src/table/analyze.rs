@@ -8,7 +8,9 @@ use comfy_table::{CellAlignment, Table};
 
 use super::{count, ms, new_table, percent, plural, push_notes, push_section, sanitize, wrap};
 use super::{signed_percent, step_list};
-use crate::json::{AnalyzeJson, DurationsJson, LayersJson, NsMap, StepAnalysisJson, TasksNsJson};
+use crate::json::{
+    AnalyzeJson, BreakdownJson, DurationsJson, LayersJson, NsMap, StepAnalysisJson, TasksNsJson,
+};
 
 /// Kernel, op and layer names are cut to this many characters (with an ellipsis).
 const NAME_WIDTH: usize = 60;
@@ -45,7 +47,7 @@ pub fn analyze_text(analyze: &AnalyzeJson) -> String {
         push_section(
             &mut out,
             &format!("Time by phase, {label} ({} ms)", ms(step.measured_ns)),
-            &phase_table(step, &words),
+            &phase_table(&step.breakdown, step.measured_ns, &words),
         );
         push_section(
             &mut out,
@@ -58,6 +60,17 @@ pub fn analyze_text(analyze: &AnalyzeJson) -> String {
             &layers_table(&step.breakdown.host_top_layers, step.measured_ns),
         );
         critical_path_sections(&mut out, step, &words);
+    }
+    if let Some(typical) = &analyze.typical_step {
+        push_section(
+            &mut out,
+            &format!(
+                "Time by phase, typical step ({}, {} ms)",
+                typical_label(&typical.steps_used),
+                ms(typical.span_ns)
+            ),
+            &phase_table(&typical.breakdown, typical.span_ns, &words),
+        );
     }
     hta_section(&mut out, analyze);
     statistics_sections(&mut out, analyze);
@@ -97,6 +110,14 @@ fn analyzed(analyze: &AnalyzeJson) -> Option<&StepAnalysisJson> {
     match analyze.analyzed_step {
         Some(number) => analyze.steps.iter().find(|step| step.number == number),
         None => analyze.steps.iter().find(|step| step.synthetic),
+    }
+}
+
+/// `mean of steps 3, 4 and 6`, or `step 5` when the typical step has one step.
+fn typical_label(steps_used: &[u64]) -> String {
+    match steps_used {
+        [one] => format!("step {one}"),
+        steps => format!("mean of steps {}", step_list(steps)),
     }
 }
 
@@ -364,11 +385,35 @@ fn steps_table(
             ms(host_device.get("idle_ns")),
         ]);
     }
-    let legend = format!(
+    if let Some(typical) = &analyze.typical_step {
+        let host_device = &typical.breakdown.host_device;
+        table.add_row(vec![
+            "typical".to_string(),
+            ms(typical.span_ns),
+            "-".to_string(),
+            "-".to_string(),
+            "-".to_string(),
+            ms(host_device.get("cpu_only_ns")),
+            ms(host_device.get("gpu_only_ns")),
+            ms(host_device.get("overlap_ns")),
+            ms(host_device.get("idle_ns")),
+        ]);
+    }
+    let mut legend = format!(
         "* the analyzed step. CPU only + {device} only + both + neither = measured: what the \
          host (inside ops and runtime calls) and the {device} were busy with during the \
          recorded step."
     );
+    if let Some(typical) = &analyze.typical_step {
+        legend.push_str(&match typical.steps_used.as_slice() {
+            [one] => format!(" typical: step {one}, the one step the typical step is built from."),
+            steps => format!(
+                " typical: the mean of steps {} (the steps the typical step is built from), \
+                 part by part.",
+                step_list(steps)
+            ),
+        });
+    }
     format!("{table}\n{}", wrap(&legend, "  "))
 }
 
@@ -410,6 +455,27 @@ fn idle_table(analyze: &AnalyzeJson, analyzed: Option<&StepAnalysisJson>, words:
             },
         ]);
     }
+    if let Some(typical) = &analyze.typical_step {
+        let idle = &typical.breakdown.device_idle_by_cause;
+        let communication = &typical.breakdown.communication_overlap;
+        let has_communication = communication.overlapped_ns + communication.exposed_ns > 0;
+        table.add_row(vec![
+            "typical".to_string(),
+            ms(idle.total()),
+            ms(idle.get("host_launch_ns")),
+            ms(idle.get("synchronization_ns")),
+            ms(idle.get("communication_ns")),
+            ms(idle.get("other_stream_ns")),
+            ms(idle.get("unexplained_ns")),
+            ms(communication.overlapped_ns),
+            ms(communication.exposed_ns),
+            if has_communication {
+                percent(communication.overlap_fraction)
+            } else {
+                "-".to_string()
+            },
+        ]);
+    }
     let legend = format!(
         "{} idle = the sum of its causes: what the task that ended each idle stretch \
          waited for (its launch, a host synchronization, collective peers, another stream, or \
@@ -420,9 +486,9 @@ fn idle_table(analyze: &AnalyzeJson, analyzed: Option<&StepAnalysisJson>, words:
     format!("{table}\n{}", wrap(&legend, ""))
 }
 
-fn phase_table(step: &StepAnalysisJson, words: &Words) -> String {
-    let device_phases = &step.breakdown.device_time_by_phase;
-    let host_phases = &step.breakdown.host_time_by_phase;
+fn phase_table(breakdown: &BreakdownJson, span: i64, words: &Words) -> String {
+    let device_phases = &breakdown.device_time_by_phase;
+    let host_phases = &breakdown.host_time_by_phase;
     let mut table = new_table(
         &[
             "phase",
@@ -433,7 +499,6 @@ fn phase_table(step: &StepAnalysisJson, words: &Words) -> String {
         ],
         1,
     );
-    let span = step.measured_ns;
     for &(phase, device_ns) in &device_phases.0 {
         let host_ns = host_phases.get(phase);
         let label = if phase == "idle" {
