@@ -263,6 +263,76 @@ fn analyze_text_reads_top_down_and_fits_120_columns() {
     assert!(text.contains("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsign…"));
 }
 
+/// `typical_step` holds the breakdowns of the steps the typical step is built from, averaged:
+/// its span is their mean measured span, every partition sums to it, and each part lies
+/// between those steps' smallest and largest.
+#[test]
+fn analyze_json_has_the_typical_steps_breakdowns() {
+    for trace in [DF_INDEX_RESOLVER, NCCL] {
+        let json = stepcast_json(&["analyze", trace, "--json"]);
+        let typical = &json["typical_step"];
+        assert!(
+            typical["construction"]
+                .as_str()
+                .is_some_and(|c| c.contains("averaged")),
+            "{trace}"
+        );
+        assert_eq!(
+            typical["steps_used"], json["typical"]["steps_used"],
+            "{trace}"
+        );
+        let used: Vec<u64> = typical["steps_used"]
+            .as_array()
+            .expect("steps_used")
+            .iter()
+            .map(|n| n.as_u64().expect("a step number"))
+            .collect();
+        let steps: Vec<&Value> = json["steps"]
+            .as_array()
+            .expect("steps")
+            .iter()
+            .filter(|step| step["number"].as_u64().is_some_and(|n| used.contains(&n)))
+            .collect();
+        assert_eq!(steps.len(), used.len(), "{trace}: {used:?}");
+        assert!(steps.iter().all(|step| step["steady"] == true), "{trace}");
+
+        let span = int(&typical["span_ns"]);
+        let n = steps.len() as i64;
+        let spans: i64 = steps.iter().map(|step| int(&step["measured_ns"])).sum();
+        assert!((span * n - spans).abs() * 2 <= n, "{trace}: span {span}");
+        check_breakdown(&format!("{trace} typical"), typical, Some(span));
+        let parts = [
+            ("host_device", "cpu_only_ns"),
+            ("host_device", "gpu_only_ns"),
+            ("host_device", "overlap_ns"),
+            ("host_device", "idle_ns"),
+            ("device_idle_by_cause", "host_launch_ns"),
+            ("device_idle_by_cause", "communication_ns"),
+            ("communication_overlap", "exposed_ns"),
+            ("device_time_by_phase", "backward"),
+            ("host_time_by_phase", "idle"),
+        ];
+        for (map, key) in parts {
+            let values: Vec<i64> = steps.iter().map(|step| int(&step[map][key])).collect();
+            let got = int(&typical[map][key]);
+            let (min, max) = (
+                *values.iter().min().expect("steps"),
+                *values.iter().max().expect("steps"),
+            );
+            assert!(
+                (min..=max).contains(&got),
+                "{trace} {map}.{key}: {got} outside [{min}, {max}]"
+            );
+        }
+    }
+    let text = stepcast(&["analyze", DF_INDEX_RESOLVER]).stdout;
+    assert!(text.contains("│ typical "), "{text}");
+    assert!(
+        text.contains("Time by phase, typical step (mean of steps "),
+        "{text}"
+    );
+}
+
 fn stepcast_json(args: &[&str]) -> Value {
     let run = stepcast(args);
     run.assert_success();
@@ -288,6 +358,14 @@ fn check_contract(expected: &Expected) {
         check_step(trace, step);
     }
     check_breakdown(trace, &json["window"], json["window"]["span_ns"].as_i64());
+    if !json["typical_step"].is_null() {
+        let typical = &json["typical_step"];
+        check_breakdown(
+            &format!("{trace} typical"),
+            typical,
+            typical["span_ns"].as_i64(),
+        );
+    }
 
     let hta = &json["hta_temporal_breakdown"];
     let pcts: Vec<f64> = ["idle_pct", "compute_pct", "non_compute_pct"]
