@@ -110,6 +110,7 @@ fn recovery_error_ns(alignment: &ClockAlignment) -> i64 {
 }
 
 #[test]
+#[allow(clippy::print_stderr)] // the measured figures, for `--nocapture`
 fn clock_alignment_recovers_5ms_offsets_within_50us() {
     let ranks = dlrm(&SHIFTS_NS);
     let views = views(&ranks);
@@ -337,6 +338,7 @@ fn a_late_rank_delays_its_peers() {
 /// Every recorded NCCL kernel of every rank is split, and the parts add up to the kernel's
 /// recorded duration in the rank's own trace.
 #[test]
+#[allow(clippy::print_stderr)] // the measured figures, for `--nocapture`
 fn wait_plus_transfer_is_every_recorded_nccl_kernel() {
     let ranks = dlrm(&SHIFTS_NS);
     let views = views(&ranks);
@@ -441,6 +443,7 @@ fn the_straggler_is_the_rank_that_arrived_last() {
 /// (an edge of the global graph, or its lane order), that changes rank only at a collective
 /// released by a peer's arrival, and whose length is the replayed global step.
 #[test]
+#[allow(clippy::print_stderr)] // the measured figures, for `--nocapture`
 fn the_critical_path_is_a_connected_chain_spanning_the_replayed_step() {
     let ranks = dlrm(&SHIFTS_NS);
     let views = views(&ranks);
