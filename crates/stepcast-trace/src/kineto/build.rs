@@ -151,17 +151,20 @@ fn non_negative(int: Option<Int>) -> Option<i64> {
 }
 
 impl TraceBuilder {
-    /// Reserves the event table for an input of about `bytes` bytes of JSON. Reserved but
-    /// untouched memory costs address space, not RAM: the estimate is generous (a Kineto
-    /// duration event takes 250 to 400 bytes of JSON, one every 200 is assumed) so that the
-    /// table is not reallocated, which would copy it and touch twice its memory.
+    /// Reserves the event table (and the launch flows, and the memory events) for an input of
+    /// about `bytes` bytes of JSON. Reserved but untouched memory costs address space, not
+    /// RAM: the estimate is generous (a Kineto record takes 100 to 400 bytes of JSON, one every
+    /// 200 is assumed) so that the tables are not reallocated, which would copy them and touch
+    /// twice their memory.
     pub fn expect_bytes(&mut self, bytes: u64) {
-        const JSON_BYTES_PER_EVENT: u64 = 200;
+        const JSON_BYTES_PER_RECORD: u64 = 200;
         // Beyond this the hint is not trusted (a gzip size is only known modulo 4 GiB anyway).
-        const MAX_RESERVED_EVENTS: u64 = 1 << 26;
-        let events = (bytes / JSON_BYTES_PER_EVENT).min(MAX_RESERVED_EVENTS);
+        const MAX_RESERVED_RECORDS: u64 = 1 << 26;
+        let records = (bytes / JSON_BYTES_PER_RECORD).min(MAX_RESERVED_RECORDS) as usize;
         // A hint that cannot be honoured is ignored: the table then grows as it fills.
-        let _ = self.events.try_reserve(events as usize);
+        let _ = self.events.try_reserve(records);
+        let _ = self.flow_ends.try_reserve(records);
+        let _ = self.memory.try_reserve(records / 4);
     }
 
     pub fn devices(&mut self, devices: Vec<RawDevice>) {
