@@ -36,15 +36,16 @@ pub use analyze::{
     FileEventJson, FileId, FileMicros, HtaTemporalJson, LaunchApiJson, LaunchBoundJson,
     LayerNsJson, LayersJson, MappingJson, MemoryJson, NameStatsJson, NamedDurationsJson, NsMap,
     OpNsJson, StatisticsJson, StepAnalysisJson, StepSpanJson, StepVariabilityJson, StretchJson,
-    TOP_LAYERS, TasksNsJson, ThreadJson, UnmappedJson, VariabilityJson, WindowJson, analyze_json,
+    TOP_LAYERS, TasksNsJson, ThreadJson, TypicalStepJson, UnmappedJson, VariabilityJson,
+    WindowJson, analyze_json,
 };
 pub use info::{GraphJson, InfoJson, LaneJson, StepInfoJson, info_json};
 pub use replay::{
     CriticalPathJson, ReplayJson, StepReplayJson, SummaryJson, TypicalJson, replay_json,
 };
 pub use whatif::{
-    AdviseJson, BottleneckJson, CandidateJson, PathItemJson, PhaseJson, TasksJson, WhatIfJson,
-    advise_json, whatif_json,
+    AdviseJson, BottleneckJson, CandidateJson, MemorySavedJson, PathItemJson, PhaseJson, TasksJson,
+    WhatIfJson, advise_json, memory_saved_json, whatif_json,
 };
 pub use whatif::{CalibrationJson, DdpConfigJson, DdpJson, FitJson, SweepRowJson, ddp_json};
 
