@@ -728,12 +728,12 @@ mod tests {
         let n = 1000u32;
         let mut order: Vec<u32> = (0..n).collect();
         let mut state = 0x2545_f491_4f6c_dd1d_u64;
-        for k in (1..n as usize).rev().filter(|k| k % 10 != 0) {
+        for k in (1..n as usize).rev().filter(|k| !k.is_multiple_of(10)) {
             state = state
                 .wrapping_mul(6_364_136_223_846_793_005)
                 .wrapping_add(1);
             let j = (state >> 33) as usize % (k + 1);
-            if j % 10 != 0 {
+            if !j.is_multiple_of(10) {
                 order.swap(k, j);
             }
         }
