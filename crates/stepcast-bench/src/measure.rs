@@ -98,6 +98,8 @@ struct TraceResult {
     peak_rss_bytes: Option<u64>,
     /// Peak RSS of the warm-up's ingest alone (reset just before it).
     ingest_peak_rss_bytes: Option<u64>,
+    /// Peak RSS of the warm-up up to the self-replay: the pipeline without the analysis.
+    replay_peak_rss_bytes: Option<u64>,
     rss_scope: RssScope,
     replay_error_median: Option<f64>,
 }
@@ -146,6 +148,7 @@ fn bench_trace(path: &Path, iterations: u32) -> anyhow::Result<TraceResult> {
     let mut analysis = Samples::default();
     let mut total = Samples::default();
     let mut ingest_peak_rss_bytes = None;
+    let mut replay_peak_rss_bytes = None;
     let mut result = None;
     // Iteration 0 is the warm-up: it fills the page cache and the allocator, and is not timed.
     for iteration in 0..=iterations {
@@ -172,6 +175,9 @@ fn bench_trace(path: &Path, iterations: u32) -> anyhow::Result<TraceResult> {
             self_replay(&window).with_context(|| format!("self-replay of {}", path.display()))?;
         let t_replay = start.elapsed();
         black_box(&report);
+        if iteration == 0 {
+            replay_peak_rss_bytes = peak_rss_bytes();
+        }
 
         let start = Instant::now();
         let analyzed = analyze(&trace, &window, None)
@@ -210,6 +216,7 @@ fn bench_trace(path: &Path, iterations: u32) -> anyhow::Result<TraceResult> {
                 phases: Vec::new(),
                 peak_rss_bytes: None,
                 ingest_peak_rss_bytes,
+                replay_peak_rss_bytes,
                 rss_scope,
                 replay_error_median,
             });
@@ -381,6 +388,13 @@ fn print_table(r: &TraceResult) {
         ),
         None => println!("  peak RSS     unavailable (no /proc/self/status)"),
     }
+    if let (Some(peak), RssScope::Trace) = (r.replay_peak_rss_bytes, r.rss_scope) {
+        println!(
+            "  replay peak  {:.1} MB = {:.2} x uncompressed input (warm-up, before the analysis)",
+            peak as f64 / 1e6,
+            peak as f64 / r.input_bytes.max(1) as f64,
+        );
+    }
     if let (Some(peak), RssScope::Trace) = (r.ingest_peak_rss_bytes, r.rss_scope) {
         println!(
             "  ingest peak  {:.1} MB = {:.2} x uncompressed input (first read, from a reset)",
@@ -434,6 +448,7 @@ fn result_json(r: &TraceResult) -> serde_json::Value {
         },
         "peak_rss_per_input_byte": r.peak_rss_bytes.map(|p| p as f64 / r.input_bytes.max(1) as f64),
         "ingest_peak_rss_bytes": r.ingest_peak_rss_bytes,
+        "replay_peak_rss_bytes": r.replay_peak_rss_bytes,
         "replay_error_median": r.replay_error_median,
     })
 }
