@@ -146,6 +146,9 @@ pub struct StepAnalysisJson {
     pub error: Option<f64>,
     /// Share of the step's device time, in `[0, 1]`, whose task maps to an op and a phase.
     pub gpu_time_mapped_fraction: f64,
+    /// The part of the mapped device time mapped by the weaker evidence of the same kernel
+    /// elsewhere in the trace (work with no launching call in the trace).
+    pub mapped_by_same_kernel_elsewhere: TasksNsJson,
     /// The step's device work not mapped, by cause.
     pub unmapped: UnmappedJson,
     /// The breakdowns of the step's span.
@@ -390,6 +393,9 @@ pub struct MappingJson {
     pub mapped_device_ns: i64,
     /// `device_ns - mapped_device_ns`, explained in `unmapped`.
     pub unmapped_device_ns: i64,
+    /// The part of the mapped work mapped by the weaker evidence of the same kernel elsewhere
+    /// in the trace (work with no launching call in the trace).
+    pub mapped_by_same_kernel_elsewhere: TasksNsJson,
     /// The unmapped device work, by reason; tasks and time sum to the unmapped totals.
     pub unmapped: UnmappedJson,
     /// Device time with a layer.
@@ -466,6 +472,12 @@ pub struct TasksNsJson {
     pub tasks: u64,
     /// Their recorded time, ns.
     pub ns: i64,
+}
+
+impl TasksNsJson {
+    fn new(TasksNs { tasks, ns }: TasksNs) -> Self {
+        TasksNsJson { tasks, ns }
+    }
 }
 
 /// A host thread.
@@ -632,6 +644,9 @@ pub fn analyze_json(
                 replayed_ns: replay.replayed_ns,
                 error: finite(replay.error()),
                 gpu_time_mapped_fraction: analysis.mapped[index].fraction(),
+                mapped_by_same_kernel_elsewhere: TasksNsJson::new(
+                    analysis.mapped[index].same_kernel_elsewhere,
+                ),
                 unmapped: UnmappedJson::new(&analysis.mapped[index]),
                 breakdown: BreakdownJson::new(&names, &analysis.breakdowns.steps[index]),
                 critical_path_breakdown: names.critical_path_breakdown(
@@ -844,6 +859,7 @@ impl Names<'_> {
             device_ns: device.device.ns,
             mapped_device_ns: device.mapped.ns,
             unmapped_device_ns: device.device.ns - device.mapped.ns,
+            mapped_by_same_kernel_elsewhere: TasksNsJson::new(device.same_kernel_elsewhere),
             unmapped: UnmappedJson::new(device),
             layered_device_ns: summary.layered_device_ns,
             device_ns_by_phase: NsMap(

@@ -338,6 +338,15 @@ fn mapping_sentence(analyze: &AnalyzeJson, words: &Words) -> String {
         ms(mapping.device_ns),
         plural(mapping.device_tasks, "task"),
     );
+    let elsewhere = &mapping.mapped_by_same_kernel_elsewhere;
+    if elsewhere.tasks > 0 {
+        text.push_str(&format!(
+            " (of which {} ms in {} only by the same kernel elsewhere in the trace, a weaker \
+             evidence: their launch is not in the trace)",
+            ms(elsewhere.ns),
+            plural(elsewhere.tasks, "task"),
+        ));
+    }
     if mapping.unmapped_device_ns > 0 || mapping.unmapped_tasks() > 0 {
         text.push_str(&format!(
             "; {} ms in {} is not (see \"Unmapped {} time\").",
@@ -946,14 +955,25 @@ fn mapping_section(out: &mut String, analyze: &AnalyzeJson, words: &Words) {
             share(part.ns, total),
         ]);
     };
-    row(
-        &mut table,
-        "mapped to an op and a phase",
-        &TasksNsJson {
-            tasks: mapping.device_tasks - mapping.unmapped_tasks(),
-            ns: mapping.mapped_device_ns,
-        },
-    );
+    let mapped = TasksNsJson {
+        tasks: mapping.device_tasks - mapping.unmapped_tasks(),
+        ns: mapping.mapped_device_ns,
+    };
+    let elsewhere = &mapping.mapped_by_same_kernel_elsewhere;
+    if elsewhere.tasks == 0 {
+        row(&mut table, "mapped to an op and a phase", &mapped);
+    } else {
+        let from_launch = TasksNsJson {
+            tasks: mapped.tasks - elsewhere.tasks,
+            ns: mapped.ns - elsewhere.ns,
+        };
+        row(&mut table, "mapped from its launch", &from_launch);
+        row(
+            &mut table,
+            "mapped by the same kernel elsewhere (weaker)",
+            elsewhere,
+        );
+    }
     for (cause, part) in unmapped.causes() {
         row(
             &mut table,
@@ -1015,15 +1035,21 @@ fn cause_column(cause: &str) -> &'static str {
 
 /// The steps with unmapped device time, by cause (empty when every step is fully mapped).
 fn unmapped_by_step(analyze: &AnalyzeJson, device: &str) -> String {
+    let elsewhere = |step: &StepAnalysisJson| step.mapped_by_same_kernel_elsewhere.ns;
     let steps: Vec<&StepAnalysisJson> = analyze
         .steps
         .iter()
-        .filter(|step| step.unmapped.ns() > 0)
+        .filter(|step| step.unmapped.ns() > 0 || elsewhere(step) > 0)
         .collect();
     let Some(first) = steps.first() else {
         return String::new();
     };
+    // The column of the weaker evidence, only where it mapped something.
+    let any_elsewhere = steps.iter().any(|step| elsewhere(step) > 0);
     let mut headers = vec!["step".to_string(), format!("{device} time\nmapped")];
+    if any_elsewhere {
+        headers.push("by same kernel\nelsewhere ms".to_string());
+    }
     headers.extend(
         first
             .unmapped
@@ -1038,10 +1064,18 @@ fn unmapped_by_step(analyze: &AnalyzeJson, device: &str) -> String {
             step_label(step),
             precise_percent(step.gpu_time_mapped_fraction),
         ];
+        if any_elsewhere {
+            row.push(ms(elsewhere(step)));
+        }
         row.extend(step.unmapped.causes().iter().map(|(_, part)| ms(part.ns)));
         table.add_row(row);
     }
-    format!("\n\nSteps with unmapped {device} time:\n{table}")
+    let title = if any_elsewhere {
+        format!("Steps with unmapped {device} time or mapped by the same kernel elsewhere:")
+    } else {
+        format!("Steps with unmapped {device} time:")
+    };
+    format!("\n\n{title}\n{table}")
 }
 
 /// Notes: what the figures are, then the graph builder's notes.

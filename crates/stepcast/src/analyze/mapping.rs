@@ -3,11 +3,19 @@
 //! the op stack around that call on its thread → layer; backward ops → the forward op and
 //! layer they differentiate; phase of every task, with the evidence used.
 //!
+//! Device work whose launching call is not in the trace (launched before the window) has none of
+//! that evidence; a second, weaker one maps it when it agrees: the same kernel elsewhere in the
+//! window, preferably at the same place in a step's sequence on its stream (`same_kernel`). It is
+//! labelled [`Evidence::SameKernelElsewhere`], counted apart
+//! ([`MappedTime::same_kernel_elsewhere`]) and never overrides a mapping found from a task's own
+//! launch.
+//!
 //! Cost: one stack sweep over the trace's events and a few passes over the tasks, O(n).
 
 mod executor;
 mod names;
 mod phase;
+mod same_kernel;
 mod stacks;
 
 use rustc_hash::FxHashMap;
@@ -76,16 +84,22 @@ pub enum Evidence {
     /// nothing names backward, optimizer or data-loading work, the step is one inference pass
     /// and its tasks are forward.
     Position,
+    /// Weaker: device work with no launching call in the trace takes the op, layer and phase of
+    /// the same kernel (copies and memsets: same kind, direction and size class) launched in
+    /// the window, preferably at the same place in a step's sequence on its stream, when those
+    /// occurrences agree on the phase (see `mapping/same_kernel.rs`).
+    SameKernelElsewhere,
 }
 
 impl Evidence {
-    pub const ALL: [Evidence; 6] = [
+    pub const ALL: [Evidence; 7] = [
         Evidence::Unmapped,
         Evidence::OpOnly,
         Evidence::KernelName,
         Evidence::OpStack,
         Evidence::Autograd,
         Evidence::Position,
+        Evidence::SameKernelElsewhere,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -96,6 +110,7 @@ impl Evidence {
             Evidence::OpStack => "op_stack",
             Evidence::Autograd => "autograd",
             Evidence::Position => "position",
+            Evidence::SameKernelElsewhere => "same_kernel_elsewhere",
         }
     }
 }
@@ -103,13 +118,14 @@ impl Evidence {
 /// Why a task is not mapped to an op and a phase: the evidence the trace lacks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum UnmappedCause {
-    /// Device work with no launching call in the trace, launched before the host recording
+    /// Device work with no launching call in the trace (and no agreeing occurrence of the same
+    /// kernel elsewhere, [`Evidence::SameKernelElsewhere`]), launched before the host recording
     /// began: its correlation id is below every recorded call's (CUPTI numbers them in launch
     /// order), or it started before the trace's first host event. The op that launched it is
     /// not in the trace.
     LaunchedBeforeWindow,
-    /// Device work with no launching call in the trace and no sign that it was launched before
-    /// the window: no correlation id or flow, or one that no recorded call carries.
+    /// Device work with no launching call in the trace (nor an agreeing occurrence of the same
+    /// kernel elsewhere) and no sign that it was launched before the window: no correlation id or flow, or one that no recorded call carries.
     NoLaunchRecorded,
     /// The launching call (or, for a host task, the call itself) has no op, annotation or
     /// Python frame around it, on its thread or, for an executor call, on the thread it runs for.
@@ -163,6 +179,9 @@ pub struct Mapping {
     /// Per task: `None` when it maps to an op and to a phase decided by evidence (anything but
     /// [`Evidence::Unmapped`] and [`Evidence::OpOnly`]), else why not.
     pub unmapped: Vec<Option<UnmappedCause>>,
+    /// Device tasks mapped by [`Evidence::SameKernelElsewhere`], each with the launch-mapped
+    /// task whose op, layer and phase it took; sorted by task.
+    pub same_kernel_as: Vec<(TaskId, TaskId)>,
 }
 
 impl Mapping {
@@ -182,6 +201,15 @@ impl Mapping {
         }
         stack.reverse();
         stack
+    }
+
+    /// The launch-mapped task whose mapping `task` took, if it was mapped by
+    /// [`Evidence::SameKernelElsewhere`].
+    pub fn same_kernel_as(&self, task: TaskId) -> Option<TaskId> {
+        self.same_kernel_as
+            .binary_search_by_key(&task, |&(t, _)| t)
+            .ok()
+            .map(|i| self.same_kernel_as[i].1)
     }
 }
 
@@ -240,6 +268,10 @@ pub fn map(trace: &Trace, window: &Window) -> Mapping {
     });
     (mapping.phase, mapping.evidence) = phases.into_iter().unzip();
     mapping.unmapped = unmapped_causes(trace, graph, &mapping);
+    // Last, and only for work the evidence above could not reach: it reads their mappings.
+    let same_kernel_as = same_kernel::donors(trace, graph, &mapping);
+    same_kernel::apply(&mut mapping, &same_kernel_as);
+    mapping.same_kernel_as = same_kernel_as;
     mapping.parent = stacks.parent;
     mapping.backward_lanes = (0..trace.lanes.len())
         .filter(|&lane| stacks.backward_lane[lane])
@@ -389,6 +421,8 @@ pub struct MappedTime {
     pub device: TasksNs,
     /// The mapped ones.
     pub mapped: TasksNs,
+    /// The part of `mapped` mapped by the weaker [`Evidence::SameKernelElsewhere`].
+    pub same_kernel_elsewhere: TasksNs,
     /// The unmapped ones, in [`UnmappedCause::ALL`] order; sums to `device - mapped`.
     pub unmapped: [TasksNs; UnmappedCause::ALL.len()],
 }
@@ -397,6 +431,10 @@ impl MappedTime {
     fn add(&mut self, mapping: &Mapping, task: usize, ns: i64) {
         self.device.add(ns);
         match mapping.unmapped[task] {
+            None if mapping.evidence[task] == Evidence::SameKernelElsewhere => {
+                self.mapped.add(ns);
+                self.same_kernel_elsewhere.add(ns);
+            }
             None => self.mapped.add(ns),
             Some(cause) => self.unmapped[cause as usize].add(ns),
         }
