@@ -39,7 +39,9 @@ pub fn read_trace(path: &Path) -> Result<Trace, ReadError> {
     let mut magic = [0u8; 2];
     let n = file.read(&mut magic).map_err(io)?;
     if n == 2 && magic == GZIP_MAGIC {
-        let expected = gzip_isize(&mut file, metadata.len()).map_err(io)?;
+        // Only a hint: a file that cannot seek (or a short read) just goes without it.
+        let expected = gzip_isize(&mut file, metadata.len()).ok().flatten();
+        file.seek(SeekFrom::Start(0)).map_err(io)?;
         let decoder = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 16, file));
         kineto::read_sized(decoder, path, true, expected)
     } else {
@@ -48,19 +50,16 @@ pub fn read_trace(path: &Path) -> Result<Trace, ReadError> {
     }
 }
 
-/// The uncompressed size a gzip file declares in its trailer, with `file` left at its start.
+/// The uncompressed size a gzip file declares in its trailer (the file is left anywhere).
 fn gzip_isize(file: &mut File, len: u64) -> std::io::Result<Option<u64>> {
     // A header (10 bytes) and a trailer (8 bytes) at least.
-    let size = if len >= 18 {
-        file.seek(SeekFrom::End(-4))?;
-        let mut trailer = [0u8; 4];
-        file.read_exact(&mut trailer)?;
-        isize_hint(trailer, len)
-    } else {
-        None
-    };
-    file.seek(SeekFrom::Start(0))?;
-    Ok(size)
+    if len < 18 {
+        return Ok(None);
+    }
+    file.seek(SeekFrom::End(-4))?;
+    let mut trailer = [0u8; 4];
+    file.read_exact(&mut trailer)?;
+    Ok(isize_hint(trailer, len))
 }
 
 /// A gzip trailer's size field as a hint: it is the last member's size modulo 4 GiB, and
