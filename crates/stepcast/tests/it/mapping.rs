@@ -8,7 +8,7 @@ use stepcast::analyze::mapping::{
     Evidence, MappedTime, Mapping, Phase, UnmappedCause, gpu_time_mapped_fraction, map,
     mapped_time_by_step, summarize,
 };
-use stepcast::graph::{BuildOptions, NO_STEP, TaskId, TaskKind, build};
+use stepcast::graph::{BuildOptions, EdgeKind, Graph, NO_STEP, TaskId, TaskKind, build};
 use stepcast_trace::{Event, EventKind, Lane, LaneId, LaneKind, StepMarker, Trace, read_trace};
 
 use crate::{load, testdata};
@@ -272,6 +272,284 @@ fn work_without_its_launching_call_is_told_apart_by_number_and_time() {
     );
 }
 
+// ---------------------------------------------------------------------------------------------
+// The same kernel elsewhere: the weaker evidence for work launched before the window.
+
+/// [`TRAINING_STEP`] where the backward GEMM runs the forward's kernel (`gemm`, 200 ns each: no
+/// phase holds 90 % of its time), and the stream begins with work launched before the window:
+/// the end of the previous iteration (`gemm`, the all-reduce, the optimizer kernel, as at the
+/// end of the recorded step), before it a kernel that matches nothing at that place and a
+/// `gemm` beyond the aligned run, and first the stale kernel found nowhere else.
+fn with_previous_iteration_tail() -> Trace {
+    let mut rows: Vec<Row> = TRAINING_STEP
+        .iter()
+        .map(|&row| match row.2 {
+            "gemm_backward" => (row.0, row.1, "gemm", row.3, row.4 - 30, row.5, row.6),
+            _ => row,
+        })
+        .collect();
+    #[rustfmt::skip]
+    let tail: [Row; 5] = [
+        (STREAM, EventKind::Kernel, "gemm", 52, 60, None, None),
+        (STREAM, EventKind::Kernel, "unknown_kernel", 61, 65, None, None),
+        (STREAM, EventKind::Kernel, "gemm", 66, 70, None, None),
+        (STREAM, EventKind::Kernel, "ncclKernel_AllReduce_RING_LL_Sum_float", 71, 80, None, None),
+        (STREAM, EventKind::Kernel, "multi_tensor_apply_kernel", 81, 90, None, None),
+    ];
+    rows.extend(tail);
+    inline_trace(&rows)
+}
+
+/// The stream's device tasks in order: `(task, name)`.
+fn stream_tasks<'a>(trace: &'a Trace, graph: &Graph) -> Vec<(usize, &'a str)> {
+    let lane = graph
+        .lanes
+        .iter()
+        .find(|l| l.trace_lane == LaneId(STREAM))
+        .expect("stream lane");
+    let first = lane.first_task as usize;
+    (first..first + lane.task_count as usize)
+        .map(|t| (t, trace.name(graph.name[t])))
+        .collect()
+}
+
+#[test]
+fn work_launched_before_the_window_maps_like_the_same_kernel_at_the_same_place() {
+    let trace = with_previous_iteration_tail();
+    let window = build(&trace, &BuildOptions::default());
+    let mapping = map(&trace, &window);
+    let graph = &window.graph;
+    let tasks = stream_tasks(&trace, graph);
+    let names: Vec<&str> = tasks.iter().map(|&(_, name)| name).collect();
+    assert_eq!(
+        names[..6],
+        [
+            "stale_kernel",
+            "gemm",
+            "unknown_kernel",
+            "gemm",
+            "ncclKernel_AllReduce_RING_LL_Sum_float",
+            "multi_tensor_apply_kernel"
+        ]
+    );
+    let launched_gemms: Vec<usize> = tasks[6..]
+        .iter()
+        .filter(|&&(_, name)| name == "gemm")
+        .map(|&(t, _)| t)
+        .collect();
+    let [forward_gemm, backward_gemm] = launched_gemms[..] else {
+        panic!("two launched gemms: {launched_gemms:?}");
+    };
+    assert_eq!(
+        (mapping.phase[forward_gemm], mapping.phase[backward_gemm]),
+        (Phase::Forward, Phase::Backward)
+    );
+    // The aligned tail takes the mapping of the recorded step's last three kernels: the
+    // backward GEMM (not the forward one of the same name), the all-reduce, the optimizer.
+    let tail = [tasks[3].0, tasks[4].0, tasks[5].0];
+    let expected = [
+        (
+            Phase::Backward,
+            Some("AddmmBackward0"),
+            Some("nn.Module: Linear_0"),
+        ),
+        (Phase::Communication, Some("c10d::allreduce_"), None),
+        (Phase::Optimizer, Some("aten::_foreach_add_"), None),
+    ];
+    for (&t, &(phase, op, layer)) in tail.iter().zip(&expected) {
+        let got = (
+            mapping.phase[t],
+            event_name(&trace, mapping.op[t]),
+            mapping.layer[t].map(|l| trace.name(l)),
+        );
+        assert_eq!(got, (phase, op, layer), "{}", trace.name(graph.name[t]));
+        assert_eq!(mapping.evidence[t], Evidence::SameKernelElsewhere);
+        assert_eq!(mapping.unmapped[t], None);
+        let donor = mapping.same_kernel_as(TaskId(t as u32)).expect("donor");
+        assert_eq!(graph.name[donor.index()], graph.name[t]);
+    }
+    assert_eq!(
+        mapping.same_kernel_as(TaskId(tail[0] as u32)),
+        Some(TaskId(backward_gemm as u32))
+    );
+    // Found nowhere else; and a `gemm` off the aligned run, whose occurrences split between
+    // forward and backward: unmapped, with their cause.
+    for (t, _) in [tasks[0], tasks[1], tasks[2]] {
+        assert_eq!(mapping.evidence[t], Evidence::Unmapped);
+        assert_eq!(
+            mapping.unmapped[t],
+            Some(UnmappedCause::LaunchedBeforeWindow),
+            "{}",
+            trace.name(graph.name[t])
+        );
+        assert_eq!(mapping.same_kernel_as(TaskId(t as u32)), None);
+    }
+    // Counted apart, within the mapped time.
+    let summary = summarize(&window, &mapping);
+    let tail_ns: i64 = tail
+        .iter()
+        .map(|&t| graph.rec_end_ns[t] - graph.rec_start_ns[t])
+        .sum();
+    assert_eq!(
+        (
+            summary.device.same_kernel_elsewhere.tasks,
+            summary.device.same_kernel_elsewhere.ns
+        ),
+        (3, tail_ns)
+    );
+    let steps = mapped_time_by_step(&window, &mapping);
+    assert_eq!(
+        steps[0].same_kernel_elsewhere,
+        summary.device.same_kernel_elsewhere
+    );
+}
+
+/// Off any aligned run, work takes the most frequent mapping of the same kernel, when it agrees.
+#[test]
+fn unaligned_work_takes_the_same_kernels_agreed_mapping() {
+    let mut rows = TRAINING_STEP.to_vec();
+    // Ends the stream's sequence nowhere: it aligns with nothing.
+    rows.push((STREAM, EventKind::Kernel, "relu_kernel", 60, 70, None, None));
+    let trace = inline_trace(&rows);
+    let window = build(&trace, &BuildOptions::default());
+    let mapping = map(&trace, &window);
+    let graph = &window.graph;
+    let tasks = stream_tasks(&trace, graph);
+    let (stale, name) = tasks[1];
+    assert_eq!(name, "relu_kernel");
+    assert!(
+        !graph
+            .preds(TaskId(stale as u32))
+            .any(|e| graph.pred_kind[e] == EdgeKind::Launch)
+    );
+    assert_eq!(
+        (
+            mapping.phase[stale],
+            mapping.evidence[stale],
+            event_name(&trace, mapping.op[stale]),
+            mapping.unmapped[stale]
+        ),
+        (
+            Phase::Forward,
+            Evidence::SameKernelElsewhere,
+            Some("aten::relu"),
+            None
+        )
+    );
+}
+
+fn is_launched(graph: &Graph, task: usize) -> bool {
+    graph
+        .preds(TaskId(task as u32))
+        .any(|e| graph.pred_kind[e] == EdgeKind::Launch)
+}
+
+/// HTA's trace_diff `test`: step 1009 runs 614 tasks launched before the window, and on each
+/// stream they are, in order, the same kernels, copies and memsets as the last ones each step
+/// launches on that stream (checked here, by name). Each task the same kernel elsewhere maps
+/// has the phase that the task at its place has in most of the later steps 1010-1014; each one
+/// it leaves unmapped is at a place where the steps' own mappings differ.
+#[test]
+fn work_before_the_window_takes_the_phase_of_its_place_in_the_later_steps() {
+    let (trace, window) = load("HolisticTraceAnalysis/tests/data/trace_diff/test/test.json.gz");
+    let mapping = map(&trace, &window);
+    let graph = &window.graph;
+    assert_eq!(window.steps.len(), 6);
+    let (mut mapped, mut left) = (0, 0);
+    for lane in &graph.lanes {
+        let first = lane.first_task as usize;
+        let tasks: Vec<usize> = (first..first + lane.task_count as usize).collect();
+        let run = tasks
+            .iter()
+            .take_while(|&&t| !is_launched(graph, t))
+            .count();
+        if lane.kind != LaneKind::DeviceStream || run == 0 {
+            continue;
+        }
+        assert!(tasks[run..].iter().all(|&t| is_launched(graph, t)));
+        let step_end = |step: u32| {
+            tasks
+                .iter()
+                .rposition(|&t| graph.step[t] == step)
+                .expect("the step's work on the stream")
+        };
+        for back in 0..run {
+            let t = tasks[run - 1 - back];
+            let at_place: Vec<Phase> = (0..6)
+                .map(|step| {
+                    let recorded = tasks[step_end(step) - back];
+                    assert_eq!(graph.name[recorded], graph.name[t]);
+                    mapping.phase[recorded]
+                })
+                .collect();
+            if mapping.evidence[t] == Evidence::SameKernelElsewhere {
+                let later_agreeing = at_place[1..]
+                    .iter()
+                    .filter(|&&p| p == mapping.phase[t])
+                    .count();
+                assert!(
+                    later_agreeing >= 3,
+                    "{}: {:?}, at its place {at_place:?}",
+                    trace.name(graph.name[t]),
+                    mapping.phase[t]
+                );
+                mapped += 1;
+            } else {
+                assert_eq!(
+                    mapping.unmapped[t],
+                    Some(UnmappedCause::LaunchedBeforeWindow)
+                );
+                assert!(
+                    at_place.iter().any(|&p| p != at_place[0]),
+                    "{}: unmapped, yet {at_place:?} at its place",
+                    trace.name(graph.name[t])
+                );
+                left += 1;
+            }
+        }
+    }
+    assert_eq!(mapped + left, 614);
+    assert!(mapped > 0);
+}
+
+/// The weaker evidence never overrides a launch: only work with no launching call takes it, and
+/// only from work of the same kind and name mapped from its own launch.
+fn check_same_kernel(
+    relative: &str,
+    trace: &Trace,
+    window: &Window,
+    mapping: &Mapping,
+) -> Vec<String> {
+    let graph = &window.graph;
+    let mut failures = Vec::new();
+    for t in 0..graph.task_count() {
+        let donor = mapping.same_kernel_as(TaskId(t as u32));
+        let by_evidence = mapping.evidence[t] == Evidence::SameKernelElsewhere;
+        if donor.is_some() != by_evidence || by_evidence && is_launched(graph, t) {
+            failures.push(format!(
+                "{relative}: {} mapped by the same kernel elsewhere: donor {donor:?}, launched {}",
+                trace.name(graph.name[t]),
+                is_launched(graph, t)
+            ));
+        }
+        if let Some(d) = donor.map(TaskId::index) {
+            let ok = is_launched(graph, d)
+                && mapping.unmapped[d].is_none()
+                && mapping.evidence[d] != Evidence::SameKernelElsewhere
+                && (graph.kind[d], graph.name[d]) == (graph.kind[t], graph.name[t])
+                && mapping.phase[d] == mapping.phase[t]
+                && mapping.unmapped[t].is_none();
+            if !ok {
+                failures.push(format!(
+                    "{relative}: {} took the mapping of a task that is not the same launched work",
+                    trace.name(graph.name[t])
+                ));
+            }
+        }
+    }
+    failures
+}
+
 fn task_named(trace: &Trace, window: &Window, name: &str) -> TaskId {
     let t = (0..window.graph.task_count())
         .find(|&t| trace.name(window.graph.name[t]) == name)
@@ -306,32 +584,9 @@ const EXCEPTIONS: &[(&str, &[UnmappedCause], &str)] = &[
             UnmappedCause::NoOpAroundLaunch,
         ],
         "322 MTIA DMAs, event records/waits and PE executions without correlation or flow, most \
-         of them running up to 100 ms before the first host event; 2 event records from a \
-         `recordEvent` call outside any annotation",
-    ),
-    (
-        "HolisticTraceAnalysis/tests/data/trace_diff/test/test.json.gz",
-        &[UnmappedCause::LaunchedBeforeWindow],
-        "step 1009 runs 614 kernels, copies and memsets of the previous iteration whose \
-         correlation ids (1930403-1936855) are all below the first recorded call's (1936889)",
-    ),
-    (
-        "TraceLens/tests/traces/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
-        &[UnmappedCause::LaunchedBeforeWindow],
-        "509 kernels whose correlation ids (675771-682741) are all below the first recorded \
-         call's (682747)",
-    ),
-    (
-        "param/et_replay/tests/inputs/dlrm_kineto__extracted/dlrm_kineto/worker1_step_12.1694128201556.pt.trace.json",
-        &[UnmappedCause::LaunchedBeforeWindow],
-        "64 optimizer kernels of step 11 whose correlation ids (41180-41570) are all below the \
-         first recorded call's (41615)",
-    ),
-    (
-        "param/et_replay/tests/inputs/dlrm_kineto__extracted/dlrm_kineto/worker3_step_12.1694128201557.pt.trace.json",
-        &[UnmappedCause::LaunchedBeforeWindow],
-        "64 optimizer kernels of step 11 launched before the first recorded call (correlation \
-         ids below it)",
+         of them running up to 100 ms before the first host event; the same kernel elsewhere \
+         maps 298 of them, but the 24 PE executions (`pe_exe`) are launched nowhere in the \
+         window; 2 event records from a `recordEvent` call outside any annotation",
     ),
 ];
 
@@ -391,6 +646,7 @@ fn gpu_time_is_mapped_to_an_op_and_a_phase_on_every_trace_with_cpu_ops() {
         checked += 1;
         let window = build(&trace, &BuildOptions::default());
         let mapping = map(&trace, &window);
+        failures.extend(check_same_kernel(&relative, &trace, &window, &mapping));
         let exception = EXCEPTIONS.iter().find(|e| e.0 == relative);
         let mut below_bar = false;
         for (step, time) in mapped_time_by_step(&window, &mapping).iter().enumerate() {
@@ -630,7 +886,8 @@ fn input_copies_at_the_step_start_are_data_loading() {
 // ---------------------------------------------------------------------------------------------
 // Layers.
 
-/// Share of a phase's device time with a layer, and with a layer found by `evidence`.
+/// Share of a phase's device time with a layer, and with a layer found by `evidence` (for work
+/// mapped by the same kernel elsewhere, by its donor's).
 fn layered_share(
     window: &Window,
     mapping: &Mapping,
@@ -647,7 +904,12 @@ fn layered_share(
         total += ns;
         if mapping.layer[t].is_some() {
             layered += ns;
-            if mapping.layer_evidence[t] == evidence {
+            // Work mapped by the same kernel elsewhere has its donor's layer, found by the
+            // donor's evidence.
+            let from = mapping
+                .same_kernel_as(TaskId(t as u32))
+                .map_or(t, TaskId::index);
+            if mapping.layer_evidence[from] == evidence {
                 by_evidence += ns;
             }
         }
