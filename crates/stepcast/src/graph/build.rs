@@ -7,6 +7,7 @@
 mod device_lanes;
 mod handoff;
 mod infer;
+mod names;
 mod sync;
 
 use rustc_hash::FxHashMap;
@@ -68,6 +69,7 @@ struct PendingEdge {
 pub fn build(trace: &Trace, options: &BuildOptions) -> Window {
     let mut b = Builder {
         trace,
+        names: names::NameFacts::new(trace),
         options,
         graph: Graph::default(),
         report: BuildReport::default(),
@@ -92,6 +94,7 @@ pub fn build(trace: &Trace, options: &BuildOptions) -> Window {
 
 struct Builder<'t> {
     trace: &'t Trace,
+    names: names::NameFacts,
     options: &'t BuildOptions,
     graph: Graph,
     report: BuildReport,
@@ -202,7 +205,8 @@ impl Builder<'_> {
     /// Correlation id → host call task, including calls nested inside a task.
     fn call_index(&self) -> FxHashMap<u64, TaskId> {
         let g = &self.graph;
-        let mut index = FxHashMap::default();
+        let mut index =
+            FxHashMap::with_capacity_and_hasher(g.task_count(), rustc_hash::FxBuildHasher);
         for lane in &g.lanes {
             if lane.kind != LaneKind::CpuThread || lane.task_count == 0 {
                 continue;
@@ -396,8 +400,7 @@ impl Builder<'_> {
             if g.kind[t] != TaskKind::Kernel {
                 continue;
             }
-            let name = self.trace.name(g.name[t]);
-            if !is_collective(name) {
+            if !self.names.is_collective(g.name[t]) {
                 continue;
             }
             g.kind[t] = TaskKind::Collective;

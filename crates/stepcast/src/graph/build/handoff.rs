@@ -153,22 +153,25 @@ fn step_thread(trace: &Trace) -> Option<LaneId> {
 
 /// Host threads that run autograd engine ops.
 fn engine_threads(trace: &Trace) -> Vec<LaneId> {
-    let engine_names: rustc_hash::FxHashSet<NameId> = (0..trace.names.len() as u32)
-        .map(NameId)
-        .filter(|&id| trace.name(id).starts_with(ENGINE_OP_PREFIX))
+    let engine_name: Vec<bool> = (0..trace.names.len() as u32)
+        .map(|id| trace.name(NameId(id)).starts_with(ENGINE_OP_PREFIX))
         .collect();
-    if engine_names.is_empty() {
+    if !engine_name.contains(&true) {
         return Vec::new();
     }
-    let mut lanes: Vec<LaneId> = trace
-        .events
-        .iter()
-        .filter(|e| engine_names.contains(&e.name))
-        .map(|e| e.lane)
-        .collect();
-    lanes.sort_unstable();
-    lanes.dedup();
-    lanes.retain(|&l| trace.lanes[l.index()].kind == LaneKind::CpuThread);
+    // Events are sorted by lane: one look per lane until an engine op is found.
+    let mut lanes = Vec::new();
+    for (index, lane) in trace.lanes.iter().enumerate() {
+        let id = LaneId(index as u32);
+        if lane.kind == LaneKind::CpuThread
+            && trace
+                .lane_events(id)
+                .iter()
+                .any(|e| engine_name[e.name.index()])
+        {
+            lanes.push(id);
+        }
+    }
     lanes
 }
 

@@ -5,7 +5,7 @@ use rustc_hash::FxHashMap;
 
 use super::device_lanes::DeviceLanes;
 use super::{Builder, PendingEdge, install_edges, source_time, step_anchors};
-use crate::graph::calls::{CallClass, classify_call};
+use crate::graph::calls::CallClass;
 use crate::graph::{EdgeKind, TaskId, TaskKind};
 use crate::simulate::{RecordedOrder, SimOptions, simulate};
 use crate::window::Step;
@@ -40,11 +40,7 @@ impl Builder<'_> {
                 if launched_on.get(&TaskId(t)) == Some(&stream) {
                     return false;
                 }
-                if self
-                    .trace
-                    .name(g.name[t as usize])
-                    .contains("StreamWaitEvent")
-                {
+                if self.names.is_stream_wait_event(g.name[t as usize]) {
                     return true;
                 }
             }
@@ -117,7 +113,7 @@ impl Builder<'_> {
                     }
                 }
             } else if kind == TaskKind::ApiCall {
-                let class = classify_call(self.trace.name(g.name[t]));
+                let class = self.names.call_class(g.name[t]);
                 if !matches!(
                     class,
                     CallClass::DeviceSync
@@ -151,16 +147,18 @@ impl Builder<'_> {
     /// recorded causes alone already hold back to its recorded time adds nothing. Keeps the
     /// edges inferred from timing to the minimum.
     pub(super) fn needed(
-        &self,
+        &mut self,
         candidates: Vec<PendingEdge>,
         recorded: &[PendingEdge],
     ) -> Vec<PendingEdge> {
         if candidates.is_empty() {
             return candidates;
         }
-        let mut provisional = self.graph.clone();
-        install_edges(&mut provisional, recorded.to_vec());
-        let Ok(timeline) = simulate(&provisional, &RecordedOrder, SimOptions::default()) else {
+        // The graph with the recorded edges only (`finish` installs them again with the
+        // inferred ones kept; installing is idempotent for the recorded part).
+        install_edges(&mut self.graph, recorded.to_vec());
+        let provisional = &self.graph;
+        let Ok(timeline) = simulate(provisional, &RecordedOrder, SimOptions::default()) else {
             return candidates;
         };
         let slack = self.options.unexplained_device_wait_ns;

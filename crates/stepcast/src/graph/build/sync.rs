@@ -8,7 +8,7 @@ use stepcast_trace::{LaneKind, SyncKind};
 
 use super::device_lanes::DeviceLanes;
 use super::{Builder, PendingEdge, TOLERANCE_NS};
-use crate::graph::calls::{CallClass, classify_call};
+use crate::graph::calls::CallClass;
 use crate::graph::{EdgeKind, TaskId, TaskKind};
 
 impl Builder<'_> {
@@ -73,7 +73,7 @@ impl Builder<'_> {
                     });
                 }
                 SyncKind::EventSync | SyncKind::StreamSync | SyncKind::ContextSync => {
-                    let class = classify_call(trace.name(g.name[call.index()]));
+                    let class = self.names.call_class(g.name[call.index()]);
                     if !class.may_block() {
                         // cudaEventQuery and friends are recorded as syncs but return at once.
                         continue;
@@ -101,15 +101,27 @@ impl Builder<'_> {
         // Calls whose semantics name what they wait for, when no sync record covers them.
         // Host thread (graph lane) → (device, stream) of the last work it launched.
         let mut last_launch_lane: FxHashMap<u32, (i64, i64)> = FxHashMap::default();
-        let mut device_tasks_of_call: FxHashMap<TaskId, Vec<TaskId>> = FxHashMap::default();
+        // The device tasks of each call, in task order: CSR by call (one allocation, not one
+        // per call).
+        let mut launched_from = vec![0u32; g.task_count() + 1];
+        for &call in call_of.iter().filter(|&&c| c != TaskId::NONE) {
+            launched_from[call.index() + 1] += 1;
+        }
+        for i in 0..g.task_count() {
+            launched_from[i + 1] += launched_from[i];
+        }
+        let mut launched = vec![TaskId::NONE; launched_from[g.task_count()] as usize];
+        let mut fill = launched_from.clone();
         for (t, &call) in call_of.iter().enumerate() {
             if call != TaskId::NONE {
-                device_tasks_of_call
-                    .entry(call)
-                    .or_default()
-                    .push(TaskId(t as u32));
+                launched[fill[call.index()] as usize] = TaskId(t as u32);
+                fill[call.index()] += 1;
             }
         }
+        let device_tasks_of_call = |call: TaskId| -> &[TaskId] {
+            let i = call.index();
+            &launched[launched_from[i] as usize..launched_from[i + 1] as usize]
+        };
         for (lane_index, lane) in g.lanes.iter().enumerate() {
             if lane.kind != LaneKind::CpuThread {
                 continue;
@@ -120,9 +132,9 @@ impl Builder<'_> {
                 if g.kind[t as usize] != TaskKind::ApiCall {
                     continue;
                 }
-                let own = device_tasks_of_call.get(&call);
-                let name = trace.name(g.name[t as usize]);
-                if trace.syncs.is_empty() && name.contains("StreamWaitEvent") {
+                let own = device_tasks_of_call(call);
+                let name = g.name[t as usize];
+                if trace.syncs.is_empty() && self.names.is_stream_wait_event(name) {
                     // Without sync records the event's source stream is not recorded. The
                     // waiting stream is the one this thread launches on next; PyTorch records
                     // the event on another stream just before, so the wait covers the work
@@ -130,7 +142,7 @@ impl Builder<'_> {
                     // recorded times contradict are dropped below.
                     let next = (t + 1..lane.first_task + lane.task_count)
                         .take(64)
-                        .find_map(|n| device_tasks_of_call.get(&TaskId(n)).and_then(|v| v.first()));
+                        .find_map(|n| device_tasks_of_call(TaskId(n)).first());
                     if let Some(&to) = next {
                         let waiting_lane = g.lane[to.index()];
                         let device = device_lanes.device_of(waiting_lane);
@@ -146,11 +158,11 @@ impl Builder<'_> {
                         }
                     }
                 }
-                let class = classify_call(name);
+                let class = self.names.call_class(name);
                 match class {
                     CallClass::SyncCopy | CallClass::AsyncCopy => {
-                        for &task in own.into_iter().flatten() {
-                            let pageable = trace.name(g.name[task.index()]).contains("Pageable");
+                        for &task in own {
+                            let pageable = self.names.is_pageable(g.name[task.index()]);
                             if class == CallClass::SyncCopy || pageable {
                                 new_edges.push(PendingEdge {
                                     from: task,
@@ -196,7 +208,7 @@ impl Builder<'_> {
                     }
                     _ => {}
                 }
-                if let Some(&last) = own.and_then(|v| v.last()) {
+                if let Some(&last) = own.last() {
                     let stream =
                         &trace.lanes[g.lanes[g.lane[last.index()] as usize].trace_lane.index()];
                     last_launch_lane.insert(lane_index, (stream.pid, stream.tid));
