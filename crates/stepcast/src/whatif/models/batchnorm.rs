@@ -13,9 +13,6 @@ static BATCH_NORM_KERNEL: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)(bn_fw|bn_bw|batch_?norm)").expect("valid regex"));
 static BATCH_NORM_OP: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)batch_?norm").expect("valid regex"));
-static ELEMENTWISE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)(elementwise|pointwise)").expect("valid regex"));
-
 /// What a forward or backward kernel is to the batch-norm model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BatchNormRole {
@@ -40,7 +37,7 @@ pub fn batch_norm_role(context: &Context<'_>, edit: &EditGraph, task: TaskId) ->
         };
     if BATCH_NORM_KERNEL.is_match(name) || on_stack() {
         BatchNormRole::BatchNorm
-    } else if ELEMENTWISE.is_match(name) {
+    } else if super::is_elementwise(name) {
         BatchNormRole::ElementWise
     } else {
         BatchNormRole::Other

@@ -1,8 +1,5 @@
 //! Gist-style encoding of stashed activations (Daydream A.9): memory for time.
 
-use std::sync::LazyLock;
-
-use regex::Regex;
 use stepcast_trace::NameId;
 
 use super::super::edit::{EditGraph, Insert, InsertLaunch};
@@ -12,9 +9,6 @@ use super::activations::{
     lane_prev, memory_effect,
 };
 use crate::graph::{TaskId, TaskKind};
-
-static ELEMENTWISE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)(elementwise|pointwise)").expect("valid regex"));
 
 /// The encoded stash is this many times smaller than the activation (Gist's lossy Delayed
 /// Precision Reduction to 16 bits: 32 → 16).
@@ -40,7 +34,7 @@ pub fn elementwise_throughput(
         .filter(|u| {
             u.tasks.iter().all(|t| {
                 graph.kind[t.index()] == TaskKind::Kernel
-                    && ELEMENTWISE.is_match(names.get(graph.name[t.index()]))
+                    && super::is_elementwise(names.get(graph.name[t.index()]))
             })
         })
         .filter_map(|u| {

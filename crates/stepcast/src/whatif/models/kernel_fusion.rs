@@ -1,16 +1,9 @@
 //! Fusion of element-wise kernel chains (`torch.compile`).
 
-use std::sync::LazyLock;
-
-use regex::Regex;
-
 use super::super::edit::{EditGraph, FusedCost, HostGaps, Select, Selection};
 use super::super::{Context, WhatIfError};
 use crate::analyze::mapping::Phase;
 use crate::graph::TaskKind;
-
-static ELEMENTWISE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)(elementwise|pointwise)").expect("valid regex"));
 
 /// **Kernel fusion of element-wise chains** (what `torch.compile`'s Inductor does): every
 /// run of element-wise kernels (PyTorch's `elementwise_kernel`, `vectorized_elementwise_kernel`,
@@ -43,7 +36,7 @@ pub fn kernel_fusion(
             .tasks()
             .iter()
             .copied()
-            .filter(|&t| ELEMENTWISE.is_match(names.get(edit.name(t))))
+            .filter(|&t| super::is_elementwise(names.get(edit.name(t))))
             .collect(),
     );
     let mut changed = 0;

@@ -15,6 +15,10 @@ mod offload;
 mod recompute;
 mod syncs;
 
+use std::sync::LazyLock;
+
+use regex::Regex;
+
 use super::edit::EditGraph;
 use super::{Context, WhatIfError};
 
@@ -427,4 +431,14 @@ fn cpu_2x() -> Hardware {
         cpu: 2.0,
         ..Hardware::default()
     }
+}
+
+static ELEMENTWISE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)(elementwise|pointwise)").expect("valid regex"));
+
+/// An element-wise kernel, by its name: PyTorch's `elementwise_kernel`,
+/// `vectorized_elementwise_kernel`, `unrolled_elementwise_kernel`, Inductor's `pointwise`
+/// kernels. What kernel fusion fuses, batch-norm reconstruction removes and Gist costs by.
+pub(super) fn is_elementwise(name: &str) -> bool {
+    ELEMENTWISE.is_match(name)
 }
