@@ -41,9 +41,6 @@
 //! Everything is computed once per window with sweeps over sorted arrays; each step then
 //! reads its span out of the prefix sums with binary searches.
 
-use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap};
-
 use rustc_hash::FxHashMap;
 use stepcast_trace::{EventKind, LaneKind, NameId, Trace};
 
@@ -256,6 +253,22 @@ fn window_of(timelines: &Timelines, window: &Window, mapping: &Mapping) -> Break
     timelines.breakdown(None, start, end, &tasks, mapping)
 }
 
+/// Appends `interval` to `intervals`, or extends the last one (at index `run` or later) when
+/// `interval` starts within it: the union is the same, with fewer intervals.
+fn push_merged(intervals: &mut Vec<(i64, i64)>, run: usize, interval: (i64, i64)) {
+    let (s, e) = interval;
+    if e <= s {
+        return;
+    }
+    let in_run = intervals.len() > run;
+    match intervals.last_mut() {
+        Some(last) if in_run && last.0 <= s && s <= last.1 => {
+            last.1 = last.1.max(e);
+        }
+        _ => intervals.push(interval),
+    }
+}
+
 /// Sorted, disjoint intervals with prefix sums: the covered length of any span in O(log n).
 #[derive(Default)]
 struct Cover {
@@ -269,7 +282,9 @@ impl Cover {
     /// From intervals in any order (empty ones ignored); overlapping and touching ones merge.
     fn from_unsorted(mut intervals: Vec<(i64, i64)>) -> Cover {
         intervals.retain(|&(s, e)| e > s);
-        intervals.sort_unstable();
+        // Callers push lane by lane, each lane in start order: a merge of sorted runs (equal
+        // intervals are identical, so a stable sort gives the unstable order).
+        intervals.sort();
         let mut cover = Cover::default();
         for (s, e) in intervals {
             match cover.end.last_mut() {
@@ -379,23 +394,26 @@ type Claim = (i64, i64, Rank);
 /// O(n log n).
 fn attribute(mut tasks: Vec<Claim>) -> Vec<Segment> {
     tasks.retain(|&(s, e, _)| e > s);
-    tasks.sort_unstable_by_key(|&(s, _, rank)| (s, rank));
+    // Tasks come lane by lane, each lane in start order: a merge of sorted runs (the keys are
+    // distinct, so a stable sort gives the unstable order).
+    tasks.sort_by_key(|&(s, _, rank)| (s, rank));
     let mut segments: Vec<Segment> = Vec::new();
-    let mut active: BTreeSet<Rank> = BTreeSet::new();
-    let mut ends: BinaryHeap<Reverse<(i64, Rank)>> = BinaryHeap::new();
+    // The running tasks and their ends, by rank: a lane runs one task at a time (a stream a
+    // few), so the set stays small and a sorted vector beats a tree and a heap.
+    let mut active: Vec<(Rank, i64)> = Vec::new();
     let mut next = 0;
     let mut now = i64::MIN;
     loop {
         // The next moment the running set changes.
         let next_start = tasks.get(next).map(|t| t.0);
-        let next_end = ends.peek().map(|Reverse((e, _))| *e);
+        let next_end = active.iter().map(|&(_, e)| e).min();
         let at = match (next_start, next_end) {
             (None, None) => break,
             (Some(s), None) => s,
             (None, Some(e)) => e,
             (Some(s), Some(e)) => s.min(e),
         };
-        if let (Some(&(_, _, task)), true) = (active.first(), at > now) {
+        if let (Some(&((_, _, task), _)), true) = (active.first(), at > now) {
             match segments.last_mut() {
                 Some(last) if last.task == task && last.end == now => last.end = at,
                 _ => segments.push(Segment {
@@ -406,19 +424,13 @@ fn attribute(mut tasks: Vec<Claim>) -> Vec<Segment> {
             }
         }
         now = at;
-        while let Some(&Reverse((e, rank))) = ends.peek() {
-            if e > now {
-                break;
-            }
-            ends.pop();
-            active.remove(&rank);
-        }
+        active.retain(|&(_, e)| e > now);
         while let Some(&(s, e, rank)) = tasks.get(next) {
             if s > now {
                 break;
             }
-            active.insert(rank);
-            ends.push(Reverse((e, rank)));
+            let i = active.partition_point(|&(r, _)| r < rank);
+            active.insert(i, (rank, e));
             next += 1;
         }
     }
@@ -489,15 +501,19 @@ impl<'a> Timelines<'a> {
             if lane.kind != LaneKind::CpuThread {
                 continue;
             }
+            // A lane's events and tasks come in start order: nested and back-to-back ones are
+            // merged as they come, so that few intervals are left to sort.
+            let run = busy.len();
             for event in trace.lane_events(lane.trace_lane) {
                 if matches!(event.kind, EventKind::CpuOp) || event.kind.is_api_call() {
-                    busy.push((event.start_ns, event.end_ns()));
+                    push_merged(&mut busy, run, (event.start_ns, event.end_ns()));
                 }
             }
+            let run = waits.len();
             let first = lane.first_task as usize;
             for t in first..first + lane.task_count as usize {
                 if let Some(wait) = wait_of(graph, t) {
-                    waits.push(wait);
+                    push_merged(&mut waits, run, wait);
                 }
             }
         }
@@ -560,10 +576,10 @@ impl<'a> Timelines<'a> {
     fn idle_causes(&self) -> Vec<IdleCause> {
         let g = self.graph;
         // Blocking calls by host lane, in lane order (their ends increase along a lane).
-        let mut blocking: FxHashMap<u32, Vec<(i64, i64, TaskId)>> = FxHashMap::default();
+        let mut blocking: Vec<Vec<(i64, i64, TaskId)>> = vec![Vec::new(); g.lanes.len()];
         for t in 0..g.task_count() {
             if wait_of(g, t).is_some() {
-                blocking.entry(g.lane[t]).or_default().push((
+                blocking[g.lane[t] as usize].push((
                     g.rec_start_ns[t],
                     g.rec_end_ns[t],
                     TaskId(t as u32),
@@ -573,9 +589,13 @@ impl<'a> Timelines<'a> {
         // The task opening each busy interval: the segment at its start.
         let segments = &self.device_segments.segments;
         let mut causes = Vec::with_capacity(self.device.len() + 1);
+        // Busy intervals and segments are both in time order: one pointer walks the segments.
+        let mut k = 0;
         for i in 0..self.device.len() {
             let start = self.device.start[i];
-            let k = segments.partition_point(|s| s.start < start);
+            while k < segments.len() && segments[k].start < start {
+                k += 1;
+            }
             let cause = match (i, segments.get(k)) {
                 (0, _) | (_, None) => IdleCause::HostLaunch,
                 (_, Some(segment)) => {
@@ -593,7 +613,7 @@ impl<'a> Timelines<'a> {
         &self,
         idle_from: i64,
         next: TaskId,
-        blocking: &FxHashMap<u32, Vec<(i64, i64, TaskId)>>,
+        blocking: &[Vec<(i64, i64, TaskId)>],
     ) -> IdleCause {
         let g = self.graph;
         let mut launch = None;
@@ -611,7 +631,7 @@ impl<'a> Timelines<'a> {
             let ready = g.rec_start_ns[call.index()] + lag;
             if ready > idle_from {
                 let calls = blocking
-                    .get(&g.lane[call.index()])
+                    .get(g.lane[call.index()] as usize)
                     .map_or(&[][..], Vec::as_slice);
                 let k = calls.partition_point(|&(_, end, _)| end <= idle_from);
                 let synchronized = calls[k..]

@@ -74,6 +74,21 @@ fn innermost_at(
 /// would close a cycle of parents is not made.
 pub(super) fn link_executor_calls(trace: &Trace, parent: &mut [Option<EventId>]) {
     let events = &trace.events;
+    // Names are read once each: a trace makes tens of thousands of calls under a few names.
+    let mut tid_of_name: Vec<Option<Option<i64>>> = vec![None; trace.names.len()];
+    let calls: Vec<(usize, i64)> = events
+        .iter()
+        .enumerate()
+        .filter(|(_, event)| event.kind.is_api_call())
+        .filter_map(|(i, event)| {
+            let tid = *tid_of_name[event.name.index()]
+                .get_or_insert_with(|| requester_tid(trace.name(event.name)));
+            tid.map(|tid| (i, tid))
+        })
+        .collect();
+    if calls.is_empty() {
+        return;
+    }
     let mut thread_lane: FxHashMap<(i64, i64), LaneId> = FxHashMap::default();
     for (i, lane) in trace.lanes.iter().enumerate() {
         if lane.kind == LaneKind::CpuThread {
@@ -82,13 +97,8 @@ pub(super) fn link_executor_calls(trace: &Trace, parent: &mut [Option<EventId>])
     }
     let ranges = lane_ranges(trace);
     let mut links = Vec::new();
-    for (i, event) in events.iter().enumerate() {
-        if !event.kind.is_api_call() {
-            continue;
-        }
-        let Some(tid) = requester_tid(trace.name(event.name)) else {
-            continue;
-        };
+    for (i, tid) in calls {
+        let event = &events[i];
         let own = trace.lane(event.lane);
         let Some(requester) = thread_lane
             .get(&(own.pid, tid))

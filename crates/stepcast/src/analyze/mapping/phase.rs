@@ -108,8 +108,16 @@ pub(super) fn by_position(
     decided: &[Option<Decision>],
     op_found: &[bool],
 ) -> Vec<Decision> {
-    let anchors = step_anchors(clock, stacks, decided);
     let graph = &clock.window.graph;
+    // Placed by position: an op found, no evidence, a launching call inside a step.
+    let by_position = |t: usize| {
+        decided[t].is_none() && op_found[t] && clock.call[t].is_some() && graph.step[t] != NO_STEP
+    };
+    let anchors = if (0..decided.len()).any(by_position) {
+        step_anchors(clock, stacks, decided)
+    } else {
+        Vec::new()
+    };
     let mut phases = Vec::with_capacity(decided.len());
     for t in 0..decided.len() {
         if let Some(decision) = decided[t] {
@@ -185,8 +193,10 @@ fn step_anchors(
             anchors[step].push(Anchor { host_ns, phase });
         }
     }
+    // Pushed lane by lane, each lane's in time order: a merge of sorted runs (equal anchors are
+    // identical, so a stable sort gives the unstable order).
     for step_anchors in &mut anchors {
-        step_anchors.sort_unstable();
+        step_anchors.sort();
     }
     anchors
 }

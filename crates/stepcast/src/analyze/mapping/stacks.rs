@@ -79,7 +79,7 @@ impl Stacks {
         let backward_lane = backward_lanes(trace, &parent, &context);
         engine_calls(trace, &parent, &backward_lane, &mut context);
         let forward_layer = forward_layers(trace, &context, &backward_lane);
-        let differentiated = context.iter().filter_map(|c| c.autograd_sequence).collect();
+        let differentiated = differentiated(&context);
         Stacks {
             parent,
             context,
@@ -88,6 +88,20 @@ impl Stacks {
             differentiated,
         }
     }
+}
+
+/// The `Sequence number`s of autograd functions: every event inside one carries its number, so
+/// runs of equal numbers are inserted once.
+fn differentiated(context: &[Context]) -> FxHashSet<i64> {
+    let mut numbers = FxHashSet::default();
+    let mut last = None;
+    for sequence in context.iter().filter_map(|c| c.autograd_sequence) {
+        if last != Some(sequence) {
+            numbers.insert(sequence);
+            last = Some(sequence);
+        }
+    }
+    numbers
 }
 
 /// Whether `container` encloses an event starting at `start_ns` and ending at `end_ns`. By
