@@ -68,8 +68,9 @@ fn overlap(ranges: &[(i64, i64)], start: i64, end: i64) -> i64 {
 /// - Host: the recorded data-loading time of the steady steps (`DataLoader` op ranges and
 ///   `torch/utils/data/` frames on each thread) leaves the thread: host tasks inside it cost
 ///   nothing (blocking calls keep their cost) and the untraced host time inside it goes, on
-///   that thread and on any thread idle across it (an untraced gap spanning it: the autograd
-///   thread waiting for the next backward pass is timed that way).
+///   that thread and on any thread idle across it (an untraced gap spanning it: an autograd
+///   engine thread waits that way for the next backward pass where no `thread_handoff` edge
+///   ties it to the step thread).
 /// - Device: the input copies (device copies of the data-loading phase, per the mapping) stay
 ///   on their stream with their recorded duration; only the host's wait for them goes (a
 ///   pinned, non-blocking copy issued ahead of time).
