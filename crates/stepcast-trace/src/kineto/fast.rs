@@ -36,6 +36,34 @@ pub fn event(bytes: &[u8]) -> Parse<(RawEvent<'_>, usize)> {
     Ok((event, used))
 }
 
+/// Reads the events at the start of `bytes` (after any whitespace), and the commas between
+/// them, while they fit, handing each to `push`. Returns the bytes taken, which end with an
+/// event: the separator after it, and anything else, is left to the caller, as is an event
+/// that does not fit or is invalid unless it is the first (then its error is returned, and
+/// nothing was pushed). One call per window of the input rather than per event: the caller's
+/// per-event bookkeeping (a peek for the element, another for the separator, the
+/// window checks) cost 4 % of ingest.
+pub fn read_events<'a>(bytes: &'a [u8], mut push: impl FnMut(&RawEvent<'a>)) -> Parse<usize> {
+    let mut event = RawEvent::default();
+    let mut used = read_event(bytes, &mut event)?;
+    push(&event);
+    loop {
+        let mut c = Cursor { b: bytes, i: used };
+        if c.peek() != Ok(b',') {
+            return Ok(used);
+        }
+        let next = c.i + 1;
+        let mut event = RawEvent::default();
+        match read_event(&bytes[next..], &mut event) {
+            Ok(n) => {
+                push(&event);
+                used = next + n;
+            }
+            Err(_) => return Ok(used),
+        }
+    }
+}
+
 /// [`event`] into `event`, which must start as `RawEvent::default()`. Filled in place: a
 /// `RawEvent` is about 600 bytes, and moving it out of the reader and into the builder cost
 /// 6 % of ingest. On an error, `event` holds a part of the object.
@@ -689,6 +717,47 @@ mod tests {
             }
         }
         assert_eq!(checked, 9 * others.len() * 20);
+    }
+
+    /// Several events per call: each as `event` reads it, and the call stops after the last
+    /// whole event before anything it must leave to the caller.
+    #[test]
+    fn reads_events_until_one_does_not_fit() {
+        let a = r#"{"ph": "X", "name": "a", "ts": 1}"#;
+        let b = r#"{"ph": "i", "name": "b", "args": {"External id": 2}}"#;
+        let read = |text: &str| {
+            let mut names = Vec::new();
+            let used = read_events(text.as_bytes(), |e| {
+                assert_eq!(
+                    e,
+                    &event(if e.ph.as_deref() == Some("X") { a } else { b }.as_bytes())
+                        .expect("event")
+                        .0
+                );
+                names.push(e.name.as_deref().unwrap_or("").to_string());
+            });
+            used.map(|used| (used, names))
+        };
+        let two = format!("{a},\n  {b}");
+        assert_eq!(
+            read(&format!("  {two}\n]")),
+            Ok((two.len() + 2, vec!["a".into(), "b".into()]))
+        );
+        // A separator other than a comma, an event cut short and an invalid one: left to the
+        // caller, which sees them as the first thing in its next call.
+        for rest in ["]", " ;", ", {\"ph\": \"X", ", {\"ph\" 1}", ", ", ","] {
+            let text = format!("{two}{rest}");
+            assert_eq!(
+                read(&text),
+                Ok((two.len(), vec!["a".into(), "b".into()])),
+                "{text}"
+            );
+        }
+        assert_eq!(read(r#"{"ph": "X""#), Err(Incomplete::NeedMore));
+        assert!(matches!(
+            read(r#"{"ph" 1}, {}"#),
+            Err(Incomplete::Invalid { .. })
+        ));
     }
 
     #[test]

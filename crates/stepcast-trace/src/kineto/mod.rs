@@ -170,23 +170,24 @@ impl<R: Read> Reader<'_, R> {
                 None => unreachable!("peek reports end of input as an error"),
             }
             let index = self.events_seen;
+            let mut read_events = 0;
             let read = self.stream.read_element(|bytes| {
-                let mut event = raw::RawEvent::default();
-                match fast::read_event(bytes, &mut event) {
-                    Ok(used) => {
-                        builder.push(&event, index as u32);
-                        Ok(used)
+                read_events = 0;
+                fast::read_events(bytes, |event| {
+                    builder.push(event, (index + read_events) as u32);
+                    read_events += 1;
+                })
+                .map_err(|error| match error {
+                    fast::Incomplete::NeedMore => ReadElement::NeedMore,
+                    fast::Incomplete::Invalid { at, expected } => {
+                        ReadElement::Invalid { at, expected }
                     }
-                    Err(fast::Incomplete::NeedMore) => Err(ReadElement::NeedMore),
-                    Err(fast::Incomplete::Invalid { at, expected }) => {
-                        Err(ReadElement::Invalid { at, expected })
-                    }
-                }
+                })
             });
             if let Err(error) = read {
                 return Err(self.stream_error(error, &format!("event #{index}")));
             }
-            self.events_seen += 1;
+            self.events_seen += read_events;
             match self.peek_with(context)? {
                 Some(b',') => self.stream.bump(),
                 Some(b']') => {}
