@@ -73,8 +73,8 @@ pub fn read_event<'a>(bytes: &'a [u8], event: &mut RawEvent<'a>) -> Parse<usize>
     c.expect(b'{', "an event object")?;
     c.members(|c, key| {
         match key {
-            b"ph" => event.ph = Some(c.string()?),
-            b"cat" => event.cat = Some(c.string()?),
+            b"ph" => event.ph = Some(c.known_string(known_phase)?),
+            b"cat" => event.cat = Some(c.known_string(known_category)?),
             b"name" => event.name = Some(c.string()?),
             b"pid" => event.pid = Some(c.lane_number()?),
             b"tid" => event.tid = Some(c.lane_number()?),
@@ -189,6 +189,47 @@ impl PlainNumber {
             self.magnitude
         }
     }
+}
+
+/// The phases Kineto writes, as `&'static str`: [`Cursor::known_string`] gives these without
+/// a UTF-8 check of the input.
+fn known_phase(bytes: &[u8]) -> Option<&'static str> {
+    Some(match bytes {
+        b"X" => "X",
+        b"f" => "f",
+        b"s" => "s",
+        b"i" => "i",
+        b"M" => "M",
+        b"t" => "t",
+        b"I" => "I",
+        _ => return None,
+    })
+}
+
+/// Kineto's categories, today's and 2021's (see [`known_phase`]).
+fn known_category(bytes: &[u8]) -> Option<&'static str> {
+    Some(match bytes {
+        b"cpu_op" => "cpu_op",
+        b"ac2g" => "ac2g",
+        b"cuda_runtime" => "cuda_runtime",
+        b"cpu_instant_event" => "cpu_instant_event",
+        b"kernel" => "kernel",
+        b"gpu_memcpy" => "gpu_memcpy",
+        b"user_annotation" => "user_annotation",
+        b"gpu_memset" => "gpu_memset",
+        b"gpu_user_annotation" => "gpu_user_annotation",
+        b"python_function" => "python_function",
+        b"cuda_driver" => "cuda_driver",
+        b"cuda_sync" => "cuda_sync",
+        b"fwdbwd" => "fwdbwd",
+        b"Trace" => "Trace",
+        b"Operator" => "Operator",
+        b"Runtime" => "Runtime",
+        b"Kernel" => "Kernel",
+        b"Memcpy" => "Memcpy",
+        b"Memset" => "Memset",
+        _ => return None,
+    })
 }
 
 /// `10^k` for the digit counts [`leading_digits`] returns.
@@ -372,6 +413,24 @@ impl<'a> Cursor<'a> {
                 expected: "a string with valid escapes",
             }),
         }
+    }
+
+    /// [`Self::string`], taken from `known` when it is one of them: most `ph` and `cat`
+    /// values are, which saves a `from_utf8` call on each (0.5 ms of 78 on df_index_resolver).
+    #[inline(always)]
+    fn known_string(
+        &mut self,
+        known: impl Fn(&[u8]) -> Option<&'static str>,
+    ) -> Parse<Cow<'a, str>> {
+        if self.peek()? == b'"' {
+            let at = self.i;
+            let (bytes, escaped) = self.raw_string()?;
+            if !escaped && let Some(text) = known(bytes) {
+                return Ok(Cow::Borrowed(text));
+            }
+            self.i = at;
+        }
+        self.string()
     }
 
     /// A number's text, or a string's content, for values read as numbers. `None` for `null`,
