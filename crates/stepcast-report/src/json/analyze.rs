@@ -7,15 +7,13 @@
 //! Every list is in a fixed order and every map keyed by a kind lists every kind, so the same
 //! analysis always serializes to the same bytes.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::value::RawValue;
 use stepcast::Window;
 use stepcast::analyze::Analysis;
 use stepcast::analyze::breakdown::{Breakdown, ByLayer, ByPhase};
-use stepcast::analyze::critical::{Bound, CriticalPathBreakdown, StepCriticalPath, share_bound};
+use stepcast::analyze::critical::{Bound, CriticalPathBreakdown};
 use stepcast::analyze::hta::TemporalBreakdown;
 use stepcast::analyze::mapping::{
     Evidence, MappedTime, Mapping, Phase, TasksNs, UnmappedCause, summarize,
@@ -634,7 +632,7 @@ pub fn analyze_json(
         .enumerate()
         .map(|(index, step)| {
             let replay = &analysis.replay.steps[index];
-            let (path, breakdown) = &analysis.critical[index];
+            let (_, breakdown) = &analysis.critical[index];
             StepAnalysisJson {
                 number: step.number,
                 synthetic: step.synthetic,
@@ -649,11 +647,7 @@ pub fn analyze_json(
                 ),
                 unmapped: UnmappedJson::new(&analysis.mapped[index]),
                 breakdown: BreakdownJson::new(&names, &analysis.breakdowns.steps[index]),
-                critical_path_breakdown: names.critical_path_breakdown(
-                    &analysis.mapping,
-                    path,
-                    breakdown,
-                ),
+                critical_path_breakdown: names.critical_path_breakdown(breakdown),
             }
         })
         .collect();
@@ -757,20 +751,9 @@ impl Names<'_> {
 
     fn critical_path_breakdown(
         &self,
-        mapping: &Mapping,
-        path: &StepCriticalPath,
         breakdown: &CriticalPathBreakdown,
     ) -> CriticalPathBreakdownJson {
         let graph = &self.window.graph;
-        // Per op name: time by phase and by category, to name each op's dominant ones.
-        let mut per_op: BTreeMap<Option<NameId>, ([i64; 6], [i64; 5])> = BTreeMap::new();
-        for share in &path.path.shares {
-            let t = share.task.index();
-            let op = mapping.op[t].map(|e| self.trace.events[e.index()].name);
-            let entry = per_op.entry(op).or_default();
-            entry.0[phase_index(mapping.phase[t])] += share.ns;
-            entry.1[bound_index(share_bound(graph, share))] += share.ns;
-        }
         let bound = breakdown.bound();
         CriticalPathBreakdownJson {
             length_ns: breakdown.length_ns,
@@ -801,13 +784,15 @@ impl Names<'_> {
             by_op: breakdown
                 .by_op
                 .iter()
-                .map(|&(op, ns)| {
-                    let (phases, bounds) = per_op.get(&op).copied().unwrap_or_default();
+                .enumerate()
+                .map(|(i, &(op, ns))| {
+                    // Each op's dominant phase and category.
+                    let shares = breakdown.op_shares.get(i).copied().unwrap_or_default();
                     OpNsJson {
                         op: op.map(|o| self.name(o)),
                         ns,
-                        phase: Phase::ALL[largest(&phases)].as_str(),
-                        bound: Bound::ALL[largest(&bounds)].as_str(),
+                        phase: Phase::ALL[largest(&shares.by_phase)].as_str(),
+                        bound: Bound::ALL[largest(&shares.by_bound)].as_str(),
                     }
                 })
                 .collect(),
@@ -1059,14 +1044,6 @@ fn phase_map(by_phase: &ByPhase) -> NsMap {
         .collect();
     map.push(("idle", by_phase.idle_ns));
     NsMap(map)
-}
-
-fn phase_index(phase: Phase) -> usize {
-    Phase::ALL.iter().position(|&p| p == phase).unwrap_or(0)
-}
-
-fn bound_index(bound: Bound) -> usize {
-    Bound::ALL.iter().position(|&b| b == bound).unwrap_or(0)
 }
 
 /// The index of the largest value (the first of equals).

@@ -7,8 +7,9 @@
 //! lies inside a host stretch of the path, so an enclosing op spanning the whole step (a
 //! `forward` annotation, the step itself) does not claim the step.
 
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
 
+use rustc_hash::FxHashMap;
 use stepcast_trace::{EventId, EventKind, NameId, Trace};
 
 use super::mapping::{Mapping, Phase};
@@ -93,7 +94,8 @@ fn stretches(g: &Graph, path: &CriticalPath, step_start_ns: i64) -> Vec<Stretch>
 }
 
 fn merge(mut stretches: Vec<Stretch>) -> Vec<Stretch> {
-    stretches.sort_unstable();
+    // Equal stretches are identical: a stable, run-adaptive sort gives the same order.
+    stretches.sort();
     let mut merged: Vec<Stretch> = Vec::with_capacity(stretches.len());
     for s in stretches {
         match merged.last_mut() {
@@ -108,7 +110,13 @@ fn merge(mut stretches: Vec<Stretch>) -> Vec<Stretch> {
 
 /// The tasks' events, and the host ops lying within a host stretch of the path.
 fn events_on(trace: &Trace, g: &Graph, path: &CriticalPath, stretches: &[Stretch]) -> Vec<EventId> {
-    let mut events: Vec<EventId> = path.tasks.iter().map(|t| g.event[t.index()]).collect();
+    // (start, id): sorted without looking the events up again.
+    let mut events: Vec<(i64, u32)> = path
+        .tasks
+        .iter()
+        .map(|t| g.event[t.index()])
+        .map(|e| (trace.events[e.index()].start_ns, e.0))
+        .collect();
     for stretch in stretches {
         let lane = &g.lanes[stretch.lane as usize];
         if lane.kind != stepcast_trace::LaneKind::CpuThread {
@@ -125,13 +133,15 @@ fn events_on(trace: &Trace, g: &Graph, path: &CriticalPath, stretches: &[Stretch
             }
             let is_op = matches!(event.kind, EventKind::CpuOp | EventKind::UserAnnotation);
             if is_op && event.end_ns() <= stretch.end_ns {
-                events.push(EventId(index as u32));
+                events.push((event.start_ns, index as u32));
             }
         }
     }
-    events.sort_unstable_by_key(|e| (trace.events[e.index()].start_ns, e.0));
+    // Sorted runs (the path in time order, each stretch's ops in time order): a stable sort
+    // merges them; equal keys are the same event.
+    events.sort();
     events.dedup();
-    events
+    events.into_iter().map(|(_, id)| EventId(id)).collect()
 }
 
 /// What a stretch of the critical path was spent on, in the terms a user acts on.
@@ -189,8 +199,20 @@ pub struct CriticalPathBreakdown {
     pub by_layer: Vec<(Option<NameId>, i64)>,
     /// Ops (by name) by time, largest first (`None`: no op around the task).
     pub by_op: Vec<(Option<NameId>, i64)>,
+    /// The time of each op of [`CriticalPathBreakdown::by_op`] (same order) by phase and
+    /// category.
+    pub op_shares: Vec<OpShares>,
     /// The longest stretches, longest first (at most [`LONGEST`]).
     pub longest: Vec<NamedStretch>,
+}
+
+/// An op's time on the critical path, by phase and by category.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpShares {
+    /// In `Phase::ALL` order.
+    pub by_phase: [i64; Phase::ALL.len()],
+    /// In [`Bound::ALL`] order.
+    pub by_bound: [i64; Bound::ALL.len()],
 }
 
 /// Stretches named in [`CriticalPathBreakdown::longest`].
@@ -231,18 +253,31 @@ pub fn breakdown(
     let g = &window.graph;
     let mut by_bound = [0i64; Bound::ALL.len()];
     let mut by_phase = [0i64; Phase::ALL.len()];
-    let mut by_layer: BTreeMap<Option<NameId>, i64> = BTreeMap::new();
-    let mut by_op: BTreeMap<Option<NameId>, i64> = BTreeMap::new();
+    let mut by_layer: FxHashMap<Option<NameId>, i64> = FxHashMap::default();
+    let mut by_op: FxHashMap<Option<NameId>, (i64, OpShares)> = FxHashMap::default();
     let mut stretches: Vec<NamedStretch> = Vec::new();
+    // A task's shares follow each other: its op's name (an event far away in memory) is read
+    // once.
+    let mut op_of: Option<(TaskId, Option<NameId>)> = None;
     for share in &path.shares {
         let t = share.task.index();
         let bound = share_bound(g, share);
         by_bound[bound as usize] += share.ns;
         let phase = mapping.phase[t];
-        by_phase[Phase::ALL.iter().position(|&p| p == phase).unwrap_or(0)] += share.ns;
+        by_phase[phase as usize] += share.ns;
         *by_layer.entry(mapping.layer[t]).or_default() += share.ns;
-        let op = mapping.op[t].map(|e| trace.events[e.index()].name);
-        *by_op.entry(op).or_default() += share.ns;
+        let op = match op_of {
+            Some((task, op)) if task == share.task => op,
+            _ => {
+                let op = mapping.op[t].map(|e| trace.events[e.index()].name);
+                op_of = Some((share.task, op));
+                op
+            }
+        };
+        let (op_ns, op_shares) = by_op.entry(op).or_default();
+        *op_ns += share.ns;
+        op_shares.by_phase[phase as usize] += share.ns;
+        op_shares.by_bound[bound as usize] += share.ns;
         match stretches.last_mut() {
             Some(last) if last.task == share.task && last.bound == bound => last.ns += share.ns,
             _ => stretches.push(NamedStretch {
@@ -252,19 +287,33 @@ pub fn breakdown(
             }),
         }
     }
-    let largest_first = |map: BTreeMap<Option<NameId>, i64>| {
-        let mut v: Vec<(Option<NameId>, i64)> = map.into_iter().collect();
-        v.sort_by_key(|&(name, ns)| (std::cmp::Reverse(ns), name));
-        v
-    };
-    stretches.sort_by_key(|s| (std::cmp::Reverse(s.ns), s.task));
-    stretches.truncate(LONGEST);
+    // Names are distinct: the order is total, whatever the map's.
+    let mut by_layer: Vec<(Option<NameId>, i64)> = by_layer.into_iter().collect();
+    by_layer.sort_unstable_by_key(|&(name, ns)| (Reverse(ns), name));
+    let mut by_op: Vec<(Option<NameId>, (i64, OpShares))> = by_op.into_iter().collect();
+    by_op.sort_unstable_by_key(|&(name, (ns, _))| (Reverse(ns), name));
     CriticalPathBreakdown {
         length_ns: path.length_ns(),
         by_bound: Bound::ALL.iter().copied().zip(by_bound).collect(),
         by_phase: Phase::ALL.iter().copied().zip(by_phase).collect(),
-        by_layer: largest_first(by_layer),
-        by_op: largest_first(by_op),
-        longest: stretches,
+        by_layer,
+        op_shares: by_op.iter().map(|&(_, (_, shares))| shares).collect(),
+        by_op: by_op
+            .into_iter()
+            .map(|(name, (ns, _))| (name, ns))
+            .collect(),
+        longest: longest(stretches),
     }
+}
+
+/// The [`LONGEST`] longest stretches, longest first (ties: by task, then path order).
+fn longest(stretches: Vec<NamedStretch>) -> Vec<NamedStretch> {
+    let mut indexed: Vec<(usize, NamedStretch)> = stretches.into_iter().enumerate().collect();
+    let key = |(i, s): &(usize, NamedStretch)| (Reverse(s.ns), s.task, *i);
+    if indexed.len() > LONGEST {
+        indexed.select_nth_unstable_by_key(LONGEST - 1, key);
+        indexed.truncate(LONGEST);
+    }
+    indexed.sort_unstable_by_key(key);
+    indexed.into_iter().map(|(_, s)| s).collect()
 }
