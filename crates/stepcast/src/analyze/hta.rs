@@ -145,14 +145,22 @@ pub fn temporal_breakdown(trace: &Trace) -> Option<TemporalBreakdown> {
     let filtered = step_names.distinct >= 2;
 
     let mut intervals: Vec<Interval> = Vec::new();
-    let mut push = |start_ns: i64, dur_ns: i64, name: &str| {
+    let mut push = |start_ns: i64, dur_ns: i64, compute: bool| {
         let (start, end) = span(start_ns, dur_ns);
         intervals.push(Interval {
             start,
             end,
-            compute: kernel_type(name) == KernelType::Computation,
+            compute,
         });
     };
+    // Kernel names repeat: each is classified once.
+    let mut computation: Vec<Option<bool>> = vec![None; trace.names.len()];
+    let mut is_computation = |name: stepcast_trace::NameId| {
+        *computation[name.index()]
+            .get_or_insert_with(|| kernel_type(trace.name(name)) == KernelType::Computation)
+    };
+    let sync_is_computation =
+        |kind: SyncKind| kernel_type(sync_name(kind)) == KernelType::Computation;
     let device_tasks = trace.events.iter().filter(|e| e.kind.is_device_task());
     let stream_syncs = trace.syncs.iter().filter(|s| s.stream.is_some());
 
@@ -188,24 +196,26 @@ pub fn temporal_breakdown(trace: &Trace) -> Option<TemporalBreakdown> {
                 _ => stream != -1 && span(event.start_ns, event.dur_ns).0 < last,
             };
             if keep {
-                push(event.start_ns, event.dur_ns, trace.name(event.name));
+                push(event.start_ns, event.dur_ns, is_computation(event.name));
             }
         }
         for sync in stream_syncs {
             if kept.contains(&sync.correlation) {
-                push(sync.start_ns, sync.dur_ns, sync_name(sync.kind));
+                push(sync.start_ns, sync.dur_ns, sync_is_computation(sync.kind));
             }
         }
     } else {
         for event in device_tasks.filter(|e| stream_of(e) != -1) {
-            push(event.start_ns, event.dur_ns, trace.name(event.name));
+            push(event.start_ns, event.dur_ns, is_computation(event.name));
         }
         for sync in stream_syncs {
-            push(sync.start_ns, sync.dur_ns, sync_name(sync.kind));
+            push(sync.start_ns, sync.dur_ns, sync_is_computation(sync.kind));
         }
     }
 
-    intervals.sort_unstable_by_key(|i| (i.start, i.end, i.compute));
+    // Pushed stream by stream, each in time order: a run-adaptive stable sort (equal keys are
+    // equal intervals, so the order is the unstable sort's).
+    intervals.sort_by_key(|i| (i.start, i.end, i.compute));
     let all = merge(intervals.iter())?;
     let compute = merge(intervals.iter().filter(|i| i.compute)).map_or(0, |m| m.covered);
     let kernel_time = all.last_end - all.first_start;

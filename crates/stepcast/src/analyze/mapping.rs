@@ -18,7 +18,6 @@ mod phase;
 mod same_kernel;
 mod stacks;
 
-use rustc_hash::FxHashMap;
 use stepcast_trace::{EventId, LaneId, LaneKind, NameId, Trace};
 
 use crate::Window;
@@ -215,9 +214,22 @@ impl Mapping {
 
 /// Maps every task of `window` (built from `trace`) to its op, layer and phase.
 pub fn map(trace: &Trace, window: &Window) -> Mapping {
+    map_with(
+        trace,
+        window,
+        &super::launches::launch_calls(trace, &window.graph),
+    )
+}
+
+/// [`map`], given each task's launching call by correlation (`launches::launch_calls`).
+pub(crate) fn map_with(
+    trace: &Trace,
+    window: &Window,
+    launch_calls: &[Option<EventId>],
+) -> Mapping {
     let graph = &window.graph;
     let stacks = Stacks::build(trace);
-    let call = host_calls(trace, graph);
+    let call = host_calls(graph, launch_calls);
     let mut classifier = NameClassifier::new(&trace.names);
     let n = graph.task_count();
     let mut mapping = Mapping {
@@ -284,15 +296,7 @@ pub fn map(trace: &Trace, window: &Window) -> Mapping {
 /// it (its correlation id; the graph's `Launch` edge comes from the outermost call around it,
 /// and MTIA's `predictor_executor::run` is a runtime call wrapping whole op trees); for a host
 /// task, its own event. `None` for device work with no launching call in the window.
-fn host_calls(trace: &Trace, graph: &Graph) -> Vec<Option<EventId>> {
-    let mut by_correlation: FxHashMap<u64, EventId> = FxHashMap::default();
-    for (i, event) in trace.events.iter().enumerate() {
-        if let (true, Some(correlation)) = (event.kind.is_api_call(), event.correlation) {
-            by_correlation
-                .entry(correlation)
-                .or_insert(EventId(i as u32));
-        }
-    }
+fn host_calls(graph: &Graph, launch_calls: &[Option<EventId>]) -> Vec<Option<EventId>> {
     (0..graph.task_count())
         .map(|t| {
             let task = TaskId(t as u32);
@@ -303,10 +307,7 @@ fn host_calls(trace: &Trace, graph: &Graph) -> Vec<Option<EventId>> {
                 .preds(task)
                 .find(|&e| graph.pred_kind[e] == EdgeKind::Launch)
                 .map(|e| graph.pred[e])?;
-            let correlated = trace.events[graph.event[t].index()]
-                .correlation
-                .and_then(|c| by_correlation.get(&c).copied());
-            Some(correlated.unwrap_or(graph.event[launcher.index()]))
+            Some(launch_calls[t].unwrap_or(graph.event[launcher.index()]))
         })
         .collect()
 }

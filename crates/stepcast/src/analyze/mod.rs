@@ -4,6 +4,7 @@
 pub mod breakdown;
 pub mod critical;
 pub mod hta;
+mod launches;
 pub mod mapping;
 pub mod memory;
 pub mod stats;
@@ -43,7 +44,8 @@ pub struct Analysis {
 /// Analyzes the window of `trace`. `step` picks the analyzed step (an index into
 /// `window.steps`); `None` picks the most typical one.
 pub fn analyze(trace: &Trace, window: &Window, step: Option<usize>) -> Result<Analysis, SimError> {
-    let mapping = mapping::map(trace, window);
+    let launch_calls = launches::launch_calls(trace, &window.graph);
+    let mapping = mapping::map_with(trace, window, &launch_calls);
     let (replay, timeline) = self_replay_with_timeline(window)?;
     let critical = (0..window.steps.len())
         .map(|s| {
@@ -62,7 +64,7 @@ pub fn analyze(trace: &Trace, window: &Window, step: Option<usize>) -> Result<An
         breakdowns,
         typical_breakdown,
         hta: hta::temporal_breakdown(trace),
-        statistics: stats::statistics(trace, window, TOP),
+        statistics: stats::statistics_with(trace, window, TOP, &launch_calls),
         memory: memory::memory(trace, window, &mapping),
         mapping,
         replay,

@@ -13,6 +13,8 @@ use crate::Window;
 use crate::graph::{NO_STEP, TaskKind};
 use crate::replay::{measured_span, steady_steps, tasks_by_step};
 
+use super::launches::launch_calls;
+
 /// Count, total, mean, standard deviation, minimum and maximum of a set of durations.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct DurationStats {
@@ -156,14 +158,24 @@ pub struct Statistics {
 
 /// All statistics; `top` bounds the kernel, op and latency lists.
 pub fn statistics(trace: &Trace, window: &Window, top: usize) -> Statistics {
-    let launches = LaunchCalls::new(trace);
-    let mut queue = queue_latency_with(trace, window, &launches);
+    let launch_calls = launch_calls(trace, &window.graph);
+    statistics_with(trace, window, top, &launch_calls)
+}
+
+/// [`statistics`], given each task's launching call by correlation (`launches::launch_calls`).
+pub(crate) fn statistics_with(
+    trace: &Trace,
+    window: &Window,
+    top: usize,
+    launch_calls: &[Option<EventId>],
+) -> Statistics {
+    let mut queue = queue_latency_with(trace, window, launch_calls);
     queue.truncate(top);
     Statistics {
         top_kernels: top_kernels(trace, window, top),
         top_ops: top_ops(trace, window, top),
         queue_latency: queue,
-        launch_apis: launch_apis_with(trace, window, &launches),
+        launch_apis: launch_apis_with(trace, window, launch_calls),
         steps: step_variability(window),
     }
 }
@@ -201,13 +213,13 @@ pub fn top_ops(trace: &Trace, window: &Window, top: usize) -> Vec<NameStats> {
 /// Queueing latency by kernel (and copy, memset) name: instance start minus the start of its
 /// launching call, for device work whose launching call is in the trace. By total latency.
 pub fn queue_latency(trace: &Trace, window: &Window) -> Vec<QueueLatency> {
-    queue_latency_with(trace, window, &LaunchCalls::new(trace))
+    queue_latency_with(trace, window, &launch_calls(trace, &window.graph))
 }
 
 /// Device work by the API that launched it: calls, tasks and device time. By device tasks,
 /// most first, then by name (`None` last).
 pub fn launch_apis(trace: &Trace, window: &Window) -> Vec<LaunchApi> {
-    launch_apis_with(trace, window, &LaunchCalls::new(trace))
+    launch_apis_with(trace, window, &launch_calls(trace, &window.graph))
 }
 
 /// The steps' measured spans and their variability.
@@ -228,39 +240,18 @@ pub fn step_variability(window: &Window) -> StepVariability {
     }
 }
 
-/// Correlation id → the runtime or driver call event that carries it (the first, outermost,
-/// when several do).
-struct LaunchCalls {
-    by_correlation: FxHashMap<u64, EventId>,
-}
-
-impl LaunchCalls {
-    fn new(trace: &Trace) -> Self {
-        let mut by_correlation = FxHashMap::default();
-        for (i, event) in trace.events.iter().enumerate() {
-            if let (true, Some(correlation)) = (event.kind.is_api_call(), event.correlation) {
-                by_correlation
-                    .entry(correlation)
-                    .or_insert(EventId(i as u32));
-            }
-        }
-        LaunchCalls { by_correlation }
-    }
-
-    fn of(&self, trace: &Trace, device_event: EventId) -> Option<EventId> {
-        let correlation = trace.events[device_event.index()].correlation?;
-        self.by_correlation.get(&correlation).copied()
-    }
-}
-
-fn queue_latency_with(trace: &Trace, window: &Window, launches: &LaunchCalls) -> Vec<QueueLatency> {
+fn queue_latency_with(
+    trace: &Trace,
+    window: &Window,
+    launch_calls: &[Option<EventId>],
+) -> Vec<QueueLatency> {
     let g = &window.graph;
     let mut by_name: FxHashMap<NameId, Accumulator> = FxHashMap::default();
     for t in 0..g.task_count() {
         if !g.kind[t].on_device() {
             continue;
         }
-        let Some(call) = launches.of(trace, g.event[t]) else {
+        let Some(call) = launch_calls[t] else {
             continue;
         };
         let latency = g.rec_start_ns[t] - trace.events[call.index()].start_ns;
@@ -282,7 +273,11 @@ fn queue_latency_with(trace: &Trace, window: &Window, launches: &LaunchCalls) ->
     out
 }
 
-fn launch_apis_with(trace: &Trace, window: &Window, launches: &LaunchCalls) -> Vec<LaunchApi> {
+fn launch_apis_with(
+    trace: &Trace,
+    window: &Window,
+    launch_calls: &[Option<EventId>],
+) -> Vec<LaunchApi> {
     let g = &window.graph;
     // API name → (distinct calls, device tasks, device time).
     let mut by_api: FxHashMap<Option<NameId>, (Vec<EventId>, u64, i64)> = FxHashMap::default();
@@ -290,7 +285,7 @@ fn launch_apis_with(trace: &Trace, window: &Window, launches: &LaunchCalls) -> V
         if !g.kind[t].on_device() {
             continue;
         }
-        let call = launches.of(trace, g.event[t]);
+        let call = launch_calls[t];
         let api = call.map(|c| trace.events[c.index()].name);
         let entry = by_api.entry(api).or_default();
         entry.0.extend(call);
