@@ -5,7 +5,18 @@ use std::collections::BTreeSet;
 use rustc_hash::FxHashMap;
 
 use super::lower;
-use super::raw::{Int, LaneNumber, RawArgs, RawDevice, RawDistributed, RawEvent};
+use super::raw::{Int, LaneNumber, RawArgs, RawDevice, RawDistributed, RawEvent, RawText};
+
+/// What a record whose name is not UTF-8 was expected to hold.
+const NOT_UTF8: &str = "a UTF-8 name";
+
+/// Fails for a name that is not UTF-8.
+fn check_utf8(name: Option<&[u8]>) -> Result<(), &'static str> {
+    match name {
+        Some(name) if !name.is_ascii() && std::str::from_utf8(name).is_err() => Err(NOT_UTF8),
+        _ => Ok(()),
+    }
+}
 use crate::model::{
     DeviceInfo, Diagnostics, DistributedInfo, Event, EventKind, Interner, Lane, LaneId, LaneKind,
     MemoryEvent, Runtime, StepMarker, SyncEvent, SyncKind, Trace,
@@ -47,6 +58,8 @@ struct PendingStep {
 #[derive(Default)]
 pub struct TraceBuilder {
     names: Interner,
+    /// `names` by the names' bytes (see `intern_name`).
+    name_ids: FxHashMap<Box<[u8]>, crate::model::NameId>,
     /// Accepted duration events in file order, as final rows except that `lane` is a slot of
     /// `lane_keys` and `start_ns` is absolute: `finish` numbers the lanes, makes times relative
     /// and puts them in order in place. One vector, written once: on this machine a fresh
@@ -195,17 +208,27 @@ impl TraceBuilder {
         });
     }
 
-    pub fn push(&mut self, raw: &RawEvent, file_index: u32) {
+    /// Takes one record. Fails (saying what was expected) only where the record's name is not
+    /// UTF-8: the reader leaves that check to the name's first use, here.
+    pub fn push(&mut self, raw: &RawEvent, file_index: u32) -> Result<(), &'static str> {
         self.records += 1;
         let Some(ph) = raw.ph.as_deref() else {
             self.diagnostics.skip("records without a `ph` phase");
-            return;
+            return Ok(());
         };
+        let name = raw.name.as_ref().map(RawText::as_bytes);
+        if ph == "X" {
+            // Interning checks the name, once per distinct name.
+            if !self.duration_event(raw, file_index)? {
+                check_utf8(name)?;
+            }
+            return Ok(());
+        }
+        check_utf8(name)?;
         match ph {
-            "X" => self.duration_event(raw, file_index),
             "s" | "f" | "t" => self.flow_event(raw, ph),
             "M" => self.metadata(raw),
-            "i" | "I" if raw.name.as_deref() == Some("[memory]") => self.memory_event(raw),
+            "i" | "I" if name == Some(b"[memory]") => self.memory_event(raw),
             "i" | "I" => {
                 let reason = match raw.cat.as_deref() {
                     Some("cpu_instant_event") => "CPU instant events",
@@ -217,9 +240,12 @@ impl TraceBuilder {
                 .diagnostics
                 .skip(format!("records with phase `{other}`")),
         }
+        Ok(())
     }
 
-    fn duration_event(&mut self, raw: &RawEvent, file_index: u32) {
+    /// Takes a duration event; says whether its name was checked as UTF-8 (it is where the
+    /// event is kept or is a step marker).
+    fn duration_event(&mut self, raw: &RawEvent, file_index: u32) -> Result<bool, &'static str> {
         let cat = lower(raw.cat.as_deref().unwrap_or(""));
         let kind = match cat.as_ref() {
             "cpu_op" | "operator" => EventKind::CpuOp,
@@ -239,32 +265,31 @@ impl TraceBuilder {
             "gpu_memcpy" | "memcpy" => EventKind::Memcpy,
             "gpu_memset" | "memset" => EventKind::Memset,
             "gpu_user_annotation" => EventKind::DeviceAnnotation,
-            "cuda_sync" => return self.sync_event(raw),
-            "trace" => return self.diagnostics.skip("profiler window spans (`Trace`)"),
-            "overhead" => return self.diagnostics.skip("profiler overhead ranges"),
-            "" => return self.diagnostics.skip("duration events without a category"),
+            "cuda_sync" => {
+                self.sync_event(raw);
+                return Ok(false);
+            }
+            "trace" => return self.skipped("profiler window spans (`Trace`)"),
+            "overhead" => return self.skipped("profiler overhead ranges"),
+            "" => return self.skipped("duration events without a category"),
             other => {
-                return self
-                    .diagnostics
-                    .skip(format!("events of unknown category `{other}`"));
+                return self.skipped(format!("events of unknown category `{other}`"));
             }
         };
         let Some(start_abs_ns) = raw.ts.and_then(|t| t.get()) else {
-            return self.diagnostics.skip("events without a valid `ts`");
+            return self.skipped("events without a valid `ts`");
         };
         let dur_ns = match raw.dur.and_then(|d| d.get()) {
             Some(d) if d >= 0 => d,
             _ => {
-                return self
-                    .diagnostics
-                    .skip("events with a missing or negative `dur`");
+                return self.skipped("events with a missing or negative `dur`");
             }
         };
         let (Some(raw_pid), Some(raw_tid)) = (
             raw.pid.as_ref().and_then(LaneNumber::get),
             raw.tid.as_ref().and_then(LaneNumber::get),
         ) else {
-            return self.diagnostics.skip(format!(
+            return self.skipped(format!(
                 "{} events with a non-numeric pid or tid",
                 kind.as_str()
             ));
@@ -291,10 +316,11 @@ impl TraceBuilder {
             let owned = (labels.0.map(str::to_string), labels.1.map(str::to_string));
             self.lane_labels.insert(lane, owned);
         }
-        let name = raw.name.as_deref().unwrap_or("");
+        let name = raw.name.as_ref().map_or(&b""[..], RawText::as_bytes);
         if let (EventKind::CpuOp | EventKind::UserAnnotation, Some(number)) =
-            (kind, name.strip_prefix("ProfilerStep#"))
+            (kind, name.strip_prefix(b"ProfilerStep#"))
         {
+            let number = std::str::from_utf8(number).map_err(|_| NOT_UTF8)?;
             match number.trim().parse() {
                 Ok(number) => self.steps.push(PendingStep {
                     number,
@@ -306,12 +332,12 @@ impl TraceBuilder {
                     .diagnostics
                     .skip("`ProfilerStep#` markers without a step number"),
             }
-            return;
+            return Ok(true);
         }
-        if kind == EventKind::RuntimeCall && name.starts_with("hip") {
+        if kind == EventKind::RuntimeCall && name.starts_with(b"hip") {
             self.saw_hip = true;
         }
-        let name = self.names.intern(name);
+        let name = self.intern_name(name)?;
         if args.collective_name.is_some()
             || args.in_msg_nelems.is_some()
             || args.group_size.is_some()
@@ -366,6 +392,25 @@ impl TraceBuilder {
             sequence_number: args.sequence_number.and_then(Int::get),
             file_index,
         });
+        Ok(true)
+    }
+
+    /// Counts a skipped duration event, whose name was not checked.
+    fn skipped(&mut self, reason: impl Into<String>) -> Result<bool, &'static str> {
+        self.diagnostics.skip(reason);
+        Ok(false)
+    }
+
+    /// The id of an event name given as bytes: looked up by its bytes, checked as UTF-8 and
+    /// interned the first time (a `from_utf8` per event cost 3 % of ingest).
+    fn intern_name(&mut self, name: &[u8]) -> Result<crate::model::NameId, &'static str> {
+        if let Some(&id) = self.name_ids.get(name) {
+            return Ok(id);
+        }
+        let text = std::str::from_utf8(name).map_err(|_| NOT_UTF8)?;
+        let id = self.names.intern(text);
+        self.name_ids.insert(name.into(), id);
+        Ok(id)
     }
 
     /// The slot of `lane` in `self.lanes`, made on first sight.
@@ -395,7 +440,10 @@ impl TraceBuilder {
         let label = args
             .cuda_sync_kind
             .as_deref()
-            .or(raw.name.as_deref())
+            .or(raw
+                .name
+                .as_ref()
+                .and_then(|name| std::str::from_utf8(name.as_bytes()).ok()))
             .unwrap_or("");
         let kind = match label {
             "Event Sync" => SyncKind::EventSync,
@@ -499,7 +547,7 @@ impl TraceBuilder {
     }
 
     fn metadata(&mut self, raw: &RawEvent) {
-        if raw.name.as_deref() != Some("thread_name") {
+        if raw.name.as_ref().map(RawText::as_bytes) != Some(b"thread_name") {
             return; // process names, sort indices, labels: display-only
         }
         let (Some(pid), Some(tid)) = (

@@ -174,8 +174,9 @@ impl<R: Read> Reader<'_, R> {
             let read = self.stream.read_element(|bytes| {
                 read_events = 0;
                 fast::read_events(bytes, |event| {
-                    builder.push(event, (index + read_events) as u32);
+                    builder.push(event, (index + read_events) as u32)?;
                     read_events += 1;
+                    Ok(())
                 })
                 .map_err(|error| match error {
                     fast::Incomplete::NeedMore => ReadElement::NeedMore,

@@ -15,8 +15,9 @@ pub struct RawEvent<'a> {
     pub ph: Option<Cow<'a, str>>,
     #[serde(borrow)]
     pub cat: Option<Cow<'a, str>>,
+    /// Kept as bytes: checked as UTF-8 by the builder once per distinct name.
     #[serde(borrow)]
-    pub name: Option<Cow<'a, str>>,
+    pub name: Option<RawText<'a>>,
     pub pid: Option<LaneNumber>,
     pub tid: Option<LaneNumber>,
     /// Microseconds, possibly with a fraction down to nanoseconds: parsed from the text, since an
@@ -82,6 +83,51 @@ pub struct RawArgs<'a> {
     pub input_dims: Option<RawJson<'a>>,
     #[serde(rename = "Input type", borrow)]
     pub input_type: Option<RawJson<'a>>,
+}
+
+/// A string value as bytes, not yet checked as UTF-8 where it was read without escapes (the
+/// fast reader; serde gives checked text). Compared by content.
+#[derive(Debug, Clone)]
+pub enum RawText<'a> {
+    Bytes(&'a [u8]),
+    Decoded(String),
+}
+
+impl RawText<'_> {
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            RawText::Bytes(bytes) => bytes,
+            RawText::Decoded(text) => text.as_bytes(),
+        }
+    }
+}
+
+impl PartialEq for RawText<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for RawText<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TextVisitor;
+        impl<'de> Visitor<'de> for TextVisitor {
+            type Value = RawText<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<RawText<'de>, E> {
+                Ok(RawText::Bytes(v.as_bytes()))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawText<'de>, E> {
+                Ok(RawText::Decoded(v.to_string()))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<RawText<'de>, E> {
+                Ok(RawText::Decoded(v))
+            }
+        }
+        deserializer.deserialize_str(TextVisitor)
+    }
 }
 
 /// A JSON value kept as the text the file wrote (parsed later, by whoever needs it).

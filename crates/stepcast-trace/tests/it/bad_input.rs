@@ -284,3 +284,44 @@ fn file_and_in_memory_reads_agree() {
         assert_eq!(from_file.diagnostics, from_bytes.diagnostics, "{relative}");
     }
 }
+
+/// A name that is not UTF-8 fails the read wherever the record goes (kept, a step marker,
+/// skipped, an instant, a flow), and so does one after a valid record of the same name; a
+/// non-ASCII name that is UTF-8 is kept as written.
+#[test]
+fn names_that_are_not_utf8_fail_the_read() {
+    let record = |name: &[u8], ph: &str, cat: &str| {
+        let mut r = format!(r#"{{"ph": "{ph}", "cat": "{cat}", "pid": 1, "tid": 2, "ts": 10, "dur": 5, "id": 3, "name": ""#)
+            .into_bytes();
+        r.extend_from_slice(name);
+        r.extend_from_slice(b"\"}");
+        r
+    };
+    let trace = |records: &[Vec<u8>]| {
+        let mut doc = b"{\"traceEvents\": [".to_vec();
+        doc.extend_from_slice(&records.join(&b", "[..]));
+        doc.extend_from_slice(b"]}");
+        doc
+    };
+    let good = record("aten::mm é".as_bytes(), "X", "cpu_op");
+    let read = read_trace_bytes(&trace(std::slice::from_ref(&good)), Path::new("good.json"))
+        .expect("UTF-8");
+    assert_eq!(read.events.len(), 1);
+    assert_eq!(read.name(read.events[0].name), "aten::mm é");
+
+    let bad = b"aten::mm \xff";
+    for records in [
+        vec![record(bad, "X", "cpu_op")],
+        vec![good.clone(), record(b"aten::mm \xc3", "X", "cpu_op")],
+        vec![record(b"ProfilerStep#\xff", "X", "cpu_op")],
+        vec![record(bad, "X", "no_such_category")],
+        vec![good.clone(), record(bad, "X", "cuda_sync")],
+        vec![good.clone(), record(bad, "i", "cpu_instant_event")],
+        vec![good, record(bad, "f", "ac2g")],
+    ] {
+        let doc = trace(&records);
+        let error = read_trace_bytes(&doc, Path::new("bad.json")).expect_err("not UTF-8");
+        assert_eq!(variant(&error), "Json", "{error}");
+        assert!(error.to_string().contains("UTF-8"), "{error}");
+    }
+}
