@@ -334,17 +334,19 @@ fn is_host_to_device(name: &str) -> bool {
 
 /// Why each task is not mapped, if it is not (see [`UnmappedCause`]).
 fn unmapped_causes(trace: &Trace, graph: &Graph, mapping: &Mapping) -> Vec<Option<UnmappedCause>> {
-    let host_events = || {
-        trace
-            .events
-            .iter()
-            .filter(|e| trace.lane(e.lane).kind == LaneKind::CpuThread)
-    };
-    let first_call_correlation = host_events()
-        .filter(|e| e.kind.is_api_call())
-        .filter_map(|e| e.correlation)
-        .min();
-    let first_host_ns = host_events().map(|e| e.start_ns).min();
+    // One pass over the host events: the lowest correlation of a call, the earliest start.
+    let mut first_call_correlation: Option<u64> = None;
+    let mut first_host_ns: Option<i64> = None;
+    for e in &trace.events {
+        if trace.lane(e.lane).kind != LaneKind::CpuThread {
+            continue;
+        }
+        if let (true, Some(correlation)) = (e.kind.is_api_call(), e.correlation) {
+            first_call_correlation =
+                Some(first_call_correlation.map_or(correlation, |c| c.min(correlation)));
+        }
+        first_host_ns = Some(first_host_ns.map_or(e.start_ns, |s| s.min(e.start_ns)));
+    }
     (0..graph.task_count())
         .map(|t| {
             let device = graph.kind[t].on_device();
