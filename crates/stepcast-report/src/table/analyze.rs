@@ -444,46 +444,10 @@ fn idle_table(analyze: &AnalyzeJson, analyzed: Option<&StepAnalysisJson>, words:
         1,
     );
     for step in &analyze.steps {
-        let idle = &step.breakdown.device_idle_by_cause;
-        let communication = &step.breakdown.communication_overlap;
-        let has_communication = communication.overlapped_ns + communication.exposed_ns > 0;
-        table.add_row(vec![
-            step_cell(step, analyzed),
-            ms(idle.total()),
-            ms(idle.get("host_launch_ns")),
-            ms(idle.get("synchronization_ns")),
-            ms(idle.get("communication_ns")),
-            ms(idle.get("other_stream_ns")),
-            ms(idle.get("unexplained_ns")),
-            ms(communication.overlapped_ns),
-            ms(communication.exposed_ns),
-            if has_communication {
-                percent(communication.overlap_fraction)
-            } else {
-                "-".to_string()
-            },
-        ]);
+        table.add_row(idle_row(step_cell(step, analyzed), &step.breakdown));
     }
     if let Some(typical) = &analyze.typical_step {
-        let idle = &typical.breakdown.device_idle_by_cause;
-        let communication = &typical.breakdown.communication_overlap;
-        let has_communication = communication.overlapped_ns + communication.exposed_ns > 0;
-        table.add_row(vec![
-            "typical".to_string(),
-            ms(idle.total()),
-            ms(idle.get("host_launch_ns")),
-            ms(idle.get("synchronization_ns")),
-            ms(idle.get("communication_ns")),
-            ms(idle.get("other_stream_ns")),
-            ms(idle.get("unexplained_ns")),
-            ms(communication.overlapped_ns),
-            ms(communication.exposed_ns),
-            if has_communication {
-                percent(communication.overlap_fraction)
-            } else {
-                "-".to_string()
-            },
-        ]);
+        table.add_row(idle_row("typical".to_string(), &typical.breakdown));
     }
     let legend = format!(
         "{} idle = the sum of its causes: what the task that ended each idle stretch \
@@ -493,6 +457,29 @@ fn idle_table(analyze: &AnalyzeJson, analyzed: Option<&StepAnalysisJson>, words:
         words.device_title,
     );
     format!("{table}\n{}", wrap(&legend, ""))
+}
+
+/// One row of the idle table: device idle time by cause and communication overlap.
+fn idle_row(label: String, breakdown: &BreakdownJson) -> Vec<String> {
+    let idle = &breakdown.device_idle_by_cause;
+    let communication = &breakdown.communication_overlap;
+    let has_communication = communication.overlapped_ns + communication.exposed_ns > 0;
+    vec![
+        label,
+        ms(idle.total()),
+        ms(idle.get("host_launch_ns")),
+        ms(idle.get("synchronization_ns")),
+        ms(idle.get("communication_ns")),
+        ms(idle.get("other_stream_ns")),
+        ms(idle.get("unexplained_ns")),
+        ms(communication.overlapped_ns),
+        ms(communication.exposed_ns),
+        if has_communication {
+            percent(communication.overlap_fraction)
+        } else {
+            "-".to_string()
+        },
+    ]
 }
 
 fn phase_table(breakdown: &BreakdownJson, span: i64, words: &Words) -> String {
