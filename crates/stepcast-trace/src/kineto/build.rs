@@ -642,39 +642,10 @@ impl TraceBuilder {
         let in_place = events.len() * std::mem::size_of::<Event>() <= IN_PLACE_MAX_BYTES;
         let events = put_in_order(events, order, in_place);
 
-        // NCCL metadata follows its event through the sort (a record's file index is unique).
-        let mut comm_args = Vec::with_capacity(self.comm_args.len());
-        if !self.comm_args.is_empty() {
-            let by_record: FxHashMap<u32, usize> = self
-                .comm_args
-                .iter()
-                .enumerate()
-                .map(|(i, (record, _))| (*record, i))
-                .collect();
-            for (id, event) in events.iter().enumerate() {
-                if let Some(&i) = by_record.get(&event.file_index) {
-                    let args = std::mem::take(&mut self.comm_args[i].1);
-                    comm_args.push((crate::model::EventId(id as u32), args));
-                }
-            }
-        }
-
-        // Op input shapes follow their event the same way.
-        let mut op_inputs = Vec::with_capacity(self.op_inputs.len());
-        if !self.op_inputs.is_empty() {
-            let by_record: FxHashMap<u32, usize> = self
-                .op_inputs
-                .iter()
-                .enumerate()
-                .map(|(i, (record, _))| (*record, i))
-                .collect();
-            for (id, event) in events.iter().enumerate() {
-                if let Some(&i) = by_record.get(&event.file_index) {
-                    let inputs = std::mem::take(&mut self.op_inputs[i].1);
-                    op_inputs.push((crate::model::EventId(id as u32), inputs));
-                }
-            }
-        }
+        // Side tables (NCCL metadata, op input shapes) follow their event through the sort: a
+        // record's file index is unique.
+        let comm_args = follow_events(&events, std::mem::take(&mut self.comm_args));
+        let op_inputs = follow_events(&events, std::mem::take(&mut self.op_inputs));
 
         for sync in &mut self.syncs {
             sync.start_ns -= origin_ns;
@@ -794,4 +765,28 @@ mod tests {
         assert_eq!(put_in_order(items.clone(), order.clone(), true), expected);
         assert_eq!(put_in_order(items, order, false), expected);
     }
+}
+
+/// Re-keys a side table from file record indices to the ids of the sorted `events`, in event
+/// order; rows whose record did not become an event are dropped.
+fn follow_events<T>(events: &[Event], mut rows: Vec<(u32, T)>) -> Vec<(crate::model::EventId, T)> {
+    let mut out = Vec::with_capacity(rows.len());
+    if rows.is_empty() {
+        return out;
+    }
+    let by_record: FxHashMap<u32, usize> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, (record, _))| (*record, i))
+        .collect();
+    let mut taken: Vec<Option<T>> = rows.drain(..).map(|(_, row)| Some(row)).collect();
+    for (id, event) in events.iter().enumerate() {
+        if let Some(row) = by_record
+            .get(&event.file_index)
+            .and_then(|&i| taken[i].take())
+        {
+            out.push((crate::model::EventId(id as u32), row));
+        }
+    }
+    out
 }
