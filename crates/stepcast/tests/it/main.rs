@@ -4,6 +4,7 @@ mod breakdowns;
 mod comm;
 mod critical;
 mod ddp;
+mod hostile;
 mod mapping;
 mod ranks;
 mod whatif;
