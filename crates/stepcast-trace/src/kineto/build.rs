@@ -736,6 +736,30 @@ impl TraceBuilder {
     }
 }
 
+/// Re-keys a side table from file record indices to the ids of the sorted `events`, in event
+/// order; rows whose record did not become an event are dropped.
+fn follow_events<T>(events: &[Event], mut rows: Vec<(u32, T)>) -> Vec<(crate::model::EventId, T)> {
+    let mut out = Vec::with_capacity(rows.len());
+    if rows.is_empty() {
+        return out;
+    }
+    let by_record: FxHashMap<u32, usize> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, (record, _))| (*record, i))
+        .collect();
+    let mut taken: Vec<Option<T>> = rows.drain(..).map(|(_, row)| Some(row)).collect();
+    for (id, event) in events.iter().enumerate() {
+        if let Some(row) = by_record
+            .get(&event.file_index)
+            .and_then(|&i| taken[i].take())
+        {
+            out.push((crate::model::EventId(id as u32), row));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::put_in_order;
@@ -765,28 +789,4 @@ mod tests {
         assert_eq!(put_in_order(items.clone(), order.clone(), true), expected);
         assert_eq!(put_in_order(items, order, false), expected);
     }
-}
-
-/// Re-keys a side table from file record indices to the ids of the sorted `events`, in event
-/// order; rows whose record did not become an event are dropped.
-fn follow_events<T>(events: &[Event], mut rows: Vec<(u32, T)>) -> Vec<(crate::model::EventId, T)> {
-    let mut out = Vec::with_capacity(rows.len());
-    if rows.is_empty() {
-        return out;
-    }
-    let by_record: FxHashMap<u32, usize> = rows
-        .iter()
-        .enumerate()
-        .map(|(i, (record, _))| (*record, i))
-        .collect();
-    let mut taken: Vec<Option<T>> = rows.drain(..).map(|(_, row)| Some(row)).collect();
-    for (id, event) in events.iter().enumerate() {
-        if let Some(row) = by_record
-            .get(&event.file_index)
-            .and_then(|&i| taken[i].take())
-        {
-            out.push((crate::model::EventId(id as u32), row));
-        }
-    }
-    out
 }
