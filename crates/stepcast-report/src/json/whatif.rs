@@ -465,6 +465,15 @@ pub struct AdviseJson {
     pub candidates: Vec<CandidateJson>,
     /// Memory-for-time trades (usually slower), each with the memory it saves; not ranked.
     pub memory_trades: Vec<CandidateJson>,
+    /// Candidates that could not be predicted on this trace, with why.
+    pub failed: Vec<FailedCandidateJson>,
+}
+
+/// A candidate `advise` tried and could not predict.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FailedCandidateJson {
+    pub name: String,
+    pub error: String,
 }
 
 /// One model or combination that `advise` tried.
@@ -602,6 +611,14 @@ pub fn advise_json(trace: &Trace, window: &Window, advice: &Advice) -> AdviseJso
             .memory_trades
             .iter()
             .map(|c| candidate_json(advice, c))
+            .collect(),
+        failed: advice
+            .failed
+            .iter()
+            .map(|(name, error)| FailedCandidateJson {
+                name: name.clone(),
+                error: error.clone(),
+            })
             .collect(),
     }
 }

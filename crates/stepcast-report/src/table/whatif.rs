@@ -382,5 +382,11 @@ pub fn advise_text(doc: &AdviseJson) -> String {
         );
         push_notes(&mut out, "Memory", &notes);
     }
+    let failed: Vec<String> = doc
+        .failed
+        .iter()
+        .map(|f| format!("{}: {}", f.name, f.error))
+        .collect();
+    push_notes(&mut out, "Could not be predicted on this trace", &failed);
     out
 }

@@ -63,6 +63,9 @@ pub struct Advice {
     /// The memory-for-time trades, in [`Model::memory_trades`] order, each with its cost in
     /// time and the memory it saves.
     pub memory_trades: Vec<Candidate>,
+    /// Candidates that could not be predicted on this trace (e.g. a transform that would make
+    /// the graph cyclic), with why, in the order tried: left out of the ranking, never fatal.
+    pub failed: Vec<(String, String)>,
 }
 
 /// Tries every advised model and the useful combinations (see the module documentation), in
@@ -73,8 +76,11 @@ pub fn advise(context: &Context<'_>) -> Result<Advice, WhatIfError> {
     let mut singles: Vec<Vec<Model>> = Model::advised().into_iter().map(|m| vec![m]).collect();
     let trades = Model::memory_trades();
     singles.extend(trades.iter().map(|m| vec![m.clone()]));
-    let mut candidates = try_all(context, &baseline, singles)?;
-    let memory_trades: Vec<Candidate> = candidates.split_off(candidates.len() - trades.len());
+    let mut failed = Vec::new();
+    let mut tried = try_all(context, &baseline, singles);
+    let trade_results = tried.split_off(tried.len() - trades.len());
+    let mut candidates = keep_predicted(tried, &mut failed);
+    let memory_trades = keep_predicted(trade_results, &mut failed);
     let useful: Vec<&Model> = candidates
         .iter()
         .filter(|c| c.is_useful())
@@ -98,7 +104,10 @@ pub fn advise(context: &Context<'_>) -> Result<Advice, WhatIfError> {
     if software.len() >= 3 {
         combinations.push(software);
     }
-    candidates.extend(try_all(context, &baseline, combinations)?);
+    candidates.extend(keep_predicted(
+        try_all(context, &baseline, combinations),
+        &mut failed,
+    ));
     candidates.sort_by(|a, b| {
         b.outcome
             .speedup
@@ -109,7 +118,24 @@ pub fn advise(context: &Context<'_>) -> Result<Advice, WhatIfError> {
         baseline,
         candidates,
         memory_trades,
+        failed,
     })
+}
+
+/// The candidates that were predicted; the others go to `failed` as (name, why).
+fn keep_predicted(
+    tried: Vec<Result<Candidate, WhatIfError>>,
+    failed: &mut Vec<(String, String)>,
+) -> Vec<Candidate> {
+    let mut kept = Vec::with_capacity(tried.len());
+    for result in tried {
+        match result {
+            Ok(candidate) => kept.push(candidate),
+            Err(WhatIfError::Model { name, source }) => failed.push((name, source.to_string())),
+            Err(other) => failed.push((String::new(), other.to_string())),
+        }
+    }
+    kept
 }
 
 /// Predicts every combination of `sets` against `baseline`, in parallel, in input order.
@@ -117,7 +143,7 @@ fn try_all(
     context: &Context<'_>,
     baseline: &Prediction,
     sets: Vec<Vec<Model>>,
-) -> Result<Vec<Candidate>, WhatIfError> {
+) -> Vec<Result<Candidate, WhatIfError>> {
     sets.into_par_iter()
         .map(|models| {
             let mut outcome = what_if_against(context, baseline, |edit| {

@@ -964,7 +964,10 @@ impl EditGraph {
     }
 
     /// Splits `selection` into runs: tasks adjacent on their lane (nothing unselected between
-    /// them) and in the same step, in lane order. An element-wise chain is such a run.
+    /// them) and in the same step, in lane order. An element-wise chain is such a run. A task
+    /// that waits for work on another lane (an event wait, a handoff) starts a new run: that
+    /// work may itself wait for the run's earlier tasks, so fusing across it would make the
+    /// fused task wait for itself.
     pub fn runs(&self, selection: &Selection) -> Vec<Selection> {
         let mut runs = Vec::new();
         for lane in &self.lane_tasks {
@@ -974,7 +977,12 @@ impl EditGraph {
                 let same_step = current
                     .last()
                     .is_none_or(|&p| self.rows[p.index()].step == self.rows[t as usize].step);
-                if selection.contains(task) && same_step {
+                let waits_elsewhere = self.preds[t as usize].iter().any(|e| {
+                    e.kind != EdgeKind::Launch
+                        && self.alive[e.from as usize]
+                        && self.rows[e.from as usize].lane != self.rows[t as usize].lane
+                });
+                if selection.contains(task) && same_step && !waits_elsewhere {
                     current.push(task);
                     continue;
                 }

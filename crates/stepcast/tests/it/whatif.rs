@@ -964,3 +964,48 @@ fn advise_lists_memory_trades_apart() {
     assert!(names.contains(&"reconstruct_batchnorm".to_string()));
     assert!(names.contains(&"prefetch_inputs".to_string()));
 }
+
+/// A fused kernel never waits for itself: element-wise runs break where a kernel waits for
+/// another stream (DLRM's side streams, trace_diff's copies), which used to make kernel fusion
+/// cyclic on these traces. And `advise` never fails as a whole: a candidate it cannot predict
+/// is listed with why, on every trace with steps in testdata.
+#[test]
+fn fusion_stops_at_cross_stream_waits_and_advise_survives_a_failing_model() {
+    for relative in [
+        "HolisticTraceAnalysis/tests/data/trace_diff/test/test.json.gz",
+        "param/et_replay/tests/inputs/dlrm_kineto__extracted/dlrm_kineto/worker0_step_12.1694128201545.pt.trace.json",
+    ] {
+        let (trace, window) = load(relative);
+        let mapping = map(&trace, &window);
+        let context = Context {
+            trace: &trace,
+            window: &window,
+            mapping: &mapping,
+        };
+        let outcome = apply_models(&context, &[Model::KernelFusion { factor: None }])
+            .unwrap_or_else(|e| panic!("{relative}: {e}"));
+        assert!(outcome.changes.removed > 0, "{relative}: nothing fused");
+        assert!(outcome.speedup >= 1.0, "{relative}: {}", outcome.speedup);
+    }
+    for relative in [
+        "HolisticTraceAnalysis/tests/data/trace_diff/control/control.json.gz",
+        "TraceLens/tests/traces/perf_model/normalization/normalization_layer_test.json.gz",
+    ] {
+        let (trace, window) = load(relative);
+        let mapping = map(&trace, &window);
+        let context = Context {
+            trace: &trace,
+            window: &window,
+            mapping: &mapping,
+        };
+        let advice = advise(&context).unwrap_or_else(|e| panic!("{relative}: {e}"));
+        assert!(!advice.candidates.is_empty(), "{relative}");
+        for (name, error) in &advice.failed {
+            assert!(!name.is_empty() && !error.is_empty(), "{relative}");
+            assert!(
+                advice.candidates.iter().all(|c| &c.name() != name),
+                "{relative}: {name} both failed and ranked"
+            );
+        }
+    }
+}

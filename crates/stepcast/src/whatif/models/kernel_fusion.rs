@@ -25,22 +25,29 @@ pub fn kernel_fusion(
     factor: Option<f64>,
 ) -> Result<usize, WhatIfError> {
     let names = &context.trace.names;
-    let select = Select {
-        kinds: vec![TaskKind::Kernel],
-        phases: vec![Phase::Forward, Phase::Backward],
-        ..Select::default()
-    };
-    let candidates = edit.select(&select, context.select_context());
-    let elementwise = Selection::new(
-        candidates
-            .tasks()
-            .iter()
-            .copied()
-            .filter(|&t| super::is_elementwise(names.get(edit.name(t))))
-            .collect(),
-    );
+    // Runs are taken within one pass: a forward and a backward kernel adjacent on a stream are
+    // not one chain (the compiler fuses each pass's graph apart), and fusing across the pass
+    // boundary would tie the forward's tail to work launched after the backward began.
+    let mut runs = Vec::new();
+    for phase in [Phase::Forward, Phase::Backward] {
+        let select = Select {
+            kinds: vec![TaskKind::Kernel],
+            phases: vec![phase],
+            ..Select::default()
+        };
+        let candidates = edit.select(&select, context.select_context());
+        let elementwise = Selection::new(
+            candidates
+                .tasks()
+                .iter()
+                .copied()
+                .filter(|&t| super::is_elementwise(names.get(edit.name(t))))
+                .collect(),
+        );
+        runs.extend(edit.runs(&elementwise));
+    }
     let mut changed = 0;
-    for run in edit.runs(&elementwise) {
+    for run in runs {
         let n = run.len();
         if n < 2 {
             continue;
