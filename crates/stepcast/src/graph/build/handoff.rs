@@ -48,24 +48,21 @@ impl Builder<'_> {
             .collect();
         for pass in passes {
             let g = &mut self.graph;
-            if let Some(fork) = pass.fork_source {
-                edges.push(PendingEdge {
-                    from: fork,
-                    to: pass.first,
-                    kind: EdgeKind::ThreadHandoff,
-                    lag_ns: g.rec_start_ns[pass.first.index()] - g.rec_end_ns[fork.index()],
-                });
-                match g.lane_pred(pass.first) {
-                    Some(before) => g.gap_ns[before.index()] = 0,
-                    // The engine thread's first task: the fork explains its start, so it
-                    // is no longer pinned to the recorded one.
-                    None => {
-                        g.not_before_ns[pass.first.index()] = window_start_ns.unwrap_or(NO_TIME)
-                    }
-                }
-                handoffs += 1;
+            let fork = pass.fork_source;
+            edges.push(PendingEdge {
+                from: fork,
+                to: pass.first,
+                kind: EdgeKind::ThreadHandoff,
+                lag_ns: g.rec_start_ns[pass.first.index()] - g.rec_end_ns[fork.index()],
+            });
+            match g.lane_pred(pass.first) {
+                Some(before) => g.gap_ns[before.index()] = 0,
+                // The engine thread's first task: the fork explains its start, so it is no
+                // longer pinned to the recorded one.
+                None => g.not_before_ns[pass.first.index()] = window_start_ns.unwrap_or(NO_TIME),
             }
-            if let (Some(join), Some(fork)) = (pass.join_target, pass.fork_source) {
+            handoffs += 1;
+            if let Some(join) = pass.join_target {
                 edges.push(PendingEdge {
                     from: pass.last,
                     to: join,
@@ -93,8 +90,8 @@ impl Builder<'_> {
 struct BackwardPass {
     first: TaskId,
     last: TaskId,
-    /// The caller's last task before the pass, if it ended before the pass began.
-    fork_source: Option<TaskId>,
+    /// The caller's last task before the pass (it ended before the pass began).
+    fork_source: TaskId,
     /// The caller's first task after the pass, if the caller ran nothing during it.
     join_target: Option<TaskId>,
 }
@@ -127,8 +124,12 @@ fn backward_passes(g: &Graph, engine: usize, caller: usize) -> Vec<BackwardPass>
             last = t;
             engine_tasks.next();
         }
+        // Only a pass the caller handed over: its last work ended before the pass began. A
+        // pass that overlaps the caller's work (or precedes it) is not a blocking handoff.
         let before = next_caller.checked_sub(1).map(|i| caller_tasks[i]);
-        let fork_source = before.filter(|&c| end(c) <= start(first));
+        let Some(fork_source) = before.filter(|&c| end(c) <= start(first)) else {
+            continue;
+        };
         let join_target = caller_tasks
             .get(next_caller)
             .copied()
@@ -140,9 +141,6 @@ fn backward_passes(g: &Graph, engine: usize, caller: usize) -> Vec<BackwardPass>
             join_target,
         });
     }
-    // Only engine threads that really alternate with the caller: a pass that overlaps the
-    // caller's work (or a thread that never yields to it) is not a blocking handoff.
-    passes.retain(|p| p.fork_source.is_some());
     passes
 }
 
