@@ -42,15 +42,18 @@ fn loaded(relative: &'static str) -> &'static Loaded {
         .iter()
         .position(|&t| t == relative)
         .expect("a trace of CACHED");
-    CACHE[index].get_or_init(|| {
-        let (trace, window) = load(relative);
-        let mapping = map(&trace, &window);
-        Loaded {
-            trace,
-            window,
-            mapping,
-        }
-    })
+    CACHE[index].get_or_init(|| load_mapped(relative))
+}
+
+/// A trace, its window and its mapping, uncached (for traces only one test reads).
+fn load_mapped(relative: &str) -> Loaded {
+    let (trace, window) = load(relative);
+    let mapping = map(&trace, &window);
+    Loaded {
+        trace,
+        window,
+        mapping,
+    }
 }
 
 fn context(loaded: &Loaded) -> Context<'_> {
@@ -975,13 +978,8 @@ fn fusion_stops_at_cross_stream_waits_and_advise_survives_a_failing_model() {
         "HolisticTraceAnalysis/tests/data/trace_diff/test/test.json.gz",
         "param/et_replay/tests/inputs/dlrm_kineto__extracted/dlrm_kineto/worker0_step_12.1694128201545.pt.trace.json",
     ] {
-        let (trace, window) = load(relative);
-        let mapping = map(&trace, &window);
-        let context = Context {
-            trace: &trace,
-            window: &window,
-            mapping: &mapping,
-        };
+        let loaded = load_mapped(relative);
+        let context = context(&loaded);
         let outcome = apply_models(&context, &[Model::KernelFusion { factor: None }])
             .unwrap_or_else(|e| panic!("{relative}: {e}"));
         assert!(outcome.changes.removed > 0, "{relative}: nothing fused");
@@ -991,13 +989,8 @@ fn fusion_stops_at_cross_stream_waits_and_advise_survives_a_failing_model() {
         "HolisticTraceAnalysis/tests/data/trace_diff/control/control.json.gz",
         "TraceLens/tests/traces/perf_model/normalization/normalization_layer_test.json.gz",
     ] {
-        let (trace, window) = load(relative);
-        let mapping = map(&trace, &window);
-        let context = Context {
-            trace: &trace,
-            window: &window,
-            mapping: &mapping,
-        };
+        let loaded = load_mapped(relative);
+        let context = context(&loaded);
         let advice = advise(&context).unwrap_or_else(|e| panic!("{relative}: {e}"));
         assert!(!advice.candidates.is_empty(), "{relative}");
         for (name, error) in &advice.failed {
