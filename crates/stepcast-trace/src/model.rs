@@ -222,6 +222,9 @@ pub struct SyncEvent {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StepMarker {
     pub number: u64,
+    /// The marker's name as recorded (`ProfilerStep#N`): the op of work launched in the step
+    /// outside any other op.
+    pub name: NameId,
     pub lane: LaneId,
     pub start_ns: i64,
     pub dur_ns: i64,

@@ -50,6 +50,7 @@ struct PendingMemory {
 
 struct PendingStep {
     number: u64,
+    name: crate::model::NameId,
     lane: (LaneKind, i64, i64),
     start_abs_ns: i64,
     dur_ns: i64,
@@ -322,12 +323,16 @@ impl TraceBuilder {
         {
             let number = std::str::from_utf8(number).map_err(|_| NOT_UTF8)?;
             match number.trim().parse() {
-                Ok(number) => self.steps.push(PendingStep {
-                    number,
-                    lane,
-                    start_abs_ns,
-                    dur_ns,
-                }),
+                Ok(number) => {
+                    let name = self.intern_name(name)?;
+                    self.steps.push(PendingStep {
+                        number,
+                        name,
+                        lane,
+                        start_abs_ns,
+                        dur_ns,
+                    });
+                }
                 Err(_) => self
                     .diagnostics
                     .skip("`ProfilerStep#` markers without a step number"),
@@ -658,6 +663,7 @@ impl TraceBuilder {
             .iter()
             .map(|s| StepMarker {
                 number: s.number,
+                name: s.name,
                 lane: lane_ids[&s.lane],
                 start_ns: s.start_abs_ns - origin_ns,
                 dur_ns: s.dur_ns,

@@ -269,7 +269,7 @@ pub fn breakdown(
         let op = match op_of {
             Some((task, op)) if task == share.task => op,
             _ => {
-                let op = mapping.op[t].map(|e| trace.events[e.index()].name);
+                let op = mapping.op_name(trace, share.task);
                 op_of = Some((share.task, op));
                 op
             }

@@ -120,8 +120,8 @@ pub enum UnmappedCause {
     /// Device work with no launching call in the trace (and no agreeing occurrence of the same
     /// kernel elsewhere, [`Evidence::SameKernelElsewhere`]), launched before the host recording
     /// began: its correlation id is below every recorded call's (CUPTI numbers them in launch
-    /// order), or it started before the trace's first host event. The op that launched it is
-    /// not in the trace.
+    /// order), or it started before the trace's first recorded call (host event, in a trace
+    /// without calls). The op that launched it is not in the trace.
     LaunchedBeforeWindow,
     /// Device work with no launching call in the trace (nor an agreeing occurrence of the same
     /// kernel elsewhere) and no sign that it was launched before the window: no correlation id or flow, or one that no recorded call carries.
@@ -152,12 +152,43 @@ impl UnmappedCause {
     }
 }
 
+/// The op a task maps to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Op {
+    /// A `cpu_op`, `user_annotation` or Python frame around the launching call.
+    Event(EventId),
+    /// Nothing but the step's own `ProfilerStep#N` range (a `user_annotation` in Kineto)
+    /// encloses the call: work launched straight from Python outside any op, such as
+    /// `torch.cuda._sleep`'s kernel or a bare `cudaEventRecord`. The step is its op. Index
+    /// into `Trace::steps`.
+    Step(u32),
+}
+
+impl Op {
+    /// The op's name as recorded.
+    pub fn name(self, trace: &Trace) -> NameId {
+        match self {
+            Op::Event(event) => trace.events[event.index()].name,
+            Op::Step(step) => trace.steps[step as usize].name,
+        }
+    }
+
+    /// The op's event, unless it is a step marker.
+    pub fn event(self) -> Option<EventId> {
+        match self {
+            Op::Event(event) => Some(event),
+            Op::Step(_) => None,
+        }
+    }
+}
+
 /// The mapping of every task of a window's graph (one row per task, as the graph's columns).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Mapping {
     /// The innermost op around the task's launching call: a `cpu_op` event, or, when no
-    /// `cpu_op` encloses the call, the innermost `user_annotation` or Python frame.
-    pub op: Vec<Option<EventId>>,
+    /// `cpu_op` encloses the call, the innermost `user_annotation` or Python frame, or, when
+    /// none does, the step marker around it ([`Op::Step`]).
+    pub op: Vec<Option<Op>>,
     /// The innermost container of any kind (op, annotation, Python frame) around the launching
     /// call: the top of its stack, walked down with [`Mapping::stack`]. A call the autograd
     /// engine makes outside any op, right after an autograd function (gradient accumulation),
@@ -187,6 +218,11 @@ impl Mapping {
     /// The task maps to an op and to a phase found by some evidence.
     pub fn is_mapped(&self, task: TaskId) -> bool {
         self.unmapped[task.index()].is_none()
+    }
+
+    /// The name of the task's op, if it has one.
+    pub fn op_name(&self, trace: &Trace, task: TaskId) -> Option<NameId> {
+        self.op[task.index()].map(|op| op.name(trace))
     }
 
     /// The op stack around the task's launching call, outermost first: ops, annotations and
@@ -240,6 +276,7 @@ pub(crate) fn map_with(
         ..Mapping::default()
     };
     let mut decided = Vec::with_capacity(n);
+    let step_markers = StepMarkers::new(trace);
     for t in 0..n {
         let context = call[t].map(|event| &stacks.context[event.index()]);
         let on_backward_lane = call[t]
@@ -247,7 +284,10 @@ pub(crate) fn map_with(
         // Zins & Dagenais' "current GPU operation": the innermost `cpu_op`; apex's fused
         // optimizers and CUDA-graph replays launch from a `record_function` range or a Python
         // frame with no `cpu_op` in between, and that range is then the op.
-        mapping.op.push(context.and_then(|c| c.op.or(c.frame)));
+        let op = context.and_then(|c| c.op.or(c.frame)).map(Op::Event);
+        mapping
+            .op
+            .push(op.or_else(|| call[t].and_then(|event| step_markers.around(trace, event))));
         mapping.frame.push(context.and_then(|c| c.frame));
         let (layer, layer_evidence) =
             context.map_or((None, Evidence::Unmapped), |c| layer_of(c, &stacks));
@@ -312,6 +352,33 @@ fn host_calls(graph: &Graph, launch_calls: &[Option<EventId>]) -> Vec<Option<Eve
         .collect()
 }
 
+/// The step markers of each host thread, to find the one around a call.
+struct StepMarkers {
+    /// Per trace lane: indices into `Trace::steps`, by start (markers on one thread never
+    /// overlap).
+    by_lane: Vec<Vec<u32>>,
+}
+
+impl StepMarkers {
+    fn new(trace: &Trace) -> StepMarkers {
+        let mut by_lane = vec![Vec::new(); trace.lanes.len()];
+        for (i, step) in trace.steps.iter().enumerate() {
+            by_lane[step.lane.index()].push(i as u32);
+        }
+        StepMarkers { by_lane }
+    }
+
+    /// The step marker on `event`'s thread that encloses its start.
+    fn around(&self, trace: &Trace, event: EventId) -> Option<Op> {
+        let event = &trace.events[event.index()];
+        let markers = &self.by_lane[event.lane.index()];
+        let after =
+            markers.partition_point(|&i| trace.steps[i as usize].start_ns <= event.start_ns);
+        let last = *markers.get(after.checked_sub(1)?)?;
+        (event.start_ns < trace.steps[last as usize].end_ns()).then_some(Op::Step(last))
+    }
+}
+
 /// A backward op's layer is its forward op's (same `Sequence number`); anything else takes the
 /// nearest module frame or annotation on its own stack.
 fn layer_of(context: &stacks::Context, stacks: &Stacks) -> (Option<NameId>, Evidence) {
@@ -334,19 +401,26 @@ fn is_host_to_device(name: &str) -> bool {
 
 /// Why each task is not mapped, if it is not (see [`UnmappedCause`]).
 fn unmapped_causes(trace: &Trace, graph: &Graph, mapping: &Mapping) -> Vec<Option<UnmappedCause>> {
-    // One pass over the host events: the lowest correlation of a call, the earliest start.
+    // One pass over the host events: the lowest correlation of a call, the earliest call (or,
+    // in a trace without calls, host event). Device work that started before any recorded call
+    // cannot have been launched by one.
     let mut first_call_correlation: Option<u64> = None;
+    let mut first_call_ns: Option<i64> = None;
     let mut first_host_ns: Option<i64> = None;
     for e in &trace.events {
         if trace.lane(e.lane).kind != LaneKind::CpuThread {
             continue;
         }
-        if let (true, Some(correlation)) = (e.kind.is_api_call(), e.correlation) {
-            first_call_correlation =
-                Some(first_call_correlation.map_or(correlation, |c| c.min(correlation)));
+        if e.kind.is_api_call() {
+            first_call_ns = Some(first_call_ns.map_or(e.start_ns, |s| s.min(e.start_ns)));
+            if let Some(correlation) = e.correlation {
+                first_call_correlation =
+                    Some(first_call_correlation.map_or(correlation, |c| c.min(correlation)));
+            }
         }
         first_host_ns = Some(first_host_ns.map_or(e.start_ns, |s| s.min(e.start_ns)));
     }
+    let first_launch_ns = first_call_ns.or(first_host_ns);
     (0..graph.task_count())
         .map(|t| {
             let device = graph.kind[t].on_device();
@@ -356,7 +430,7 @@ fn unmapped_causes(trace: &Trace, graph: &Graph, mapping: &Mapping) -> Vec<Optio
                     .correlation
                     .zip(first_call_correlation)
                     .is_some_and(|(own, first)| own < first);
-                let ran_before = first_host_ns.is_some_and(|first| event.start_ns < first);
+                let ran_before = first_launch_ns.is_some_and(|first| event.start_ns < first);
                 return Some(if numbered_before || ran_before {
                     UnmappedCause::LaunchedBeforeWindow
                 } else {

@@ -348,8 +348,20 @@ impl Builder<'_> {
             })
             .collect();
         if steps.is_empty() {
-            let start = self.graph.rec_start_ns.iter().copied().min().unwrap_or(0);
-            let end = self.graph.rec_end_ns.iter().copied().max().unwrap_or(0);
+            // The step opens with the host's recording, as a `ProfilerStep` range would: device
+            // work that ran before the host recorded anything was launched before the profiler
+            // started (its tail flushed with the device's buffer) and, like work before a
+            // trace's first marker, belongs to no step. A trace with no host work spans its
+            // device work.
+            let g = &self.graph;
+            let host_start = (0..g.task_count())
+                .filter(|&t| !g.kind[t].on_device())
+                .map(|t| g.rec_start_ns[t])
+                .min();
+            let start = host_start
+                .or_else(|| g.rec_start_ns.iter().copied().min())
+                .unwrap_or(0);
+            let end = g.rec_end_ns.iter().copied().max().unwrap_or(0);
             steps.push(Step {
                 number: 0,
                 trace_lane: None,
@@ -361,6 +373,21 @@ impl Builder<'_> {
                 "the trace has no ProfilerStep markers: the whole window is treated as one step"
                     .to_string(),
             );
+            let before: Vec<i64> = (0..g.task_count())
+                .filter(|&t| g.kind[t].on_device() && g.rec_start_ns[t] < start)
+                .map(|t| g.rec_end_ns[t] - g.rec_start_ns[t])
+                .collect();
+            if !before.is_empty() {
+                let (count, tasks) = match before.len() {
+                    1 => ("1".to_string(), "task"),
+                    n => (n.to_string(), "tasks"),
+                };
+                self.report.notes.push(format!(
+                    "{count} device {tasks} ({:.3} ms) ran before the host's recording began: \
+                     launched before the profiler started, outside the step",
+                    before.iter().sum::<i64>() as f64 / 1e6
+                ));
+            }
         }
         let starts: Vec<i64> = steps.iter().map(|s| s.start_ns).collect();
         let step_at = |t: i64| -> u32 {

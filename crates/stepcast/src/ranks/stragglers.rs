@@ -186,9 +186,7 @@ fn doing(
     let graph = &rank.window.graph;
     let trace = rank.trace;
     let layer = |t: TaskId| mapping.layer[t.index()].map(|n| trace.name(n).to_string());
-    let op = |t: TaskId| {
-        mapping.op[t.index()].map(|e| trace.name(trace.events[e.index()].name).to_string())
-    };
+    let op = |t: TaskId| mapping.op_name(trace, t).map(|n| trace.name(n).to_string());
     match cause {
         StragglerCause::Stream { .. } => {
             let lane = &graph.lanes[graph.lane[task.index()] as usize];

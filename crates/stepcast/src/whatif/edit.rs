@@ -417,10 +417,10 @@ impl EditGraph {
             return false;
         }
         if let Some(op) = &select.op {
-            let Some(event) = mapping.op[t] else {
+            let Some(name) = mapping.op_name(trace, task) else {
                 return false;
             };
-            if !op.is_match(trace.names.get(trace.events[event.index()].name)) {
+            if !op.is_match(trace.names.get(name)) {
                 return false;
             }
         }

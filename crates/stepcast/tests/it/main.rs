@@ -538,3 +538,38 @@ fn a_trace_without_steps_is_one_synthetic_step() {
             .any(|n| n.contains("no ProfilerStep"))
     );
 }
+
+/// Without markers, the step opens with the host's recording: device work that ran before the
+/// host recorded anything belongs to no step (as work before a first marker), and is told.
+#[test]
+fn a_synthetic_step_opens_with_the_hosts_recording() {
+    for relative in [
+        "large_integer_trace/rank-70.Mar_25_20_48_12.2861.pt.trace.json.gz",
+        "mtia_inference_trace/mtia_inference_rank_0.json.gz",
+    ] {
+        let (_, window) = load(&format!("{HTA}/{relative}"));
+        let graph = &window.graph;
+        let step = &window.steps[0];
+        assert!(step.synthetic, "{relative}");
+        let host_start = (0..graph.task_count())
+            .filter(|&t| !graph.kind[t].on_device())
+            .map(|t| graph.rec_start_ns[t])
+            .min()
+            .expect("host tasks");
+        assert_eq!(step.start_ns, host_start, "{relative}");
+        let before = (0..graph.task_count())
+            .filter(|&t| graph.kind[t].on_device() && graph.rec_start_ns[t] < host_start)
+            .count();
+        assert!(before > 0, "{relative}: device work before the host's");
+        let note = format!("{before} device task");
+        assert!(
+            window
+                .report
+                .notes
+                .iter()
+                .any(|n| n.starts_with(&note) && n.contains("before the host's recording")),
+            "{relative}: {:?}",
+            window.report.notes
+        );
+    }
+}

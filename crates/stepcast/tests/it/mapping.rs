@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use stepcast::Window;
 use stepcast::analyze::mapping::{
-    Evidence, MappedTime, Mapping, Phase, UnmappedCause, gpu_time_mapped_fraction, map,
+    Evidence, Mapping, Op, Phase, UnmappedCause, gpu_time_mapped_fraction, map,
     mapped_time_by_step, summarize,
 };
 use stepcast::graph::{BuildOptions, EdgeKind, Graph, NO_STEP, TaskId, TaskKind, build};
@@ -20,6 +20,8 @@ use crate::{load, testdata};
 const MAIN: u32 = 0;
 const AUTOGRAD: u32 = 1;
 const STREAM: u32 = 2;
+/// A second device stream (used by the tests that need one).
+const QUEUE: u32 = 3;
 
 /// `(lane, kind, name, start_ns, end_ns, correlation, sequence number)`.
 type Row = (
@@ -47,7 +49,10 @@ const TRAINING_STEP: &[Row] = &[
     (MAIN, EventKind::UserAnnotation, "Optimizer.step#SGD.step", 6000, 7000, None, None),
     (MAIN, EventKind::CpuOp, "aten::_foreach_add_", 6100, 6900, None, None),
     (MAIN, EventKind::RuntimeCall, "cudaLaunchKernel", 6200, 6250, Some(6), None),
+    // Outside any op, inside the step marker: the step is its op.
     (MAIN, EventKind::RuntimeCall, "cudaDeviceSynchronize", 9000, 9100, None, None),
+    // Outside any op and any step: nothing maps it.
+    (MAIN, EventKind::RuntimeCall, "cudaStreamSynchronize", 10_500, 10_600, None, None),
     (AUTOGRAD, EventKind::CpuOp, "autograd::engine::evaluate_function: ReluBackward0", 2500, 3000, None, Some(3)),
     (AUTOGRAD, EventKind::CpuOp, "ReluBackward0", 2550, 2950, None, Some(3)),
     (AUTOGRAD, EventKind::RuntimeCall, "cudaLaunchKernel", 2600, 2650, Some(4), None),
@@ -122,15 +127,25 @@ fn inline_trace(rows: &[Row]) -> Trace {
                 file_pid: None,
                 file_tid: None,
             },
+            Lane {
+                kind: LaneKind::DeviceStream,
+                pid: 0,
+                tid: 8,
+                name: None,
+                file_pid: None,
+                file_tid: None,
+            },
         ],
-        steps: vec![StepMarker {
-            number: 1,
-            lane: LaneId(MAIN),
-            start_ns: 0,
-            dur_ns: 10_000,
-        }],
         ..Trace::default()
     };
+    let step_name = trace.names.intern("ProfilerStep#1");
+    trace.steps.push(StepMarker {
+        number: 1,
+        name: step_name,
+        lane: LaneId(MAIN),
+        start_ns: 0,
+        dur_ns: 10_000,
+    });
     for (file_index, &(lane, kind, name, start_ns, end_ns, correlation, sequence_number)) in
         rows.iter().enumerate()
     {
@@ -154,8 +169,8 @@ fn inline_trace(rows: &[Row]) -> Trace {
     trace
 }
 
-fn event_name(trace: &Trace, event: Option<stepcast_trace::EventId>) -> Option<&str> {
-    event.map(|e| trace.name(trace.events[e.index()].name))
+fn op_name(trace: &Trace, op: Option<Op>) -> Option<&str> {
+    op.map(|op| trace.name(op.name(trace)))
 }
 
 #[test]
@@ -175,7 +190,7 @@ fn every_task_of_a_training_step_maps_to_its_op_layer_and_phase() {
             .find(|row| row.0 == kernel)
             .unwrap_or_else(|| panic!("no expectation for {kernel}"));
         let got = (
-            event_name(&trace, mapping.op[t]),
+            op_name(&trace, mapping.op[t]),
             mapping.phase[t],
             mapping.evidence[t],
             mapping.layer[t].map(|l| trace.name(l)),
@@ -223,8 +238,18 @@ fn unmapped_work_is_counted_not_hidden() {
         steps[0].unmapped(UnmappedCause::LaunchedBeforeWindow).ns,
         40
     );
-    // A bare synchronize outside any op is a host task with nothing to map it.
+    // A bare synchronize outside any op maps to the step marker around it, the op stack's
+    // only container (as `torch.cuda.synchronize()` between ops would).
     let sync = task_named(&trace, &window, "cudaDeviceSynchronize");
+    assert_eq!(mapping.op[sync.index()], Some(Op::Step(0)));
+    assert_eq!(
+        op_name(&trace, mapping.op[sync.index()]),
+        Some("ProfilerStep#1")
+    );
+    assert_eq!(mapping.unmapped[sync.index()], None);
+    assert_eq!(mapping.layer[sync.index()], None);
+    // Outside the step too, it has nothing to map it.
+    let sync = task_named(&trace, &window, "cudaStreamSynchronize");
     assert_eq!(mapping.op[sync.index()], None);
     assert_eq!(mapping.evidence[sync.index()], Evidence::Unmapped);
     assert_eq!(
@@ -257,19 +282,101 @@ fn work_without_its_launching_call_is_told_apart_by_number_and_time() {
         Some(0),
         None,
     ));
+    // After the first host event (the data loader's op at 100) but before the first call (450):
+    // no recorded call can have launched it.
+    rows.push((
+        QUEUE,
+        EventKind::Kernel,
+        "before_any_call",
+        200,
+        250,
+        None,
+        None,
+    ));
     let trace = inline_trace(&rows);
     let window = build(&trace, &BuildOptions::default());
     let mapping = map(&trace, &window);
     let orphan = task_named(&trace, &window, "orphan_kernel");
     let early = task_named(&trace, &window, "early_numbered");
+    let before_any_call = task_named(&trace, &window, "before_any_call");
     assert_eq!(
         mapping.unmapped[orphan.index()],
         Some(UnmappedCause::NoLaunchRecorded)
     );
+    for task in [early, before_any_call] {
+        assert_eq!(
+            mapping.unmapped[task.index()],
+            Some(UnmappedCause::LaunchedBeforeWindow)
+        );
+    }
+}
+
+/// MTIA names an execution after its executable only from the launching call: a `pe_exe`
+/// without one is the one executable its stream runs, if the durations agree.
+#[test]
+fn a_generic_execution_is_its_streams_one_executable_when_the_durations_agree() {
+    let mut rows = TRAINING_STEP.to_vec();
+    rows.extend_from_slice(&[
+        (
+            MAIN,
+            EventKind::CpuOp,
+            "aten::merge",
+            9150,
+            9400,
+            None,
+            None,
+        ),
+        (
+            MAIN,
+            EventKind::RuntimeCall,
+            "cudaLaunchKernel",
+            9200,
+            9250,
+            Some(20),
+            None,
+        ),
+        (
+            QUEUE,
+            EventKind::Kernel,
+            "merge",
+            9300,
+            10_000,
+            Some(20),
+            None,
+        ),
+        // Launched before the window: as long as `merge` (700 ns), then ten times longer.
+        (QUEUE, EventKind::Kernel, "pe_exe", 10, 710, None, None),
+        (QUEUE, EventKind::Kernel, "pe_exe", 800, 7800, None, None),
+        // On a stream that runs many kernels, a `pe_exe` is none of them.
+        (STREAM, EventKind::Kernel, "pe_exe", 60, 90, None, None),
+    ]);
+    let trace = inline_trace(&rows);
+    let window = build(&trace, &BuildOptions::default());
+    let mapping = map(&trace, &window);
+    let merge = task_named(&trace, &window, "merge");
+    let generic_at = |start_ns: i64| {
+        let t = (0..window.graph.task_count())
+            .find(|&t| {
+                trace.name(window.graph.name[t]) == "pe_exe"
+                    && window.graph.rec_start_ns[t] == start_ns
+            })
+            .unwrap_or_else(|| panic!("no pe_exe at {start_ns}"));
+        TaskId(t as u32)
+    };
+    let (agrees, too_long, other_stream) = (generic_at(10), generic_at(800), generic_at(60));
+    assert_eq!(mapping.same_kernel_as(agrees), Some(merge));
     assert_eq!(
-        mapping.unmapped[early.index()],
-        Some(UnmappedCause::LaunchedBeforeWindow)
+        mapping.evidence[agrees.index()],
+        Evidence::SameKernelElsewhere
     );
+    assert_eq!(
+        op_name(&trace, mapping.op[agrees.index()]),
+        Some("aten::merge")
+    );
+    for unmatched in [too_long, other_stream] {
+        assert_eq!(mapping.same_kernel_as(unmatched), None);
+        assert!(!mapping.is_mapped(unmatched));
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -359,7 +466,7 @@ fn work_launched_before_the_window_maps_like_the_same_kernel_at_the_same_place()
     for (&t, &(phase, op, layer)) in tail.iter().zip(&expected) {
         let got = (
             mapping.phase[t],
-            event_name(&trace, mapping.op[t]),
+            op_name(&trace, mapping.op[t]),
             mapping.layer[t].map(|l| trace.name(l)),
         );
         assert_eq!(got, (phase, op, layer), "{}", trace.name(graph.name[t]));
@@ -426,7 +533,7 @@ fn unaligned_work_takes_the_same_kernels_agreed_mapping() {
         (
             mapping.phase[stale],
             mapping.evidence[stale],
-            event_name(&trace, mapping.op[stale]),
+            op_name(&trace, mapping.op[stale]),
             mapping.unmapped[stale]
         ),
         (
@@ -536,7 +643,10 @@ fn check_same_kernel(
             let ok = is_launched(graph, d)
                 && mapping.unmapped[d].is_none()
                 && mapping.evidence[d] != Evidence::SameKernelElsewhere
-                && (graph.kind[d], graph.name[d]) == (graph.kind[t], graph.name[t])
+                && graph.kind[d] == graph.kind[t]
+                && (graph.name[d] == graph.name[t]
+                    || trace.name(graph.name[t]) == "pe_exe"
+                        && runs_on_lane(graph, graph.lane[t], graph.name[d]))
                 && mapping.phase[d] == mapping.phase[t]
                 && mapping.unmapped[t].is_none();
             if !ok {
@@ -550,6 +660,13 @@ fn check_same_kernel(
     failures
 }
 
+/// The lane runs a launched task of that name (an MTIA `pe_exe` without a launch is its
+/// stream's one executable).
+fn runs_on_lane(graph: &Graph, lane: u32, name: stepcast_trace::NameId) -> bool {
+    (0..graph.task_count())
+        .any(|t| graph.lane[t] == lane && graph.name[t] == name && is_launched(graph, t))
+}
+
 fn task_named(trace: &Trace, window: &Window, name: &str) -> TaskId {
     let t = (0..window.graph.task_count())
         .find(|&t| trace.name(window.graph.name[t]) == name)
@@ -559,36 +676,6 @@ fn task_named(trace: &Trace, window: &Window, name: &str) -> TaskId {
 
 // ---------------------------------------------------------------------------------------------
 // Bar: ≥ 99 % of GPU time mapped to an op and a phase on every trace with `cpu_op` events.
-
-/// Traces with steps under the bar because the trace lacks the evidence: the causes that
-/// explain it, and why. The bar still holds on each such step over its device time with
-/// evidence (everything but these causes), and every other cause must be absent.
-const EXCEPTIONS: &[(&str, &[UnmappedCause], &str)] = &[
-    (
-        "HolisticTraceAnalysis/tests/data/critical_path/cuda_event_sync/event_sync_trace.json.gz",
-        &[UnmappedCause::NoOpAroundLaunch],
-        "`torch.cuda._sleep`'s spin_kernel (36 of 51 µs of device time): a bare cudaLaunchKernel \
-         directly in ProfilerStep#100, with no op, annotation or Python frame around it",
-    ),
-    (
-        "HolisticTraceAnalysis/tests/data/large_integer_trace/rank-70.Mar_25_20_48_12.2861.pt.trace.json.gz",
-        &[UnmappedCause::LaunchedBeforeWindow],
-        "a two-event fixture: one cpu_op, and one NCCL kernel with no correlation id or flow that \
-         ran before the cpu_op",
-    ),
-    (
-        "HolisticTraceAnalysis/tests/data/mtia_inference_trace/mtia_inference_rank_0.json.gz",
-        &[
-            UnmappedCause::LaunchedBeforeWindow,
-            UnmappedCause::NoLaunchRecorded,
-            UnmappedCause::NoOpAroundLaunch,
-        ],
-        "322 MTIA DMAs, event records/waits and PE executions without correlation or flow, most \
-         of them running up to 100 ms before the first host event; the same kernel elsewhere \
-         maps 298 of them, but the 24 PE executions (`pe_exe`) are launched nowhere in the \
-         window; 2 event records from a `recordEvent` call outside any annotation",
-    ),
-];
 
 /// Execution Traces are not Kineto traces; the raw memory timeline is not a Chrome trace.
 fn is_kineto_trace(relative: &str) -> bool {
@@ -637,7 +724,6 @@ fn gpu_time_is_mapped_to_an_op_and_a_phase_on_every_trace_with_cpu_ops() {
     let mut failures = Vec::new();
     let mut table = String::from("trace | step | device ms | mapped | unmapped ns by cause\n");
     let mut checked = 0;
-    let mut exceptions_seen = Vec::new();
     for relative in kineto_traces() {
         let trace = read_trace(&testdata(&relative)).unwrap_or_else(|e| panic!("{e}"));
         if !has_cpu_ops(&trace) {
@@ -647,8 +733,6 @@ fn gpu_time_is_mapped_to_an_op_and_a_phase_on_every_trace_with_cpu_ops() {
         let window = build(&trace, &BuildOptions::default());
         let mapping = map(&trace, &window);
         failures.extend(check_same_kernel(&relative, &trace, &window, &mapping));
-        let exception = EXCEPTIONS.iter().find(|e| e.0 == relative);
-        let mut below_bar = false;
         for (step, time) in mapped_time_by_step(&window, &mapping).iter().enumerate() {
             table.push_str(&format!(
                 "{relative} | {step} | {:.3} | {:.4} | {:?}\n",
@@ -656,14 +740,15 @@ fn gpu_time_is_mapped_to_an_op_and_a_phase_on_every_trace_with_cpu_ops() {
                 time.fraction(),
                 UnmappedCause::ALL.map(|c| time.unmapped(c).ns),
             ));
-            below_bar |= time.fraction() < 0.99;
-            failures.extend(check_step(&relative, step, time, exception));
-        }
-        if let Some(&(_, _, why)) = exception {
-            exceptions_seen.push(relative.clone());
-            if !below_bar {
+            // The unmapped causes sum to what is not mapped: nothing is hidden.
+            let unmapped: i64 = UnmappedCause::ALL.map(|c| time.unmapped(c).ns).iter().sum();
+            if time.mapped.ns + unmapped != time.device.ns {
+                failures.push(format!("{relative}: step {step}: causes do not sum"));
+            }
+            if time.fraction() < 0.99 {
                 failures.push(format!(
-                    "{relative}: every step meets the bar; drop its exception ({why})"
+                    "{relative}: step {step}: {:.4} of the device time mapped, bar 0.99",
+                    time.fraction()
                 ));
             }
         }
@@ -672,42 +757,7 @@ fn gpu_time_is_mapped_to_an_op_and_a_phase_on_every_trace_with_cpu_ops() {
         checked >= 30,
         "only {checked} traces with cpu_op events found"
     );
-    for &(relative, _, _) in EXCEPTIONS {
-        if !exceptions_seen.iter().any(|seen| seen == relative) {
-            failures.push(format!("{relative}: listed as an exception, not checked"));
-        }
-    }
     assert!(failures.is_empty(), "{}\n{table}", failures.join("\n"));
-}
-
-/// The bar on one step: over all its device time, or, for an exception, over the time the
-/// trace has evidence for; an exception's step may lack only the evidence it names.
-fn check_step(
-    relative: &str,
-    step: usize,
-    time: &MappedTime,
-    exception: Option<&(&str, &[UnmappedCause], &str)>,
-) -> Vec<String> {
-    let mut failures = Vec::new();
-    let excused: &[UnmappedCause] = exception.map_or(&[], |e| e.1);
-    let excused_ns: i64 = excused.iter().map(|&c| time.unmapped(c).ns).sum();
-    for cause in UnmappedCause::ALL {
-        let ns = time.unmapped(cause).ns;
-        if ns > 0 && !excused.contains(&cause) && time.fraction() < 0.99 {
-            failures.push(format!(
-                "{relative}: step {step}: {ns} ns unmapped as {}",
-                cause.as_str()
-            ));
-        }
-    }
-    let with_evidence = fraction(time.mapped.ns, time.device.ns - excused_ns);
-    if with_evidence < 0.99 {
-        failures.push(format!(
-            "{relative}: step {step}: {with_evidence:.4} of the device time with evidence \
-             mapped, bar 0.99"
-        ));
-    }
-    failures
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1011,5 +1061,68 @@ fn mapping_is_deterministic() {
         let (trace, window) = load(relative);
         assert_eq!(first, map(&trace, &window), "{relative}");
         assert_eq!(map(&trace, &window), map(&trace, &window), "{relative}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Work launched outside any op, and MTIA's unnamed executions, on the traces that show them.
+
+/// `torch.cuda._sleep`'s kernel is launched by a bare `cudaLaunchKernel` with only the step's
+/// marker around it: the step is its op.
+#[test]
+fn a_kernel_launched_outside_any_op_maps_to_its_step() {
+    let (trace, window) = load(
+        "HolisticTraceAnalysis/tests/data/critical_path/cuda_event_sync/event_sync_trace.json.gz",
+    );
+    let mapping = map(&trace, &window);
+    let spin = task_named(
+        &trace,
+        &window,
+        "at::cuda::(anonymous namespace)::spin_kernel(long)",
+    );
+    assert!(matches!(mapping.op[spin.index()], Some(Op::Step(_))));
+    assert_eq!(
+        op_name(&trace, mapping.op[spin.index()]),
+        Some("ProfilerStep#100")
+    );
+    assert!(mapping.is_mapped(spin));
+    assert!(
+        mapping.stack(spin).is_empty(),
+        "no op, annotation or frame around it"
+    );
+    // Work launched inside an op keeps that op.
+    let elementwise = (0..window.graph.task_count())
+        .find(|&t| window.graph.kind[t] == TaskKind::Kernel && t != spin.index())
+        .expect("another kernel");
+    assert!(matches!(mapping.op[elementwise], Some(Op::Event(_))));
+}
+
+/// Every MTIA `pe_exe` (launched before the window, so never named after its executable) takes
+/// the mapping of the one executable its stream runs in the window, of a similar duration.
+#[test]
+fn mtia_executions_before_the_window_are_their_streams_executable() {
+    let (trace, window) =
+        load("HolisticTraceAnalysis/tests/data/mtia_inference_trace/mtia_inference_rank_0.json.gz");
+    let mapping = map(&trace, &window);
+    let graph = &window.graph;
+    let generic: Vec<usize> = (0..graph.task_count())
+        .filter(|&t| trace.name(graph.name[t]) == "pe_exe")
+        .collect();
+    assert_eq!(generic.len(), 24);
+    for t in generic {
+        let donor = mapping
+            .same_kernel_as(TaskId(t as u32))
+            .unwrap_or_else(|| panic!("pe_exe at {} unmapped", graph.rec_start_ns[t]));
+        let executable = trace.name(graph.name[donor.index()]);
+        assert!(matches!(executable, "merge" | "remote"), "{executable}");
+        // Its own stream runs that executable, and only that one, in the window.
+        let launched_names: std::collections::BTreeSet<&str> = (0..graph.task_count())
+            .filter(|&d| graph.lane[d] == graph.lane[t] && is_launched(graph, d))
+            .map(|d| trace.name(graph.name[d]))
+            .filter(|name| matches!(*name, "merge" | "remote"))
+            .collect();
+        assert_eq!(launched_names.into_iter().collect::<Vec<_>>(), [executable]);
+        let ratio = graph.dur_ns[t] as f64 / graph.dur_ns[donor.index()] as f64;
+        assert!((0.5..=2.0).contains(&ratio), "duration ratio {ratio}");
     }
 }

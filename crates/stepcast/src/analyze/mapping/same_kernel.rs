@@ -13,6 +13,16 @@
 //! latest one in the phase they agree on; a task with none takes the most frequent mapping
 //! (phase, then op name and layer, by device time) of the same work anywhere in the window.
 //!
+//! Some devices name an execution only when its launching call is in the trace: MTIA records
+//! every run of an executable as `pe_exe`, and the profiler renames it after the executable
+//! (`merge`, `remote`...) from its launching call. A `pe_exe` with no launching call is taken as
+//! the one executable its stream runs in the window (a name seen only on launched work: the
+//! device's own names, `dma_request`, `event_record`..., also appear without a launch), when the
+//! stream runs one and the
+//! durations agree (within [`GENERIC_DURATION_RATIO`] of that executable's median): measured on
+//! the HTA MTIA trace, each stream and packet runs one executable, and its `pe_exe` before the
+//! window last as long as its named runs inside it.
+//!
 //! Only agreement maps: at least [`AGREEMENT`] of the occurrences' device time (the aligned
 //! ones, else all of the same work's launched occurrences) must be in one phase; otherwise the
 //! task stays unmapped with its cause, as does work that appears nowhere else. A launch-based
@@ -22,7 +32,7 @@
 //! Cost: one pass over the tasks when nothing lacks its launch; otherwise O(n) plus, per run,
 //! the aligned length times at most [`MAX_BOUNDARIES`] boundaries.
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use stepcast_trace::{NameId, Trace};
 
 use crate::graph::{Graph, NO_STEP, TaskId, TaskKind};
@@ -35,6 +45,14 @@ pub const AGREEMENT: f64 = 0.9;
 /// A run is aligned with at most this many step boundaries of its stream, the latest ones.
 const MAX_BOUNDARIES: usize = 32;
 
+/// A generically named execution is its stream's executable only if its duration is within this
+/// factor of that executable's median duration (either way).
+pub const GENERIC_DURATION_RATIO: f64 = 2.0;
+
+/// The name MTIA gives an execution whose launching call (which names the executable) is not in
+/// the trace.
+const GENERIC_EXECUTION: &str = "pe_exe";
+
 /// What makes two device tasks the same work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 struct Work {
@@ -44,7 +62,65 @@ struct Work {
     size_class: u32,
 }
 
-fn work(trace: &Trace, graph: &Graph, task: usize) -> Work {
+/// Each task's name as same work is compared: its own, or, for a generically named execution
+/// without a launching call, the executable its stream runs (see the module's notes).
+struct WorkNames(Vec<NameId>);
+
+impl WorkNames {
+    fn new(trace: &Trace, graph: &Graph, unlaunched: &[bool], donor_ok: &[bool]) -> WorkNames {
+        let mut names = graph.name.clone();
+        let Some(generic) = trace.names.lookup(GENERIC_EXECUTION) else {
+            return WorkNames(names);
+        };
+        let is_generic = |t: usize| {
+            unlaunched[t] && graph.kind[t] == TaskKind::Kernel && graph.name[t] == generic
+        };
+        if !(0..graph.task_count()).any(is_generic) {
+            return WorkNames(names);
+        }
+        // Names the device gives whether or not the launch is recorded (`dma_request`,
+        // `event_record`...): the ones seen on work without a launching call. An executable's
+        // name comes from its launching call, so it is never among them.
+        let device_given: FxHashSet<NameId> = (0..graph.task_count())
+            .filter(|&t| unlaunched[t])
+            .map(|t| graph.name[t])
+            .collect();
+        for lane in &graph.lanes {
+            let tasks = lane.first_task as usize..(lane.first_task + lane.task_count) as usize;
+            if !tasks.clone().any(is_generic) {
+                continue;
+            }
+            let mut executable = None;
+            let mut one_executable = true;
+            let mut durations = Vec::new();
+            for t in tasks.clone() {
+                if !donor_ok[t]
+                    || graph.kind[t] != TaskKind::Kernel
+                    || device_given.contains(&graph.name[t])
+                {
+                    continue;
+                }
+                one_executable &= executable.is_none_or(|name| name == graph.name[t]);
+                executable = Some(graph.name[t]);
+                durations.push(graph.dur_ns[t]);
+            }
+            let (Some(executable), true) = (executable, one_executable) else {
+                continue;
+            };
+            durations.sort_unstable();
+            let median = durations[durations.len() / 2].max(1) as f64;
+            for t in tasks.filter(|&t| is_generic(t)) {
+                let ratio = graph.dur_ns[t] as f64 / median;
+                if (1.0 / GENERIC_DURATION_RATIO..=GENERIC_DURATION_RATIO).contains(&ratio) {
+                    names[t] = executable;
+                }
+            }
+        }
+        WorkNames(names)
+    }
+}
+
+fn work(trace: &Trace, graph: &Graph, names: &WorkNames, task: usize) -> Work {
     let kind = graph.kind[task];
     let size_class = match kind {
         TaskKind::Memcpy | TaskKind::Memset => trace.events[graph.event[task].index()]
@@ -54,7 +130,7 @@ fn work(trace: &Trace, graph: &Graph, task: usize) -> Work {
     };
     Work {
         kind,
-        name: graph.name[task],
+        name: names.0[task],
         size_class,
     }
 }
@@ -73,6 +149,7 @@ pub(super) fn donors(trace: &Trace, graph: &Graph, mapping: &Mapping) -> Vec<(Ta
     let donor_ok: Vec<bool> = (0..n)
         .map(|t| graph.kind[t].on_device() && !unlaunched[t] && mapping.unmapped[t].is_none())
         .collect();
+    let names = WorkNames::new(trace, graph, &unlaunched, &donor_ok);
     let mut chosen = Vec::new();
     let mut unaligned = Vec::new();
     for lane in &graph.lanes {
@@ -95,6 +172,7 @@ pub(super) fn donors(trace: &Trace, graph: &Graph, mapping: &Mapping) -> Vec<(Ta
             let run = Run {
                 trace,
                 graph,
+                names: &names,
                 mapping,
                 donor_ok: &donor_ok,
                 range: run_start..t,
@@ -103,7 +181,9 @@ pub(super) fn donors(trace: &Trace, graph: &Graph, mapping: &Mapping) -> Vec<(Ta
             run.align(&boundaries, &mut chosen, &mut unaligned);
         }
     }
-    chosen.extend(most_frequent(trace, graph, mapping, &donor_ok, &unaligned));
+    chosen.extend(most_frequent(
+        trace, graph, &names, mapping, &donor_ok, &unaligned,
+    ));
     chosen.sort_unstable();
     chosen
 }
@@ -124,6 +204,7 @@ fn step_boundaries(graph: &Graph, donor_ok: &[bool], tasks: std::ops::Range<usiz
 struct Run<'a> {
     trace: &'a Trace,
     graph: &'a Graph,
+    names: &'a WorkNames,
     mapping: &'a Mapping,
     donor_ok: &'a [bool],
     range: std::ops::Range<usize>,
@@ -151,8 +232,8 @@ impl Run<'_> {
                         };
                         recorded >= self.lane_start
                             && self.donor_ok[recorded]
-                            && work(self.trace, graph, recorded)
-                                == work(self.trace, graph, self.range.end - 1 - back)
+                            && work(self.trace, graph, self.names, recorded)
+                                == work(self.trace, graph, self.names, self.range.end - 1 - back)
                     })
                     .count()
             })
@@ -209,6 +290,7 @@ fn agreed_phase(graph: &Graph, mapping: &Mapping, occurrences: &[usize]) -> Opti
 fn most_frequent(
     trace: &Trace,
     graph: &Graph,
+    names: &WorkNames,
     mapping: &Mapping,
     donor_ok: &[bool],
     unaligned: &[usize],
@@ -218,10 +300,10 @@ fn most_frequent(
     }
     let mut occurrences: FxHashMap<Work, Vec<usize>> = unaligned
         .iter()
-        .map(|&t| (work(trace, graph, t), Vec::new()))
+        .map(|&t| (work(trace, graph, names, t), Vec::new()))
         .collect();
     for t in (0..graph.task_count()).filter(|&t| donor_ok[t]) {
-        if let Some(list) = occurrences.get_mut(&work(trace, graph, t)) {
+        if let Some(list) = occurrences.get_mut(&work(trace, graph, names, t)) {
             list.push(t);
         }
     }
@@ -229,7 +311,7 @@ fn most_frequent(
     unaligned
         .iter()
         .filter_map(|&t| {
-            let key = work(trace, graph, t);
+            let key = work(trace, graph, names, t);
             let donor = *donor_of.entry(key).or_insert_with(|| {
                 let list = occurrences.get(&key)?;
                 let phase = agreed_phase(graph, mapping, list)?;
@@ -249,7 +331,7 @@ fn most_frequent_in(
     occurrences: &[usize],
     phase: Phase,
 ) -> Option<usize> {
-    let op_name = |t: usize| mapping.op[t].map(|e| trace.events[e.index()].name);
+    let op_name = |t: usize| mapping.op_name(trace, TaskId(t as u32));
     let mut groups: Vec<(Option<NameId>, Option<NameId>, usize)> = occurrences
         .iter()
         .filter(|&&t| mapping.phase[t] == phase)
