@@ -6,7 +6,7 @@ use super::super::edit::EditGraph;
 use super::super::{Context, WhatIfError};
 use super::activations::{ForwardUnit, MemoryEffect, choose, forward_units, memory_effect};
 use super::amp::compute_major;
-use crate::graph::{EdgeKind, TaskKind};
+use crate::graph::{EdgeKind, TaskId, TaskKind};
 
 /// Copies smaller than this do not show a link's bandwidth (their fixed cost dominates).
 const MIN_MEASURED_COPY_BYTES: u64 = 1 << 20;
@@ -88,7 +88,12 @@ pub fn offload(
     let to_host = copy_name(context, "DtoH", edit.name(first.tasks[0]));
     let to_device = copy_name(context, "HtoD", edit.name(first.tasks[0]));
     let cost = |bytes: i64| (bytes as f64 / bandwidth).round() as i64;
-    let mut copies = 0;
+    let graph = &context.window.graph;
+    // Every copy of every step, planned first and queued on the copy stream in the recorded
+    // order of what it follows: every edge below goes forward in recorded time, and so does the
+    // stream's order, so no cycle can form even when a step interleaves several forward and
+    // backward passes (a later pass's offloads queue after an earlier pass's prefetches).
+    let mut planned: Vec<PlannedCopy> = Vec::new();
     let mut start = 0;
     while start < chosen.len() {
         let step = chosen[start].step;
@@ -96,19 +101,21 @@ pub fn offload(
         let units = &chosen[start..end];
         for (i, unit) in units.iter().enumerate() {
             let last = *unit.tasks.last().unwrap_or(&unit.tasks[0]);
-            let copy = edit.append(lane, TaskKind::Memcpy, to_host, cost(unit.bytes), last)?;
-            edit.add_dependency(last, copy, EdgeKind::EventWait, 0)?;
-            // (Only forward in recorded time: a wait can never close a cycle.)
-            let graph = &context.window.graph;
-            if let Some(later) = units.get(i + 2).map(|u| u.tasks[0])
-                && graph.rec_start_ns[later.index()] >= graph.rec_end_ns[last.index()]
-            {
-                edit.add_dependency(copy, later, EdgeKind::EventWait, 0)?;
-            }
+            // (Only forward in recorded time.)
+            let released = units.get(i + 2).map(|u| u.tasks[0]).filter(|later| {
+                graph.rec_start_ns[later.index()] >= graph.rec_end_ns[last.index()]
+            });
+            planned.push(PlannedCopy {
+                at_ns: graph.rec_end_ns[last.index()],
+                to_host: true,
+                bytes: unit.bytes,
+                like: last,
+                after: Some(last),
+                before: released,
+            });
         }
         // Prefetches in the order the backward pass needs them (the recorded start of each
         // unit's backward), each starting when the previous one's backward begins.
-        let graph = &context.window.graph;
         let mut order: Vec<usize> = (0..units.len()).collect();
         let anchor = |i: usize| units[i].backward.unwrap_or(units[i].tasks[0]);
         order.sort_by_key(|&i| (graph.rec_start_ns[anchor(i).index()], anchor(i).0));
@@ -120,22 +127,46 @@ pub fn offload(
                 previous = current;
                 current = Some(backward);
             }
-            let copy = edit.append(
-                lane,
-                TaskKind::Memcpy,
-                to_device,
-                cost(units[i].bytes),
-                backward,
-            )?;
-            if let Some(previous) = previous {
-                edit.add_dependency(previous, copy, EdgeKind::EventWait, 0)?;
-            }
-            edit.add_dependency(copy, backward, EdgeKind::EventWait, 0)?;
+            let at = previous.unwrap_or(backward);
+            planned.push(PlannedCopy {
+                at_ns: graph.rec_start_ns[at.index()],
+                to_host: false,
+                bytes: units[i].bytes,
+                like: backward,
+                after: previous,
+                before: Some(backward),
+            });
         }
-        copies += 2 * units.len();
         start = end;
     }
+    // Stable: among copies at the same moment, the plan's order (offloads, then prefetches).
+    planned.sort_by_key(|c| c.at_ns);
+    for c in &planned {
+        let name = if c.to_host { to_host } else { to_device };
+        let copy = edit.append(lane, TaskKind::Memcpy, name, cost(c.bytes), c.like)?;
+        if let Some(after) = c.after {
+            edit.add_dependency(after, copy, EdgeKind::EventWait, 0)?;
+        }
+        if let Some(before) = c.before {
+            edit.add_dependency(copy, before, EdgeKind::EventWait, 0)?;
+        }
+    }
+    let copies = planned.len();
     Ok(copies)
+}
+
+/// One copy [`offload`] queues on its stream.
+struct PlannedCopy {
+    /// Recorded time of what it follows: its place in the stream's queue.
+    at_ns: i64,
+    to_host: bool,
+    bytes: i64,
+    /// The input task whose step, phase and layer it takes.
+    like: TaskId,
+    /// It waits for this task.
+    after: Option<TaskId>,
+    /// This task waits for it.
+    before: Option<TaskId>,
 }
 
 /// The memory [`offload`] saves: the offloaded units' activations, less the two largest (the
