@@ -251,7 +251,9 @@ fn push_ddp(out: &mut String, ddp: &crate::json::DdpJson) {
         ]);
     }
     let how = match ddp.configs.last() {
-        Some(c) if c.fsdp => "FSDP: per-unit all-gathers and reduce-scatters inserted",
+        Some(c) if c.fsdp => {
+            "FSDP: per-unit all-gathers and reduce-scatters inserted, optimizer kernels sharded"
+        }
         Some(c) if c.p3 => "P3: priority-ordered slices inserted",
         Some(c) if c.compression.is_some() => "DGC: compressed gradients gathered",
         _ if ddp.insertion.is_some() => "DDP buckets inserted from the gradients",

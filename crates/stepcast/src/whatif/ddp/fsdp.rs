@@ -10,8 +10,9 @@
 //! resolved through autograd by the mapping), else its place in proportion to its share of
 //! the parameters among the step's forward kernels. Its backward starts right after the
 //! previous unit's last gradient is ready (the first backward kernel for the first unit).
-//! The optimizer step is left as recorded (each rank would update only its shard: a
-//! conservative assumption).
+//! Each rank updates only its shard: the optimizer's kernels shrink with the world size
+//! ([`shard_optimizer`]); its host work stays as recorded (FSDP still steps every flat
+//! parameter).
 
 use std::collections::BTreeMap;
 
@@ -141,6 +142,41 @@ pub fn plan_units(
         }
     }
     out
+}
+
+/// The optimizer's kernels in `steps`, each with its cost when every rank updates only its
+/// shard: `1 / world` of its recorded time (an optimizer kernel is an element-wise pass over
+/// its parameters and their state, so its time follows their bytes), but never less than the
+/// trace's fastest optimizer kernel, a kernel's fixed cost on this GPU. Only kernels that
+/// change are listed; copies, memsets and collectives keep their cost.
+pub fn shard_optimizer(
+    window: &crate::Window,
+    mapping: &Mapping,
+    steps: &[u32],
+    world: u32,
+) -> Vec<(TaskId, i64)> {
+    let graph = &window.graph;
+    let optimizer: Vec<usize> = (0..graph.task_count())
+        .filter(|&t| graph.kind[t] == TaskKind::Kernel && mapping.phase[t] == Phase::Optimizer)
+        .collect();
+    let Some(floor_ns) = optimizer
+        .iter()
+        .map(|&t| graph.dur_ns[t])
+        .filter(|&d| d > 0)
+        .min()
+    else {
+        return Vec::new();
+    };
+    let world = i64::from(world.max(1));
+    optimizer
+        .into_iter()
+        .filter(|&t| steps.contains(&graph.step[t]))
+        .filter_map(|t| {
+            let recorded = graph.dur_ns[t];
+            let sharded = (recorded / world).max(floor_ns).min(recorded);
+            (sharded != recorded).then_some((TaskId(t as u32), sharded))
+        })
+        .collect()
 }
 
 /// Inserts the units' gathers and reduce-scatters on a new communication stream (see the

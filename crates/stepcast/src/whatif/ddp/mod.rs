@@ -181,6 +181,9 @@ pub struct InsertedPlan {
     /// The communication stream's order of `exchanges` (P3's priorities; else as listed).
     pub order: Vec<usize>,
     pub fsdp_units: Vec<fsdp::FsdpUnit>,
+    /// FSDP: the steady steps' optimizer kernels with their sharded cost
+    /// ([`fsdp::shard_optimizer`]).
+    pub sharded_optimizer: Vec<(TaskId, i64)>,
     /// Recorded collectives removed first.
     pub stripped: usize,
     /// Gradient bytes per ns of an element-wise pass (DGC's kernels), measured or assumed.
@@ -492,6 +495,15 @@ pub fn apply_named(
         }
         if !inserted.fsdp_units.is_empty() {
             let counts = fsdp::insert(edit, &inserted.fsdp_units, names)?;
+            let mut by_cost: BTreeMap<i64, Vec<TaskId>> = BTreeMap::new();
+            for &(task, ns) in &inserted.sharded_optimizer {
+                if edit.is_alive(task) && !edit.is_frozen(task) {
+                    by_cost.entry(ns).or_default().push(task);
+                }
+            }
+            for (ns, tasks) in by_cost {
+                edit.set_duration(&Selection::new(tasks), ns)?;
+            }
             return Ok(counts.all_gathers + counts.reduce_scatters);
         }
         let done = insert::insert(
@@ -638,6 +650,7 @@ fn plan_inserted(
             .elementwise
             .unwrap_or(ASSUMED_ELEMENTWISE_BYTES_PER_NS),
     };
+    let mut sharded_optimizer = Vec::new();
     let (exchanges, order, fsdp_units) = if config.fsdp {
         let units = fsdp::plan_units(
             context.window,
@@ -646,6 +659,12 @@ fn plan_inserted(
             &insertion.steady,
             cap,
             &network.topology,
+        );
+        sharded_optimizer = fsdp::shard_optimizer(
+            context.window,
+            context.mapping,
+            &insertion.steady,
+            network.topology.world_size(),
         );
         (Vec::new(), Vec::new(), units)
     } else {
@@ -697,6 +716,7 @@ fn plan_inserted(
             exchanges,
             order,
             fsdp_units,
+            sharded_optimizer,
             stripped: insertion.stripped,
             elementwise_bytes_per_ns: costs.elementwise_bytes_per_ns,
             elementwise_measured: insertion.elementwise.is_some(),
