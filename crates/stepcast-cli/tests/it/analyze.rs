@@ -142,6 +142,15 @@ fn work_launched_before_the_window_is_reported_in_the_step_it_ran_in() {
         let fraction = step["gpu_time_mapped_fraction"].as_f64().expect("fraction");
         let elsewhere = &step["mapped_by_same_kernel_elsewhere"];
         let elsewhere_step = elsewhere["tasks"].as_u64().expect("tasks");
+        // The fraction is of the step's device work: what is not mapped is the causes' sum.
+        let device_ns = step["device"]["ns"].as_i64().expect("device ns");
+        let unmapped_ns: i64 = causes
+            .iter()
+            .map(|cause| unmapped[cause]["ns"].as_i64().expect("ns"))
+            .sum();
+        assert!(device_ns > 0, "step {number}");
+        let expected = (device_ns - unmapped_ns) as f64 / device_ns as f64;
+        assert!((fraction - expected).abs() < 1e-12, "step {number}");
         if number == 1009 {
             assert_eq!(tasks("launched_before_window") + elsewhere_step, 614);
             assert!(elsewhere_step > 0);

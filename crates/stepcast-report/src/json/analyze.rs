@@ -144,6 +144,8 @@ pub struct StepAnalysisJson {
     pub error: Option<f64>,
     /// Share of the step's device time, in `[0, 1]`, whose task maps to an op and a phase.
     pub gpu_time_mapped_fraction: f64,
+    /// The step's device work that fraction is of.
+    pub device: TasksNsJson,
     /// The part of the mapped device time mapped by the weaker evidence of the same kernel
     /// elsewhere in the trace (work with no launching call in the trace).
     pub mapped_by_same_kernel_elsewhere: TasksNsJson,
@@ -642,6 +644,7 @@ pub fn analyze_json(
                 replayed_ns: replay.replayed_ns,
                 error: finite(replay.error()),
                 gpu_time_mapped_fraction: analysis.mapped[index].fraction(),
+                device: TasksNsJson::new(analysis.mapped[index].device),
                 mapped_by_same_kernel_elsewhere: TasksNsJson::new(
                     analysis.mapped[index].same_kernel_elsewhere,
                 ),

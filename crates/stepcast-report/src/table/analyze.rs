@@ -131,6 +131,15 @@ fn step_label(step: &StepAnalysisJson) -> String {
 }
 
 /// The step column's text: the number, `all` for a synthetic step; `*` marks the analyzed step.
+/// A step's mapped share, or `-` when it has no device work to map.
+fn mapped_percent(step: &StepAnalysisJson) -> String {
+    if step.device.tasks == 0 {
+        "-".to_string()
+    } else {
+        precise_percent(step.gpu_time_mapped_fraction)
+    }
+}
+
 fn step_cell(step: &StepAnalysisJson, analyzed: Option<&StepAnalysisJson>) -> String {
     let number = if step.synthetic {
         "all".to_string()
@@ -387,7 +396,7 @@ fn steps_table(
             ms(step.measured_ns),
             ms(step.replayed_ns),
             signed_percent(step.error),
-            precise_percent(step.gpu_time_mapped_fraction),
+            mapped_percent(step),
             ms(host_device.get("cpu_only_ns")),
             ms(host_device.get("gpu_only_ns")),
             ms(host_device.get("overlap_ns")),
@@ -1049,7 +1058,7 @@ fn unmapped_by_step(analyze: &AnalyzeJson, device: &str) -> String {
     for step in steps {
         let mut row = vec![
             step_label(step),
-            precise_percent(step.gpu_time_mapped_fraction),
+            mapped_percent(step),
         ];
         if any_elsewhere {
             row.push(ms(elsewhere(step)));
