@@ -130,7 +130,6 @@ fn step_label(step: &StepAnalysisJson) -> String {
     }
 }
 
-/// The step column's text: the number, `all` for a synthetic step; `*` marks the analyzed step.
 /// A step's mapped share, or `-` when it has no device work to map.
 fn mapped_percent(step: &StepAnalysisJson) -> String {
     if step.device.tasks == 0 {
@@ -140,6 +139,7 @@ fn mapped_percent(step: &StepAnalysisJson) -> String {
     }
 }
 
+/// The step column's text: the number, `all` for a synthetic step; `*` marks the analyzed step.
 fn step_cell(step: &StepAnalysisJson, analyzed: Option<&StepAnalysisJson>) -> String {
     let number = if step.synthetic {
         "all".to_string()
@@ -1056,10 +1056,7 @@ fn unmapped_by_step(analyze: &AnalyzeJson, device: &str) -> String {
     let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
     let mut table = new_table(&headers, 1);
     for step in steps {
-        let mut row = vec![
-            step_label(step),
-            mapped_percent(step),
-        ];
+        let mut row = vec![step_label(step), mapped_percent(step)];
         if any_elsewhere {
             row.push(ms(elsewhere(step)));
         }

@@ -172,14 +172,6 @@ impl Op {
             Op::Step(step) => trace.steps[step as usize].name,
         }
     }
-
-    /// The op's event, unless it is a step marker.
-    pub fn event(self) -> Option<EventId> {
-        match self {
-            Op::Event(event) => Some(event),
-            Op::Step(_) => None,
-        }
-    }
 }
 
 /// The mapping of every task of a window's graph (one row per task, as the graph's columns).

@@ -17,11 +17,10 @@
 //! every run of an executable as `pe_exe`, and the profiler renames it after the executable
 //! (`merge`, `remote`...) from its launching call. A `pe_exe` with no launching call is taken as
 //! the one executable its stream runs in the window (a name seen only on launched work: the
-//! device's own names, `dma_request`, `event_record`..., also appear without a launch), when the
-//! stream runs one and the
-//! durations agree (within [`GENERIC_DURATION_RATIO`] of that executable's median): measured on
-//! the HTA MTIA trace, each stream and packet runs one executable, and its `pe_exe` before the
-//! window last as long as its named runs inside it.
+//! device's own names, `dma_request`, `event_record`..., also appear without a launch), when
+//! the stream runs one and the durations agree (within [`GENERIC_DURATION_RATIO`] of that
+//! executable's median). Measured on the HTA MTIA trace: each stream and packet runs one
+//! executable, and its `pe_exe` runs before the window last as long as its named runs inside.
 //!
 //! Only agreement maps: at least [`AGREEMENT`] of the occurrences' device time (the aligned
 //! ones, else all of the same work's launched occurrences) must be in one phase; otherwise the

@@ -151,8 +151,7 @@ pub fn offload(
             edit.add_dependency(copy, before, EdgeKind::EventWait, 0)?;
         }
     }
-    let copies = planned.len();
-    Ok(copies)
+    Ok(planned.len())
 }
 
 /// One copy [`offload`] queues on its stream.
