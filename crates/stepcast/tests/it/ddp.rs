@@ -5,7 +5,7 @@ use stepcast::analyze::mapping::{Mapping, Phase, map};
 use stepcast::comm::{Collective, calibrate, recorded_collectives};
 use stepcast::graph::{NO_STEP, TaskKind};
 use stepcast::simulate::{RecordedOrder, SimOptions, simulate};
-use stepcast::whatif::ddp::gradients::{SizeSource, find_gradients};
+use stepcast::whatif::ddp::gradients::{GradientError, SizeSource, find_gradients};
 use stepcast::whatif::ddp::insert::{
     DEFAULT_BUCKET_BYTES, Dgc, INSERT_NAMES, InsertNames, ddp_buckets, insert,
 };
@@ -161,6 +161,75 @@ fn strip_and_reinsert_one_all_reduce_per_parameter() {
     let (predicted, measured) = strip_and_reinsert(&format!("{HTA}/{DF_INDEX}"), sizes, Some(1));
     let error = (predicted - measured) as f64 / measured as f64;
     assert!(error.abs() <= 0.05, "{predicted} vs {measured}: {error}");
+}
+
+/// A trace with DDP's all-reduces but no shapes: their recorded message sizes are the
+/// gradients, so `--reinsert` (and P3, FSDP, DGC) need no `--gradients` file; re-bucketed with
+/// DDP's rule they give the recorded buckets back. Without recorded sizes it still asks.
+#[test]
+fn recorded_all_reduce_sizes_stand_for_the_gradients() {
+    let (trace, window, mapping) = loaded(&format!("{HTA}/{NCCL}"));
+    assert_eq!(
+        find_gradients(&trace, &window, &mapping, None).err(),
+        Some(GradientError::NoSizes),
+        "no shapes of its own"
+    );
+    let context = Context {
+        trace: &trace,
+        window: &window,
+        mapping: &mapping,
+    };
+    let baseline = predict(&window, &window.graph).expect("baseline");
+    let config = DdpConfig {
+        gpus: 2,
+        gpus_per_node: 2,
+        reinsert: true,
+        ..DdpConfig::default()
+    };
+    let inputs = DdpInputs {
+        gradient_file: None,
+        names: Some(names(&trace)),
+    };
+    let result = sweep_with(&context, &baseline, &[config], &inputs).expect("sweep");
+    let inserted = result.plans[0].inserted.as_ref().expect("insertion model");
+    assert_eq!(inserted.gradients.source, SizeSource::RecordedBuckets);
+    let recorded = recorded_collectives(&trace, &window, &mapping);
+    let last_step = recorded
+        .iter()
+        .map(|r| r.step)
+        .filter(|&s| s != NO_STEP)
+        .max();
+    let recorded_buckets: Vec<i64> = recorded
+        .iter()
+        .filter(|r| Some(r.step) == last_step && r.collective == Collective::AllReduce)
+        .filter_map(|r| r.bytes)
+        .collect();
+    assert_eq!(recorded_buckets.len(), 5);
+    let step = inserted.exchanges.iter().map(|x| x.step).max();
+    let planned: Vec<i64> = inserted
+        .exchanges
+        .iter()
+        .filter(|x| Some(x.step) == step)
+        .map(|x| x.bytes)
+        .collect();
+    assert_eq!(planned, recorded_buckets);
+    let measured = measured_step_ns(&window).expect("measured");
+    let error = (result.points[0].predicted_ns - measured) as f64 / measured as f64;
+    assert!(error.abs() <= 0.05, "{error}");
+
+    // df_index_resolver's all-reduces record no sizes: inferring them from transfer times
+    // would plan on waits, so the command asks for the sizes.
+    let (trace, window, mapping) = loaded(&format!("{HTA}/{DF_INDEX}"));
+    let context = Context {
+        trace: &trace,
+        window: &window,
+        mapping: &mapping,
+    };
+    let baseline = predict(&window, &window.graph).expect("baseline");
+    let error = sweep_with(&context, &baseline, &[config], &inputs)
+        .err()
+        .expect("no sizes");
+    assert!(error.to_string().contains("--gradients"), "{error}");
 }
 
 fn one_gpu_context() -> (Trace, Window, Mapping) {

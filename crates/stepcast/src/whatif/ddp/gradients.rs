@@ -36,6 +36,9 @@ pub enum SizeSource {
     OptimizerShapes,
     /// A user-supplied file.
     File,
+    /// The trace's own recorded all-reduces (a trace with collectives but no shapes): one
+    /// gradient per all-reduce of the last step, of its recorded message size.
+    RecordedBuckets,
 }
 
 impl SizeSource {
@@ -44,6 +47,7 @@ impl SizeSource {
             SizeSource::RecordedShapes => "recorded_shapes",
             SizeSource::OptimizerShapes => "optimizer_shapes",
             SizeSource::File => "file",
+            SizeSource::RecordedBuckets => "recorded_buckets",
         }
     }
 }
@@ -80,8 +84,8 @@ pub struct Gradients {
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum GradientError {
     #[error(
-        "no gradient sizes: the trace records no shapes (profile with record_shapes=True) and \
-         no optimizer op shapes; give them with --gradients FILE"
+        "no gradient sizes: the trace records no shapes (profile with record_shapes=True), no \
+         optimizer op shapes and no all-reduce message sizes; give them with --gradients FILE"
     )]
     NoSizes,
     #[error("no backward pass found in the steps: nothing produces gradients")]

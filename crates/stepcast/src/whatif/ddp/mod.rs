@@ -584,16 +584,24 @@ impl Insertion {
     fn new(
         context: &Context<'_>,
         recorded: &[RecordedCollective],
+        calibration: &Calibration,
         inputs: &DdpInputs,
         p3: bool,
     ) -> Result<Insertion, DdpError> {
         let window = context.window;
-        let gradients = find_gradients(
-            context.trace,
-            window,
-            context.mapping,
-            inputs.gradient_file.as_deref(),
-        )?;
+        let find =
+            |file: Option<&[i64]>| find_gradients(context.trace, window, context.mapping, file);
+        let gradients = match find(inputs.gradient_file.as_deref()) {
+            // No shapes, but the job's own all-reduces: their sizes are the gradients'.
+            Err(gradients::GradientError::NoSizes) => {
+                let sizes = recorded_bucket_sizes(recorded, calibration)
+                    .ok_or(gradients::GradientError::NoSizes)?;
+                let mut gradients = find(Some(&sizes))?;
+                gradients.source = SizeSource::RecordedBuckets;
+                gradients
+            }
+            found => found?,
+        };
         let first = if window.steps.len() >= 3 { 1 } else { 0 };
         let steady: Vec<u32> = (first..window.steps.len() as u32).collect();
         let graph = &window.graph;
@@ -629,6 +637,38 @@ impl Insertion {
             ready_end_ns,
         })
     }
+}
+
+/// The bytes of the last step's recorded all-reduces, in parameter order (the reverse of issue
+/// order, as a `--gradients` file): what DDP sent is what backward produced. `None` without
+/// recorded all-reduces, or when any lacks its recorded size: sizes inferred from transfer
+/// times include the wait for peers (13.2 GB per step on `df_index_resolver`, whose model
+/// holds far less), too loose to plan new exchanges on.
+fn recorded_bucket_sizes(
+    recorded: &[RecordedCollective],
+    calibration: &Calibration,
+) -> Option<Vec<i64>> {
+    let plan = plan(recorded, calibration, &DdpConfig::default()).ok()?;
+    let last = recorded
+        .iter()
+        .filter(|r| r.collective == Collective::AllReduce && r.step != NO_STEP)
+        .map(|r| r.step)
+        .max()?;
+    let buckets: Vec<&Bucket> = plan
+        .buckets
+        .iter()
+        .filter(|b| b.recorded.step == last && b.recorded.collective == Collective::AllReduce)
+        .collect();
+    if buckets.iter().any(|b| b.bytes_inferred) {
+        return None;
+    }
+    Some(
+        buckets
+            .iter()
+            .rev()
+            .map(|b| b.bytes.round() as i64)
+            .collect(),
+    )
 }
 
 /// An element-wise pass's throughput when the trace has no optimizer kernels to measure it
@@ -769,7 +809,13 @@ pub fn sweep_with(
     let needs_insertion = recorded.is_empty() || configs.iter().any(DdpConfig::inserts);
     let insertion = if needs_insertion {
         let p3 = configs.iter().any(|c| c.p3);
-        Some(Insertion::new(context, &recorded, inputs, p3)?)
+        Some(Insertion::new(
+            context,
+            &recorded,
+            &calibration,
+            inputs,
+            p3,
+        )?)
     } else {
         None
     };
