@@ -226,9 +226,9 @@ fn recorded_all_reduce_sizes_stand_for_the_gradients() {
         mapping: &mapping,
     };
     let baseline = predict(&window, &window.graph).expect("baseline");
-    let error = sweep_with(&context, &baseline, &[config], &inputs)
-        .err()
-        .expect("no sizes");
+    let Err(error) = sweep_with(&context, &baseline, &[config], &inputs) else {
+        panic!("df_index_resolver records no sizes");
+    };
     assert!(error.to_string().contains("--gradients"), "{error}");
 }
 
