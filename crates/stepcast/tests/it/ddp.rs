@@ -37,6 +37,21 @@ fn names(trace: &Trace) -> InsertNames {
     InsertNames::resolve(trace, stepcast_trace::NameId(0))
 }
 
+/// The recorded message bytes of the all-reduces of the trace's last step, in issue order.
+fn last_step_all_reduce_bytes(trace: &Trace, window: &Window, mapping: &Mapping) -> Vec<i64> {
+    let recorded = recorded_collectives(trace, window, mapping);
+    let last_step = recorded
+        .iter()
+        .map(|r| r.step)
+        .filter(|&s| s != NO_STEP)
+        .max();
+    recorded
+        .iter()
+        .filter(|r| Some(r.step) == last_step && r.collective == Collective::AllReduce)
+        .filter_map(|r| r.bytes)
+        .collect()
+}
+
 /// ResNet-50's gradient bytes in parameter order, from the one-GPU trace's shapes.
 fn resnet50_parameters() -> Vec<i64> {
     let (trace, window, mapping) = loaded(RESNET50);
@@ -62,17 +77,7 @@ fn recorded_shapes_give_the_buckets_a_ddp_run_of_the_same_model_recorded() {
     }
     // An independent recording: the all-reduce sizes of a 2-rank DDP ResNet-50 job.
     let (nccl, nccl_window, nccl_mapping) = loaded(&format!("{HTA}/{NCCL}"));
-    let recorded = recorded_collectives(&nccl, &nccl_window, &nccl_mapping);
-    let last_step = recorded
-        .iter()
-        .map(|r| r.step)
-        .filter(|&s| s != NO_STEP)
-        .max();
-    let recorded_buckets: Vec<i64> = recorded
-        .iter()
-        .filter(|r| Some(r.step) == last_step && r.collective == Collective::AllReduce)
-        .filter_map(|r| r.bytes)
-        .collect();
+    let recorded_buckets = last_step_all_reduce_bytes(&nccl, &nccl_window, &nccl_mapping);
     let step = gradients.steps.values().last().expect("a step");
     let ours: Vec<i64> = ddp_buckets(step, DEFAULT_BUCKET_BYTES)
         .into_iter()
@@ -193,17 +198,7 @@ fn recorded_all_reduce_sizes_stand_for_the_gradients() {
     let result = sweep_with(&context, &baseline, &[config], &inputs).expect("sweep");
     let inserted = result.plans[0].inserted.as_ref().expect("insertion model");
     assert_eq!(inserted.gradients.source, SizeSource::RecordedBuckets);
-    let recorded = recorded_collectives(&trace, &window, &mapping);
-    let last_step = recorded
-        .iter()
-        .map(|r| r.step)
-        .filter(|&s| s != NO_STEP)
-        .max();
-    let recorded_buckets: Vec<i64> = recorded
-        .iter()
-        .filter(|r| Some(r.step) == last_step && r.collective == Collective::AllReduce)
-        .filter_map(|r| r.bytes)
-        .collect();
+    let recorded_buckets = last_step_all_reduce_bytes(&trace, &window, &mapping);
     assert_eq!(recorded_buckets.len(), 5);
     let step = inserted.exchanges.iter().map(|x| x.step).max();
     let planned: Vec<i64> = inserted
