@@ -86,8 +86,28 @@ fn recorded_shapes_give_the_buckets_a_ddp_run_of_the_same_model_recorded() {
     assert_eq!(ours, recorded_buckets);
 }
 
-/// Predicted vs measured step after removing the recorded collectives and inserting DDP's.
-fn strip_and_reinsert(relative: &str, file: Vec<i64>, bucket_bytes: Option<i64>) -> (i64, i64) {
+/// What [`strip_and_reinsert`] predicted, against the measured step.
+struct Reinserted {
+    predicted: i64,
+    measured: i64,
+    source: SizeSource,
+    /// The bytes of the last steady step's inserted all-reduces, in issue order.
+    last_step_buckets: Vec<i64>,
+}
+
+impl Reinserted {
+    fn error(&self) -> f64 {
+        (self.predicted - self.measured) as f64 / self.measured as f64
+    }
+}
+
+/// The step after removing the recorded collectives and inserting DDP's, 2 GPUs, gradient
+/// sizes from `file` (else from the trace).
+fn strip_and_reinsert(
+    relative: &str,
+    file: Option<Vec<i64>>,
+    bucket_bytes: Option<i64>,
+) -> Reinserted {
     let (trace, window, mapping) = loaded(relative);
     let context = Context {
         trace: &trace,
@@ -103,7 +123,7 @@ fn strip_and_reinsert(relative: &str, file: Vec<i64>, bucket_bytes: Option<i64>)
         ..DdpConfig::default()
     };
     let inputs = DdpInputs {
-        gradient_file: Some(file),
+        gradient_file: file,
         names: Some(names(&trace)),
     };
     let result = sweep_with(&context, &baseline, &[config], &inputs).expect("sweep");
@@ -124,18 +144,26 @@ fn strip_and_reinsert(relative: &str, file: Vec<i64>, bucket_bytes: Option<i64>)
         .map(|t| graph.dur_ns[t])
         .sum();
     assert_eq!(recorded_cost, 0);
-    (
-        result.points[0].predicted_ns,
-        measured_step_ns(&window).expect("measured"),
-    )
+    let last = inserted.exchanges.iter().map(|x| x.step).max();
+    Reinserted {
+        predicted: result.points[0].predicted_ns,
+        measured: measured_step_ns(&window).expect("measured"),
+        source: inserted.gradients.source,
+        last_step_buckets: inserted
+            .exchanges
+            .iter()
+            .filter(|x| Some(x.step) == last)
+            .map(|x| x.bytes)
+            .collect(),
+    }
 }
 
 #[test]
 fn strip_and_reinsert_resnet50_ddp_from_another_traces_shapes() {
-    let (predicted, measured) =
-        strip_and_reinsert(&format!("{HTA}/{NCCL}"), resnet50_parameters(), None);
-    let error = (predicted - measured) as f64 / measured as f64;
-    assert!(error.abs() <= 0.05, "{predicted} vs {measured}: {error}");
+    let reinserted =
+        strip_and_reinsert(&format!("{HTA}/{NCCL}"), Some(resnet50_parameters()), None);
+    assert_eq!(reinserted.source, SizeSource::File);
+    assert!(reinserted.error().abs() <= 0.05, "{}", reinserted.error());
 }
 
 #[test]
@@ -163,9 +191,8 @@ fn strip_and_reinsert_one_all_reduce_per_parameter() {
         .map(|b| b.bytes.round() as i64)
         .collect();
     sizes.reverse();
-    let (predicted, measured) = strip_and_reinsert(&format!("{HTA}/{DF_INDEX}"), sizes, Some(1));
-    let error = (predicted - measured) as f64 / measured as f64;
-    assert!(error.abs() <= 0.05, "{predicted} vs {measured}: {error}");
+    let reinserted = strip_and_reinsert(&format!("{HTA}/{DF_INDEX}"), Some(sizes), Some(1));
+    assert!(reinserted.error().abs() <= 0.05, "{}", reinserted.error());
 }
 
 /// A trace with DDP's all-reduces but no shapes: their recorded message sizes are the
@@ -179,38 +206,12 @@ fn recorded_all_reduce_sizes_stand_for_the_gradients() {
         Some(GradientError::NoSizes),
         "no shapes of its own"
     );
-    let context = Context {
-        trace: &trace,
-        window: &window,
-        mapping: &mapping,
-    };
-    let baseline = predict(&window, &window.graph).expect("baseline");
-    let config = DdpConfig {
-        gpus: 2,
-        gpus_per_node: 2,
-        reinsert: true,
-        ..DdpConfig::default()
-    };
-    let inputs = DdpInputs {
-        gradient_file: None,
-        names: Some(names(&trace)),
-    };
-    let result = sweep_with(&context, &baseline, &[config], &inputs).expect("sweep");
-    let inserted = result.plans[0].inserted.as_ref().expect("insertion model");
-    assert_eq!(inserted.gradients.source, SizeSource::RecordedBuckets);
+    let reinserted = strip_and_reinsert(&format!("{HTA}/{NCCL}"), None, None);
+    assert_eq!(reinserted.source, SizeSource::RecordedBuckets);
     let recorded_buckets = last_step_all_reduce_bytes(&trace, &window, &mapping);
     assert_eq!(recorded_buckets.len(), 5);
-    let step = inserted.exchanges.iter().map(|x| x.step).max();
-    let planned: Vec<i64> = inserted
-        .exchanges
-        .iter()
-        .filter(|x| Some(x.step) == step)
-        .map(|x| x.bytes)
-        .collect();
-    assert_eq!(planned, recorded_buckets);
-    let measured = measured_step_ns(&window).expect("measured");
-    let error = (result.points[0].predicted_ns - measured) as f64 / measured as f64;
-    assert!(error.abs() <= 0.05, "{error}");
+    assert_eq!(reinserted.last_step_buckets, recorded_buckets);
+    assert!(reinserted.error().abs() <= 0.05, "{}", reinserted.error());
 
     // df_index_resolver's all-reduces record no sizes: inferring them from transfer times
     // would plan on waits, so the command asks for the sizes.
@@ -221,6 +222,14 @@ fn recorded_all_reduce_sizes_stand_for_the_gradients() {
         mapping: &mapping,
     };
     let baseline = predict(&window, &window.graph).expect("baseline");
+    let config = DdpConfig {
+        reinsert: true,
+        ..DdpConfig::default()
+    };
+    let inputs = DdpInputs {
+        gradient_file: None,
+        names: Some(names(&trace)),
+    };
     let Err(error) = sweep_with(&context, &baseline, &[config], &inputs) else {
         panic!("df_index_resolver records no sizes");
     };
