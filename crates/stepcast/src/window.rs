@@ -28,6 +28,12 @@ pub struct BuildReport {
     /// on an idle stream.
     pub launch_latency_ns: i64,
     pub launch_latency_samples: u64,
+    /// Calibrated from this trace: median delay from a launch call's return to its work
+    /// starting on an idle stream (a call that launches one task queues it as it returns).
+    pub launch_after_return_ns: i64,
+    /// Calibrated from this trace: median delay from the end of the work a stream waits on
+    /// (an event) to the start of the waiting stream's next work, where the wait held it.
+    pub event_wait_latency_ns: i64,
     /// Calibrated from this trace: median idle time between consecutive tasks of a backlogged
     /// stream (retire and dispatch), applied as the gap after every device task.
     pub dispatch_gap_ns: i64,

@@ -80,10 +80,9 @@ pub enum EdgeKind {
     /// A blocking host call returned right when a device task ended, with no recorded cause:
     /// inferred from timing alone.
     InferredHostSync,
-    /// A collective's peers arrive a fixed time after its step begins: the one-rank input of a
-    /// collective, tied to the begin of the step's first host task. Peers start their steps
-    /// about when this rank does, so the input moves with the step instead of staying pinned
-    /// to the recorded clock.
+    /// A peer's instance of the same collective (another rank's task, in a job replayed as
+    /// one graph): the transfer completes once every peer has begun it. A one-rank graph has
+    /// none: its peers are the declared input [`Graph::peer_wait_ns`].
     PeerArrival,
     /// The autograd engine thread starts a backward pass after the last work of the thread
     /// that called `backward()`, which resumes after the pass's last work (`build/handoff.rs`).
@@ -179,10 +178,12 @@ pub struct Graph {
     /// Boundary condition: the task cannot start before this time ([`NO_TIME`] if none). Set on
     /// the first task of each host thread and on device work launched before the window opened.
     pub not_before_ns: Vec<i64>,
-    /// External input: a collective cannot complete its transfer before its peers arrived
-    /// (absolute time, [`NO_TIME`] if none). In a one-rank trace the peers are not visible.
-    /// Used only for collectives outside any step; the others get a `PeerArrival` edge.
-    pub peer_ready_ns: Vec<i64>,
+    /// Declared input of a collective (0 for every other task): how long after it was ready on
+    /// this rank its last peer arrived, as recorded (the recorded kernel time less its
+    /// transfer cost). Relative to this rank's own readiness, never to a clock: peers keep
+    /// their lateness and otherwise run the same program (dPRO's symmetry), so a faster step
+    /// is not held to a recorded time. Zeroed for a job without stragglers.
+    pub peer_wait_ns: Vec<i64>,
     /// Incoming edges by target: `pred_offsets[t]..pred_offsets[t + 1]` index the columns below.
     pub pred_offsets: Vec<u32>,
     pub pred: Vec<TaskId>,

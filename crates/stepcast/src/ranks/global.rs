@@ -61,7 +61,7 @@ pub struct GlobalGraph {
     pub steps: Vec<Step>,
     pub ranks: Vec<RankPart>,
     pub collectives: Vec<GlobalCollective>,
-    /// One-rank `PeerArrival` inputs replaced by the real peers.
+    /// Collective instances whose one-rank input (`Graph::peer_wait_ns`) the real peers replace.
     pub replaced_peer_arrivals: u64,
     /// Edges from an instance's begin to a peer instance's completion.
     pub peer_edges: u64,
@@ -150,12 +150,11 @@ pub fn global_graph(
                 g.step[t] + part.first_step
             });
             out.not_before_ns.push(shift(g.not_before_ns[t], by));
-            out.peer_ready_ns.push(shift(g.peer_ready_ns[t], by));
+            out.peer_wait_ns.push(g.peer_wait_ns[t]);
+            if matched[r][t] {
+                global.replaced_peer_arrivals += 1;
+            }
             for e in g.preds(TaskId(t as u32)) {
-                if g.pred_kind[e] == EdgeKind::PeerArrival && matched[r][t] {
-                    global.replaced_peer_arrivals += 1;
-                    continue;
-                }
                 edges.push((
                     TaskId(t as u32 + part.first_task),
                     g.pred_kind[e],
@@ -206,7 +205,7 @@ pub fn global_graph(
         for (i, &t) in tasks.iter().enumerate() {
             out.dur_ns[t.index()] = transfer_ns[i];
             out.dur_without_inferred_ns[t.index()] = transfer_ns[i];
-            out.peer_ready_ns[t.index()] = NO_TIME;
+            out.peer_wait_ns[t.index()] = 0;
             for &peer in &tasks {
                 if peer != t {
                     edges.push((t, EdgeKind::PeerArrival, peer, 0));

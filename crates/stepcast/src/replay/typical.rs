@@ -51,11 +51,6 @@ fn median(values: &mut [i64]) -> i64 {
 /// A step's structure: per task, its lane and name, in graph order.
 type Signature = Vec<(u32, u32)>;
 
-/// When a collective's peers arrived, as recorded: its end minus its own transfer cost.
-fn peer_ready(g: &Graph, t: TaskId) -> i64 {
-    g.rec_end_ns[t.index()] - g.dur_ns[t.index()]
-}
-
 /// Mean without the smallest and the largest value (when there are at least three).
 fn trimmed_mean(values: &mut [i64]) -> i64 {
     values.sort_unstable();
@@ -144,7 +139,7 @@ pub fn typical_step(window: &Window) -> Result<Option<TypicalStep>, SimError> {
     let m = template_tasks.len();
     let mut dur = vec![0i64; m];
     let mut gap = vec![0i64; m];
-    let mut peer_offset = vec![NO_TIME; m];
+    let mut peer_wait = vec![0i64; m];
     let mut scratch = Vec::with_capacity(members.len());
     for p in 0..m {
         // A trimmed mean: robust to one outlier step (a garbage collection, a checkpoint), yet
@@ -158,10 +153,7 @@ pub fn typical_step(window: &Window) -> Result<Option<TypicalStep>, SimError> {
         dur[p] = column(&|_, t| g.dur_ns[t.index()], &mut scratch);
         gap[p] = column(&|_, t| g.gap_ns[t.index()], &mut scratch);
         if g.kind[template_tasks[p].index()] == TaskKind::Collective {
-            peer_offset[p] = column(
-                &|s, t| peer_ready(g, t) - window.steps[s].start_ns,
-                &mut scratch,
-            );
+            peer_wait[p] = column(&|_, t| g.peer_wait_ns[t.index()], &mut scratch);
         }
     }
 
@@ -205,7 +197,7 @@ pub fn typical_step(window: &Window) -> Result<Option<TypicalStep>, SimError> {
                 let boundary = copy == 0 && k == 0;
                 out.not_before_ns
                     .push(if boundary { g.rec_start_ns[t] } else { NO_TIME });
-                out.peer_ready_ns.push(NO_TIME);
+                out.peer_wait_ns.push(peer_wait[p]);
             }
         }
         let task_count = out.task_count() as u32 - first_task;
@@ -224,9 +216,6 @@ pub fn typical_step(window: &Window) -> Result<Option<TypicalStep>, SimError> {
         for e in g.preds(t) {
             let from = g.pred[e];
             let (kind, lag) = (g.pred_kind[e], g.pred_lag_ns[e]);
-            if kind == EdgeKind::PeerArrival {
-                continue; // re-tied to each copy's anchor below
-            }
             for copy in 0..COPIES {
                 let source = if let Some(&q) = position.get(&from) {
                     Some(new_id[copy][q])
@@ -240,15 +229,6 @@ pub fn typical_step(window: &Window) -> Result<Option<TypicalStep>, SimError> {
                 if let Some(source) = source {
                     edges.push((source, new_id[copy][p], kind, lag));
                 }
-            }
-        }
-        // Peers arrive at a fixed offset after the step begins: an input tied to the anchor.
-        if let (Some(a), true) = (anchor, peer_offset[p] != NO_TIME) {
-            let anchor_task = template_tasks[a].index();
-            let anchor_offset = g.rec_start_ns[anchor_task] - step.start_ns;
-            let lag = peer_offset[p] - anchor_offset;
-            for ids in &new_id {
-                edges.push((ids[a], ids[p], EdgeKind::PeerArrival, lag));
             }
         }
     }

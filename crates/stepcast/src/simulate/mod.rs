@@ -224,6 +224,10 @@ pub fn simulate(
             timeline.binding[t] = binding;
         } else {
             let mut exec = timeline.begin_ns[t];
+            if graph.peer_wait_ns[t] > 0 {
+                exec = exec.saturating_add(graph.peer_wait_ns[t]);
+                timeline.completion[t] = Some(Binding::PeerWait);
+            }
             for e in graph.preds(task) {
                 if !keep(e) || !graph.pred_kind[e].gates_completion() {
                     continue;
@@ -233,10 +237,6 @@ pub fn simulate(
                     exec = ready;
                     timeline.completion[t] = Some(Binding::Edge(graph.pred[e], graph.pred_kind[e]));
                 }
-            }
-            if graph.peer_ready_ns[t] > exec {
-                exec = graph.peer_ready_ns[t];
-                timeline.completion[t] = Some(Binding::PeerWait);
             }
             let dur = if options.without_inferred {
                 graph.dur_without_inferred_ns[t]

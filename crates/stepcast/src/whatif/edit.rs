@@ -61,7 +61,7 @@ struct Row {
     rec_end_ns: i64,
     step: u32,
     not_before_ns: i64,
-    peer_ready_ns: i64,
+    peer_wait_ns: i64,
     /// The input task this row is or comes from: itself for the input's tasks; for an
     /// inserted task, the origin of the task it was inserted after (its phase and layer).
     origin: u32,
@@ -205,7 +205,7 @@ impl EditGraph {
                 rec_end_ns: graph.rec_end_ns[t],
                 step: graph.step[t],
                 not_before_ns: graph.not_before_ns[t],
-                peer_ready_ns: graph.peer_ready_ns[t],
+                peer_wait_ns: graph.peer_wait_ns[t],
                 origin: t as u32,
             })
             .collect();
@@ -744,7 +744,7 @@ impl EditGraph {
                 dur_without_inferred_ns: spec.dur_ns,
                 gap_ns: self.dispatch_gap_ns,
                 not_before_ns: NO_TIME,
-                peer_ready_ns: NO_TIME,
+                peer_wait_ns: 0,
                 rec_start_ns: after.rec_end_ns,
                 ..after
             },
@@ -771,7 +771,7 @@ impl EditGraph {
                     dur_without_inferred_ns: launch.dur_ns,
                     gap_ns: 0,
                     not_before_ns: NO_TIME,
-                    peer_ready_ns: NO_TIME,
+                    peer_wait_ns: 0,
                     rec_start_ns: host.rec_end_ns,
                     rec_end_ns: host.rec_end_ns,
                     ..host
@@ -839,7 +839,7 @@ impl EditGraph {
             dur_without_inferred_ns: dur_ns,
             gap_ns: self.dispatch_gap_ns,
             not_before_ns: NO_TIME,
-            peer_ready_ns: NO_TIME,
+            peer_wait_ns: 0,
             rec_start_ns: base.rec_end_ns,
             rec_end_ns: base.rec_end_ns,
             ..base
@@ -1045,7 +1045,7 @@ impl EditGraph {
                 graph.rec_end_ns.push(row.rec_end_ns);
                 graph.step.push(row.step);
                 graph.not_before_ns.push(row.not_before_ns);
-                graph.peer_ready_ns.push(row.peer_ready_ns);
+                graph.peer_wait_ns.push(row.peer_wait_ns);
             }
             let lane = &self.lanes[lane_index];
             graph.lanes.push(GraphLane {
