@@ -163,7 +163,28 @@ pub struct WhatIfArgs {
     #[arg(long, conflicts_with = "scenario")]
     pub fsdp: bool,
     #[command(flatten)]
+    pub peers: PeersArgs,
+    #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// What a collective's peers (not in the trace) do in a prediction.
+#[derive(Debug, ClapArgs)]
+pub struct PeersArgs {
+    /// skew (default): peers keep their recorded lateness relative to this rank and otherwise
+    /// run the same transformed program; balanced: no straggler. The figures say which was
+    /// used and what the other gives.
+    #[arg(long, value_name = "skew|balanced", default_value = "skew", value_parser = ["skew", "balanced"])]
+    pub peers: String,
+}
+
+impl PeersArgs {
+    pub fn peers(&self) -> stepcast::whatif::Peers {
+        match self.peers.as_str() {
+            "balanced" => stepcast::whatif::Peers::Balanced,
+            _ => stepcast::whatif::Peers::Skew,
+        }
+    }
 }
 
 #[derive(Debug, ClapArgs)]
@@ -171,6 +192,8 @@ pub struct AdviseArgs {
     /// A PyTorch profiler (Kineto) trace: .json or .json.gz.
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
+    #[command(flatten)]
+    pub peers: PeersArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }

@@ -10,7 +10,11 @@ use crate::args::AdviseArgs;
 /// Runs `advise` and returns its output (text, or JSON with `--json`).
 pub fn run(args: &AdviseArgs) -> anyhow::Result<String> {
     let mapped = super::Mapped::load(&args.trace)?;
-    let (trace, window, context) = (&mapped.trace, &mapped.window, mapped.context());
+    let (trace, window, context) = (
+        &mapped.trace,
+        &mapped.window,
+        mapped.context(args.peers.peers()),
+    );
     let advice =
         advise(&context).with_context(|| format!("cannot advise on {}", args.trace.display()))?;
     let mut document = json::advise_json(trace, window, &advice);

@@ -41,11 +41,10 @@ impl Mapped {
         })
     }
 
-    fn context(&self) -> stepcast::whatif::Context<'_> {
+    fn context(&self, peers: stepcast::whatif::Peers) -> stepcast::whatif::Context<'_> {
         stepcast::whatif::Context {
-            trace: &self.trace,
-            window: &self.window,
-            mapping: &self.mapping,
+            peers,
+            ..stepcast::whatif::Context::new(&self.trace, &self.window, &self.mapping)
         }
     }
 }

@@ -40,7 +40,11 @@ pub fn run(args: &WhatIfArgs) -> anyhow::Result<String> {
         (None, None) => unreachable!("clap requires MODEL or --scenario"),
     };
     let mapped = super::Mapped::load(&args.trace)?;
-    let (trace, window, context) = (&mapped.trace, &mapped.window, mapped.context());
+    let (trace, window, context) = (
+        &mapped.trace,
+        &mapped.window,
+        mapped.context(args.peers.peers()),
+    );
     let cannot = || format!("cannot predict {}", args.trace.display());
     let (name, models, outcome) = match &transform {
         Transform::Model(model) => {

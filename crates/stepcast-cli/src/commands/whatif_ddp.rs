@@ -156,7 +156,11 @@ pub fn run(args: &WhatIfArgs) -> anyhow::Result<String> {
     for name in INSERT_NAMES {
         mapped.trace.names.intern(name);
     }
-    let (trace, window, context) = (&mapped.trace, &mapped.window, mapped.context());
+    let (trace, window, context) = (
+        &mapped.trace,
+        &mapped.window,
+        mapped.context(args.peers.peers()),
+    );
     let cannot = || format!("cannot predict {}", args.trace.display());
     let baseline = predict(window, &window.graph).with_context(cannot)?;
     let fallback = window

@@ -35,7 +35,9 @@ fn replay_json_has_the_documented_fields() {
     let expected = replayed as f64 / measured as f64 - 1.0;
     assert!((error - expected).abs() < 1e-12);
     assert!(error.abs() < 0.5, "self-replay error {error}");
-    let fidelity = step["event_fidelity"].as_f64().expect("event_fidelity");
+    let fidelity = step["added_deviation_fidelity"]
+        .as_f64()
+        .expect("added_deviation_fidelity");
     assert!((0.0..=1.0).contains(&fidelity));
     let edges = step["edges_by_kind"].as_object().expect("edges_by_kind");
     for kind in [
@@ -60,7 +62,10 @@ fn replay_json_has_the_documented_fields() {
     assert_eq!(typical["steps_used"], serde_json::json!([100]));
     let summary = &json["summary"];
     assert_eq!(summary["error_median"].as_f64(), Some(error));
-    assert_eq!(summary["event_fidelity_median"].as_f64(), Some(fidelity));
+    assert_eq!(
+        summary["added_deviation_fidelity_median"].as_f64(),
+        Some(fidelity)
+    );
 }
 
 #[test]

@@ -669,13 +669,7 @@ pub fn analyze_json(
             .filter(|step| !step.synthetic)
             .map(|step| step.number),
         steps,
-        typical: analysis.replay.typical.as_ref().map(|typical| TypicalJson {
-            predicted_ns: typical.predicted_ns,
-            measured_median_ns: typical.measured_median_ns,
-            error: finite(typical.error()),
-            steps_used: typical.steps_used.clone(),
-            tasks: typical.tasks,
-        }),
+        typical: analysis.replay.typical.as_ref().map(TypicalJson::new),
         typical_step: analysis
             .typical_breakdown
             .as_ref()

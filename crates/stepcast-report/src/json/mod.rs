@@ -14,7 +14,7 @@
 //!   relative to the trace's origin (its earliest timestamp);
 //! - errors are relative (`predicted / measured - 1`: `-0.003` is 0.3% short) and are `null`
 //!   where undefined (a zero measured span);
-//! - shares (`event_fidelity`) lie in `[0, 1]`;
+//! - shares (`added_deviation_fidelity`) lie in `[0, 1]`;
 //! - count maps keyed by kind (`events_by_kind`, `edges_by_kind`) list every kind, zeros
 //!   included, in a fixed order; maps keyed by free text (`skipped`, `rejected`) are sorted.
 //!
@@ -44,8 +44,8 @@ pub use replay::{
     CriticalPathJson, ReplayJson, StepReplayJson, SummaryJson, TypicalJson, replay_json,
 };
 pub use whatif::{
-    AdviseJson, BottleneckJson, CandidateJson, MemorySavedJson, PathItemJson, PhaseJson, TasksJson,
-    WhatIfJson, advise_json, memory_saved_json, whatif_json,
+    AdviseJson, BottleneckJson, CandidateJson, MemorySavedJson, PathItemJson, PeersJson, PhaseJson,
+    TasksJson, WhatIfJson, advise_json, memory_saved_json, whatif_json,
 };
 pub use whatif::{CalibrationJson, DdpConfigJson, DdpJson, FitJson, SweepRowJson, ddp_json};
 

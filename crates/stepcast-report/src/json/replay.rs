@@ -64,8 +64,13 @@ pub struct StepReplayJson {
     /// Edges into the step's tasks by kind, zero counts included.
     pub edges_by_kind: Counts,
     /// Share of the step's tasks, in `[0, 1]`, whose replayed start deviates from the recorded
-    /// start by at most 5 µs more than their lane predecessor's.
-    pub event_fidelity: f64,
+    /// start by at most 5 µs more than their lane predecessor's (the deviation a task adds).
+    pub added_deviation_fidelity: f64,
+    /// Share of the step's tasks, in `[0, 1]`, replayed within 5 µs of their recorded start.
+    pub absolute_fidelity: f64,
+    /// How much of the replayed step the edges inferred from timing hold:
+    /// `replayed_ns - replayed_without_inferred_ns`.
+    pub inferred_held_ns: i64,
     /// The replay's critical path through the step.
     pub critical_path: CriticalPathJson,
 }
@@ -88,8 +93,8 @@ pub struct CriticalPathJson {
 /// The typical step and what it predicts.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TypicalJson {
-    /// Predicted duration of a steady-state step.
-    pub predicted_ns: i64,
+    /// Predicted duration of a steady-state step; `None` (`null`) when declined (`reason`).
+    pub predicted_ns: Option<i64>,
     /// Median measured duration over the steady-state steps.
     pub measured_median_ns: i64,
     /// `predicted_ns / measured_median_ns - 1`; `None` (`null`) if the median is 0.
@@ -98,6 +103,9 @@ pub struct TypicalJson {
     pub steps_used: Vec<u64>,
     /// Tasks of the typical step.
     pub tasks: u64,
+    /// Why no prediction is offered, when none is: it would contradict the per-step replay.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// Aggregates over the replayed steps; each is `None` (`null`) when no step defines it.
@@ -111,8 +119,8 @@ pub struct SummaryJson {
     pub error_max_abs: Option<f64>,
     /// Largest absolute `error_without_inferred`.
     pub error_without_inferred_max_abs: Option<f64>,
-    /// Median of the steps' `event_fidelity`.
-    pub event_fidelity_median: Option<f64>,
+    /// Median of the steps' `added_deviation_fidelity`.
+    pub added_deviation_fidelity_median: Option<f64>,
 }
 
 impl StepReplayJson {
@@ -127,7 +135,9 @@ impl StepReplayJson {
             error_without_inferred: finite(step.error_without_inferred()),
             tasks: step.tasks,
             edges_by_kind: edge_counts(step.edges_by_kind.clone()),
-            event_fidelity: step.event_fidelity,
+            added_deviation_fidelity: step.added_deviation_fidelity,
+            absolute_fidelity: step.absolute_fidelity,
+            inferred_held_ns: step.replayed_ns - step.replayed_without_inferred_ns,
             critical_path: CriticalPathJson {
                 tasks: step.critical_path_tasks,
                 length_ns: step.critical_path_ns,
@@ -140,13 +150,19 @@ impl StepReplayJson {
 }
 
 impl TypicalJson {
-    fn new(typical: &TypicalStep) -> Self {
+    pub(crate) fn new(typical: &TypicalStep) -> Self {
+        let offered = typical.declined.is_none();
         Self {
-            predicted_ns: typical.predicted_ns,
+            predicted_ns: offered.then_some(typical.predicted_ns),
             measured_median_ns: typical.measured_median_ns,
-            error: finite(typical.error()),
+            error: if offered {
+                finite(typical.error())
+            } else {
+                None
+            },
             steps_used: typical.steps_used.clone(),
             tasks: typical.tasks,
+            reason: typical.declined.clone(),
         }
     }
 }
@@ -160,7 +176,11 @@ impl SummaryJson {
             error_without_inferred_max_abs: max_abs(
                 steps.iter().map(|step| step.error_without_inferred),
             ),
-            event_fidelity_median: median(steps.iter().map(|step| finite(step.event_fidelity))),
+            added_deviation_fidelity_median: median(
+                steps
+                    .iter()
+                    .map(|step| finite(step.added_deviation_fidelity)),
+            ),
         }
     }
 }
@@ -206,7 +226,12 @@ mod tests {
 
     use super::*;
 
-    fn step(number: u64, measured_ns: i64, replayed_ns: i64, event_fidelity: f64) -> StepReplay {
+    fn step(
+        number: u64,
+        measured_ns: i64,
+        replayed_ns: i64,
+        added_deviation_fidelity: f64,
+    ) -> StepReplay {
         StepReplay {
             number,
             measured_ns,
@@ -214,7 +239,8 @@ mod tests {
             replayed_without_inferred_ns: replayed_ns,
             tasks: 3,
             edges_by_kind: vec![(EdgeKind::LaneOrder, 2), (EdgeKind::Launch, 1)],
-            event_fidelity,
+            added_deviation_fidelity,
+            absolute_fidelity: added_deviation_fidelity,
             critical_path_tasks: 2,
             critical_path_ns: 10,
             critical_path_host_ns: 6,
@@ -225,7 +251,7 @@ mod tests {
     }
 
     /// The summary of three steps (errors +1%, -2%, undefined), filtered by `step_filter`:
-    /// `[steps, error_median, error_max_abs, event_fidelity_median]`.
+    /// `[steps, error_median, error_max_abs, added_deviation_fidelity_median]`.
     fn check(step_filter: Option<u64>, expected: [Option<f64>; 4]) {
         let replay = ReplayReport {
             steps: vec![
@@ -241,7 +267,7 @@ mod tests {
             Some(summary.steps as f64),
             summary.error_median,
             summary.error_max_abs,
-            summary.event_fidelity_median,
+            summary.added_deviation_fidelity_median,
         ];
         for (actual, expected) in actual.into_iter().zip(expected) {
             match (actual, expected) {

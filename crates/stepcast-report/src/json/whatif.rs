@@ -36,6 +36,11 @@ pub struct WhatIfJson {
     pub gain_ns: i64,
     /// Numbers of the steady steps the figures are measured over.
     pub steady_steps: Vec<u64>,
+    /// What the collectives' peers did in the prediction, and what the other choice gives.
+    pub peers: PeersJson,
+    /// Edges of the predicted graph whose lag is a recorded time rather than a cause (edges
+    /// inferred from timing, left out of every what-if graph): 0.
+    pub pinned_edges: u64,
     /// Tasks before and after, and what changed.
     pub tasks: TasksJson,
     /// Host time per steady step saved by the transform, all phases (negative: added).
@@ -62,6 +67,33 @@ pub struct WhatIfJson {
     /// models.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sweep: Option<Vec<SweepRowJson>>,
+}
+
+/// The declared input of a one-rank trace's collectives: their peers' recorded lateness
+/// relative to this rank (`--peers skew`, the default) or none (`--peers balanced`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PeersJson {
+    /// `skew` or `balanced`: the choice the figures above are under.
+    pub used: &'static str,
+    /// Declared wait for peers per steady step in the prediction.
+    pub wait_ns: i64,
+    /// The other choice: `balanced` or `skew`.
+    pub other: &'static str,
+    /// The speedup under the other choice; `None` (`null`) when no collective waits for
+    /// peers, so the choice changes nothing.
+    pub other_speedup: Option<f64>,
+}
+
+impl PeersJson {
+    /// The peers of `outcome`'s prediction.
+    pub fn new(outcome: &Outcome) -> Self {
+        Self {
+            used: outcome.peers.as_str(),
+            wait_ns: outcome.peer_wait_ns,
+            other: outcome.peers.other().as_str(),
+            other_speedup: outcome.other_peers_speedup.and_then(finite),
+        }
+    }
 }
 
 /// What a memory-for-time trade saves, per steady step (means over the steady steps).
@@ -491,6 +523,10 @@ pub struct CandidateJson {
     pub gain_ns: i64,
     /// Whether `speedup` reaches `useful_speedup`.
     pub useful: bool,
+    /// What the collectives' peers did in the prediction, and what the other choice gives.
+    pub peers: PeersJson,
+    /// Edges of the predicted graph whose lag is a recorded time: 0.
+    pub pinned_edges: u64,
     /// Whether it changes hardware rather than the program.
     pub hardware: bool,
     /// One sentence: what bounds the step and what the models change.
@@ -570,6 +606,8 @@ pub fn whatif_json(
         speedup: finite(outcome.speedup),
         gain_ns: outcome.baseline.step_ns - outcome.predicted.step_ns,
         steady_steps: steady_steps(window),
+        peers: PeersJson::new(outcome),
+        pinned_edges: outcome.pinned_edges,
         tasks: TasksJson::new(outcome),
         host_saved_ns: outcome.host_saved_ns(),
         device_saved_ns: outcome.device_saved_ns(),
@@ -631,6 +669,8 @@ fn candidate_json(advice: &Advice, c: &Candidate) -> CandidateJson {
         speedup: finite(c.outcome.speedup),
         gain_ns: c.outcome.baseline.step_ns - c.outcome.predicted.step_ns,
         useful: c.is_useful(),
+        peers: PeersJson::new(&c.outcome),
+        pinned_edges: c.outcome.pinned_edges,
         hardware: c.models.iter().any(Model::is_hardware),
         reason: reason(&advice.baseline.bottleneck, c),
         host_saved_ns: c.outcome.host_saved_ns(),

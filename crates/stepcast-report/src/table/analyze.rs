@@ -190,6 +190,11 @@ fn overview(analyze: &AnalyzeJson, words: &Words) -> String {
                 step_list(&numbers)
             ));
             match &analyze.typical {
+                Some(typical) if typical.predicted_ns.is_none() => text.push_str(&format!(
+                    "A steady-state step takes {} ms; no typical step is offered: {}.",
+                    ms(typical.measured_median_ns),
+                    typical.reason.as_deref().unwrap_or("no reason given")
+                )),
                 Some(typical) => text.push_str(&format!(
                     "A steady-state step takes {} ms (median of {} {}); the replayed typical \
                      step takes {} ms ({}).",
@@ -200,7 +205,7 @@ fn overview(analyze: &AnalyzeJson, words: &Words) -> String {
                         "steps"
                     },
                     step_list(&steady_numbers(analyze)),
-                    ms(typical.predicted_ns),
+                    ms(typical.predicted_ns.unwrap_or(0)),
                     signed_percent(typical.error),
                 )),
                 None => text.push_str("No step has tasks."),

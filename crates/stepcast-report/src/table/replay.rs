@@ -35,7 +35,7 @@ pub fn replay_text(replay: &ReplayJson) -> String {
             ms(step.replayed_ns),
             signed_percent(step.error),
             signed_percent(step.error_without_inferred),
-            percent(step.event_fidelity),
+            percent(step.added_deviation_fidelity),
             count(step.tasks),
             ms(path.length_ns),
             ms(path.host_ns),
@@ -102,7 +102,7 @@ fn summary(replay: &ReplayJson) -> String {
             "Step time error {} ({} without inferred edges); event fidelity {}",
             signed_percent(step.error),
             signed_percent(step.error_without_inferred),
-            percent(step.event_fidelity),
+            percent(step.added_deviation_fidelity),
         )),
         _ => text.push_str(&format!(
             "Step time error: median {}, largest {} ({} without inferred edges); median event \
@@ -111,12 +111,16 @@ fn summary(replay: &ReplayJson) -> String {
             unsigned_percent(summary.error_max_abs),
             unsigned_percent(summary.error_without_inferred_max_abs),
             summary
-                .event_fidelity_median
+                .added_deviation_fidelity_median
                 .map_or_else(|| "n/a".to_string(), percent),
         )),
     }
     text.push_str(" (tasks replayed within 5 µs of their recorded start). ");
     match &replay.typical {
+        Some(typical) if typical.predicted_ns.is_none() => text.push_str(&format!(
+            "Typical step declined: {}.",
+            typical.reason.as_deref().unwrap_or("no reason given")
+        )),
         Some(typical) => text.push_str(&format!(
             "Typical step ({} {}): predicted {} ms vs measured median {} ms ({}).",
             if typical.steps_used.len() == 1 {
@@ -125,7 +129,7 @@ fn summary(replay: &ReplayJson) -> String {
                 "from steps"
             },
             step_list(&typical.steps_used),
-            ms(typical.predicted_ns),
+            ms(typical.predicted_ns.unwrap_or(0)),
             ms(typical.measured_median_ns),
             signed_percent(typical.error),
         )),

@@ -56,6 +56,22 @@ fn bound_sentence(b: &BottleneckJson) -> String {
     format!("{words}, {} of the critical path", share(ns, b.length_ns))
 }
 
+/// What the collectives' peers did, when the choice matters.
+fn peers_sentence(peers: &crate::json::PeersJson) -> Option<String> {
+    let other = peers.other_speedup?;
+    let meaning = match peers.used {
+        "skew" => "peers keep their recorded lateness relative to this rank",
+        _ => "no straggler: every peer is ready when this rank is",
+    };
+    Some(format!(
+        "Peers: {} ({meaning}; {} ms of waiting per step); with --peers {}: speedup {}.",
+        peers.used,
+        ms(peers.wait_ns),
+        peers.other,
+        speedup(Some(other)),
+    ))
+}
+
 /// The `whatif` document as text for a terminal.
 pub fn whatif_text(doc: &WhatIfJson) -> String {
     let what = match &doc.scenario {
@@ -76,6 +92,10 @@ pub fn whatif_text(doc: &WhatIfJson) -> String {
         "",
     );
     out.push('\n');
+    if let Some(line) = peers_sentence(&doc.peers) {
+        out.push_str(&wrap(&line, ""));
+        out.push('\n');
+    }
     if let Some(memory) = &doc.memory {
         out.push_str(&wrap(&format!("Memory: it {}.", memory.summary()), ""));
         out.push('\n');

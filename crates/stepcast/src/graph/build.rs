@@ -88,7 +88,7 @@ pub fn build(trace: &Trace, options: &BuildOptions) -> Window {
     b.collectives();
     b.autograd_handoffs(&mut edges);
     if options.infer_edges {
-        let candidates = b.inferred_edges(&device_lanes, &launcher.call_of, &steps, &edges);
+        let candidates = b.inferred_edges(&device_lanes, &launcher.call_of, &edges);
         let needed = b.needed(candidates, &edges);
         b.report.inferred_edges = needed.len() as u64;
         edges.extend(needed);
@@ -541,26 +541,6 @@ fn install_edges(g: &mut Graph, mut edges: Vec<PendingEdge>) {
     g.pred = edges.iter().map(|e| e.from).collect();
     g.pred_kind = edges.iter().map(|e| e.kind).collect();
     g.pred_lag_ns = edges.iter().map(|e| e.lag_ns).collect();
-}
-
-/// The task where each step begins: its first host task on the thread of its step marker.
-pub fn step_anchors(g: &Graph, steps: &[Step]) -> Vec<Option<TaskId>> {
-    let mut anchors: Vec<Option<TaskId>> = vec![None; steps.len()];
-    for t in 0..g.task_count() {
-        let step = g.step[t];
-        if step == NO_STEP || g.kind[t].on_device() {
-            continue;
-        }
-        let marker_lane = steps[step as usize].trace_lane;
-        if marker_lane.is_some_and(|l| g.lanes[g.lane[t] as usize].trace_lane != l) {
-            continue;
-        }
-        let slot = &mut anchors[step as usize];
-        if slot.is_none_or(|a| (g.rec_start_ns[t], t as u32) < (g.rec_start_ns[a.index()], a.0)) {
-            *slot = Some(TaskId(t as u32));
-        }
-    }
-    anchors
 }
 
 /// When an edge's source releases its target, as recorded.

@@ -26,8 +26,11 @@ pub struct StepReplay {
     pub tasks: u64,
     pub edges_by_kind: Vec<(EdgeKind, u64)>,
     /// Share of tasks whose replayed start deviates from the recorded start by at most
-    /// [`FIDELITY_TOLERANCE_NS`] more than the previous task on the same lane.
-    pub event_fidelity: f64,
+    /// [`FIDELITY_TOLERANCE_NS`] more than the previous task on the same lane: the deviation
+    /// each task *adds*, not how close it is to its recorded start.
+    pub added_deviation_fidelity: f64,
+    /// Share of tasks replayed within [`FIDELITY_TOLERANCE_NS`] of their recorded start.
+    pub absolute_fidelity: f64,
     pub critical_path_tasks: u64,
     pub critical_path_ns: i64,
     pub critical_path_host_ns: i64,
@@ -94,7 +97,7 @@ pub fn self_replay_with_timeline(window: &Window) -> Result<(ReplayReport, Timel
     )?;
     let steady = steady_steps(window);
     let tasks_by_step = tasks_by_step(graph, window.steps.len());
-    let steps = window
+    let steps: Vec<StepReplay> = window
         .steps
         .iter()
         .enumerate()
@@ -114,7 +117,8 @@ pub fn self_replay_with_timeline(window: &Window) -> Result<(ReplayReport, Timel
                 replayed_without_inferred_ns,
                 tasks: tasks.len() as u64,
                 edges_by_kind: graph.edges_by_kind(|t| graph.step[t.index()] == step_index),
-                event_fidelity: event_fidelity(graph, &timeline, tasks),
+                added_deviation_fidelity: added_deviation_fidelity(graph, &timeline, tasks),
+                absolute_fidelity: absolute_fidelity(graph, &timeline, tasks),
                 critical_path_tasks: path.tasks.len() as u64,
                 critical_path_ns: path.length_ns(),
                 critical_path_host_ns: path.host_ns,
@@ -124,8 +128,36 @@ pub fn self_replay_with_timeline(window: &Window) -> Result<(ReplayReport, Timel
             }
         })
         .collect();
-    let typical = typical_step(window)?;
+    let mut typical = typical_step(window)?;
+    if let Some(typical) = &mut typical {
+        typical.declined = contradiction(typical, &steps);
+    }
     Ok((ReplayReport { steps, typical }, timeline))
+}
+
+/// A typical step built from k steps must lie within their replayed range (with the 2 %
+/// the replay is held to): otherwise it contradicts the replay it summarizes, which happens
+/// when its steps depend on work of other steps that one step's copies cannot carry (the
+/// device running a step behind the host, a pipeline's peers). Says why, or `None`.
+fn contradiction(typical: &TypicalStep, steps: &[StepReplay]) -> Option<String> {
+    let replayed: Vec<i64> = steps
+        .iter()
+        .filter(|s| typical.steps_used.contains(&s.number))
+        .map(|s| s.replayed_ns)
+        .collect();
+    let (Some(&low), Some(&high)) = (replayed.iter().min(), replayed.iter().max()) else {
+        return Some("none of its steps was replayed".to_string());
+    };
+    let (floor, ceiling) = (low as f64 * 0.98, high as f64 * 1.02);
+    let predicted = typical.predicted_ns as f64;
+    (predicted < floor || predicted > ceiling).then(|| {
+        format!(
+            "the typical step ({:.3} ms) contradicts the replay of the steps it is built from              ({:.3}-{:.3} ms): they depend on work outside a single step's copies",
+            predicted / 1e6,
+            low as f64 / 1e6,
+            high as f64 / 1e6
+        )
+    })
 }
 
 pub(crate) fn tasks_by_step(graph: &Graph, n_steps: usize) -> Vec<Vec<TaskId>> {
@@ -180,7 +212,22 @@ pub(crate) fn replayed_span(
     (end - start, last, start)
 }
 
-fn event_fidelity(graph: &Graph, timeline: &Timeline, tasks: &[TaskId]) -> f64 {
+/// Share of `tasks` replayed within [`FIDELITY_TOLERANCE_NS`] of their recorded start.
+fn absolute_fidelity(graph: &Graph, timeline: &Timeline, tasks: &[TaskId]) -> f64 {
+    if tasks.is_empty() {
+        return 1.0;
+    }
+    let faithful = tasks
+        .iter()
+        .filter(|&&t| {
+            (timeline.begin_ns[t.index()] - graph.rec_start_ns[t.index()]).abs()
+                <= FIDELITY_TOLERANCE_NS
+        })
+        .count();
+    faithful as f64 / tasks.len() as f64
+}
+
+fn added_deviation_fidelity(graph: &Graph, timeline: &Timeline, tasks: &[TaskId]) -> f64 {
     if tasks.is_empty() {
         return 1.0;
     }

@@ -27,6 +27,9 @@ pub struct TypicalStep {
     pub predicted_ns: i64,
     /// Median measured duration over all steady-state steps.
     pub measured_median_ns: i64,
+    /// Why `predicted_ns` is not offered as a prediction, if it is not: it contradicts the
+    /// replay of the very steps it was built from (see [`super::self_replay`]).
+    pub declined: Option<String>,
 }
 
 impl TypicalStep {
@@ -268,5 +271,6 @@ pub fn typical_step(window: &Window) -> Result<Option<TypicalStep>, SimError> {
         tasks: m as u64,
         predicted_ns: end - start,
         measured_median_ns,
+        declined: None,
     }))
 }

@@ -188,8 +188,11 @@ pub struct EditGraph {
 }
 
 impl EditGraph {
-    /// An editable copy of `graph`. `launch_latency_ns` and `dispatch_gap_ns` are the
-    /// calibrated constants of its window (`BuildReport`), used for inserted tasks.
+    /// An editable copy of `graph`, without its edges inferred from timing: a prediction
+    /// never inherits a wait only the recorded clock explained (a blocking call keeps, as its
+    /// own cost, the wait only such an edge explained: `dur_without_inferred_ns`).
+    /// `launch_latency_ns` and `dispatch_gap_ns` are the calibrated constants of its window
+    /// (`BuildReport`), used for inserted tasks.
     pub fn new(graph: &Graph, launch_latency_ns: i64, dispatch_gap_ns: i64) -> EditGraph {
         let n = graph.task_count();
         let rows = (0..n)
@@ -198,7 +201,7 @@ impl EditGraph {
                 lane: graph.lane[t],
                 name: graph.name[t],
                 event: graph.event[t],
-                dur_ns: graph.dur_ns[t],
+                dur_ns: graph.dur_without_inferred_ns[t],
                 dur_without_inferred_ns: graph.dur_without_inferred_ns[t],
                 gap_ns: graph.gap_ns[t],
                 rec_start_ns: graph.rec_start_ns[t],
@@ -213,6 +216,9 @@ impl EditGraph {
         let mut succs = vec![Vec::new(); n];
         for t in 0..n {
             for e in graph.preds(TaskId(t as u32)) {
+                if graph.pred_kind[e].is_inferred() {
+                    continue;
+                }
                 let from = graph.pred[e].0;
                 preds[t].push(Edge {
                     from,
@@ -495,6 +501,11 @@ impl EditGraph {
         Ok(())
     }
 
+    /// The declared wait of a collective for its peers (0 for any other task).
+    pub fn peer_wait_ns(&self, task: TaskId) -> i64 {
+        self.rows[task.index()].peer_wait_ns
+    }
+
     /// Sets the untraced gap after every selected task to `ns`.
     pub fn set_gap(&mut self, selection: &Selection, ns: i64) -> Result<(), EditError> {
         if ns < 0 {
@@ -508,10 +519,14 @@ impl EditGraph {
     }
 
     /// Drops the stored edges of `kind` into every selected task (a collective's wait for its
-    /// peers, when a model replaces what the recording said about them).
+    /// peers, when a model replaces what the recording said about them). `PeerArrival` also
+    /// drops the declared wait for peers outside the graph (`Graph::peer_wait_ns`).
     pub fn drop_inputs(&mut self, selection: &Selection, kind: EdgeKind) -> Result<(), EditError> {
         for &task in selection.tasks() {
             self.check_live(task)?;
+            if kind == EdgeKind::PeerArrival {
+                self.rows[task.index()].peer_wait_ns = 0;
+            }
             let dropped: Vec<u32> = self.preds[task.index()]
                 .iter()
                 .filter(|e| e.kind == kind)

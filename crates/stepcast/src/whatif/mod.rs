@@ -53,15 +53,57 @@ pub enum WhatIfError {
     },
 }
 
-/// What a what-if reads: the trace (names, devices), its window and the mapping of its tasks.
+/// What a collective's peers do in a prediction. A one-rank trace does not show its peers:
+/// each collective carries their recorded lateness relative to this rank's readiness
+/// (`Graph::peer_wait_ns`), a declared input the user chooses how to carry over.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Peers {
+    /// Peers keep their recorded lateness and otherwise run the same transformed program
+    /// (dPRO's symmetry): a straggler stays one.
+    #[default]
+    Skew,
+    /// No straggler: every peer is ready when this rank is.
+    Balanced,
+}
+
+impl Peers {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Peers::Skew => "skew",
+            Peers::Balanced => "balanced",
+        }
+    }
+
+    /// The other policy.
+    pub fn other(self) -> Peers {
+        match self {
+            Peers::Skew => Peers::Balanced,
+            Peers::Balanced => Peers::Skew,
+        }
+    }
+}
+
+/// What a what-if reads: the trace (names, devices), its window and the mapping of its tasks,
+/// and what the peers of its collectives do.
 #[derive(Clone, Copy)]
 pub struct Context<'a> {
     pub trace: &'a Trace,
     pub window: &'a Window,
     pub mapping: &'a Mapping,
+    pub peers: Peers,
 }
 
 impl<'a> Context<'a> {
+    /// A context with peers that keep their recorded lateness (the default).
+    pub fn new(trace: &'a Trace, window: &'a Window, mapping: &'a Mapping) -> Context<'a> {
+        Context {
+            trace,
+            window,
+            mapping,
+            peers: Peers::Skew,
+        }
+    }
+
     pub fn select_context(&self) -> SelectContext<'a> {
         SelectContext {
             trace: self.trace,
@@ -103,9 +145,13 @@ pub struct Prediction {
 }
 
 /// Replays `graph` (the window's graph or a transform of it, with the same steps) and
-/// measures its step times.
+/// measures its step times. Edges inferred from timing are left out, as from every what-if
+/// graph ([`EditGraph::new`]): baseline and prediction rest on the same causes.
 pub fn predict(window: &Window, graph: &Graph) -> Result<Prediction, WhatIfError> {
-    let timeline = simulate(graph, &RecordedOrder, SimOptions::default())?;
+    let options = SimOptions {
+        without_inferred: true,
+    };
+    let timeline = simulate(graph, &RecordedOrder, options)?;
     measure(window, graph, &timeline)
 }
 
@@ -207,6 +253,16 @@ pub struct Outcome {
     pub phases: Vec<PhaseTime>,
     /// The transformed graph (empty in [`advise`]'s candidates, which keep only the figures).
     pub graph: Graph,
+    /// What the peers did in this prediction, and the speedup under the other choice (`None`
+    /// when no collective waits for peers: the choice changes nothing).
+    pub peers: Peers,
+    pub other_peers_speedup: Option<f64>,
+    /// Declared wait for peers per steady step in the prediction (the input `peers` sets).
+    pub peer_wait_ns: i64,
+    /// Edges of the predicted graph whose lag is a recorded time rather than a cause (edges
+    /// inferred from timing): 0, by construction of [`EditGraph::new`]; counted so that a
+    /// reader can check it.
+    pub pinned_edges: u64,
 }
 
 impl Outcome {
@@ -246,16 +302,24 @@ pub fn what_if_against(
     let base = context.edit();
     let mut edit = base.clone();
     transform(&mut edit)?;
-    // One replay both checks the graph (a cycle is an edit error) and predicts.
-    let (graph, _) = edit.build()?;
-    let timeline = match simulate(&graph, &RecordedOrder, SimOptions::default()) {
-        Ok(timeline) => timeline,
-        Err(SimError::Cycle { first, .. }) => {
-            return Err(EditError::Cycle { task: first }.into());
-        }
-        Err(e) => return Err(EditError::Sim(e).into()),
+    let first = first_steady(context.window);
+    let waits_for_peers = (0..edit.id_bound()).any(|t| {
+        let task = TaskId(t as u32);
+        edit.is_alive(task) && !edit.is_frozen(task) && edit.peer_wait_ns(task) > 0
+    });
+    let (graph, predicted) = replay_with_peers(context, &edit, context.peers)?;
+    let other_peers_speedup = if waits_for_peers {
+        let (_, other) = replay_with_peers(context, &edit, context.peers.other())?;
+        Some(speedup(baseline.step_ns, other.step_ns))
+    } else {
+        None
     };
-    let predicted = measure(context.window, &graph, &timeline)?;
+    let steady = |t: usize| graph.step[t] != NO_STEP && graph.step[t] as usize >= first;
+    let peer_wait_total: i64 = (0..graph.task_count())
+        .filter(|&t| steady(t))
+        .map(|t| graph.peer_wait_ns[t])
+        .sum();
+    let pinned_edges = graph.pred_kind.iter().filter(|k| k.is_inferred()).count() as u64;
     let mut changes = Changes::default();
     for id in 0..edit.id_bound() {
         let task = TaskId(id as u32);
@@ -267,7 +331,6 @@ pub fn what_if_against(
             changes.changed += 1;
         }
     }
-    let first = first_steady(context.window);
     let steady_steps = context.window.steps.len().saturating_sub(first);
     let before = phase_times(&base, context.mapping, first);
     let after = phase_times(&edit, context.mapping, first);
@@ -293,7 +356,38 @@ pub fn what_if_against(
         steady_steps,
         phases,
         graph,
+        peers: context.peers,
+        other_peers_speedup,
+        peer_wait_ns: peer_wait_total / steady_steps.max(1) as i64,
+        pinned_edges,
     })
+}
+
+/// Builds `edit` with the peers of its steady collectives as `peers` says, replays it (one
+/// replay both checks the graph, a cycle being an edit error, and predicts) and measures it.
+fn replay_with_peers(
+    context: &Context<'_>,
+    edit: &EditGraph,
+    peers: Peers,
+) -> Result<(Graph, Prediction), WhatIfError> {
+    let (graph, _) = match peers {
+        Peers::Skew => edit.build()?,
+        Peers::Balanced => {
+            let mut balanced = edit.clone();
+            let collectives = balanced.select_where(|t| balanced.peer_wait_ns(t) > 0);
+            balanced.drop_inputs(&collectives, crate::graph::EdgeKind::PeerArrival)?;
+            balanced.build()?
+        }
+    };
+    let timeline = match simulate(&graph, &RecordedOrder, SimOptions::default()) {
+        Ok(timeline) => timeline,
+        Err(SimError::Cycle { first, .. }) => {
+            return Err(EditError::Cycle { task: first }.into());
+        }
+        Err(e) => return Err(EditError::Sim(e).into()),
+    };
+    let predicted = measure(context.window, &graph, &timeline)?;
+    Ok((graph, predicted))
 }
 
 /// Total (host, device) time of the steady steps' live tasks of `edit` per phase, in

@@ -34,6 +34,7 @@ fn strip_and_reinsert_collectives_predicts_the_step() {
             trace: &trace,
             window: &window,
             mapping: &mapping,
+            peers: Default::default(),
         };
         let recorded = recorded_collectives(&trace, &window, &mapping);
         assert!(!recorded.is_empty(), "{}: no collectives", case.file);
@@ -146,6 +147,7 @@ fn scaling_sweep_is_monotone_in_world_size_and_network() {
         trace: &trace,
         window: &window,
         mapping: &mapping,
+        peers: Default::default(),
     };
     let baseline = predict(&window, &window.graph).expect("ok");
     let configs: Vec<DdpConfig> = [8, 16, 32, 64]
@@ -196,6 +198,7 @@ fn rebucketing_merges_consecutive_all_reduces() {
         trace: &trace,
         window: &window,
         mapping: &mapping,
+        peers: Default::default(),
     };
     let baseline = predict(&window, &window.graph).expect("ok");
     let config = DdpConfig {

@@ -113,6 +113,7 @@ fn strip_and_reinsert(
         trace: &trace,
         window: &window,
         mapping: &mapping,
+        peers: Default::default(),
     };
     let baseline = predict(&window, &window.graph).expect("baseline");
     let config = DdpConfig {
@@ -220,6 +221,7 @@ fn recorded_all_reduce_sizes_stand_for_the_gradients() {
         trace: &trace,
         window: &window,
         mapping: &mapping,
+        peers: Default::default(),
     };
     let baseline = predict(&window, &window.graph).expect("baseline");
     let config = DdpConfig {
@@ -257,6 +259,7 @@ fn dgc_sends_ratio_of_the_bytes_and_costs_at_most_its_kernels() {
         trace: &trace,
         window: &window,
         mapping: &mapping,
+        peers: Default::default(),
     };
     let baseline = predict(&window, &window.graph).expect("baseline");
     let ratio = 0.001;
@@ -303,6 +306,7 @@ fn p3_never_delays_the_first_layers_gradients() {
         trace: &trace,
         window: &window,
         mapping: &mapping,
+        peers: Default::default(),
     };
     let baseline = predict(&window, &window.graph).expect("baseline");
     let inputs = DdpInputs {
@@ -367,6 +371,7 @@ fn fsdp_gathers_twice_and_scatters_once_per_unit() {
         trace: &trace,
         window: &window,
         mapping: &mapping,
+        peers: Default::default(),
     };
     let baseline = predict(&window, &window.graph).expect("baseline");
     let names = names(&trace);

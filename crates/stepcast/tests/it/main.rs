@@ -102,7 +102,7 @@ fn check_bars(name: &str, report: &ReplayReport, bars: &Bars) -> Vec<String> {
         .iter()
         .map(|s| s.error_without_inferred().abs())
         .collect();
-    let fidelity: Vec<f64> = steps.iter().map(|s| s.event_fidelity).collect();
+    let fidelity: Vec<f64> = steps.iter().map(|s| s.added_deviation_fidelity).collect();
     let mut check = |what: &str, value: f64, bar: f64, at_most: bool| {
         let ok = if at_most { value <= bar } else { value >= bar };
         if !ok {
@@ -163,7 +163,7 @@ fn self_replay_meets_the_bars_on_every_multi_step_trace() {
                 "{relative}: step {} empty",
                 step.number
             );
-            assert!((0.0..=1.0).contains(&step.event_fidelity));
+            assert!((0.0..=1.0).contains(&step.added_deviation_fidelity));
         }
         failures.extend(check_bars(relative, &report, bars));
     }

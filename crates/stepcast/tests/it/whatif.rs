@@ -61,6 +61,7 @@ fn context(loaded: &Loaded) -> Context<'_> {
         trace: &loaded.trace,
         window: &loaded.window,
         mapping: &loaded.mapping,
+        peers: Default::default(),
     }
 }
 
@@ -89,14 +90,27 @@ fn identity_transform_replays_byte_identically() {
         let outcome = what_if(&context, |_| Ok(())).unwrap_or_else(|e| panic!("{relative}: {e}"));
         assert_eq!(outcome.baseline, outcome.predicted, "{relative}");
         assert_eq!(outcome.speedup, 1.0, "{relative}");
-        let before = simulate(&loaded.window.graph, &RecordedOrder, SimOptions::default())
+        // A what-if graph is the window's graph without its edges inferred from timing: the
+        // window's own replay without them, to the nanosecond.
+        assert_eq!(outcome.pinned_edges, 0, "{relative}");
+        assert!(
+            !outcome.graph.pred_kind.iter().any(|k| k.is_inferred()),
+            "{relative}"
+        );
+        let without_inferred = SimOptions {
+            without_inferred: true,
+        };
+        let before = simulate(&loaded.window.graph, &RecordedOrder, without_inferred)
             .unwrap_or_else(|e| panic!("{e}"));
         let after = simulate(&outcome.graph, &RecordedOrder, SimOptions::default())
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(before.begin_ns, after.begin_ns, "{relative}");
         assert_eq!(before.end_ns, after.end_ns, "{relative}");
         let g = &loaded.window.graph;
-        assert_eq!(g.dur_ns, outcome.graph.dur_ns, "{relative}");
+        assert_eq!(
+            g.dur_without_inferred_ns, outcome.graph.dur_ns,
+            "{relative}"
+        );
         assert_eq!(g.gap_ns, outcome.graph.gap_ns, "{relative}");
         assert_eq!(g.lanes, outcome.graph.lanes, "{relative}");
     }

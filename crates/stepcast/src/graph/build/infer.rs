@@ -4,11 +4,10 @@
 use rustc_hash::FxHashMap;
 
 use super::device_lanes::DeviceLanes;
-use super::{Builder, PendingEdge, install_edges, source_time, step_anchors};
+use super::{Builder, PendingEdge, install_edges, source_time};
 use crate::graph::calls::CallClass;
 use crate::graph::{EdgeKind, TaskId, TaskKind};
 use crate::simulate::{RecordedOrder, SimOptions, simulate};
-use crate::window::Step;
 
 impl Builder<'_> {
     /// Waits that nothing recorded explains, explained by the task whose end they follow.
@@ -16,10 +15,8 @@ impl Builder<'_> {
         &mut self,
         device_lanes: &DeviceLanes,
         call_of: &[TaskId],
-        steps: &[Step],
         edges: &[PendingEdge],
     ) -> Vec<PendingEdge> {
-        let anchors = step_anchors(&self.graph, steps);
         let g = &self.graph;
         // The stream each call launched work on (its first device task's lane).
         let mut launched_on: FxHashMap<TaskId, u32> = FxHashMap::default();
@@ -30,7 +27,8 @@ impl Builder<'_> {
         }
         // Whether the thread told the stream to wait on an event since it last launched there:
         // a recorded `cudaStreamWaitEvent`, whose source stream the trace does not name.
-        let waited_for_event = |call: TaskId, stream: u32| -> bool {
+        // The wait call, if so.
+        let waited_for_event = |call: TaskId, stream: u32| -> Option<TaskId> {
             let lane = &g.lanes[g.lane[call.index()] as usize];
             let mut t = call.0;
             let mut looked = 0;
@@ -38,13 +36,13 @@ impl Builder<'_> {
                 t -= 1;
                 looked += 1;
                 if launched_on.get(&TaskId(t)) == Some(&stream) {
-                    return false;
+                    return None;
                 }
                 if self.names.is_stream_wait_event(g.name[t as usize]) {
-                    return true;
+                    return Some(TaskId(t));
                 }
             }
-            false
+            None
         };
         let o = self.options;
         let n = g.task_count();
@@ -100,16 +98,14 @@ impl Builder<'_> {
                 }
                 // 3. The thread made the stream wait on an event (a recorded call), but no
                 //    device work explains when the wait ended: the event came from outside the
-                //    trace. Like a collective's peers, its release is an input tied to the
-                //    step's start. (A collective's own timing is already such an input.)
+                //    trace. The wait is tied to the call that asked for it, the nearest recorded
+                //    cause (never to the step's start: a faster step would still wait for the
+                //    recorded clock). Like every inferred edge, it stays out of what-ifs.
                 let call = call_of[t];
-                if kind != TaskKind::Collective
-                    && call != TaskId::NONE
-                    && waited_for_event(call, lane)
-                {
-                    let anchor = anchors.get(g.step[t] as usize).copied().flatten();
-                    if let Some(anchor) = anchor.filter(|a| g.rec_end_ns[a.index()] <= at) {
-                        added.push(edge(anchor, at - g.rec_end_ns[anchor.index()]));
+                if kind != TaskKind::Collective && call != TaskId::NONE {
+                    let wait = waited_for_event(call, lane);
+                    if let Some(wait) = wait.filter(|w| g.rec_end_ns[w.index()] <= at) {
+                        added.push(edge(wait, at - g.rec_end_ns[wait.index()]));
                     }
                 }
             } else if kind == TaskKind::ApiCall {

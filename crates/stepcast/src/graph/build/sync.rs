@@ -146,15 +146,31 @@ impl Builder<'_> {
                     if let Some(&to) = next {
                         let waiting_lane = g.lane[to.index()];
                         let device = device_lanes.device_of(waiting_lane);
-                        for from in device_lanes.all_last_launched_before(device, start_of(call)) {
-                            if g.lane[from.index()] != waiting_lane {
-                                new_edges.push(PendingEdge {
-                                    from,
-                                    to,
-                                    kind: EdgeKind::StreamWaitCall,
-                                    lag_ns: 0,
-                                });
+                        for last in device_lanes.all_last_launched_before(device, start_of(call)) {
+                            if g.lane[last.index()] == waiting_lane {
+                                continue;
                             }
+                            // The event may have been recorded before the stream's latest
+                            // launch (PyTorch makes the compute stream wait for the
+                            // communication stream's state before a collective it has just
+                            // launched there): when the recorded times rule the latest out,
+                            // the work before it is the source.
+                            let from = if g.rec_end_ns[last.index()]
+                                > g.rec_start_ns[to.index()] + TOLERANCE_NS
+                            {
+                                match g.lane_pred(last) {
+                                    Some(before) => before,
+                                    None => continue,
+                                }
+                            } else {
+                                last
+                            };
+                            new_edges.push(PendingEdge {
+                                from,
+                                to,
+                                kind: EdgeKind::StreamWaitCall,
+                                lag_ns: 0,
+                            });
                         }
                     }
                 }
