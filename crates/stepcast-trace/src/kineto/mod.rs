@@ -20,6 +20,7 @@ use std::path::Path;
 use crate::error::ReadError;
 use crate::json_stream::{JsonStream, ReadElement, StreamError};
 use crate::model::Trace;
+pub use build::MAX_DUR_NS;
 use build::TraceBuilder;
 use raw::{RawDevice, RawDistributed};
 
