@@ -5,8 +5,10 @@
 //! `gpu_memcpy`, flows `ac2g` / `async_cpu_to_gpu` / `async_gpu`); correlation ids taken from
 //! `args` or recovered from flow events; `cuda_sync` events; timestamps with nanosecond
 //! fractions; 64-bit integer args; ROCm (`hip*` calls under CUDA category names); driver-API
-//! launches; MTIA device events; CPU-only traces. A PyTorch Execution Trace is recognized and
-//! named in the error.
+//! launches; MTIA device events; CUPTI range-profiler records (device work); CPU-only traces;
+//! an event array left without its `]` at the end of the file, as the Chrome trace format
+//! allows. A PyTorch Execution Trace, and a Chrome-trace file of another tool (nothing in it
+//! understood: `clues.rs`), are recognized and named in the error.
 
 mod build;
 mod clues;
