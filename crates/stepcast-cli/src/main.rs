@@ -1,10 +1,12 @@
 //! The `stepcast` binary: parses the command line, runs one subcommand, and writes its answer
-//! to stdout or a file. Errors go to stderr as `stepcast: error: ...` and exit with status 1.
+//! to stdout or a file. Errors go to stderr as `stepcast: error: ...` and exit with status 1,
+//! or 2 when the command line itself is invalid ([`Usage`]).
 
 mod args;
 mod commands;
 mod output;
 
+use std::fmt;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
@@ -19,9 +21,31 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             let _ = writeln!(io::stderr().lock(), "stepcast: error: {}", message(&error));
-            ExitCode::FAILURE
+            if error.chain().any(|cause| cause.is::<Usage>()) {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
+}
+
+/// An invalid command line found after clap's own checks (an unknown model, a bad parameter
+/// value): exit status 2, as `--help` documents, like clap's usage errors.
+#[derive(Debug)]
+pub struct Usage(pub anyhow::Error);
+
+impl fmt::Display for Usage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", message(&self.0))
+    }
+}
+
+impl std::error::Error for Usage {}
+
+/// Marks an error as an invalid command line (exit status 2).
+pub fn usage(error: impl Into<anyhow::Error>) -> anyhow::Error {
+    anyhow::Error::new(Usage(error.into()))
 }
 
 fn run(args: &Args) -> anyhow::Result<()> {

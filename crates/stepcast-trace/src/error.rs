@@ -61,4 +61,21 @@ pub enum ReadError {
 
     #[error("{path} holds no events: its `traceEvents` array is empty")]
     NoEvents { path: PathBuf },
+
+    #[error(
+        "{path}: none of its {records} records is an event stepcast understands ({skipped}); {looks_like}"
+    )]
+    NothingUnderstood {
+        path: PathBuf,
+        records: u64,
+        /// The most common reasons its records were skipped, with their counts.
+        skipped: String,
+        /// What the file seems to be instead.
+        looks_like: String,
+    },
+
+    #[error(
+        "{path}: its events span {days} days, longer than any profiled window: a timestamp is absurd"
+    )]
+    AbsurdSpan { path: PathBuf, days: i64 },
 }

@@ -35,7 +35,7 @@ pub fn run(args: &WhatIfArgs) -> anyhow::Result<String> {
                 copy: args.copy,
                 fraction: args.fraction,
             };
-            Transform::Model(Model::with_params(name, &params)?)
+            Transform::Model(Model::with_params(name, &params).map_err(crate::usage)?)
         }
         (None, None) => unreachable!("clap requires MODEL or --scenario"),
     };

@@ -139,7 +139,8 @@ pub fn configs(args: &WhatIfArgs) -> anyhow::Result<Vec<DdpConfig>> {
 
 /// Runs `whatif TRACE ddp ...` and returns its output (text, or JSON with `--json`).
 pub fn run(args: &WhatIfArgs) -> anyhow::Result<String> {
-    let configs = configs(args)?;
+    // Every `configs` error is about the options given.
+    let configs = configs(args).map_err(crate::usage)?;
     let gradient_file = match &args.gradients {
         None => None,
         Some(path) => {

@@ -208,7 +208,8 @@ fn whatif_writes_the_file_whole() {
     assert_eq!(dir.entries(), ["whatif.json"]);
 }
 
-/// Bad models and scenarios: (arguments after the trace, what the one message says).
+/// Bad models and scenarios: (arguments after the trace, what the one message says). A bad
+/// model or parameter is an invalid command line (exit 2); a bad scenario file, exit 1.
 const ERRORS: &[(&[&str], &str)] = &[
     (
         &["fused_adamw"],
@@ -258,7 +259,8 @@ fn bad_model_or_scenario_is_one_message_and_nothing_written() {
         full.extend_from_slice(&args);
         full.extend_from_slice(&["--json", "-o", path_str(&out)]);
         let run = stepcast(&full);
-        assert_eq!(run.code, Some(1), "{args:?}: {}", run.stderr);
+        let code = if args.contains(&"--scenario") { 1 } else { 2 };
+        assert_eq!(run.code, Some(code), "{args:?}: {}", run.stderr);
         assert!(run.stdout.is_empty(), "{args:?}");
         assert_eq!(run.stderr.lines().count(), 1, "{args:?}: {}", run.stderr);
         assert!(

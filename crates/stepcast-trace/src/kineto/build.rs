@@ -4,6 +4,7 @@ use std::collections::BTreeSet;
 
 use rustc_hash::FxHashMap;
 
+use super::clues::{Clues, Lookalike};
 use super::lower;
 use super::raw::{Int, LaneNumber, RawArgs, RawDevice, RawDistributed, RawEvent, RawText};
 
@@ -104,6 +105,28 @@ pub struct TraceBuilder {
     comm_args: Vec<(u32, crate::model::CommArgs)>,
     /// Op input shapes by the record's index in the file (see `Trace::op_inputs`).
     op_inputs: Vec<(u32, crate::model::OpInputs)>,
+    /// The latest end in `events`, kept as they come (see [`TraceBuilder::span_ns`]).
+    events_max_end_ns: Option<i64>,
+    /// CUPTI range-profiler records kept as device work.
+    range_profiler_events: u64,
+    /// The event array ended with the file, without its `]`.
+    unterminated: bool,
+    clues: Clues,
+}
+
+/// The largest duration taken as recorded: 2^50 ns, 13 days. A profiled window lasts seconds
+/// to minutes; a longer `dur` is a corrupt or foreign value, and taking it would carry values
+/// near `i64::MAX` into every sum the replay makes.
+pub const MAX_DUR_NS: i64 = 1 << 50;
+
+/// Timestamps (after `baseTimeNanoseconds`) are taken from -2^60 to 2^62 ns: a Unix-epoch clock
+/// reads 2^60.6 ns today, and 2^62 is the year 2116. Within these bounds every difference of
+/// two timestamps, plus a duration, fits an `i64`.
+const MIN_TS_NS: i64 = -(1 << 60);
+const MAX_TS_NS: i64 = 1 << 62;
+
+fn plausible_ts(ts_ns: i64) -> bool {
+    (MIN_TS_NS..=MAX_TS_NS).contains(&ts_ns)
 }
 
 /// Up to this size the event table is put in order in place; beyond it, into a new table. In
@@ -233,13 +256,18 @@ impl TraceBuilder {
             "i" | "I" => {
                 let reason = match raw.cat.as_deref() {
                     Some("cpu_instant_event") => "CPU instant events",
-                    _ => "instant markers (profiler window start/end)",
+                    _ => {
+                        self.clues.look(raw);
+                        "instant markers (profiler window start/end)"
+                    }
                 };
                 self.diagnostics.skip(reason);
             }
-            other => self
-                .diagnostics
-                .skip(format!("records with phase `{other}`")),
+            other => {
+                self.clues.look(raw);
+                self.diagnostics
+                    .skip(format!("records with phase `{other}`"));
+            }
         }
         Ok(())
     }
@@ -270,17 +298,34 @@ impl TraceBuilder {
                 self.sync_event(raw);
                 return Ok(false);
             }
+            // CUPTI's range profiler (Kineto's `CUDA_PROFILER_RANGE` activity) writes one
+            // record per kernel or range it measured, on the device: device work, though its
+            // times are Kineto's even split of the profiled span (noted in `finish`).
+            "cuda_profiler_range" => {
+                self.range_profiler_events += 1;
+                EventKind::Kernel
+            }
             "trace" => return self.skipped("profiler window spans (`Trace`)"),
             "overhead" => return self.skipped("profiler overhead ranges"),
-            "" => return self.skipped("duration events without a category"),
+            "" => {
+                self.clues.look(raw);
+                return self.skipped("duration events without a category");
+            }
             other => {
+                self.clues.look(raw);
                 return self.skipped(format!("events of unknown category `{other}`"));
             }
         };
         let Some(start_abs_ns) = raw.ts.and_then(|t| t.get()) else {
             return self.skipped("events without a valid `ts`");
         };
+        if !plausible_ts(start_abs_ns) {
+            return self.skipped("events with an absurd `ts` (before 1933 or after 2116)");
+        }
         let dur_ns = match raw.dur.and_then(|d| d.get()) {
+            Some(d) if d > MAX_DUR_NS => {
+                return self.skipped("events with an absurd `dur` (over 13 days)");
+            }
             Some(d) if d >= 0 => d,
             _ => {
                 return self.skipped("events with a missing or negative `dur`");
@@ -378,6 +423,11 @@ impl TraceBuilder {
             self.events_min_start_ns
                 .map_or(start_abs_ns, |min| min.min(start_abs_ns)),
         );
+        let end_abs_ns = start_abs_ns + dur_ns;
+        self.events_max_end_ns = Some(
+            self.events_max_end_ns
+                .map_or(end_abs_ns, |max| max.max(end_abs_ns)),
+        );
         if correlation.is_none() && (kind.is_device_task() || kind.is_api_call()) {
             self.flow_lookups.push(FlowLookup {
                 index,
@@ -470,6 +520,11 @@ impl TraceBuilder {
                 .diagnostics
                 .skip("`cuda_sync` events without ts, dur or correlation");
         };
+        if !plausible_ts(start_ns) || !(0..=MAX_DUR_NS).contains(&dur_ns) {
+            return self
+                .diagnostics
+                .skip("`cuda_sync` events with an absurd `ts` or `dur`");
+        }
         self.syncs.push(SyncEvent {
             kind,
             correlation,
@@ -495,6 +550,11 @@ impl TraceBuilder {
                 .diagnostics
                 .skip("memory events without a valid `ts` or `Bytes`");
         };
+        if !plausible_ts(time_abs_ns) {
+            return self
+                .diagnostics
+                .skip("memory events with an absurd `ts` (before 1933 or after 2116)");
+        }
         let (Some(raw_pid), Some(raw_tid)) = (
             raw.pid.as_ref().and_then(LaneNumber::get),
             raw.tid.as_ref().and_then(LaneNumber::get),
@@ -552,6 +612,9 @@ impl TraceBuilder {
     }
 
     fn metadata(&mut self, raw: &RawEvent) {
+        if raw.name.as_ref().map(RawText::as_bytes) == Some(b"process_name") {
+            self.clues.look(raw);
+        }
         if raw.name.as_ref().map(RawText::as_bytes) != Some(b"thread_name") {
             return; // process names, sort indices, labels: display-only
         }
@@ -564,6 +627,48 @@ impl TraceBuilder {
         if let Some(name) = raw.args.as_ref().and_then(|a| a.name.as_deref()) {
             self.thread_names.insert((pid, tid), name.to_string());
         }
+    }
+
+    /// Records that the event array ended with the file, without its `]`: the Chrome trace
+    /// format allows this (a process that dies mid-trace leaves it so; Horovod never writes it).
+    pub fn unterminated(&mut self) {
+        self.unterminated = true;
+    }
+
+    /// How many duration events were kept (ops, calls, device work, step markers).
+    pub fn kept_events(&self) -> usize {
+        self.events.len() + self.steps.len()
+    }
+
+    /// The tool whose output the skipped records look like, if any.
+    pub fn lookalike(&self) -> Option<Lookalike> {
+        self.clues.best()
+    }
+
+    /// The reasons most records were skipped for, most common first (at most `n`).
+    pub fn top_skips(&self, n: usize) -> Vec<(String, u64)> {
+        let mut skips: Vec<(String, u64)> = self
+            .diagnostics
+            .skipped
+            .iter()
+            .map(|(reason, &count)| (reason.clone(), count))
+            .collect();
+        skips.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        skips.truncate(n);
+        skips
+    }
+
+    /// From the earliest start to the latest end of the kept events and step markers, in ns.
+    pub fn span_ns(&self) -> Option<(i64, i64)> {
+        let steps_start = self.steps.iter().map(|s| s.start_abs_ns).min();
+        let steps_end = self.steps.iter().map(|s| s.start_abs_ns + s.dur_ns).max();
+        let start = self
+            .events_min_start_ns
+            .into_iter()
+            .chain(steps_start)
+            .min()?;
+        let end = self.events_max_end_ns.into_iter().chain(steps_end).max()?;
+        Some((start, end))
     }
 
     pub fn finish(mut self, input_bytes: u64) -> Trace {
@@ -700,6 +805,17 @@ impl TraceBuilder {
         };
 
         let diagnostics = &mut self.diagnostics;
+        if self.unterminated {
+            diagnostics.note(
+                "the event array is not closed (no `]` at the end of the file), as the Chrome trace format allows: read up to its last whole event",
+            );
+        }
+        if self.range_profiler_events > 0 {
+            diagnostics.note(format!(
+                "{} CUPTI range-profiler records (`cuda_profiler_range`) are device work; their times are Kineto's even split of the profiled span, not measurements",
+                self.range_profiler_events
+            ));
+        }
         if recovered > 0 {
             diagnostics.note(format!(
                 "{recovered} correlation ids were recovered from launch flow events (absent from args)"

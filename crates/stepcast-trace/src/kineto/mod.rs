@@ -5,10 +5,13 @@
 //! `gpu_memcpy`, flows `ac2g` / `async_cpu_to_gpu` / `async_gpu`); correlation ids taken from
 //! `args` or recovered from flow events; `cuda_sync` events; timestamps with nanosecond
 //! fractions; 64-bit integer args; ROCm (`hip*` calls under CUDA category names); driver-API
-//! launches; MTIA device events; CPU-only traces. A PyTorch Execution Trace is recognized and
-//! named in the error.
+//! launches; MTIA device events; CUPTI range-profiler records (device work); CPU-only traces;
+//! an event array left without its `]` at the end of the file, as the Chrome trace format
+//! allows. A PyTorch Execution Trace, and a Chrome-trace file of another tool (nothing in it
+//! understood: `clues.rs`), are recognized and named in the error.
 
 mod build;
+mod clues;
 mod fast;
 mod raw;
 
@@ -19,6 +22,7 @@ use std::path::Path;
 use crate::error::ReadError;
 use crate::json_stream::{JsonStream, ReadElement, StreamError};
 use crate::model::Trace;
+pub use build::MAX_DUR_NS;
 use build::TraceBuilder;
 use raw::{RawDevice, RawDistributed};
 
@@ -52,7 +56,47 @@ pub fn read_sized<R: Read>(
             path: path.to_path_buf(),
         });
     }
+    if builder.kept_events() == 0 {
+        // Replaying nothing would report a perfect fidelity for a file that was not read.
+        let skipped = builder
+            .top_skips(2)
+            .iter()
+            .map(|(reason, count)| format!("{count} {reason}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        return Err(ReadError::NothingUnderstood {
+            path: path.to_path_buf(),
+            records: reader.events_seen,
+            skipped,
+            looks_like: match builder.lookalike() {
+                Some(tool) => format!(
+                    "it looks like {}, which stepcast does not read",
+                    tool.describe()
+                ),
+                None => "it is not a PyTorch profiler (Kineto) trace".to_string(),
+            },
+        });
+    }
+    if let Some((start_ns, end_ns)) = builder.span_ns()
+        && end_ns - start_ns > MAX_SPAN_NS
+    {
+        return Err(ReadError::AbsurdSpan {
+            path: path.to_path_buf(),
+            days: (end_ns - start_ns) / (86_400 * 1_000_000_000),
+        });
+    }
     Ok(builder.finish(input_bytes))
+}
+
+/// The longest profiled window taken: 2^50 ns, 13 days. Events further apart mean a corrupt
+/// timestamp; replaying them would stretch the window across it.
+const MAX_SPAN_NS: i64 = 1 << 50;
+
+/// Whether an event array ended with its closing `]` or with the file.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ArrayEnd {
+    Closed,
+    EndOfFile,
 }
 
 struct Reader<'p, R> {
@@ -68,7 +112,7 @@ impl<R: Read> Reader<'_, R> {
             None => Err(ReadError::Empty {
                 path: self.path.to_path_buf(),
             }),
-            Some(b'[') => self.events(builder),
+            Some(b'[') => self.events(builder).map(|_| ()),
             Some(b'{') => self.object(builder),
             Some(_) => Err(self.not_json()),
         }
@@ -90,7 +134,10 @@ impl<R: Read> Reader<'_, R> {
             match key.as_str() {
                 "traceEvents" => {
                     saw_events = true;
-                    self.events(builder)?;
+                    if self.events(builder)? == ArrayEnd::EndOfFile {
+                        // The array, and so the object around it, ended with the file.
+                        return Ok(());
+                    }
                 }
                 "deviceProperties" => {
                     let devices: Option<Vec<RawDevice>> = self.parse_value("deviceProperties")?;
@@ -147,7 +194,10 @@ impl<R: Read> Reader<'_, R> {
         Ok(())
     }
 
-    fn events(&mut self, builder: &mut TraceBuilder) -> Result<(), ReadError> {
+    /// The event array, up to its `]` or, as the Chrome trace format allows, the end of the
+    /// file after a whole event (or a comma after one). The end of the file inside an event
+    /// is still an error: that event was cut.
+    fn events(&mut self, builder: &mut TraceBuilder) -> Result<ArrayEnd, ReadError> {
         match self.peek("`traceEvents`")? {
             Some(b'[') => self.stream.bump(),
             _ => {
@@ -161,13 +211,16 @@ impl<R: Read> Reader<'_, R> {
             // Built only for a message: formatting it per event would cost 3 % of ingest.
             let seen = self.events_seen;
             let context = || format!("`traceEvents` (after event #{seen})");
-            match self.peek_with(context)? {
+            match self.peek_or_end(context)? {
                 Some(b']') => {
                     self.stream.bump();
-                    return Ok(());
+                    return Ok(ArrayEnd::Closed);
                 }
                 Some(_) => {}
-                None => unreachable!("peek reports end of input as an error"),
+                None => {
+                    builder.unterminated();
+                    return Ok(ArrayEnd::EndOfFile);
+                }
             }
             let index = self.events_seen;
             let mut read_events = 0;
@@ -189,9 +242,13 @@ impl<R: Read> Reader<'_, R> {
                 return Err(self.stream_error(error, &format!("event #{index}")));
             }
             self.events_seen += read_events;
-            match self.peek_with(context)? {
+            match self.peek_or_end(context)? {
                 Some(b',') => self.stream.bump(),
                 Some(b']') => {}
+                None => {
+                    builder.unterminated();
+                    return Ok(ArrayEnd::EndOfFile);
+                }
                 _ => return Err(self.unexpected("',' or ']' between events")),
             }
         }
@@ -249,6 +306,17 @@ impl<R: Read> Reader<'_, R> {
             };
         }
         self.peek_with(|| context.to_string())
+    }
+
+    /// The next byte after whitespace, `None` at the end of input.
+    fn peek_or_end(&mut self, context: impl FnOnce() -> String) -> Result<Option<u8>, ReadError> {
+        match self.stream.peek() {
+            Ok(byte) => Ok(byte),
+            Err(e) => {
+                let context = context();
+                Err(self.stream_error(e, &context))
+            }
+        }
     }
 
     /// The next byte after whitespace; the end of input is an error in `context`.

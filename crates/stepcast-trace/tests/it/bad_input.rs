@@ -24,6 +24,8 @@ fn variant(e: &ReadError) -> &'static str {
         ReadError::ExecutionTrace { .. } => "ExecutionTrace",
         ReadError::NotATrace { .. } => "NotATrace",
         ReadError::NoEvents { .. } => "NoEvents",
+        ReadError::NothingUnderstood { .. } => "NothingUnderstood",
+        ReadError::AbsurdSpan { .. } => "AbsurdSpan",
     }
 }
 
@@ -64,6 +66,8 @@ enum Want {
     },
     /// Read, with this many kernels.
     Kernels(usize),
+    /// Read, with this many kernels and a note that contains this text.
+    KernelsNoted(usize, &'static str),
 }
 
 struct Case {
@@ -136,6 +140,130 @@ const CASES: &[Case] = &[
         }),
         want: Want::Kernels(1),
     },
+    // Synthetic records in the shape each tool documents (not recordings): files in the Chrome
+    // trace format whose records are none of Kineto's are refused, naming the tool.
+    // Horovod's timeline: a bare array, `B`/`E` ranges per tensor, never closed.
+    Case {
+        file_name: "horovod.json",
+        input: Input::Bytes(|| {
+            b"[\n{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, \"args\": {\"name\": \"allreduce.grad_0\"}},\n\
+              {\"name\": \"NEGOTIATE_ALLREDUCE\", \"ph\": \"B\", \"ts\": 10, \"pid\": 0},\n\
+              {\"ph\": \"E\", \"ts\": 25, \"pid\": 0},\n"
+                .to_vec()
+        }),
+        want: Want::Error {
+            variants: &["NothingUnderstood"],
+            also: &["Horovod timeline", "3 records", "records with phase `B`"],
+        },
+    },
+    Case {
+        file_name: "byteps.json",
+        input: Input::Bytes(|| {
+            br#"{"traceEvents": [{"ph": "X", "name": "Comm.gradient_3.PUSH", "pid": "Comm.gradient_3", "tid": "total", "ts": 100, "dur": 40, "args": {"name": "Comm.gradient_3"}}], "displayTimeUnit": "ms"}"#
+                .to_vec()
+        }),
+        want: Want::Error {
+            variants: &["NothingUnderstood"],
+            also: &["BytePS communication trace"],
+        },
+    },
+    Case {
+        file_name: "tensorflow.json",
+        input: Input::Bytes(|| {
+            br#"{"traceEvents": [{"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "/job:localhost/replica:0/task:0/device:GPU:0 Compute"}}, {"ph": "X", "cat": "Op", "name": "MatMul", "pid": 1, "tid": 0, "ts": 5, "dur": 3, "args": {"name": "dense/MatMul", "op": "MatMul"}}]}"#
+                .to_vec()
+        }),
+        want: Want::Error {
+            variants: &["NothingUnderstood"],
+            also: &["TensorFlow timeline", "events of unknown category `op`"],
+        },
+    },
+    Case {
+        file_name: "mindspore.json",
+        input: Input::Bytes(|| {
+            br#"[{"name": "process_name", "ph": "M", "pid": 2, "args": {"name": "Ascend Op"}}, {"name": "Default/network-WithLossCell/_backbone-LeNet5/conv1-Conv2d/Conv2D-op5", "ph": "X", "pid": 2, "tid": 0, "ts": 1000.5, "dur": 12.25}]"#
+                .to_vec()
+        }),
+        want: Want::Error {
+            variants: &["NothingUnderstood"],
+            also: &["MindSpore", "duration events without a category"],
+        },
+    },
+    Case {
+        file_name: "unknown-tool.json",
+        input: Input::Bytes(|| {
+            br#"[{"ph": "X", "name": "work", "pid": 1, "tid": 1, "ts": 1, "dur": 2}]"#.to_vec()
+        }),
+        want: Want::Error {
+            variants: &["NothingUnderstood"],
+            also: &["not a PyTorch profiler (Kineto) trace"],
+        },
+    },
+    // The Chrome trace format lets the closing `]` (and the `}` after it) be missing.
+    Case {
+        file_name: "unclosed-array.json",
+        input: Input::Bytes(|| {
+            b"[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":1,\"dur\":2},\n".to_vec()
+        }),
+        want: Want::KernelsNoted(1, "not closed"),
+    },
+    Case {
+        file_name: "unclosed-object.json",
+        input: Input::Bytes(|| {
+            br#"{"traceEvents": [{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":2}"#.to_vec()
+        }),
+        want: Want::KernelsNoted(1, "not closed"),
+    },
+    // Still an error: the file ends inside an event.
+    Case {
+        file_name: "cut-event.json",
+        input: Input::Bytes(|| {
+            br#"[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":2}, {"ph":"X","cat":"ker"#.to_vec()
+        }),
+        want: error(&["Truncated"]),
+    },
+    // A CUPTI range-profiler record, as Kineto's `CuptiRangeProfiler` writes it (category
+    // `cuda_profiler_range`, the device as pid, metrics in args): device work.
+    Case {
+        file_name: "range-profiler.json",
+        input: Input::Bytes(|| {
+            br#"{"traceEvents": [{"ph": "X", "cat": "cuda_profiler_range", "name": "void fft2d_r2c_32x32<float>(float2*)", "pid": 0, "tid": 0, "ts": 100, "dur": 50, "args": {"External id": 0, "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum": 86114304}}, {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 9, "tid": 9, "ts": 90, "dur": 5, "args": {"correlation": 3}}]}"#
+                .to_vec()
+        }),
+        want: Want::KernelsNoted(1, "CUPTI range-profiler"),
+    },
+    // Timestamps near `i64::MAX` ns are skipped, never wrapped; alone, nothing is left.
+    Case {
+        file_name: "huge-ts.json",
+        input: Input::Bytes(|| {
+            br#"[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":9223372036854775.0,"dur":2}]"#.to_vec()
+        }),
+        want: Want::Error {
+            variants: &["NothingUnderstood"],
+            also: &["absurd `ts`"],
+        },
+    },
+    Case {
+        file_name: "huge-dur.json",
+        input: Input::Bytes(|| {
+            br#"[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":9000000000000000}]"#.to_vec()
+        }),
+        want: Want::Error {
+            variants: &["NothingUnderstood"],
+            also: &["absurd `dur`"],
+        },
+    },
+    // Two plausible timestamps 63 years apart: the window would span the gap.
+    Case {
+        file_name: "far-apart.json",
+        input: Input::Bytes(|| {
+            br#"[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":2}, {"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":2000000000000000,"dur":2}]"#.to_vec()
+        }),
+        want: Want::Error {
+            variants: &["AbsurdSpan"],
+            also: &["days"],
+        },
+    },
 ];
 
 /// Checks one outcome against the case; `shown` is the path the message must name.
@@ -174,7 +302,24 @@ fn check(
                 .count();
             (kernels != *n).then(|| format!("{name} ({how}): {kernels} kernels, want {n}"))
         }
-        (Want::Kernels(_), Err(e)) => Some(format!("{name} ({how}): {e}")),
+        (Want::KernelsNoted(n, note), Ok(trace)) => {
+            let kernels = trace
+                .events
+                .iter()
+                .filter(|e| e.kind == EventKind::Kernel)
+                .count();
+            if kernels != *n {
+                Some(format!("{name} ({how}): {kernels} kernels, want {n}"))
+            } else if !trace.diagnostics.notes.iter().any(|n| n.contains(note)) {
+                Some(format!(
+                    "{name} ({how}): no note says {note:?}: {:?}",
+                    trace.diagnostics.notes
+                ))
+            } else {
+                None
+            }
+        }
+        (Want::Kernels(_) | Want::KernelsNoted(..), Err(e)) => Some(format!("{name} ({how}): {e}")),
     }
 }
 

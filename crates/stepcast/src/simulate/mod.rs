@@ -6,6 +6,7 @@
 //! after that, but not before its completion-gating predecessors (a blocking call waits for
 //! the device) and its external input (a collective waits for peers). With lane order fixed
 //! the schedule is a longest-path computation in topological order: O(V + E), deterministic.
+//! Times saturate at `i64::MAX` rather than wrap.
 
 mod critical_path;
 
@@ -184,7 +185,7 @@ pub fn simulate(
         } else {
             timeline.end_ns[from]
         };
-        at + graph.pred_lag_ns[e]
+        at.saturating_add(graph.pred_lag_ns[e])
     };
     let mut stack: Vec<u32> = (0..2 * n as u32)
         .filter(|&v| indegree[v as usize] == 0)
@@ -201,7 +202,8 @@ pub fn simulate(
             let mut binding = Binding::Boundary;
             let prev = lane_prev[t];
             if prev != TaskId::NONE {
-                let ready = timeline.end_ns[prev.index()] + graph.gap_ns[prev.index()];
+                let ready =
+                    timeline.end_ns[prev.index()].saturating_add(graph.gap_ns[prev.index()]);
                 if ready > begin {
                     begin = ready;
                     binding = Binding::Lane(prev);
@@ -243,7 +245,9 @@ pub fn simulate(
             } else {
                 graph.dur_ns[t]
             };
-            timeline.end_ns[t] = exec + dur;
+            // Saturating: a what-if may scale a cost towards `i64::MAX` (a factor is bounded,
+            // not the product), and a wrapped end would come back as a negative time.
+            timeline.end_ns[t] = exec.saturating_add(dur);
         }
         for s in succ_offsets[node]..succ_offsets[node + 1] {
             let next = succ[s as usize] as usize;

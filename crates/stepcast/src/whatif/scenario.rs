@@ -24,7 +24,7 @@ use regex::Regex;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::edit::{EditGraph, FusedCost, HostGaps, Select};
+use super::edit::{EditGraph, FusedCost, HostGaps, MAX_FACTOR, Select};
 use super::models::Model;
 use super::{Context, WhatIfError};
 use crate::analyze::mapping::Phase;
@@ -276,14 +276,14 @@ impl Scenario {
 
 fn check_factor(source: &str, value: &Spanned<f64>) -> Result<f64, ScenarioError> {
     let f = *value.get_ref();
-    if f.is_finite() && f >= 0.0 {
+    if f.is_finite() && (0.0..=MAX_FACTOR).contains(&f) {
         Ok(f)
     } else {
         Err(ScenarioError::at(
             source,
             Some(value.span()),
             format!(
-                "invalid factor {f}: it must be finite and non-negative (0.5 halves a duration)"
+                "invalid factor {f}: it must be finite, non-negative and at most {MAX_FACTOR:e} (0.5 halves a duration)"
             ),
         ))
     }
@@ -291,13 +291,18 @@ fn check_factor(source: &str, value: &Spanned<f64>) -> Result<f64, ScenarioError
 
 fn check_ns(source: &str, value: &Spanned<i64>) -> Result<i64, ScenarioError> {
     let ns = *value.get_ref();
-    if ns >= 0 {
+    // The reader's bound on a recorded duration, for the same reason: a cost near `i64::MAX`
+    // says nothing a what-if can answer.
+    if (0..=stepcast_trace::kineto::MAX_DUR_NS).contains(&ns) {
         Ok(ns)
     } else {
         Err(ScenarioError::at(
             source,
             Some(value.span()),
-            format!("invalid duration {ns} ns: durations are non-negative"),
+            format!(
+                "invalid duration {ns} ns: durations are non-negative and at most {} ns (13 days)",
+                stepcast_trace::kineto::MAX_DUR_NS
+            ),
         ))
     }
 }

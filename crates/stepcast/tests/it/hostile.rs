@@ -1,15 +1,23 @@
 //! Hostile input: truncated and corrupted copies of real traces never panic, anywhere in the
-//! pipeline. A document cut short is an error naming the file; a corrupted one that still
-//! reads is built, replayed and analyzed without a panic (its figures may be anything).
+//! pipeline. A document cut inside an event is an error naming the file (cut between events,
+//! it reads as the Chrome trace format allows, and says so); a corrupted one that still reads
+//! is built, replayed, analyzed, put through the what-ifs, the advisor, DDP and a two-rank
+//! replay without a panic (its figures may be anything). Hostile values (nested `Input Dims`,
+//! absurd scenario factors) get an error or a sane figure, never a wrapped one.
 
 use std::io::Read;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
 use stepcast::analyze::analyze;
+use stepcast::analyze::mapping::map;
 use stepcast::graph::{BuildOptions, build};
+use stepcast::ranks::{RankTrace, replay_ranks};
 use stepcast::replay::self_replay;
-use stepcast_trace::read_trace_bytes;
+use stepcast::whatif::ddp::insert::{INSERT_NAMES, InsertNames};
+use stepcast::whatif::ddp::{DdpConfig, DdpInputs, sweep_with};
+use stepcast::whatif::{Context, Model, Scenario, advise, predict, what_if};
+use stepcast_trace::{NameId, Trace, read_trace_bytes};
 
 use super::testdata;
 
@@ -38,10 +46,7 @@ fn run(bytes: &[u8]) -> Result<bool, String> {
             }
         }
         Ok(trace) => {
-            let window = build(&trace, &BuildOptions::default());
-            // A corrupted graph may legitimately fail to replay (an error, not a panic).
-            let _ = self_replay(&window);
-            let _ = analyze(&trace, &window, None);
+            pipeline(trace);
             Ok(true)
         }
     }));
@@ -54,6 +59,54 @@ fn run(bytes: &[u8]) -> Result<bool, String> {
         Err(format!("panic: {message}"))
     })
 }
+
+/// Every command's work on one trace. A corrupted graph may legitimately fail to replay or
+/// predict: an error, not a panic.
+fn pipeline(mut trace: Trace) {
+    for name in INSERT_NAMES {
+        trace.names.intern(name);
+    }
+    let window = build(&trace, &BuildOptions::default());
+    let _ = self_replay(&window);
+    let _ = analyze(&trace, &window, None);
+    let mapping = map(&trace, &window);
+    let context = Context {
+        trace: &trace,
+        window: &window,
+        mapping: &mapping,
+    };
+    // `whatif`: a model, and a scenario with the largest factor taken.
+    let model = Model::by_name("faster_gpu").expect("a built-in model");
+    let _ = what_if(&context, |edit| model.apply(&context, edit).map(|_| ()));
+    let _ = Scenario::parse(MAX_SCALE_SCENARIO)
+        .map(|scenario| what_if(&context, |edit| scenario.apply(&context, edit)));
+    // `advise`.
+    let _ = advise(&context);
+    // `whatif ddp`, with the collectives inserted from the gradients.
+    if let Ok(baseline) = predict(&window, &window.graph) {
+        let config = DdpConfig {
+            gpus: 2,
+            gpus_per_node: 2,
+            reinsert: true,
+            ..DdpConfig::default()
+        };
+        let inputs = DdpInputs {
+            gradient_file: None,
+            names: Some(InsertNames::resolve(&trace, NameId(0))),
+        };
+        let _ = sweep_with(&context, &baseline, &[config], &inputs);
+    }
+    // Multi-rank replay: the trace as two ranks of one job.
+    let ranks = [0, 1].map(|rank| RankTrace {
+        rank,
+        trace: &trace,
+        window: &window,
+    });
+    let _ = replay_ranks(&ranks);
+}
+
+/// Every task a million times longer: the largest factor a scenario takes.
+const MAX_SCALE_SCENARIO: &str = "[[transform]]\nselect = {}\nscale = 1e6\n";
 
 /// Small real traces: a backward thread's call stacks, cross-stream event syncs, and a
 /// two-step ROCm training run (steps, flows, `hip*` calls).
@@ -78,7 +131,17 @@ fn a_trace_cut_anywhere_is_an_error_never_a_panic() {
         for cut in (0..end).step_by(step) {
             match run(&json[..cut]) {
                 Ok(false) => {}
-                Ok(true) => failures.push(format!("{relative}: cut at {cut} read as a trace")),
+                // Between two events the Chrome trace format allows the end; the reader must
+                // then say that the array was not closed.
+                Ok(true) => match read_trace_bytes(&json[..cut], Path::new("hostile.json")) {
+                    Ok(trace)
+                        if trace
+                            .diagnostics
+                            .notes
+                            .iter()
+                            .any(|n| n.contains("not closed")) => {}
+                    _ => failures.push(format!("{relative}: cut at {cut} read as a whole trace")),
+                },
                 Err(e) => failures.push(format!("{relative}: cut at {cut}: {e}")),
             }
         }
@@ -124,4 +187,38 @@ fn a_corrupted_trace_never_panics_in_the_pipeline() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     // Most single-byte corruptions hit a value, not the structure: the pipeline really ran.
     assert!(read > 100, "only {read} corrupted traces read");
+}
+
+// See: issue #11, item 5. A scenario factor of 1e300 saturated a cost, then the engine's sums
+// wrapped and the prediction read 1.001x.
+#[test]
+fn an_absurd_factor_is_an_error_and_the_largest_taken_never_wraps() {
+    let scenario = |scale: &str| format!("[[transform]]\nselect = {{}}\nscale = {scale}\n");
+    for absurd in ["1e300", "1e7", "-1", "inf", "nan"] {
+        let error = Scenario::parse(&scenario(absurd)).expect_err(absurd);
+        assert!(
+            error.to_string().contains("invalid factor"),
+            "{absurd}: {error}"
+        );
+    }
+    let (mut trace, _) = super::load(SMALL[2]);
+    for name in INSERT_NAMES {
+        trace.names.intern(name);
+    }
+    let window = build(&trace, &BuildOptions::default());
+    let mapping = map(&trace, &window);
+    let context = Context {
+        trace: &trace,
+        window: &window,
+        mapping: &mapping,
+    };
+    let largest = Scenario::parse(MAX_SCALE_SCENARIO).expect("the largest factor is taken");
+    let outcome = what_if(&context, |edit| largest.apply(&context, edit)).expect("predicts");
+    assert!(
+        outcome.predicted.step_ns > 1000 * outcome.baseline.step_ns,
+        "every task a million times longer: {} ns, was {} ns",
+        outcome.predicted.step_ns,
+        outcome.baseline.step_ns
+    );
+    assert!(outcome.speedup < 1e-3, "speedup {}", outcome.speedup);
 }

@@ -151,46 +151,67 @@ enum Dims {
     Int(Option<i64>),
 }
 
+/// How deep `Input Dims` nests: the inputs, a tensor list, a tensor's sizes. Deeper text is no
+/// shape a profiler records; refusing it also keeps dropping a [`Dims`] (recursive) shallow.
+const MAX_DIMS_DEPTH: usize = 4;
+
 /// Parses `Input Dims` text (nested lists of numbers; strings and other scalars become
-/// `Int(None)`). `None` when it is not such a list.
+/// `Int(None)`). `None` when it is not such a list, or nests deeper than [`MAX_DIMS_DEPTH`].
+/// A loop over an explicit stack of open lists: the text comes from the trace, and recursing
+/// on its brackets overflowed the thread's stack on hostile input.
 fn parse_dims(text: &str) -> Option<Dims> {
-    fn value(b: &[u8], i: &mut usize) -> Option<Dims> {
+    let b = text.as_bytes();
+    let mut i = 0;
+    let skip_whitespace = |i: &mut usize| {
         while b.get(*i).is_some_and(u8::is_ascii_whitespace) {
             *i += 1;
         }
-        if b.get(*i) == Some(&b'[') {
-            *i += 1;
-            let mut items = Vec::new();
-            loop {
-                while b.get(*i).is_some_and(u8::is_ascii_whitespace) {
-                    *i += 1;
+    };
+    // The lists opened and not yet closed, outermost first.
+    let mut open: Vec<Vec<Dims>> = Vec::new();
+    loop {
+        skip_whitespace(&mut i);
+        let value = match b.get(i) {
+            Some(b'[') => {
+                if open.len() == MAX_DIMS_DEPTH {
+                    return None;
                 }
-                match b.get(*i)? {
-                    b']' => {
-                        *i += 1;
-                        return Some(Dims::List(items));
-                    }
-                    b',' => *i += 1,
-                    _ => items.push(value(b, i)?),
+                i += 1;
+                open.push(Vec::new());
+                continue;
+            }
+            Some(b']') if !open.is_empty() => {
+                i += 1;
+                Dims::List(open.pop()?)
+            }
+            Some(b',') if !open.is_empty() => {
+                i += 1;
+                continue;
+            }
+            Some(b'"') => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
                 }
+                i += 1;
+                Dims::Int(None)
             }
-        }
-        let start = *i;
-        if b.get(*i) == Some(&b'"') {
-            *i += 1;
-            while *i < b.len() && b[*i] != b'"' {
-                *i += if b[*i] == b'\\' { 2 } else { 1 };
+            // The end of the text inside a list: not a whole value.
+            None if !open.is_empty() => return None,
+            _ => {
+                let start = i;
+                while i < b.len() && !matches!(b[i], b',' | b']') {
+                    i += 1;
+                }
+                let text = std::str::from_utf8(b.get(start..i)?).ok()?.trim();
+                Dims::Int(text.parse().ok())
             }
-            *i += 1;
-            return Some(Dims::Int(None));
+        };
+        match open.last_mut() {
+            Some(list) => list.push(value),
+            None => return Some(value),
         }
-        while *i < b.len() && !matches!(b[*i], b',' | b']') {
-            *i += 1;
-        }
-        let text = std::str::from_utf8(&b[start..*i]).ok()?.trim();
-        Some(Dims::Int(text.parse().ok()))
     }
-    value(text.as_bytes(), &mut 0)
 }
 
 /// The top-level strings of `Input type` text (`["float", "double", ""]`).
@@ -504,4 +525,36 @@ fn optimizer_sizes(trace: &Trace, mapping: &Mapping) -> Option<Vec<i64>> {
     let mut sizes = per_name.remove(&first_name?)?;
     sizes.reverse();
     Some(sizes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Dims, parse_dims};
+
+    #[test]
+    fn dims_parse_as_recorded() {
+        let int = |v| Dims::Int(Some(v));
+        assert_eq!(
+            parse_dims(r#"[[2, 3], [], [[4], [5, 6]], "x"]"#),
+            Some(Dims::List(vec![
+                Dims::List(vec![int(2), int(3)]),
+                Dims::List(vec![]),
+                Dims::List(vec![
+                    Dims::List(vec![int(4)]),
+                    Dims::List(vec![int(5), int(6)])
+                ]),
+                Dims::Int(None),
+            ]))
+        );
+        assert_eq!(parse_dims("[[2, 3]"), None, "unclosed");
+    }
+
+    /// Hostile nesting (a million brackets) is refused without recursing: it once overflowed
+    /// the stack (issue #11).
+    #[test]
+    fn deep_nesting_is_refused_not_a_stack_overflow() {
+        let deep = format!("{}{}", "[".repeat(1_000_000), "]".repeat(1_000_000));
+        assert_eq!(parse_dims(&deep), None);
+        assert_eq!(parse_dims(&"[".repeat(1_000_000)), None);
+    }
 }
