@@ -13,8 +13,8 @@
 //! two are the same quantity.
 
 use super::{Side, StepTimes};
-use crate::analyze::mapping::{Mapping, Phase};
 use crate::Window;
+use crate::analyze::mapping::{Mapping, Phase};
 use crate::graph::NO_STEP;
 use crate::replay::relative_error;
 use crate::whatif::{Model, Outcome, PhaseTime, WhatIfError, what_if};

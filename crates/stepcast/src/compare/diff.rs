@@ -162,9 +162,8 @@ impl DiffTable {
                 rest.iter().map(|r| r.after_ns).sum(),
             )
         });
-        let listed = |f: fn(&DiffRow) -> i64| -> i64 {
-            rows.iter().chain(others.iter()).map(f).sum()
-        };
+        let listed =
+            |f: fn(&DiffRow) -> i64| -> i64 { rows.iter().chain(others.iter()).map(f).sum() };
         let remainder = DiffRow::new(
             remainder.to_string(),
             0,

@@ -67,7 +67,10 @@ impl StepTimes {
         }
         let replayed = &side.analysis.replay.steps;
         let measured_ns: Vec<i64> = indices.iter().map(|&s| replayed[s].measured_ns).collect();
-        let numbers = indices.iter().map(|&s| side.window.steps[s].number).collect();
+        let numbers = indices
+            .iter()
+            .map(|&s| side.window.steps[s].number)
+            .collect();
         let mut sorted = measured_ns.clone();
         sorted.sort_unstable();
         let n = sorted.len();
