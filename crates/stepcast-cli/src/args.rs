@@ -36,6 +36,9 @@ pub enum Command {
     WhatIf(Box<WhatIfArgs>),
     /// Rank the built-in optimizations (and useful combinations) by predicted gain.
     Advise(AdviseArgs),
+    /// Compare two traces of one workload: measured speedup of their steady steps, what changed
+    /// by phase, op and kernel, and (--model) a prediction from BEFORE against AFTER.
+    Compare(CompareArgs),
 }
 
 #[derive(Debug, ClapArgs)]
@@ -194,6 +197,40 @@ pub struct AdviseArgs {
     pub trace: PathBuf,
     #[command(flatten)]
     pub peers: PeersArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, ClapArgs)]
+pub struct CompareArgs {
+    /// The trace before the change: .json or .json.gz.
+    #[arg(value_name = "BEFORE")]
+    pub before: PathBuf,
+    /// The trace after the change, of the same workload.
+    #[arg(value_name = "AFTER")]
+    pub after: PathBuf,
+    /// A built-in model standing for the change (as `whatif` takes it), predicted from BEFORE
+    /// and checked against AFTER. Repeat for several; each is checked on its own.
+    #[arg(long = "model", value_name = "MODEL")]
+    pub models: Vec<String>,
+    /// fused_optimizer: the fused kernel's cost as a share of the kernels it replaces.
+    #[arg(long, value_name = "F")]
+    pub factor: Option<f64>,
+    /// faster_hardware: speed-up of tensor-core (compute-bound) kernels.
+    #[arg(long, value_name = "X")]
+    pub compute: Option<f64>,
+    /// faster_hardware: speed-up of the other (memory-bound) kernels and memsets.
+    #[arg(long, value_name = "X")]
+    pub memory: Option<f64>,
+    /// faster_hardware: speed-up of host work.
+    #[arg(long, value_name = "X")]
+    pub cpu: Option<f64>,
+    /// faster_hardware: speed-up of copies.
+    #[arg(long, value_name = "X")]
+    pub copy: Option<f64>,
+    /// recompute, offload, gist: the share of each step's activation bytes acted on.
+    #[arg(long, value_name = "F")]
+    pub fraction: Option<f64>,
     #[command(flatten)]
     pub output: OutputArgs,
 }

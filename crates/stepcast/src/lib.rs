@@ -3,6 +3,7 @@
 
 pub mod analyze;
 pub mod comm;
+pub mod compare;
 pub mod graph;
 pub mod ranks;
 pub mod replay;

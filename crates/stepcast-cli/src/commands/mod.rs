@@ -3,6 +3,7 @@
 
 pub mod advise;
 pub mod analyze;
+pub mod compare;
 pub mod export;
 pub mod info;
 pub mod replay;

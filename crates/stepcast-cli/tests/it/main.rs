@@ -2,6 +2,7 @@
 
 mod analyze;
 mod bad_input;
+mod compare;
 mod ddp;
 mod export;
 mod info;

@@ -4,8 +4,8 @@
 //!
 //! Each command writes one JSON object whose `schema` field names the document and its version:
 //! `stepcast.info/1` ([`InfoJson`]), `stepcast.replay/1` ([`ReplayJson`]),
-//! `stepcast.replay-ranks/1`, `stepcast.analyze/1` ([`AnalyzeJson`]), `stepcast.whatif/1` and
-//! `stepcast.advise/1`. Within a version,
+//! `stepcast.replay-ranks/1`, `stepcast.analyze/1` ([`AnalyzeJson`]), `stepcast.whatif/1`,
+//! `stepcast.advise/1` and `stepcast.compare/1` ([`CompareJson`]). Within a version,
 //! change is additive only: fields may be added, none is removed, renamed or retyped. The full
 //! field list, with units, is in `docs/json-schema.md`.
 //!
@@ -22,6 +22,7 @@
 //! here. The one path, [`TraceJson::file`], is filled in by the caller.
 
 mod analyze;
+mod compare;
 mod info;
 pub mod ranks;
 mod replay;
@@ -38,6 +39,10 @@ pub use analyze::{
     OpNsJson, StatisticsJson, StepAnalysisJson, StepSpanJson, StepVariabilityJson, StretchJson,
     TOP_LAYERS, TasksNsJson, ThreadJson, TypicalStepJson, UnmappedJson, VariabilityJson,
     WindowJson, analyze_json,
+};
+pub use compare::{
+    CompareJson, DiffRowJson, DiffTableJson, ModelCheckJson, NoiseJson, PhaseCheckJson, SideJson,
+    StepTimesJson, compare_json,
 };
 pub use info::{GraphJson, InfoJson, LaneJson, StepInfoJson, info_json};
 pub use replay::{

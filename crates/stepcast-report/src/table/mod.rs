@@ -6,6 +6,7 @@
 //! them are escaped before they are shown.
 
 mod analyze;
+mod compare;
 mod info;
 pub mod ranks;
 mod replay;
@@ -14,6 +15,7 @@ mod whatif;
 use comfy_table::{CellAlignment, ContentArrangement, Table, presets};
 
 pub use analyze::analyze_text;
+pub use compare::compare_text;
 pub use info::info_text;
 pub use replay::replay_text;
 pub use whatif::{advise_text, whatif_text};

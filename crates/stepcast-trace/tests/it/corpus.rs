@@ -8,7 +8,7 @@ use stepcast_trace::{EventKind, LaneKind, ReadError, Runtime, Trace};
 use crate::{FileKind, corpus};
 
 /// Kineto traces and Execution Traces under `testdata/kineto/` (see `testdata/README.md`).
-const KINETO_FILES: usize = 42;
+const KINETO_FILES: usize = 44;
 const EXECUTION_TRACES: usize = 4;
 
 /// Checks that hold for any successfully read trace. Returns the problems found.
@@ -235,6 +235,8 @@ const EXPECT: &[Expect] = &[
     Expect { file: "TraceLens/tests/traces/torch_compile_triton/trace.json.gz", records: 246, runtime: Runtime::Rocm, steps: 0, kernels: 12, syncs: 0, distributed: Dist::Absent },
     Expect { file: "kineto/tb_plugin/samples/resnet50_autograd_api_num_workers_0/worker0.pt.trace.json.gz", records: 79711, runtime: Runtime::Cuda, steps: 0, kernels: 9329, syncs: 0, distributed: Dist::Absent },
     Expect { file: "kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz", records: 75718, runtime: Runtime::Cuda, steps: 6, kernels: 8772, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "kineto/tb_plugin/samples/resnet50_profiler_api_num_workers_0/worker0.pt.trace.json.gz", records: 73639, runtime: Runtime::Cuda, steps: 6, kernels: 9564, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "kineto/tb_plugin/samples/resnet50_profiler_api_num_workers_4/worker0.pt.trace.json.gz", records: 67781, runtime: Runtime::Cuda, steps: 6, kernels: 9456, syncs: 0, distributed: Dist::Absent },
     Expect { file: "param/et_replay/tests/inputs/linear_kineto.json.gz", records: 86859, runtime: Runtime::Cuda, steps: 0, kernels: 8716, syncs: 0, distributed: Dist::Absent },
     Expect { file: "param/et_replay/tests/inputs/resnet_kineto.json.gz", records: 111631, runtime: Runtime::Cuda, steps: 0, kernels: 9628, syncs: 0, distributed: Dist::Absent },
     Expect { file: "param/et_replay/tests/inputs/dlrm_kineto__extracted/dlrm_kineto/worker0_step_12.1694128201545.pt.trace.json", records: 3290, runtime: Runtime::Cuda, steps: 1, kernels: 245, syncs: 0, distributed: Dist::Present(Some(0), Some(8)) },

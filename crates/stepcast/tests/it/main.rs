@@ -2,6 +2,7 @@
 
 mod breakdowns;
 mod comm;
+mod compare;
 mod critical;
 mod ddp;
 mod hostile;

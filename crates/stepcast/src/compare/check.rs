@@ -1,0 +1,141 @@
+//! A what-if model's prediction from BEFORE against the measured AFTER: where the model was
+//! wrong.
+//!
+//! The predicted step is BEFORE's measured median divided by the model's predicted speedup.
+//! The speedup compares two replays of BEFORE on one engine (see [`crate::whatif`]), so the
+//! replay's own error cancels; anchoring it on the measured median makes the predicted step
+//! comparable with AFTER's measured median, and its error equals the speedup's:
+//! `predicted_step / measured_step - 1 = measured_speedup / predicted_speedup - 1`.
+//!
+//! Per phase, the prediction is the what-if's own per-phase figure ([`PhaseTime`]: host task
+//! cost plus the untraced host time after each task, and device task cost, per steady step);
+//! the measurement is the same figure taken from AFTER's recorded graph and mapping, so the
+//! two are the same quantity.
+
+use super::{Side, StepTimes};
+use crate::Window;
+use crate::analyze::mapping::{Mapping, Phase};
+use crate::graph::NO_STEP;
+use crate::replay::relative_error;
+use crate::whatif::{Model, Outcome, PhaseTime, WhatIfError, what_if};
+
+/// One phase, predicted against measured (ns per steady step).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PhaseCheck {
+    pub phase: Phase,
+    /// BEFORE as recorded.
+    pub host_before_ns: i64,
+    pub host_predicted_ns: i64,
+    /// AFTER as recorded.
+    pub host_measured_ns: i64,
+    pub device_before_ns: i64,
+    pub device_predicted_ns: i64,
+    pub device_measured_ns: i64,
+}
+
+/// A model's prediction against the measured outcome.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelCheck {
+    /// The model's name with its parameters.
+    pub model: String,
+    /// The what-if's speedup on BEFORE.
+    pub predicted_speedup: f64,
+    /// BEFORE's measured median step divided by `predicted_speedup`.
+    pub predicted_step_ns: i64,
+    /// AFTER's measured median step.
+    pub measured_step_ns: i64,
+    /// `predicted_step_ns / measured_step_ns - 1` (positive: the model predicted too slow a
+    /// step, i.e. too small a gain).
+    pub error: f64,
+    /// Every phase, in [`Phase::ALL`] order.
+    pub phases: Vec<PhaseCheck>,
+}
+
+/// Applies `model` to BEFORE, and checks its prediction against AFTER.
+pub fn check_model(
+    before: &Side<'_>,
+    before_steps: &StepTimes,
+    after: &Side<'_>,
+    after_steps: &StepTimes,
+    model: &Model,
+) -> Result<ModelCheck, WhatIfError> {
+    let context = before.context();
+    let outcome = what_if(&context, |edit| model.apply(&context, edit).map(|_| ()))?;
+    Ok(check_outcome(
+        model.name(),
+        &outcome,
+        before_steps,
+        after,
+        after_steps,
+    ))
+}
+
+/// [`check_model`] for an outcome already predicted.
+pub fn check_outcome(
+    model: String,
+    outcome: &Outcome,
+    before_steps: &StepTimes,
+    after: &Side<'_>,
+    after_steps: &StepTimes,
+) -> ModelCheck {
+    let predicted_step_ns = if outcome.speedup > 0.0 && outcome.speedup.is_finite() {
+        (before_steps.median_ns as f64 / outcome.speedup).round() as i64
+    } else {
+        0
+    };
+    let measured = phase_times(after.window, &after.analysis.mapping);
+    let phases = outcome
+        .phases
+        .iter()
+        .map(|p: &PhaseTime| {
+            let (host, device) = measured
+                .iter()
+                .find(|(phase, _, _)| *phase == p.phase)
+                .map_or((0, 0), |&(_, h, d)| (h, d));
+            PhaseCheck {
+                phase: p.phase,
+                host_before_ns: p.host_before_ns,
+                host_predicted_ns: p.host_after_ns,
+                host_measured_ns: host,
+                device_before_ns: p.device_before_ns,
+                device_predicted_ns: p.device_after_ns,
+                device_measured_ns: device,
+            }
+        })
+        .collect();
+    ModelCheck {
+        model,
+        predicted_speedup: outcome.speedup,
+        predicted_step_ns,
+        measured_step_ns: after_steps.median_ns,
+        error: relative_error(predicted_step_ns, after_steps.median_ns),
+        phases,
+    }
+}
+
+/// Per phase, in [`Phase::ALL`] order: (phase, host ns, device ns) per steady step of the
+/// recorded graph of `window`, measured as [`PhaseTime`] is: over every step after the warm-up
+/// (the first, when there are three or more), as the what-if counts them.
+pub fn phase_times(window: &Window, mapping: &Mapping) -> Vec<(Phase, i64, i64)> {
+    let graph = &window.graph;
+    let mut sums = [(0i64, 0i64); Phase::ALL.len()];
+    let first = usize::from(window.steps.len() >= 3);
+    for (t, &step) in graph.step.iter().enumerate() {
+        if step == NO_STEP || (step as usize) < first {
+            continue;
+        }
+        let phase = mapping.phase.get(t).copied().unwrap_or(Phase::Other);
+        let index = Phase::ALL.iter().position(|&p| p == phase).unwrap_or(5);
+        if graph.kind[t].on_device() {
+            sums[index].1 += graph.dur_ns[t];
+        } else {
+            sums[index].0 += graph.dur_ns[t] + graph.gap_ns[t];
+        }
+    }
+    let count = window.steps.len().saturating_sub(first).max(1) as i64;
+    Phase::ALL
+        .iter()
+        .zip(sums)
+        .map(|(&phase, (host, device))| (phase, host / count, device / count))
+        .collect()
+}
