@@ -8,7 +8,14 @@ fn main() {
     let trace = stepcast_trace::read_trace(std::path::Path::new(&path)).expect("read");
     let w = build(&trace, &BuildOptions::default());
     let g = &w.graph;
-    let tl = simulate(g, &RecordedOrder, SimOptions { without_inferred: true }).expect("sim");
+    let tl = simulate(
+        g,
+        &RecordedOrder,
+        SimOptions {
+            without_inferred: true,
+        },
+    )
+    .expect("sim");
     let mut rows = Vec::new();
     for t in 0..g.task_count() {
         let task = TaskId(t as u32);
@@ -16,9 +23,18 @@ fn main() {
             continue;
         }
         let early = g.rec_start_ns[t] - tl.begin_ns[t];
-        let prev = g.lane_pred(task).map_or(0, |p| g.rec_start_ns[p.index()] - tl.begin_ns[p.index()]);
-        let pred_end_gap = g.lane_pred(task).map_or(0, |p| g.rec_start_ns[t] - g.rec_end_ns[p.index()]);
-        rows.push((early - prev, t, pred_end_gap, format!("{:?}", tl.binding[t])));
+        let prev = g
+            .lane_pred(task)
+            .map_or(0, |p| g.rec_start_ns[p.index()] - tl.begin_ns[p.index()]);
+        let pred_end_gap = g
+            .lane_pred(task)
+            .map_or(0, |p| g.rec_start_ns[t] - g.rec_end_ns[p.index()]);
+        rows.push((
+            early - prev,
+            t,
+            pred_end_gap,
+            format!("{:?}", tl.binding[t]),
+        ));
     }
     rows.sort();
     rows.reverse();
@@ -27,6 +43,11 @@ fn main() {
     for (d, t, gap, b) in rows.iter().take(25) {
         let e = &trace.events[g.event[*t].index()];
         let n = trace.name(e.name);
-        println!("{d:>9} lane {} rec_gap_after_pred {gap:>8} {} corr {:?} bind {b}", g.lane[*t], &n[..n.len().min(50)], e.correlation);
+        println!(
+            "{d:>9} lane {} rec_gap_after_pred {gap:>8} {} corr {:?} bind {b}",
+            g.lane[*t],
+            &n[..n.len().min(50)],
+            e.correlation
+        );
     }
 }

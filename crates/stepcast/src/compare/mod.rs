@@ -32,11 +32,7 @@ pub struct Side<'a> {
 impl<'a> Side<'a> {
     /// The what-if context of this side (what a model is applied to).
     pub fn context(&self) -> crate::whatif::Context<'a> {
-        crate::whatif::Context {
-            trace: self.trace,
-            window: self.window,
-            mapping: &self.analysis.mapping,
-        }
+        crate::whatif::Context::new(self.trace, self.window, &self.analysis.mapping)
     }
 }
 

@@ -70,11 +70,7 @@ fn pipeline(mut trace: Trace) {
     let _ = self_replay(&window);
     let _ = analyze(&trace, &window, None);
     let mapping = map(&trace, &window);
-    let context = Context {
-        trace: &trace,
-        window: &window,
-        mapping: &mapping,
-    };
+    let context = Context::new(&trace, &window, &mapping);
     // `whatif`: a model, and a scenario with the largest factor taken.
     let model = Model::by_name("faster_gpu").expect("a built-in model");
     let _ = what_if(&context, |edit| model.apply(&context, edit).map(|_| ()));
@@ -207,11 +203,7 @@ fn an_absurd_factor_is_an_error_and_the_largest_taken_never_wraps() {
     }
     let window = build(&trace, &BuildOptions::default());
     let mapping = map(&trace, &window);
-    let context = Context {
-        trace: &trace,
-        window: &window,
-        mapping: &mapping,
-    };
+    let context = Context::new(&trace, &window, &mapping);
     let largest = Scenario::parse(MAX_SCALE_SCENARIO).expect("the largest factor is taken");
     let outcome = what_if(&context, |edit| largest.apply(&context, edit)).expect("predicts");
     assert!(
