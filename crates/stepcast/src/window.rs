@@ -43,6 +43,12 @@ pub struct BuildReport {
     pub nested_calls: u64,
     /// Collective kernels whose completion waits on peers outside the trace.
     pub collectives: u64,
+    /// Collectives whose own cost (transfer) comes from their recorded message size, on the
+    /// α-β line fitted to the trace's own collectives; the rest of each is waiting for peers.
+    pub collective_cost_from_size: u64,
+    /// Collectives without a recorded size: their own cost is the fastest instance of the same
+    /// kernel name.
+    pub collective_cost_from_name: u64,
     /// Edges inferred from timing alone.
     pub inferred_edges: u64,
     /// Recorded causes not turned into edges, by reason.

@@ -81,6 +81,11 @@ pub struct GraphJson {
     pub launch_latency_ns: i64,
     /// Launches onto an idle stream the latency was calibrated from (0: not calibrated).
     pub launch_latency_samples: u64,
+    /// Calibrated delay from a launch call's return to its work starting on an idle stream
+    /// (a call that launches one task queues it as it returns).
+    pub launch_after_return_ns: i64,
+    /// Calibrated delay from the end of awaited work to the waiting stream's next work.
+    pub event_wait_latency_ns: i64,
     /// Calibrated idle time between consecutive tasks of a backlogged stream.
     pub dispatch_gap_ns: i64,
     /// Device tasks launched before the window opened.
@@ -89,6 +94,11 @@ pub struct GraphJson {
     pub nested_calls: u64,
     /// Collective kernels, whose completion waits on peers outside the trace.
     pub collectives: u64,
+    /// Collectives whose transfer is costed from their recorded message size (α-β line fitted
+    /// to the trace's own collectives); the rest of each is the peers' lateness.
+    pub collective_cost_from_size: u64,
+    /// Collectives without a recorded size, costed as the fastest kernel of the same name.
+    pub collective_cost_from_name: u64,
     /// Edges inferred from timing alone.
     pub inferred_edges: u64,
     /// Recorded causes not turned into edges: reason → count.
@@ -105,10 +115,14 @@ impl GraphJson {
             edges_by_kind: edge_counts(window.graph.edges_by_kind(|_| true)),
             launch_latency_ns: report.launch_latency_ns,
             launch_latency_samples: report.launch_latency_samples,
+            launch_after_return_ns: report.launch_after_return_ns,
+            event_wait_latency_ns: report.event_wait_latency_ns,
             dispatch_gap_ns: report.dispatch_gap_ns,
             unlaunched_device_tasks: report.unlaunched_device_tasks,
             nested_calls: report.nested_calls,
             collectives: report.collectives,
+            collective_cost_from_size: report.collective_cost_from_size,
+            collective_cost_from_name: report.collective_cost_from_name,
             inferred_edges: report.inferred_edges,
             rejected: report.rejected.clone(),
             notes: report.notes.clone(),

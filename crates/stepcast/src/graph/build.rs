@@ -4,6 +4,7 @@
 //! behind the host, so a step's kernels overlap the next step's host work, and only a replay
 //! of the whole window reproduces the backlog each step inherits.
 
+mod collectives;
 mod device_lanes;
 mod handoff;
 mod infer;
@@ -85,7 +86,7 @@ pub fn build(trace: &Trace, options: &BuildOptions) -> Window {
     b.sync_edges(&calls, &launcher.call_of, &device_lanes, &mut edges);
     b.blocking_launches(&mut edges);
     b.event_wait_latency(&mut edges);
-    b.collectives();
+    b.collectives(&launcher.call_of);
     b.autograd_handoffs(&mut edges);
     if options.infer_edges {
         let candidates = b.inferred_edges(&device_lanes, &launcher.call_of, &edges);
@@ -455,34 +456,6 @@ impl Builder<'_> {
             }
         }
         steps
-    }
-
-    /// NCCL/RCCL kernels wait for peers the trace does not show: their own cost is the
-    /// fastest instance of the same kernel, and the rest of the recorded kernel their peers'
-    /// lateness, a declared input relative to this rank's readiness (`Graph::peer_wait_ns`).
-    fn collectives(&mut self) {
-        let g = &mut self.graph;
-        let mut fastest: FxHashMap<stepcast_trace::NameId, i64> = FxHashMap::default();
-        for t in 0..g.task_count() {
-            if g.kind[t] != TaskKind::Kernel {
-                continue;
-            }
-            if !self.names.is_collective(g.name[t]) {
-                continue;
-            }
-            g.kind[t] = TaskKind::Collective;
-            let entry = fastest.entry(g.name[t]).or_insert(i64::MAX);
-            *entry = (*entry).min(g.dur_ns[t]);
-        }
-        for t in 0..g.task_count() {
-            if g.kind[t] != TaskKind::Collective {
-                continue;
-            }
-            let transfer = fastest[&g.name[t]];
-            g.peer_wait_ns[t] = g.dur_ns[t] - transfer;
-            g.dur_ns[t] = transfer;
-            self.report.collectives += 1;
-        }
     }
 
     fn finish(mut self, edges: Vec<PendingEdge>, steps: Vec<Step>) -> Window {

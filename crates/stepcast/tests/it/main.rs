@@ -1,6 +1,7 @@
 //! Graph and replay checks against real traces (copied byte for byte into `testdata/`).
 
 mod breakdowns;
+mod causes;
 mod comm;
 mod compare;
 mod critical;
