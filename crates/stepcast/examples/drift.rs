@@ -1,6 +1,6 @@
 #![allow(clippy::print_stdout)]
-//! Diagnostic: where a replay without inferred edges drifts early from the recording, per
-//! device lane: the tasks whose earliness grows most over their lane predecessor's.
+//! Diagnostic: where a replay without inferred edges drifts early (or, with `LATE=1`, late)
+//! from the recording: the tasks whose drift grows most over their lane predecessor's.
 use stepcast::graph::{BuildOptions, TaskId, build};
 use stepcast::simulate::{RecordedOrder, SimOptions, simulate};
 fn main() {
@@ -19,10 +19,11 @@ fn main() {
     let mut rows = Vec::new();
     for t in 0..g.task_count() {
         let task = TaskId(t as u32);
-        if !g.kind[t].on_device() {
-            continue;
-        }
-        let early = g.rec_start_ns[t] - tl.begin_ns[t];
+        let early = if std::env::var("LATE").is_ok() {
+            tl.begin_ns[t] - g.rec_start_ns[t]
+        } else {
+            g.rec_start_ns[t] - tl.begin_ns[t]
+        };
         let prev = g
             .lane_pred(task)
             .map_or(0, |p| g.rec_start_ns[p.index()] - tl.begin_ns[p.index()]);

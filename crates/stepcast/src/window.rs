@@ -19,6 +19,10 @@ pub struct Step {
     pub marker_end_ns: i64,
     /// True when the trace had no step markers and the whole window stands as one step.
     pub synthetic: bool,
+    /// The window's last step whose marker holds the profiler's teardown: host time after its
+    /// last work longer than a whole typical step. Measured as recorded, but left out of the
+    /// steady state (a note says so).
+    pub teardown: bool,
 }
 
 /// Facts about graph construction, for `info` and `replay` to show.

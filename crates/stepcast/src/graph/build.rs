@@ -80,7 +80,8 @@ pub fn build(trace: &Trace, options: &BuildOptions) -> Window {
     b.tasks();
     let calls = b.call_index();
     let launcher = b.launch_edges(&calls);
-    let steps = b.assign_steps(&launcher);
+    let mut steps = b.assign_steps(&launcher);
+    b.mark_teardown(&mut steps);
     let mut edges = launcher.edges;
     let device_lanes = DeviceLanes::new(trace, &b.graph, &launcher.call_of);
     b.sync_edges(&calls, &launcher.call_of, &device_lanes, &mut edges);
@@ -297,7 +298,7 @@ impl Builder<'_> {
         // where the name has enough samples, then over all single launches.
         let mut after_return: Vec<i64> = single.iter().map(|&(_, _, d)| d).collect();
         let after_return_ns =
-            (after_return.len() >= MIN_LATENCY_SAMPLES).then(|| median(&mut after_return).max(0));
+            (after_return.len() >= MIN_LATENCY_SAMPLES).then(|| median(&mut after_return));
         let mut by_name: FxHashMap<stepcast_trace::NameId, Vec<i64>> = FxHashMap::default();
         for &(call, _, delay) in &single {
             by_name
@@ -308,9 +309,9 @@ impl Builder<'_> {
         let after_return_of: FxHashMap<stepcast_trace::NameId, i64> = by_name
             .into_iter()
             .filter(|(_, d)| d.len() >= MIN_LATENCY_SAMPLES)
-            .map(|(name, mut d)| (name, median(&mut d).max(0)))
+            .map(|(name, mut d)| (name, median(&mut d)))
             .collect();
-        self.report.launch_after_return_ns = after_return_ns.unwrap_or(0);
+        self.report.launch_after_return_ns = after_return_ns.unwrap_or(0).max(0);
         for t in 0..n {
             let call = call_of[t];
             if call == TaskId::NONE {
@@ -318,10 +319,14 @@ impl Builder<'_> {
             }
             let call_dur =
                 self.graph.rec_end_ns[call.index()] - self.graph.rec_start_ns[call.index()];
+            // Where work starts before its call returns (as on traces whose clocks put the
+            // kernel ahead of the call's end), the call does not queue it as it returns: the
+            // begin latency stands.
             let after_return = after_return_of
                 .get(&self.graph.name[call.index()])
                 .copied()
-                .or(after_return_ns);
+                .or(after_return_ns)
+                .filter(|&d| d > 0);
             let lag_ns = match after_return {
                 // Queued as the call returns (a call that blocks on its own work is moved back
                 // to the begin-latency once the sync edges are known: `blocking_launches`).
@@ -386,6 +391,7 @@ impl Builder<'_> {
                 start_ns: s.start_ns,
                 marker_end_ns: s.end_ns(),
                 synthetic: false,
+                teardown: false,
             })
             .collect();
         if steps.is_empty() {
@@ -409,6 +415,7 @@ impl Builder<'_> {
                 start_ns: start,
                 marker_end_ns: end,
                 synthetic: true,
+                teardown: false,
             });
             self.report.notes.push(
                 "the trace has no ProfilerStep markers: the whole window is treated as one step"
@@ -456,6 +463,43 @@ impl Builder<'_> {
             }
         }
         steps
+    }
+
+    /// The last marker of a profile often holds the profiler's own teardown (stopping,
+    /// flushing buffers): host time after the step's last work, with nothing recorded to
+    /// explain it. When that tail is longer than a whole median step of the others, the step
+    /// is measured as recorded (its marker is what it is) but kept out of the steady state.
+    fn mark_teardown(&mut self, steps: &mut [Step]) {
+        let n = steps.len();
+        if n < 3 || steps.iter().any(|s| s.synthetic) {
+            return;
+        }
+        let g = &self.graph;
+        let mut work_end = vec![i64::MIN; n];
+        for t in 0..g.task_count() {
+            let step = g.step[t];
+            if step != NO_STEP {
+                let slot = &mut work_end[step as usize];
+                *slot = (*slot).max(g.rec_end_ns[t]);
+            }
+        }
+        let mut spans: Vec<i64> = steps[..n - 1]
+            .iter()
+            .map(|s| s.marker_end_ns - s.start_ns)
+            .collect();
+        let median_ns = median(&mut spans);
+        let last = &mut steps[n - 1];
+        let tail_ns = last.marker_end_ns - work_end[n - 1].max(last.start_ns);
+        if median_ns > 0 && tail_ns > median_ns {
+            last.teardown = true;
+            self.report.notes.push(format!(
+                "step {} ends with {:.3} ms of host time after its last work (a median step \
+                 is {:.3} ms): profiler teardown, left out of the steady state",
+                last.number,
+                tail_ns as f64 / 1e6,
+                median_ns as f64 / 1e6
+            ));
+        }
     }
 
     fn finish(mut self, edges: Vec<PendingEdge>, steps: Vec<Step>) -> Window {

@@ -327,7 +327,9 @@ pub fn replay_global(global: &GlobalGraph) -> Result<GlobalReplay, SimError> {
     let timeline = simulate(graph, &RecordedOrder, SimOptions::default())?;
     let by_step = tasks_by_step(graph, global.steps.len());
     let mut from_ns = i64::MAX;
-    let mut last: Option<TaskId> = None;
+    // The task that ends the last step to end, and when that step ends (after it, when the
+    // step's marker outlasts its work).
+    let mut last: Option<(TaskId, i64)> = None;
     let ranks = global
         .ranks
         .iter()
@@ -340,9 +342,10 @@ pub fn replay_global(global: &GlobalGraph) -> Result<GlobalReplay, SimError> {
                         replayed_span(graph, &timeline, step, tasks);
                     from_ns = from_ns.min(start);
                     if let Some(t) = step_last {
-                        let key = |t: TaskId| (timeline.end_ns[t.index()], std::cmp::Reverse(t.0));
-                        if last.is_none_or(|l| key(t) > key(l)) {
-                            last = Some(t);
+                        let end = (start + replayed_ns).max(timeline.end_ns[t.index()]);
+                        let key = |(t, end): (TaskId, i64)| (end, std::cmp::Reverse(t.0));
+                        if last.is_none_or(|l| key((t, end)) > key(l)) {
+                            last = Some((t, end));
                         }
                     }
                     RankStep {
@@ -369,21 +372,28 @@ pub fn replay_global(global: &GlobalGraph) -> Result<GlobalReplay, SimError> {
         critical_path_segments: Vec::new(),
         timeline,
     };
-    if let Some(last) = last {
-        critical_path(global, &mut replay, last, from_ns);
+    if let Some((last, end_ns)) = last {
+        critical_path(global, &mut replay, last, end_ns, from_ns);
     }
     Ok(replay)
 }
 
-/// Walks back from `last` along what released each task's end and begin, across ranks; each
-/// stretch of time goes to the task it released.
-fn critical_path(global: &GlobalGraph, replay: &mut GlobalReplay, last: TaskId, from_ns: i64) {
+/// Walks back from `end_ns` (`last`'s end, or its step's later end: the host working on after
+/// it) along what released each task's end and begin, across ranks; each stretch of time goes
+/// to the task it released.
+fn critical_path(
+    global: &GlobalGraph,
+    replay: &mut GlobalReplay,
+    last: TaskId,
+    end_ns: i64,
+    from_ns: i64,
+) {
     let graph = &global.graph;
     let timeline = &replay.timeline;
     let mut path: Vec<PathTask> = Vec::new();
     let mut task = last;
     let mut at_end = true;
-    let mut time = timeline.end_ns[last.index()];
+    let mut time = end_ns.max(timeline.end_ns[last.index()]);
     let mut guard = 0usize;
     while time > from_ns && guard <= 4 * graph.task_count() + 4 {
         guard += 1;

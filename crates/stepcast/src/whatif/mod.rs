@@ -24,7 +24,7 @@ use stepcast_trace::Trace;
 use crate::Window;
 use crate::analyze::mapping::{Mapping, Phase};
 use crate::graph::{Graph, NO_STEP, TaskId};
-use crate::replay::replayed_span;
+use crate::replay::{replayed_marker_end, replayed_span};
 use crate::simulate::{RecordedOrder, SimError, SimOptions, Timeline, critical_path, simulate};
 
 pub use advise::{Advice, Candidate, advise};
@@ -164,14 +164,21 @@ fn measure(window: &Window, graph: &Graph, timeline: &Timeline) -> Result<Predic
             by_step[step as usize].push(TaskId(t as u32));
         }
     }
+    // A step ends when its last task does, or when its marker does (the host working on
+    // after its last launch), whichever is later.
     let step_end_ns: Vec<Option<i64>> = by_step
         .iter()
-        .map(|tasks| tasks.iter().map(|t| timeline.end_ns[t.index()]).max())
+        .zip(&window.steps)
+        .map(|(tasks, step)| {
+            let last = tasks.iter().map(|t| timeline.end_ns[t.index()]).max()?;
+            let (_, _, start) = replayed_span(graph, timeline, step, tasks);
+            Some(last.max(replayed_marker_end(graph, timeline, step, tasks, start)))
+        })
         .collect();
     let window_end_ns = timeline.end_ns.iter().copied().max().unwrap_or(0);
     let first = first_steady(window);
     let steady: Vec<usize> = (first..n_steps)
-        .filter(|&s| step_end_ns[s].is_some())
+        .filter(|&s| step_end_ns[s].is_some() && !window.steps[s].teardown)
         .collect();
     let (Some(&first), Some(&last)) = (steady.first(), steady.last()) else {
         return Err(WhatIfError::NoSteps);
@@ -188,13 +195,28 @@ fn measure(window: &Window, graph: &Graph, timeline: &Timeline) -> Result<Predic
     };
     let steps = (last - first + 1) as i64;
     let step_ns = (last_end - span_start) / steps;
-    // The task that ends the last steady step (the latest end; the lowest id on a tie).
-    let last_task = by_step[last]
+    // The task that ends the last steady step (the latest end; the lowest id on a tie), or,
+    // when its marker ends later, the marker thread's last task, then the host time after it.
+    let latest = by_step[last]
         .iter()
         .copied()
         .max_by_key(|t| (timeline.end_ns[t.index()], std::cmp::Reverse(t.0)))
         .ok_or(WhatIfError::NoSteps)?;
-    let path = critical_path(graph, timeline, last_task, span_start);
+    let (_, ending, _) = replayed_span(graph, timeline, &window.steps[last], &by_step[last]);
+    let last_task = match ending {
+        Some(t) if timeline.end_ns[t.index()] < last_end => t,
+        _ => latest,
+    };
+    let mut path = critical_path(graph, timeline, last_task, span_start);
+    let tail_ns = last_end - timeline.end_ns[last_task.index()];
+    if tail_ns > 0 {
+        path.host_ns += tail_ns;
+        path.shares.push(crate::simulate::PathShare {
+            task: last_task,
+            kind: crate::simulate::ShareKind::Host,
+            ns: tail_ns,
+        });
+    }
     Ok(Prediction {
         step_ns,
         step_end_ns,
