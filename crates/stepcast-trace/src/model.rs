@@ -408,6 +408,9 @@ pub struct CommArgs {
     pub dtype: Option<String>,
     /// `Process Group Name` (or `pg_name`).
     pub process_group: Option<String>,
+    /// `Seq` (newer PyTorch): the collective's sequence number within its process group, the
+    /// same on every member rank; what matches one collective across ranks.
+    pub seq: Option<i64>,
 }
 
 impl CommArgs {

@@ -200,13 +200,28 @@ pub struct InstanceSplitJson {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 /// How the ranks' collectives were matched.
 pub struct CollectivesJson {
-    /// Where process groups came from: `stream_order` (no process-group metadata: one group per
-    /// stream running collectives).
-    pub group_source: &'static str,
+    /// How each group's collectives were matched, in (group, source) order.
+    pub groups: Vec<GroupMatchingJson>,
     /// Collectives found on every rank.
     pub matched: u64,
     /// Collectives left out of the global graph's matching (they keep the one-rank model).
     pub unmatched: Vec<UnmatchedJson>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// One process group (or the stream standing for it) and how its collectives were matched.
+pub struct GroupMatchingJson {
+    /// The recorded process group name, else `stream N` (or `stream#i`, streams by first use,
+    /// where the ranks' collective stream ids differ).
+    pub group: String,
+    /// `recorded_seq` (recorded group and sequence number), `group_step_order` (recorded group;
+    /// step and order within the step), `step_order` (no group recorded: the stream; step and
+    /// order within the step) or `stream_order` (outside any step: order on the stream).
+    pub source: &'static str,
+    /// Collectives of this group found on every rank.
+    pub matched: u32,
+    /// Instances of this group left unmatched (over all ranks).
+    pub unmatched: u32,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -216,11 +231,15 @@ pub struct UnmatchedJson {
     pub rank: i64,
     /// The process group (`stream#i` without process-group metadata).
     pub group: String,
-    /// Position within its group on this rank.
+    /// `ProfilerStep` number that launched it, if any.
+    pub step: Option<u64>,
+    /// Its place in its group: the recorded sequence number, else its position over the
+    /// group's steps.
     pub seq: u32,
     /// The collective's type from its kernel name (`AllReduce`, `SendRecv`, ...).
     pub op: String,
-    /// `missing on some ranks` or `collective type differs across ranks`.
+    /// `missing on some ranks`, `collective type differs across ranks` or `place within its
+    /// step is ambiguous`.
     pub reason: &'static str,
 }
 
@@ -474,7 +493,17 @@ pub fn ranks_json(report: &RanksReport) -> RanksJson {
                 .collect(),
         },
         collectives: CollectivesJson {
-            group_source: report.matching.source.as_str(),
+            groups: report
+                .matching
+                .groups
+                .iter()
+                .map(|g| GroupMatchingJson {
+                    group: g.group.clone(),
+                    source: g.source.as_str(),
+                    matched: g.matched,
+                    unmatched: g.unmatched,
+                })
+                .collect(),
             matched: report.matching.matched.len() as u64,
             unmatched: report
                 .matching
@@ -483,6 +512,7 @@ pub fn ranks_json(report: &RanksReport) -> RanksJson {
                 .map(|u| UnmatchedJson {
                     rank: rank_numbers.get(u.rank.index()).copied().unwrap_or(0),
                     group: u.instance.group.clone(),
+                    step: u.instance.step,
                     seq: u.instance.seq,
                     op: u.instance.op.clone(),
                     reason: u.reason.as_str(),

@@ -15,10 +15,21 @@ const STRAGGLER_TEXT_MIN_LEAD_NS: i64 = 5_000;
 /// The multi-rank `replay` document as text for a terminal.
 pub fn ranks_text(doc: &RanksJson) -> String {
     let steps: usize = doc.ranks.iter().map(|r| r.steps.len()).sum();
+    let groups: Vec<String> = doc
+        .collectives
+        .groups
+        .iter()
+        .map(|g| format!("{} by {}", sanitize(&g.group), g.source.replace('_', " ")))
+        .collect();
+    let groups = if groups.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", groups.join(", "))
+    };
     let mut out = wrap(
         &format!(
             "Replayed {} ranks ({steps} rank-steps) as one graph: {} collectives matched across \
-             ranks, {} unmatched; clocks aligned ({}, largest spread of a collective's aligned \
+             ranks{groups}, {} unmatched; clocks aligned ({}, largest spread of a collective's aligned \
              ends {}). Largest step error {}.",
             doc.ranks.len(),
             doc.collectives.matched,
@@ -218,8 +229,13 @@ pub fn ranks_text(doc: &RanksJson) -> String {
         .iter()
         .map(|u| {
             format!(
-                "rank {}: {} {}#{} {}",
-                u.rank, u.op, u.group, u.seq, u.reason
+                "rank {}: {} {}#{}{} {}",
+                u.rank,
+                u.op,
+                sanitize(&u.group),
+                u.seq,
+                u.step.map_or_else(String::new, |s| format!(" (step {s})")),
+                u.reason
             )
         })
         .collect();

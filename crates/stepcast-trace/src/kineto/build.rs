@@ -179,6 +179,7 @@ fn comm_args(args: &RawArgs) -> crate::model::CommArgs {
         group_size: args.group_size.and_then(Int::get),
         dtype: args.dtype.as_deref().map(str::to_string),
         process_group: args.pg_name.as_deref().map(str::to_string),
+        seq: args.comm_seq.and_then(Int::get),
     }
 }
 

@@ -133,6 +133,7 @@ fn args<'a>(c: &mut Cursor<'a>, args: &mut RawArgs<'a>) -> Parse<()> {
             b"Group size" => args.group_size = Some(Int(c.int()?)),
             b"dtype" => args.dtype = Some(c.string()?),
             b"Process Group Name" => args.pg_name = Some(c.string()?),
+            b"Seq" => args.comm_seq = Some(Int(c.int()?)),
             b"Input Dims" => args.input_dims = Some(c.raw_json()?),
             b"Input type" => args.input_type = Some(c.raw_json()?),
             _ => c.skip_value()?,

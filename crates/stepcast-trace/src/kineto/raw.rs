@@ -77,6 +77,8 @@ pub struct RawArgs<'a> {
     pub dtype: Option<Cow<'a, str>>,
     #[serde(rename = "Process Group Name", borrow)]
     pub pg_name: Option<Cow<'a, str>>,
+    #[serde(rename = "Seq")]
+    pub comm_seq: Option<Int>,
     /// Op input shapes and types (`record_shapes=True`), as the file wrote them: see
     /// `model::OpInputs`.
     #[serde(rename = "Input Dims", borrow)]

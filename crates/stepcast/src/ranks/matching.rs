@@ -1,25 +1,51 @@
-//! Collectives matched across ranks: the k-th collective of a process group on one rank is the
-//! same collective as the k-th of that group on every other rank (NCCL requires every member to
-//! issue a group's collectives in the same order).
+//! Collectives matched across ranks by identity. NCCL requires every member of a process group
+//! to issue the group's collectives in the same order, so a collective is named by its group
+//! and its place in that order. The place comes from the best record there is:
+//!
+//! 1. the per-group sequence number PyTorch writes (`Seq`, with `Process Group Name`): the same
+//!    number on every rank, whatever the window cut;
+//! 2. else the step (`ProfilerStep#N`) that launched it and its order within the step, the
+//!    group being the recorded process group or, without one, the device stream (PyTorch gives
+//!    every NCCL communicator its own stream);
+//! 3. else (launched outside any step) its order on the stream.
+//!
+//! Under 2 and 3 a rank's window may start or end inside a step, so one rank's list of a step's
+//! collectives can lack the first (or last) few. Each rank's list is placed within the longest
+//! rank's list at the offset where the collective types agree and the kernels' recorded ends
+//! differ by the most constant amount (a collective ends at nearly the same instant on every
+//! rank, so its end-time difference is the clock offset; at a wrong offset it also carries the
+//! gaps between collectives). A collective some rank lacks is then unmatched on its own,
+//! instead of shifting every later pair.
 
 use std::collections::BTreeMap;
 
-use stepcast_trace::LaneKind;
+use stepcast_trace::{CommArgs, LaneKind};
 
-use super::{RankId, RankTrace};
-use crate::graph::{TaskId, TaskKind};
+use super::{RankId, RankTrace, lane_label};
+use crate::analyze::mapping::map;
+use crate::comm::calibrate::comm_args;
+use crate::graph::{NO_STEP, TaskId, TaskKind};
 
-/// Where a rank's collectives got their process group from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How a collective's identity (its group and place) was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum GroupSource {
-    /// No process-group metadata: each device stream that runs collectives stands for one group
-    /// (PyTorch gives every NCCL communicator its own stream), numbered by first use.
+    /// The recorded process group and per-group sequence number (`Seq`).
+    RecordedSeq,
+    /// The recorded process group; the place is the step number and the order within the step.
+    GroupStepOrder,
+    /// No process-group metadata: the device stream stands for the group; the place is the
+    /// step number and the order within the step.
+    StepOrder,
+    /// Launched outside any `ProfilerStep`: the order on its stream (or recorded group).
     StreamOrder,
 }
 
 impl GroupSource {
     pub fn as_str(self) -> &'static str {
         match self {
+            GroupSource::RecordedSeq => "recorded_seq",
+            GroupSource::GroupStepOrder => "group_step_order",
+            GroupSource::StepOrder => "step_order",
             GroupSource::StreamOrder => "stream_order",
         }
     }
@@ -31,8 +57,15 @@ pub struct CollectiveInstance {
     pub task: TaskId,
     /// The collective's type from the kernel name (`AllReduce`, `SendRecv`, ...).
     pub op: String,
+    /// The recorded process group, else `stream N` (the recorded stream, where every rank runs
+    /// its collectives on the same stream ids) or `stream#i` (streams numbered by first use).
     pub group: String,
-    /// Position within its group on this rank (0-based).
+    pub source: GroupSource,
+    /// `N` of the `ProfilerStep#N` that launched it, if any.
+    pub step: Option<u64>,
+    /// Its place: the recorded sequence number under [`GroupSource::RecordedSeq`]; otherwise,
+    /// once matched, its position in the group (over the window's steps, in step order) on the
+    /// longest rank, and before matching ([`rank_collectives`]) its order on this rank.
     pub seq: u32,
 }
 
@@ -40,6 +73,8 @@ pub struct CollectiveInstance {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MatchedCollective {
     pub group: String,
+    pub source: GroupSource,
+    pub step: Option<u64>,
     pub seq: u32,
     pub op: String,
     /// The instance's task in its rank's own graph, one per rank.
@@ -49,10 +84,13 @@ pub struct MatchedCollective {
 /// Why a rank's collective was left unmatched.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum UnmatchedReason {
-    /// Some ranks have fewer collectives in this group (the profiler window cut it off).
+    /// Some ranks lack this collective (the profiler window cut it off).
     MissingOnSomeRanks,
-    /// The ranks' k-th collectives of this group are of different types.
+    /// The ranks' instances at this place are of different types.
     TypeDiffers,
+    /// The rank's only collective of its step could sit at more than one place of the longest
+    /// rank's list (same type at each, and one end time cannot tell them apart).
+    AmbiguousPlace,
 }
 
 impl UnmatchedReason {
@@ -60,6 +98,7 @@ impl UnmatchedReason {
         match self {
             UnmatchedReason::MissingOnSomeRanks => "missing on some ranks",
             UnmatchedReason::TypeDiffers => "collective type differs across ranks",
+            UnmatchedReason::AmbiguousPlace => "place within its step is ambiguous",
         }
     }
 }
@@ -71,12 +110,24 @@ pub struct UnmatchedCollective {
     pub reason: UnmatchedReason,
 }
 
+/// How one group's collectives were matched.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupMatching {
+    pub group: String,
+    pub source: GroupSource,
+    pub matched: u32,
+    pub unmatched: u32,
+}
+
 /// Every rank's collectives, matched across ranks.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CollectiveMatching {
-    pub source: GroupSource,
-    /// In (group, seq) order.
+    /// Per (group, source), in that order.
+    pub groups: Vec<GroupMatching>,
+    /// In (group, source, step, seq) order: consecutive entries of one group are consecutive
+    /// collectives of it.
     pub matched: Vec<MatchedCollective>,
+    /// In rank order, then (group, source, step, seq).
     pub unmatched: Vec<UnmatchedCollective>,
 }
 
@@ -96,11 +147,17 @@ pub fn collective_op(kernel_name: &str) -> &str {
     }
 }
 
-/// The collectives of one rank, by group, in recorded order.
+/// The collectives of one rank in recorded order (by stream, streams in order of first use),
+/// each with its group, step and order (see [`CollectiveInstance::seq`]). A group without a
+/// recorded process group is named by its recorded stream (`stream N`).
 pub fn rank_collectives(rank: &RankTrace<'_>) -> Vec<CollectiveInstance> {
+    collectives_of(rank, true)
+}
+
+/// Device streams of `rank` that run collectives, ordered by their first collective.
+fn collective_streams(rank: &RankTrace<'_>) -> Vec<u32> {
     let graph = &rank.window.graph;
-    // Streams that run collectives, numbered by their first collective.
-    let mut streams: Vec<(i64, u32, TaskId)> = Vec::new();
+    let mut streams: Vec<(i64, u32)> = Vec::new();
     for (lane_index, lane) in graph.lanes.iter().enumerate() {
         if lane.kind != LaneKind::DeviceStream {
             continue;
@@ -108,51 +165,229 @@ pub fn rank_collectives(rank: &RankTrace<'_>) -> Vec<CollectiveInstance> {
         let first = (lane.first_task..lane.first_task + lane.task_count)
             .find(|&t| graph.kind[t as usize] == TaskKind::Collective);
         if let Some(first) = first {
-            streams.push((
-                graph.rec_start_ns[first as usize],
-                lane_index as u32,
-                TaskId(first),
-            ));
+            streams.push((graph.rec_start_ns[first as usize], lane_index as u32));
         }
     }
     streams.sort_unstable();
+    streams.into_iter().map(|(_, lane)| lane).collect()
+}
+
+/// `recorded_streams`: name a group without process-group metadata by its recorded stream
+/// (when every rank runs collectives on the same stream ids), else by first use (`stream#i`),
+/// which a window cut can renumber.
+fn collectives_of(rank: &RankTrace<'_>, recorded_streams: bool) -> Vec<CollectiveInstance> {
+    let graph = &rank.window.graph;
+    let trace = rank.trace;
+    // The op stack is only needed to reach the `record_param_comms` op around a launch, and
+    // only a trace that recorded NCCL metadata has one.
+    let mapping = (!trace.comm_args.is_empty()).then(|| map(trace, rank.window));
+    let mut order: BTreeMap<(String, GroupSource, Option<u64>), u32> = BTreeMap::new();
     let mut instances = Vec::new();
-    for (group_index, &(_, lane_index, _)) in streams.iter().enumerate() {
+    for (stream_index, lane_index) in collective_streams(rank).into_iter().enumerate() {
         let lane = &graph.lanes[lane_index as usize];
-        let mut seq = 0;
+        let stream = if recorded_streams {
+            lane_label(trace, lane.trace_lane)
+        } else {
+            format!("stream#{stream_index}")
+        };
         for t in lane.first_task..lane.first_task + lane.task_count {
-            if graph.kind[t as usize] != TaskKind::Collective {
+            let i = t as usize;
+            if graph.kind[i] != TaskKind::Collective {
                 continue;
             }
-            let name = rank.trace.name(graph.name[t as usize]);
+            let task = TaskId(t);
+            let args: Option<&CommArgs> = comm_args(trace, graph.event[i]).or_else(|| {
+                mapping.as_ref().and_then(|m| {
+                    m.stack(task)
+                        .iter()
+                        .rev()
+                        .find_map(|&e| comm_args(trace, e))
+                })
+            });
+            let process_group = args.and_then(|a| a.process_group.clone());
+            let recorded_seq = args.and_then(|a| a.seq).and_then(|s| u32::try_from(s).ok());
+            let step = (graph.step[i] != NO_STEP)
+                .then(|| rank.window.steps.get(graph.step[i] as usize))
+                .flatten()
+                .filter(|s| !s.synthetic)
+                .map(|s| s.number);
+            let (group, source, step) = match (process_group, recorded_seq, step) {
+                (Some(group), Some(_), _) => (group, GroupSource::RecordedSeq, None),
+                (Some(group), None, Some(step)) => (group, GroupSource::GroupStepOrder, Some(step)),
+                (None, _, Some(step)) => (stream.clone(), GroupSource::StepOrder, Some(step)),
+                (group, _, None) => (
+                    group.unwrap_or_else(|| stream.clone()),
+                    GroupSource::StreamOrder,
+                    None,
+                ),
+            };
+            let seq = match recorded_seq {
+                Some(seq) if source == GroupSource::RecordedSeq => seq,
+                _ => {
+                    let next = order.entry((group.clone(), source, step)).or_insert(0);
+                    *next += 1;
+                    *next - 1
+                }
+            };
             instances.push(CollectiveInstance {
-                task: TaskId(t),
-                op: collective_op(name).to_string(),
-                group: format!("stream#{group_index}"),
+                task,
+                op: collective_op(trace.name(graph.name[i])).to_string(),
+                group,
+                source,
+                step,
                 seq,
             });
-            seq += 1;
         }
     }
     instances
 }
 
-/// Matches the k-th collective of each group across all ranks. A collective is matched when
-/// every rank has its k-th instance in the group and all are of the same type.
+/// Where one rank's list of a step's collectives sits in the reference (longest) list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Placement {
+    At(usize),
+    Ambiguous,
+}
+
+/// The offset of `list` within `reference` (each entry: type and recorded end in the rank's
+/// own time). Only offsets where `list` lies inside `reference` with every type equal are
+/// candidates; among several, the one whose end-time differences spread least. With none, the
+/// lists are taken as they come (offset 0), so that a real disagreement is reported as such.
+fn place(reference: &[(&str, i64)], list: &[(&str, i64)]) -> Placement {
+    let room = reference.len().saturating_sub(list.len());
+    let mut candidates: Vec<(i64, usize)> = (0..=room)
+        .filter(|&d| list.iter().zip(&reference[d..]).all(|(a, b)| a.0 == b.0))
+        .map(|d| {
+            let diffs = list.iter().zip(&reference[d..]).map(|(a, b)| a.1 - b.1);
+            let spread = diffs.clone().max().unwrap_or(0) - diffs.min().unwrap_or(0);
+            (spread, d)
+        })
+        .collect();
+    candidates.sort_unstable();
+    match candidates.as_slice() {
+        [] => Placement::At(0),
+        [(_, d)] => Placement::At(*d),
+        [(best, d), (second, _), ..] if best < second => Placement::At(*d),
+        _ => Placement::Ambiguous,
+    }
+}
+
+/// Matches every rank's collectives by identity (see the module documentation). A collective
+/// is matched when every rank has an instance at its place and all are of the same type.
 pub fn match_collectives(ranks: &[RankTrace<'_>]) -> CollectiveMatching {
-    // (group, seq) → per rank, its instance.
-    let mut table: BTreeMap<(String, u32), Vec<Option<CollectiveInstance>>> = BTreeMap::new();
-    for (r, rank) in ranks.iter().enumerate() {
-        for instance in rank_collectives(rank) {
-            let row = table
-                .entry((instance.group.clone(), instance.seq))
-                .or_insert_with(|| vec![None; ranks.len()]);
-            row[r] = Some(instance);
+    let labels: Vec<Vec<String>> = ranks
+        .iter()
+        .map(|rank| {
+            let mut l: Vec<String> = collective_streams(rank)
+                .into_iter()
+                .map(|lane| {
+                    lane_label(
+                        rank.trace,
+                        rank.window.graph.lanes[lane as usize].trace_lane,
+                    )
+                })
+                .collect();
+            l.sort();
+            l
+        })
+        .collect();
+    let recorded_streams = labels.windows(2).all(|w| w[0] == w[1]);
+    let per_rank: Vec<Vec<CollectiveInstance>> = ranks
+        .iter()
+        .map(|rank| collectives_of(rank, recorded_streams))
+        .collect();
+
+    // (group, source, step) → per rank, its instances in order.
+    type Bucket = (String, GroupSource, Option<u64>);
+    let mut buckets: BTreeMap<Bucket, Vec<Vec<&CollectiveInstance>>> = BTreeMap::new();
+    for (r, instances) in per_rank.iter().enumerate() {
+        for instance in instances {
+            let key = (instance.group.clone(), instance.source, instance.step);
+            buckets
+                .entry(key)
+                .or_insert_with(|| vec![Vec::new(); ranks.len()])[r]
+                .push(instance);
         }
     }
+
+    // (group, source, step, place) → per rank, its instance there.
+    type Row<'i> = Vec<Option<&'i CollectiveInstance>>;
+    let mut rows: BTreeMap<(Bucket, u32), Row<'_>> = BTreeMap::new();
+    let mut ambiguous: Vec<(usize, &CollectiveInstance)> = Vec::new();
+    for (key, lists) in &buckets {
+        if key.1 == GroupSource::RecordedSeq {
+            for (r, list) in lists.iter().enumerate() {
+                for &instance in list {
+                    let row = rows
+                        .entry((key.clone(), instance.seq))
+                        .or_insert_with(|| vec![None; ranks.len()]);
+                    // Two instances with one sequence number on a rank: the second has no
+                    // counterpart of its own.
+                    if row[r].is_some() {
+                        ambiguous.push((r, instance));
+                    } else {
+                        row[r] = Some(instance);
+                    }
+                }
+            }
+            continue;
+        }
+        let signature = |r: usize| -> Vec<(&str, i64)> {
+            let graph = &ranks[r].window.graph;
+            lists[r]
+                .iter()
+                .map(|i| {
+                    let end = ranks[r].trace.origin_ns + graph.rec_end_ns[i.task.index()];
+                    (i.op.as_str(), end)
+                })
+                .collect()
+        };
+        // The longest list (the first such rank) is the reference every other is placed in.
+        let reference = (0..ranks.len())
+            .rev()
+            .max_by_key(|&r| lists[r].len())
+            .unwrap_or(0);
+        let reference_signature = signature(reference);
+        for (r, list) in lists.iter().enumerate() {
+            let placement = if r == reference {
+                Placement::At(0)
+            } else {
+                place(&reference_signature, &signature(r))
+            };
+            for (k, &instance) in list.iter().enumerate() {
+                match placement {
+                    Placement::At(d) => {
+                        rows.entry((key.clone(), (d + k) as u32))
+                            .or_insert_with(|| vec![None; ranks.len()])[r] = Some(instance);
+                    }
+                    Placement::Ambiguous => ambiguous.push((r, instance)),
+                }
+            }
+        }
+    }
+
+    let mut groups: BTreeMap<(String, GroupSource), GroupMatching> = BTreeMap::new();
+    let mut position: BTreeMap<(String, GroupSource), u32> = BTreeMap::new();
     let mut matched = Vec::new();
     let mut unmatched = Vec::new();
-    for ((group, seq), row) in table {
+    for (((group, source, step), place), row) in rows {
+        let counts = groups
+            .entry((group.clone(), source))
+            .or_insert_with(|| GroupMatching {
+                group: group.clone(),
+                source,
+                matched: 0,
+                unmatched: 0,
+            });
+        // Under a recorded sequence number the place is that number; otherwise the group's
+        // running position, over its steps in order.
+        let next = position.entry((group.clone(), source)).or_insert(0);
+        let seq = if source == GroupSource::RecordedSeq {
+            place
+        } else {
+            *next
+        };
+        *next += 1;
         let complete = row.iter().all(Option::is_some);
         let first_op = row.iter().flatten().next().map(|i| i.op.clone());
         let same_type = row
@@ -160,8 +395,11 @@ pub fn match_collectives(ranks: &[RankTrace<'_>]) -> CollectiveMatching {
             .flatten()
             .all(|i| Some(&i.op) == first_op.as_ref());
         if complete && same_type {
+            counts.matched += 1;
             matched.push(MatchedCollective {
                 group,
+                source,
+                step,
                 seq,
                 op: first_op.unwrap_or_default(),
                 instances: row.iter().flatten().map(|i| i.task).collect(),
@@ -175,16 +413,53 @@ pub fn match_collectives(ranks: &[RankTrace<'_>]) -> CollectiveMatching {
         };
         for (r, instance) in row.into_iter().enumerate() {
             if let Some(instance) = instance {
+                counts.unmatched += 1;
                 unmatched.push(UnmatchedCollective {
                     rank: RankId(r as u32),
-                    instance,
+                    instance: CollectiveInstance {
+                        seq,
+                        ..instance.clone()
+                    },
                     reason,
                 });
             }
         }
     }
+    for (r, instance) in ambiguous {
+        let key = (instance.group.clone(), instance.source);
+        groups
+            .entry(key)
+            .or_insert_with(|| GroupMatching {
+                group: instance.group.clone(),
+                source: instance.source,
+                matched: 0,
+                unmatched: 0,
+            })
+            .unmatched += 1;
+        unmatched.push(UnmatchedCollective {
+            rank: RankId(r as u32),
+            instance: instance.clone(),
+            reason: UnmatchedReason::AmbiguousPlace,
+        });
+    }
+    unmatched.sort_by(|a, b| {
+        (
+            a.rank,
+            &a.instance.group,
+            a.instance.source,
+            a.instance.step,
+            a.instance.seq,
+        )
+            .cmp(&(
+                b.rank,
+                &b.instance.group,
+                b.instance.source,
+                b.instance.step,
+                b.instance.seq,
+            ))
+    });
     CollectiveMatching {
-        source: GroupSource::StreamOrder,
+        groups: groups.into_values().collect(),
         matched,
         unmatched,
     }

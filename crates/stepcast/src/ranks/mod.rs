@@ -1,6 +1,7 @@
 //! Many ranks as one (dPRO §4): every rank's trace of the same steps, replayed together.
 //!
-//! [`match_collectives`] pairs the k-th collective of each process group across ranks;
+//! [`match_collectives`] pairs each collective across ranks by its identity (process group and
+//! sequence number where recorded, else step and order within the step);
 //! [`align_clocks`] estimates each rank's clock offset from those collectives (a QP solved
 //! with clarabel); [`global_graph`] merges the ranks' graphs into one, where a collective's
 //! transfer starts when every rank's instance has started (instead of the one-rank
@@ -31,8 +32,8 @@ pub use global::{
     RankReplay, RankStep, TransferModel, global_graph, replay_global,
 };
 pub use matching::{
-    CollectiveInstance, CollectiveMatching, GroupSource, MatchedCollective, UnmatchedCollective,
-    UnmatchedReason, collective_op, match_collectives, rank_collectives,
+    CollectiveInstance, CollectiveMatching, GroupMatching, GroupSource, MatchedCollective,
+    UnmatchedCollective, UnmatchedReason, collective_op, match_collectives, rank_collectives,
 };
 pub use split::{
     CollectiveSplit, InstanceSplit, RankCommTotals, WaitTransfer, split_wait_transfer,
