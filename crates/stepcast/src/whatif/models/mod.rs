@@ -4,6 +4,7 @@
 
 pub mod activations;
 mod amp;
+mod amp_costs;
 mod batchnorm;
 mod cuda_graphs;
 mod fused_optimizer;
@@ -11,6 +12,7 @@ mod gist;
 mod hardware;
 mod input_overlap;
 mod kernel_fusion;
+mod kernels;
 mod offload;
 mod recompute;
 mod syncs;
@@ -23,7 +25,8 @@ use super::edit::EditGraph;
 use super::{Context, WhatIfError};
 
 pub use activations::{ActivationSource, MemoryEffect};
-pub use amp::{amp, is_tensor_core_eligible};
+pub use amp::{amp, amp_with_costs};
+pub use amp_costs::AmpCosts;
 pub use batchnorm::{BatchNormRole, batch_norm_role, batchnorm_targets, reconstruct_batchnorm};
 pub use cuda_graphs::cuda_graphs;
 pub use fused_optimizer::fused_optimizer;
@@ -31,6 +34,7 @@ pub use gist::{COMPRESSION, elementwise_throughput, gist, gist_memory};
 pub use hardware::faster_hardware;
 pub use input_overlap::prefetch_inputs;
 pub use kernel_fusion::kernel_fusion;
+pub use kernels::{Bound, KernelClass, classify_kernel, is_tensor_core_eligible};
 pub use offload::{host_copy_bandwidth, offload, offload_memory};
 pub use recompute::{recompute, recompute_memory};
 pub use syncs::remove_syncs;
