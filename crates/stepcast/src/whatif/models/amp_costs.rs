@@ -21,6 +21,9 @@ pub struct AmpCosts {
     pub casts: usize,
     /// Scaler tasks inserted (eight per steady step with an optimizer kernel).
     pub scaler_tasks: usize,
+    /// Steady steps left without the scaler: its blocking read back would have made the
+    /// graph cyclic there (the stream's work before the optimizer waits for later host work).
+    pub scaler_skipped: usize,
     /// Host time added by the inserted calls, whole window.
     pub host_ns: i64,
     /// Device time added by the inserted kernels and copies, whole window.
@@ -269,26 +272,39 @@ fn charge_scaler(
             ((copy_kind, copy_name), copy_ns, true),
             (kernel, small_ns, false),
         ];
+        // Where a recorded dependency ties the stream's work before the optimizer to later
+        // host work, the blocking read back would close a cycle: such a step is tried on a
+        // copy and left without the scaler (counted in `scaler_skipped`).
+        let mut trial = edit.clone();
+        let mut added = AmpCosts::default();
         let mut after = (before, host);
         for (name, dur_ns, blocking) in ops {
             let task = insert_op(
-                edit,
+                &mut trial,
                 name,
                 dur_ns,
                 after.0,
                 (call_name, after.1, costs.op_host_ns),
             )?;
-            let call = edit.launcher(task).unwrap_or(after.1);
+            let call = trial.launcher(task).unwrap_or(after.1);
             if blocking {
                 // The host waits until the copy, behind the whole backward pass on the
                 // stream, has run.
-                edit.add_dependency(task, call, crate::graph::EdgeKind::HostSync, 0)?;
+                trial.add_dependency(task, call, crate::graph::EdgeKind::HostSync, 0)?;
             }
             after = (task, call);
-            out.scaler_tasks += 1;
-            out.device_ns += dur_ns;
-            out.host_ns += costs.op_host_ns;
+            added.scaler_tasks += 1;
+            added.device_ns += dur_ns;
+            added.host_ns += costs.op_host_ns;
         }
+        if trial.finish().is_err() {
+            out.scaler_skipped += 1;
+            continue;
+        }
+        *edit = trial;
+        out.scaler_tasks += added.scaler_tasks;
+        out.device_ns += added.device_ns;
+        out.host_ns += added.host_ns;
     }
     Ok(())
 }
