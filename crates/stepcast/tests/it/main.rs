@@ -6,6 +6,7 @@ mod critical;
 mod ddp;
 mod hostile;
 mod mapping;
+mod pairs;
 mod ranks;
 mod whatif;
 
