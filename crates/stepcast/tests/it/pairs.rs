@@ -107,6 +107,32 @@ fn prefetch_inputs_leaves_a_loader_in_workers_alone() {
         apply_models(&context, &[prefetch(DEFAULT_CONTENTION)]).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(outcome.changes.changed + outcome.changes.removed, 0);
     assert!((outcome.speedup - 1.0).abs() < 1e-9, "{}", outcome.speedup);
+    let caveats = prefetch(DEFAULT_CONTENTION).caveats(&context);
+    assert!(
+        caveats
+            .iter()
+            .any(|c| c.contains("more workers or cheaper transforms")),
+        "{caveats:?}"
+    );
+    // On the single-process loader the caveats state the contention charged instead.
+    let (trace0, window0) = pair_trace(NUM_WORKERS_0);
+    let mapping0 = map(&trace0, &window0);
+    let context0 = Context {
+        trace: &trace0,
+        window: &window0,
+        mapping: &mapping0,
+    };
+    let caveats = prefetch(0.25).caveats(&context0);
+    assert!(
+        caveats.iter().any(|c| c.contains("25 % worker contention")),
+        "{caveats:?}"
+    );
+    assert!(
+        Model::CudaGraphs
+            .caveats(&context0)
+            .iter()
+            .any(|c| c.contains("upper bound"))
+    );
 }
 
 /// Issue #11's AMP bar: on a real host-bound step (the ResNet-50 sample: 92 % of its critical

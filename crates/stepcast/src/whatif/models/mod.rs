@@ -24,11 +24,12 @@ use regex::Regex;
 use super::edit::EditGraph;
 use super::{Context, WhatIfError};
 
+use activations::forward_units;
 pub use activations::{ActivationSource, MemoryEffect};
 pub use amp::{amp, amp_with_costs};
 pub use amp_costs::AmpCosts;
 pub use batchnorm::{BatchNormRole, batch_norm_role, batchnorm_targets, reconstruct_batchnorm};
-pub use cuda_graphs::cuda_graphs;
+pub use cuda_graphs::{GRAPH_LAUNCH_NS_PER_NODE, cuda_graphs};
 pub use fused_optimizer::fused_optimizer;
 pub use gist::{COMPRESSION, elementwise_throughput, gist, gist_memory};
 pub use hardware::faster_hardware;
@@ -349,6 +350,62 @@ impl Model {
             Model::FasterHardware(cpu_2x()),
             Model::FasterHardware(copies_2x()),
         ]
+    }
+
+    /// How far the model's prediction on this trace can be trusted: the assumptions that
+    /// matter here and what the model leaves out, one sentence each (empty when it states
+    /// nothing beyond its documentation). For reports next to the speedup.
+    pub fn caveats(&self, context: &Context<'_>) -> Vec<String> {
+        match self {
+            Model::PrefetchInputs { .. } if loader_in_workers(context) => vec![
+                "the loader already runs in worker processes (_MultiProcessingDataLoaderIter): \
+                 its remaining wait is for batches the workers did not have ready; it needs \
+                 more workers or cheaper transforms, not prefetching, so nothing changed"
+                    .to_string(),
+            ],
+            Model::PrefetchInputs { contention } => vec![
+                "assumes the worker processes keep up (a batch in less than a step)".to_string(),
+                format!(
+                    "charges {:.0} % worker contention on this process's host work (--contention; \
+                     the default is the lower end of the 10-15 % measured on one recorded pair)",
+                    contention * 100.0
+                ),
+            ],
+            Model::Amp => {
+                let units = forward_units(context).units;
+                let mut out = vec![
+                    "charges the casts of each convolution/linear weight (both ways) and of the \
+                     first input, GradScaler's eight ops and its found_inf synchronization; \
+                     autocast's dispatch overhead on the ops it does not cast is not charged"
+                        .to_string(),
+                ];
+                if elementwise_throughput(context, &units).is_none() {
+                    out.push(
+                        "no element-wise throughput in this trace: each cast costs a median \
+                         element-wise kernel"
+                            .to_string(),
+                    );
+                }
+                out
+            }
+            Model::CudaGraphs => vec![
+                "capturing every host task between the first and last launch of a step is an \
+                 upper bound: dynamic shapes, CPU-side control flow on device values and \
+                 allocations break capture"
+                    .to_string(),
+                format!(
+                    "a graph launch costs the trace's launch call plus {} ns per node (a public \
+                     measurement on another GPU)",
+                    cuda_graphs::GRAPH_LAUNCH_NS_PER_NODE
+                ),
+            ],
+            Model::FasterHardware(_) => vec![
+                "kernels are split into compute- and memory-bound by name (memory-bound names \
+                 first)"
+                    .to_string(),
+            ],
+            _ => Vec::new(),
+        }
     }
 
     /// Applies the model to `edit`. Returns the number of tasks it changed or removed.
