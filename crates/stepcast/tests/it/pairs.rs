@@ -165,6 +165,15 @@ fn amp_charges_its_host_costs_on_a_host_bound_step() {
         "{costs:?}"
     );
     assert!(costs.host_ns > 0 && costs.elementwise_bytes_per_ns.is_some());
+    // Every step got its scaler, so the caveats do not say otherwise.
+    assert!(
+        !Model::Amp
+            .caveats(&context)
+            .iter()
+            .any(|c| c.contains("left out")),
+        "{:?}",
+        Model::Amp.caveats(&context)
+    );
     // The host time added per step is what the step lost and more: the faster kernels were
     // hidden behind the host.
     let added_host_per_step = costs.host_ns as f64 / steps as f64;

@@ -379,6 +379,17 @@ impl Model {
                      autocast's dispatch overhead on the ops it does not cast is not charged"
                         .to_string(),
                 ];
+                let mut edit = context.edit();
+                if let Ok((_, costs)) = amp_with_costs(context, &mut edit)
+                    && costs.scaler_skipped > 0
+                {
+                    out.push(format!(
+                        "GradScaler's ops and synchronization are left out of {} steady steps \
+                         (its blocking read back would close a cycle in this trace's graph): \
+                         optimistic there",
+                        costs.scaler_skipped
+                    ));
+                }
                 if elementwise_throughput(context, &units).is_none() {
                     out.push(
                         "no element-wise throughput in this trace: each cast costs a median \
