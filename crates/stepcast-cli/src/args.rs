@@ -122,6 +122,10 @@ pub struct WhatIfArgs {
     /// front of the forward pass (0 < F <= 1; default 0.5).
     #[arg(long, value_name = "F", conflicts_with = "scenario")]
     pub fraction: Option<f64>,
+    /// prefetch_inputs: how much slower the training process's host work runs beside the
+    /// loader's worker processes (0.1 = 10 %, the default; 0 for a host with cores to spare).
+    #[arg(long, value_name = "C", conflicts_with = "scenario")]
+    pub contention: Option<f64>,
     /// ddp: world size, or a comma-separated list for a scaling sweep (8,16,32,64).
     #[arg(long, value_name = "N[,N...]", conflicts_with = "scenario")]
     pub gpus: Option<String>,

@@ -34,6 +34,7 @@ pub fn run(args: &WhatIfArgs) -> anyhow::Result<String> {
                 cpu: args.cpu,
                 copy: args.copy,
                 fraction: args.fraction,
+                contention: args.contention,
             };
             Transform::Model(Model::with_params(name, &params).map_err(crate::usage)?)
         }

@@ -75,7 +75,7 @@ const WHATIFS: &[(&str, &[&str], &str, f64, f64)] = &[
         1.1,
         1.5,
     ),
-    (RESNET50, &["amp"], "amp", 1.005, 1.2),
+    (RESNET50, &["amp"], "amp", 0.98, 1.0),
     (RESNET50, &["kernel_fusion"], "kernel_fusion", 1.005, 1.2),
 ];
 

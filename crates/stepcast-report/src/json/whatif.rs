@@ -797,8 +797,10 @@ fn effect(candidate: &Candidate) -> String {
             "restructuring batch norm removes {removed} element-wise kernels and launch calls \
              and halves {changed} batch-norm kernels per step: {saved}"
         ),
-        Model::PrefetchInputs if nothing => "no data loading or input copy to overlap".to_string(),
-        Model::PrefetchInputs => format!(
+        Model::PrefetchInputs { .. } if nothing => {
+            "no data loading or input copy to overlap".to_string()
+        }
+        Model::PrefetchInputs { .. } => format!(
             "prefetching the next batch takes {changed} data-loading tasks and waits off the \
              step: {saved}"
         ),

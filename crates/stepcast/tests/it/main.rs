@@ -8,6 +8,7 @@ mod critical;
 mod ddp;
 mod hostile;
 mod mapping;
+mod pairs;
 mod ranks;
 mod whatif;
 

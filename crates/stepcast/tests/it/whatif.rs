@@ -296,7 +296,12 @@ fn primitives_reject_bad_input() {
 fn builtin_models_never_slow_a_step_down() {
     for relative in CACHED {
         let context = context(loaded(relative));
-        for model in Model::builtin() {
+        // `amp` and `prefetch_inputs` charge what they cost (casts and the gradient scaler;
+        // the loader's workers' contention): they may slow a step down (`pairs.rs`).
+        for model in Model::builtin()
+            .into_iter()
+            .filter(|m| !matches!(m, Model::Amp | Model::PrefetchInputs { .. }))
+        {
             let outcome = apply_models(&context, std::slice::from_ref(&model))
                 .unwrap_or_else(|e| panic!("{relative} {}: {e}", model.name()));
             assert!(
@@ -320,7 +325,8 @@ fn builtin_model_speedups() {
         (NCCL_DATA, "fused_optimizer", 1.01, 1.1),
         (NCCL_DATA, "cuda_graphs", 1.1, 1.5),
         (RESNET50, "cuda_graphs", 1.1, 1.5),
-        (RESNET50, "amp", 1.005, 1.2),
+        // Host-bound: the casts' and the scaler's host time outweigh the faster kernels.
+        (RESNET50, "amp", 0.98, 1.0),
         (RESNET50, "faster_gpu", 1.005, 1.2),
         (DF_INDEX_RESOLVER, "kernel_fusion", 1.1, 1.25),
         (NCCL_DATA, "kernel_fusion", 1.05, 1.4),
@@ -756,14 +762,15 @@ fn lane_succ(g: &stepcast::graph::Graph, t: TaskId) -> Option<TaskId> {
 }
 
 /// Prefetching the input keeps every input copy with its recorded duration, saves host time
-/// where the trace records data loading, and never lengthens the step.
+/// where the trace records data loading, and, without worker contention, never lengthens the
+/// step.
 #[test]
 fn prefetch_inputs_keeps_the_copies_and_never_lengthens_the_step() {
     use stepcast::analyze::mapping::Phase;
     for relative in [RESNET50, RESNET_KINETO, DF_INDEX_RESOLVER] {
         let loaded = loaded(relative);
         let context = context(loaded);
-        let outcome = apply_models(&context, &[Model::PrefetchInputs])
+        let outcome = apply_models(&context, &[Model::PrefetchInputs { contention: 0.0 }])
             .unwrap_or_else(|e| panic!("{relative}: {e}"));
         assert!(outcome.speedup >= 1.0, "{relative}: {}", outcome.speedup);
         assert_eq!(outcome.changes.removed, 0, "{relative}");
@@ -785,8 +792,8 @@ fn prefetch_inputs_keeps_the_copies_and_never_lengthens_the_step() {
     }
     // ResNet-50 loads its batches on the main thread (num_workers=0): that time goes.
     let context = context(loaded(RESNET50));
-    let outcome =
-        apply_models(&context, &[Model::PrefetchInputs]).unwrap_or_else(|e| panic!("{e}"));
+    let outcome = apply_models(&context, &[Model::PrefetchInputs { contention: 0.0 }])
+        .unwrap_or_else(|e| panic!("{e}"));
     assert!(outcome.host_saved_ns() > 0);
 }
 

@@ -4,13 +4,19 @@
 //! ready, and the optimizer step's first kernel waiting for them all (DDP's reducer makes the
 //! compute stream wait for its communication before `backward()` returns). With DGC, a
 //! compression kernel on the compute stream before each bucket's exchange and a
-//! decompression kernel after it; with P3, per-parameter slices in priority order.
+//! decompression kernel after it; with P3, per-parameter slices in priority order, each
+//! gating its layer's first kernel of the next forward pass instead of the optimizer
+//! ([`p3_forward_gates`]).
 
 use stepcast_trace::NameId;
 
+use std::collections::BTreeMap;
+
 use super::gradients::{Gradient, Gradients};
+use crate::Window;
+use crate::analyze::mapping::{Mapping, Phase};
 use crate::comm::{Collective, Topology};
-use crate::graph::{EdgeKind, TaskId, TaskKind};
+use crate::graph::{EdgeKind, NO_STEP, TaskId, TaskKind};
 use crate::whatif::WhatIfError;
 use crate::whatif::edit::{EditGraph, Insert};
 
@@ -269,6 +275,72 @@ pub fn priority_order(slices: &[InsertedBucket], ready_ns: &[i64]) -> Vec<usize>
     order
 }
 
+/// P3's dependencies (Jayarajan et al. 2019; Daydream A.4 inserts push and pull between a
+/// layer's backward and its next forward): the update of a layer's parameters needs only its
+/// own slices, and what needs the update is that layer's next forward pass. Per exchange (a
+/// slice of one gradient, `exchanges` as [`plan_exchanges`] makes them): the first device
+/// task of the next step's forward pass in the layer of the task that readies the gradient
+/// (the mapping's layer), else the forward task at the gradient's share of the parameters
+/// (gradients are ready in reverse parameter order, so the first readied is used last),
+/// never later than the gate of a gradient readied before it. [`TaskId::NONE`] where there is
+/// no next step (the window's last): its slices gate nothing but the step's own end.
+pub fn p3_forward_gates(
+    window: &Window,
+    mapping: &Mapping,
+    gradients: &Gradients,
+    exchanges: &[InsertedBucket],
+) -> Vec<TaskId> {
+    let graph = &window.graph;
+    let mut forward: BTreeMap<u32, Vec<TaskId>> = BTreeMap::new();
+    for t in 0..graph.task_count() {
+        let step = graph.step[t];
+        if step != NO_STEP && graph.kind[t].on_device() && mapping.phase[t] == Phase::Forward {
+            forward.entry(step).or_default().push(TaskId(t as u32));
+        }
+    }
+    for tasks in forward.values_mut() {
+        tasks.sort_by_key(|t| (graph.rec_start_ns[t.index()], *t));
+    }
+    // Per step and gradient (ready-order index): its gate.
+    let mut gate_of: BTreeMap<(u32, u32), TaskId> = BTreeMap::new();
+    for (&step, grads) in &gradients.steps {
+        let Some(fwd) = forward.get(&(step + 1)).filter(|f| !f.is_empty()) else {
+            continue;
+        };
+        let total: i64 = grads.iter().map(|g| g.bytes).sum::<i64>().max(1);
+        let mut before = 0i64;
+        let mut previous: Option<TaskId> = None;
+        for (i, g) in grads.iter().enumerate() {
+            let layer = mapping.layer[g.ready.index()];
+            let by_layer = layer.and_then(|l| {
+                fwd.iter()
+                    .copied()
+                    .find(|t| mapping.layer[t.index()] == Some(l))
+            });
+            let share = (total - before - g.bytes).max(0) as f64 / total as f64;
+            let proportional = fwd[((share * fwd.len() as f64) as usize).min(fwd.len() - 1)];
+            let mut gate = by_layer.unwrap_or(proportional);
+            if let Some(p) = previous
+                && graph.rec_start_ns[gate.index()] > graph.rec_start_ns[p.index()]
+            {
+                gate = p;
+            }
+            previous = Some(gate);
+            before += g.bytes;
+            gate_of.insert((step, i as u32), gate);
+        }
+    }
+    exchanges
+        .iter()
+        .map(|x| {
+            gate_of
+                .get(&(x.step, x.first_gradient))
+                .copied()
+                .unwrap_or(TaskId::NONE)
+        })
+        .collect()
+}
+
 /// What [`insert`] added.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Inserted {
@@ -293,14 +365,18 @@ pub fn strip_collectives(edit: &mut EditGraph) -> Result<usize, WhatIfError> {
 }
 
 /// Inserts `exchanges` (in the order given per step) on a new communication stream, and makes
-/// each step's optimizer start wait for its last exchange.
+/// each step's optimizer start wait for its last exchange (DDP); with `forward_gates` (P3:
+/// [`p3_forward_gates`], one per exchange) each exchange gates its task instead and the
+/// optimizer waits for none.
 pub fn insert(
     edit: &mut EditGraph,
     gradients: &Gradients,
     exchanges: &[InsertedBucket],
     order: &[usize],
     names: &InsertNames,
+    forward_gates: &[TaskId],
 ) -> Result<Inserted, WhatIfError> {
+    let p3 = !forward_gates.is_empty();
     let mut out = Inserted {
         exchanges: vec![TaskId::NONE; exchanges.len()],
         ..Inserted::default()
@@ -346,6 +422,15 @@ pub fn insert(
         }
         out.exchanges[i] = task;
         last_of_step.insert(x.step, end);
+        if let Some(&gate) = forward_gates.get(i)
+            && gate != TaskId::NONE
+            && edit.is_alive(gate)
+        {
+            edit.add_dependency(end, gate, EdgeKind::EventWait, 0)?;
+        }
+    }
+    if p3 {
+        return Ok(out);
     }
     for (step, last) in last_of_step {
         if let Some(&start) = gradients.optimizer_start.get(&step)

@@ -180,6 +180,9 @@ pub struct InsertedPlan {
     pub exchanges: Vec<InsertedBucket>,
     /// The communication stream's order of `exchanges` (P3's priorities; else as listed).
     pub order: Vec<usize>,
+    /// P3: per exchange, the next forward pass's task it gates
+    /// ([`insert::p3_forward_gates`]); empty for DDP, whose optimizer waits for every bucket.
+    pub forward_gates: Vec<TaskId>,
     pub fsdp_units: Vec<fsdp::FsdpUnit>,
     /// FSDP: the steady steps' optimizer kernels with their sharded cost
     /// ([`fsdp::shard_optimizer`]).
@@ -512,6 +515,7 @@ pub fn apply_named(
             &inserted.exchanges,
             &inserted.order,
             names,
+            &inserted.forward_gates,
         )?;
         return Ok(done.exchanges.len());
     }
@@ -691,7 +695,7 @@ fn plan_inserted(
             .unwrap_or(ASSUMED_ELEMENTWISE_BYTES_PER_NS),
     };
     let mut sharded_optimizer = Vec::new();
-    let (exchanges, order, fsdp_units) = if config.fsdp {
+    let (exchanges, order, forward_gates, fsdp_units) = if config.fsdp {
         let units = fsdp::plan_units(
             context.window,
             context.mapping,
@@ -706,7 +710,7 @@ fn plan_inserted(
             &insertion.steady,
             network.topology.world_size(),
         );
-        (Vec::new(), Vec::new(), units)
+        (Vec::new(), Vec::new(), Vec::new(), units)
     } else {
         let exchanges = insert::plan_exchanges(
             &insertion.gradients,
@@ -739,7 +743,17 @@ fn plan_inserted(
             }
             _ => (0..exchanges.len()).collect(),
         };
-        (exchanges, order, Vec::new())
+        let gates = if config.p3 {
+            insert::p3_forward_gates(
+                context.window,
+                context.mapping,
+                &insertion.gradients,
+                &exchanges,
+            )
+        } else {
+            Vec::new()
+        };
+        (exchanges, order, gates, Vec::new())
     };
     DdpPlan {
         config: *config,
@@ -755,6 +769,7 @@ fn plan_inserted(
             bucket_bytes: cap,
             exchanges,
             order,
+            forward_gates,
             fsdp_units,
             sharded_optimizer,
             stripped: insertion.stripped,

@@ -260,18 +260,30 @@ impl OpBytes {
 
 /// Bytes of the first tensor input of `op`, from its recorded shapes and types.
 pub(super) fn first_input_bytes(trace: &Trace, op: EventId) -> Option<i64> {
+    input_bytes(trace, op, 0)
+}
+
+/// Bytes of input `index` of `op` (0: the first; a convolution's weight is 1), from its
+/// recorded shapes and types; `None` when not recorded or not a tensor.
+pub(super) fn input_bytes(trace: &Trace, op: EventId, index: usize) -> Option<i64> {
     let i = trace
         .op_inputs
         .binary_search_by_key(&op, |(e, _)| *e)
         .ok()?;
     let inputs = &trace.op_inputs[i].1;
-    // `[[32, 3, 224, 224], [64, 3, 7, 7], [], ...]`: the first innermost list.
+    // `[[32, 3, 224, 224], [64, 3, 7, 7], [], ...]`: the innermost lists, in order.
     let dims = inputs.dims.trim().strip_prefix('[')?;
-    let open = dims.find('[')?;
-    let close = open + dims[open..].find(']')?;
+    let mut rest = dims;
+    let mut list = None;
+    for _ in 0..=index {
+        let open = rest.find('[')?;
+        let close = open + rest[open..].find(']')?;
+        list = Some(&rest[open + 1..close]);
+        rest = &rest[close + 1..];
+    }
     let mut elements = 1i64;
     let mut any = false;
-    for part in dims[open + 1..close].split(',') {
+    for part in list?.split(',') {
         let part = part.trim();
         if part.is_empty() {
             continue;
@@ -282,16 +294,16 @@ pub(super) fn first_input_bytes(trace: &Trace, op: EventId) -> Option<i64> {
     if !any {
         return None;
     }
-    let first_type = inputs
+    let dtype = inputs
         .types
         .trim()
         .trim_start_matches('[')
         .split(',')
-        .next()?
+        .nth(index)?
         .trim()
-        .trim_matches(|c| c == '"' || c == '\'')
+        .trim_matches(|c| c == '"' || c == '\'' || c == ']')
         .to_ascii_lowercase();
-    let size = match first_type.as_str() {
+    let size = match dtype.as_str() {
         "double" | "long int" | "long" | "int64" => 8,
         "c10::half" | "half" | "c10::bfloat16" | "bfloat16" | "short int" => 2,
         "unsigned char" | "signed char" | "bool" | "char" => 1,

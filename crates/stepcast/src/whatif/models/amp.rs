@@ -1,12 +1,11 @@
 //! Automatic mixed precision (Daydream A.1).
 
 use std::collections::BTreeMap;
-use std::sync::LazyLock;
-
-use regex::Regex;
 
 use super::super::edit::{EditGraph, Select, Selection};
 use super::super::{Context, WhatIfError};
+use super::amp_costs::{AmpCosts, charge};
+use super::kernels::{Bound, classify_kernel};
 use crate::analyze::mapping::Phase;
 use crate::graph::{TaskId, TaskKind};
 
@@ -18,25 +17,6 @@ pub(super) fn compute_major(context: &Context<'_>) -> Option<i64> {
         .iter()
         .filter_map(|d| d.compute_capability.map(|(major, _)| major))
         .max()
-}
-
-static HALF_PRECISION: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(fp16|bf16|f16|half|h884|h1688|h16816|hgemm|bfloat)").expect("valid regex")
-});
-static TENSOR_CORE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(gemm|conv|cutlass|cudnn|cublas|xmma|wgrad|dgrad|fprop|matmul|volta_|turing_|ampere_|hopper_|sm\d\d_)")
-        .expect("valid regex")
-});
-static TF32: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)tf32").expect("valid regex"));
-static MEMORY_BOUND: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(elementwise|vectorized|unrolled|reduce|norm|softmax|dropout|pointwise|copy|cat_|index|pool|relu|gelu|silu|activation|add|mul|fill|where|embedding)")
-        .expect("valid regex")
-});
-
-/// Whether a kernel name reads as a tensor-core-eligible (compute-bound) kernel: GEMMs and
-/// convolutions (cuBLAS, cuDNN, CUTLASS).
-pub fn is_tensor_core_eligible(name: &str) -> bool {
-    TENSOR_CORE.is_match(name)
 }
 
 /// **Automatic mixed precision** (Daydream A.1, refined). Forward and backward kernels only:
@@ -51,9 +31,20 @@ pub fn is_tensor_core_eligible(name: &str) -> bool {
 /// - memory-bound element-wise, normalization, reduction kernels: × 0.5 (half the bytes);
 /// - anything else: unchanged.
 ///
-/// Not modeled: the cast kernels AMP adds and the gradient scaler's unscale/inf check (small,
-/// they make the prediction slightly optimistic).
+/// Kernels are classified by [`classify_kernel`], memory-bound names first (cuDNN's
+/// batch-norm kernels are memory-bound, not convolutions), the classifier `faster_hardware`
+/// uses. Then what AMP costs is charged ([`charge`]): the casts, the gradient scaler's
+/// kernels, its per-step host synchronization and the host time of dispatching them. On a
+/// host-bound step those costs can outweigh the faster kernels: AMP can slow a step down.
 pub fn amp(context: &Context<'_>, edit: &mut EditGraph) -> Result<usize, WhatIfError> {
+    amp_with_costs(context, edit).map(|(changed, _)| changed)
+}
+
+/// [`amp`], also returning what it charged.
+pub fn amp_with_costs(
+    context: &Context<'_>,
+    edit: &mut EditGraph,
+) -> Result<(usize, AmpCosts), WhatIfError> {
     let major = compute_major(context);
     let fp32_speedup = match major {
         Some(m) if m < 7 => 1.0,
@@ -73,19 +64,13 @@ pub fn amp(context: &Context<'_>, edit: &mut EditGraph) -> Result<usize, WhatIfE
     let names = &context.trace.names;
     let mut by_factor: BTreeMap<u64, Vec<TaskId>> = BTreeMap::new();
     for &t in selection.tasks() {
-        let name = names.get(edit.name(t));
-        let factor = if HALF_PRECISION.is_match(name) {
-            continue;
-        } else if TENSOR_CORE.is_match(name) {
-            1.0 / if TF32.is_match(name) {
-                tf32_speedup
-            } else {
-                fp32_speedup
-            }
-        } else if MEMORY_BOUND.is_match(name) {
-            0.5
-        } else {
-            continue;
+        let class = classify_kernel(names.get(edit.name(t)));
+        let factor = match class.bound {
+            _ if class.half => continue,
+            Bound::Compute if class.tf32 => 1.0 / tf32_speedup,
+            Bound::Compute => 1.0 / fp32_speedup,
+            Bound::Memory => 0.5,
+            Bound::Other => continue,
         };
         by_factor.entry(f64::to_bits(factor)).or_default().push(t);
     }
@@ -94,5 +79,6 @@ pub fn amp(context: &Context<'_>, edit: &mut EditGraph) -> Result<usize, WhatIfE
         changed += tasks.len();
         edit.scale(&Selection::new(tasks), f64::from_bits(bits))?;
     }
-    Ok(changed)
+    let costs = charge(context, edit)?;
+    Ok((changed + costs.casts + costs.scaler_tasks, costs))
 }

@@ -2,6 +2,8 @@
 
 use std::collections::BTreeMap;
 
+use stepcast_trace::EventKind;
+
 use super::super::edit::{EditGraph, Selection};
 use super::super::{Context, WhatIfError};
 use crate::graph::{EdgeKind, TaskId, TaskKind};
@@ -14,8 +16,13 @@ use crate::graph::{EdgeKind, TaskId, TaskKind};
 ///
 /// Assumptions: blocking calls cannot be captured and are kept (with their host time), so a
 /// region with synchronizations inside is captured as one graph per segment between them,
-/// each costing one launch. The cost of a graph launch is the median `cudaGraphLaunch` of this
-/// trace, else the median duration of its kernel launch calls (`cudaLaunchKernel`...).
+/// each costing one launch. Host work that launches nothing is not in a graph and stays: the
+/// recorded ops, annotations and Python frames with no launch call inside (CPU tensor math,
+/// logging), with the calls and untraced host time within them ([`host_only_ranges`]). A
+/// graph launch costs the median `cudaGraphLaunch` of this trace, else the median duration of
+/// its kernel launch calls (`cudaLaunchKernel`...), plus [`GRAPH_LAUNCH_NS_PER_NODE`] per
+/// device task in the segment. Every other host task is taken to be capturable (no dynamic
+/// shapes, no CPU-side control flow on device values): an upper bound.
 pub fn cuda_graphs(context: &Context<'_>, edit: &mut EditGraph) -> Result<usize, WhatIfError> {
     let graph = &context.window.graph;
     let names = &context.trace.names;
@@ -46,9 +53,13 @@ pub fn cuda_graphs(context: &Context<'_>, edit: &mut EditGraph) -> Result<usize,
             }
         }
     }
+    let host_only = host_only_ranges(context, &launches);
     let mut zeroed = Vec::new();
-    let mut segment_heads = Vec::new();
+    let mut kept_gaps: Vec<(TaskId, i64)> = Vec::new();
+    let mut segment_heads: Vec<(TaskId, i64)> = Vec::new();
     for (lane, input_lane) in graph.lanes.iter().enumerate() {
+        let empty = Vec::new();
+        let ranges = host_only.get(&(lane as u32)).unwrap_or(&empty);
         let first_task = input_lane.first_task as usize;
         let input_tasks = first_task..first_task + input_lane.task_count as usize;
         // Per step: the recorded starts of the first and last launch call on this lane, and
@@ -77,11 +88,33 @@ pub fn cuda_graphs(context: &Context<'_>, edit: &mut EditGraph) -> Result<usize,
                 in_segment = false;
                 continue;
             }
+            let start = edit.rec_start_ns(task);
+            let original = edit.is_original(task);
+            let end = if original {
+                graph.rec_end_ns[task.index()]
+            } else {
+                start
+            };
+            // A task inserted by an earlier model launches what it was inserted for.
+            let launches_work = !original || launches[task.index()];
+            if !launches_work && overlap(ranges, start, end.max(start + 1)) > 0 {
+                // A call of host-only work (inside an op that launches nothing): kept.
+                in_segment = false;
+                continue;
+            }
             if !in_segment {
-                segment_heads.push(task);
+                segment_heads.push((task, 0));
                 in_segment = true;
             }
-            zeroed.push((task, bound.is_some_and(|&(_, _, last)| last == task)));
+            if let Some(head) = segment_heads.last_mut() {
+                head.1 += edit.launched(task).len() as i64;
+            }
+            let last = bound.is_some_and(|&(_, _, last)| last == task);
+            zeroed.push((task, last));
+            if !last && original {
+                let kept = overlap(ranges, end, end + graph.gap_ns[task.index()]);
+                kept_gaps.push((task, kept.min(edit.gap_ns(task))));
+            }
         }
     }
     let all = Selection::new(zeroed.iter().map(|&(t, _)| t).collect());
@@ -94,6 +127,93 @@ pub fn cuda_graphs(context: &Context<'_>, edit: &mut EditGraph) -> Result<usize,
             .collect(),
     );
     edit.set_gap(&gaps, 0)?;
-    edit.set_duration(&Selection::new(segment_heads), launch_cost)?;
+    for (task, kept) in kept_gaps.into_iter().filter(|&(_, kept)| kept > 0) {
+        edit.set_gap(&Selection::new(vec![task]), kept)?;
+    }
+    for (head, nodes) in segment_heads {
+        let cost = launch_cost + nodes * GRAPH_LAUNCH_NS_PER_NODE;
+        edit.set_duration(&Selection::new(vec![head]), cost)?;
+    }
     Ok(all.len())
+}
+
+/// Host time a graph launch adds per device task (node) it holds, in ns. Measured in public:
+/// a chain of N no-op kernels replayed as a graph cost about 15 µs plus 0.58 µs per node
+/// (RTX 5070 Ti, CUDA 13.3, median of 200 replays, N = 8…117; ahrefs/ocannl issue #488,
+/// "Measured: what graph replay is actually worth on this hardware"). That figure includes the
+/// device running the nodes, so it bounds the host's share from above; NVIDIA's CUDA 12.6
+/// notes ("Constant Time Launch for Straight-Line CUDA Graphs") make straight-line graphs
+/// cheaper still.
+pub const GRAPH_LAUNCH_NS_PER_NODE: i64 = 580;
+
+/// Per graph lane: the recorded host ranges (ops, annotations, Python frames) of the steady
+/// steps with no launch call inside, merged, sorted: host work a graph cannot capture.
+fn host_only_ranges(context: &Context<'_>, launches: &[bool]) -> BTreeMap<u32, Vec<(i64, i64)>> {
+    let graph = &context.window.graph;
+    let trace = context.trace;
+    let first_steady = if context.window.steps.len() >= 3 {
+        1
+    } else {
+        0
+    };
+    let steady: Vec<(i64, i64)> = context.window.steps
+        [first_steady.min(context.window.steps.len())..]
+        .iter()
+        .map(|s| (s.start_ns, s.marker_end_ns))
+        .collect();
+    let mut out = BTreeMap::new();
+    for (lane, input_lane) in graph.lanes.iter().enumerate() {
+        if input_lane.kind != stepcast_trace::LaneKind::CpuThread {
+            continue;
+        }
+        let first = input_lane.first_task as usize;
+        let mut starts: Vec<i64> = (first..first + input_lane.task_count as usize)
+            .filter(|&t| launches[t])
+            .map(|t| graph.rec_start_ns[t])
+            .collect();
+        if starts.is_empty() {
+            continue;
+        }
+        starts.sort_unstable();
+        let mut ranges: Vec<(i64, i64)> = trace
+            .lane_events(input_lane.trace_lane)
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e.kind,
+                    EventKind::CpuOp | EventKind::UserAnnotation | EventKind::PythonFunction
+                ) && e.dur_ns > 0
+                    && steady
+                        .iter()
+                        .any(|&(s, end)| e.start_ns >= s && e.start_ns < end)
+            })
+            .map(|e| (e.start_ns, e.end_ns()))
+            .filter(|&(start, end)| {
+                let i = starts.partition_point(|&s| s < start);
+                starts.get(i).is_none_or(|&s| s >= end)
+            })
+            .collect();
+        ranges.sort_unstable();
+        let mut merged: Vec<(i64, i64)> = Vec::with_capacity(ranges.len());
+        for (start, end) in ranges {
+            match merged.last_mut() {
+                Some(last) if start <= last.1 => last.1 = last.1.max(end),
+                _ => merged.push((start, end)),
+            }
+        }
+        if !merged.is_empty() {
+            out.insert(lane as u32, merged);
+        }
+    }
+    out
+}
+
+/// Nanoseconds of `[start, end)` inside the sorted, disjoint `ranges`.
+fn overlap(ranges: &[(i64, i64)], start: i64, end: i64) -> i64 {
+    let first = ranges.partition_point(|&(_, e)| e <= start);
+    ranges[first..]
+        .iter()
+        .take_while(|&&(s, _)| s < end)
+        .map(|&(s, e)| (e.min(end) - s.max(start)).max(0))
+        .sum()
 }

@@ -3,12 +3,13 @@
 use super::super::edit::{EditGraph, Selection};
 use super::super::{Context, WhatIfError};
 use super::Hardware;
-use super::amp::is_tensor_core_eligible;
+use super::kernels::is_tensor_core_eligible;
 use crate::graph::{TaskId, TaskKind};
 
 /// **Faster hardware**: every task's cost divided by the factor of its resource (tensor-core
 /// eligible kernels by `compute`, other kernels and memsets by `memory`, copies by `copy`,
-/// host tasks and the untraced host time by `cpu`). Collectives are unchanged (the network
+/// host tasks and the untraced host time by `cpu`). Kernels are classified as `amp` does
+/// ([`super::classify_kernel`]: memory-bound names first). Collectives are unchanged (the network
 /// is not the hardware changed here). The factors are the user's (a datasheet ratio).
 pub fn faster_hardware(
     context: &Context<'_>,

@@ -51,6 +51,23 @@ fn loading_ranges(context: &Context<'_>) -> Vec<(u32, i64, i64)> {
     ranges
 }
 
+/// Whether the trace's loader already runs in worker processes: PyTorch names the iterator
+/// of a `DataLoader(num_workers>0)` `_MultiProcessingDataLoaderIter` (its `__next__` range,
+/// `enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__`, is then the training
+/// process waiting for a worker's batch).
+pub fn loader_in_workers(context: &Context<'_>) -> bool {
+    let trace = context.trace;
+    trace.events.iter().any(|event| {
+        matches!(
+            event.kind,
+            EventKind::CpuOp | EventKind::UserAnnotation | EventKind::PythonFunction
+        ) && trace
+            .names
+            .get(event.name)
+            .contains("_MultiProcessingDataLoaderIter")
+    })
+}
+
 /// Nanoseconds of `[start, end)` inside the sorted, disjoint `ranges`.
 fn overlap(ranges: &[(i64, i64)], start: i64, end: i64) -> i64 {
     let first = ranges.partition_point(|&(_, e)| e <= start);
@@ -78,9 +95,26 @@ fn overlap(ranges: &[(i64, i64)], start: i64, end: i64) -> i64 {
 /// Assumptions: the background loader keeps up (it produces a batch in no more than a
 /// predicted step; otherwise the step is bound by loading, which this does not model), and the
 /// copies stay where they were on the stream (a copy on a side stream issued during the
-/// previous step would also hide its device time: this is the conservative end). Only
-/// removes work and waits, so it never lengthens the step.
-pub fn prefetch_inputs(context: &Context<'_>, edit: &mut EditGraph) -> Result<usize, WhatIfError> {
+/// previous step would also hide its device time: this is the conservative end).
+///
+/// - **Contention**: the workers run beside the training process, so its own host work of
+///   the steady steps (host tasks, except blocking calls, which mostly wait for the device,
+///   and the untraced host time) outside data loading is charged `1 + contention` times its
+///   cost ([`super::DEFAULT_CONTENTION`]: measured on a recorded pair).
+/// - A loader **already in worker processes** ([`loader_in_workers`]): its recorded range is
+///   the wait for a batch the workers did not have ready; prefetching does not shorten it
+///   (more workers or cheaper transforms would), so nothing changes.
+pub fn prefetch_inputs(
+    context: &Context<'_>,
+    edit: &mut EditGraph,
+    contention: f64,
+) -> Result<usize, WhatIfError> {
+    if !(contention >= 0.0 && contention.is_finite()) {
+        return Err(super::super::edit::EditError::BadFactor { factor: contention }.into());
+    }
+    if loader_in_workers(context) {
+        return Ok(0);
+    }
     let graph = &context.window.graph;
     let ranges = loading_ranges(context);
     // Every range, merged: a thread idle across a loading range (the autograd thread waiting
@@ -122,10 +156,32 @@ pub fn prefetch_inputs(context: &Context<'_>, edit: &mut EditGraph) -> Result<us
             }
         }
         changed += free.len() + gaps.len();
+        // The rest of the thread's steady work shares the CPU with the workers.
+        let slowed = if contention > 0.0 {
+            edit.lane_tasks(lane)
+                .into_iter()
+                .map(TaskId)
+                .filter(|&t| {
+                    edit.is_original(t)
+                        && !edit.is_frozen(t)
+                        && edit.step(t) != NO_STEP
+                        && free.binary_search(&t).is_err()
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         edit.set_duration(&Selection::new(free), 0)?;
         for (task, gap) in gaps {
             edit.set_gap(&Selection::new(vec![task]), gap)?;
         }
+        let computing: Vec<TaskId> = slowed
+            .iter()
+            .copied()
+            .filter(|&t| !edit.is_blocking(t))
+            .collect();
+        edit.scale(&Selection::new(computing), 1.0 + contention)?;
+        edit.scale_gaps(&Selection::new(slowed), 1.0 + contention)?;
     }
     // The input copies: the calls that launched them, and the synchronizing calls of the
     // data-loading phase (`.to(device)` then a stream synchronize), no longer wait for them.

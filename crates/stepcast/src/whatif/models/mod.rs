@@ -4,6 +4,7 @@
 
 pub mod activations;
 mod amp;
+mod amp_costs;
 mod batchnorm;
 mod cuda_graphs;
 mod fused_optimizer;
@@ -11,6 +12,7 @@ mod gist;
 mod hardware;
 mod input_overlap;
 mod kernel_fusion;
+mod kernels;
 mod offload;
 mod recompute;
 mod syncs;
@@ -22,15 +24,18 @@ use regex::Regex;
 use super::edit::EditGraph;
 use super::{Context, WhatIfError};
 
+use activations::forward_units;
 pub use activations::{ActivationSource, MemoryEffect};
-pub use amp::{amp, is_tensor_core_eligible};
+pub use amp::{amp, amp_with_costs};
+pub use amp_costs::AmpCosts;
 pub use batchnorm::{BatchNormRole, batch_norm_role, batchnorm_targets, reconstruct_batchnorm};
-pub use cuda_graphs::cuda_graphs;
+pub use cuda_graphs::{GRAPH_LAUNCH_NS_PER_NODE, cuda_graphs};
 pub use fused_optimizer::fused_optimizer;
 pub use gist::{COMPRESSION, elementwise_throughput, gist, gist_memory};
 pub use hardware::faster_hardware;
-pub use input_overlap::prefetch_inputs;
+pub use input_overlap::{loader_in_workers, prefetch_inputs};
 pub use kernel_fusion::kernel_fusion;
+pub use kernels::{Bound, KernelClass, classify_kernel, is_tensor_core_eligible};
 pub use offload::{host_copy_bandwidth, offload, offload_memory};
 pub use recompute::{recompute, recompute_memory};
 pub use syncs::remove_syncs;
@@ -53,8 +58,10 @@ pub enum Model {
     KernelFusion { factor: Option<f64> },
     /// Reconstructed batch normalization: see [`reconstruct_batchnorm`].
     ReconstructBatchnorm,
-    /// Input pipeline overlap (prefetching): see [`prefetch_inputs`].
-    PrefetchInputs,
+    /// Input pipeline overlap (prefetching into worker processes): see [`prefetch_inputs`].
+    /// `contention`: how much slower the training process's own host work runs beside the
+    /// workers (0.1 = 10 % slower).
+    PrefetchInputs { contention: f64 },
     /// Activation recomputation, a memory-for-time trade: see [`recompute`].
     Recompute { fraction: f64 },
     /// vDNN offloading of activations, a memory-for-time trade: see [`offload`].
@@ -62,6 +69,14 @@ pub enum Model {
     /// Gist encoding of activations, a memory-for-time trade: see [`gist`].
     Gist { fraction: f64 },
 }
+
+/// `prefetch_inputs`' default worker contention: the training process's host work outside
+/// data loading runs 10 % slower once the loader's worker processes share its CPU. Measured,
+/// not fitted: on the one recorded pair (`pairs/kineto/.../resnet50_profiler_api_num_workers_0`
+/// → `_4`, one V100 machine) each steady step's time outside the `DataLoader` range grew by
+/// 10–15 % (median 107 → 120 ms); this is the lower end. One pair on one machine: pass
+/// `--contention` for yours (0 where the host has idle cores to spare).
+pub const DEFAULT_CONTENTION: f64 = 0.1;
 
 /// The share of the activation bytes that memory-for-time trades act on by default.
 pub const DEFAULT_FRACTION: f64 = 0.5;
@@ -103,7 +118,9 @@ impl Model {
             Model::KernelFusion { factor: None },
             Model::FasterHardware(copies_2x()),
             Model::ReconstructBatchnorm,
-            Model::PrefetchInputs,
+            Model::PrefetchInputs {
+                contention: DEFAULT_CONTENTION,
+            },
         ]
     }
 
@@ -158,7 +175,12 @@ impl Model {
             Model::KernelFusion { factor: None } => "kernel_fusion".into(),
             Model::KernelFusion { factor: Some(f) } => format!("kernel_fusion(factor={f})"),
             Model::ReconstructBatchnorm => "reconstruct_batchnorm".into(),
-            Model::PrefetchInputs => "prefetch_inputs".into(),
+            Model::PrefetchInputs { contention } if *contention == DEFAULT_CONTENTION => {
+                "prefetch_inputs".into()
+            }
+            Model::PrefetchInputs { contention } => {
+                format!("prefetch_inputs(contention={contention})")
+            }
             Model::Recompute { fraction } => with_fraction("recompute", *fraction),
             Model::Offload { fraction } => with_fraction("offload", *fraction),
             Model::Gist { fraction } => with_fraction("gist", *fraction),
@@ -181,7 +203,9 @@ impl Model {
             "reconstruct_batchnorm" | "batchnorm" | "fuse_batchnorm" | "batchnorm_fusion" => {
                 Model::ReconstructBatchnorm
             }
-            "prefetch_inputs" | "prefetch" | "input_overlap" => Model::PrefetchInputs,
+            "prefetch_inputs" | "prefetch" | "input_overlap" => Model::PrefetchInputs {
+                contention: DEFAULT_CONTENTION,
+            },
             "recompute" | "checkpointing" | "activation_checkpointing" => Model::Recompute {
                 fraction: DEFAULT_FRACTION,
             },
@@ -241,7 +265,7 @@ impl Model {
         }
         for (param, value) in params.values() {
             let valid = value.is_finite()
-                && if param == "factor" {
+                && if param == "factor" || param == "contention" {
                     value >= 0.0
                 } else {
                     value > 0.0
@@ -262,14 +286,13 @@ impl Model {
                 h.copy = params.copy.unwrap_or(h.copy);
             }
             Model::KernelFusion { factor } => *factor = params.factor.or(*factor),
+            Model::PrefetchInputs { contention } => {
+                *contention = params.contention.unwrap_or(*contention)
+            }
             Model::Recompute { fraction }
             | Model::Offload { fraction }
             | Model::Gist { fraction } => *fraction = params.fraction.unwrap_or(*fraction),
-            Model::CudaGraphs
-            | Model::Amp
-            | Model::RemoveSyncs
-            | Model::ReconstructBatchnorm
-            | Model::PrefetchInputs => {}
+            Model::CudaGraphs | Model::Amp | Model::RemoveSyncs | Model::ReconstructBatchnorm => {}
         }
         Ok(model)
     }
@@ -280,11 +303,10 @@ impl Model {
             Model::FusedOptimizer { .. } | Model::KernelFusion { .. } => &["factor"],
             Model::FasterHardware(_) => &["compute", "memory", "cpu", "copy"],
             Model::Recompute { .. } | Model::Offload { .. } | Model::Gist { .. } => &["fraction"],
-            Model::CudaGraphs
-            | Model::Amp
-            | Model::RemoveSyncs
-            | Model::ReconstructBatchnorm
-            | Model::PrefetchInputs => &[],
+            Model::PrefetchInputs { .. } => &["contention"],
+            Model::CudaGraphs | Model::Amp | Model::RemoveSyncs | Model::ReconstructBatchnorm => {
+                &[]
+            }
         }
     }
 
@@ -298,7 +320,7 @@ impl Model {
             Model::RemoveSyncs => "remove_syncs",
             Model::KernelFusion { .. } => "kernel_fusion",
             Model::ReconstructBatchnorm => "reconstruct_batchnorm",
-            Model::PrefetchInputs => "prefetch_inputs",
+            Model::PrefetchInputs { .. } => "prefetch_inputs",
             Model::Recompute { .. } => "recompute",
             Model::Offload { .. } => "offload",
             Model::Gist { .. } => "gist",
@@ -319,13 +341,82 @@ impl Model {
             Model::ReconstructBatchnorm,
             Model::KernelFusion { factor: None },
             Model::Amp,
-            Model::PrefetchInputs,
+            Model::PrefetchInputs {
+                contention: DEFAULT_CONTENTION,
+            },
             Model::CudaGraphs,
             Model::RemoveSyncs,
             Model::FasterHardware(gpu_2x()),
             Model::FasterHardware(cpu_2x()),
             Model::FasterHardware(copies_2x()),
         ]
+    }
+
+    /// How far the model's prediction on this trace can be trusted: the assumptions that
+    /// matter here and what the model leaves out, one sentence each (empty when it states
+    /// nothing beyond its documentation). For reports next to the speedup.
+    pub fn caveats(&self, context: &Context<'_>) -> Vec<String> {
+        match self {
+            Model::PrefetchInputs { .. } if loader_in_workers(context) => vec![
+                "the loader already runs in worker processes (_MultiProcessingDataLoaderIter): \
+                 its remaining wait is for batches the workers did not have ready; it needs \
+                 more workers or cheaper transforms, not prefetching, so nothing changed"
+                    .to_string(),
+            ],
+            Model::PrefetchInputs { contention } => vec![
+                "assumes the worker processes keep up (a batch in less than a step)".to_string(),
+                format!(
+                    "charges {:.0} % worker contention on this process's host work (--contention; \
+                     the default is the lower end of the 10-15 % measured on one recorded pair)",
+                    contention * 100.0
+                ),
+            ],
+            Model::Amp => {
+                let units = forward_units(context).units;
+                let mut out = vec![
+                    "charges the casts of each convolution/linear weight (both ways) and of the \
+                     first input, GradScaler's eight ops and its found_inf synchronization; \
+                     autocast's dispatch overhead on the ops it does not cast is not charged"
+                        .to_string(),
+                ];
+                let mut edit = context.edit();
+                if let Ok((_, costs)) = amp_with_costs(context, &mut edit)
+                    && costs.scaler_skipped > 0
+                {
+                    out.push(format!(
+                        "GradScaler's ops and synchronization are left out of {} steady steps \
+                         (its blocking read back would close a cycle in this trace's graph): \
+                         optimistic there",
+                        costs.scaler_skipped
+                    ));
+                }
+                if elementwise_throughput(context, &units).is_none() {
+                    out.push(
+                        "no element-wise throughput in this trace: each cast costs a median \
+                         element-wise kernel"
+                            .to_string(),
+                    );
+                }
+                out
+            }
+            Model::CudaGraphs => vec![
+                "capturing every host task between the first and last launch of a step is an \
+                 upper bound: dynamic shapes, CPU-side control flow on device values and \
+                 allocations break capture"
+                    .to_string(),
+                format!(
+                    "a graph launch costs the trace's launch call plus {} ns per node (a public \
+                     measurement on another GPU)",
+                    cuda_graphs::GRAPH_LAUNCH_NS_PER_NODE
+                ),
+            ],
+            Model::FasterHardware(_) => vec![
+                "kernels are split into compute- and memory-bound by name (memory-bound names \
+                 first)"
+                    .to_string(),
+            ],
+            _ => Vec::new(),
+        }
     }
 
     /// Applies the model to `edit`. Returns the number of tasks it changed or removed.
@@ -338,7 +429,7 @@ impl Model {
             Model::RemoveSyncs => remove_syncs(context, edit),
             Model::KernelFusion { factor } => kernel_fusion(context, edit, *factor),
             Model::ReconstructBatchnorm => reconstruct_batchnorm(context, edit),
-            Model::PrefetchInputs => prefetch_inputs(context, edit),
+            Model::PrefetchInputs { contention } => prefetch_inputs(context, edit, *contention),
             Model::Recompute { fraction } => recompute(context, edit, *fraction),
             Model::Offload { fraction } => offload(context, edit, *fraction),
             Model::Gist { fraction } => gist(context, edit, *fraction),
@@ -359,6 +450,9 @@ pub struct ModelParams {
     /// `recompute`, `offload`, `gist`: the share of each step's activation bytes acted on,
     /// from the front of the forward pass (0 < fraction ≤ 1).
     pub fraction: Option<f64>,
+    /// `prefetch_inputs`: the slow-down of the training process's host work beside the
+    /// loader's workers (≥ 0; 0.1 = 10 %).
+    pub contention: Option<f64>,
 }
 
 impl ModelParams {
@@ -370,6 +464,7 @@ impl ModelParams {
             ("cpu", self.cpu),
             ("copy", self.copy),
             ("fraction", self.fraction),
+            ("contention", self.contention),
         ]
         .into_iter()
         .filter_map(|(name, value)| value.map(|v| (name, v)))

@@ -1,0 +1,310 @@
+//! What automatic mixed precision costs: the casts autocast adds and the gradient scaler's
+//! kernels and host synchronization (`torch.autocast` + `torch.cuda.amp.GradScaler`).
+
+use std::collections::BTreeMap;
+
+use stepcast_trace::NameId;
+
+use super::super::edit::{EditGraph, Insert, InsertLaunch};
+use super::super::{Context, WhatIfError};
+use super::activations::{ForwardUnit, forward_units, input_bytes, lane_prev};
+use super::gist::elementwise_throughput;
+use super::kernels::{Bound, classify_kernel};
+use crate::analyze::mapping::Phase;
+use crate::graph::{TaskId, TaskKind};
+use crate::whatif::ddp::gradients::find_gradients;
+
+/// What [`charge`] added per steady step (means), for reports and tests.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AmpCosts {
+    /// Cast kernels inserted (forward weight and input casts, backward gradient casts).
+    pub casts: usize,
+    /// Scaler tasks inserted (eight per steady step with an optimizer kernel).
+    pub scaler_tasks: usize,
+    /// Steady steps left without the scaler: its blocking read back would have made the
+    /// graph cyclic there (the stream's work before the optimizer waits for later host work).
+    pub scaler_skipped: usize,
+    /// Host time added by the inserted calls, whole window.
+    pub host_ns: i64,
+    /// Device time added by the inserted kernels and copies, whole window.
+    pub device_ns: i64,
+    /// Element-wise throughput the casts were costed at (bytes of the FP32 tensor per ns),
+    /// `None` when the trace gave none (casts then cost a median element-wise kernel).
+    pub elementwise_bytes_per_ns: Option<f64>,
+}
+
+/// The trace's own figures the inserted work is costed with.
+struct Costs {
+    throughput: Option<f64>,
+    /// Median recorded element-wise kernel (its time and name), the fallback cost.
+    kernel: Option<(i64, NameId)>,
+    /// Median host time of a forward op made only of element-wise kernels (its dispatch and
+    /// launch): what one more eager op (a cast, a scaler op) costs the host.
+    op_host_ns: i64,
+    /// The smallest recorded copy: a 4-byte `found_inf` read back.
+    copy: Option<(TaskKind, NameId, i64)>,
+}
+
+impl Costs {
+    fn measure(context: &Context<'_>, units: &[ForwardUnit]) -> Costs {
+        let graph = &context.window.graph;
+        let names = &context.trace.names;
+        let elementwise = |u: &&ForwardUnit| {
+            u.tasks.iter().all(|t| {
+                graph.kind[t.index()] == TaskKind::Kernel
+                    && super::is_elementwise(names.get(graph.name[t.index()]))
+            })
+        };
+        let mut kernels: Vec<(i64, NameId)> = units
+            .iter()
+            .filter(elementwise)
+            .flat_map(|u| u.tasks.iter())
+            .map(|t| (graph.dur_ns[t.index()], graph.name[t.index()]))
+            .collect();
+        kernels.sort_unstable();
+        let mut hosts: Vec<i64> = units
+            .iter()
+            .filter(elementwise)
+            .map(|u| context.trace.events[u.op.index()].dur_ns)
+            .collect();
+        hosts.sort_unstable();
+        let copy = (0..graph.task_count())
+            .filter(|&t| graph.kind[t] == TaskKind::Memcpy)
+            .min_by_key(|&t| graph.dur_ns[t])
+            .map(|t| (TaskKind::Memcpy, graph.name[t], graph.dur_ns[t]));
+        Costs {
+            throughput: elementwise_throughput(context, units)
+                .map(|(bytes_per_ns, _)| bytes_per_ns),
+            kernel: kernels.get(kernels.len().saturating_sub(1) / 2).copied(),
+            op_host_ns: hosts
+                .get(hosts.len().saturating_sub(1) / 2)
+                .copied()
+                .unwrap_or(0),
+            copy,
+        }
+    }
+
+    /// One element-wise pass over `bytes` of FP32 data: at the trace's throughput when both
+    /// are known, else a median element-wise kernel.
+    fn pass_ns(&self, bytes: Option<i64>) -> i64 {
+        match (bytes, self.throughput) {
+            (Some(b), Some(t)) if t > 0.0 => (b as f64 / t).round() as i64,
+            _ => self.kernel.map_or(0, |k| k.0),
+        }
+    }
+}
+
+/// Whether a forward unit is an op autocast runs in half precision: it has an FP32
+/// tensor-core kernel (convolution, linear, matmul: autocast's FP16 op list).
+fn is_autocast_op(context: &Context<'_>, unit: &ForwardUnit) -> bool {
+    let graph = &context.window.graph;
+    unit.tasks.iter().any(|t| {
+        let class = classify_kernel(context.trace.names.get(graph.name[t.index()]));
+        graph.kind[t.index()] == TaskKind::Kernel && class.bound == Bound::Compute && !class.half
+    })
+}
+
+/// Inserts one element-wise kernel of `dur_ns` after device task `after`, launched by a call
+/// costing `host_ns` after host task `host`. Returns the device task.
+fn insert_op(
+    edit: &mut EditGraph,
+    (kind, name): (TaskKind, NameId),
+    dur_ns: i64,
+    after: TaskId,
+    call: (NameId, TaskId, i64),
+) -> Result<TaskId, WhatIfError> {
+    Ok(edit.insert(&Insert {
+        kind,
+        name,
+        dur_ns,
+        after,
+        launch: Some(InsertLaunch {
+            name: call.0,
+            after: call.1,
+            dur_ns: call.2,
+        }),
+    })?)
+}
+
+/// Charges what AMP adds to each steady step:
+/// - **casts** (one eager `aten::to` each: a kernel and an op's host time): per autocast op
+///   (a forward unit with an FP32 tensor-core kernel) its weight to FP16 before it and, in
+///   the backward pass, its FP16 weight gradient back to FP32 (`ToCopyBackward`); the input of
+///   the step's first autocast op (the batch arrives in FP32). Later activations are not cast:
+///   ops outside autocast's lists (batch norm, ReLU, additions) run in their input's FP16. A
+///   cast kernel is one element-wise pass over the FP32 tensor at the trace's own element-wise
+///   throughput ([`elementwise_throughput`]); its host time is the trace's median element-wise
+///   op (dispatch and launch; a cast also allocates its output, so this is a lower bound);
+/// - **the gradient scaler**, before the step's first optimizer kernel: its eight eager ops of
+///   a step, each with the host time of one op; among them the fused unscale and inf check
+///   (`_amp_foreach_non_finite_check_and_unscale_`, one pass over the step's gradient bytes)
+///   and the `found_inf` read back (`optimizer.step` is skipped on overflow, so the host
+///   **waits for the device** to finish the backward pass: the copy's call is blocking); the
+///   others are a median element-wise kernel each.
+pub fn charge(context: &Context<'_>, edit: &mut EditGraph) -> Result<AmpCosts, WhatIfError> {
+    let activations = forward_units(context);
+    let costs = Costs::measure(context, &activations.units);
+    let mut out = AmpCosts {
+        elementwise_bytes_per_ns: costs.throughput,
+        ..AmpCosts::default()
+    };
+    let trace = context.trace;
+    let mut first_of_step: BTreeMap<u32, ()> = BTreeMap::new();
+    let mut weight_bytes: BTreeMap<u32, i64> = BTreeMap::new();
+    for unit in activations
+        .units
+        .iter()
+        .filter(|u| is_autocast_op(context, u))
+    {
+        let Some(&first) = unit.tasks.first() else {
+            continue;
+        };
+        if !edit.is_alive(first) {
+            continue;
+        }
+        let (Some(launcher), Some(before)) = (edit.launcher(first), lane_prev(edit, first)) else {
+            continue;
+        };
+        if edit.is_blocking(launcher) {
+            continue;
+        }
+        let name = (
+            TaskKind::Kernel,
+            costs.kernel.map_or(edit.name(first), |k| k.1),
+        );
+        let call = (edit.name(launcher), launcher, costs.op_host_ns);
+        let weight = input_bytes(trace, unit.op, 1);
+        *weight_bytes.entry(unit.step).or_default() += weight.unwrap_or(0);
+        let mut casts = vec![costs.pass_ns(weight)];
+        if first_of_step.insert(unit.step, ()).is_none() {
+            casts.push(costs.pass_ns(input_bytes(trace, unit.op, 0)));
+        }
+        for dur_ns in casts {
+            insert_op(edit, name, dur_ns, before, call)?;
+            out.casts += 1;
+            out.device_ns += dur_ns;
+            out.host_ns += call.2;
+        }
+        // The weight gradient's cast back to FP32, with the unit's backward.
+        let Some(backward) = unit.backward.filter(|&b| edit.is_alive(b)) else {
+            continue;
+        };
+        let (Some(host), Some(before)) = (edit.launcher(backward), lane_prev(edit, backward))
+        else {
+            continue;
+        };
+        if edit.is_blocking(host) {
+            continue;
+        }
+        let dur_ns = costs.pass_ns(weight);
+        insert_op(
+            edit,
+            name,
+            dur_ns,
+            before,
+            (edit.name(host), host, costs.op_host_ns),
+        )?;
+        out.casts += 1;
+        out.device_ns += dur_ns;
+        out.host_ns += costs.op_host_ns;
+    }
+    charge_scaler(context, edit, &costs, &weight_bytes, &mut out)?;
+    Ok(out)
+}
+
+/// The gradient scaler's work before each steady step's first optimizer kernel.
+fn charge_scaler(
+    context: &Context<'_>,
+    edit: &mut EditGraph,
+    costs: &Costs,
+    weight_bytes: &BTreeMap<u32, i64>,
+    out: &mut AmpCosts,
+) -> Result<(), WhatIfError> {
+    let graph = &context.window.graph;
+    let mut optimizer_start: BTreeMap<u32, TaskId> = BTreeMap::new();
+    for t in edit
+        .select_where(|t| {
+            edit.is_original(t)
+                && edit.kind(t) == TaskKind::Kernel
+                && context.mapping.phase[t.index()] == Phase::Optimizer
+        })
+        .tasks()
+    {
+        let step = edit.step(*t);
+        let earlier = optimizer_start
+            .get(&step)
+            .is_some_and(|&o| graph.rec_start_ns[o.index()] <= graph.rec_start_ns[t.index()]);
+        if !earlier {
+            optimizer_start.insert(step, *t);
+        }
+    }
+    // The step's gradient bytes: the recorded gradients, else the autocast ops' weights.
+    let gradient_bytes = find_gradients(context.trace, context.window, context.mapping, None)
+        .ok()
+        .map(|g| g.bytes_per_step);
+    for (step, start) in optimizer_start {
+        let (Some(launcher), Some(before)) = (edit.launcher(start), lane_prev(edit, start)) else {
+            continue;
+        };
+        let Some(host) = lane_prev(edit, launcher) else {
+            continue;
+        };
+        let Some(kernel) = costs.kernel.map(|k| (TaskKind::Kernel, k.1)) else {
+            continue;
+        };
+        let call_name = edit.name(launcher);
+        let bytes = gradient_bytes.or_else(|| weight_bytes.get(&step).copied());
+        let small_ns = costs.pass_ns(None);
+        let (copy_kind, copy_name, copy_ns) = costs.copy.unwrap_or((kernel.0, kernel.1, 0));
+        // GradScaler's ops of one step, each one eager op with its kernel (torch 1.x
+        // `torch/cuda/amp/grad_scaler.py`): `scale()`'s multiplication of the loss;
+        // `unscale_()`'s `inv_scale` (`double`, `reciprocal`, `float`), its `found_inf`
+        // (`full`) and the fused unscale and inf check over every gradient; `step()`'s
+        // `found_inf.item()` (a blocking read back); `update()`'s `_amp_update_scale_`. All sit
+        // before the first optimizer kernel (the loss scaling ran earlier, at the same cost).
+        let ops = [
+            (kernel, small_ns, false),
+            (kernel, small_ns, false),
+            (kernel, small_ns, false),
+            (kernel, small_ns, false),
+            (kernel, small_ns, false),
+            (kernel, costs.pass_ns(bytes), false),
+            ((copy_kind, copy_name), copy_ns, true),
+            (kernel, small_ns, false),
+        ];
+        // Where a recorded dependency ties the stream's work before the optimizer to later
+        // host work, the blocking read back would close a cycle: such a step is tried on a
+        // copy and left without the scaler (counted in `scaler_skipped`).
+        let mut trial = edit.clone();
+        let mut added = AmpCosts::default();
+        let mut after = (before, host);
+        for (name, dur_ns, blocking) in ops {
+            let task = insert_op(
+                &mut trial,
+                name,
+                dur_ns,
+                after.0,
+                (call_name, after.1, costs.op_host_ns),
+            )?;
+            let call = trial.launcher(task).unwrap_or(after.1);
+            if blocking {
+                // The host waits until the copy, behind the whole backward pass on the
+                // stream, has run.
+                trial.add_dependency(task, call, crate::graph::EdgeKind::HostSync, 0)?;
+            }
+            after = (task, call);
+            added.scaler_tasks += 1;
+            added.device_ns += dur_ns;
+            added.host_ns += costs.op_host_ns;
+        }
+        if trial.finish().is_err() {
+            out.scaler_skipped += 1;
+            continue;
+        }
+        *edit = trial;
+        out.scaler_tasks += added.scaler_tasks;
+        out.device_ns += added.device_ns;
+        out.host_ns += added.host_ns;
+    }
+    Ok(())
+}

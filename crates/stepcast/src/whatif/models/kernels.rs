@@ -1,0 +1,103 @@
+//! What bounds a kernel, by its name: the one classifier `amp` and `faster_hardware` share.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+/// What a kernel's time is bound by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bound {
+    /// Memory bandwidth: element-wise, normalization, reduction, pooling, layout kernels.
+    Memory,
+    /// Arithmetic on tensor cores (or what would run there): GEMMs and convolutions.
+    Compute,
+    /// Neither reads clearly from the name.
+    Other,
+}
+
+/// A kernel as the models see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelClass {
+    pub bound: Bound,
+    /// Already half precision (`f16`, `bf16`, `h884`...).
+    pub half: bool,
+    /// Already on TF32 tensor cores.
+    pub tf32: bool,
+}
+
+static HALF_PRECISION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(fp16|bf16|f16|half|h884|h1688|h16816|hgemm|bfloat)").expect("valid regex")
+});
+static TF32: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)tf32").expect("valid regex"));
+/// Names that are memory-bound whatever library they come from: tested first, because cuDNN's
+/// batch-norm kernels (`cudnn::bn_fw_tr_1C11_kernel_NCHW`, `cudnn::bn_bw_1C11_kernel_new`) and
+/// its layout and offset helpers carry `cudnn` in their names and would otherwise read as
+/// convolutions.
+static MEMORY_BOUND: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)(elementwise|vectorized|unrolled|pointwise|reduce_kernel|bn_fw|bn_bw|batch_?norm|layer_?norm|group_?norm|instance_?norm|softmax|dropout|pool|embedding|index|cat_|fill|scalepackedtensor|nchwtonhwc|nhwctonchw|offsetskernel|im2col)",
+    )
+    .expect("valid regex")
+});
+static TENSOR_CORE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(gemm|conv|cutlass|cudnn|cublas|xmma|wgrad|dgrad|fprop|matmul|volta_|turing_|ampere_|hopper_|sm\d\d_)")
+        .expect("valid regex")
+});
+/// Weaker memory-bound words, tested after the tensor-core ones: a cuDNN convolution with a
+/// fused activation (`volta_scudnn_128x64_relu_interior_nn_v1`) is still a convolution.
+static MEMORY_WORDS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(norm|reduce|copy|relu|gelu|silu|activation|add|mul|where)")
+        .expect("valid regex")
+});
+
+/// Classifies a kernel by its name: memory-bound patterns first, then tensor-core eligible
+/// (GEMMs and convolutions of cuBLAS, cuDNN, CUTLASS), then weaker memory-bound words.
+pub fn classify_kernel(name: &str) -> KernelClass {
+    let bound = if MEMORY_BOUND.is_match(name) {
+        Bound::Memory
+    } else if TENSOR_CORE.is_match(name) {
+        Bound::Compute
+    } else if MEMORY_WORDS.is_match(name) {
+        Bound::Memory
+    } else {
+        Bound::Other
+    };
+    KernelClass {
+        bound,
+        half: HALF_PRECISION.is_match(name),
+        tf32: TF32.is_match(name),
+    }
+}
+
+/// Whether a kernel name reads as tensor-core eligible (compute-bound): [`classify_kernel`]'s
+/// [`Bound::Compute`].
+pub fn is_tensor_core_eligible(name: &str) -> bool {
+    classify_kernel(name).bound == Bound::Compute
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Kernel names recorded in `testdata` (the ResNet-50 sample on a V100).
+    #[test]
+    fn cudnn_batch_norm_is_memory_bound_and_convolutions_are_not() {
+        for name in [
+            "void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, 512, true, 1>(cudnnTensorStruct)",
+            "void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 512, true, 1>(float)",
+            "void cudnn::ops::scalePackedTensor_kernel<float, float>(cudnnTensor4dStruct)",
+            "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>",
+        ] {
+            assert_eq!(classify_kernel(name).bound, Bound::Memory, "{name}");
+        }
+        for name in [
+            "volta_scudnn_128x64_relu_interior_nn_v1",
+            "void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int)",
+            "void implicit_convolve_sgemm<float, float, 1024, 6, 7, 3, 3, 5, 1, false>(int)",
+            "volta_sgemm_64x64_nt",
+        ] {
+            assert_eq!(classify_kernel(name).bound, Bound::Compute, "{name}");
+        }
+        assert!(classify_kernel("volta_h884gemm_64x64_ldg8_nn").half);
+    }
+}
