@@ -235,6 +235,10 @@ pub struct CompareArgs {
     /// recompute, offload, gist: the share of each step's activation bytes acted on.
     #[arg(long, value_name = "F")]
     pub fraction: Option<f64>,
+    /// prefetch_inputs: how much slower the training process's host work runs beside the
+    /// loader's worker processes (0.1 = 10 %, the default).
+    #[arg(long, value_name = "C")]
+    pub contention: Option<f64>,
     #[command(flatten)]
     pub output: OutputArgs,
 }

@@ -46,6 +46,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<String> {
         cpu: args.cpu,
         copy: args.copy,
         fraction: args.fraction,
+        contention: args.contention,
     };
     let mut models = Vec::with_capacity(args.models.len());
     for name in &args.models {

@@ -437,11 +437,7 @@ fn fsdp_gathers_twice_and_scatters_once_per_unit() {
 #[test]
 fn p3_hides_more_communication_than_ddp_and_wins_when_slices_are_cheap() {
     let (trace, window, mapping) = one_gpu_context();
-    let context = Context {
-        trace: &trace,
-        window: &window,
-        mapping: &mapping,
-    };
+    let context = Context::new(&trace, &window, &mapping);
     let baseline = predict(&window, &window.graph).expect("baseline");
     let inputs = DdpInputs {
         gradient_file: None,

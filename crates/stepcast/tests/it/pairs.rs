@@ -1,7 +1,5 @@
-//! Predictions against measured outcomes: real before/after pairs (`testdata/pairs/`) and a
+//! Predictions against measured outcomes: real before/after pairs (`testdata/kineto/kineto/`) and a
 //! real host-bound trace whose measured AMP outcome is known to be a loss.
-
-use std::path::PathBuf;
 
 use stepcast::analyze::mapping::map;
 use stepcast::graph::{BuildOptions, build};
@@ -20,8 +18,7 @@ const RESNET50: &str =
     "kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz";
 
 fn pair_trace(relative: &str) -> (stepcast_trace::Trace, stepcast::Window) {
-    let path =
-        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/pairs")).join(relative);
+    let path = super::testdata(relative);
     let trace = read_trace(&path).unwrap_or_else(|e| panic!("{e}"));
     let window = build(&trace, &BuildOptions::default());
     (trace, window)
@@ -69,11 +66,7 @@ fn prefetch_inputs_predicts_the_num_workers_pair() {
     let measured = measured_step_ns(&before) / measured_step_ns(&after);
     assert!(measured > 1.2, "measured speedup {measured}");
     let mapping = map(&before_trace, &before);
-    let context = Context {
-        trace: &before_trace,
-        window: &before,
-        mapping: &mapping,
-    };
+    let context = Context::new(&before_trace, &before, &mapping);
     assert!(!loader_in_workers(&context));
     let mut predicted = Vec::new();
     for contention in [DEFAULT_CONTENTION, 0.0] {
@@ -97,11 +90,7 @@ fn prefetch_inputs_predicts_the_num_workers_pair() {
 fn prefetch_inputs_leaves_a_loader_in_workers_alone() {
     let (trace, window) = pair_trace(NUM_WORKERS_4);
     let mapping = map(&trace, &window);
-    let context = Context {
-        trace: &trace,
-        window: &window,
-        mapping: &mapping,
-    };
+    let context = Context::new(&trace, &window, &mapping);
     assert!(loader_in_workers(&context));
     let outcome =
         apply_models(&context, &[prefetch(DEFAULT_CONTENTION)]).unwrap_or_else(|e| panic!("{e}"));
@@ -117,11 +106,7 @@ fn prefetch_inputs_leaves_a_loader_in_workers_alone() {
     // On the single-process loader the caveats state the contention charged instead.
     let (trace0, window0) = pair_trace(NUM_WORKERS_0);
     let mapping0 = map(&trace0, &window0);
-    let context0 = Context {
-        trace: &trace0,
-        window: &window0,
-        mapping: &mapping0,
-    };
+    let context0 = Context::new(&trace0, &window0, &mapping0);
     let caveats = prefetch(0.25).caveats(&context0);
     assert!(
         caveats.iter().any(|c| c.contains("25 % worker contention")),
@@ -143,11 +128,7 @@ fn prefetch_inputs_leaves_a_loader_in_workers_alone() {
 fn amp_charges_its_host_costs_on_a_host_bound_step() {
     let (trace, window) = load(RESNET50);
     let mapping = map(&trace, &window);
-    let context = Context {
-        trace: &trace,
-        window: &window,
-        mapping: &mapping,
-    };
+    let context = Context::new(&trace, &window, &mapping);
     let outcome = apply_models(&context, &[Model::Amp]).unwrap_or_else(|e| panic!("{e}"));
     assert!(outcome.speedup <= 1.0, "amp speedup {}", outcome.speedup);
     // What it charged: one cast per convolution/linear weight each way plus the input, eight

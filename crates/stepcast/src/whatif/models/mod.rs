@@ -72,7 +72,7 @@ pub enum Model {
 
 /// `prefetch_inputs`' default worker contention: the training process's host work outside
 /// data loading runs 10 % slower once the loader's worker processes share its CPU. Measured,
-/// not fitted: on the one recorded pair (`pairs/kineto/.../resnet50_profiler_api_num_workers_0`
+/// not fitted: on the one recorded pair (`testdata/kineto/kineto/.../resnet50_profiler_api_num_workers_0`
 /// → `_4`, one V100 machine) each steady step's time outside the `DataLoader` range grew by
 /// 10–15 % (median 107 → 120 ms); this is the lower end. One pair on one machine: pass
 /// `--contention` for yours (0 where the host has idle cores to spare).
