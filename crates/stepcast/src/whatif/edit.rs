@@ -458,10 +458,37 @@ impl EditGraph {
         for &task in selection.tasks() {
             self.check_live(task)?;
             let row = &mut self.rows[task.index()];
+            let old_ns = row.dur_ns;
             row.dur_ns = scale_ns(row.dur_ns, factor);
             row.dur_without_inferred_ns = scale_ns(row.dur_without_inferred_ns, factor);
+            let new_ns = row.dur_ns;
+            self.retime_launches(task, old_ns, new_ns);
         }
         Ok(())
+    }
+
+    /// A launch call's work is ready a calibrated moment after the call returns (or, for a
+    /// call that blocks on it, a latency after it begins, never after it returns): when the
+    /// call's cost changes from `old_ns` to `new_ns`, so does the lag of its launch edges.
+    fn retime_launches(&mut self, call: TaskId, old_ns: i64, new_ns: i64) {
+        if self.rows[call.index()].kind.on_device() || old_ns == new_ns {
+            return;
+        }
+        let mut targets = self.succs[call.index()].clone();
+        targets.sort_unstable();
+        targets.dedup();
+        for target in targets {
+            for edge in &mut self.preds[target as usize] {
+                if edge.from != call.0 || edge.kind != EdgeKind::Launch {
+                    continue;
+                }
+                edge.lag_ns = if edge.lag_ns >= old_ns {
+                    (edge.lag_ns - old_ns + new_ns).max(0)
+                } else {
+                    edge.lag_ns.min(new_ns)
+                };
+            }
+        }
     }
 
     /// Multiplies the untraced gap after every selected task by `factor`, and the untraced
@@ -497,8 +524,10 @@ impl EditGraph {
             self.check_live(task)?;
             let row = &mut self.rows[task.index()];
             let extra = (row.dur_without_inferred_ns - row.dur_ns).max(0);
+            let old_ns = row.dur_ns;
             row.dur_ns = ns;
             row.dur_without_inferred_ns = ns + extra;
+            self.retime_launches(task, old_ns, ns);
         }
         Ok(())
     }
