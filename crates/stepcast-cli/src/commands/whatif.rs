@@ -47,7 +47,7 @@ pub fn run(args: &WhatIfArgs) -> anyhow::Result<String> {
         mapped.context(args.peers.peers()),
     );
     let cannot = || format!("cannot predict {}", args.trace.display());
-    let (name, models, outcome) = match &transform {
+    let (name, models, mut outcome) = match &transform {
         Transform::Model(model) => {
             let outcome = what_if(&context, |edit| model.apply(&context, edit).map(|_| ()))
                 .with_context(cannot)?;
@@ -65,6 +65,7 @@ pub fn run(args: &WhatIfArgs) -> anyhow::Result<String> {
             (name, scenario.models(), outcome)
         }
     };
+    stepcast::whatif::trust::assess_one(&context, &models, &mut outcome).with_context(cannot)?;
     let mut document = json::whatif_json(trace, window, &name, &models, &outcome);
     // A memory-for-time trade reports the memory it saves (a model alone, or the first such
     // model of a scenario).

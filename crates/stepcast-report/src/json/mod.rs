@@ -50,7 +50,7 @@ pub use replay::{
 };
 pub use whatif::{
     AdviseJson, BottleneckJson, CandidateJson, MemorySavedJson, PathItemJson, PeersJson, PhaseJson,
-    TasksJson, WhatIfJson, advise_json, memory_saved_json, whatif_json,
+    TasksJson, TrustJson, WhatIfJson, advise_json, memory_saved_json, whatif_json,
 };
 pub use whatif::{CalibrationJson, DdpConfigJson, DdpJson, FitJson, SweepRowJson, ddp_json};
 

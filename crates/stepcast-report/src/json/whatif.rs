@@ -41,6 +41,8 @@ pub struct WhatIfJson {
     /// Edges of the predicted graph whose lag is a recorded time rather than a cause (edges
     /// inferred from timing, left out of every what-if graph): 0.
     pub pinned_edges: u64,
+    /// How far the prediction can be trusted: its bound and caveats.
+    pub trust: TrustJson,
     /// Tasks before and after, and what changed.
     pub tasks: TasksJson,
     /// Host time per steady step saved by the transform, all phases (negative: added).
@@ -67,6 +69,38 @@ pub struct WhatIfJson {
     /// models.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sweep: Option<Vec<SweepRowJson>>,
+}
+
+/// How far a prediction can be trusted.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TrustJson {
+    /// The most the transform can gain per steady step, computed from the trace (what it cut
+    /// from costs and untraced gaps, the peers' wait it dropped, the blocking waits a model
+    /// that removes waits can remove); the gain never exceeds it. `None` (`null`): not
+    /// assessed.
+    pub bound_ns: Option<i64>,
+    /// The speedup the bound allows: `baseline_ns / (baseline_ns - bound_ns)`; `None` (`null`)
+    /// when unbounded (the bound is the whole step) or not assessed.
+    pub bound_speedup: Option<f64>,
+    /// What limits the prediction, one sentence each: the window (not a steady state, a
+    /// cold-start outlier, waits only the recorded clock explained), the model's assumptions
+    /// (an upper bound, what it charges), a dependence on `--peers`. Empty when nothing does.
+    pub caveats: Vec<String>,
+}
+
+impl TrustJson {
+    /// The trust of `outcome`.
+    pub fn new(outcome: &Outcome) -> Self {
+        let baseline = outcome.baseline.step_ns;
+        Self {
+            bound_ns: outcome.bound_ns,
+            bound_speedup: outcome
+                .bound_ns
+                .filter(|&b| b < baseline)
+                .and_then(|b| finite(baseline as f64 / (baseline - b) as f64)),
+            caveats: outcome.caveats.clone(),
+        }
+    }
 }
 
 /// The declared input of a one-rank trace's collectives: their peers' recorded lateness
@@ -527,6 +561,8 @@ pub struct CandidateJson {
     pub peers: PeersJson,
     /// Edges of the predicted graph whose lag is a recorded time: 0.
     pub pinned_edges: u64,
+    /// How far the prediction can be trusted: its bound and caveats.
+    pub trust: TrustJson,
     /// Whether it changes hardware rather than the program.
     pub hardware: bool,
     /// One sentence: what bounds the step and what the models change.
@@ -608,6 +644,7 @@ pub fn whatif_json(
         steady_steps: steady_steps(window),
         peers: PeersJson::new(outcome),
         pinned_edges: outcome.pinned_edges,
+        trust: TrustJson::new(outcome),
         tasks: TasksJson::new(outcome),
         host_saved_ns: outcome.host_saved_ns(),
         device_saved_ns: outcome.device_saved_ns(),
@@ -671,6 +708,7 @@ fn candidate_json(advice: &Advice, c: &Candidate) -> CandidateJson {
         useful: c.is_useful(),
         peers: PeersJson::new(&c.outcome),
         pinned_edges: c.outcome.pinned_edges,
+        trust: TrustJson::new(&c.outcome),
         hardware: c.models.iter().any(Model::is_hardware),
         reason: reason(&advice.baseline.bottleneck, c),
         host_saved_ns: c.outcome.host_saved_ns(),

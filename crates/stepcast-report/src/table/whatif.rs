@@ -96,6 +96,21 @@ pub fn whatif_text(doc: &WhatIfJson) -> String {
         out.push_str(&wrap(&line, ""));
         out.push('\n');
     }
+    if let Some(bound) = doc.trust.bound_ns {
+        let most = match doc.trust.bound_speedup {
+            Some(s) => format!("at most {} ms per step ({})", ms(bound), speedup(Some(s))),
+            None => format!("at most {} ms per step (the whole step)", ms(bound)),
+        };
+        out.push_str(&wrap(
+            &format!("Bound: the transform can gain {most}, from what it changes in the trace."),
+            "",
+        ));
+        out.push('\n');
+    }
+    push_notes(&mut out, "Caveats", &doc.trust.caveats);
+    if !doc.trust.caveats.is_empty() {
+        out.push('\n');
+    }
     if let Some(memory) = &doc.memory {
         out.push_str(&wrap(&format!("Memory: it {}.", memory.summary()), ""));
         out.push('\n');
@@ -307,10 +322,15 @@ pub fn advise_text(doc: &AdviseJson) -> String {
     let mut notes = Vec::new();
     match doc.candidates.iter().find(|c| c.useful && !c.hardware) {
         Some(best) => notes.push(format!(
-            "Try first: {} ({}, {} ms less per step).",
+            "Try first: {} ({}, {} ms less per step{}).",
             best.name,
             speedup(best.speedup),
-            ms(best.gain_ns)
+            ms(best.gain_ns),
+            match best.trust.caveats.len() {
+                0 => String::new(),
+                1 => "; 1 caveat below".to_string(),
+                n => format!("; {n} caveats below"),
+            }
         )),
         None => notes.push("No change to the program is predicted to help.".to_string()),
     }
@@ -370,6 +390,31 @@ pub fn advise_text(doc: &AdviseJson) -> String {
         &table.to_string(),
     );
     push_notes(&mut out, "Why", &reasons);
+    // Caveats: those of the window (every candidate carries them) once, then each useful
+    // candidate's own.
+    let common: Vec<String> = doc.candidates.first().map_or(Vec::new(), |first| {
+        first
+            .trust
+            .caveats
+            .iter()
+            .filter(|c| doc.candidates.iter().all(|o| o.trust.caveats.contains(c)))
+            .cloned()
+            .collect()
+    });
+    push_notes(&mut out, "Caveats (every candidate)", &common);
+    let own: Vec<String> = doc
+        .candidates
+        .iter()
+        .filter(|c| c.useful)
+        .flat_map(|c| {
+            c.trust
+                .caveats
+                .iter()
+                .filter(|caveat| !common.contains(caveat))
+                .map(move |caveat| format!("{}: {caveat}", c.name))
+        })
+        .collect();
+    push_notes(&mut out, "Caveats", &own);
     if !doc.memory_trades.is_empty() {
         let mut trades = new_table(
             &[

@@ -15,6 +15,7 @@
 use rayon::prelude::*;
 
 use super::models::{MemoryEffect, Model};
+use super::trust::{WindowTrust, assess, window_trust};
 use super::{Context, Outcome, Prediction, WhatIfError, predict, what_if_against};
 use crate::graph::Graph;
 
@@ -73,11 +74,12 @@ pub struct Advice {
 /// result does not depend on the number of threads.
 pub fn advise(context: &Context<'_>) -> Result<Advice, WhatIfError> {
     let baseline = predict(context.window, &context.window.graph)?;
+    let window = window_trust(context)?;
     let mut singles: Vec<Vec<Model>> = Model::advised().into_iter().map(|m| vec![m]).collect();
     let trades = Model::memory_trades();
     singles.extend(trades.iter().map(|m| vec![m.clone()]));
     let mut failed = Vec::new();
-    let mut tried = try_all(context, &baseline, singles);
+    let mut tried = try_all(context, &baseline, &window, singles);
     let trade_results = tried.split_off(tried.len() - trades.len());
     let mut candidates = keep_predicted(tried, &mut failed);
     let memory_trades = keep_predicted(trade_results, &mut failed);
@@ -104,10 +106,27 @@ pub fn advise(context: &Context<'_>) -> Result<Advice, WhatIfError> {
     if software.len() >= 3 {
         combinations.push(software);
     }
-    candidates.extend(keep_predicted(
-        try_all(context, &baseline, combinations),
+    // A combination ranks only where it adds to its best member: one whose other models add
+    // nothing (less than a useful step) would sit above the model that does all the work.
+    let best_single: Vec<(Model, f64)> = candidates
+        .iter()
+        .map(|c| (c.models[0].clone(), c.outcome.speedup))
+        .collect();
+    let best_member = |models: &[Model]| {
+        best_single
+            .iter()
+            .filter(|(m, _)| models.contains(m))
+            .map(|&(_, s)| s)
+            .fold(1.0, f64::max)
+    };
+    for combination in keep_predicted(
+        try_all(context, &baseline, &window, combinations),
         &mut failed,
-    ));
+    ) {
+        if combination.outcome.speedup >= best_member(&combination.models) * USEFUL_SPEEDUP {
+            candidates.push(combination);
+        }
+    }
     candidates.sort_by(|a, b| {
         b.outcome
             .speedup
@@ -142,6 +161,7 @@ fn keep_predicted(
 fn try_all(
     context: &Context<'_>,
     baseline: &Prediction,
+    window: &WindowTrust,
     sets: Vec<Vec<Model>>,
 ) -> Vec<Result<Candidate, WhatIfError>> {
     sets.into_par_iter()
@@ -157,6 +177,7 @@ fn try_all(
                 source: Box::new(source),
             })?;
             outcome.graph = Graph::default();
+            assess(context, window, &models, &mut outcome);
             let memory = match models.as_slice() {
                 [model] => model.memory_effect(context),
                 _ => None,

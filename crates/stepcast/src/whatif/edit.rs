@@ -335,6 +335,23 @@ impl EditGraph {
     }
 
     /// The live host call that launched device task `task`, if any.
+    /// How much the lags of `task`'s incoming edges shrank from `before` (an earlier state of
+    /// this graph) to now: each edge still there counts its decrease (a faster call's launch
+    /// lag, a scaled handoff). Part of what a transform cut from the longest path.
+    pub fn lag_saved_ns(&self, before: &EditGraph, task: TaskId) -> i64 {
+        let (Some(now), Some(was)) = (self.preds.get(task.index()), before.preds.get(task.index()))
+        else {
+            return 0;
+        };
+        was.iter()
+            .filter_map(|old| {
+                now.iter()
+                    .find(|e| e.from == old.from && e.kind == old.kind)
+                    .map(|e| (old.lag_ns - e.lag_ns).max(0))
+            })
+            .sum()
+    }
+
     pub fn launcher(&self, task: TaskId) -> Option<TaskId> {
         self.preds[task.index()]
             .iter()

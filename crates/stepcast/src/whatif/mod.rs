@@ -18,6 +18,7 @@ pub mod ddp;
 pub mod edit;
 pub mod models;
 pub mod scenario;
+pub mod trust;
 
 use stepcast_trace::Trace;
 
@@ -142,6 +143,8 @@ pub struct Prediction {
     pub window_end_ns: i64,
     /// What the critical path of the steady span is made of, per steady step.
     pub bottleneck: Bottleneck,
+    /// The steady steps the period spans (indices into the window's steps, inclusive).
+    pub steady: std::ops::RangeInclusive<usize>,
 }
 
 /// Replays `graph` (the window's graph or a transform of it, with the same steps) and
@@ -222,6 +225,7 @@ fn measure(window: &Window, graph: &Graph, timeline: &Timeline) -> Result<Predic
         step_end_ns,
         window_end_ns,
         bottleneck: Bottleneck::new(graph, &path, steps),
+        steady: first..=last,
     })
 }
 
@@ -285,6 +289,18 @@ pub struct Outcome {
     /// inferred from timing): 0, by construction of [`EditGraph::new`]; counted so that a
     /// reader can check it.
     pub pinned_edges: u64,
+    /// Declared wait for peers per steady step before the transform.
+    pub baseline_peer_wait_ns: i64,
+    /// Edge lags the transform shortened, per steady step (launch lags of faster calls,
+    /// scaled handoffs): time cut from paths, like costs.
+    pub lag_saved_ns: i64,
+    /// The most the transform can gain per steady step, computed from the trace
+    /// ([`trust::assess`]): `baseline.step_ns - predicted.step_ns` never exceeds it. `None`
+    /// until assessed.
+    pub bound_ns: Option<i64>,
+    /// What limits the prediction, one sentence each ([`trust::assess`]); empty until
+    /// assessed or when nothing does.
+    pub caveats: Vec<String>,
 }
 
 impl Outcome {
@@ -324,7 +340,9 @@ pub fn what_if_against(
     let base = context.edit();
     let mut edit = base.clone();
     transform(&mut edit)?;
-    let first = first_steady(context.window);
+    // Per-step figures are means over the steady steps the period spans.
+    let steady_range = baseline.steady.clone();
+    let in_steady = |step: u32| step != NO_STEP && steady_range.contains(&(step as usize));
     let waits_for_peers = (0..edit.id_bound()).any(|t| {
         let task = TaskId(t as u32);
         edit.is_alive(task) && !edit.is_frozen(task) && edit.peer_wait_ns(task) > 0
@@ -336,12 +354,22 @@ pub fn what_if_against(
     } else {
         None
     };
-    let steady = |t: usize| graph.step[t] != NO_STEP && graph.step[t] as usize >= first;
+    let steady = |t: usize| in_steady(graph.step[t]);
     let peer_wait_total: i64 = (0..graph.task_count())
         .filter(|&t| steady(t))
         .map(|t| graph.peer_wait_ns[t])
         .sum();
     let pinned_edges = graph.pred_kind.iter().filter(|k| k.is_inferred()).count() as u64;
+    let lag_saved: i64 = (0..base.id_bound())
+        .map(|t| TaskId(t as u32))
+        .filter(|&t| in_steady(base.step(t)))
+        .map(|t| edit.lag_saved_ns(&base, t))
+        .sum();
+    let baseline_peer_wait: i64 = (0..base.id_bound())
+        .map(|t| TaskId(t as u32))
+        .filter(|&t| base.is_alive(t) && in_steady(base.step(t)))
+        .map(|t| base.peer_wait_ns(t))
+        .sum();
     let mut changes = Changes::default();
     for id in 0..edit.id_bound() {
         let task = TaskId(id as u32);
@@ -353,9 +381,9 @@ pub fn what_if_against(
             changes.changed += 1;
         }
     }
-    let steady_steps = context.window.steps.len().saturating_sub(first);
-    let before = phase_times(&base, context.mapping, first);
-    let after = phase_times(&edit, context.mapping, first);
+    let steady_steps = steady_range.clone().count();
+    let before = phase_times(&base, context.mapping, &steady_range);
+    let after = phase_times(&edit, context.mapping, &steady_range);
     let per_step = |ns: i64| ns / steady_steps.max(1) as i64;
     let phases = Phase::ALL
         .iter()
@@ -382,6 +410,10 @@ pub fn what_if_against(
         other_peers_speedup,
         peer_wait_ns: peer_wait_total / steady_steps.max(1) as i64,
         pinned_edges,
+        baseline_peer_wait_ns: baseline_peer_wait / steady_steps.max(1) as i64,
+        lag_saved_ns: lag_saved / steady_steps.max(1) as i64,
+        bound_ns: None,
+        caveats: Vec::new(),
     })
 }
 
@@ -414,12 +446,16 @@ fn replay_with_peers(
 
 /// Total (host, device) time of the steady steps' live tasks of `edit` per phase, in
 /// [`Phase::ALL`] order.
-fn phase_times(edit: &EditGraph, mapping: &Mapping, first_steady: usize) -> [(i64, i64); 6] {
+fn phase_times(
+    edit: &EditGraph,
+    mapping: &Mapping,
+    steady: &std::ops::RangeInclusive<usize>,
+) -> [(i64, i64); 6] {
     let mut sums = [(0i64, 0i64); 6];
     for id in 0..edit.id_bound() {
         let task = TaskId(id as u32);
         let step = edit.step(task);
-        if !edit.is_alive(task) || step == NO_STEP || (step as usize) < first_steady {
+        if !edit.is_alive(task) || step == NO_STEP || !steady.contains(&(step as usize)) {
             continue;
         }
         let phase = mapping
@@ -437,14 +473,18 @@ fn phase_times(edit: &EditGraph, mapping: &Mapping, first_steady: usize) -> [(i6
     sums
 }
 
-/// Applies built-in models in order (their effects compose: dPRO) and predicts the result.
+/// Applies built-in models in order (their effects compose: dPRO) and predicts the result,
+/// with its bound and caveats.
 pub fn apply_models(context: &Context<'_>, models: &[Model]) -> Result<Outcome, WhatIfError> {
-    what_if(context, |edit| {
+    let mut outcome = what_if(context, |edit| {
         for model in models {
             model.apply(context, edit)?;
         }
         Ok(())
-    })
+    })?;
+    let window = trust::window_trust(context)?;
+    trust::assess(context, &window, models, &mut outcome);
+    Ok(outcome)
 }
 
 /// `baseline / predicted`, 1 when both are 0.

@@ -10,6 +10,7 @@ mod hostile;
 mod mapping;
 mod pairs;
 mod ranks;
+mod trust;
 mod whatif;
 
 use std::path::PathBuf;

@@ -545,7 +545,23 @@ fn advise_ranks_every_model_and_useful_combinations() {
                 assert!(!useless.contains(&model.name()), "{}", candidate.name());
             }
         }
-        assert!(advice.candidates.iter().any(|c| c.models.len() > 2));
+        // A combination ranks only where it adds a useful step to its best member: one whose
+        // extra models add nothing never sits above the model that does the work.
+        for candidate in advice.candidates.iter().filter(|c| c.models.len() > 1) {
+            let best_member = advice
+                .candidates
+                .iter()
+                .filter(|c| c.models.len() == 1 && candidate.models.contains(&c.models[0]))
+                .map(|c| c.outcome.speedup)
+                .fold(1.0, f64::max);
+            assert!(
+                candidate.outcome.speedup >= best_member * stepcast::whatif::advise::USEFUL_SPEEDUP,
+                "{relative}: {} at {} over its best member's {}",
+                candidate.name(),
+                candidate.outcome.speedup,
+                best_member
+            );
+        }
         // Every candidate is predicted against the same baseline, and matches a what-if run
         // on its own.
         let best = &advice.candidates[0];

@@ -328,6 +328,12 @@ impl Model {
     }
 
     /// Whether the model is a hardware change rather than a change of the program.
+    /// Whether it removes waits (dependencies) rather than only costs: its gain is bounded by
+    /// the waiting it can remove, not by the costs it cuts.
+    pub fn removes_waits(&self) -> bool {
+        matches!(self, Model::RemoveSyncs | Model::PrefetchInputs { .. })
+    }
+
     pub fn is_hardware(&self) -> bool {
         matches!(self, Model::FasterHardware(_))
     }

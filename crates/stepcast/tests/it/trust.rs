@@ -1,0 +1,128 @@
+//! Issue #11: every prediction says how far it can be trusted: a bound computed from the trace
+//! that its gain never exceeds, and caveats for the conditions that limit it, each shown on a
+//! real trace that has it.
+
+use stepcast::analyze::mapping::map;
+use stepcast::whatif::{Context, Model, advise, apply_models};
+
+use super::{HTA, load};
+
+const DF_INDEX: &str =
+    "HolisticTraceAnalysis/tests/data/df_index_resolver/df_index_resolver.json.gz";
+const MI250: &str =
+    "HolisticTraceAnalysis/tests/data/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz";
+const RESNET50: &str =
+    "kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz";
+
+/// The caveats of every `advise` candidate on `relative`, with its name.
+fn advised(relative: &str) -> Vec<(String, f64, Vec<String>)> {
+    let (trace, window) = load(relative);
+    let mapping = map(&trace, &window);
+    let advice = advise(&Context::new(&trace, &window, &mapping)).expect("advises");
+    advice
+        .candidates
+        .iter()
+        .map(|c| (c.name(), c.outcome.speedup, c.outcome.caveats.clone()))
+        .collect()
+}
+
+fn any_caveat(candidates: &[(String, f64, Vec<String>)], needle: &str) -> bool {
+    candidates
+        .iter()
+        .any(|(_, _, caveats)| caveats.iter().any(|c| c.contains(needle)))
+}
+
+/// No candidate gains more than its bound (the replay is a longest path: cutting costs and
+/// lags by Δ shortens it by at most Δ; waits a model removes are counted in full).
+#[test]
+fn no_prediction_gains_more_than_its_bound() {
+    for relative in [
+        DF_INDEX,
+        MI250,
+        RESNET50,
+        "HolisticTraceAnalysis/tests/data/nccl_parser_config/nccl_data.json.gz",
+        "HolisticTraceAnalysis/@b8cce2cd/tests/data/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz",
+        &format!("{HTA}/trace_diff/control/control.json.gz"),
+    ] {
+        let (trace, window) = load(relative);
+        let mapping = map(&trace, &window);
+        let advice = advise(&Context::new(&trace, &window, &mapping)).expect("advises");
+        for c in advice.candidates.iter().chain(&advice.memory_trades) {
+            let gain = c.outcome.baseline.step_ns - c.outcome.predicted.step_ns;
+            let bound = c.outcome.bound_ns.expect("assessed");
+            // Per-step means of integers: a few ns of rounding per step.
+            assert!(
+                gain <= bound + 16,
+                "{relative}: {} gains {gain} ns, bound {bound} ns",
+                c.name()
+            );
+        }
+    }
+}
+
+/// Each window condition is said on a real trace that has it, and only there.
+#[test]
+fn caveats_name_what_limits_the_window() {
+    // One step: TraceLens's H100 inference capture.
+    let one_step =
+        advised("TraceLens/tests/traces/h100/Falconsai_nsfw_image_detection__1016002.json.gz");
+    assert!(any_caveat(&one_step, "the window holds one step"));
+    // No markers.
+    let markerless = advised(&format!("{HTA}/trace_file_list/inference_rank_1.json.gz"));
+    assert!(any_caveat(&markerless, "no ProfilerStep markers"));
+    // A cold start: MI250's first hipLaunchKernel.
+    let cold = advised(MI250);
+    assert!(any_caveat(&cold, "cold-start outlier"));
+    // Waits only the recorded clock explained hold several percent of trace_diff's steps.
+    let inferred = advised(&format!("{HTA}/trace_diff/control/control.json.gz"));
+    assert!(any_caveat(&inferred, "edges inferred from timing hold"));
+    // A loader already in worker processes: prefetching is not what it needs.
+    assert!(any_caveat(&inferred, "already runs in worker processes"));
+    // The peers' lateness weighs on df_index_resolver's predictions.
+    let peers = advised(DF_INDEX);
+    assert!(any_caveat(&peers, "depends on --peers"));
+    // A steady multi-step trace with none of these carries none of them.
+    let steady = advised(RESNET50);
+    for needle in [
+        "one step",
+        "no ProfilerStep markers",
+        "cold-start outlier",
+        "edges inferred from timing",
+        "depends on --peers",
+        "CUDA-graph capture",
+    ] {
+        assert!(!any_caveat(&steady, needle), "{needle}");
+    }
+}
+
+/// A model that is an upper bound by construction says which assumption makes it one.
+#[test]
+fn an_upper_bound_says_so() {
+    let (trace, window) = load(RESNET50);
+    let mapping = map(&trace, &window);
+    let context = Context::new(&trace, &window, &mapping);
+    let outcome = apply_models(&context, &[Model::CudaGraphs]).expect("predicts");
+    assert!(
+        outcome.caveats.iter().any(|c| c.contains("upper bound")),
+        "{:?}",
+        outcome.caveats
+    );
+    let gain = outcome.baseline.step_ns - outcome.predicted.step_ns;
+    assert!(gain > 0 && gain <= outcome.bound_ns.expect("assessed"));
+}
+
+/// Every candidate `advise` predicts above 2× carries its caveats: on these traces, the ones
+/// predicting most are the ones whose windows are least a steady state.
+#[test]
+fn large_predictions_carry_their_caveats() {
+    for relative in [
+        format!("{HTA}/trace_file_list/inference_rank_1.json.gz"),
+        "TraceLens/tests/traces/h100/Falconsai_nsfw_image_detection__1016002.json.gz".to_string(),
+    ] {
+        for (name, speedup, caveats) in advised(&relative) {
+            if speedup > 2.0 {
+                assert!(!caveats.is_empty(), "{relative}: {name} at {speedup}");
+            }
+        }
+    }
+}
