@@ -51,6 +51,18 @@ const DTYPE_NAMES: &[(&str, Dtype)] = &[
 /// The [`Dtype`] a PyTorch type name stands for (see [`DTYPE_NAMES`]; `Float8_*` are the
 /// 8-bit floats), `None` for a name not in the table.
 pub fn dtype_of_name(name: &str) -> Option<Dtype> {
+    // The spellings real traces write most, exactly: no case folding to pay for.
+    match name {
+        "float" | "Float" => return Some(Dtype::Float32),
+        "c10::BFloat16" | "BFloat16" => return Some(Dtype::BFloat16),
+        "c10::Half" | "Half" => return Some(Dtype::Float16),
+        "long int" | "long" | "Long" => return Some(Dtype::Int64),
+        "int" => return Some(Dtype::Int32),
+        "double" => return Some(Dtype::Float64),
+        "bool" => return Some(Dtype::Bool),
+        "unsigned char" | "Byte" => return Some(Dtype::UInt8),
+        _ => {}
+    }
     let name = name.trim();
     let name = name.strip_prefix("c10::").unwrap_or(name);
     if name
@@ -109,10 +121,14 @@ pub fn op_inputs(
         return None;
     };
     let types: Vec<std::borrow::Cow<'_, str>> = match types {
-        Some(text) => serde_json::from_str(text).unwrap_or_else(|_| {
-            diagnostics.arg_unread(BAD_TYPES);
-            Vec::new()
-        }),
+        // The type names have no escapes: borrowed; serde_json only for text that has some.
+        Some(text) => match plain_strings(text) {
+            Some(names) => names.into_iter().map(std::borrow::Cow::Borrowed).collect(),
+            None => serde_json::from_str(text).unwrap_or_else(|_| {
+                diagnostics.arg_unread(BAD_TYPES);
+                Vec::new()
+            }),
+        },
         None => {
             diagnostics.arg_unread(MISSING_TYPES);
             Vec::new()
@@ -268,6 +284,39 @@ impl Cursor<'_> {
             }
         }
     }
+}
+
+/// The strings of a JSON list of strings without escapes (`["float", "", "Scalar"]`); `None`
+/// for any other text.
+fn plain_strings(text: &str) -> Option<Vec<&str>> {
+    let mut c = Cursor {
+        b: text.as_bytes(),
+        i: 0,
+    };
+    if !c.eat(b'[') {
+        return None;
+    }
+    let mut out = Vec::new();
+    loop {
+        match c.peek()? {
+            b']' => {
+                c.i += 1;
+                break;
+            }
+            b',' => c.i += 1,
+            b'"' => {
+                let start = c.i + 1;
+                let len = memchr::memchr2(b'"', b'\\', text.as_bytes().get(start..)?)?;
+                if text.as_bytes()[start + len] == b'\\' {
+                    return None;
+                }
+                out.push(text.get(start..start + len)?);
+                c.i = start + len + 1;
+            }
+            _ => return None,
+        }
+    }
+    c.peek().is_none().then_some(out)
 }
 
 /// The top-level entries of `Input Dims` text, `None` when it is not a whole JSON list.
