@@ -299,6 +299,9 @@ pub struct Diagnostics {
     pub skipped: BTreeMap<String, u64>,
     /// Facts about how the trace was read (one sentence each).
     pub notes: Vec<String>,
+    /// Reason → number of args (op inputs, a collective's `dtype`) that could not be read into
+    /// typed fields. Their record is still an event; only that field is unknown.
+    pub args_unread: BTreeMap<String, u64>,
 }
 
 impl Diagnostics {
@@ -309,6 +312,16 @@ impl Diagnostics {
     pub fn skip_n(&mut self, reason: impl Into<String>, n: u64) {
         if n > 0 {
             *self.skipped.entry(reason.into()).or_insert(0) += n;
+        }
+    }
+
+    pub fn arg_unread(&mut self, reason: &str) {
+        // Looked up first: the reason is only copied the first time it is counted.
+        match self.args_unread.get_mut(reason) {
+            Some(n) => *n += 1,
+            None => {
+                self.args_unread.insert(reason.to_string(), 1);
+            }
         }
     }
 
@@ -353,9 +366,9 @@ pub struct Trace {
     /// NCCL metadata of the events that carry it (`record_param_comms` ops and, in newer
     /// traces, the collective kernels themselves), sorted by event.
     pub comm_args: Vec<(EventId, CommArgs)>,
-    /// Input shapes and types of the ops that record them (`record_shapes=True`), sorted by
-    /// event.
-    pub op_inputs: Vec<(EventId, OpInputs)>,
+    /// Input shapes and types of the ops that record them (`record_shapes=True`), one entry
+    /// per input in order, sorted by event.
+    pub op_inputs: Vec<(EventId, Vec<OpInput>)>,
 }
 
 impl Trace {
@@ -376,6 +389,15 @@ impl Trace {
         EventKind::ALL.iter().copied().zip(counts).collect()
     }
 
+    /// The recorded inputs of op `event`, if it recorded them.
+    pub fn inputs_of(&self, event: EventId) -> Option<&[OpInput]> {
+        let i = self
+            .op_inputs
+            .binary_search_by_key(&event, |(e, _)| *e)
+            .ok()?;
+        Some(&self.op_inputs[i].1)
+    }
+
     /// The range of `events` that lies on `lane` (events are sorted by lane).
     pub fn lane_events(&self, lane: LaneId) -> &[Event] {
         let lo = self.events.partition_point(|e| e.lane < lane);
@@ -384,13 +406,94 @@ impl Trace {
     }
 }
 
-/// An op's `Input Dims` and `Input type` args as the file wrote them (JSON text: a list with
-/// one entry per input, a list of sizes for a tensor and a list of such lists for a tensor
-/// list). Kept unparsed: only the few consumers that need shapes pay for reading them.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct OpInputs {
-    pub dims: String,
-    pub types: String,
+/// The element type of a tensor (PyTorch's scalar types). Readers map their format's
+/// spellings onto it (Kineto: `kineto/inputs.rs`); the core only asks for its size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Dtype {
+    Bool,
+    UInt8,
+    Int8,
+    UInt16,
+    Int16,
+    UInt32,
+    Int32,
+    UInt64,
+    Int64,
+    /// Any of the 8-bit floats (`Float8_e4m3fn`, `Float8_e5m2`, ...).
+    Float8,
+    Float16,
+    BFloat16,
+    Float32,
+    Float64,
+    /// Complex of two `Float16`.
+    Complex32,
+    Complex64,
+    Complex128,
+}
+
+impl Dtype {
+    /// Bytes per element.
+    pub fn bytes(self) -> i64 {
+        match self {
+            Dtype::Bool | Dtype::UInt8 | Dtype::Int8 | Dtype::Float8 => 1,
+            Dtype::UInt16 | Dtype::Int16 | Dtype::Float16 | Dtype::BFloat16 => 2,
+            Dtype::UInt32 | Dtype::Int32 | Dtype::Float32 | Dtype::Complex32 => 4,
+            Dtype::UInt64 | Dtype::Int64 | Dtype::Float64 | Dtype::Complex64 => 8,
+            Dtype::Complex128 => 16,
+        }
+    }
+}
+
+/// One input of an op as the profiler recorded it (`record_shapes=True`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OpInput {
+    /// A tensor: its sizes as recorded (`[]`: a 0-dim tensor, one element) and its element
+    /// type (`None`: a type name the reader does not know).
+    Tensor {
+        shape: Vec<i64>,
+        dtype: Option<Dtype>,
+    },
+    /// A list of tensors (`_foreach_` ops, `cat`): each tensor's sizes. Profilers record no
+    /// element type for a list.
+    TensorList(Vec<Vec<i64>>),
+    /// A number (`Scalar`, `Int`, `Double`, `Bool`).
+    Scalar,
+    /// Anything else: an absent optional tensor, a list of numbers, a string, or an input
+    /// whose record could not be read as a shape (counted in `Diagnostics::args_unread`).
+    Other,
+}
+
+impl OpInput {
+    /// Elements of a tensor input (`None` for other inputs, or a shape with a negative size or
+    /// a product past `i64`).
+    pub fn elements(&self) -> Option<i64> {
+        match self {
+            OpInput::Tensor { shape, .. } => shape_elements(shape),
+            _ => None,
+        }
+    }
+
+    /// Bytes of a tensor input of known type (elements × bytes per element, checked).
+    pub fn bytes(&self) -> Option<i64> {
+        match self {
+            OpInput::Tensor {
+                dtype: Some(dtype), ..
+            } => self.elements()?.checked_mul(dtype.bytes()),
+            _ => None,
+        }
+    }
+}
+
+/// Elements of a tensor of sizes `shape`: their product (1 for `[]`), `None` when a size is
+/// negative or the product overflows `i64` (a hostile or corrupt shape).
+pub fn shape_elements(shape: &[i64]) -> Option<i64> {
+    shape.iter().try_fold(1i64, |acc, &size| {
+        if size < 0 {
+            None
+        } else {
+            acc.checked_mul(size)
+        }
+    })
 }
 
 /// The NCCL metadata PyTorch writes in the `args` of `record_param_comms` (and of the NCCL
@@ -404,8 +507,9 @@ pub struct CommArgs {
     pub out_nelems: Option<i64>,
     /// `Group size`: ranks in the process group.
     pub group_size: Option<i64>,
-    /// `dtype` (`Float`, `BFloat16`, ...), as written.
-    pub dtype: Option<String>,
+    /// `dtype` (`Float`, `BFloat16`, ...); `None` when absent or of a spelling the reader does
+    /// not know (counted in `Diagnostics::args_unread`).
+    pub dtype: Option<Dtype>,
     /// `Process Group Name` (or `pg_name`).
     pub process_group: Option<String>,
     /// `Seq` (newer PyTorch): the collective's sequence number within its process group, the
@@ -414,17 +518,9 @@ pub struct CommArgs {
 }
 
 impl CommArgs {
-    /// Bytes per element of `dtype` (PyTorch's scalar type names), if known.
+    /// Bytes per element of `dtype`, if known.
     pub fn dtype_bytes(&self) -> Option<i64> {
-        let dtype = self.dtype.as_deref()?.to_ascii_lowercase();
-        Some(match dtype.as_str() {
-            "double" | "long" | "int64" | "float64" | "complexfloat" => 8,
-            "float" | "int" | "int32" | "float32" => 4,
-            "half" | "bfloat16" | "short" | "int16" | "float16" => 2,
-            "byte" | "char" | "bool" | "int8" | "uint8" => 1,
-            d if d.starts_with("float8") => 1,
-            _ => return None,
-        })
+        self.dtype.map(Dtype::bytes)
     }
 
     /// The larger of the input and output message, in bytes, if both size and type are known.

@@ -104,7 +104,7 @@ pub struct TraceBuilder {
     /// NCCL metadata by the record's index in the file (see `Trace::comm_args`).
     comm_args: Vec<(u32, crate::model::CommArgs)>,
     /// Op input shapes by the record's index in the file (see `Trace::op_inputs`).
-    op_inputs: Vec<(u32, crate::model::OpInputs)>,
+    op_inputs: Vec<(u32, Vec<crate::model::OpInput>)>,
     /// The latest end in `events`, kept as they come (see [`TraceBuilder::span_ns`]).
     events_max_end_ns: Option<i64>,
     /// CUPTI range-profiler records kept as device work.
@@ -171,13 +171,23 @@ fn positive(int: Option<Int>) -> Option<u64> {
 }
 
 /// The NCCL metadata of an event's `args`.
-fn comm_args(args: &RawArgs) -> crate::model::CommArgs {
+fn comm_args(
+    args: &RawArgs,
+    diagnostics: &mut crate::model::Diagnostics,
+) -> crate::model::CommArgs {
+    let dtype = args.dtype.as_deref().and_then(|name| {
+        let dtype = super::inputs::dtype_of_name(name);
+        if dtype.is_none() {
+            diagnostics.arg_unread("collective `dtype`s not in the dtype table");
+        }
+        dtype
+    });
     crate::model::CommArgs {
         collective: args.collective_name.as_deref().map(str::to_string),
         in_nelems: args.in_msg_nelems.and_then(Int::get),
         out_nelems: args.out_msg_nelems.and_then(Int::get),
         group_size: args.group_size.and_then(Int::get),
-        dtype: args.dtype.as_deref().map(str::to_string),
+        dtype,
         process_group: args.pg_name.as_deref().map(str::to_string),
         seq: args.comm_seq.and_then(Int::get),
     }
@@ -393,20 +403,18 @@ impl TraceBuilder {
             || args.in_msg_nelems.is_some()
             || args.group_size.is_some()
         {
-            self.comm_args.push((file_index, comm_args(args)));
+            let args = comm_args(args, &mut self.diagnostics);
+            self.comm_args.push((file_index, args));
         }
         if kind == EventKind::CpuOp
             && let Some(dims) = args.input_dims
+            && let Some(inputs) = super::inputs::op_inputs(
+                dims.0,
+                args.input_type.map(|t| t.0),
+                &mut self.diagnostics,
+            )
         {
-            self.op_inputs.push((
-                file_index,
-                crate::model::OpInputs {
-                    dims: dims.0.to_string(),
-                    types: args
-                        .input_type
-                        .map_or_else(String::new, |t| t.0.to_string()),
-                },
-            ));
+            self.op_inputs.push((file_index, inputs));
         }
         let correlation = positive(args.correlation);
         let slot = self.lane_slot(lane);

@@ -13,6 +13,7 @@
 mod build;
 mod clues;
 mod fast;
+mod inputs;
 mod raw;
 
 use std::borrow::Cow;

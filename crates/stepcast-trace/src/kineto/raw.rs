@@ -79,8 +79,8 @@ pub struct RawArgs<'a> {
     pub pg_name: Option<Cow<'a, str>>,
     #[serde(rename = "Seq")]
     pub comm_seq: Option<Int>,
-    /// Op input shapes and types (`record_shapes=True`), as the file wrote them: see
-    /// `model::OpInputs`.
+    /// Op input shapes and types (`record_shapes=True`), as the file wrote them; read into
+    /// `model::OpInput`s by `inputs.rs`.
     #[serde(rename = "Input Dims", borrow)]
     pub input_dims: Option<RawJson<'a>>,
     #[serde(rename = "Input type", borrow)]

@@ -21,7 +21,7 @@
 
 use std::collections::BTreeMap;
 
-use stepcast_trace::{EventId, EventKind, Trace};
+use stepcast_trace::{Dtype, EventId, EventKind, OpInput, Trace, shape_elements};
 
 use crate::Window;
 use crate::analyze::mapping::{Mapping, Phase};
@@ -127,137 +127,19 @@ pub fn parse_gradient_file(text: &str) -> Result<Vec<i64>, GradientError> {
     Ok(out)
 }
 
-/// Bytes per element of a PyTorch scalar type as the profiler writes it (`float`,
-/// `c10::Half`, `c10::BFloat16`, `double`...).
-fn dtype_bytes(dtype: &str) -> Option<i64> {
-    let d = dtype
-        .trim()
-        .trim_start_matches("c10::")
-        .to_ascii_lowercase();
-    Some(match d.as_str() {
-        "double" | "long" | "int64_t" | "long int" | "c10::complex<float>" => 8,
-        "float" | "int" | "unsigned int" => 4,
-        "half" | "bfloat16" | "short" => 2,
-        "bool" | "unsigned char" | "signed char" | "char" => 1,
-        d if d.starts_with("float8") => 1,
-        _ => return None,
-    })
-}
-
-/// A JSON value of `Input Dims`: nested lists of integers (other scalars read as `None`).
-#[derive(Clone, Debug, PartialEq)]
-enum Dims {
-    List(Vec<Dims>),
-    Int(Option<i64>),
-}
-
-/// How deep `Input Dims` nests: the inputs, a tensor list, a tensor's sizes. Deeper text is no
-/// shape a profiler records; refusing it also keeps dropping a [`Dims`] (recursive) shallow.
-const MAX_DIMS_DEPTH: usize = 4;
-
-/// Parses `Input Dims` text (nested lists of numbers; strings and other scalars become
-/// `Int(None)`). `None` when it is not such a list, or nests deeper than [`MAX_DIMS_DEPTH`].
-/// A loop over an explicit stack of open lists: the text comes from the trace, and recursing
-/// on its brackets overflowed the thread's stack on hostile input.
-fn parse_dims(text: &str) -> Option<Dims> {
-    let b = text.as_bytes();
-    let mut i = 0;
-    let skip_whitespace = |i: &mut usize| {
-        while b.get(*i).is_some_and(u8::is_ascii_whitespace) {
-            *i += 1;
+/// The tensors of input `input` of op `event`: `(elements, bytes per element)` of each (one
+/// for a tensor, several for a tensor list, whose element type is not recorded).
+fn input_tensors(trace: &Trace, event: EventId, input: usize) -> Option<Vec<(i64, Option<i64>)>> {
+    match trace.inputs_of(event)?.get(input)? {
+        OpInput::Tensor { shape, dtype } => {
+            Some(vec![(shape_elements(shape)?, dtype.map(Dtype::bytes))])
         }
-    };
-    // The lists opened and not yet closed, outermost first.
-    let mut open: Vec<Vec<Dims>> = Vec::new();
-    loop {
-        skip_whitespace(&mut i);
-        let value = match b.get(i) {
-            Some(b'[') => {
-                if open.len() == MAX_DIMS_DEPTH {
-                    return None;
-                }
-                i += 1;
-                open.push(Vec::new());
-                continue;
-            }
-            Some(b']') if !open.is_empty() => {
-                i += 1;
-                Dims::List(open.pop()?)
-            }
-            Some(b',') if !open.is_empty() => {
-                i += 1;
-                continue;
-            }
-            Some(b'"') => {
-                i += 1;
-                while i < b.len() && b[i] != b'"' {
-                    i += if b[i] == b'\\' { 2 } else { 1 };
-                }
-                i += 1;
-                Dims::Int(None)
-            }
-            // The end of the text inside a list: not a whole value.
-            None if !open.is_empty() => return None,
-            _ => {
-                let start = i;
-                while i < b.len() && !matches!(b[i], b',' | b']') {
-                    i += 1;
-                }
-                let text = std::str::from_utf8(b.get(start..i)?).ok()?.trim();
-                Dims::Int(text.parse().ok())
-            }
-        };
-        match open.last_mut() {
-            Some(list) => list.push(value),
-            None => return Some(value),
-        }
+        OpInput::TensorList(shapes) => shapes
+            .iter()
+            .map(|shape| Some((shape_elements(shape)?, None)))
+            .collect(),
+        OpInput::Scalar | OpInput::Other => None,
     }
-}
-
-/// The top-level strings of `Input type` text (`["float", "double", ""]`).
-fn parse_types(text: &str) -> Vec<&str> {
-    text.trim()
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .split(',')
-        .map(|t| t.trim().trim_matches('"'))
-        .collect()
-}
-
-/// The tensors of an op's inputs: `(elements, bytes per element)` of every tensor of input
-/// `input` (one for a tensor, several for a tensor list), from the recorded text.
-fn input_tensors(dims: &str, types: &str, input: usize) -> Option<Vec<(i64, Option<i64>)>> {
-    let Dims::List(inputs) = parse_dims(dims)? else {
-        return None;
-    };
-    let dtype = parse_types(types).get(input).and_then(|t| dtype_bytes(t));
-    let elements = |shape: &Dims| -> Option<i64> {
-        let Dims::List(sizes) = shape else {
-            return None;
-        };
-        sizes.iter().try_fold(1i64, |acc, d| match d {
-            Dims::Int(Some(v)) if *v >= 0 => acc.checked_mul(*v),
-            _ => None,
-        })
-    };
-    let Dims::List(entry) = inputs.get(input)? else {
-        return None;
-    };
-    if entry.first().is_some_and(|d| matches!(d, Dims::List(_))) {
-        // A tensor list (`_foreach_` ops): its type entry names the list, not the dtype.
-        entry.iter().map(|s| Some((elements(s)?, dtype))).collect()
-    } else {
-        Some(vec![(elements(inputs.get(input)?)?, dtype)])
-    }
-}
-
-/// The recorded input text of `event`.
-fn op_inputs(trace: &Trace, event: EventId) -> Option<&stepcast_trace::OpInputs> {
-    trace
-        .op_inputs
-        .binary_search_by_key(&event, |(e, _)| *e)
-        .ok()
-        .map(|i| &trace.op_inputs[i].1)
 }
 
 /// For each host lane of the graph: the device tasks launched from it, by call start.
@@ -331,11 +213,12 @@ pub fn find_gradients(
             if step == NO_STEP {
                 continue;
             }
-            let bytes = op_inputs(trace, EventId(i as u32))
-                .and_then(|inputs| input_tensors(&inputs.dims, &inputs.types, 0))
-                .and_then(|tensors| match tensors.as_slice() {
-                    [(elements, Some(dtype))] => elements.checked_mul(*dtype),
-                    _ => None,
+            let bytes =
+                input_tensors(trace, EventId(i as u32), 0).and_then(|tensors| {
+                    match tensors.as_slice() {
+                        [(elements, Some(dtype))] => elements.checked_mul(*dtype),
+                        _ => None,
+                    }
                 });
             found
                 .entry(step)
@@ -506,10 +389,7 @@ fn optimizer_sizes(trace: &Trace, mapping: &Mapping) -> Option<Vec<i64>> {
         if mapping.parent.get(i).copied().flatten() != Some(marker_id) {
             continue;
         }
-        let Some(inputs) = op_inputs(trace, EventId(i as u32)) else {
-            continue;
-        };
-        let Some(tensors) = input_tensors(&inputs.dims, &inputs.types, 0) else {
+        let Some(tensors) = input_tensors(trace, EventId(i as u32), 0) else {
             continue;
         };
         let bytes: Option<Vec<i64>> = tensors
@@ -525,36 +405,4 @@ fn optimizer_sizes(trace: &Trace, mapping: &Mapping) -> Option<Vec<i64>> {
     let mut sizes = per_name.remove(&first_name?)?;
     sizes.reverse();
     Some(sizes)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{Dims, parse_dims};
-
-    #[test]
-    fn dims_parse_as_recorded() {
-        let int = |v| Dims::Int(Some(v));
-        assert_eq!(
-            parse_dims(r#"[[2, 3], [], [[4], [5, 6]], "x"]"#),
-            Some(Dims::List(vec![
-                Dims::List(vec![int(2), int(3)]),
-                Dims::List(vec![]),
-                Dims::List(vec![
-                    Dims::List(vec![int(4)]),
-                    Dims::List(vec![int(5), int(6)])
-                ]),
-                Dims::Int(None),
-            ]))
-        );
-        assert_eq!(parse_dims("[[2, 3]"), None, "unclosed");
-    }
-
-    /// Hostile nesting (a million brackets) is refused without recursing: it once overflowed
-    /// the stack (issue #11).
-    #[test]
-    fn deep_nesting_is_refused_not_a_stack_overflow() {
-        let deep = format!("{}{}", "[".repeat(1_000_000), "]".repeat(1_000_000));
-        assert_eq!(parse_dims(&deep), None);
-        assert_eq!(parse_dims(&"[".repeat(1_000_000)), None);
-    }
 }

@@ -264,53 +264,9 @@ pub(super) fn first_input_bytes(trace: &Trace, op: EventId) -> Option<i64> {
 }
 
 /// Bytes of input `index` of `op` (0: the first; a convolution's weight is 1), from its
-/// recorded shapes and types; `None` when not recorded or not a tensor.
+/// recorded shape and type; `None` when not recorded, not a tensor, or of unknown type.
 pub(super) fn input_bytes(trace: &Trace, op: EventId, index: usize) -> Option<i64> {
-    let i = trace
-        .op_inputs
-        .binary_search_by_key(&op, |(e, _)| *e)
-        .ok()?;
-    let inputs = &trace.op_inputs[i].1;
-    // `[[32, 3, 224, 224], [64, 3, 7, 7], [], ...]`: the innermost lists, in order.
-    let dims = inputs.dims.trim().strip_prefix('[')?;
-    let mut rest = dims;
-    let mut list = None;
-    for _ in 0..=index {
-        let open = rest.find('[')?;
-        let close = open + rest[open..].find(']')?;
-        list = Some(&rest[open + 1..close]);
-        rest = &rest[close + 1..];
-    }
-    let mut elements = 1i64;
-    let mut any = false;
-    for part in list?.split(',') {
-        let part = part.trim();
-        if part.is_empty() {
-            continue;
-        }
-        elements = elements.checked_mul(part.parse::<i64>().ok()?)?;
-        any = true;
-    }
-    if !any {
-        return None;
-    }
-    let dtype = inputs
-        .types
-        .trim()
-        .trim_start_matches('[')
-        .split(',')
-        .nth(index)?
-        .trim()
-        .trim_matches(|c| c == '"' || c == '\'' || c == ']')
-        .to_ascii_lowercase();
-    let size = match dtype.as_str() {
-        "double" | "long int" | "long" | "int64" => 8,
-        "c10::half" | "half" | "c10::bfloat16" | "bfloat16" | "short int" => 2,
-        "unsigned char" | "signed char" | "bool" | "char" => 1,
-        "" => return None,
-        _ => 4,
-    };
-    elements.checked_mul(size)
+    trace.inputs_of(op)?.get(index)?.bytes()
 }
 
 /// The units chosen by `fraction` in each steady step: the shortest front of the forward
