@@ -63,7 +63,7 @@ fn check(before: &Loaded, after: &Loaded, comparison: &Comparison, model: &str) 
 }
 
 /// The trace's events, read with serde_json alone (not stepcast's reader).
-fn raw_events(relative: &str) -> Vec<serde_json::Value> {
+pub(super) fn raw_events(relative: &str) -> Vec<serde_json::Value> {
     let file = std::fs::File::open(super::testdata(relative)).unwrap_or_else(|e| panic!("{e}"));
     let mut text = String::new();
     flate2::read::GzDecoder::new(file)
@@ -87,7 +87,7 @@ fn micros(event: &serde_json::Value, key: &str) -> f64 {
 /// Per `ProfilerStep#N` (host ranges only), as `../shared/tools/independent_steps.py` reads
 /// them: (start µs, marker end µs, span ns), the span running from the marker's start to the
 /// later of its end and the end of the last device work launched (by correlation id) inside it.
-fn independent_steps(events: &[serde_json::Value]) -> Vec<(f64, f64, i64)> {
+pub(super) fn independent_steps(events: &[serde_json::Value]) -> Vec<(f64, f64, i64)> {
     let mut steps: Vec<(f64, f64)> = events
         .iter()
         .filter(|e| {

@@ -10,6 +10,7 @@ mod hostile;
 mod mapping;
 mod pairs;
 mod ranks;
+mod steps;
 mod trust;
 mod whatif;
 
