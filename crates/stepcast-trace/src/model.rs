@@ -260,6 +260,9 @@ pub struct DeviceInfo {
     pub name: String,
     /// Compute capability (`computeMajor.computeMinor`), NVIDIA only.
     pub compute_capability: Option<(i64, i64)>,
+    /// Multiprocessors and threads each can hold (`numSms`, `maxThreadsPerMultiprocessor`).
+    pub sm_count: Option<i64>,
+    pub max_threads_per_sm: Option<i64>,
 }
 
 /// Which accelerator runtime recorded the device side.
@@ -369,6 +372,9 @@ pub struct Trace {
     /// Input shapes and types of the ops that record them (`record_shapes=True`), one entry
     /// per input in order, sorted by event.
     pub op_inputs: Vec<(EventId, Vec<OpInput>)>,
+    /// How much of its device a kernel fills, where CUPTI recorded its launch configuration,
+    /// sorted by event.
+    pub kernel_fill: Vec<(EventId, KernelFill)>,
 }
 
 impl Trace {
@@ -515,6 +521,26 @@ pub struct CommArgs {
     /// `Seq` (newer PyTorch): the collective's sequence number within its process group, the
     /// same on every member rank; what matches one collective across ranks.
     pub seq: Option<i64>,
+}
+
+/// A kernel's launch configuration as CUPTI summarizes it: `warps per SM` (its warps over the
+/// device's multiprocessors) and `est. achieved occupancy %` (the share of a multiprocessor's
+/// warp slots its resident blocks fill).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KernelFill {
+    pub warps_per_sm: f64,
+    pub occupancy_pct: f64,
+}
+
+impl KernelFill {
+    /// How many times over its resident blocks fill the device (waves): more than 1 means it
+    /// holds every multiprocessor until its last wave. `None` when the occupancy is 0 or
+    /// unknown. `max_warps_per_sm` is the device's (`maxThreadsPerMultiprocessor / 32`).
+    pub fn waves(&self, max_warps_per_sm: f64) -> Option<f64> {
+        let resident = self.occupancy_pct / 100.0 * max_warps_per_sm;
+        (resident > 0.0 && self.warps_per_sm.is_finite() && self.warps_per_sm >= 0.0)
+            .then(|| self.warps_per_sm / resident)
+    }
 }
 
 impl CommArgs {

@@ -103,6 +103,8 @@ pub struct TraceBuilder {
     saw_mtia: bool,
     /// NCCL metadata by the record's index in the file (see `Trace::comm_args`).
     comm_args: Vec<(u32, crate::model::CommArgs)>,
+    /// Kernel launch configurations by the record's index in the file (`Trace::kernel_fill`).
+    kernel_fill: Vec<(u32, crate::model::KernelFill)>,
     /// Op input shapes by the record's index in the file (see `Trace::op_inputs`).
     op_inputs: Vec<(u32, Vec<crate::model::OpInput>)>,
     /// The latest end in `events`, kept as they come (see [`TraceBuilder::span_ns`]).
@@ -226,6 +228,8 @@ impl TraceBuilder {
                     .compute_major
                     .and_then(Int::get)
                     .zip(d.compute_minor.and_then(Int::get)),
+                sm_count: d.num_sms.and_then(Int::get).filter(|&n| n > 0),
+                max_threads_per_sm: d.max_threads_per_sm.and_then(Int::get).filter(|&n| n > 0),
             })
             .collect();
     }
@@ -405,6 +409,27 @@ impl TraceBuilder {
         {
             let args = comm_args(args, &mut self.diagnostics);
             self.comm_args.push((file_index, args));
+        }
+        if kind == EventKind::Kernel
+            && let (Some(warps), Some(occupancy)) = (args.warps_per_sm, args.occupancy_pct)
+        {
+            let number = |raw: &str| {
+                raw.trim()
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|v| v.is_finite() && *v >= 0.0)
+            };
+            if let (Some(warps_per_sm), Some(occupancy_pct)) =
+                (number(warps.0), number(occupancy.0))
+            {
+                self.kernel_fill.push((
+                    file_index,
+                    crate::model::KernelFill {
+                        warps_per_sm,
+                        occupancy_pct,
+                    },
+                ));
+            }
         }
         if kind == EventKind::CpuOp
             && let Some(dims) = args.input_dims
@@ -764,6 +789,7 @@ impl TraceBuilder {
         // Side tables (NCCL metadata, op input shapes) follow their event through the sort: a
         // record's file index is unique.
         let comm_args = follow_events(&events, std::mem::take(&mut self.comm_args));
+        let kernel_fill = follow_events(&events, std::mem::take(&mut self.kernel_fill));
         let op_inputs = follow_events(&events, std::mem::take(&mut self.op_inputs));
 
         for sync in &mut self.syncs {
@@ -863,6 +889,7 @@ impl TraceBuilder {
             diagnostics: self.diagnostics,
             comm_args,
             op_inputs,
+            kernel_fill,
         }
     }
 }

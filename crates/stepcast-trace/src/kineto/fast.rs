@@ -135,6 +135,8 @@ fn args<'a>(c: &mut Cursor<'a>, args: &mut RawArgs<'a>) -> Parse<()> {
             b"Process Group Name" => args.pg_name = Some(c.string()?),
             b"Seq" => args.comm_seq = Some(Int(c.int()?)),
             b"Input Dims" => args.input_dims = Some(c.raw_json()?),
+            b"warps per SM" => args.warps_per_sm = Some(c.raw_json()?),
+            b"est. achieved occupancy %" => args.occupancy_pct = Some(c.raw_json()?),
             b"Input type" => args.input_type = Some(c.raw_json()?),
             _ => c.skip_value()?,
         }

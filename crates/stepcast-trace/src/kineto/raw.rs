@@ -83,6 +83,12 @@ pub struct RawArgs<'a> {
     /// `model::OpInput`s by `inputs.rs`.
     #[serde(rename = "Input Dims", borrow)]
     pub input_dims: Option<RawJson<'a>>,
+    /// Kernels: CUPTI's summary of the launch configuration (numbers kept as written, read
+    /// into `model::KernelFill`).
+    #[serde(rename = "warps per SM", borrow)]
+    pub warps_per_sm: Option<RawJson<'a>>,
+    #[serde(rename = "est. achieved occupancy %", borrow)]
+    pub occupancy_pct: Option<RawJson<'a>>,
     #[serde(rename = "Input type", borrow)]
     pub input_type: Option<RawJson<'a>>,
 }
@@ -310,6 +316,10 @@ pub struct RawDevice {
     pub compute_major: Option<Int>,
     #[serde(rename = "computeMinor")]
     pub compute_minor: Option<Int>,
+    #[serde(rename = "numSms")]
+    pub num_sms: Option<Int>,
+    #[serde(rename = "maxThreadsPerMultiprocessor")]
+    pub max_threads_per_sm: Option<Int>,
 }
 
 /// `distributedInfo`.

@@ -10,6 +10,7 @@ mod handoff;
 mod infer;
 mod launch_timing;
 mod names;
+mod saturation;
 mod sync;
 
 use rustc_hash::FxHashMap;
@@ -85,6 +86,7 @@ pub fn build(trace: &Trace, options: &BuildOptions) -> Window {
     let mut edges = launcher.edges;
     let device_lanes = DeviceLanes::new(trace, &b.graph, &launcher.call_of);
     b.sync_edges(&calls, &launcher.call_of, &device_lanes, &mut edges);
+    b.saturation_edges(&device_lanes, &mut edges);
     b.blocking_launches(&mut edges);
     b.event_wait_latency(&mut edges);
     b.collectives(&launcher.call_of);

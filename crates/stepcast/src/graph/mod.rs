@@ -87,10 +87,15 @@ pub enum EdgeKind {
     /// The autograd engine thread starts a backward pass after the last work of the thread
     /// that called `backward()`, which resumes after the pass's last work (`build/handoff.rs`).
     ThreadHandoff,
+    /// A kernel that filled every multiprocessor of its device (more than one wave of resident
+    /// blocks, from its recorded launch configuration) held the next kernel of another stream
+    /// until its last wave: the lag is minus that wave's time, its duration over its waves
+    /// (`build/saturation.rs`).
+    DeviceFull,
 }
 
 impl EdgeKind {
-    pub const ALL: [EdgeKind; 9] = [
+    pub const ALL: [EdgeKind; 10] = [
         EdgeKind::LaneOrder,
         EdgeKind::Launch,
         EdgeKind::HostSync,
@@ -100,6 +105,7 @@ impl EdgeKind {
         EdgeKind::InferredHostSync,
         EdgeKind::PeerArrival,
         EdgeKind::ThreadHandoff,
+        EdgeKind::DeviceFull,
     ];
 
     pub fn is_inferred(self) -> bool {
@@ -135,6 +141,7 @@ impl EdgeKind {
             EdgeKind::InferredHostSync => "inferred_host_sync",
             EdgeKind::PeerArrival => "peer_arrival",
             EdgeKind::ThreadHandoff => "thread_handoff",
+            EdgeKind::DeviceFull => "device_full",
         }
     }
 }

@@ -9,8 +9,9 @@
 use rustc_hash::FxHashMap;
 
 use super::models::Model;
-use super::{Context, Outcome, Peers, WhatIfError, measure, predict};
+use super::{Context, Outcome, Peers, WhatIfError, predict};
 use crate::graph::NO_STEP;
+use crate::replay::{measured_span, replayed_span, tasks_by_step};
 use crate::simulate::{RecordedOrder, SimOptions, simulate};
 
 /// A task this many times the median of its name, and at least [`OUTLIER_STEP_SHARE`] of a
@@ -88,19 +89,9 @@ pub fn window_trust(context: &Context<'_>) -> Result<WindowTrust, WhatIfError> {
     if let Some(outlier) = cold_start(context, step_ns) {
         caveats.push(outlier);
     }
-    // Waits only the recorded clock explained: held in the self-replay, left out of every
-    // prediction.
+    // Waits only the recorded clock explained: held in the self-replay of a steady step (its
+    // span with them less its span without), left out of every prediction.
     let with = simulate(graph, &RecordedOrder, SimOptions::default())?;
-    let with = measure(window, graph, &with)?;
-    let held = (with.step_ns - baseline.step_ns).abs() as f64 / step_ns as f64;
-    if held > INFERRED_HELD_SHARE {
-        caveats.push(format!(
-            "edges inferred from timing hold {:.1} % of the step in the self-replay; predictions \
-             leave them out, so the baseline they start from is off by as much",
-            held * 100.0
-        ));
-    }
-    // Blocking waits of the steady steps in the baseline replay.
     let timeline = simulate(
         graph,
         &RecordedOrder,
@@ -109,6 +100,25 @@ pub fn window_trust(context: &Context<'_>) -> Result<WindowTrust, WhatIfError> {
         },
     )?;
     let steady = baseline.steady.clone();
+    let by_step = tasks_by_step(graph, window.steps.len());
+    let held = steady
+        .clone()
+        .map(|s| {
+            let step = &window.steps[s];
+            let (held_with, _, _) = replayed_span(graph, &with, step, &by_step[s]);
+            let (held_without, _, _) = replayed_span(graph, &timeline, step, &by_step[s]);
+            let measured = measured_span(graph, step, &by_step[s]).max(1);
+            (held_with - held_without).abs() as f64 / measured as f64
+        })
+        .fold(0.0, f64::max);
+    if held > INFERRED_HELD_SHARE {
+        caveats.push(format!(
+            "edges inferred from timing hold up to {:.1} % of a steady step in the self-replay; \
+             predictions leave them out, so the baseline they start from is off by as much",
+            held * 100.0
+        ));
+    }
+    // Blocking waits of the steady steps in the baseline replay.
     let steady_steps = steady.clone().count().max(1) as i64;
     let mut wait_ns = 0i64;
     for t in 0..graph.task_count() {

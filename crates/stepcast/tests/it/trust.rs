@@ -73,8 +73,8 @@ fn caveats_name_what_limits_the_window() {
     // A cold start: MI250's first hipLaunchKernel.
     let cold = advised(MI250);
     assert!(any_caveat(&cold, "cold-start outlier"));
-    // Waits only the recorded clock explained hold several percent of trace_diff's steps.
-    let inferred = advised(&format!("{HTA}/trace_diff/control/control.json.gz"));
+    // Waits only the recorded clock explained hold several percent of trace_diff/test.s steps.
+    let inferred = advised(&format!("{HTA}/trace_diff/test/test.json.gz"));
     assert!(any_caveat(&inferred, "edges inferred from timing hold"));
     // A loader already in worker processes: prefetching is not what it needs.
     assert!(any_caveat(&inferred, "already runs in worker processes"));
