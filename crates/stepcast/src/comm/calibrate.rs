@@ -40,6 +40,33 @@ pub struct RecordedCollective {
     pub from_kernel_args: bool,
 }
 
+/// What a collective kernel named `name`, with NCCL metadata `args` where the trace has it,
+/// is: its collective (the args' name, else the kernel's, else an all-reduce), its message
+/// bytes and its group size (the args', else the trace's world size, else 2).
+pub fn describe(
+    trace: &Trace,
+    name: &str,
+    args: Option<&CommArgs>,
+) -> (Collective, Option<i64>, u32) {
+    let world = trace
+        .distributed
+        .as_ref()
+        .and_then(|d| d.world_size)
+        .filter(|&w| w > 0)
+        .unwrap_or(2) as u32;
+    let collective = args
+        .and_then(|a| a.collective.as_deref())
+        .and_then(Collective::parse)
+        .or_else(|| Collective::parse(name))
+        .unwrap_or(Collective::AllReduce);
+    let bytes = args.and_then(CommArgs::bytes).filter(|&b| b > 0);
+    let group_size = args
+        .and_then(|a| a.group_size)
+        .filter(|&g| g > 0)
+        .map_or(world, |g| g as u32);
+    (collective, bytes, group_size)
+}
+
 /// The NCCL metadata recorded for `event`, if any.
 pub fn comm_args(trace: &Trace, event: EventId) -> Option<&CommArgs> {
     trace
@@ -58,12 +85,6 @@ pub fn recorded_collectives(
     mapping: &Mapping,
 ) -> Vec<RecordedCollective> {
     let graph = &window.graph;
-    let world = trace
-        .distributed
-        .as_ref()
-        .and_then(|d| d.world_size)
-        .filter(|&w| w > 0)
-        .unwrap_or(2) as u32;
     let mut out = Vec::new();
     let mut per_step: BTreeMap<u32, u32> = BTreeMap::new();
     for t in 0..graph.task_count() {
@@ -79,12 +100,7 @@ pub fn recorded_collectives(
                 .rev()
                 .find_map(|&e| comm_args(trace, e))
         });
-        let name = trace.name(graph.name[t]);
-        let collective = args
-            .and_then(|a| a.collective.as_deref())
-            .and_then(Collective::parse)
-            .or_else(|| Collective::parse(name))
-            .unwrap_or(Collective::AllReduce);
+        let (collective, bytes, group_size) = describe(trace, trace.name(graph.name[t]), args);
         let step = graph.step[t];
         let slot = if step == NO_STEP {
             u32::MAX
@@ -97,11 +113,8 @@ pub fn recorded_collectives(
             task,
             lane: graph.lane[t],
             collective,
-            bytes: args.and_then(CommArgs::bytes).filter(|&b| b > 0),
-            group_size: args
-                .and_then(|a| a.group_size)
-                .filter(|&g| g > 0)
-                .map_or(world, |g| g as u32),
+            bytes,
+            group_size,
             recorded_ns: graph.rec_end_ns[t] - graph.rec_start_ns[t],
             step,
             slot,

@@ -13,8 +13,7 @@ use rustc_hash::FxHashMap;
 use stepcast_trace::{CommArgs, EventId, NameId};
 
 use super::Builder;
-use crate::comm::Collective;
-use crate::comm::calibrate::{RecordedCollective, calibrate, comm_args};
+use crate::comm::calibrate::{RecordedCollective, calibrate, comm_args, describe};
 use crate::graph::{NO_STEP, TaskId, TaskKind};
 
 impl Builder<'_> {
@@ -31,28 +30,14 @@ impl Builder<'_> {
             let entry = fastest.entry(g.name[t]).or_insert(i64::MAX);
             *entry = (*entry).min(g.dur_ns[t]);
             let args = self.comm_args_of(TaskId(t as u32), call_of);
-            let name = self.trace.name(self.graph.name[t]);
-            let collective = args
-                .and_then(|a| a.collective.as_deref())
-                .and_then(Collective::parse)
-                .or_else(|| Collective::parse(name))
-                .unwrap_or(Collective::AllReduce);
-            let world = self
-                .trace
-                .distributed
-                .as_ref()
-                .and_then(|d| d.world_size)
-                .filter(|&w| w > 0)
-                .unwrap_or(2) as u32;
+            let (collective, bytes, group_size) =
+                describe(self.trace, self.trace.name(self.graph.name[t]), args);
             recorded.push(RecordedCollective {
                 task: TaskId(t as u32),
                 lane: self.graph.lane[t],
                 collective,
-                bytes: args.and_then(CommArgs::bytes).filter(|&b| b > 0),
-                group_size: args
-                    .and_then(|a| a.group_size)
-                    .filter(|&g| g > 0)
-                    .map_or(world, |g| g as u32),
+                bytes,
+                group_size,
                 recorded_ns: self.graph.dur_ns[t],
                 step: NO_STEP,
                 slot: 0,
