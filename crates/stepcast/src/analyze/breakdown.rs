@@ -32,9 +32,11 @@
 //!   running task: a computation kernel before a collective before a copy or memset (so a
 //!   collective's time counts where it is exposed, as in [`CommunicationOverlap`]),
 //!   then the one that started first; its phase and layer (from the [`Mapping`]) take the time.
-//!   The host's [`ByPhase`] and [`ByLayer`] do the same over the graph's host tasks
-//!   (outermost runtime calls, or outermost ops on threads that make no calls), less their
-//!   synchronization waits.
+//!   The host's [`ByPhase`] and [`ByLayer`] are the step's host time as `host_time` defines it
+//!   (the one definition `whatif` and the critical path use too): the step marker thread's
+//!   host tasks (less their synchronization waits) and untraced gaps, from the step's start to
+//!   the next step's, time inside data-loading ranges as data loading; "idle" is the rest
+//!   (blocked in a sync, or waiting on another thread).
 //! - [`LaunchBound`]: kernels of the step whose recorded duration is shorter than the recorded
 //!   duration of the call that launched them (not a time partition).
 //!
@@ -44,6 +46,7 @@
 use rustc_hash::FxHashMap;
 use stepcast_trace::{EventKind, LaneKind, NameId, Trace};
 
+use super::host_time;
 use super::mapping::{Mapping, Phase};
 use crate::Window;
 use crate::graph::{EdgeKind, Graph, TaskId, TaskKind};
@@ -213,7 +216,7 @@ pub struct Breakdowns {
 
 /// The breakdowns of every step of the window and of the whole window.
 pub fn breakdowns(trace: &Trace, window: &Window, mapping: &Mapping) -> Breakdowns {
-    let timelines = Timelines::new(trace, &window.graph);
+    let timelines = Timelines::new(trace, &window.graph, mapping);
     Breakdowns {
         steps: steps_of(&timelines, window, mapping),
         window: window_of(&timelines, window, mapping),
@@ -222,12 +225,20 @@ pub fn breakdowns(trace: &Trace, window: &Window, mapping: &Mapping) -> Breakdow
 
 /// The breakdowns of every step of the window, in step order.
 pub fn step_breakdowns(trace: &Trace, window: &Window, mapping: &Mapping) -> Vec<Breakdown> {
-    steps_of(&Timelines::new(trace, &window.graph), window, mapping)
+    steps_of(
+        &Timelines::new(trace, &window.graph, mapping),
+        window,
+        mapping,
+    )
 }
 
 /// The breakdowns of the whole window: from its first task's start to its last task's end.
 pub fn window_breakdown(trace: &Trace, window: &Window, mapping: &Mapping) -> Breakdown {
-    window_of(&Timelines::new(trace, &window.graph), window, mapping)
+    window_of(
+        &Timelines::new(trace, &window.graph, mapping),
+        window,
+        mapping,
+    )
 }
 
 fn steps_of(timelines: &Timelines, window: &Window, mapping: &Mapping) -> Vec<Breakdown> {
@@ -237,10 +248,14 @@ fn steps_of(timelines: &Timelines, window: &Window, mapping: &Mapping) -> Vec<Br
         .steps
         .iter()
         .zip(&by_step)
-        .map(|(step, tasks)| {
+        .enumerate()
+        .map(|(i, (step, tasks))| {
             let start = step.start_ns;
             let end = start + measured_span(graph, step, tasks);
-            timelines.breakdown(Some(step.number), start, end, tasks, mapping)
+            // The marker thread's time belongs to the step it runs in: up to the next step's
+            // start (`host_time`), even where this step's span (its device work) runs later.
+            let host_end = window.steps.get(i + 1).map_or(end, |next| next.start_ns);
+            timelines.breakdown(Some(step.number), (start, end), host_end, tasks, mapping)
         })
         .collect()
 }
@@ -250,7 +265,7 @@ fn window_of(timelines: &Timelines, window: &Window, mapping: &Mapping) -> Break
     let start = graph.rec_start_ns.iter().copied().min().unwrap_or(0);
     let end = graph.rec_end_ns.iter().copied().max().unwrap_or(start);
     let tasks: Vec<TaskId> = (0..graph.task_count() as u32).map(TaskId).collect();
-    timelines.breakdown(None, start, end, &tasks, mapping)
+    timelines.breakdown(None, (start, end), end, &tasks, mapping)
 }
 
 /// Appends `interval` to `intervals`, or extends the last one (at index `run` or later) when
@@ -479,7 +494,9 @@ struct Timelines<'a> {
     communication: Cover,
     compute_and_communication: Cover,
     device_segments: SegmentIndex,
-    host_segments: SegmentIndex,
+    /// The marker thread's host time (own cost and untraced gaps), each piece with its phase
+    /// (`analyze::host_time`), sorted by start, disjoint.
+    host_pieces: Vec<(i64, i64, TaskId, Phase)>,
     /// The cause of the idle stretch before `device` interval `i`; one more for after the last.
     idle_causes: Vec<IdleCause>,
 }
@@ -492,7 +509,7 @@ fn wait_of(graph: &Graph, t: usize) -> Option<(i64, i64)> {
 }
 
 impl<'a> Timelines<'a> {
-    fn new(trace: &'a Trace, graph: &'a Graph) -> Self {
+    fn new(trace: &'a Trace, graph: &'a Graph, mapping: &Mapping) -> Self {
         let n = graph.task_count();
         // Host: top-level ops and calls on every thread, less the waits of blocking calls.
         let mut busy = Vec::new();
@@ -522,16 +539,12 @@ impl<'a> Timelines<'a> {
         let mut device_tasks = Vec::new();
         let mut compute = Vec::new();
         let mut communication = Vec::new();
-        let mut host_tasks = Vec::new();
         for t in 0..n {
             let (start, end) = (graph.rec_start_ns[t], graph.rec_end_ns[t]);
             let kind = graph.kind[t];
             let task = TaskId(t as u32);
             match kind {
-                TaskKind::ApiCall | TaskKind::CpuOp => {
-                    let own_start = (end - graph.dur_ns[t]).max(start);
-                    host_tasks.push((own_start, end, (0, own_start, task)));
-                }
+                TaskKind::ApiCall | TaskKind::CpuOp => {}
                 TaskKind::Kernel => {
                     compute.push((start, end));
                     device_tasks.push((start, end, (0, start, task)));
@@ -551,9 +564,27 @@ impl<'a> Timelines<'a> {
         let device_segments = SegmentIndex {
             segments: attribute(device_tasks),
         };
-        let host_segments = SegmentIndex {
-            segments: attribute(host_tasks),
-        };
+        let marker = host_time::marker_lane(trace);
+        let mut host_pieces = Vec::new();
+        for t in 0..n {
+            if !graph.kind[t].on_device() && host_time::on_marker_lane(graph, marker, t) {
+                host_time::recorded_pieces(graph, mapping, t, |s, e, phase| {
+                    host_pieces.push((s, e, TaskId(t as u32), phase));
+                });
+            }
+        }
+        // The untraced time before the thread's first task, from the first step's start: no
+        // task's gap holds it (the first step's batch is loaded there).
+        let first_task = (0..n)
+            .find(|&t| !graph.kind[t].on_device() && host_time::on_marker_lane(graph, marker, t));
+        if let (Some(t), Some(step)) = (first_task, trace.steps.first()) {
+            host_time::leading_pieces(graph, mapping, t, step.start_ns, |s, e, phase| {
+                host_pieces.push((s, e, TaskId(t as u32), phase));
+            });
+        }
+        // One thread: sorted by start, the pieces are disjoint (a gap ends where the next
+        // task starts).
+        host_pieces.sort_unstable_by_key(|p| p.0);
         let mut timelines = Timelines {
             trace,
             graph,
@@ -564,7 +595,7 @@ impl<'a> Timelines<'a> {
             compute,
             communication,
             device_segments,
-            host_segments,
+            host_pieces,
             idle_causes: Vec::new(),
         };
         timelines.idle_causes = timelines.idle_causes();
@@ -657,8 +688,8 @@ impl<'a> Timelines<'a> {
     fn breakdown(
         &self,
         step: Option<u64>,
-        start: i64,
-        end: i64,
+        (start, end): (i64, i64),
+        host_end: i64,
         tasks: &[TaskId],
         mapping: &Mapping,
     ) -> Breakdown {
@@ -699,11 +730,30 @@ impl<'a> Timelines<'a> {
         });
         let mut host_phase = [0i64; Phase::ALL.len()];
         let mut host_layers: FxHashMap<Option<NameId>, i64> = FxHashMap::default();
-        self.host_segments.each_within(start, end, |t, ns| {
-            host_phase[phase_index(phase_of(t))] += ns;
-            let layer = mapping.layer.get(t.index()).copied().flatten();
+        let first = self.host_pieces.partition_point(|p| p.1 <= start);
+        let mut covered_until = start;
+        let end_host = end.min(host_end);
+        for &(s, e, t, phase) in &self.host_pieces[first..] {
+            let end = end_host;
+            if s >= end {
+                break;
+            }
+            // Clipped to the step, and to what earlier pieces left (disjoint by construction;
+            // this keeps the partition exact even if a malformed lane overlaps).
+            let ns = e.min(end) - s.max(covered_until);
+            covered_until = covered_until.max(e.min(end));
+            if ns <= 0 {
+                continue;
+            }
+            host_phase[phase_index(phase)] += ns;
+            // Data-loading time outside the task's own op belongs to no layer of it.
+            let layer = if phase == Phase::DataLoading && phase_of(t) != Phase::DataLoading {
+                None
+            } else {
+                mapping.layer.get(t.index()).copied().flatten()
+            };
             *host_layers.entry(layer).or_default() += ns;
-        });
+        }
         let by_phase = |busy: [i64; Phase::ALL.len()]| ByPhase {
             busy: Phase::ALL.iter().copied().zip(busy).collect(),
             idle_ns: span - busy.iter().sum::<i64>(),

@@ -12,6 +12,7 @@ use std::cmp::Reverse;
 use rustc_hash::FxHashMap;
 use stepcast_trace::{EventId, EventKind, NameId, Trace};
 
+use super::host_time;
 use super::mapping::{Mapping, Phase};
 use crate::graph::{Graph, NO_STEP, TaskId, TaskKind};
 use crate::simulate::{CriticalPath, PathShare, ShareKind, Timeline, critical_path};
@@ -252,6 +253,7 @@ pub fn breakdown(
 ) -> CriticalPathBreakdown {
     let g = &window.graph;
     let mut by_bound = [0i64; Bound::ALL.len()];
+    let marker = host_time::marker_lane(trace);
     let mut by_phase = [0i64; Phase::ALL.len()];
     let mut by_layer: FxHashMap<Option<NameId>, i64> = FxHashMap::default();
     let mut by_op: FxHashMap<Option<NameId>, (i64, OpShares)> = FxHashMap::default();
@@ -264,7 +266,15 @@ pub fn breakdown(
         let bound = share_bound(g, share);
         by_bound[bound as usize] += share.ns;
         let phase = mapping.phase[t];
-        by_phase[phase as usize] += share.ns;
+        // A host share includes the untraced host time just before its task: the part inside
+        // a data-loading range is data loading, not the next op's phase (`host_time`).
+        let loading = if share.kind == ShareKind::Host {
+            host_time::share_loading_ns(g, mapping, marker, share.task, share.ns)
+        } else {
+            0
+        };
+        by_phase[phase as usize] += share.ns - loading;
+        by_phase[Phase::DataLoading as usize] += loading;
         *by_layer.entry(mapping.layer[t]).or_default() += share.ns;
         let op = match op_of {
             Some((task, op)) if task == share.task => op,
@@ -276,7 +286,8 @@ pub fn breakdown(
         };
         let (op_ns, op_shares) = by_op.entry(op).or_default();
         *op_ns += share.ns;
-        op_shares.by_phase[phase as usize] += share.ns;
+        op_shares.by_phase[phase as usize] += share.ns - loading;
+        op_shares.by_phase[Phase::DataLoading as usize] += loading;
         op_shares.by_bound[bound as usize] += share.ns;
         match stretches.last_mut() {
             Some(last) if last.task == share.task && last.bound == bound => last.ns += share.ns,

@@ -198,6 +198,11 @@ pub struct Mapping {
     pub parent: Vec<Option<EventId>>,
     /// Host threads found to run the autograd backward pass.
     pub backward_lanes: Vec<LaneId>,
+    /// Per trace lane: the outermost data-loading ranges on it (`enumerate(DataLoader)#...`,
+    /// `## load_batch ##`, `torch/utils/data/` frames), sorted and disjoint. The host time
+    /// inside them is data loading wherever the calls or untraced gaps fall
+    /// (`analyze::host_time`).
+    pub data_loading_ranges: Vec<Vec<(i64, i64)>>,
     /// Per task: `None` when it maps to an op and to a phase decided by evidence (anything but
     /// [`Evidence::Unmapped`] and [`Evidence::OpOnly`]), else why not.
     pub unmapped: Vec<Option<UnmappedCause>>,
@@ -316,6 +321,7 @@ pub(crate) fn map_with(
     let same_kernel_as = same_kernel::donors(trace, graph, &mapping);
     same_kernel::apply(&mut mapping, &same_kernel_as);
     mapping.same_kernel_as = same_kernel_as;
+    mapping.data_loading_ranges = data_loading_ranges(trace, &stacks);
     mapping.parent = stacks.parent;
     mapping.backward_lanes = (0..trace.lanes.len())
         .filter(|&lane| stacks.backward_lane[lane])
@@ -595,4 +601,31 @@ pub fn summarize(window: &Window, mapping: &Mapping) -> MappingSummary {
     summary.device_ns_by_evidence = Evidence::ALL.iter().copied().zip(by_evidence).collect();
     summary.tasks_by_phase = Phase::ALL.iter().copied().zip(tasks_by_phase).collect();
     summary
+}
+
+/// Per trace lane, the outermost data-loading containers: those whose enclosing stack is not
+/// already data loading. Events come lane by lane in start order, so each lane's list is
+/// sorted, and outermost containers of one thread do not overlap.
+fn data_loading_ranges(trace: &Trace, stacks: &Stacks) -> Vec<Vec<(i64, i64)>> {
+    let mut ranges = vec![Vec::new(); trace.lanes.len()];
+    for (i, event) in trace.events.iter().enumerate() {
+        // Containers only: a container is the top of its own stack.
+        if stacks.context[i].frame != Some(EventId(i as u32))
+            || !stacks.context[i].flags.contains(NameFlags::DATA_LOADING)
+        {
+            continue;
+        }
+        let around =
+            stacks.parent[i].map_or(NameFlags::default(), |p| stacks.context[p.index()].flags);
+        if !around.contains(NameFlags::DATA_LOADING) {
+            let lane: &mut Vec<(i64, i64)> = &mut ranges[event.lane.index()];
+            let end = event.end_ns();
+            match lane.last_mut() {
+                // Defensive: a malformed trace could nest or overlap them; keep them disjoint.
+                Some(last) if event.start_ns < last.1 => last.1 = last.1.max(end),
+                _ => lane.push((event.start_ns, end)),
+            }
+        }
+    }
+    ranges
 }

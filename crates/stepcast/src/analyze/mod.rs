@@ -3,6 +3,7 @@
 
 pub mod breakdown;
 pub mod critical;
+pub mod host_time;
 pub mod hta;
 mod launches;
 pub mod mapping;

@@ -13,7 +13,10 @@
 //! two are the same quantity.
 
 use super::{Side, StepTimes};
+use stepcast_trace::Trace;
+
 use crate::Window;
+use crate::analyze::host_time;
 use crate::analyze::mapping::{Mapping, Phase};
 use crate::graph::NO_STEP;
 use crate::replay::relative_error;
@@ -83,7 +86,7 @@ pub fn check_outcome(
     } else {
         0
     };
-    let measured = phase_times(after.window, &after.analysis.mapping);
+    let measured = phase_times(after.trace, after.window, &after.analysis.mapping);
     let phases = outcome
         .phases
         .iter()
@@ -116,20 +119,27 @@ pub fn check_outcome(
 /// Per phase, in [`Phase::ALL`] order: (phase, host ns, device ns) per steady step of the
 /// recorded graph of `window`, measured as [`PhaseTime`] is: over every step after the warm-up
 /// (the first, when there are three or more), as the what-if counts them.
-pub fn phase_times(window: &Window, mapping: &Mapping) -> Vec<(Phase, i64, i64)> {
+pub fn phase_times(trace: &Trace, window: &Window, mapping: &Mapping) -> Vec<(Phase, i64, i64)> {
     let graph = &window.graph;
     let mut sums = [(0i64, 0i64); Phase::ALL.len()];
     let first = usize::from(window.steps.len() >= 3);
+    let marker = host_time::marker_lane(trace);
     for (t, &step) in graph.step.iter().enumerate() {
-        if step == NO_STEP || (step as usize) < first {
-            continue;
-        }
-        let phase = mapping.phase.get(t).copied().unwrap_or(Phase::Other);
-        let index = Phase::ALL.iter().position(|&p| p == phase).unwrap_or(5);
+        let index_of = |phase: Phase| Phase::ALL.iter().position(|&p| p == phase).unwrap_or(5);
         if graph.kind[t].on_device() {
-            sums[index].1 += graph.dur_ns[t];
-        } else {
-            sums[index].0 += graph.dur_ns[t] + graph.gap_ns[t];
+            if step == NO_STEP || (step as usize) < first {
+                continue;
+            }
+            let phase = mapping.phase.get(t).copied().unwrap_or(Phase::Other);
+            sums[index_of(phase)].1 += graph.dur_ns[t];
+        } else if host_time::on_marker_lane(graph, marker, t) {
+            // The what-if's own measure (`analyze::host_time`), in the step each piece ran in.
+            let costs = (graph.dur_ns[t], graph.gap_ns[t]);
+            host_time::task_phase_ns(graph, mapping, &window.steps, t, costs, |s, p, ns| {
+                if s.is_some_and(|s| s >= first) {
+                    sums[index_of(p)].0 += ns;
+                }
+            });
         }
     }
     let count = window.steps.len().saturating_sub(first).max(1) as i64;

@@ -23,6 +23,7 @@ pub mod trust;
 use stepcast_trace::Trace;
 
 use crate::Window;
+use crate::analyze::host_time;
 use crate::analyze::mapping::{Mapping, Phase};
 use crate::graph::{Graph, NO_STEP, TaskId};
 use crate::replay::{replayed_marker_end, replayed_span};
@@ -294,6 +295,11 @@ pub struct Outcome {
     /// Edge lags the transform shortened, per steady step (launch lags of faster calls,
     /// scaled handoffs): time cut from paths, like costs.
     pub lag_saved_ns: i64,
+    /// Host cost (own cost and untraced gap) cut on every host thread per steady step
+    /// (negative: added). `phases` count the step's marker thread only (`analyze::host_time`);
+    /// a cut on another thread (the autograd engine's) shortens paths as much, so the gain's
+    /// bound counts this.
+    pub host_cost_saved_ns: i64,
     /// The most the transform can gain per steady step, computed from the trace
     /// ([`trust::assess`]): `baseline.step_ns - predicted.step_ns` never exceeds it. `None`
     /// until assessed.
@@ -304,12 +310,10 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// Host time per steady step saved by the transform (negative: added).
+    /// Host time per steady step saved by the transform on every host thread (negative:
+    /// added): [`Outcome::host_cost_saved_ns`].
     pub fn host_saved_ns(&self) -> i64 {
-        self.phases
-            .iter()
-            .map(|p| p.host_before_ns - p.host_after_ns)
-            .sum()
+        self.host_cost_saved_ns
     }
 
     /// Device time per steady step saved by the transform (negative: added).
@@ -382,9 +386,30 @@ pub fn what_if_against(
         }
     }
     let steady_steps = steady_range.clone().count();
-    let before = phase_times(&base, context.mapping, &steady_range);
-    let after = phase_times(&edit, context.mapping, &steady_range);
+    let marker = host_time::marker_lane(context.trace);
+    let before = phase_times(
+        &base,
+        context.window,
+        marker,
+        context.mapping,
+        &steady_range,
+    );
+    let after = phase_times(
+        &edit,
+        context.window,
+        marker,
+        context.mapping,
+        &steady_range,
+    );
     let per_step = |ns: i64| ns / steady_steps.max(1) as i64;
+    let host_cost = |g: &EditGraph| -> i64 {
+        (0..g.id_bound())
+            .map(|t| TaskId(t as u32))
+            .filter(|&t| g.is_alive(t) && !g.kind(t).on_device() && in_steady(g.step(t)))
+            .map(|t| g.dur_ns(t) + g.gap_ns(t))
+            .sum()
+    };
+    let host_cost_saved_ns = per_step(host_cost(&base) - host_cost(&edit));
     let phases = Phase::ALL
         .iter()
         .enumerate()
@@ -397,6 +422,7 @@ pub fn what_if_against(
         })
         .collect();
     Ok(Outcome {
+        host_cost_saved_ns,
         speedup: speedup(baseline.step_ns, predicted.step_ns),
         baseline: baseline.clone(),
         predicted,
@@ -448,26 +474,37 @@ fn replay_with_peers(
 /// [`Phase::ALL`] order.
 fn phase_times(
     edit: &EditGraph,
+    window: &Window,
+    marker: Option<stepcast_trace::LaneId>,
     mapping: &Mapping,
     steady: &std::ops::RangeInclusive<usize>,
 ) -> [(i64, i64); 6] {
+    let graph = &window.graph;
+    let index_of = |phase: Phase| Phase::ALL.iter().position(|&p| p == phase).unwrap_or(5);
     let mut sums = [(0i64, 0i64); 6];
     for id in 0..edit.id_bound() {
         let task = TaskId(id as u32);
         let step = edit.step(task);
-        if !edit.is_alive(task) || step == NO_STEP || !steady.contains(&(step as usize)) {
+        if !edit.is_alive(task) {
             continue;
         }
-        let phase = mapping
-            .phase
-            .get(edit.origin(task).index())
-            .copied()
-            .unwrap_or(Phase::Other);
-        let index = Phase::ALL.iter().position(|&p| p == phase).unwrap_or(5);
+        let origin = edit.origin(task).index();
         if edit.kind(task).on_device() {
-            sums[index].1 += edit.dur_ns(task);
-        } else {
-            sums[index].0 += edit.dur_ns(task) + edit.gap_ns(task);
+            if step == NO_STEP || !steady.contains(&(step as usize)) {
+                continue;
+            }
+            let phase = mapping.phase.get(origin).copied().unwrap_or(Phase::Other);
+            sums[index_of(phase)].1 += edit.dur_ns(task);
+        } else if origin < graph.task_count() && host_time::on_marker_lane(graph, marker, origin) {
+            // The one host-time definition (`analyze::host_time`): the marker thread's own
+            // cost and gaps, in the step they ran in, loader ranges as data loading. An
+            // inserted task is measured against the recorded split of the task it comes from.
+            let costs = (edit.dur_ns(task), edit.gap_ns(task));
+            host_time::task_phase_ns(graph, mapping, &window.steps, origin, costs, |s, p, ns| {
+                if s.is_some_and(|s| steady.contains(&s)) {
+                    sums[index_of(p)].0 += ns;
+                }
+            });
         }
     }
     sums

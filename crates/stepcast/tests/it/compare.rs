@@ -291,7 +291,7 @@ fn measured_phase_times_are_the_whatif_figures() {
     let after = Loaded::new(PAIR_AFTER);
     let comparison = compared(&before, &after);
     let check = check(&before, &after, &comparison, "prefetch_inputs");
-    let recorded = phase_times(&before.window, &before.analysis.mapping);
+    let recorded = phase_times(&before.trace, &before.window, &before.analysis.mapping);
     assert_eq!(check.phases.len(), recorded.len());
     for (p, &(phase, host, device)) in check.phases.iter().zip(&recorded) {
         assert_eq!(p.phase, phase);
@@ -301,7 +301,7 @@ fn measured_phase_times_are_the_whatif_figures() {
             "{phase:?}"
         );
     }
-    let measured = phase_times(&after.window, &after.analysis.mapping);
+    let measured = phase_times(&after.trace, &after.window, &after.analysis.mapping);
     for (p, &(_, host, device)) in check.phases.iter().zip(&measured) {
         assert_eq!((p.host_measured_ns, p.device_measured_ns), (host, device));
     }

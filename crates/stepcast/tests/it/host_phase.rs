@@ -1,0 +1,117 @@
+//! One definition of host time by phase (`analyze::host_time`), checked against the raw trace:
+//! the data loader's time on the ResNet-50 sample (no worker processes: the loader runs on the
+//! step's thread inside `enumerate(DataLoader)#...__next__`) is data loading in `analyze`,
+//! `whatif` and the critical path alike.
+
+use stepcast::analyze::analyze;
+use stepcast::analyze::mapping::Phase;
+use stepcast::whatif::{Context, Model, apply_models};
+
+use super::compare::raw_events;
+
+const RESNET: &str =
+    "kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz";
+
+/// Per `ProfilerStep#N`: N and the summed duration (ns) of the `enumerate(DataLoader)` ranges
+/// that start inside its marker, read straight from the file.
+fn loader_ns_by_step(events: &[serde_json::Value]) -> Vec<(u64, i64)> {
+    let complete = |e: &&serde_json::Value| e["ph"] == "X";
+    let name = |e: &serde_json::Value| e["name"].as_str().unwrap_or("").to_string();
+    let us = |e: &serde_json::Value, key: &str| e[key].as_f64().unwrap_or(0.0);
+    let steps: Vec<(u64, f64, f64)> = events
+        .iter()
+        .filter(complete)
+        .filter_map(|e| {
+            let number = name(e).strip_prefix("ProfilerStep#")?.parse().ok()?;
+            Some((number, us(e, "ts"), us(e, "ts") + us(e, "dur")))
+        })
+        .collect();
+    let loaders: Vec<(f64, f64)> = events
+        .iter()
+        .filter(complete)
+        .filter(|e| name(e).starts_with("enumerate(DataLoader)#"))
+        .map(|e| (us(e, "ts"), us(e, "dur")))
+        .collect();
+    steps
+        .iter()
+        .map(|&(number, start, end)| {
+            let us_sum: f64 = loaders
+                .iter()
+                .filter(|&&(ts, _)| ts >= start && ts < end)
+                .map(|&(_, dur)| dur)
+                .sum();
+            (number, (us_sum * 1000.0).round() as i64)
+        })
+        .collect()
+}
+
+#[test]
+fn data_loading_host_time_is_the_loader_ranges_in_analyze_whatif_and_critical_path() {
+    let (trace, window) = super::load(RESNET);
+    let analysis = analyze(&trace, &window, None).unwrap_or_else(|e| panic!("{e}"));
+    let reference = loader_ns_by_step(&raw_events(RESNET));
+    assert!(!reference.is_empty(), "no steps in the raw trace");
+
+    // analyze: per step, data loading host time = the loader ranges of that step (1 %), and
+    // the phases plus idle are the step.
+    let mut compared = 0;
+    for b in &analysis.breakdowns.steps {
+        let Some(&(_, expected)) = reference.iter().find(|r| Some(r.0) == b.step) else {
+            continue;
+        };
+        let span = b.end_ns - b.start_ns;
+        assert_eq!(b.host_by_phase.total_ns(), span, "step {:?}", b.step);
+        assert!(b.host_by_phase.idle_ns >= 0, "step {:?}", b.step);
+        let got = b.host_by_phase.get(Phase::DataLoading);
+        assert!(
+            expected > 40_000_000,
+            "step {:?}: loader {expected} ns",
+            b.step
+        );
+        let error = (got - expected).abs() as f64 / expected as f64;
+        assert!(
+            error < 0.01,
+            "step {:?}: data loading {got} ns, loader ranges {expected} ns",
+            b.step
+        );
+        compared += 1;
+    }
+    assert!(compared >= 3, "only {compared} steps compared");
+
+    // whatif: the data-loading host time "before" is analyze's, over the same steps.
+    let context = Context::new(&trace, &window, &analysis.mapping);
+    let model = Model::by_name("prefetch_inputs").unwrap_or_else(|| panic!("no model"));
+    let outcome = apply_models(&context, &[model]).unwrap_or_else(|e| panic!("{e}"));
+    let loading = outcome
+        .phases
+        .iter()
+        .find(|p| p.phase == Phase::DataLoading)
+        .unwrap_or_else(|| panic!("no data-loading phase"));
+    let typical = analysis
+        .typical_breakdown
+        .as_ref()
+        .unwrap_or_else(|| panic!("no typical step"));
+    let analyzed = typical.breakdown.host_by_phase.get(Phase::DataLoading);
+    let error = (loading.host_before_ns - analyzed).abs() as f64 / analyzed as f64;
+    assert!(
+        error < 0.01,
+        "whatif before {} ns, analyze {analyzed} ns",
+        loading.host_before_ns
+    );
+    assert!(
+        loading.host_after_ns < loading.host_before_ns / 10,
+        "prefetching hides the loader: {} -> {} ns",
+        loading.host_before_ns,
+        loading.host_after_ns
+    );
+
+    // The critical path: the loader-bound step's path holds data loading.
+    let step = analysis.analyzed_step.unwrap_or(0);
+    let (_, path) = &analysis.critical[step];
+    let on_path = path
+        .by_phase
+        .iter()
+        .find(|p| p.0 == Phase::DataLoading)
+        .map_or(0, |p| p.1);
+    assert!(on_path > 0, "no data loading on the critical path");
+}
