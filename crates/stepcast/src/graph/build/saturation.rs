@@ -1,12 +1,16 @@
 //! Device saturation: a kernel whose blocks fill every multiprocessor holds the device. A
 //! kernel of another stream recorded to start while it ran got its multiprocessors only as the
-//! full kernel's blocks retired, in its last wave.
+//! full kernel's blocks retired, in its last waves.
 //!
 //! The pair is the recording's (which kernel the device was busy with when the other started,
-//! like the recorded order of a lane); the time is the cause's: the last wave of the full
-//! kernel lasts its duration over its waves, from its launch configuration (CUPTI's `warps per
-//! SM` and `est. achieved occupancy %`, the device's `maxThreadsPerMultiprocessor`). A faster
-//! full kernel in a what-if releases the other one earlier.
+//! like the recorded order of a lane); the time is the cause's: a wave of the full kernel lasts
+//! its duration over its waves, from its launch configuration (CUPTI's `warps per SM` and `est.
+//! achieved occupancy %`, the device's `maxThreadsPerMultiprocessor`), and the other kernel is
+//! released two waves before the end (a wave's blocks do not retire at once). A faster full
+//! kernel in a what-if releases the other one earlier. Pairs the recorded times contradict
+//! are dropped and counted. This is an edge, not a capacity the engine tracks: a side stream
+//! held by a run of full kernels, or by a large copy (no launch configuration), is not
+//! modelled.
 
 use super::device_lanes::DeviceLanes;
 use super::{Builder, PendingEdge, TOLERANCE_NS};
