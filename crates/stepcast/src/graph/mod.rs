@@ -90,8 +90,7 @@ pub enum EdgeKind {
     /// A kernel that filled every multiprocessor of its device (more than one wave of resident
     /// blocks, from its recorded launch configuration) held the next kernel of another stream
     /// until its last waves: the lag is minus two waves' time, a wave being its duration over
-    /// its waves
-    /// (`build/saturation.rs`).
+    /// its waves (`build/saturation.rs`).
     DeviceFull,
 }
 
