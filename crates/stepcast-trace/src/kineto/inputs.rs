@@ -286,68 +286,70 @@ impl Cursor<'_> {
     }
 }
 
-/// The strings of a JSON list of strings without escapes (`["float", "", "Scalar"]`); `None`
-/// for any other text.
-fn plain_strings(text: &str) -> Option<Vec<&str>> {
+/// Walks the whole of `text` as one JSON list: `item` reads each entry from its first byte
+/// (the cursor on it). `false` when the text is not a list, an entry is refused, or text
+/// follows the list.
+fn whole_list(text: &str, mut item: impl FnMut(&mut Cursor<'_>, u8) -> Option<()>) -> bool {
     let mut c = Cursor {
         b: text.as_bytes(),
         i: 0,
     };
     if !c.eat(b'[') {
-        return None;
+        return false;
     }
-    let mut out = Vec::new();
     loop {
-        match c.peek()? {
-            b']' => {
+        match c.peek() {
+            None => return false,
+            Some(b']') => {
                 c.i += 1;
                 break;
             }
-            b',' => c.i += 1,
-            b'"' => {
-                let start = c.i + 1;
-                let len = memchr::memchr2(b'"', b'\\', text.as_bytes().get(start..)?)?;
-                if text.as_bytes()[start + len] == b'\\' {
-                    return None;
+            Some(b',') => c.i += 1,
+            Some(first) => {
+                if item(&mut c, first).is_none() {
+                    return false;
                 }
-                out.push(text.get(start..start + len)?);
-                c.i = start + len + 1;
             }
-            _ => return None,
         }
     }
-    c.peek().is_none().then_some(out)
+    c.peek().is_none()
+}
+
+/// The strings of a JSON list of strings without escapes (`["float", "", "Scalar"]`); `None`
+/// for any other text.
+fn plain_strings(text: &str) -> Option<Vec<&str>> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let whole = whole_list(text, |c, first| {
+        if first != b'"' {
+            return None;
+        }
+        let start = c.i + 1;
+        let len = memchr::memchr2(b'"', b'\\', bytes.get(start..)?)?;
+        if bytes[start + len] == b'\\' {
+            return None;
+        }
+        out.push(text.get(start..start + len)?);
+        c.i = start + len + 1;
+        Some(())
+    });
+    whole.then_some(out)
 }
 
 /// The top-level entries of `Input Dims` text, `None` when it is not a whole JSON list.
 fn parse_dims(text: &str) -> Option<Vec<DimsEntry>> {
-    let mut c = Cursor {
-        b: text.as_bytes(),
-        i: 0,
-    };
-    if !c.eat(b'[') {
-        return None;
-    }
     let mut entries = Vec::new();
-    loop {
-        match c.peek()? {
-            b']' => {
-                c.i += 1;
-                break;
-            }
-            b',' => c.i += 1,
-            b'[' => {
-                c.i += 1;
-                entries.push(dims_entry(&mut c)?);
-            }
-            _ => {
-                c.skip_value()?;
-                entries.push(DimsEntry::Unreadable);
-            }
+    let whole = whole_list(text, |c, first| {
+        if first == b'[' {
+            c.i += 1;
+            entries.push(dims_entry(c)?);
+        } else {
+            c.skip_value()?;
+            entries.push(DimsEntry::Unreadable);
         }
-    }
-    // Trailing text after the list: not one JSON value.
-    c.peek().is_none().then_some(entries)
+        Some(())
+    });
+    whole.then_some(entries)
 }
 
 /// One entry of `Input Dims`, after its `[`: sizes, or a list of sizes.

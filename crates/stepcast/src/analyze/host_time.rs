@@ -67,8 +67,8 @@ pub fn split(ranges: &[(i64, i64)], start: i64, end: i64, mut f: impl FnMut(i64,
     }
 }
 
-/// Nanoseconds of `[start, end)` inside `ranges`.
-fn inside_ns(ranges: &[(i64, i64)], start: i64, end: i64) -> i64 {
+/// Nanoseconds of `[start, end)` inside the sorted, disjoint `ranges`.
+pub fn inside_ns(ranges: &[(i64, i64)], start: i64, end: i64) -> i64 {
     let mut ns = 0;
     split(ranges, start, end, |s, e, inside| {
         if inside {

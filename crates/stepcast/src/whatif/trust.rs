@@ -9,7 +9,7 @@
 use rustc_hash::FxHashMap;
 
 use super::models::Model;
-use super::{Context, Outcome, Peers, WhatIfError, predict};
+use super::{Context, Outcome, Peers, WhatIfError, measure};
 use crate::graph::NO_STEP;
 use crate::replay::{measured_span, replayed_span, tasks_by_step};
 use crate::simulate::{RecordedOrder, SimOptions, simulate};
@@ -84,14 +84,7 @@ pub fn window_trust(context: &Context<'_>) -> Result<WindowTrust, WhatIfError> {
             capture.join(", ")
         ));
     }
-    let baseline = predict(window, graph)?;
-    let step_ns = baseline.step_ns.max(1);
-    if let Some(outlier) = cold_start(context, step_ns) {
-        caveats.push(outlier);
-    }
-    // Waits only the recorded clock explained: held in the self-replay of a steady step (its
-    // span with them less its span without), left out of every prediction.
-    let with = simulate(graph, &RecordedOrder, SimOptions::default())?;
+    // The baseline replay (without inferred edges, as every prediction is), once.
     let timeline = simulate(
         graph,
         &RecordedOrder,
@@ -99,6 +92,14 @@ pub fn window_trust(context: &Context<'_>) -> Result<WindowTrust, WhatIfError> {
             without_inferred: true,
         },
     )?;
+    let baseline = measure(window, graph, &timeline)?;
+    let step_ns = baseline.step_ns.max(1);
+    if let Some(outlier) = cold_start(context, step_ns) {
+        caveats.push(outlier);
+    }
+    // Waits only the recorded clock explained: held in the self-replay of a steady step (its
+    // span with them less its span without), left out of every prediction.
+    let with = simulate(graph, &RecordedOrder, SimOptions::default())?;
     let steady = baseline.steady.clone();
     let by_step = tasks_by_step(graph, window.steps.len());
     let held = steady

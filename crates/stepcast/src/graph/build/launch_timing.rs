@@ -1,10 +1,7 @@
 //! Calibrated timing of the edges that release device work: launches that block on their own
 //! work, and the latency of a cross-stream event wait.
 
-use rustc_hash::FxHashSet;
-
 use super::{Builder, MIN_LATENCY_SAMPLES, PendingEdge, median};
-use crate::graph::calls::CallClass;
 use crate::graph::{EdgeKind, TaskId};
 
 /// A stream released by an event starts its next work at most this long after the awaited
@@ -13,25 +10,19 @@ use crate::graph::{EdgeKind, TaskId};
 const EVENT_WAIT_SAMPLE_NS: i64 = 50_000;
 
 impl Builder<'_> {
-    /// A call that blocks until its own work is done or staged (a synchronous copy, a copy
-    /// from pageable memory) cannot queue that work as it returns: the work is ready the
-    /// calibrated latency after the call begins. Known by the sync edge from its work, or by
-    /// what it is (a pageable copy's call may return after its copy ended, and then the
-    /// recorded times reject that sync edge; its call still held the host while it waited).
+    /// A call that blocks until its own copy is done or staged (a synchronous copy, a copy
+    /// from pageable memory: `NameFacts::blocks_on_own_copy`, the rule that also gives it its
+    /// host-sync edge) cannot queue that copy as it returns: the copy is ready the calibrated
+    /// latency after the call begins. Decided by what the call is, not by whether the recorded
+    /// times kept its sync edge: a pageable copy's call may return after its copy ended.
     pub(super) fn blocking_launches(&mut self, edges: &mut [PendingEdge]) {
-        let waits_for_own: FxHashSet<(TaskId, TaskId)> = edges
-            .iter()
-            .filter(|e| e.kind == EdgeKind::HostSync)
-            .map(|e| (e.to, e.from))
-            .collect();
         let g = &self.graph;
-        let blocking = |call: TaskId, work: TaskId| {
-            waits_for_own.contains(&(call, work))
-                || self.names.is_pageable(g.name[work.index()])
-                || self.names.call_class(g.name[call.index()]) == CallClass::SyncCopy
-        };
         for e in edges.iter_mut() {
-            if e.kind == EdgeKind::Launch && blocking(e.from, e.to) {
+            if e.kind == EdgeKind::Launch
+                && self
+                    .names
+                    .blocks_on_own_copy(g.name[e.from.index()], g.name[e.to.index()])
+            {
                 let call_dur = g.rec_end_ns[e.from.index()] - g.rec_start_ns[e.from.index()];
                 e.lag_ns = self.launch_latency_ns.min(call_dur);
             }

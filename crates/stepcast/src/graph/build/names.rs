@@ -50,6 +50,16 @@ impl NameFacts {
         self.pageable[name.index()]
     }
 
+    /// Whether a call named `call` holds its thread until its own copy named `work` is done
+    /// (or staged): a synchronous copy, or any copy from or to pageable memory.
+    pub(super) fn blocks_on_own_copy(&self, call: NameId, work: NameId) -> bool {
+        match self.call_class(call) {
+            CallClass::SyncCopy => true,
+            CallClass::AsyncCopy => self.is_pageable(work),
+            _ => false,
+        }
+    }
+
     /// A collective or point-to-point communication kernel.
     pub(super) fn is_collective(&self, name: NameId) -> bool {
         self.collective[name.index()]

@@ -178,8 +178,7 @@ impl Builder<'_> {
                 match class {
                     CallClass::SyncCopy | CallClass::AsyncCopy => {
                         for &task in own {
-                            let pageable = self.names.is_pageable(g.name[task.index()]);
-                            if class == CallClass::SyncCopy || pageable {
+                            if self.names.blocks_on_own_copy(name, g.name[task.index()]) {
                                 new_edges.push(PendingEdge {
                                     from: task,
                                     to: call,

@@ -1,5 +1,6 @@
 //! CUDA graphs: the host cost of launching a step's work.
 
+use crate::analyze::host_time::inside_ns;
 use std::collections::BTreeMap;
 
 use stepcast_trace::EventKind;
@@ -97,7 +98,7 @@ pub fn cuda_graphs(context: &Context<'_>, edit: &mut EditGraph) -> Result<usize,
             };
             // A task inserted by an earlier model launches what it was inserted for.
             let launches_work = !original || launches[task.index()];
-            if !launches_work && overlap(ranges, start, end.max(start + 1)) > 0 {
+            if !launches_work && inside_ns(ranges, start, end.max(start + 1)) > 0 {
                 // A call of host-only work (inside an op that launches nothing): kept.
                 in_segment = false;
                 continue;
@@ -112,7 +113,7 @@ pub fn cuda_graphs(context: &Context<'_>, edit: &mut EditGraph) -> Result<usize,
             let last = bound.is_some_and(|&(_, _, last)| last == task);
             zeroed.push((task, last));
             if !last && original {
-                let kept = overlap(ranges, end, end + graph.gap_ns[task.index()]);
+                let kept = inside_ns(ranges, end, end + graph.gap_ns[task.index()]);
                 kept_gaps.push((task, kept.min(edit.gap_ns(task))));
             }
         }
@@ -206,14 +207,4 @@ fn host_only_ranges(context: &Context<'_>, launches: &[bool]) -> BTreeMap<u32, V
         }
     }
     out
-}
-
-/// Nanoseconds of `[start, end)` inside the sorted, disjoint `ranges`.
-fn overlap(ranges: &[(i64, i64)], start: i64, end: i64) -> i64 {
-    let first = ranges.partition_point(|&(_, e)| e <= start);
-    ranges[first..]
-        .iter()
-        .take_while(|&&(s, _)| s < end)
-        .map(|&(s, e)| (e.min(end) - s.max(start)).max(0))
-        .sum()
 }

@@ -1,5 +1,6 @@
 //! Input pipeline overlap: prefetching the next batch (Zins & Dagenais §IV-A).
 
+use crate::analyze::host_time::inside_ns;
 use stepcast_trace::EventKind;
 
 use super::super::edit::{EditGraph, Selection};
@@ -66,16 +67,6 @@ pub fn loader_in_workers(context: &Context<'_>) -> bool {
             .get(event.name)
             .contains("_MultiProcessingDataLoaderIter")
     })
-}
-
-/// Nanoseconds of `[start, end)` inside the sorted, disjoint `ranges`.
-fn overlap(ranges: &[(i64, i64)], start: i64, end: i64) -> i64 {
-    let first = ranges.partition_point(|&(_, e)| e <= start);
-    ranges[first..]
-        .iter()
-        .take_while(|&&(s, _)| s < end)
-        .map(|&(s, e)| (e.min(end) - s.max(start)).max(0))
-        .sum()
 }
 
 /// **Input pipeline overlap** (prefetching: `DataLoader(num_workers>0, pin_memory=True,
@@ -147,10 +138,11 @@ pub fn prefetch_inputs(
                 graph.rec_start_ns[task.index()],
                 graph.rec_end_ns[task.index()],
             );
-            if !edit.is_blocking(task) && overlap(&own, start, end) >= end - start && end > start {
+            if !edit.is_blocking(task) && inside_ns(&own, start, end) >= end - start && end > start
+            {
                 free.push(task);
             }
-            let hidden = overlap(&merged, end, end + graph.gap_ns[task.index()]);
+            let hidden = inside_ns(&merged, end, end + graph.gap_ns[task.index()]);
             if hidden > 0 {
                 gaps.push((task, (edit.gap_ns(task) - hidden).max(0)));
             }
