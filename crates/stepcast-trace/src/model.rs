@@ -532,6 +532,37 @@ pub struct KernelFill {
     pub occupancy_pct: f64,
 }
 
+/// Where a copy moves its bytes, from its name (CUPTI's `Memcpy HtoD (Pinned -> Device)`,
+/// which Kineto keeps on CUDA and ROCm alike).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CopyDirection {
+    HostToDevice,
+    DeviceToHost,
+    /// Within one device: run by the device's multiprocessors, like a kernel.
+    DeviceToDevice,
+    /// Between two devices.
+    PeerToPeer,
+    HostToHost,
+    Unknown,
+}
+
+impl CopyDirection {
+    /// The direction a copy event's name gives.
+    pub fn of_copy(name: &str) -> CopyDirection {
+        let Some(rest) = name.strip_prefix("Memcpy ") else {
+            return CopyDirection::Unknown;
+        };
+        match rest.get(..4) {
+            Some("HtoD") => CopyDirection::HostToDevice,
+            Some("DtoH") => CopyDirection::DeviceToHost,
+            Some("DtoD") => CopyDirection::DeviceToDevice,
+            Some("PtoP") => CopyDirection::PeerToPeer,
+            Some("HtoH") => CopyDirection::HostToHost,
+            _ => CopyDirection::Unknown,
+        }
+    }
+}
+
 impl KernelFill {
     /// How many times over its resident blocks fill the device (waves): more than 1 means it
     /// holds every multiprocessor until its last wave. `None` when the occupancy is 0 or

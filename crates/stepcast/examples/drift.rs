@@ -13,6 +13,7 @@ fn main() {
         &RecordedOrder,
         SimOptions {
             without_inferred: true,
+            ..SimOptions::default()
         },
     )
     .expect("sim");

@@ -79,6 +79,7 @@ pub fn build(trace: &Trace, options: &BuildOptions) -> Window {
         launch_latency_ns: i64::MAX,
     };
     b.tasks();
+    b.sm_demand();
     let calls = b.call_index();
     let launcher = b.launch_edges(&calls);
     let mut steps = b.assign_steps(&launcher);
@@ -86,7 +87,6 @@ pub fn build(trace: &Trace, options: &BuildOptions) -> Window {
     let mut edges = launcher.edges;
     let device_lanes = DeviceLanes::new(trace, &b.graph, &launcher.call_of);
     b.sync_edges(&calls, &launcher.call_of, &device_lanes, &mut edges);
-    b.saturation_edges(&device_lanes, &mut edges);
     b.blocking_launches(&mut edges);
     b.event_wait_latency(&mut edges);
     b.collectives(&launcher.call_of);
@@ -194,6 +194,7 @@ impl Builder<'_> {
                 kind: lane.kind,
                 first_task,
                 task_count,
+                device: None,
             });
             lane_start = lane_end;
         }

@@ -87,10 +87,10 @@ pub enum EdgeKind {
     /// The autograd engine thread starts a backward pass after the last work of the thread
     /// that called `backward()`, which resumes after the pass's last work (`build/handoff.rs`).
     ThreadHandoff,
-    /// A kernel that filled every multiprocessor of its device (more than one wave of resident
-    /// blocks, from its recorded launch configuration) held the next kernel of another stream
-    /// until its last waves: the lag is minus two waves' time, a wave being its duration over
-    /// its waves (`build/saturation.rs`).
+    /// A task that filled every multiprocessor of its device ([`SmDemand::Fills`]) held a
+    /// task of another stream until its last waves. Never stored: the engine finds it while
+    /// it replays (a binding, not an input), so a what-if that moves the full task moves
+    /// what it holds.
     DeviceFull,
 }
 
@@ -154,6 +154,44 @@ pub struct GraphLane {
     /// Tasks of this lane are `first_task .. first_task + task_count`.
     pub first_task: u32,
     pub task_count: u32,
+    /// The device whose multiprocessors this lane's work shares (device lanes only): the
+    /// engine's capacity is per device ([`SmDemand`]).
+    pub device: Option<i64>,
+}
+
+/// What a device task asks of its device's multiprocessors, for the engine's capacity model.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SmDemand {
+    /// None: host work, or a copy the copy engines move.
+    None,
+    /// Some multiprocessors, not all: it starts when the device has room and holds no one.
+    Shares,
+    /// More resident blocks than the device holds at once, this many times over (waves, from
+    /// its launch configuration or, for a device-to-device copy, its size): it holds the
+    /// device until its last waves retire, and work of other streams waits for them.
+    Fills { waves: f32 },
+}
+
+impl SmDemand {
+    /// The default for a task of `kind` whose launch configuration is not known.
+    pub fn of_kind(kind: TaskKind) -> SmDemand {
+        match kind {
+            TaskKind::Kernel | TaskKind::Memset | TaskKind::Collective => SmDemand::Shares,
+            TaskKind::ApiCall | TaskKind::CpuOp | TaskKind::Memcpy => SmDemand::None,
+        }
+    }
+
+    /// How long before its end a task of `dur_ns` that fills the device leaves room: its last
+    /// two waves (a wave's blocks do not retire at once). `None` when it never holds the
+    /// device.
+    pub fn room_before_end_ns(self, dur_ns: i64) -> Option<i64> {
+        match self {
+            SmDemand::Fills { waves } if waves > 2.0 => {
+                Some((2.0 * dur_ns as f64 / f64::from(waves).ceil()).round() as i64)
+            }
+            _ => None,
+        }
+    }
 }
 
 /// No value in an `i64` column.
@@ -191,6 +229,8 @@ pub struct Graph {
     /// their lateness and otherwise run the same program (dPRO's symmetry), so a faster step
     /// is not held to a recorded time. Zeroed for a job without stragglers.
     pub peer_wait_ns: Vec<i64>,
+    /// What each task asks of its device's multiprocessors (the engine's capacity model).
+    pub sm_demand: Vec<SmDemand>,
     /// Incoming edges by target: `pred_offsets[t]..pred_offsets[t + 1]` index the columns below.
     pub pred_offsets: Vec<u32>,
     pub pred: Vec<TaskId>,

@@ -126,6 +126,8 @@ pub fn global_graph(
                 .push(super::lane_label(rank.trace, lane.trace_lane));
             out.lanes.push(GraphLane {
                 first_task: lane.first_task + part.first_task,
+                // Each rank's device 0 is its own GPU: capacity is never shared across ranks.
+                device: lane.device.map(|d| ((r as i64) << 32) | (d & 0xffff_ffff)),
                 ..lane.clone()
             });
         }
@@ -151,6 +153,7 @@ pub fn global_graph(
             });
             out.not_before_ns.push(shift(g.not_before_ns[t], by));
             out.peer_wait_ns.push(g.peer_wait_ns[t]);
+            out.sm_demand.push(g.sm_demand[t]);
             if matched[r][t] {
                 global.replaced_peer_arrivals += 1;
             }

@@ -95,6 +95,7 @@ pub fn self_replay_with_timeline(window: &Window) -> Result<(ReplayReport, Timel
         &RecordedOrder,
         SimOptions {
             without_inferred: true,
+            ..SimOptions::default()
         },
     )?;
     let steady = steady_steps(window);

@@ -201,6 +201,7 @@ pub fn typical_step(window: &Window) -> Result<Option<TypicalStep>, SimError> {
                 out.not_before_ns
                     .push(if boundary { g.rec_start_ns[t] } else { NO_TIME });
                 out.peer_wait_ns.push(peer_wait[p]);
+                out.sm_demand.push(g.sm_demand[t]);
             }
         }
         let task_count = out.task_count() as u32 - first_task;
@@ -210,6 +211,7 @@ pub fn typical_step(window: &Window) -> Result<Option<TypicalStep>, SimError> {
             kind: source.kind,
             first_task,
             task_count,
+            device: source.device,
         });
     }
 

@@ -12,7 +12,7 @@ mod critical_path;
 
 pub use critical_path::{CriticalPath, PathShare, ShareKind, critical_path};
 
-use crate::graph::{EdgeKind, Graph, NO_TIME, TaskId};
+use crate::graph::{EdgeKind, Graph, NO_TIME, SmDemand, TaskId};
 
 /// Chooses the order of tasks on each lane. The recorded order is the default; a priority
 /// policy (P3-style communication scheduling, vDNN prefetching) returns another permutation.
@@ -37,6 +37,9 @@ pub struct SimOptions {
     /// Ignore edges inferred from timing, and the waits only they explained (to measure what
     /// the recorded causes alone explain).
     pub without_inferred: bool,
+    /// Leave out the device capacity model: every stream runs as if it had the device to
+    /// itself (to measure what the model explains).
+    pub unlimited_devices: bool,
 }
 
 /// What determined when a task could run: the constraint that was binding.
@@ -113,6 +116,13 @@ pub fn simulate(
         }
     }
     let keep = |e: usize| !(options.without_inferred && graph.pred_kind[e].is_inferred());
+    let dur_of = |t: usize| {
+        if options.without_inferred {
+            graph.dur_without_inferred_ns[t]
+        } else {
+            graph.dur_ns[t]
+        }
+    };
 
     // Each task is two nodes: its begin (node 2t) and its end (node 2t + 1). A blocking call's
     // begin releases the work it launches, and that work's end releases the call's end: with
@@ -187,14 +197,8 @@ pub fn simulate(
         };
         at.saturating_add(graph.pred_lag_ns[e])
     };
-    let mut stack: Vec<u32> = (0..2 * n as u32)
-        .filter(|&v| indegree[v as usize] == 0)
-        .rev()
-        .collect();
-    let mut done = 0usize;
-    while let Some(node) = stack.pop() {
-        let node = node as usize;
-        done += 1;
+    // A node's time, once every predecessor node has its own.
+    let settle = |node: usize, timeline: &mut Timeline| -> i64 {
         let t = node / 2;
         let task = TaskId(t as u32);
         if node.is_multiple_of(2) {
@@ -213,7 +217,7 @@ pub fn simulate(
                 if !keep(e) || graph.pred_kind[e].gates_completion() {
                     continue;
                 }
-                let ready = release(e, &timeline);
+                let ready = release(e, timeline);
                 if ready > begin {
                     begin = ready;
                     binding = Binding::Edge(graph.pred[e], graph.pred_kind[e]);
@@ -224,6 +228,7 @@ pub fn simulate(
             }
             timeline.begin_ns[t] = begin;
             timeline.binding[t] = binding;
+            begin
         } else {
             let mut exec = timeline.begin_ns[t];
             if graph.peer_wait_ns[t] > 0 {
@@ -234,26 +239,55 @@ pub fn simulate(
                 if !keep(e) || !graph.pred_kind[e].gates_completion() {
                     continue;
                 }
-                let ready = release(e, &timeline);
+                let ready = release(e, timeline);
                 if ready > exec {
                     exec = ready;
                     timeline.completion[t] = Some(Binding::Edge(graph.pred[e], graph.pred_kind[e]));
                 }
             }
-            let dur = if options.without_inferred {
-                graph.dur_without_inferred_ns[t]
-            } else {
-                graph.dur_ns[t]
-            };
             // Saturating: a what-if may scale a cost towards `i64::MAX` (a factor is bounded,
             // not the product), and a wrapped end would come back as a negative time.
-            timeline.end_ns[t] = exec.saturating_add(dur);
+            timeline.end_ns[t] = exec.saturating_add(dur_of(t));
+            timeline.end_ns[t]
         }
+    };
+
+    // Without a task that fills its device, no task can be held by another stream's, and
+    // the schedule is a longest path in any topological order (a stack). With one, nodes are
+    // settled in time order (a heap), so that when a task begins the engine knows what holds
+    // its device: the capacity model of `SmDemand`.
+    let mut capacity = Capacity::new(graph, options);
+    let mut frontier = if capacity.is_needed() {
+        Frontier::Heap(std::collections::BinaryHeap::new())
+    } else {
+        Frontier::Stack(Vec::new())
+    };
+    for node in (0..2 * n).rev() {
+        if indegree[node] == 0 {
+            let at = settle(node, &mut timeline);
+            frontier.push(at, node as u32);
+        }
+    }
+    let mut done = 0usize;
+    while let Some((at, node)) = frontier.pop() {
+        let node = node as usize;
+        let t = node / 2;
+        if node.is_multiple_of(2) && capacity.is_needed() {
+            if let Some((until, full)) = capacity.held(t, at) {
+                timeline.begin_ns[t] = until;
+                timeline.binding[t] = Binding::Edge(full, EdgeKind::DeviceFull);
+                frontier.push(until, node as u32);
+                continue;
+            }
+            capacity.begins(t, at, dur_of(t));
+        }
+        done += 1;
         for s in succ_offsets[node]..succ_offsets[node + 1] {
             let next = succ[s as usize] as usize;
             indegree[next] -= 1;
             if indegree[next] == 0 {
-                stack.push(next as u32);
+                let at = settle(next, &mut timeline);
+                frontier.push(at, next as u32);
             }
         }
     }
@@ -265,4 +299,97 @@ pub fn simulate(
         });
     }
     Ok(timeline)
+}
+
+/// The nodes ready to settle: any topological order (a stack, the fast path), or time order
+/// (a min-heap on time, then node id, so ties break the same way on every run).
+enum Frontier {
+    Stack(Vec<(i64, u32)>),
+    Heap(std::collections::BinaryHeap<std::cmp::Reverse<(i64, u32)>>),
+}
+
+impl Frontier {
+    fn push(&mut self, at: i64, node: u32) {
+        match self {
+            Frontier::Stack(stack) => stack.push((at, node)),
+            Frontier::Heap(heap) => heap.push(std::cmp::Reverse((at, node))),
+        }
+    }
+
+    fn pop(&mut self) -> Option<(i64, u32)> {
+        match self {
+            Frontier::Stack(stack) => stack.pop(),
+            Frontier::Heap(heap) => heap.pop().map(|std::cmp::Reverse(entry)| entry),
+        }
+    }
+}
+
+/// The engine's device capacity: which tasks fill their device now, and until when. A task
+/// that fills its device ([`SmDemand::Fills`]) holds it from its begin until its last two
+/// waves; a task of another stream of that device that asks for multiprocessors and is
+/// ready meanwhile begins when the device has room (`EdgeKind::DeviceFull`). A task of the
+/// same stream is ordered by its lane already.
+struct Capacity<'g> {
+    graph: &'g Graph,
+    needed: bool,
+    /// Tasks filling a device: (device, lane, begin, room from, task).
+    filling: Vec<(i64, u32, i64, i64, TaskId)>,
+}
+
+impl<'g> Capacity<'g> {
+    fn new(graph: &'g Graph, options: SimOptions) -> Self {
+        let needed = !options.unlimited_devices
+            && (0..graph.task_count()).any(|t| {
+                graph.sm_demand[t]
+                    .room_before_end_ns(graph.dur_ns[t])
+                    .is_some()
+                    && graph.lanes[graph.lane[t] as usize].device.is_some()
+            });
+        Capacity {
+            graph,
+            needed,
+            filling: Vec::new(),
+        }
+    }
+
+    fn is_needed(&self) -> bool {
+        self.needed
+    }
+
+    /// If a task of another stream fills task `t`'s device at time `at`: when it leaves
+    /// room, and which task it is (the one leaving room last).
+    fn held(&mut self, t: usize, at: i64) -> Option<(i64, TaskId)> {
+        let g = self.graph;
+        if g.sm_demand[t] == SmDemand::None {
+            return None;
+        }
+        let lane = g.lane[t];
+        let device = g.lanes[lane as usize].device?;
+        // Settled in time order: what left room before now holds no one any more.
+        self.filling.retain(|&(.., room_at, _)| room_at > at);
+        self.filling
+            .iter()
+            .filter(|&&(d, l, begin, room_at, _)| {
+                d == device && l != lane && begin <= at && room_at > at
+            })
+            .max_by_key(|&&(.., room_at, full)| (room_at, std::cmp::Reverse(full)))
+            .map(|&(.., room_at, full)| (room_at, full))
+    }
+
+    /// Task `t` begins at `at` and runs `dur_ns`: if it fills its device, it holds it.
+    fn begins(&mut self, t: usize, at: i64, dur_ns: i64) {
+        let g = self.graph;
+        let lane = g.lane[t];
+        let (Some(device), Some(room_before_end)) = (
+            g.lanes[lane as usize].device,
+            g.sm_demand[t].room_before_end_ns(dur_ns),
+        ) else {
+            return;
+        };
+        let room_at = at.saturating_add(dur_ns - room_before_end);
+        if room_at > at {
+            self.filling
+                .push((device, lane, at, room_at, TaskId(t as u32)));
+        }
+    }
 }

@@ -11,7 +11,7 @@ use regex::Regex;
 use stepcast_trace::{EventId, NameId, Trace};
 
 use crate::analyze::mapping::{Mapping, Phase};
-use crate::graph::{EdgeKind, Graph, GraphLane, NO_STEP, NO_TIME, TaskId, TaskKind};
+use crate::graph::{EdgeKind, Graph, GraphLane, NO_STEP, NO_TIME, SmDemand, TaskId, TaskKind};
 use crate::simulate::{RecordedOrder, SimError, SimOptions, simulate};
 
 /// Why a what-if could not be applied.
@@ -64,6 +64,7 @@ struct Row {
     step: u32,
     not_before_ns: i64,
     peer_wait_ns: i64,
+    sm_demand: SmDemand,
     /// The input task this row is or comes from: itself for the input's tasks; for an
     /// inserted task, the origin of the task it was inserted after (its phase and layer).
     origin: u32,
@@ -211,6 +212,7 @@ impl EditGraph {
                 step: graph.step[t],
                 not_before_ns: graph.not_before_ns[t],
                 peer_wait_ns: graph.peer_wait_ns[t],
+                sm_demand: graph.sm_demand[t],
                 origin: t as u32,
             })
             .collect();
@@ -808,6 +810,7 @@ impl EditGraph {
                 gap_ns: self.dispatch_gap_ns,
                 not_before_ns: NO_TIME,
                 peer_wait_ns: 0,
+                sm_demand: SmDemand::of_kind(spec.kind),
                 rec_start_ns: after.rec_end_ns,
                 ..after
             },
@@ -835,6 +838,7 @@ impl EditGraph {
                     gap_ns: 0,
                     not_before_ns: NO_TIME,
                     peer_wait_ns: 0,
+                    sm_demand: SmDemand::None,
                     rec_start_ns: host.rec_end_ns,
                     rec_end_ns: host.rec_end_ns,
                     ..host
@@ -903,6 +907,7 @@ impl EditGraph {
             gap_ns: self.dispatch_gap_ns,
             not_before_ns: NO_TIME,
             peer_wait_ns: 0,
+            sm_demand: SmDemand::of_kind(kind),
             rec_start_ns: base.rec_end_ns,
             rec_end_ns: base.rec_end_ns,
             ..base
@@ -1109,6 +1114,7 @@ impl EditGraph {
                 graph.step.push(row.step);
                 graph.not_before_ns.push(row.not_before_ns);
                 graph.peer_wait_ns.push(row.peer_wait_ns);
+                graph.sm_demand.push(row.sm_demand);
             }
             let lane = &self.lanes[lane_index];
             graph.lanes.push(GraphLane {
@@ -1116,6 +1122,7 @@ impl EditGraph {
                 kind: lane.kind,
                 first_task,
                 task_count: graph.task_count() as u32 - first_task,
+                device: lane.device,
             });
         }
         let live = self.alive.iter().filter(|&&a| a).count();

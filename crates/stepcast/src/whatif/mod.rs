@@ -154,6 +154,7 @@ pub struct Prediction {
 pub fn predict(window: &Window, graph: &Graph) -> Result<Prediction, WhatIfError> {
     let options = SimOptions {
         without_inferred: true,
+        ..SimOptions::default()
     };
     let timeline = simulate(graph, &RecordedOrder, options)?;
     measure(window, graph, &timeline)

@@ -90,6 +90,7 @@ pub fn window_trust(context: &Context<'_>) -> Result<WindowTrust, WhatIfError> {
         &RecordedOrder,
         SimOptions {
             without_inferred: true,
+            ..SimOptions::default()
         },
     )?;
     let baseline = measure(window, graph, &timeline)?;

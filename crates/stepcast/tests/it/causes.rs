@@ -162,10 +162,12 @@ fn advise_predicts_without_pinned_edges() {
 
 /// Device saturation: on trace_diff/test a one-block scan kernel on a side stream waited
 /// 8.5 ms for an 8.7 ms embedding-backward kernel (15,013 blocks of 512 threads, 94 waves) on
-/// the compute stream. The launch configuration says why: the `device_full` edge holds it, and
-/// the replay without any inferred edge starts it within 0.1 ms of its recorded start.
+/// the compute stream. The launch configuration says why: the engine's capacity model holds
+/// it until the full kernel's last waves, and the replay without any inferred edge starts it
+/// within 0.1 ms of its recorded start. Without the capacity model it runs milliseconds early.
 #[test]
 fn a_kernel_waits_for_a_full_device() {
+    use stepcast::simulate::{Binding, RecordedOrder, SimOptions, simulate};
     let (trace, window) = load(&format!("{HTA}/trace_diff/test/test.json.gz"));
     let g = &window.graph;
     let scan = (0..g.task_count())
@@ -173,11 +175,21 @@ fn a_kernel_waits_for_a_full_device() {
             trace.events[g.event[t].index()].correlation == Some(2014587) && g.kind[t].on_device()
         })
         .expect("the scan kernel");
-    let full = g
-        .preds(stepcast::graph::TaskId(scan as u32))
-        .find(|&e| g.pred_kind[e] == EdgeKind::DeviceFull)
-        .map(|e| g.pred[e])
-        .expect("a device_full edge into the scan kernel");
+    let replay = |unlimited_devices| {
+        simulate(
+            g,
+            &RecordedOrder,
+            SimOptions {
+                without_inferred: true,
+                unlimited_devices,
+            },
+        )
+        .expect("replays")
+    };
+    let timeline = replay(false);
+    let Binding::Edge(full, EdgeKind::DeviceFull) = timeline.binding[scan] else {
+        panic!("the scan kernel is held by {:?}", timeline.binding[scan]);
+    };
     assert!(
         trace
             .name(g.name[full.index()])
@@ -185,17 +197,18 @@ fn a_kernel_waits_for_a_full_device() {
         "{}",
         trace.name(g.name[full.index()])
     );
-    let timeline = stepcast::simulate::simulate(
-        g,
-        &stepcast::simulate::RecordedOrder,
-        stepcast::simulate::SimOptions {
-            without_inferred: true,
-        },
-    )
-    .expect("replays");
     // Its full kernel may itself run early or late: the wait is measured from it.
-    let lateness = |t: usize| timeline.begin_ns[t] - g.rec_start_ns[t];
-    let added = lateness(scan) - (timeline.end_ns[full.index()] - g.rec_end_ns[full.index()]);
+    let lateness = |timeline: &stepcast::simulate::Timeline, t: usize| {
+        timeline.begin_ns[t] - g.rec_start_ns[t]
+    };
+    let added =
+        lateness(&timeline, scan) - (timeline.end_ns[full.index()] - g.rec_end_ns[full.index()]);
     assert!(added.abs() <= 100_000, "{added} ns off its recorded wait");
-    assert!(window.report.device_full_edges > 0);
+    assert!(window.report.device_filling_tasks > 0);
+    let unlimited = replay(true);
+    assert!(
+        lateness(&unlimited, scan) < -1_000_000,
+        "without the capacity model the scan kernel runs {} ns from its recorded start",
+        lateness(&unlimited, scan)
+    );
 }

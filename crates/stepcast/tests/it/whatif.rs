@@ -99,6 +99,7 @@ fn identity_transform_replays_byte_identically() {
         );
         let without_inferred = SimOptions {
             without_inferred: true,
+            ..SimOptions::default()
         };
         let before = simulate(&loaded.window.graph, &RecordedOrder, without_inferred)
             .unwrap_or_else(|e| panic!("{e}"));

@@ -1,117 +1,85 @@
-//! Device saturation: a kernel whose blocks fill every multiprocessor holds the device. A
-//! kernel of another stream recorded to start while it ran got its multiprocessors only as the
-//! full kernel's blocks retired, in its last waves.
+//! Device saturation: what each device task asks of its device's multiprocessors
+//! ([`SmDemand`]), for the engine's capacity model (`simulate`).
 //!
-//! The pair is the recording's (which kernel the device was busy with when the other started,
-//! like the recorded order of a lane); the time is the cause's: a wave of the full kernel lasts
-//! its duration over its waves, from its launch configuration (CUPTI's `warps per SM` and `est.
-//! achieved occupancy %`, the device's `maxThreadsPerMultiprocessor`), and the other kernel is
-//! released two waves before the end (a wave's blocks do not retire at once). A faster full
-//! kernel in a what-if releases the other one earlier. Pairs the recorded times contradict
-//! are dropped and counted. This is an edge, not a capacity the engine tracks: a side stream
-//! held by a run of full kernels, or by a large copy (no launch configuration), is not
-//! modelled.
+//! A kernel's resident blocks fill the device `waves` times over, from the launch
+//! configuration the reader keeps (`Trace::kernel_fill`: CUPTI's `warps per SM` and `est.
+//! achieved occupancy %`, the device's `maxThreadsPerMultiprocessor`). A copy within one
+//! device runs on the multiprocessors like a kernel; its waves are its bytes over what one
+//! wave moves (every thread slot of every multiprocessor moving one 16-byte vector), which
+//! needs the device's `numSms`. Copies to or from the host use the copy engines and ask
+//! nothing. Only the demand comes from the trace: when a full task holds another stream's
+//! work is decided by the engine as it replays, so a what-if that moves or shortens a full
+//! kernel moves what it holds.
 
-use super::device_lanes::DeviceLanes;
-use super::{Builder, PendingEdge, TOLERANCE_NS};
-use crate::graph::{EdgeKind, TaskId, TaskKind};
+use stepcast_trace::{CopyDirection, LaneKind};
+
+use super::Builder;
+use crate::graph::{SmDemand, TaskKind};
 
 /// Warp slots per multiprocessor where the trace does not say (every NVIDIA GPU since Volta:
 /// 2048 threads).
 const DEFAULT_MAX_WARPS_PER_SM: f64 = 64.0;
 
+/// Bytes one thread of a device-to-device copy moves per wave (a 16-byte vector load and
+/// store, as CUDA's copy kernels do).
+const COPY_BYTES_PER_THREAD: f64 = 16.0;
+
 impl Builder<'_> {
-    pub(super) fn saturation_edges(
-        &mut self,
-        device_lanes: &DeviceLanes,
-        edges: &mut Vec<PendingEdge>,
-    ) {
+    /// Sets `Graph::sm_demand` of every task and each device lane's device.
+    pub(super) fn sm_demand(&mut self) {
         let trace = self.trace;
-        if trace.kernel_fill.is_empty() {
-            return;
-        }
-        let g = &self.graph;
-        let max_warps = |device: i64| {
-            trace
-                .devices
-                .iter()
-                .find(|d| d.id == device)
-                .and_then(|d| d.max_threads_per_sm)
-                .map_or(DEFAULT_MAX_WARPS_PER_SM, |t| t as f64 / 32.0)
+        let device_of = |lane: &super::GraphLane| {
+            (lane.kind == LaneKind::DeviceStream).then(|| trace.lanes[lane.trace_lane.index()].pid)
         };
-        // Kernel lanes by device.
-        let mut lanes_of: Vec<(i64, u32)> = (0..g.lanes.len() as u32)
-            .filter(|&l| {
-                let lane = &g.lanes[l as usize];
-                lane.task_count > 0
-                    && g.kind
-                        [lane.first_task as usize..(lane.first_task + lane.task_count) as usize]
-                        .iter()
-                        .any(|k| matches!(k, TaskKind::Kernel | TaskKind::Collective))
-            })
-            .map(|l| (device_lanes.device_of(l), l))
-            .collect();
-        lanes_of.sort_unstable();
-        let mut added = 0u64;
-        let mut rejected = 0u64;
+        for lane in &mut self.graph.lanes {
+            lane.device = device_of(lane);
+        }
+        let info =
+            |device: Option<i64>| device.and_then(|d| trace.devices.iter().find(|i| i.id == d));
+        let g = &mut self.graph;
+        g.sm_demand = g.kind.iter().map(|&k| SmDemand::of_kind(k)).collect();
+        let mut filling = 0u64;
+        let mut fill = trace.kernel_fill.iter().peekable();
         for t in 0..g.task_count() {
-            if g.kind[t] != TaskKind::Kernel {
-                continue;
-            }
-            let Ok(i) = trace
-                .kernel_fill
-                .binary_search_by_key(&g.event[t], |(e, _)| *e)
-            else {
-                continue;
+            let device = info(g.lanes[g.lane[t] as usize].device);
+            let waves = match g.kind[t] {
+                TaskKind::Kernel => {
+                    // `kernel_fill` and tasks are both in event order.
+                    while fill.next_if(|(e, _)| *e < g.event[t]).is_some() {}
+                    let Some((_, kernel)) = fill.next_if(|(e, _)| *e == g.event[t]) else {
+                        continue;
+                    };
+                    let max_warps = device
+                        .and_then(|d| d.max_threads_per_sm)
+                        .map_or(DEFAULT_MAX_WARPS_PER_SM, |threads| threads as f64 / 32.0);
+                    kernel.waves(max_warps)
+                }
+                TaskKind::Memcpy => {
+                    let event = &trace.events[g.event[t].index()];
+                    if CopyDirection::of_copy(trace.name(event.name))
+                        != CopyDirection::DeviceToDevice
+                    {
+                        continue;
+                    }
+                    g.sm_demand[t] = SmDemand::Shares;
+                    let per_wave = device.and_then(|d| {
+                        Some((d.sm_count? * d.max_threads_per_sm?) as f64 * COPY_BYTES_PER_THREAD)
+                    });
+                    event
+                        .bytes
+                        .zip(per_wave)
+                        .filter(|&(_, per_wave)| per_wave > 0.0)
+                        .map(|(bytes, per_wave)| bytes as f64 / per_wave)
+                }
+                _ => None,
             };
-            let lane = g.lane[t];
-            let device = device_lanes.device_of(lane);
-            let Some(waves) = trace.kernel_fill[i].1.waves(max_warps(device)) else {
-                continue;
-            };
-            if waves <= 1.0 {
-                continue;
-            }
-            let (start, end) = (g.rec_start_ns[t], g.rec_end_ns[t]);
-            // Blocks of one wave do not retire at once: the last two waves overlap, and the
-            // device has room from the start of the second-to-last one's end.
-            let last_wave_ns = (2.0 * (end - start) as f64 / waves.ceil()).round() as i64;
-            for &(_, other) in lanes_of.iter().filter(|&&(d, l)| d == device && l != lane) {
-                let other = &g.lanes[other as usize];
-                let first = other.first_task as usize;
-                let tasks = first..first + other.task_count as usize;
-                // The first task of that stream starting while the full kernel ran.
-                let k = g.rec_start_ns[tasks.clone()].partition_point(|&s| s <= start);
-                let Some(next) = tasks.clone().nth(k) else {
-                    continue;
+            if let Some(waves) = waves.filter(|&w| w > 1.0 && w.is_finite()) {
+                g.sm_demand[t] = SmDemand::Fills {
+                    waves: waves as f32,
                 };
-                if g.rec_start_ns[next] >= end
-                    || !matches!(g.kind[next], TaskKind::Kernel | TaskKind::Collective)
-                {
-                    continue;
-                }
-                // A wave estimate the recording contradicts (the other kernel started before
-                // the last wave could have) is wrong about this instance: no edge.
-                if end - last_wave_ns > g.rec_start_ns[next] + TOLERANCE_NS {
-                    rejected += 1;
-                    continue;
-                }
-                edges.push(PendingEdge {
-                    from: TaskId(t as u32),
-                    to: TaskId(next as u32),
-                    kind: EdgeKind::DeviceFull,
-                    lag_ns: -last_wave_ns,
-                });
-                added += 1;
+                filling += 1;
             }
         }
-        self.report.device_full_edges = added;
-        if rejected > 0 {
-            *self
-                .report
-                .rejected
-                .entry("device-full waits contradicted by recorded times".to_string())
-                .or_default() += rejected;
-        }
+        self.report.device_filling_tasks = filling;
     }
 }

@@ -11,6 +11,10 @@ use super::{Builder, PendingEdge, TOLERANCE_NS};
 use crate::graph::calls::CallClass;
 use crate::graph::{EdgeKind, TaskId, TaskKind};
 
+/// How many launches back on the recording stream an unnamed event's source is looked for
+/// (`Work::wait` on an asynchronous collective a few collectives earlier).
+const MAX_EVENT_WALK_BACK: usize = 16;
+
 impl Builder<'_> {
     pub(super) fn sync_edges(
         &mut self,
@@ -151,20 +155,26 @@ impl Builder<'_> {
                                 continue;
                             }
                             // The event may have been recorded before the stream's latest
-                            // launch (PyTorch makes the compute stream wait for the
+                            // launch: PyTorch makes the compute stream wait for the
                             // communication stream's state before a collective it has just
-                            // launched there): when the recorded times rule the latest out,
-                            // the work before it is the source.
-                            let from = if g.rec_end_ns[last.index()]
+                            // launched there, and `Work::wait` waits for an event recorded
+                            // right after its own collective, several launches back. The
+                            // source is the latest work on that stream the recorded times
+                            // allow (the pair is the recording's, like a lane's order; the
+                            // time stays the cause's).
+                            let mut from = last;
+                            let mut steps = 0;
+                            while g.rec_end_ns[from.index()]
                                 > g.rec_start_ns[to.index()] + TOLERANCE_NS
                             {
-                                match g.lane_pred(last) {
-                                    Some(before) => before,
-                                    None => continue,
+                                match g.lane_pred(from) {
+                                    Some(before) if steps < MAX_EVENT_WALK_BACK => {
+                                        from = before;
+                                        steps += 1;
+                                    }
+                                    _ => break,
                                 }
-                            } else {
-                                last
-                            };
+                            }
                             new_edges.push(PendingEdge {
                                 from,
                                 to,
