@@ -1,0 +1,42 @@
+#![allow(clippy::print_stdout)]
+//! Diagnostic: the chain of binding constraints behind one task of a replay without inferred
+//! edges (by correlation id), with each link's lateness against the recording.
+use stepcast::graph::{BuildOptions, build};
+use stepcast::simulate::{RecordedOrder, SimOptions, simulate};
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let path = args.next().expect("trace path");
+    let corr: u64 = args.next().expect("correlation").parse().expect("number");
+    let trace = stepcast_trace::read_trace(std::path::Path::new(&path)).expect("read");
+    let w = build(&trace, &BuildOptions::default());
+    let g = &w.graph;
+    let options = SimOptions {
+        without_inferred: true,
+        ..SimOptions::default()
+    };
+    let tl = simulate(g, &RecordedOrder, options).expect("sim");
+    let mut t = (0..g.task_count())
+        .find(|&t| {
+            trace.events[g.event[t].index()].correlation == Some(corr) && g.kind[t].on_device()
+        })
+        .expect("task");
+    for _ in 0..std::env::var("DEPTH").map_or(40, |d| d.parse().expect("depth")) {
+        let e = &trace.events[g.event[t].index()];
+        let n = trace.name(e.name);
+        println!(
+            "lane {:>2} corr {:>9?} late {:>9} ns (begin {} rec {} dur {}) {:<40} bound {:?}",
+            g.lane[t],
+            e.correlation,
+            tl.begin_ns[t] - g.rec_start_ns[t],
+            tl.begin_ns[t],
+            g.rec_start_ns[t],
+            g.dur_ns[t],
+            &n[..n.len().min(40)],
+            tl.binding[t]
+        );
+        match tl.binding[t].pred() {
+            Some(p) => t = p.index(),
+            None => break,
+        }
+    }
+}
