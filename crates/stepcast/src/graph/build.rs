@@ -79,7 +79,6 @@ pub fn build(trace: &Trace, options: &BuildOptions) -> Window {
         launch_latency_ns: i64::MAX,
     };
     b.tasks();
-    b.sm_demand();
     let calls = b.call_index();
     let launcher = b.launch_edges(&calls);
     let mut steps = b.assign_steps(&launcher);
@@ -90,6 +89,8 @@ pub fn build(trace: &Trace, options: &BuildOptions) -> Window {
     b.blocking_launches(&mut edges);
     b.event_wait_latency(&mut edges);
     b.collectives(&launcher.call_of);
+    // After `collectives`, which tells communication kernels apart.
+    b.sm_demand();
     b.autograd_handoffs(&mut edges);
     if options.infer_edges {
         let candidates = b.inferred_edges(&device_lanes, &launcher.call_of, &edges);
