@@ -269,30 +269,17 @@ pub fn simulate(
         }
     }
     let mut done = 0usize;
-    loop {
-        let Some((at, node)) = frontier.pop().or_else(|| capacity.unpark_one()) else {
-            break;
-        };
+    while let Some((at, node)) = frontier.pop() {
         let node = node as usize;
         let t = node / 2;
         if node.is_multiple_of(2) && capacity.is_needed() {
-            match capacity.room(t, at) {
-                Room::Free => {}
-                Room::HeldUntil(until, full) => {
-                    timeline.begin_ns[t] = until;
-                    timeline.binding[t] = Binding::Edge(full, EdgeKind::DeviceFull);
-                    frontier.push(until, node as u32);
-                    continue;
-                }
-                Room::AfterEarlier => {
-                    capacity.park(t, at, node as u32);
-                    continue;
-                }
+            if let Some((until, full)) = capacity.held(t, at) {
+                timeline.begin_ns[t] = until;
+                timeline.binding[t] = Binding::Edge(full, EdgeKind::DeviceFull);
+                frontier.push(until, node as u32);
+                continue;
             }
-            timeline.begin_ns[t] = at;
-            for (woken_at, woken) in capacity.begins(t, at, dur_of(t)) {
-                frontier.push(woken_at, woken);
-            }
+            capacity.begins(t, at, dur_of(t));
         }
         done += 1;
         for s in succ_offsets[node]..succ_offsets[node + 1] {
@@ -342,76 +329,26 @@ impl Frontier {
 /// waves; a task of another stream of that device that asks for multiprocessors and is
 /// ready meanwhile begins when the device has room (`EdgeKind::DeviceFull`). A task of the
 /// same stream is ordered by its lane already.
-///
-/// Which of two full tasks of different streams gets the device first is the recording's
-/// (like the order of a lane): a full task waits until every full task recorded before it on
-/// its device has begun. Left to replay times, the order would flip on a few microseconds
-/// of drift and cost a whole kernel; kept, a what-if still moves when each one runs. Should
-/// the graph make an earlier one wait for a later one (a what-if that reorders work), the
-/// order gives way rather than deadlock.
 struct Capacity<'g> {
     graph: &'g Graph,
     needed: bool,
     /// Tasks filling a device: (device, lane, begin, room from, task).
     filling: Vec<(i64, u32, i64, i64, TaskId)>,
-    /// Per device (sorted), its full tasks in recorded order, and how many of them have begun
-    /// in a row from the first.
-    order: Vec<(i64, Vec<TaskId>)>,
-    begun_prefix: Vec<usize>,
-    begun: Vec<bool>,
-    /// Each full task's device and position in `order`.
-    position: Vec<(u32, u32)>,
-    /// Begin nodes waiting for an earlier full task of their device to begin: (device, time,
-    /// node).
-    parked: Vec<(u32, i64, u32)>,
-}
-
-/// What the device says to a task about to begin.
-enum Room {
-    Free,
-    /// Another stream's full task holds the device until then.
-    HeldUntil(i64, TaskId),
-    /// A full task recorded earlier on the device has not begun yet.
-    AfterEarlier,
 }
 
 impl<'g> Capacity<'g> {
     fn new(graph: &'g Graph, options: SimOptions) -> Self {
-        let full = |t: usize| {
-            graph.sm_demand[t].room_before_end_ns(graph.dur_ns[t]).is_some()
-                && graph.lanes[graph.lane[t] as usize].device.is_some()
-        };
-        let needed = !options.unlimited_devices && (0..graph.task_count()).any(full);
-        let mut order: Vec<(i64, Vec<TaskId>)> = Vec::new();
-        let mut position = Vec::new();
-        if needed {
-            let mut fulls: Vec<(i64, i64, u32)> = (0..graph.task_count())
-                .filter(|&t| full(t))
-                .filter_map(|t| {
-                    let device = graph.lanes[graph.lane[t] as usize].device?;
-                    Some((device, graph.rec_start_ns[t], t as u32))
-                })
-                .collect();
-            fulls.sort_unstable();
-            position = vec![(u32::MAX, u32::MAX); graph.task_count()];
-            for (device, _, t) in fulls {
-                if order.last().is_none_or(|(d, _)| *d != device) {
-                    order.push((device, Vec::new()));
-                }
-                let (index, (_, tasks)) = (order.len() - 1, order.last_mut().expect("pushed"));
-                position[t as usize] = (index as u32, tasks.len() as u32);
-                tasks.push(TaskId(t));
-            }
-        }
+        let needed = !options.unlimited_devices
+            && (0..graph.task_count()).any(|t| {
+                graph.sm_demand[t]
+                    .room_before_end_ns(graph.dur_ns[t])
+                    .is_some()
+                    && graph.lanes[graph.lane[t] as usize].device.is_some()
+            });
         Capacity {
             graph,
             needed,
             filling: Vec::new(),
-            begun_prefix: vec![0; order.len()],
-            begun: vec![false; if needed { graph.task_count() } else { 0 }],
-            order,
-            position,
-            parked: Vec::new(),
         }
     }
 
@@ -419,30 +356,15 @@ impl<'g> Capacity<'g> {
         self.needed
     }
 
-    /// Whether task `t` may begin at `at`.
-    fn room(&mut self, t: usize, at: i64) -> Room {
+    /// If a task of another stream fills task `t`'s device at time `at`: when it leaves
+    /// room, and which task it is (the one leaving room last).
+    fn held(&mut self, t: usize, at: i64) -> Option<(i64, TaskId)> {
         let g = self.graph;
         if g.sm_demand[t] == SmDemand::None {
-            return Room::Free;
+            return None;
         }
         let lane = g.lane[t];
-        let Some(device) = g.lanes[lane as usize].device else {
-            return Room::Free;
-        };
-        let (order_index, place) = self.position.get(t).copied().unwrap_or((u32::MAX, 0));
-        if order_index != u32::MAX && std::env::var("NO_ORDER").is_err() {
-            let (_, tasks) = &self.order[order_index as usize];
-            let prefix = self.begun_prefix[order_index as usize];
-            // An earlier full task of another stream that has not begun.
-            if tasks
-                .get(prefix..place as usize)
-                .unwrap_or_default()
-                .iter()
-                .any(|&f| !self.begun[f.index()] && g.lane[f.index()] != lane)
-            {
-                return Room::AfterEarlier;
-            }
-        }
+        let device = g.lanes[lane as usize].device?;
         // Settled in time order: what left room before now holds no one any more.
         self.filling.retain(|&(.., room_at, _)| room_at > at);
         self.filling
@@ -451,65 +373,23 @@ impl<'g> Capacity<'g> {
                 d == device && l != lane && begin <= at && room_at > at
             })
             .max_by_key(|&&(.., room_at, full)| (room_at, std::cmp::Reverse(full)))
-            .map_or(Room::Free, |&(.., room_at, full)| Room::HeldUntil(room_at, full))
+            .map(|&(.., room_at, full)| (room_at, full))
     }
 
-    /// Waits, at `at`, for an earlier full task of task `t`'s device to begin.
-    fn park(&mut self, t: usize, at: i64, node: u32) {
-        let (order_index, _) = self.position[t];
-        self.parked.push((order_index, at, node));
-    }
-
-    /// Task `t` begins at `at` and runs `dur_ns`: if it fills its device, it holds it, and the
-    /// tasks parked behind it may try again (returned as (time, node)).
-    fn begins(&mut self, t: usize, at: i64, dur_ns: i64) -> Vec<(i64, u32)> {
+    /// Task `t` begins at `at` and runs `dur_ns`: if it fills its device, it holds it.
+    fn begins(&mut self, t: usize, at: i64, dur_ns: i64) {
         let g = self.graph;
         let lane = g.lane[t];
         let (Some(device), Some(room_before_end)) = (
             g.lanes[lane as usize].device,
             g.sm_demand[t].room_before_end_ns(dur_ns),
         ) else {
-            return Vec::new();
+            return;
         };
         let room_at = at.saturating_add(dur_ns - room_before_end);
         if room_at > at {
             self.filling
                 .push((device, lane, at, room_at, TaskId(t as u32)));
         }
-        let Some(&(order_index, _)) = self.position.get(t).filter(|p| p.0 != u32::MAX) else {
-            return Vec::new();
-        };
-        self.begun[t] = true;
-        let (_, tasks) = &self.order[order_index as usize];
-        let prefix = &mut self.begun_prefix[order_index as usize];
-        while *prefix < tasks.len() && self.begun[tasks[*prefix].index()] {
-            *prefix += 1;
-        }
-        let mut woken = Vec::new();
-        self.parked.retain(|&(index, parked_at, node)| {
-            let wake = index == order_index;
-            if wake {
-                woken.push((parked_at.max(at), node));
-            }
-            !wake
-        });
-        woken
-    }
-
-    /// When nothing else can run, the parked task that has waited longest goes anyway: the
-    /// recorded order gives way rather than deadlock.
-    fn unpark_one(&mut self) -> Option<(i64, u32)> {
-        let oldest = (0..self.parked.len()).min_by_key(|&i| (self.parked[i].1, self.parked[i].2))?;
-        let (order_index, at, node) = self.parked.swap_remove(oldest);
-        // Give up the order for the earliest unbegun full task this one waited for.
-        let (_, tasks) = &self.order[order_index as usize];
-        let t = node as usize / 2;
-        let place = self.position[t].1 as usize;
-        let prefix = self.begun_prefix[order_index as usize];
-        let earlier = tasks.get(prefix..place).unwrap_or_default();
-        if let Some(&first) = earlier.iter().find(|f| !self.begun[f.index()]) {
-            self.begun[first.index()] = true;
-        }
-        Some((at, node))
     }
 }
