@@ -71,7 +71,7 @@ const MULTI_STEP: &[(&str, &Bars)] = &[
     ),
     (
         "HolisticTraceAnalysis/tests/data/trace_diff/test/test.json.gz",
-        &TRACE_DIFF_GAP,
+        &TRACE_DIFF_TEST,
     ),
     (
         "kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
@@ -101,18 +101,27 @@ const BARS: Bars = Bars {
 };
 
 /// A known gap, held at what it measures so that it cannot grow unnoticed: HTA's trace_diff
-/// pair (DLRM with pipeline SendRecv and all-reduce on their own streams) replays up to 1.1 %
-/// (control) and 4.0 % (test) short without inferred edges. Side-stream kernels that start
-/// only in the gaps of a compute stream busy with device-filling work (copies included, which
-/// record no launch configuration; `examples/drift.rs` lists them) still need a capacity
-/// model in the engine; until then, inferred edges hold them in the self-replay only.
+/// control (DLRM with pipeline SendRecv and all-reduce on their own streams) replays three of
+/// its six steps 1.0-1.2 % off without inferred edges (steps 1011 and 1012 by as much either
+/// way: device work moves across the step boundary). With the engine's device capacity model
+/// the order in which two streams' device-filling kernels get the device follows the replay's
+/// times, and a few microseconds of drift flip it at the cost of a whole kernel
+/// (`examples/slack.rs` lists them; keeping the recorded order instead flips test's).
 const TRACE_DIFF_GAP: Bars = Bars {
-    error_median: 0.006,
+    error_median: 0.005,
     error_max: 0.02,
-    error_without_inferred_median: 0.04,
-    error_without_inferred_max: 0.045,
+    error_without_inferred_median: 0.011,
+    error_without_inferred_max: 0.0125,
     fidelity_median: 0.95,
     typical_error: 0.02,
+};
+
+/// trace_diff/test meets the bars without inferred edges (0.25 % median, 0.52 % max); with
+/// them (what only the self-replay uses) its median is 0.50 %: an inferred edge that delays a
+/// task also changes which stream gets the device next.
+const TRACE_DIFF_TEST: Bars = Bars {
+    error_median: 0.0055,
+    ..BARS
 };
 
 fn median(mut values: Vec<f64>) -> f64 {
