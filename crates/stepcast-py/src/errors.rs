@@ -5,8 +5,9 @@ use pyo3::PyErr;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 
+// Named for where users meet it: `stepcast.StepcastError`.
 create_exception!(
-    _native,
+    stepcast,
     StepcastError,
     PyException,
     "A trace that cannot be read, replayed or predicted, or an invalid request; the message is \
