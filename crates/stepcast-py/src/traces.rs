@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use pyo3::exceptions::PyTypeError;
 use pyo3::conversion::FromPyObjectOwned;
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use stepcast::whatif::{ModelParams, Peers};
@@ -206,12 +206,7 @@ impl Trace {
     }
 
     #[pyo3(signature = (peers="skew", progress=None))]
-    fn advise(
-        &self,
-        py: Python<'_>,
-        peers: &str,
-        progress: Option<Py<PyAny>>,
-    ) -> PyResult<String> {
+    fn advise(&self, py: Python<'_>, peers: &str, progress: Option<Py<PyAny>>) -> PyResult<String> {
         let peers = self::peers(peers)?;
         detached(py, progress, |p| jobs::advise(&self.loaded, peers, p))
     }

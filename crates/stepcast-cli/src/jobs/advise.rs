@@ -6,7 +6,11 @@ use stepcast_report::json::{AdviseJson, advise_json};
 
 use super::{Loaded, Progress};
 
-pub fn advise(loaded: &Loaded, peers: Peers, progress: &dyn Progress) -> anyhow::Result<AdviseJson> {
+pub fn advise(
+    loaded: &Loaded,
+    peers: Peers,
+    progress: &dyn Progress,
+) -> anyhow::Result<AdviseJson> {
     progress.update("advising", 0, 1);
     let advice = stepcast::whatif::advise(&loaded.context(peers))
         .with_context(|| format!("cannot advise on {}", loaded.path.display()))?;

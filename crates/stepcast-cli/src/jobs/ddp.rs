@@ -89,7 +89,8 @@ impl Ddp {
             gradient_file: self.gradient_file.clone(),
             names: Some(InsertNames::resolve(&trace, fallback)),
         };
-        let result = sweep_with(&context, &baseline, &self.configs, &inputs).with_context(cannot)?;
+        let result =
+            sweep_with(&context, &baseline, &self.configs, &inputs).with_context(cannot)?;
         let outcome = result
             .last
             .as_ref()
@@ -231,4 +232,3 @@ fn configs(options: &DdpOptions) -> anyhow::Result<Vec<DdpConfig>> {
     }
     Ok(configs)
 }
-

@@ -58,9 +58,13 @@ pub fn whatif(
     progress.update("predicting", 0, 1);
     let document = match transform {
         Transform::Ddp(ddp) => ddp.predict(loaded, peers)?,
-        Transform::Model(model) => one(loaded, peers, model.name(), &[model.clone()], |c, e| {
-            model.apply(c, e).map(|_| ())
-        })?,
+        Transform::Model(model) => one(
+            loaded,
+            peers,
+            model.name(),
+            std::slice::from_ref(model),
+            |c, e| model.apply(c, e).map(|_| ()),
+        )?,
         Transform::Scenario { scenario, path } => {
             let name = scenario.name.clone().unwrap_or_else(|| {
                 path.file_stem()
