@@ -37,7 +37,7 @@ def binary() -> Path:
     """The CLI built from this checkout (`.ci/test` builds it; STEPCAST_BIN overrides)."""
     path = Path(os.environ.get("STEPCAST_BIN", REPO / "target" / "release" / "stepcast"))
     if not path.is_file():
-        pytest.fail(f"no stepcast binary at {path}: run `cargo build --release -p stepcast-cli`")
+        pytest.fail(f"no stepcast binary at {path}: run `cargo build --release` (or .ci/test)")
     return path
 
 
