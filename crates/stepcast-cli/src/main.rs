@@ -1,16 +1,18 @@
 //! The `stepcast` binary: parses the command line, runs one subcommand, and writes its answer
 //! to stdout or a file. Errors go to stderr as `stepcast: error: ...` and exit with status 1,
-//! or 2 when the command line itself is invalid ([`Usage`]).
+//! or 2 when the command line itself is invalid ([`stepcast_cli::Usage`]). The work itself
+//! is done by the library (`stepcast_cli::jobs`), which the Python package calls too.
 
 mod args;
 mod commands;
 mod output;
 
-use std::fmt;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
 use clap::Parser;
+
+use stepcast_cli::{is_usage, message};
 
 use crate::args::{Args, Command, OutputArgs};
 
@@ -21,31 +23,13 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             let _ = writeln!(io::stderr().lock(), "stepcast: error: {}", message(&error));
-            if error.chain().any(|cause| cause.is::<Usage>()) {
+            if is_usage(&error) {
                 ExitCode::from(2)
             } else {
                 ExitCode::FAILURE
             }
         }
     }
-}
-
-/// An invalid command line found after clap's own checks (an unknown model, a bad parameter
-/// value): exit status 2, as `--help` documents, like clap's usage errors.
-#[derive(Debug)]
-pub struct Usage(pub anyhow::Error);
-
-impl fmt::Display for Usage {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", message(&self.0))
-    }
-}
-
-impl std::error::Error for Usage {}
-
-/// Marks an error as an invalid command line (exit status 2).
-pub fn usage(error: impl Into<anyhow::Error>) -> anyhow::Error {
-    anyhow::Error::new(Usage(error.into()))
 }
 
 fn run(args: &Args) -> anyhow::Result<()> {
@@ -70,36 +54,5 @@ fn write(output: &OutputArgs, answer: &str) -> anyhow::Result<()> {
             Err(error) if error.kind() == io::ErrorKind::BrokenPipe => Ok(()),
             result => Ok(result?),
         },
-    }
-}
-
-/// The error and its causes on one line, like anyhow's `{:#}`, but leaving out a cause whose
-/// text the message already holds (some errors quote their source in their own message).
-fn message(error: &anyhow::Error) -> String {
-    let mut text = String::new();
-    for cause in error.chain() {
-        let cause = cause.to_string();
-        if text.contains(&cause) {
-            continue;
-        }
-        if !text.is_empty() {
-            text.push_str(": ");
-        }
-        text.push_str(&cause);
-    }
-    text
-}
-
-#[cfg(test)]
-mod tests {
-    use super::message;
-
-    #[test]
-    fn message_leaves_out_causes_already_quoted() {
-        let source = std::io::Error::other("disk on fire");
-        let error = anyhow::Error::new(source).context("cannot read t.json: disk on fire");
-        assert_eq!(message(&error), "cannot read t.json: disk on fire");
-        let error = anyhow::anyhow!("inner").context("outer");
-        assert_eq!(message(&error), "outer: inner");
     }
 }

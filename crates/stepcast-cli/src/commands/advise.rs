@@ -1,24 +1,15 @@
 //! `stepcast advise TRACE`: every built-in optimization and useful combinations, ranked by
 //! predicted gain.
 
-use anyhow::Context as _;
-use stepcast::whatif::advise;
-use stepcast_report::{json, table};
+use stepcast_cli::jobs::{self, Loaded, Quiet};
+use stepcast_report::table;
 
 use crate::args::AdviseArgs;
 
 /// Runs `advise` and returns its output (text, or JSON with `--json`).
 pub fn run(args: &AdviseArgs) -> anyhow::Result<String> {
-    let mapped = super::Mapped::load(&args.trace)?;
-    let (trace, window, context) = (
-        &mapped.trace,
-        &mapped.window,
-        mapped.context(args.peers.peers()),
-    );
-    let advice =
-        advise(&context).with_context(|| format!("cannot advise on {}", args.trace.display()))?;
-    let mut document = json::advise_json(trace, window, &advice);
-    document.trace.file = Some(args.trace.display().to_string());
+    let loaded = Loaded::load(&args.trace, &Quiet)?;
+    let document = jobs::advise(&loaded, args.peers.peers(), &Quiet)?;
     if args.output.json {
         super::to_json(&document)
     } else {

@@ -1,44 +1,14 @@
 //! `stepcast compare BEFORE AFTER [--model M ...]`: the measured speedup of two traces of one
 //! workload, what changed, and each model's prediction from BEFORE against the measured AFTER.
 
-use anyhow::{Context as _, bail};
-use stepcast::compare::{Side, check_model, compare};
-use stepcast::whatif::{Model, ModelParams};
-use stepcast_report::{json, table};
+use stepcast::whatif::ModelParams;
+use stepcast_cli::jobs::{self, Loaded, Quiet};
+use stepcast_report::table;
 
 use crate::args::CompareArgs;
 
-/// A trace with its window and analysis.
-struct Loaded {
-    trace: stepcast_trace::Trace,
-    window: stepcast::Window,
-    analysis: stepcast::analyze::Analysis,
-}
-
-impl Loaded {
-    fn load(path: &std::path::Path) -> anyhow::Result<Loaded> {
-        let (trace, window) = super::load(path)?;
-        let analysis = stepcast::analyze::analyze(&trace, &window, None)
-            .with_context(|| format!("cannot analyze {}", path.display()))?;
-        Ok(Loaded {
-            trace,
-            window,
-            analysis,
-        })
-    }
-
-    fn side(&self) -> Side<'_> {
-        Side {
-            trace: &self.trace,
-            window: &self.window,
-            analysis: &self.analysis,
-        }
-    }
-}
-
 /// Runs `compare` and returns its output (text, or JSON with `--json`).
 pub fn run(args: &CompareArgs) -> anyhow::Result<String> {
-    // Models are checked before the traces are read, so a typo fails fast.
     let params = ModelParams {
         factor: args.factor,
         compute: args.compute,
@@ -48,37 +18,10 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<String> {
         fraction: args.fraction,
         contention: args.contention,
     };
-    let mut models = Vec::with_capacity(args.models.len());
-    for name in &args.models {
-        if name == "ddp" {
-            bail!("compare --model ddp is not supported: use `stepcast whatif TRACE ddp`");
-        }
-        models.push(Model::with_params(name, &params)?);
-    }
-    let before = Loaded::load(&args.before)?;
-    let after = Loaded::load(&args.after)?;
-    let comparison = compare(&before.side(), &after.side()).with_context(|| {
-        format!(
-            "cannot compare {} with {}",
-            args.before.display(),
-            args.after.display()
-        )
-    })?;
-    let mut checks = Vec::with_capacity(models.len());
-    for model in &models {
-        let check = check_model(
-            &before.side(),
-            &comparison.before,
-            &after.side(),
-            &comparison.after,
-            model,
-        )
-        .with_context(|| format!("cannot predict {}", args.before.display()))?;
-        checks.push(check);
-    }
-    let mut document = json::compare_json(&before.trace, &after.trace, &comparison, &checks);
-    document.before.trace.file = Some(args.before.display().to_string());
-    document.after.trace.file = Some(args.after.display().to_string());
+    let models = jobs::compare_models(&args.models, &params)?;
+    let before = Loaded::load(&args.before, &Quiet)?;
+    let after = Loaded::load(&args.after, &Quiet)?;
+    let document = jobs::compare(&before, &after, &models, &Quiet)?;
     if args.output.json {
         super::to_json(&document)
     } else {

@@ -3,8 +3,8 @@
 //! only, so it writes that file itself and prints nothing.
 
 use anyhow::Context;
-use stepcast::analyze::mapping::map;
 use stepcast::simulate::{RecordedOrder, SimOptions, simulate};
+use stepcast_cli::jobs::{Loaded, Quiet};
 use stepcast_report::export::{Export, Selection};
 
 use crate::args::ExportArgs;
@@ -13,21 +13,22 @@ use crate::output;
 /// Runs `export`: reads and replays the trace, then writes the Chrome trace to `args.output`,
 /// whole or not at all.
 pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
-    let (trace, window) = super::load(&args.trace)?;
+    let loaded = Loaded::load(&args.trace, &Quiet)?;
+    let (trace, window) = (&loaded.trace, &loaded.window);
     let selection = match args.step {
         None => Selection::window(),
         Some(number) => {
-            super::step_index(&args.trace, &window, number)?;
-            Selection::step(&window, number).with_context(|| {
+            loaded.step_index(number)?;
+            Selection::step(window, number).with_context(|| {
                 format!("cannot select step {number} of {}", args.trace.display())
             })?
         }
     };
     let timeline = simulate(&window.graph, &RecordedOrder, SimOptions::default())
         .with_context(|| format!("cannot replay {}", args.trace.display()))?;
-    let mapping = map(&trace, &window);
+    let mapping = loaded.mapping();
     let mut bytes = Vec::new();
-    Export::new(&trace, &window, &timeline, Some(&mapping), selection)
+    Export::new(trace, window, &timeline, Some(mapping), selection)
         .write_to(&mut bytes)
         .context("cannot render the export")?;
     let text = String::from_utf8(bytes).context("the export is not UTF-8")?;

@@ -1,14 +1,13 @@
 //! `stepcast info TRACE`: what a trace holds and how its graph was built.
 
-use stepcast_report::{json, table};
+use stepcast_cli::jobs::{self, Loaded, Quiet};
+use stepcast_report::table;
 
 use crate::args::InfoArgs;
 
 /// Runs `info` and returns its output (text, or JSON with `--json`).
 pub fn run(args: &InfoArgs) -> anyhow::Result<String> {
-    let (trace, window) = super::load(&args.trace)?;
-    let mut info = json::info_json(&trace, &window);
-    info.trace.file = Some(args.trace.display().to_string());
+    let info = jobs::info(&Loaded::load(&args.trace, &Quiet)?);
     if args.output.json {
         super::to_json(&info)
     } else {

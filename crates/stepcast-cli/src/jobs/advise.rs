@@ -1,0 +1,21 @@
+//! `advise`: every built-in optimization and useful combinations, ranked by predicted gain.
+
+use anyhow::Context as _;
+use stepcast::whatif::Peers;
+use stepcast_report::json::{AdviseJson, advise_json};
+
+use super::{Loaded, Progress};
+
+pub fn advise(
+    loaded: &Loaded,
+    peers: Peers,
+    progress: &dyn Progress,
+) -> anyhow::Result<AdviseJson> {
+    progress.update("advising", 0, 1);
+    let advice = stepcast::whatif::advise(&loaded.context(peers))
+        .with_context(|| format!("cannot advise on {}", loaded.path.display()))?;
+    progress.update("advising", 1, 1);
+    let mut document = advise_json(&loaded.trace, &loaded.window, &advice);
+    document.trace.file = loaded.file();
+    Ok(document)
+}

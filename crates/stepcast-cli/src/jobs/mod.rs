@@ -1,0 +1,116 @@
+//! One function per subcommand, each from a loaded trace (or job) to its JSON document.
+//!
+//! A trace is read and its graph built once ([`Loaded`]); every question asked of it after
+//! that reuses them, which is what a notebook does (load once, ask many times). Errors are
+//! `anyhow` chains whose one-line [`message`](crate::message) names the file and the problem.
+
+mod advise;
+mod analyze;
+mod compare;
+mod ddp;
+mod info;
+mod ranks;
+mod replay;
+mod whatif;
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use stepcast::Window;
+use stepcast::analyze::mapping::{Mapping, map};
+use stepcast::graph::{BuildOptions, build};
+use stepcast::whatif::{Context, Peers};
+use stepcast_trace::Trace;
+
+pub use advise::advise;
+pub use analyze::analyze;
+pub use compare::{compare, compare_models};
+pub use ddp::DdpOptions;
+pub use info::info;
+pub use ranks::{Job, rank_files};
+pub use replay::replay;
+pub use whatif::{Transform, whatif};
+
+/// Where long work reports how far it is: `stage` names what is being done, `done` of `total`
+/// units of it are finished. Called from the thread doing the work, possibly several threads.
+pub trait Progress: Sync {
+    fn update(&self, stage: &str, done: usize, total: usize);
+}
+
+/// No progress shown.
+pub struct Quiet;
+
+impl Progress for Quiet {
+    fn update(&self, _stage: &str, _done: usize, _total: usize) {}
+}
+
+/// A trace read, with its window built and, once a question needs it, the mapping of its
+/// tasks to ops, layers and phases (what `analyze`, `whatif`, `advise` and `compare` share).
+pub struct Loaded {
+    /// The path as given: documents and messages name the file as the user did.
+    pub path: PathBuf,
+    pub trace: Trace,
+    pub window: Window,
+    mapping: OnceLock<Mapping>,
+}
+
+impl Loaded {
+    /// Reads the trace at `path` and builds its window. The read error already names the file.
+    pub fn load(path: &Path, progress: &dyn Progress) -> anyhow::Result<Loaded> {
+        let stage = format!("loading {}", path.display());
+        progress.update(&stage, 0, 2);
+        let trace = stepcast_trace::read_trace(path)?;
+        progress.update(&stage, 1, 2);
+        let window = build(&trace, &BuildOptions::default());
+        progress.update(&stage, 2, 2);
+        Ok(Loaded {
+            path: path.to_path_buf(),
+            trace,
+            window,
+            mapping: OnceLock::new(),
+        })
+    }
+
+    /// The mapping of every task, computed on first use.
+    pub fn mapping(&self) -> &Mapping {
+        self.mapping.get_or_init(|| map(&self.trace, &self.window))
+    }
+
+    /// What every what-if starts from.
+    pub fn context(&self, peers: Peers) -> Context<'_> {
+        let mut context = Context::new(&self.trace, &self.window, self.mapping());
+        context.peers = peers;
+        context
+    }
+
+    /// The file as documents name it.
+    fn file(&self) -> Option<String> {
+        Some(self.path.display().to_string())
+    }
+
+    /// The index in `window.steps` of `ProfilerStep#number`, or an error naming the steps
+    /// there are. A trace without step markers has one synthetic step, which `step` cannot
+    /// name.
+    pub fn step_index(&self, number: u64) -> anyhow::Result<usize> {
+        let (path, window) = (self.path.display(), &self.window);
+        let found = window
+            .steps
+            .iter()
+            .position(|step| step.number == number && !step.synthetic);
+        if let Some(index) = found {
+            return Ok(index);
+        }
+        let numbers: Vec<u64> = window.steps.iter().map(|step| step.number).collect();
+        match window.steps.as_slice() {
+            [] => anyhow::bail!("{path} has no step {number}: it has no steps (leave out --step)"),
+            [step] if step.synthetic => anyhow::bail!(
+                "{path} has no step {number}: it has no ProfilerStep markers, so the whole window \
+                 is one step (leave out --step)"
+            ),
+            _ => anyhow::bail!(
+                "{path} has no step {number}; its steps are {} (pass one of these to --step)",
+                stepcast_report::table::step_list(&numbers)
+            ),
+        }
+    }
+}

@@ -1,0 +1,23 @@
+//! `stepcast._native`: the Rust half of stepcast's Python package (`python/stepcast/` is the
+//! other half, the API a user sees). Every method runs the same library function as the
+//! matching `stepcast` subcommand (`stepcast_cli::jobs`) with the GIL released, and answers
+//! with the subcommand's `--json` document as a string, which the Python half parses: the
+//! Python results are the CLI's JSON by construction, not by a second serializer.
+
+mod errors;
+mod progress;
+mod traces;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add(
+        "StepcastError",
+        module.py().get_type::<errors::StepcastError>(),
+    )?;
+    module.add_class::<traces::Trace>()?;
+    module.add_class::<traces::Job>()?;
+    module.add_function(wrap_pyfunction!(traces::compare, module)?)?;
+    Ok(())
+}

@@ -1,0 +1,269 @@
+//! The loaded trace and job folder Python holds, and their questions. Each question releases
+//! the GIL while the engine works (and while its answer is serialized).
+
+use std::path::PathBuf;
+
+use pyo3::conversion::FromPyObjectOwned;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use stepcast::whatif::{ModelParams, Peers};
+use stepcast_cli::jobs::{self, DdpOptions, Loaded, Progress, Transform};
+
+use crate::errors::{StepcastError, to_json, to_py};
+use crate::progress::Callback;
+
+/// Runs `work` without the GIL, reporting to `progress`, and answers its document as JSON.
+fn detached<T: serde::Serialize>(
+    py: Python<'_>,
+    progress: Option<Py<PyAny>>,
+    work: impl FnOnce(&dyn Progress) -> anyhow::Result<T> + Send,
+) -> PyResult<String> {
+    let callback = Callback::new(progress);
+    let answer = py.detach(|| work(&callback).and_then(|document| to_json(&document)));
+    callback.finish()?;
+    answer.map_err(|error| to_py(&error))
+}
+
+/// `--peers` as the CLI spells it.
+fn peers(text: &str) -> PyResult<Peers> {
+    match text {
+        "skew" => Ok(Peers::Skew),
+        "balanced" => Ok(Peers::Balanced),
+        _ => Err(StepcastError::new_err(format!(
+            "bad peers `{text}`: expected skew or balanced"
+        ))),
+    }
+}
+
+/// Keyword arguments taken one by name; what is left over was not a parameter.
+struct Params<'py> {
+    function: &'static str,
+    left: Option<Bound<'py, PyDict>>,
+}
+
+impl<'py> Params<'py> {
+    fn new(function: &'static str, params: Option<&Bound<'py, PyDict>>) -> PyResult<Params<'py>> {
+        // A copy: the caller's dict is not ours to empty.
+        let left = params.map(|p| p.copy()).transpose()?;
+        Ok(Params { function, left })
+    }
+
+    fn take<T: FromPyObjectOwned<'py>>(&mut self, name: &str) -> PyResult<Option<T>> {
+        let Some(left) = &self.left else {
+            return Ok(None);
+        };
+        let Some(value) = left.get_item(name)? else {
+            return Ok(None);
+        };
+        left.del_item(name)?;
+        if value.is_none() {
+            return Ok(None);
+        }
+        let extracted: PyResult<T> = value.extract::<T>().map_err(Into::into);
+        extracted.map(Some).map_err(|error| {
+            PyTypeError::new_err(format!("{}(): bad `{name}`: {error}", self.function))
+        })
+    }
+
+    fn flag(&mut self, name: &str) -> PyResult<bool> {
+        Ok(self.take::<bool>(name)?.unwrap_or(false))
+    }
+
+    fn model_params(&mut self) -> PyResult<ModelParams> {
+        Ok(ModelParams {
+            factor: self.take("factor")?,
+            compute: self.take("compute")?,
+            memory: self.take("memory")?,
+            cpu: self.take("cpu")?,
+            copy: self.take("copy")?,
+            fraction: self.take("fraction")?,
+            contention: self.take("contention")?,
+        })
+    }
+
+    fn ddp_options(&mut self) -> PyResult<DdpOptions> {
+        Ok(DdpOptions {
+            gpus: self.take("gpus")?,
+            gpus_per_node: self.take("gpus_per_node")?,
+            net: self.take("net")?,
+            latency: self.take("latency")?,
+            intra: self.take("intra")?,
+            algorithm: self.take("algorithm")?,
+            flat: self.flag("flat")?,
+            bucket_mb: self.take("bucket_mb")?,
+            gradients: self.take("gradients")?,
+            reinsert: self.flag("reinsert")?,
+            compress: self.take("compress")?,
+            p3: self.flag("p3")?,
+            fsdp: self.flag("fsdp")?,
+        })
+    }
+
+    /// An error, as Python gives for any function, for the first argument not taken.
+    fn finish(self) -> PyResult<()> {
+        let Some(left) = self.left else {
+            return Ok(());
+        };
+        match left.keys().iter().next() {
+            None => Ok(()),
+            Some(name) => Err(PyTypeError::new_err(format!(
+                "{}() got an unexpected keyword argument {}",
+                self.function,
+                name.repr()?
+            ))),
+        }
+    }
+}
+
+/// One trace, read and its graph built once; every question reuses them.
+#[pyclass(frozen, module = "stepcast._native")]
+pub struct Trace {
+    loaded: Loaded,
+}
+
+#[pymethods]
+impl Trace {
+    #[staticmethod]
+    #[pyo3(signature = (path, progress=None))]
+    fn load(py: Python<'_>, path: PathBuf, progress: Option<Py<PyAny>>) -> PyResult<Trace> {
+        let callback = Callback::new(progress);
+        let loaded = py.detach(|| Loaded::load(&path, &callback));
+        callback.finish()?;
+        Ok(Trace {
+            loaded: loaded.map_err(|error| to_py(&error))?,
+        })
+    }
+
+    /// The path as given to `load`.
+    #[getter]
+    fn path(&self) -> String {
+        self.loaded.path.display().to_string()
+    }
+
+    fn info(&self, py: Python<'_>) -> PyResult<String> {
+        detached(py, None, |_| Ok(jobs::info(&self.loaded)))
+    }
+
+    #[pyo3(signature = (step=None, progress=None))]
+    fn replay(
+        &self,
+        py: Python<'_>,
+        step: Option<u64>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<String> {
+        detached(py, progress, |p| jobs::replay(&self.loaded, step, p))
+    }
+
+    #[pyo3(signature = (step=None, progress=None))]
+    fn analyze(
+        &self,
+        py: Python<'_>,
+        step: Option<u64>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<String> {
+        detached(py, progress, |p| jobs::analyze(&self.loaded, step, p))
+    }
+
+    /// `whatif MODEL` (`ddp` included) or `whatif --scenario FILE`, with the CLI's options
+    /// as keyword arguments (`--gpus-per-node` is `gpus_per_node`).
+    #[pyo3(signature = (model=None, scenario=None, peers="skew", progress=None, **params))]
+    fn whatif(
+        &self,
+        py: Python<'_>,
+        model: Option<String>,
+        scenario: Option<PathBuf>,
+        peers: &str,
+        progress: Option<Py<PyAny>>,
+        params: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<String> {
+        let peers = self::peers(peers)?;
+        let mut params = Params::new("whatif", params)?;
+        let model_params = params.model_params()?;
+        let ddp = params.ddp_options()?;
+        params.finish()?;
+        let any_param = [
+            model_params.factor,
+            model_params.compute,
+            model_params.memory,
+            model_params.cpu,
+            model_params.copy,
+            model_params.fraction,
+            model_params.contention,
+        ]
+        .iter()
+        .any(Option::is_some);
+        if scenario.is_some() && (model.is_some() || any_param) {
+            return Err(StepcastError::new_err(
+                "a scenario file replaces the model and its parameters: give one or the other",
+            ));
+        }
+        let transform = Transform::new(model.as_deref(), scenario.as_deref(), &model_params, &ddp)
+            .map_err(|error| to_py(&error))?;
+        detached(py, progress, |p| {
+            jobs::whatif(&self.loaded, &transform, peers, p)
+        })
+    }
+
+    #[pyo3(signature = (peers="skew", progress=None))]
+    fn advise(&self, py: Python<'_>, peers: &str, progress: Option<Py<PyAny>>) -> PyResult<String> {
+        let peers = self::peers(peers)?;
+        detached(py, progress, |p| jobs::advise(&self.loaded, peers, p))
+    }
+}
+
+/// `compare BEFORE AFTER`, each model of `models` predicted from BEFORE and checked against
+/// AFTER.
+#[pyfunction]
+#[pyo3(signature = (before, after, models=Vec::new(), progress=None, **params))]
+pub fn compare(
+    py: Python<'_>,
+    before: &Bound<'_, Trace>,
+    after: &Bound<'_, Trace>,
+    models: Vec<String>,
+    progress: Option<Py<PyAny>>,
+    params: Option<&Bound<'_, PyDict>>,
+) -> PyResult<String> {
+    let mut params = Params::new("compare", params)?;
+    let model_params = params.model_params()?;
+    params.finish()?;
+    let models = jobs::compare_models(&models, &model_params).map_err(|error| to_py(&error))?;
+    let (before, after) = (&before.get().loaded, &after.get().loaded);
+    detached(py, progress, |p| jobs::compare(before, after, &models, p))
+}
+
+/// The ranks of one job (a folder of traces, or several traces), replayed as one graph.
+#[pyclass(frozen, module = "stepcast._native")]
+pub struct Job {
+    job: jobs::Job,
+}
+
+#[pymethods]
+impl Job {
+    #[staticmethod]
+    #[pyo3(signature = (paths, progress=None))]
+    fn load(py: Python<'_>, paths: Vec<PathBuf>, progress: Option<Py<PyAny>>) -> PyResult<Job> {
+        let callback = Callback::new(progress);
+        let job = py.detach(|| jobs::Job::load(&paths, &callback));
+        callback.finish()?;
+        Ok(Job {
+            job: job.map_err(|error| to_py(&error))?,
+        })
+    }
+
+    /// The trace files, in rank order.
+    #[getter]
+    fn files(&self) -> Vec<String> {
+        self.job.files().map(|p| p.display().to_string()).collect()
+    }
+
+    #[pyo3(signature = (step=None, progress=None))]
+    fn replay(
+        &self,
+        py: Python<'_>,
+        step: Option<u64>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<String> {
+        detached(py, progress, |p| self.job.replay(step, p))
+    }
+}

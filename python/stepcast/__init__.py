@@ -1,0 +1,162 @@
+"""Replay, analyze and predict PyTorch training steps from profiler traces.
+
+``load(path)`` reads a trace (or a job folder of one trace per rank) once; its methods run the
+same code as the ``stepcast`` command line and return its ``--json`` documents as dicts
+(``Result``, with ``to_pandas()``). See ``docs/json-schema.md`` for every field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Callable, Iterable, Optional, Sequence, Union
+
+from . import _native
+from ._native import StepcastError
+from ._progress import Progress, progress_callback
+from ._results import Result
+
+__all__ = ["Job", "Result", "StepcastError", "Trace", "compare", "load"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _result(text: str) -> Result:
+    return Result(json.loads(text))
+
+
+class Trace:
+    """One trace, read and its graph built once; every question reuses them."""
+
+    def __init__(self, native: _native.Trace, progress: Progress = None) -> None:
+        self._native = native
+        self._progress = progress
+
+    @property
+    def path(self) -> str:
+        """The path as given to ``load``."""
+        return self._native.path
+
+    def __repr__(self) -> str:
+        return f"stepcast.Trace({self.path!r})"
+
+    def _callback(self, progress: Progress) -> Optional[Callable[[str, int, int], Any]]:
+        return progress_callback(self._progress if progress is None else progress)
+
+    def info(self) -> Result:
+        """What the trace holds and how its graph was built (``stepcast info --json``)."""
+        return _result(self._native.info())
+
+    def replay(self, step: Optional[int] = None, *, progress: Progress = None) -> Result:
+        """Every step replayed against the recording (``stepcast replay --json``)."""
+        return _result(self._native.replay(step, progress=self._callback(progress)))
+
+    def analyze(self, step: Optional[int] = None, *, progress: Progress = None) -> Result:
+        """Where the step's time goes (``stepcast analyze --json``)."""
+        return _result(self._native.analyze(step, progress=self._callback(progress)))
+
+    def whatif(
+        self,
+        model: Optional[str] = None,
+        *,
+        scenario: Optional[PathLike] = None,
+        peers: str = "skew",
+        progress: Progress = None,
+        **params: Any,
+    ) -> Result:
+        """The step after an optimization (``stepcast whatif --json``).
+
+        ``model`` is a built-in model (``amp``, ``faster_hardware``...) or ``ddp``; ``params``
+        are the command line's options with underscores (``factor=0.5``,
+        ``gpus=[8, 16]``, ``gpus_per_node=8``, ``net="100Gbps"``, ``fsdp=True``). A
+        ``scenario`` file (TOML) replaces the model.
+        """
+        for name in ("gpus", "net"):
+            if name in params:
+                params[name] = _comma_list(params[name])
+        if scenario is not None:
+            scenario = os.fspath(scenario)
+        text = self._native.whatif(
+            model, scenario, peers, progress=self._callback(progress), **params
+        )
+        return _result(text)
+
+    def advise(self, *, peers: str = "skew", progress: Progress = None) -> Result:
+        """Every built-in model and useful combinations, ranked (``stepcast advise --json``)."""
+        return _result(self._native.advise(peers, progress=self._callback(progress)))
+
+
+class Job:
+    """The ranks of one job (a folder of traces, or several traces), replayed as one graph."""
+
+    def __init__(self, native: _native.Job, progress: Progress = None) -> None:
+        self._native = native
+        self._progress = progress
+
+    @property
+    def files(self) -> list:
+        """The trace files, in rank order."""
+        return self._native.files
+
+    def __repr__(self) -> str:
+        return f"stepcast.Job({len(self.files)} ranks)"
+
+    def replay(self, step: Optional[int] = None, *, progress: Progress = None) -> Result:
+        """Every rank replayed as one graph (``stepcast replay DIR --json``)."""
+        callback = progress_callback(self._progress if progress is None else progress)
+        return _result(self._native.replay(step, progress=callback))
+
+
+def load(
+    path: Union[PathLike, Sequence[PathLike]], *, progress: Progress = None
+) -> Union[Trace, Job]:
+    """Reads a trace file (``.json``, ``.json.gz``) and builds its graph: a ``Trace``.
+
+    A folder of traces, or a list of trace files, one per rank of a job, gives a ``Job``.
+    ``progress``: ``True`` for tqdm bars (when tqdm is installed), or a callable
+    ``progress(stage, done, total)``; it stays the default of the object's methods.
+    """
+    callback = progress_callback(progress)
+    if isinstance(path, (list, tuple)):
+        paths = [os.fspath(p) for p in path]
+        return Job(_native.Job.load(paths, progress=callback), progress)
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        return Job(_native.Job.load([path], progress=callback), progress)
+    return Trace(_native.Trace.load(path, progress=callback), progress)
+
+
+def compare(
+    before: Union[PathLike, Trace],
+    after: Union[PathLike, Trace],
+    *,
+    models: Iterable[str] = (),
+    progress: Progress = None,
+    **params: Any,
+) -> Result:
+    """Two traces of one workload: the measured speedup, what changed, and each of ``models``
+    predicted from ``before`` against the measured ``after`` (``stepcast compare --json``).
+    ``before`` and ``after`` are paths or loaded traces."""
+    if isinstance(models, str):
+        models = [models]
+    sides = [side if isinstance(side, Trace) else load(side) for side in (before, after)]
+    for side in sides:
+        if not isinstance(side, Trace):
+            raise StepcastError(f"compare takes two traces, not a job folder: {side.files[0]}")
+    text = _native.compare(
+        sides[0]._native,
+        sides[1]._native,
+        list(models),
+        progress=progress_callback(progress),
+        **params,
+    )
+    return _result(text)
+
+
+def _comma_list(value: Any) -> Any:
+    """``[8, 16]`` as the command line's ``8,16``; anything else unchanged."""
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(item) for item in value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return value

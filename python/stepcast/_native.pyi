@@ -1,0 +1,40 @@
+# Types of the native module (crates/stepcast-py); every method answers a `--json` document
+# as JSON text, which the package parses.
+from typing import Any, Callable, List, Optional
+
+ProgressCallback = Optional[Callable[[str, int, int], Any]]
+
+class StepcastError(Exception): ...
+
+class Trace:
+    @staticmethod
+    def load(path: str, progress: ProgressCallback = None) -> Trace: ...
+    @property
+    def path(self) -> str: ...
+    def info(self) -> str: ...
+    def replay(self, step: Optional[int] = None, progress: ProgressCallback = None) -> str: ...
+    def analyze(self, step: Optional[int] = None, progress: ProgressCallback = None) -> str: ...
+    def whatif(
+        self,
+        model: Optional[str] = None,
+        scenario: Optional[str] = None,
+        peers: str = "skew",
+        progress: ProgressCallback = None,
+        **params: Any,
+    ) -> str: ...
+    def advise(self, peers: str = "skew", progress: ProgressCallback = None) -> str: ...
+
+class Job:
+    @staticmethod
+    def load(paths: List[str], progress: ProgressCallback = None) -> Job: ...
+    @property
+    def files(self) -> List[str]: ...
+    def replay(self, step: Optional[int] = None, progress: ProgressCallback = None) -> str: ...
+
+def compare(
+    before: Trace,
+    after: Trace,
+    models: List[str] = ...,
+    progress: ProgressCallback = None,
+    **params: Any,
+) -> str: ...
