@@ -12,8 +12,8 @@ use std::path::Path;
 use crate::error::ReadError;
 use crate::kineto::MAX_DUR_NS;
 use crate::model::{
-    DeviceInfo, Diagnostics, Event, EventKind, Interner, Lane, LaneId, LaneKind, NameId,
-    Runtime, StepMarker, Trace,
+    DeviceInfo, Diagnostics, Event, EventKind, Interner, Lane, LaneId, LaneKind, NameId, Runtime,
+    StepMarker, Trace,
 };
 
 /// Times taken, as in Kineto's reader: from -2^60 to 2^62 ns.
@@ -157,7 +157,9 @@ impl Assembly {
                 } else {
                     skipped
                 },
-                looks_like: format!("the {format} holds no kernel, copy or host event stepcast reads"),
+                looks_like: format!(
+                    "the {format} holds no kernel, copy or host event stepcast reads"
+                ),
             });
         }
         let starts = events

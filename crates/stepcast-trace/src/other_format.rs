@@ -81,9 +81,10 @@ pub fn read_bytes(bytes: &[u8], path: &Path) -> Result<Option<Trace>, ReadError>
         Format::XPlane => xplane::read(bytes, path).map(Some),
         Format::OtherProtobuf => Err(ReadError::NotXPlane {
             path: path.to_path_buf(),
-            detail: "it is protobuf wire format, but not an XSpace (its first field is not a plane); \
+            detail:
+                "it is protobuf wire format, but not an XSpace (its first field is not a plane); \
                      stepcast reads the `*.xplane.pb` files the TensorFlow and JAX profilers write"
-                .to_string(),
+                    .to_string(),
         }),
     }
 }

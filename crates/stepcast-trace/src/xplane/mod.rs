@@ -111,9 +111,15 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<Trace, ReadError> {
             "it does not decode as an XSpace ({e}); a truncated file or another protobuf"
         ))
     })?;
-    let known = |plane: &XPlane| plane.name.starts_with("/host:") || plane.name.starts_with("/device:");
+    let known =
+        |plane: &XPlane| plane.name.starts_with("/host:") || plane.name.starts_with("/device:");
     if !space.planes.iter().any(known) {
-        let names: Vec<&str> = space.planes.iter().map(|p| p.name.as_str()).take(4).collect();
+        let names: Vec<&str> = space
+            .planes
+            .iter()
+            .map(|p| p.name.as_str())
+            .take(4)
+            .collect();
         return Err(not_xplane(if space.planes.is_empty() {
             "it holds no plane".to_string()
         } else {
@@ -136,9 +142,10 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<Trace, ReadError> {
         } else {
             let events: u64 = plane.lines.iter().map(|l| l.events.len() as u64).sum();
             assembly.records += events;
-            assembly
-                .diagnostics
-                .skip_n(format!("event of plane `{}` (not read)", plane.name), events);
+            assembly.diagnostics.skip_n(
+                format!("event of plane `{}` (not read)", plane.name),
+                events,
+            );
         }
     }
     summary.note(&space, &mut assembly);
@@ -179,7 +186,10 @@ impl Summary {
             ));
         }
         notes.note(if self.steps > 0 {
-            format!("{} step markers from host events with a `step_num` stat", self.steps)
+            format!(
+                "{} step markers from host events with a `step_num` stat",
+                self.steps
+            )
         } else {
             "no step markers (no host event with a `step_num` stat): the window is one step"
                 .to_string()
@@ -233,7 +243,12 @@ impl<'a> Stats<'a> {
         }
     }
 
-    fn text(&self, event: &'a XEvent, meta: Option<&'a XEventMetadata>, name: &str) -> Option<&'a str> {
+    fn text(
+        &self,
+        event: &'a XEvent,
+        meta: Option<&'a XEventMetadata>,
+        name: &str,
+    ) -> Option<&'a str> {
         match self.get(event, meta, name)? {
             x_stat::Value::StrValue(s) => Some(s),
             // A string stored once, as the name of a stat metadata entry.
