@@ -166,12 +166,16 @@ struct Summary {
 impl Summary {
     fn note(&self, space: &XSpace, assembly: &mut Assembly) {
         let notes = &mut assembly.diagnostics;
+        let planes = if self.device_planes.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", self.device_planes.join(", "))
+        };
         notes.note(format!(
-            "read as XPlane (XSpace protobuf): {} host thread lines, {} device stream lines on {} device planes ({})",
+            "read as XPlane (XSpace protobuf): {} host thread lines, {} device stream lines on {} device planes{planes}",
             self.host_lines,
             self.stream_lines,
             self.device_planes.len(),
-            self.device_planes.join(", ")
         ));
         if self.launches_named > 0 {
             notes.note(format!(

@@ -313,8 +313,10 @@ struct XPlaneReference {
     streams: BTreeMap<(i64, i64), StreamWork>,
     /// Host events with a `correlation_id` stat (the launching calls).
     host_launches: u64,
-    /// Host events with a duration, including the launching calls.
+    /// Host events with a duration, including the launching calls and the steps.
     host_timed: u64,
+    /// Host events with a `step_num` stat: (step number, start ps, duration ps).
+    steps: Vec<(u64, i128, i128)>,
 }
 
 fn xplane_reference(bytes: &[u8]) -> XPlaneReference {
@@ -364,6 +366,17 @@ fn xplane_reference(bytes: &[u8]) -> XPlaneReference {
                     out.host_timed += 1;
                     out.host_launches += has_stat(&event, "correlation_id") as u64;
                 }
+                if name == "/host:CPU"
+                    && let Some(&id) = stat_ids.get("step_num")
+                {
+                    for stat in messages(&event, 4).iter().map(|s| fields(s)) {
+                        // XStat: metadata_id (1), then uint64 (3) or int64 (4).
+                        if int(&stat, 1) == id {
+                            let number = int(&stat, 3).max(int(&stat, 4)) as u64;
+                            out.steps.push((number, start, dur));
+                        }
+                    }
+                }
                 let (Some(device), true) = (device, is_stream) else {
                     continue;
                 };
@@ -401,7 +414,6 @@ fn xplane_device_work_agrees_with_an_independent_reading() {
         let trace = read_trace(&path).unwrap_or_else(|e| panic!("{e}"));
         let reference = xplane_reference(&std::fs::read(&path).expect("read"));
         let read = from_trace(&trace);
-        assert!(!reference.streams.is_empty(), "{shown}: no stream line");
         assert_eq!(
             read.keys().collect::<Vec<_>>(),
             reference.streams.keys().collect::<Vec<_>>(),
@@ -441,6 +453,23 @@ fn xplane_device_work_agrees_with_an_independent_reading() {
             reference.host_timed,
             "{shown}: timed host events"
         );
+        // Steps: each host event with a `step_num` stat, its times to the ns.
+        let mut want_steps: Vec<(u64, i128, i128)> = reference
+            .steps
+            .iter()
+            .map(|&(n, start, dur)| (n, start.div_euclid(1000), (start + dur).div_euclid(1000)))
+            .collect();
+        want_steps.sort_unstable();
+        let mut got_steps: Vec<(u64, i128, i128)> = trace
+            .steps
+            .iter()
+            .map(|s| {
+                let start = i128::from(trace.origin_ns) + i128::from(s.start_ns);
+                (s.number, start, start + i128::from(s.dur_ns))
+            })
+            .collect();
+        got_steps.sort_unstable();
+        assert_eq!(got_steps, want_steps, "{shown}: steps");
         // Every device task finds its launching call by correlation.
         let calls: std::collections::BTreeSet<u64> = trace
             .events
@@ -463,6 +492,20 @@ fn xplane_device_work_agrees_with_an_independent_reading() {
             "{shown}: device tasks linked to a call"
         );
     }
+}
+
+#[test]
+fn xplane_steps_come_from_step_num_stats() {
+    // A JAX CPU run recorded here (testdata/xplane/stepcast/jax-cpu-mlp/record.py): six steps
+    // marked with `StepTraceAnnotation("train", step_num=i)`, no device plane.
+    let path = testdata().join("xplane/stepcast/jax-cpu-mlp/train.xplane.pb");
+    let trace = read_trace(&path).unwrap_or_else(|e| panic!("{e}"));
+    let numbers: Vec<u64> = trace.steps.iter().map(|s| s.number).collect();
+    assert_eq!(numbers, [0, 1, 2, 3, 4, 5]);
+    assert!(trace.steps.iter().all(|s| trace.name(s.name) == "train"));
+    assert_eq!(trace.runtime.map(|r| r.as_str()), Some("cpu-only"));
+    // Steps are markers, not ops: no `train` op is left on the thread.
+    assert!(!trace.events.iter().any(|e| trace.name(e.name) == "train"));
 }
 
 #[test]
