@@ -227,6 +227,22 @@ impl Assembly {
                 })
             })
             .collect();
+        // Work on one stream runs in order; records that overlap there are worth telling, as
+        // the replay runs a lane's tasks one after another.
+        let overlapping = events
+            .windows(2)
+            .filter(|pair| {
+                pair[0].lane == pair[1].lane
+                    && pair[1].kind.is_device_task()
+                    && pair[0].kind.is_device_task()
+                    && pair[1].start_ns < pair[0].end_ns()
+            })
+            .count();
+        if overlapping > 0 {
+            diagnostics.note(format!(
+                "{overlapping} device tasks start before the previous task on their stream ends (the records overlap; the replay runs a stream's tasks in order)"
+            ));
+        }
         let mut steps: Vec<StepMarker> = steps
             .into_iter()
             .filter_map(|s| {

@@ -2,8 +2,9 @@
 //! TensorBoard's profile plugin and xprof): an `XSpace` of planes, each a set of lines (threads,
 //! streams) of events whose names and values live in per-plane metadata tables.
 //!
-//! Read: the `/host:CPU` plane's lines as host threads, their TraceMe events as ops, the events
-//! CUPTI recorded for a launch (they carry a `correlation_id`) as runtime calls; each
+//! Read: the `/host:CPU` plane's lines as host threads, their TraceMe events as ops (Python
+//! tracer frames, `$file:line function`, as Python frames), the events CUPTI recorded for a
+//! launch (they carry a `correlation_id`) as runtime calls; each
 //! `/device:*` plane's `Stream #N` lines as streams (on a plane without them, its `XLA Ops`
 //! line: TPUs), their events as kernels, copies and memsets linked by `correlation_id`; host
 //! events with a `step_num` stat (`StepTraceAnnotation`, Keras' `train` TraceMe) as steps.
@@ -332,6 +333,8 @@ fn read_host(plane: &XPlane, assembly: &mut Assembly, file_index: &mut u32, summ
                     summary.launches_named += 1;
                     (EventKind::RuntimeCall, call_name(&stats, event, meta, name))
                 }
+                // xprof's Python tracer names a frame `$file:line function`.
+                None if name.starts_with('$') => (EventKind::PythonFunction, name),
                 None => (EventKind::CpuOp, name),
             };
             assembly.push(NewEvent {

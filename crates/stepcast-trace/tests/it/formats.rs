@@ -449,7 +449,10 @@ fn xplane_device_work_agrees_with_an_independent_reading() {
             "{shown}: launching calls"
         );
         assert_eq!(
-            count(EventKind::RuntimeCall) + count(EventKind::CpuOp) + trace.steps.len() as u64,
+            count(EventKind::RuntimeCall)
+                + count(EventKind::CpuOp)
+                + count(EventKind::PythonFunction)
+                + trace.steps.len() as u64,
             reference.host_timed,
             "{shown}: timed host events"
         );
