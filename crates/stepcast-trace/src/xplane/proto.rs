@@ -81,6 +81,8 @@ pub struct XStat {
 }
 
 pub mod x_stat {
+    // The variants keep the schema's field names (`double_value`, ...), as prost-build would.
+    #[allow(clippy::enum_variant_names)]
     #[derive(Clone, PartialEq, prost::Oneof)]
     pub enum Value {
         #[prost(double, tag = "2")]
