@@ -22,7 +22,7 @@ use prost::Message;
 use crate::assemble::{Assembly, NewEvent};
 use crate::error::ReadError;
 use crate::model::{DeviceInfo, EventKind, LaneKind, Runtime, Trace};
-use proto::{XEvent, XEventMetadata, XPlane, XSpace, x_event, x_stat};
+use proto::{XEvent, XEventMetadata, XLine, XPlane, XSpace, x_event, x_stat};
 
 /// Whether `head` (the file's first bytes) opens an XSpace: its first field is a plane
 /// (field 1, length-delimited) whose own first field is one of `XPlane`'s.
@@ -302,16 +302,15 @@ fn read_host(plane: &XPlane, assembly: &mut Assembly, file_index: &mut u32, summ
         };
         assembly.lane(lane, Some(name.clone()));
         for event in &line.events {
-            assembly.records += 1;
-            let index = next(file_index);
-            let meta = plane.event_metadata.get(&event.metadata_id);
-            let name = meta.map_or("", |m| m.name.as_str());
-            let (start_abs_ns, dur_ns) = match times(line.timestamp_ns, event) {
-                Ok(times) => times,
-                Err(reason) => {
-                    assembly.diagnostics.skip(reason);
-                    continue;
-                }
+            let Some(Timed {
+                index,
+                meta,
+                name,
+                start_abs_ns,
+                dur_ns,
+            }) = timed(plane, line, event, assembly, file_index)
+            else {
+                continue;
             };
             if let Some(number) = stats.uint(event, meta, "step_num") {
                 summary.steps += 1;
@@ -446,16 +445,15 @@ fn read_device(
         summary.stream_lines += 1;
         let lane = (LaneKind::DeviceStream, index, line.id);
         for event in &line.events {
-            assembly.records += 1;
-            let index = next(file_index);
-            let meta = plane.event_metadata.get(&event.metadata_id);
-            let name = meta.map_or("", |m| m.name.as_str());
-            let (start_abs_ns, dur_ns) = match times(line.timestamp_ns, event) {
-                Ok(times) => times,
-                Err(reason) => {
-                    assembly.diagnostics.skip(reason);
-                    continue;
-                }
+            let Some(Timed {
+                index,
+                meta,
+                name,
+                start_abs_ns,
+                dur_ns,
+            }) = timed(plane, line, event, assembly, file_index)
+            else {
+                continue;
             };
             let copy = stats.text(event, meta, "memcpy_details");
             let kind = if copy.is_some() || name.starts_with("Memcpy") {
@@ -479,8 +477,40 @@ fn read_device(
     }
 }
 
-fn next(file_index: &mut u32) -> u32 {
+/// An event of a line with its metadata, name and times resolved.
+struct Timed<'a> {
+    /// The event's position among the file's events.
+    index: u32,
+    meta: Option<&'a XEventMetadata>,
+    name: &'a str,
+    start_abs_ns: i64,
+    dur_ns: i64,
+}
+
+/// Counts `event` as a record and resolves it; an event without a time is counted as skipped
+/// (`None`).
+fn timed<'a>(
+    plane: &'a XPlane,
+    line: &XLine,
+    event: &XEvent,
+    assembly: &mut Assembly,
+    file_index: &mut u32,
+) -> Option<Timed<'a>> {
+    assembly.records += 1;
     let index = *file_index;
     *file_index = file_index.saturating_add(1);
-    index
+    let meta = plane.event_metadata.get(&event.metadata_id);
+    match times(line.timestamp_ns, event) {
+        Ok((start_abs_ns, dur_ns)) => Some(Timed {
+            index,
+            meta,
+            name: meta.map_or("", |m| m.name.as_str()),
+            start_abs_ns,
+            dur_ns,
+        }),
+        Err(reason) => {
+            assembly.diagnostics.skip(reason);
+            None
+        }
+    }
 }
