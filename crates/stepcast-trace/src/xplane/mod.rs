@@ -25,27 +25,40 @@ use crate::model::{DeviceInfo, EventKind, LaneKind, Runtime, Trace};
 use proto::{XEvent, XEventMetadata, XLine, XPlane, XSpace, x_event, x_stat};
 
 /// Whether `head` (the file's first bytes) opens an XSpace: its first field is a plane
-/// (field 1, length-delimited) whose own first field is one of `XPlane`'s.
+/// (field 1, length-delimited) whose own first field is its id or its name (a serializer
+/// writes fields in number order, and a plane has a name), and the head is binary, not text
+/// (a JSON document may also start with a newline).
 pub fn looks_like(head: &[u8]) -> bool {
     let Some((&tag, rest)) = head.split_first() else {
         return false;
     };
-    if tag != 0x0a {
+    if tag != 0x0a || !is_binary(head) {
         return false;
     }
     let Some((_, rest)) = varint(rest) else {
         return false;
     };
-    // id (1, varint), name (2), lines (3), event_metadata (4), stat_metadata (5), stats (6).
-    matches!(rest.first(), Some(0x08 | 0x12 | 0x1a | 0x22 | 0x2a | 0x32))
+    // id (field 1, varint) or name (field 2, length-delimited).
+    matches!(rest.first(), Some(0x08 | 0x12))
+}
+
+/// Whether the first 64 bytes hold a control byte no text has (protobuf tags and lengths are
+/// small numbers: 0x08, 0x10, 0x12, ...).
+fn is_binary(head: &[u8]) -> bool {
+    head.iter()
+        .take(64)
+        .any(|&b| matches!(b, 0x00..=0x08 | 0x0e..=0x1f))
 }
 
 /// Whether `head` reads as protobuf wire format of some other schema: it parses as whole
 /// fields (three or more, one length-delimited) up to the end of the head or its first 256
 /// bytes, or it is a length-prefixed message that does (how Chakra execution traces and other
-/// delimited streams are written). Text and JSON fail at once: their bytes soon make a wire
-/// type protobuf does not have.
+/// delimited streams are written). Text and JSON are never taken: they hold no control byte
+/// (and their bytes soon make a wire type protobuf does not have).
 pub fn looks_like_protobuf(head: &[u8]) -> bool {
+    if !is_binary(head) {
+        return false;
+    }
     let window = &head[..head.len().min(256)];
     let raw = fields(window).is_some_and(|(n, delimited, _)| n >= 3 && delimited);
     let prefixed = varint(head).is_some_and(|(len, rest)| {

@@ -610,3 +610,21 @@ fn bad_rocprof_documents_are_clear_errors() {
     );
     assert!(err.to_string().contains("2 `hsa_api` record"), "{err}");
 }
+
+#[test]
+fn json_that_starts_like_a_protobuf_is_still_read_as_kineto() {
+    // A newline is XSpace's first tag byte (0x0a), `{` a length, `"` an XPlane tag (0x22): the
+    // sniff must still see text, not protobuf. The same for every JSON opening of this kind.
+    for opening in [
+        "\n{\"traceEvents\"",
+        "\n\n{\"traceEvents\"",
+        "{\"traceEvents\"",
+    ] {
+        let json = format!(
+            "{opening}: [{{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":1,\"dur\":2}}]}}"
+        );
+        let trace = read_trace_bytes(json.as_bytes(), Path::new("x.json"))
+            .unwrap_or_else(|e| panic!("{opening:?}: {e}"));
+        assert_eq!(trace.events.len(), 1);
+    }
+}
