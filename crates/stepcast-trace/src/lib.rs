@@ -1,22 +1,22 @@
 //! Profiler trace files → [`Trace`], stepcast's normalized event model.
 //!
-//! One module per input format; each turns its file into the same [`Trace`]. This crate knows
-//! nothing of graphs or replay. A readable file with odd records yields a trace plus counted
-//! [`Diagnostics`]; only an unreadable file is an error ([`ReadError`]).
+//! One module per input format (`kineto/`, `rocprof/`, `xplane/`); each turns its file into the
+//! same [`Trace`]. This crate knows nothing of graphs or replay. A readable file with odd
+//! records yields a trace plus counted [`Diagnostics`]; only an unreadable file is an error
+//! ([`ReadError`]).
 
 mod assemble;
 mod error;
 mod json_stream;
 pub mod kineto;
 mod model;
-pub mod rocprof;
-pub mod xplane;
+mod other_format;
+mod rocprof;
+mod xplane;
 
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
-
-mod other_format;
 
 pub use error::ReadError;
 pub use model::*;

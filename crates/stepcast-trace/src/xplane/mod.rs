@@ -297,7 +297,10 @@ fn times(line_ns: i64, event: &XEvent) -> Result<(i64, i64), &'static str> {
     }
     let start = i64::try_from(start_ps.div_euclid(1000)).map_err(|_| "timestamp out of range")?;
     let end = i64::try_from(end_ps.div_euclid(1000)).map_err(|_| "timestamp out of range")?;
-    Ok((start, end - start))
+    let dur = end
+        .checked_sub(start)
+        .ok_or("negative or absurd duration")?;
+    Ok((start, dur))
 }
 
 /// The host lane's process id: one XSpace is one host process.
