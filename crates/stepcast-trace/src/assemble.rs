@@ -12,8 +12,8 @@ use std::path::Path;
 use crate::error::ReadError;
 use crate::kineto::MAX_DUR_NS;
 use crate::model::{
-    DeviceInfo, Diagnostics, Event, EventKind, Interner, Lane, LaneId, LaneKind, NameId, Runtime,
-    StepMarker, Trace,
+    DeviceInfo, Diagnostics, Event, EventKind, Interner, Lane, LaneId, LaneKind, MemoryEvent,
+    NameId, Runtime, StepMarker, Trace,
 };
 
 /// Times taken, as in Kineto's reader: from -2^60 to 2^62 ns.
@@ -45,6 +45,19 @@ struct PendingStep {
     dur_ns: i64,
 }
 
+/// A memory event before the trace's origin is known.
+pub struct NewMemory {
+    pub time_abs_ns: i64,
+    /// The device whose memory changed; -1 for host memory.
+    pub device: i64,
+    /// Bytes allocated (positive) or freed (negative).
+    pub bytes: i64,
+    pub total_allocated: Option<i64>,
+    pub total_reserved: Option<i64>,
+    /// The host thread that allocated or freed.
+    pub lane: LaneKey,
+}
+
 /// Events, lanes and steps of one file, in any order.
 #[derive(Default)]
 pub struct Assembly {
@@ -52,6 +65,7 @@ pub struct Assembly {
     lane_names: BTreeMap<LaneKey, Option<String>>,
     events: Vec<Pending>,
     steps: Vec<PendingStep>,
+    memory: Vec<NewMemory>,
     pub devices: Vec<DeviceInfo>,
     pub diagnostics: Diagnostics,
     /// Records of the file's event tables (kept or skipped).
@@ -120,6 +134,17 @@ impl Assembly {
         });
     }
 
+    /// Adds a memory event (skipped and counted when its time is out of bounds). Memory events
+    /// do not move the trace's origin, as in Kineto's reader.
+    pub fn memory(&mut self, memory: NewMemory) {
+        if time_problem(memory.time_abs_ns, 0).is_some() {
+            self.diagnostics
+                .skip("memory event: timestamp out of range");
+            return;
+        }
+        self.memory.push(memory);
+    }
+
     /// The trace, in stepcast's order: lanes by (kind, pid, tid), events by lane, start,
     /// longest first, then file order; times relative to the earliest start. A file none of
     /// whose records became an event is refused (`format` names it in the message), as is one
@@ -136,6 +161,7 @@ impl Assembly {
             lane_names,
             mut events,
             steps,
+            memory,
             devices,
             mut diagnostics,
             records,
@@ -256,6 +282,19 @@ impl Assembly {
             })
             .collect();
         steps.sort_unstable_by_key(|s| (s.start_ns, s.number));
+        // File order among equal times (a stable sort), as in Kineto's reader.
+        let mut memory: Vec<MemoryEvent> = memory
+            .into_iter()
+            .map(|m| MemoryEvent {
+                time_ns: m.time_abs_ns - origin_ns,
+                device: m.device,
+                bytes: m.bytes,
+                total_allocated: m.total_allocated,
+                total_reserved: m.total_reserved,
+                lane: lane_ids.get(&m.lane).copied(),
+            })
+            .collect();
+        memory.sort_by_key(|m| m.time_ns);
         let has_device_work = events.iter().any(|e| e.kind.is_device_task());
         if !has_device_work {
             diagnostics.note("no device work: the trace is host-only");
@@ -269,7 +308,7 @@ impl Assembly {
             events,
             syncs: Vec::new(),
             steps,
-            memory: Vec::new(),
+            memory,
             devices,
             distributed: None,
             runtime: Some(if has_device_work {

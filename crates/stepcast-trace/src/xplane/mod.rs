@@ -8,9 +8,10 @@
 //! `/device:*` plane's `Stream #N` lines as streams (on a plane without them, its `XLA Ops`
 //! line: TPUs), their events as kernels, copies and memsets linked by `correlation_id`; host
 //! events with a `step_num` stat (`StepTraceAnnotation`, Keras' `train` TraceMe) as steps.
-//! Counted and skipped: the derived lines xprof adds to a device plane (`Steps`, `XLA Ops`,
-//! `TensorFlow Ops`, name scopes: regroupings of the same stream events), memory allocation
-//! records, instants, aggregated events (no time), planes of other kinds.
+//! TensorFlow's allocator records (`MemoryAllocation`, `MemoryDeallocation`) become memory
+//! events. Counted and skipped: the derived lines xprof adds to a device plane (`Steps`,
+//! `XLA Ops`, `TensorFlow Ops`, name scopes: regroupings of the same stream events), other
+//! instants, aggregated events (no time), planes of other kinds.
 
 mod proto;
 
@@ -19,7 +20,7 @@ use std::path::Path;
 
 use prost::Message;
 
-use crate::assemble::{Assembly, NewEvent};
+use crate::assemble::{Assembly, NewEvent, NewMemory};
 use crate::error::ReadError;
 use crate::model::{DeviceInfo, EventKind, LaneKind, Runtime, Trace};
 use proto::{XEvent, XEventMetadata, XLine, XPlane, XSpace, x_event, x_stat};
@@ -175,6 +176,7 @@ struct Summary {
     launches_named: u64,
     steps: u64,
     xla_ops_as_stream: u64,
+    memory_events: u64,
 }
 
 impl Summary {
@@ -195,6 +197,12 @@ impl Summary {
             notes.note(format!(
                 "{} host events with a `correlation_id` are the launching calls CUPTI recorded: XPlane names them after the work launched, stepcast after the call (`cudaLaunchKernel`, `cudaMemcpy`, `cudaMemcpyAsync`, `cudaMemsetAsync`)",
                 self.launches_named
+            ));
+        }
+        if self.memory_events > 0 {
+            notes.note(format!(
+                "{} allocator records (`MemoryAllocation`/`MemoryDeallocation`) are memory events: `GPU_<n>_bfc` is GPU n, other allocators host memory",
+                self.memory_events
             ));
         }
         if self.xla_ops_as_stream > 0 {
@@ -333,13 +341,29 @@ fn read_host(plane: &XPlane, assembly: &mut Assembly, file_index: &mut u32, summ
                 assembly.step(number, name, lane, start_abs_ns, dur_ns);
                 continue;
             }
-            if dur_ns == 0 {
-                assembly.diagnostics.skip(match name {
-                    "MemoryAllocation" | "MemoryDeallocation" => {
-                        "host memory allocation record (not read)"
+            if let "MemoryAllocation" | "MemoryDeallocation" = name {
+                match memory_event(&stats, event, meta, name == "MemoryAllocation") {
+                    Some((device, bytes, total_allocated, total_reserved)) => {
+                        assembly.memory(NewMemory {
+                            time_abs_ns: start_abs_ns,
+                            device,
+                            bytes,
+                            total_allocated,
+                            total_reserved,
+                            lane,
+                        });
+                        summary.memory_events += 1;
                     }
-                    _ => "instant host event (no duration)",
-                });
+                    None => assembly
+                        .diagnostics
+                        .skip("memory record without `allocator_name` and `allocation_bytes`"),
+                }
+                continue;
+            }
+            if dur_ns == 0 {
+                assembly
+                    .diagnostics
+                    .skip("instant host event (no duration)");
                 continue;
             }
             let correlation = stats.uint(event, meta, "correlation_id");
@@ -364,6 +388,36 @@ fn read_host(plane: &XPlane, assembly: &mut Assembly, file_index: &mut u32, summ
             });
         }
     }
+}
+
+/// A TensorFlow allocator record (`MemoryAllocation` / `MemoryDeallocation` TraceMe): the
+/// device of its allocator (`GPU_<n>_bfc` is GPU n; any other allocator, e.g. `gpu_host_bfc`,
+/// is host memory, -1), the bytes allocated (freed: negative), and the allocator's totals after
+/// it (`bytes_allocated`, `bytes_reserved`).
+fn memory_event<'a>(
+    stats: &Stats<'a>,
+    event: &'a XEvent,
+    meta: Option<&'a XEventMetadata>,
+    allocation: bool,
+) -> Option<(i64, i64, Option<i64>, Option<i64>)> {
+    let allocator = stats.text(event, meta, "allocator_name")?;
+    let bytes = i64::try_from(stats.uint(event, meta, "allocation_bytes")?).ok()?;
+    let device = allocator
+        .strip_prefix("GPU_")
+        .and_then(|rest| rest.strip_suffix("_bfc"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(-1);
+    let total = |name| {
+        stats
+            .uint(event, meta, name)
+            .and_then(|v| i64::try_from(v).ok())
+    };
+    Some((
+        device,
+        if allocation { bytes } else { -bytes },
+        total("bytes_allocated"),
+        total("bytes_reserved"),
+    ))
 }
 
 /// The runtime call behind a host event CUPTI recorded for a launch. XPlane names it after

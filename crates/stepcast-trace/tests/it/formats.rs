@@ -317,6 +317,8 @@ struct XPlaneReference {
     host_timed: u64,
     /// Host events with a `step_num` stat: (step number, start ps, duration ps).
     steps: Vec<(u64, i128, i128)>,
+    /// TensorFlow allocator records by allocator name: (count, bytes allocated less freed).
+    memory: BTreeMap<String, (u64, i64)>,
 }
 
 fn xplane_reference(bytes: &[u8]) -> XPlaneReference {
@@ -365,6 +367,42 @@ fn xplane_reference(bytes: &[u8]) -> XPlaneReference {
                 if name == "/host:CPU" && dur > 0 {
                     out.host_timed += 1;
                     out.host_launches += has_stat(&event, "correlation_id") as u64;
+                }
+                let event_name = event_names.get(&int(&event, 1)).map_or("", String::as_str);
+                if name == "/host:CPU"
+                    && let (
+                        "MemoryAllocation" | "MemoryDeallocation",
+                        Some(&allocator),
+                        Some(&size),
+                    ) = (
+                        event_name,
+                        stat_ids.get("allocator_name"),
+                        stat_ids.get("allocation_bytes"),
+                    )
+                {
+                    let stats: Vec<_> = messages(&event, 4).iter().map(|s| fields(s)).collect();
+                    let find = |id: i64| stats.iter().find(|s| int(s, 1) == id);
+                    // A string stat: `str_value` (5) or `ref_value` (7) naming a stat metadata.
+                    let allocator_name = find(allocator).map_or(String::new(), |s| {
+                        let by_ref = int(s, 7);
+                        if by_ref != 0 {
+                            stat_ids
+                                .iter()
+                                .find(|(_, id)| **id == by_ref)
+                                .map_or(String::new(), |(n, _)| n.clone())
+                        } else {
+                            text(s, 5).to_string()
+                        }
+                    });
+                    let bytes = find(size).map_or(0, |s| int(s, 3).max(int(s, 4)));
+                    let sign = if event_name == "MemoryAllocation" {
+                        1
+                    } else {
+                        -1
+                    };
+                    let entry = out.memory.entry(allocator_name).or_default();
+                    entry.0 += 1;
+                    entry.1 += sign * bytes;
                 }
                 if name == "/host:CPU"
                     && let Some(&id) = stat_ids.get("step_num")
@@ -456,6 +494,26 @@ fn xplane_device_work_agrees_with_an_independent_reading() {
             reference.host_timed,
             "{shown}: timed host events"
         );
+        // Memory: every allocator record, on its allocator's device (`GPU_<n>_bfc`: GPU n,
+        // others host memory, -1).
+        let mut want_memory: BTreeMap<i64, (u64, i64)> = BTreeMap::new();
+        for (allocator, &(count, bytes)) in &reference.memory {
+            let device = allocator
+                .strip_prefix("GPU_")
+                .and_then(|r| r.strip_suffix("_bfc"))
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(-1);
+            let entry = want_memory.entry(device).or_default();
+            entry.0 += count;
+            entry.1 += bytes;
+        }
+        let mut got_memory: BTreeMap<i64, (u64, i64)> = BTreeMap::new();
+        for m in &trace.memory {
+            let entry = got_memory.entry(m.device).or_default();
+            entry.0 += 1;
+            entry.1 += m.bytes;
+        }
+        assert_eq!(got_memory, want_memory, "{shown}: memory events by device");
         // Steps: each host event with a `step_num` stat, its times to the ns.
         let mut want_steps: Vec<(u64, i128, i128)> = reference
             .steps
