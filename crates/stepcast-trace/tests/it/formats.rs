@@ -605,6 +605,10 @@ fn xplane_launching_calls_are_named_for_their_api() {
         names.get("cudaMemcpy").is_some_and(|&n| n > 0),
         "synchronous copies (async:0)"
     );
+    // Its allocator records are memory events (checked one by one against the reference
+    // reading above), on the host and on GPUs 1, 4 and 6.
+    let devices: std::collections::BTreeSet<i64> = trace.memory.iter().map(|m| m.device).collect();
+    assert_eq!(devices.into_iter().collect::<Vec<_>>(), [-1, 1, 4, 6]);
 }
 
 // ---------------------------------------------------------------------------------------------
