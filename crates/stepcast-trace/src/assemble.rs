@@ -94,12 +94,11 @@ impl Assembly {
         }
     }
 
-    /// Adds an event, or counts it under a reason when its times are out of bounds. Returns
-    /// whether it was kept.
-    pub fn push(&mut self, event: NewEvent<'_>) -> bool {
+    /// Adds an event, or counts it under a reason when its times are out of bounds.
+    pub fn push(&mut self, event: NewEvent<'_>) {
         if let Some(reason) = time_problem(event.start_abs_ns, event.dur_ns) {
             self.diagnostics.skip(reason);
-            return false;
+            return;
         }
         self.lane(event.lane, None);
         let name = self.names.intern(event.name);
@@ -113,7 +112,6 @@ impl Assembly {
             bytes: event.bytes,
             file_index: event.file_index,
         });
-        true
     }
 
     /// Adds a step marker on a host thread (counted and skipped when its times are out of

@@ -456,7 +456,8 @@ fn detail(details: &str, key: &str) -> Option<u64> {
     })
 }
 
-/// Lines xprof derives from a device plane's streams: regroupings of the same work.
+/// A device line of stream events as CUPTI recorded them (`Stream #134(Compute)`); the other
+/// lines of a GPU plane are xprof's regroupings of the same work.
 fn is_stream_line(name: &str) -> bool {
     name.starts_with("Stream #")
 }
