@@ -78,4 +78,8 @@ pub enum ReadError {
         "{path}: its events span {days} days, longer than any profiled window: a timestamp is absurd"
     )]
     AbsurdSpan { path: PathBuf, days: i64 },
+
+    // Issue #14: rocprofv3 JSON and XPlane (the other readers' variants may sit beside these).
+    #[error("{path} is not an XPlane (TensorFlow/JAX profiler protobuf): {detail}")]
+    NotXPlane { path: PathBuf, detail: String },
 }

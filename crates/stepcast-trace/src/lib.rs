@@ -1,13 +1,18 @@
 //! Profiler trace files → [`Trace`], stepcast's normalized event model.
 //!
-//! One module per input format; each turns its file into the same [`Trace`]. This crate knows
-//! nothing of graphs or replay. A readable file with odd records yields a trace plus counted
-//! [`Diagnostics`]; only an unreadable file is an error ([`ReadError`]).
+//! One module per input format (`kineto/`, `rocprof/`, `xplane/`); each turns its file into the
+//! same [`Trace`]. This crate knows nothing of graphs or replay. A readable file with odd
+//! records yields a trace plus counted [`Diagnostics`]; only an unreadable file is an error
+//! ([`ReadError`]).
 
+mod assemble;
 mod error;
 mod json_stream;
 pub mod kineto;
 mod model;
+mod other_format;
+mod rocprof;
+mod xplane;
 
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
@@ -18,7 +23,8 @@ pub use model::*;
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
-/// Reads a trace file (`.json` or gzip-compressed JSON, detected by content, not name).
+/// Reads a trace file, its format told by content, not name: Kineto JSON (plain or gzip),
+/// rocprofv3 JSON (plain or gzip), an XPlane protobuf.
 pub fn read_trace(path: &Path) -> Result<Trace, ReadError> {
     let io = |cause| ReadError::Io {
         path: path.to_path_buf(),
@@ -34,6 +40,9 @@ pub fn read_trace(path: &Path) -> Result<Trace, ReadError> {
         return Err(ReadError::Empty {
             path: path.to_path_buf(),
         });
+    }
+    if let Some(trace) = other_format::read_file(path)? {
+        return Ok(trace);
     }
     let mut file = File::open(path).map_err(io)?;
     let mut magic = [0u8; 2];
@@ -70,13 +79,16 @@ fn isize_hint(trailer: [u8; 4], compressed_len: u64) -> Option<u64> {
     Some((u32::from_le_bytes(trailer) as u64).min(compressed_len.saturating_mul(MAX_RATIO)))
 }
 
-/// Reads a trace from bytes already in memory (JSON or gzip-compressed JSON).
+/// Reads a trace from bytes already in memory (any format [`read_trace`] reads).
 /// `path` names the source in messages.
 pub fn read_trace_bytes(bytes: &[u8], path: &Path) -> Result<Trace, ReadError> {
     if bytes.is_empty() {
         return Err(ReadError::Empty {
             path: path.to_path_buf(),
         });
+    }
+    if let Some(trace) = other_format::read_bytes(bytes, path)? {
+        return Ok(trace);
     }
     if bytes.starts_with(&GZIP_MAGIC) {
         let expected = bytes

@@ -5,6 +5,7 @@ mod bad_input;
 mod compare;
 mod ddp;
 mod export;
+mod formats;
 mod info;
 mod ranks;
 mod replay;

@@ -26,6 +26,7 @@ fn variant(e: &ReadError) -> &'static str {
         ReadError::NoEvents { .. } => "NoEvents",
         ReadError::NothingUnderstood { .. } => "NothingUnderstood",
         ReadError::AbsurdSpan { .. } => "AbsurdSpan",
+        ReadError::NotXPlane { .. } => "NotXPlane",
     }
 }
 

@@ -1,0 +1,131 @@
+//! `info` and `analyze` on every rocprofv3 and XPlane file (issue #14): the vendored ones, and
+//! the shared collection's where it is present. What `info` says it read and skipped is
+//! checked against the file's own record counts (read here with `serde_json` and a protobuf
+//! wire walk, not with stepcast).
+
+use std::path::{Path, PathBuf};
+
+use super::{TempDir, path_str, stepcast};
+
+fn testdata() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata"))
+}
+
+/// Vendored files of a format, then the shared collection's (when present).
+fn files(format: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let vendored = testdata().join(format);
+    assert!(
+        vendored.is_dir(),
+        "test data missing: {}",
+        vendored.display()
+    );
+    for dir in [
+        vendored,
+        testdata().join("../../shared/traces").join(format),
+    ] {
+        collect(&dir, &mut out);
+    }
+    out.sort();
+    assert!(!out.is_empty(), "no {format} file");
+    out
+}
+
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            collect(&path, out);
+        } else {
+            out.push(path);
+        }
+    }
+}
+
+fn gunzipped(path: &Path) -> Vec<u8> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| flate2::read::MultiGzDecoder::new(file).read_to_end(&mut bytes))
+        .unwrap_or_else(|e| panic!("gunzip {}: {e}", path.display()));
+    bytes
+}
+
+/// `info --json` and `analyze --json` succeed, and the analysis partitions the window.
+fn info_and_analyze(path: &Path, read_as: &str) -> serde_json::Value {
+    let file = path_str(path);
+    let info = stepcast(&["info", file, "--json"]);
+    info.assert_success();
+    let info = info.json();
+    let notes = info["notes"].as_array().expect("notes");
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.as_str().is_some_and(|n| n.starts_with(read_as))),
+        "{file}: no note saying how it was read: {notes:?}"
+    );
+    let text = stepcast(&["info", file]);
+    text.assert_success();
+    assert!(text.stdout.contains(read_as), "{file}");
+
+    let analyze = stepcast(&["analyze", file, "--json"]);
+    analyze.assert_success();
+    let analysis = analyze.json();
+    assert_eq!(analysis["schema"], "stepcast.analyze/1");
+    let text = stepcast(&["analyze", file]);
+    text.assert_success();
+    info
+}
+
+#[test]
+fn rocprof_files_run_through_info_and_analyze() {
+    for path in files("rocprof") {
+        let info = info_and_analyze(&path, "read as rocprofv3 JSON");
+        let doc: serde_json::Value = serde_json::from_slice(&gunzipped(&path)).expect("JSON");
+        let records = &doc["rocprofiler-sdk-tool"][0]["buffer_records"];
+        let dispatches = records["kernel_dispatch"].as_array().map_or(0, Vec::len) as u64;
+        assert_eq!(info["events_by_kind"]["kernel"].as_u64(), Some(dispatches));
+        assert_eq!(info["trace"]["runtime"], "rocm");
+    }
+}
+
+#[test]
+fn xplane_files_run_through_info_and_analyze() {
+    for path in files("xplane")
+        .into_iter()
+        .filter(|p| p.to_string_lossy().ends_with(".xplane.pb"))
+    {
+        let info = info_and_analyze(&path, "read as XPlane");
+        // The derived lines of the device planes are listed as skipped, with their event counts.
+        let skipped = info["skipped"].as_object().expect("skipped");
+        let streams = info["lanes"]
+            .as_array()
+            .expect("lanes")
+            .iter()
+            .filter(|l| l["kind"] == "device_stream")
+            .count();
+        assert_eq!(
+            streams > 0,
+            skipped.keys().any(|k| k.contains("derived device line")),
+            "{}: {skipped:?}",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn a_protobuf_that_is_not_xplane_is_refused_in_one_line() {
+    let dir = TempDir::new("not-xplane");
+    let path = dir.path().join("other.pb");
+    // Field 1 (a plane) holding field 2 (a name) that is no host or device plane.
+    let name = b"/metadata:other";
+    let mut bytes = vec![0x0a, name.len() as u8 + 2, 0x12, name.len() as u8];
+    bytes.extend_from_slice(name);
+    std::fs::write(&path, bytes).expect("write");
+    let run = stepcast(&["info", path_str(&path)]);
+    assert_ne!(run.code, Some(0));
+    assert_eq!(run.stderr.trim().lines().count(), 1, "{}", run.stderr);
+    assert!(run.stderr.contains("other.pb"), "{}", run.stderr);
+    assert!(run.stderr.contains("not an XPlane"), "{}", run.stderr);
+    assert!(run.stdout.is_empty());
+}

@@ -1,0 +1,336 @@
+//! The last step of the readers that first hold a whole file in typed records (rocprofv3 JSON,
+//! XPlane): events with absolute times go in, a [`Trace`] in stepcast's order comes out.
+//!
+//! Kineto's reader has its own, streaming builder (`kineto/build.rs`); these formats are read
+//! whole by their decoders anyway, so a plain table sorted at the end is enough. The bounds are
+//! Kineto's: a duration past [`MAX_DUR_NS`] or a time outside [`MIN_TS_NS`]..[`MAX_TS_NS`] is
+//! skipped and counted, so no later sum of times can overflow.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::error::ReadError;
+use crate::kineto::MAX_DUR_NS;
+use crate::model::{
+    DeviceInfo, Diagnostics, Event, EventKind, Interner, Lane, LaneId, LaneKind, MemoryEvent,
+    NameId, Runtime, StepMarker, Trace,
+};
+
+/// Times taken, as in Kineto's reader: from -2^60 to 2^62 ns.
+const MIN_TS_NS: i64 = -(1 << 60);
+const MAX_TS_NS: i64 = 1 << 62;
+/// The longest profiled window taken (13 days): events further apart mean a corrupt time.
+const MAX_SPAN_NS: i64 = 1 << 50;
+
+/// A lane as the file names it: kind, process (or device) and thread (or stream).
+pub type LaneKey = (LaneKind, i64, i64);
+
+/// One event before the trace's origin is known.
+struct Pending {
+    lane: LaneKey,
+    kind: EventKind,
+    name: NameId,
+    start_abs_ns: i64,
+    dur_ns: i64,
+    correlation: Option<u64>,
+    bytes: Option<u64>,
+    file_index: u32,
+}
+
+struct PendingStep {
+    number: u64,
+    name: NameId,
+    lane: LaneKey,
+    start_abs_ns: i64,
+    dur_ns: i64,
+}
+
+/// A memory event before the trace's origin is known.
+pub struct NewMemory {
+    pub time_abs_ns: i64,
+    /// The device whose memory changed; -1 for host memory.
+    pub device: i64,
+    /// Bytes allocated (positive) or freed (negative).
+    pub bytes: i64,
+    pub total_allocated: Option<i64>,
+    pub total_reserved: Option<i64>,
+    /// The host thread that allocated or freed.
+    pub lane: LaneKey,
+}
+
+/// Events, lanes and steps of one file, in any order.
+#[derive(Default)]
+pub struct Assembly {
+    names: Interner,
+    lane_names: BTreeMap<LaneKey, Option<String>>,
+    events: Vec<Pending>,
+    steps: Vec<PendingStep>,
+    memory: Vec<NewMemory>,
+    pub devices: Vec<DeviceInfo>,
+    pub diagnostics: Diagnostics,
+    /// Records of the file's event tables (kept or skipped).
+    pub records: u64,
+}
+
+/// What one event is, for [`Assembly::push`].
+pub struct NewEvent<'a> {
+    pub lane: LaneKey,
+    pub kind: EventKind,
+    pub name: &'a str,
+    pub start_abs_ns: i64,
+    pub dur_ns: i64,
+    pub correlation: Option<u64>,
+    pub bytes: Option<u64>,
+    /// The record's position in the file (for messages and export).
+    pub file_index: u32,
+}
+
+impl Assembly {
+    /// Declares a lane (a lane with no event is not kept); `name` replaces an earlier `None`.
+    pub fn lane(&mut self, key: LaneKey, name: Option<String>) {
+        let slot = self.lane_names.entry(key).or_insert(None);
+        if slot.is_none() {
+            *slot = name;
+        }
+    }
+
+    /// Adds an event, or counts it under a reason when its times are out of bounds.
+    pub fn push(&mut self, event: NewEvent<'_>) {
+        if let Some(reason) = time_problem(event.start_abs_ns, event.dur_ns) {
+            self.diagnostics.skip(reason);
+            return;
+        }
+        self.lane(event.lane, None);
+        let name = self.names.intern(event.name);
+        self.events.push(Pending {
+            lane: event.lane,
+            kind: event.kind,
+            name,
+            start_abs_ns: event.start_abs_ns,
+            dur_ns: event.dur_ns,
+            correlation: event.correlation,
+            bytes: event.bytes,
+            file_index: event.file_index,
+        });
+    }
+
+    /// Adds a step marker on a host thread (counted and skipped when its times are out of
+    /// bounds).
+    pub fn step(&mut self, number: u64, name: &str, lane: LaneKey, start_abs_ns: i64, dur_ns: i64) {
+        if let Some(reason) = time_problem(start_abs_ns, dur_ns) {
+            self.diagnostics.skip(format!("step marker: {reason}"));
+            return;
+        }
+        self.lane(lane, None);
+        let name = self.names.intern(name);
+        self.steps.push(PendingStep {
+            number,
+            name,
+            lane,
+            start_abs_ns,
+            dur_ns,
+        });
+    }
+
+    /// Adds a memory event (skipped and counted when its time is out of bounds). Memory events
+    /// do not move the trace's origin, as in Kineto's reader.
+    pub fn memory(&mut self, memory: NewMemory) {
+        if time_problem(memory.time_abs_ns, 0).is_some() {
+            self.diagnostics
+                .skip("memory event: timestamp out of range");
+            return;
+        }
+        self.memory.push(memory);
+    }
+
+    /// The trace, in stepcast's order: lanes by (kind, pid, tid), events by lane, start,
+    /// longest first, then file order; times relative to the earliest start. A file none of
+    /// whose records became an event is refused (`format` names it in the message), as is one
+    /// whose events span an absurd time.
+    pub fn finish(
+        self,
+        path: &Path,
+        format: &str,
+        runtime: Runtime,
+        input_bytes: u64,
+    ) -> Result<Trace, ReadError> {
+        let Assembly {
+            names,
+            lane_names,
+            mut events,
+            steps,
+            memory,
+            devices,
+            mut diagnostics,
+            records,
+        } = self;
+        if events.is_empty() {
+            let mut skips: Vec<(&String, &u64)> = diagnostics.skipped.iter().collect();
+            skips.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
+            let skipped = skips
+                .iter()
+                .take(2)
+                .map(|(reason, count)| format!("{count} {reason}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(ReadError::NothingUnderstood {
+                path: path.to_path_buf(),
+                records,
+                skipped: if skipped.is_empty() {
+                    "no records".to_string()
+                } else {
+                    skipped
+                },
+                looks_like: format!(
+                    "the {format} holds no kernel, copy or host event stepcast reads"
+                ),
+            });
+        }
+        let starts = events
+            .iter()
+            .map(|e| e.start_abs_ns)
+            .chain(steps.iter().map(|s| s.start_abs_ns));
+        let ends = events
+            .iter()
+            .map(|e| e.start_abs_ns + e.dur_ns)
+            .chain(steps.iter().map(|s| s.start_abs_ns + s.dur_ns));
+        let (origin_ns, end_ns) = (starts.min().unwrap_or(0), ends.max().unwrap_or(0));
+        if end_ns - origin_ns > MAX_SPAN_NS {
+            return Err(ReadError::AbsurdSpan {
+                path: path.to_path_buf(),
+                days: (end_ns - origin_ns) / (86_400 * 1_000_000_000),
+            });
+        }
+
+        // Only lanes that hold an event or a step are kept.
+        let used: std::collections::BTreeSet<LaneKey> = events
+            .iter()
+            .map(|e| e.lane)
+            .chain(steps.iter().map(|s| s.lane))
+            .collect();
+        let mut lanes = Vec::with_capacity(used.len());
+        let mut lane_ids: BTreeMap<LaneKey, LaneId> = BTreeMap::new();
+        for (key, name) in lane_names {
+            if !used.contains(&key) {
+                continue;
+            }
+            lane_ids.insert(key, LaneId(lanes.len() as u32));
+            let (kind, pid, tid) = key;
+            lanes.push(Lane {
+                kind,
+                pid,
+                tid,
+                name,
+                file_pid: None,
+                file_tid: None,
+            });
+        }
+
+        events.sort_by_key(|e| {
+            (
+                lane_ids.get(&e.lane).copied(),
+                e.start_abs_ns,
+                std::cmp::Reverse(e.dur_ns),
+                e.file_index,
+            )
+        });
+        let events: Vec<Event> = events
+            .into_iter()
+            .filter_map(|e| {
+                Some(Event {
+                    kind: e.kind,
+                    lane: *lane_ids.get(&e.lane)?,
+                    name: e.name,
+                    start_ns: e.start_abs_ns - origin_ns,
+                    dur_ns: e.dur_ns,
+                    correlation: e.correlation,
+                    external_id: None,
+                    bytes: e.bytes,
+                    sequence_number: None,
+                    file_index: e.file_index,
+                })
+            })
+            .collect();
+        // Work on one stream runs in order; records that overlap there are worth telling, as
+        // the replay runs a lane's tasks one after another.
+        let overlapping = events
+            .windows(2)
+            .filter(|pair| {
+                pair[0].lane == pair[1].lane
+                    && pair[1].kind.is_device_task()
+                    && pair[0].kind.is_device_task()
+                    && pair[1].start_ns < pair[0].end_ns()
+            })
+            .count();
+        if overlapping > 0 {
+            diagnostics.note(format!(
+                "{overlapping} device tasks start before the previous task on their stream ends (the records overlap; the replay runs a stream's tasks in order)"
+            ));
+        }
+        let mut steps: Vec<StepMarker> = steps
+            .into_iter()
+            .filter_map(|s| {
+                Some(StepMarker {
+                    number: s.number,
+                    name: s.name,
+                    lane: *lane_ids.get(&s.lane)?,
+                    start_ns: s.start_abs_ns - origin_ns,
+                    dur_ns: s.dur_ns,
+                })
+            })
+            .collect();
+        steps.sort_unstable_by_key(|s| (s.start_ns, s.number));
+        // File order among equal times (a stable sort), as in Kineto's reader.
+        let mut memory: Vec<MemoryEvent> = memory
+            .into_iter()
+            .map(|m| MemoryEvent {
+                time_ns: m.time_abs_ns - origin_ns,
+                device: m.device,
+                bytes: m.bytes,
+                total_allocated: m.total_allocated,
+                total_reserved: m.total_reserved,
+                lane: lane_ids.get(&m.lane).copied(),
+            })
+            .collect();
+        memory.sort_by_key(|m| m.time_ns);
+        let has_device_work = events.iter().any(|e| e.kind.is_device_task());
+        if !has_device_work {
+            diagnostics.note("no device work: the trace is host-only");
+        }
+
+        Ok(Trace {
+            origin_ns,
+            file_time_base_ns: 0,
+            names,
+            lanes,
+            events,
+            syncs: Vec::new(),
+            steps,
+            memory,
+            devices,
+            distributed: None,
+            runtime: Some(if has_device_work {
+                runtime
+            } else {
+                Runtime::CpuOnly
+            }),
+            input_bytes,
+            records,
+            diagnostics,
+            comm_args: Vec::new(),
+            op_inputs: Vec::new(),
+            kernel_fill: Vec::new(),
+        })
+    }
+}
+
+/// Why an event's times cannot be taken, if they cannot.
+fn time_problem(start_abs_ns: i64, dur_ns: i64) -> Option<&'static str> {
+    if !(0..=MAX_DUR_NS).contains(&dur_ns) {
+        Some("negative or absurd duration")
+    } else if !(MIN_TS_NS..=MAX_TS_NS).contains(&start_abs_ns) {
+        Some("timestamp out of range")
+    } else {
+        None
+    }
+}
