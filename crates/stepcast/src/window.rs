@@ -55,8 +55,8 @@ pub struct BuildReport {
     pub collective_cost_from_name: u64,
     /// Edges inferred from timing alone.
     pub inferred_edges: u64,
-    /// Device tasks that fill their device for more than two waves (`SmDemand::Fills`): the
-    /// engine holds other streams' work while they run.
+    /// Device tasks whose resident blocks fill their device more than once over
+    /// (`SmDemand::Fills`): the engine holds other streams' work while they run.
     pub device_filling_tasks: u64,
     /// Recorded causes not turned into edges, by reason.
     pub rejected: BTreeMap<String, u64>,

@@ -179,7 +179,7 @@ impl SmDemand {
             TaskKind::Kernel | TaskKind::Memset => SmDemand::Shares,
             // A communication kernel runs one small block per channel, which finds room beside
             // a full kernel: on trace_diff's V100 ranks, 25 of 37 NCCL kernels ready while a
-            // full kernel ran started before its last waves (regular kernels: 30 of 124).
+            // full kernel ran started before its last waves (regular kernels: 38 of 158).
             TaskKind::Collective => SmDemand::None,
             TaskKind::ApiCall | TaskKind::CpuOp | TaskKind::Memcpy => SmDemand::None,
         }
