@@ -35,7 +35,7 @@ fn run_one(args: &ReplayArgs, path: &Path) -> anyhow::Result<String> {
 
 /// The traces named: files as given, directories expanded to their `.json`/`.json.gz` files
 /// (sorted by name).
-fn rank_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+pub(super) fn rank_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for path in paths {
         if !path.is_dir() {

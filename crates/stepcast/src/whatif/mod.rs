@@ -445,7 +445,7 @@ pub fn what_if_against(
 
 /// Builds `edit` with the peers of its steady collectives as `peers` says, replays it (one
 /// replay both checks the graph, a cycle being an edit error, and predicts) and measures it.
-fn replay_with_peers(
+pub(crate) fn replay_with_peers(
     context: &Context<'_>,
     edit: &EditGraph,
     peers: Peers,
