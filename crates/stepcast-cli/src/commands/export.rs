@@ -41,9 +41,9 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
 /// the tasks it keeps) beside its predicted timeline. The mapping is the recorded graph's, so
 /// the phase tracks are left out.
 fn run_plan(args: &ExportArgs, plan: &std::path::Path) -> anyhow::Result<()> {
-    let moves = super::optimize::read_plan(plan)?;
+    let (moves, peers) = super::optimize::read_plan(plan)?;
     let mapped = super::Mapped::load(&args.trace)?;
-    let context = mapped.context(stepcast::whatif::Peers::default());
+    let context = mapped.context(peers);
     let graph = stepcast::optimize::apply_plan(&context, &moves).with_context(|| {
         format!(
             "cannot apply the plan {} to {}",

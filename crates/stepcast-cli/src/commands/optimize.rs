@@ -124,8 +124,11 @@ pub fn run(args: &OptimizeArgs) -> anyhow::Result<String> {
     }
 }
 
-/// The moves of a plan file written by `optimize --json`, or why it is not one.
-pub fn read_plan(path: &Path) -> anyhow::Result<Vec<stepcast::optimize::Move>> {
+/// The moves of a plan file written by `optimize --json`, and the peers it was predicted
+/// with, or why it is not one.
+pub fn read_plan(
+    path: &Path,
+) -> anyhow::Result<(Vec<stepcast::optimize::Move>, stepcast::whatif::Peers)> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read the plan {}", path.display()))?;
     let value: serde_json::Value =
@@ -140,7 +143,11 @@ pub fn read_plan(path: &Path) -> anyhow::Result<Vec<stepcast::optimize::Move>> {
         .get("moves")
         .and_then(|m| m.as_array())
         .with_context(|| format!("{} has no `moves` list", path.display()))?;
-    moves
+    let peers = match value.get("peers").and_then(|p| p.as_str()) {
+        Some("balanced") => stepcast::whatif::Peers::Balanced,
+        _ => stepcast::whatif::Peers::Skew,
+    };
+    let moves = moves
         .iter()
         .enumerate()
         .map(|(i, m)| {
@@ -153,5 +160,6 @@ pub fn read_plan(path: &Path) -> anyhow::Result<Vec<stepcast::optimize::Move>> {
                 .to_move()
                 .map_err(|e| anyhow::anyhow!("{}: move {}: {e}", path.display(), i + 1))
         })
-        .collect()
+        .collect::<anyhow::Result<_>>()?;
+    Ok((moves, peers))
 }

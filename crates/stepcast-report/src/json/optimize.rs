@@ -35,6 +35,8 @@ pub struct OptimizeJson {
     pub moves: Vec<PlannedMoveJson>,
     /// The defaults and `advise`'s best candidate, each predicted on the same graph.
     pub references: Vec<ReferenceJson>,
+    /// Defaults that could not be costed on this trace, and why.
+    pub reference_notes: Vec<String>,
     /// The memory pass's decision; `null` when it is off or the peak is unknown.
     pub memory: Option<MemoryPlanJson>,
     /// Why `memory` is `null`, when the memory pass is on.
@@ -308,6 +310,7 @@ pub fn optimize_json(traces: &[&Trace], peers: Peers, optimized: &Optimized) -> 
                 plan_gain_ns: r.step_ns - optimized.planned_ns,
             })
             .collect(),
+        reference_notes: optimized.reference_notes.clone(),
         memory: optimized.memory.as_ref().map(|m| MemoryPlanJson {
             budget_bytes: m.budget_bytes,
             budget_source: m.budget_source,

@@ -101,6 +101,7 @@ pub fn optimize_text(doc: &OptimizeJson) -> String {
         table.add_row(vec![sanitize(&r.name), ms(r.step_ns), ms(r.plan_gain_ns)]);
     }
     push_section(&mut out, "Against the defaults", &table.to_string());
+    push_notes(&mut out, "Defaults not costed", &doc.reference_notes);
     if let Some(memory) = &doc.memory {
         let gib = |b: i64| format!("{:.2} GiB", b as f64 / (1u64 << 30) as f64);
         let verdict = match (&memory.chosen, memory.peak_bytes > memory.budget_bytes) {

@@ -182,6 +182,8 @@ pub struct Optimized {
     pub per_rank: Vec<(i64, i64)>,
     pub moves: Vec<PlannedMove>,
     pub references: Vec<Reference>,
+    /// Defaults that could not be costed on this trace, and why.
+    pub reference_notes: Vec<String>,
     /// `None` when the memory pass is off or the trace has no memory events.
     pub memory: Option<MemoryChoice>,
     /// Why no memory choice was made, when `memory` is `None` and the pass is on.
@@ -246,8 +248,9 @@ impl<'a> Optimizer<'a> {
 
     /// The defaults a user has today, as the passes cost them, and `advise`'s best candidate
     /// from the models the passes hold (on the leader rank, replayed on every rank).
-    pub fn references(&self) -> Result<Vec<Reference>, WhatIfError> {
+    pub fn references(&self) -> Result<(Vec<Reference>, Vec<String>), WhatIfError> {
         let on = |p: PassId| self.options.passes.contains(&p);
+        let mut notes = Vec::new();
         let facts = &self.leader().facts;
         let mut sets: Vec<(String, Vec<Move>)> = vec![(
             "recorded: no fusion, recorded buckets, no checkpointing".to_string(),
@@ -259,6 +262,16 @@ impl<'a> Optimizer<'a> {
         let cap = Move::BucketCap {
             bytes: passes::tensor_fusion::DDP_DEFAULT_BUCKET_BYTES,
         };
+        if on(PassId::TensorFusion) && !ddp {
+            notes.push(if facts.buckets.pairs.is_empty() {
+                "DDP 25 MiB buckets: no two all-reduces of a step share a stream, nothing to merge"
+                    .to_string()
+            } else {
+                "DDP 25 MiB buckets: the trace does not record the all-reduces' sizes, so DDP's \
+                 greedy bucketing cannot be replayed; the plan's bucket moves merge by slot"
+                    .to_string()
+            });
+        }
         if fuse_all {
             sets.push((
                 "fuse every element-wise chain".to_string(),
@@ -277,7 +290,8 @@ impl<'a> Optimizer<'a> {
         if let Some(best) = self.advised_best()? {
             sets.push(best);
         }
-        sets.into_par_iter()
+        let references = sets
+            .into_par_iter()
             .map(|(name, moves)| {
                 Ok(Reference {
                     step_ns: self.job_ns(&moves)?,
@@ -285,7 +299,8 @@ impl<'a> Optimizer<'a> {
                     moves,
                 })
             })
-            .collect()
+            .collect::<Result<_, WhatIfError>>()?;
+        Ok((references, notes))
     }
 
     /// `advise`'s best candidate on the leader rank among those made only of models the
@@ -319,7 +334,7 @@ impl<'a> Optimizer<'a> {
     pub fn finish(
         &self,
         search: Search,
-        references: Vec<Reference>,
+        (references, reference_notes): (Vec<Reference>, Vec<String>),
         hooks: &dyn Hooks,
     ) -> Result<Optimized, WhatIfError> {
         let mut stats = search.stats.clone();
@@ -394,6 +409,7 @@ impl<'a> Optimizer<'a> {
             per_rank: before.into_iter().zip(after).collect(),
             moves,
             references,
+            reference_notes,
             memory,
             memory_note,
             search: stats,

@@ -217,9 +217,9 @@ pub fn pytorch(facts: &Facts, m: &Move) -> String {
                 _ => String::new(),
             };
             format!(
-                "put the gradients of all-reduces #{first} and #{second} of each step in one \
-                 bucket{size}; in DDP, a bucket assignment by parameter is set by the order \
-                 of model.parameters() and bucket_cap_mb"
+                "send the gradients of the all-reduces that are collectives #{first} and \
+                 #{second} of each step as one bucket{size}; DDP fills buckets in reverse \
+                 order of model.parameters() up to bucket_cap_mb"
             )
         }
         Move::BucketCap { bytes } => format!(
