@@ -6,6 +6,7 @@ mod compare;
 mod ddp;
 mod export;
 mod info;
+mod optimize;
 mod ranks;
 mod replay;
 mod whatif;
