@@ -19,8 +19,24 @@ use stepcast::optimize::{NoHooks, Optimizer, Options};
 use stepcast::whatif::Context;
 use stepcast_trace::read_trace;
 
+/// CPU time (user and system) of the process so far, from `/proc/self/stat` (Linux; `None`
+/// elsewhere), in clock ticks of 10 ms: on a machine shared with other work, wall time
+/// measures the neighbours too, CPU time only this search.
+fn cpu_time() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may hold spaces) in parentheses.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split(' ').collect();
+    let ticks = |i: usize| fields.get(i)?.parse::<u64>().ok();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name and state.
+    let total = ticks(11)? + ticks(12)?;
+    Some(Duration::from_millis(total * 10))
+}
+
 /// One iteration's phase times and the search's counts.
 struct Run {
+    /// CPU time of the whole iteration (all phases).
+    cpu: Option<Duration>,
     prepare: Duration,
     search: Duration,
     references: Duration,
@@ -74,6 +90,7 @@ pub fn run(traces: &[PathBuf], iterations: u32, as_json: bool) -> anyhow::Result
     let mut runs = Vec::new();
     for _ in 0..iterations {
         let run = pool.install(|| -> anyhow::Result<Run> {
+            let cpu_start = cpu_time();
             let start = Instant::now();
             let optimizer = Optimizer::new(&contexts, Options::default())?;
             let prepare = start.elapsed();
@@ -86,11 +103,15 @@ pub fn run(traces: &[PathBuf], iterations: u32, as_json: bool) -> anyhow::Result
             let references_time = start.elapsed();
             let start = Instant::now();
             let optimized = optimizer.finish(search, references, &NoHooks)?;
+            let finish = start.elapsed();
             Ok(Run {
+                cpu: cpu_time()
+                    .zip(cpu_start)
+                    .map(|(end, start)| end.saturating_sub(start)),
                 prepare,
                 search: search_time,
                 references: references_time,
-                finish: start.elapsed(),
+                finish,
                 evaluated,
                 rounds,
                 moves: optimized.moves.len(),
@@ -118,6 +139,7 @@ pub fn run(traces: &[PathBuf], iterations: u32, as_json: bool) -> anyhow::Result
                 "search_s": median.search.as_secs_f64(),
                 "references_s": median.references.as_secs_f64(),
                 "finish_s": median.finish.as_secs_f64(),
+                "cpu_s": median.cpu.map(|c| c.as_secs_f64()),
             },
             "evaluated": median.evaluated,
             "rounds": median.rounds,
@@ -136,6 +158,9 @@ pub fn run(traces: &[PathBuf], iterations: u32, as_json: bool) -> anyhow::Result
             median.references.as_secs_f64(),
             median.finish.as_secs_f64()
         );
+        if let Some(cpu) = median.cpu {
+            println!("  CPU time {:.2} s", cpu.as_secs_f64());
+        }
         println!(
             "  search: {} moves replayed in {} rounds, {:.1} moves/s; plan of {} moves, {:.3}×",
             median.evaluated, median.rounds, moves_per_s, median.moves, median.speedup

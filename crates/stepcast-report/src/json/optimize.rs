@@ -238,6 +238,9 @@ pub struct SearchJson {
     pub evaluated: usize,
     /// Moves pruned by their bound, unreplayed.
     pub pruned: usize,
+    /// Moves left out because none of the tasks whose costs they cut is on the critical path
+    /// of the slowest rank, unreplayed.
+    pub off_path: usize,
     /// Moves whose transform failed (a cycle), left out.
     pub failed: usize,
     /// Searches started again from a default that beat the plan.
@@ -334,6 +337,7 @@ pub fn optimize_json(traces: &[&Trace], peers: Peers, optimized: &Optimized) -> 
             rounds: optimized.search.rounds,
             evaluated: optimized.search.evaluated,
             pruned: optimized.search.pruned,
+            off_path: optimized.search.off_path,
             failed: optimized.search.failed,
             restarts: optimized.search.restarts,
             stopped: optimized.search.stopped.as_str(),

@@ -51,7 +51,8 @@ pub fn optimize_text(doc: &OptimizeJson) -> String {
     let mut out = wrap(
         &format!(
             "Plan for {}: step {} ms now, {} ms with the plan ({:.3}×, {} ms less per step); \
-             {} moves replayed in {} rounds, {} pruned by their bound, search {}.",
+             {} moves replayed in {} rounds, {} left out off the critical path and {} pruned by \
+             their bound; search {}.",
             sanitize(&subject),
             ms(doc.baseline_ns),
             ms(doc.planned_ns),
@@ -59,6 +60,7 @@ pub fn optimize_text(doc: &OptimizeJson) -> String {
             ms(doc.gain_ns),
             doc.search.evaluated,
             doc.search.rounds,
+            doc.search.off_path,
             doc.search.pruned,
             doc.search.stopped.replace('_', " "),
         ),

@@ -27,11 +27,14 @@ mod search;
 
 use rayon::prelude::*;
 
+use crate::graph::TaskId;
 use crate::whatif::advise::advise;
 use crate::whatif::edit::EditGraph;
 use crate::whatif::models::Model;
 use crate::whatif::trust::window_trust;
-use crate::whatif::{Context, Prediction, WhatIfError, predict, replay_with_peers};
+use crate::whatif::{
+    Context, Prediction, WhatIfError, predict, replay_with_ids, replay_with_peers,
+};
 
 pub use passes::{Facts, Move, PassId};
 pub use search::{MIN_GAIN, Search, SearchStats};
@@ -97,6 +100,22 @@ struct Rank<'a> {
 }
 
 impl Rank<'_> {
+    /// The predicted step with `plan` and its critical path's tasks, as ids of `base`
+    /// (sorted).
+    fn critical(&self, plan: &[Move]) -> Result<(i64, Vec<TaskId>), WhatIfError> {
+        let mut edit = self.base.clone();
+        passes::apply(&self.context, &self.facts, plan, &mut edit)?;
+        let (_, predicted, new_id) = replay_with_ids(&self.context, &edit, self.context.peers)?;
+        let on_path: Vec<TaskId> = (0..new_id.len())
+            .filter(|&t| {
+                let id = new_id[t];
+                id != TaskId::NONE && predicted.critical_tasks.binary_search(&id).is_ok()
+            })
+            .map(|t| TaskId(t as u32))
+            .collect();
+        Ok((predicted.step_ns, on_path))
+    }
+
     fn predict(&self, plan: &[Move]) -> Result<i64, WhatIfError> {
         if plan.is_empty() {
             return Ok(self.baseline.step_ns);
@@ -232,6 +251,24 @@ impl<'a> Optimizer<'a> {
     pub fn job_ns(&self, plan: &[Move]) -> Result<i64, WhatIfError> {
         let steps = self.per_rank_ns(plan)?;
         Ok(steps.into_iter().max().unwrap_or(0))
+    }
+
+    /// For `plan`: the slowest rank (the lowest on a tie) and its critical path's tasks.
+    fn critical_rank(&self, plan: &[Move]) -> Result<(usize, Vec<TaskId>), WhatIfError> {
+        let all: Vec<(i64, Vec<TaskId>)> = self
+            .ranks
+            .par_iter()
+            .map(|r| r.critical(plan))
+            .collect::<Result<_, _>>()?;
+        let slowest = (0..all.len())
+            .max_by_key(|&r| (all[r].0, std::cmp::Reverse(r)))
+            .unwrap_or(0);
+        let tasks = all
+            .into_iter()
+            .nth(slowest)
+            .map(|(_, t)| t)
+            .unwrap_or_default();
+        Ok((slowest, tasks))
     }
 
     fn per_rank_ns(&self, plan: &[Move]) -> Result<Vec<i64>, WhatIfError> {

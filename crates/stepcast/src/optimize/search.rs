@@ -2,8 +2,10 @@
 //! passes propose for the plan so far.
 //!
 //! Each round, every pass proposes its moves with the most each can gain (the costs it cuts:
-//! a replay is a longest path, so cutting Δ of cost shortens the step by at most Δ). Moves
-//! are tried most-promising first, in fixed batches replayed in parallel; once the best gain
+//! a replay is a longest path, so cutting Δ of cost shortens the step by at most Δ). A move
+//! that only cuts costs, none on the critical path of the slowest rank with the plan so far,
+//! is left out unreplayed (it cannot shorten that path). The others are tried most-promising
+//! first, in fixed batches replayed in parallel; once the best gain
 //! found beats every remaining move's bound, the rest are pruned unreplayed. The best move is
 //! taken if it makes the predicted step faster by at least [`MIN_GAIN`] of it; else the
 //! search has converged. The batches do not depend on the number of threads, and ties go to
@@ -16,7 +18,7 @@ use super::{Hooks, Optimizer, Stop};
 use crate::whatif::WhatIfError;
 
 /// Moves replayed per batch (fixed, so that pruning does not depend on the thread count).
-const BATCH: usize = 16;
+const BATCH: usize = 8;
 
 /// A move must make the step faster by this share of it to be taken: below it, the gain is
 /// within rounding and a plan would fill with moves that change nothing a user would see.
@@ -39,6 +41,9 @@ pub struct SearchStats {
     pub evaluated: usize,
     /// Moves pruned by their bound, unreplayed.
     pub pruned: usize,
+    /// Moves left out because none of the tasks whose costs they cut is on the critical path
+    /// of the slowest rank, unreplayed.
+    pub off_path: usize,
     /// Moves whose transform failed (a cycle): left out.
     pub failed: usize,
     pub stopped: Stop,
@@ -73,15 +78,31 @@ impl Optimizer<'_> {
                 break;
             }
             stats.rounds += 1;
-            let mut candidates: Vec<(Move, i64)> = passes
+            // Critical-path driven (Algorithm 1): a move that only cuts costs, none of them on
+            // the slowest rank's critical path, cannot shorten its step.
+            let (slowest, critical) = self.critical_rank(&plan)?;
+            let rank = &self.ranks[slowest];
+            let mut candidates: Vec<(Move, i64)> = Vec::new();
+            for (m, bound) in passes
                 .iter()
                 .flat_map(|&p| passes::candidates(p, &self.leader().facts, &plan))
-                .collect();
+            {
+                match passes::touches(&rank.facts, &rank.base, &m) {
+                    Some(tasks) if !tasks.iter().any(|t| critical.binary_search(t).is_ok()) => {
+                        stats.off_path += 1;
+                    }
+                    _ => candidates.push((m, bound)),
+                }
+            }
             candidates.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            // A move is taken only if it gains at least the threshold: one whose bound is
+            // below it is pruned like one whose bound is below the best gain found.
+            let threshold = (((current as f64) * MIN_GAIN).ceil() as i64).max(1);
             let mut best: Option<(i64, usize)> = None;
             let mut next = 0;
             while next < candidates.len() {
-                let best_gain = best.map_or(0, |(ns, _)| current - ns);
+                let best_gain =
+                    best.map_or(threshold - 1, |(ns, _)| (current - ns).max(threshold - 1));
                 let batch: Vec<usize> = (next..candidates.len())
                     .take(BATCH)
                     .take_while(|&i| candidates[i].1 > best_gain)
@@ -115,9 +136,8 @@ impl Optimizer<'_> {
                     break;
                 }
             }
-            let threshold = ((current as f64) * MIN_GAIN).ceil() as i64;
             match best {
-                Some((ns, i)) if current - ns >= threshold.max(1) => {
+                Some((ns, i)) if current - ns >= threshold => {
                     let (m, bound) = candidates.swap_remove(i);
                     plan.push(m.clone());
                     search.moves.push((m, bound));

@@ -11,6 +11,7 @@ pub mod tensor_fusion;
 pub mod tensor_partition;
 
 use crate::analyze::mapping::Phase;
+use crate::graph::TaskId;
 use crate::whatif::edit::EditGraph;
 use crate::whatif::{Context, WhatIfError};
 
@@ -178,6 +179,65 @@ pub fn apply(
     Ok(())
 }
 
+/// The tasks of `base` (the untransformed editable graph `facts` were found on) whose costs
+/// `m` cuts, with their launch calls; `None` for a move that may also remove waits (a
+/// program model, a memory trade), which the critical path cannot rule out. A cost-cutting
+/// move none of whose tasks is on the critical path cannot shorten the step: that path keeps
+/// its length.
+pub fn touches(facts: &Facts, base: &EditGraph, m: &Move) -> Option<Vec<TaskId>> {
+    let mut tasks: Vec<TaskId> = match m {
+        Move::FuseOps { phase, kernels } => facts
+            .regions
+            .get(*phase, kernels)
+            .map(|r| {
+                r.runs
+                    .iter()
+                    .flat_map(|&i| facts.regions.runs[i].1.tasks().to_vec())
+                    .collect()
+            })
+            .unwrap_or_default(),
+        Move::FuseAllElementwise => facts
+            .regions
+            .runs
+            .iter()
+            .flat_map(|(_, run)| run.tasks().to_vec())
+            .collect(),
+        Move::MergeBuckets { first, second } => facts
+            .buckets
+            .by_step
+            .values()
+            .flatten()
+            .filter(|b| b.slot == *first || b.slot == *second)
+            .map(|b| b.task)
+            .collect(),
+        Move::BucketCap { bytes } => {
+            let pairs = facts.buckets.cap_pairs(*bytes);
+            facts
+                .buckets
+                .by_step
+                .values()
+                .flatten()
+                .filter(|b| pairs.iter().any(|&(x, y)| b.slot == x || b.slot == y))
+                .map(|b| b.task)
+                .collect()
+        }
+        Move::Partition { slot, .. } => facts
+            .buckets
+            .by_step
+            .values()
+            .flatten()
+            .filter(|b| b.slot == *slot)
+            .map(|b| b.task)
+            .collect(),
+        Move::Model { .. } | Move::Recompute { .. } | Move::Offload { .. } => return None,
+    };
+    let launchers: Vec<TaskId> = tasks.iter().filter_map(|&t| base.launcher(t)).collect();
+    tasks.extend(launchers);
+    tasks.sort_unstable();
+    tasks.dedup();
+    Some(tasks)
+}
+
 /// What to do in PyTorch for `m`, on the rank whose facts are given.
 pub fn pytorch(facts: &Facts, m: &Move) -> String {
     match m {
@@ -265,7 +325,8 @@ pub fn caveats(context: &Context<'_>, facts: &Facts, m: &Move) -> Vec<String> {
                 );
             }
             out.push(
-                "the peers of a merged all-reduce keep the lateness recorded for its last member"
+                "a merged all-reduce waits for its members' recorded waits for peers together: \
+                 stragglers stay as late as recorded"
                     .to_string(),
             );
             out

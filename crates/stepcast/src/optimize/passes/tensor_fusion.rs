@@ -11,7 +11,10 @@
 //! transfers less `(k − 1) α` (one fixed cost instead of `k`), never less than its longest
 //! member. It runs where the last member ran, when all its gradients are ready (the merged
 //! bucket waits for the last gradient: the cost of fusion dPRO weighs), and the launch calls
-//! of the others go.
+//! of the others go. With `--peers skew` it waits for the sum of its members' recorded waits
+//! for peers: the stream waited that long for stragglers before the merge and still does, so
+//! a merge never gains by dropping a recorded wait (the search found plans of a hundred
+//! merges, each "gaining" the lateness recorded at the bucket it removed, before this rule).
 
 use std::collections::BTreeMap;
 
@@ -87,6 +90,8 @@ impl Buckets {
                 if pair[0].lane != pair[1].lane {
                     continue;
                 }
+                // The first member goes: its fixed cost and its launch call (its wait for
+                // peers moves to the merged all-reduce).
                 let call = edit
                     .launcher(pair[0].task)
                     .map_or(0, |c| edit.dur_ns(c) + edit.gap_ns(c));
@@ -196,10 +201,18 @@ pub fn candidates(buckets: &Buckets, plan: &[Move]) -> Vec<(Move, i64)> {
 }
 
 /// Merges the groups `plan` names: each costs its members' transfers less `(k − 1) α`, at
-/// least its longest member.
+/// least its longest member, and waits for its members' waits for peers together.
 pub fn apply(buckets: &Buckets, plan: &[Move], edit: &mut EditGraph) -> Result<(), WhatIfError> {
-    let groups: Vec<(Vec<TaskId>, i64)> = buckets
-        .groups(plan)
+    let groups = buckets.groups(plan);
+    let waits: Vec<(TaskId, i64)> = groups
+        .iter()
+        .filter_map(|group| {
+            let last = group.iter().map(|b| b.task).max()?;
+            let wait: i64 = group.iter().map(|b| edit.peer_wait_ns(b.task)).sum();
+            Some((last, wait))
+        })
+        .collect();
+    let groups: Vec<(Vec<TaskId>, i64)> = groups
         .into_iter()
         .map(|group| {
             let parts: Vec<i64> = group.iter().map(|b| edit.dur_ns(b.task)).collect();
@@ -211,5 +224,10 @@ pub fn apply(buckets: &Buckets, plan: &[Move], edit: &mut EditGraph) -> Result<(
         })
         .collect();
     merge_collectives(edit, &groups)?;
+    for (task, wait) in waits {
+        if edit.is_alive(task) && !edit.is_frozen(task) {
+            edit.set_peer_wait(task, wait)?;
+        }
+    }
     Ok(())
 }
