@@ -256,3 +256,73 @@ fn plan_does_not_depend_on_the_thread_count() {
     };
     assert_eq!(run(1), run(4));
 }
+
+/// Tensor fusion's cost model on nccl_data's recorded all-reduces: merging the first adjacent
+/// pair, in every steady step, leaves one collective fewer per step, cuts the collectives'
+/// total cost by the α of the calibrated all-reduce fit per merge (never below the longer
+/// member), and keeps every recorded wait for peers (moved to the merged all-reduce).
+#[test]
+fn a_bucket_merge_saves_one_fixed_cost_and_keeps_the_stragglers() {
+    use stepcast::comm::{Collective, calibrate, recorded_collectives};
+    use stepcast::graph::{NO_STEP, TaskKind};
+    use stepcast::optimize::Facts;
+
+    let loaded = single(NCCL_DATA);
+    let context = context(loaded);
+    let baseline = predict(&loaded.window, &loaded.window.graph).unwrap_or_else(|e| panic!("{e}"));
+    let facts = Facts::find(&context, &context.edit(), baseline.steady.clone().count());
+    let &((first, second), _) = facts.buckets.pairs.first().expect("adjacent all-reduces");
+    // The fit, independently of the pass.
+    let recorded = recorded_collectives(&loaded.trace, &loaded.window, &loaded.mapping);
+    let alpha = calibrate(&recorded)
+        .fits
+        .iter()
+        .filter(|f| f.collective == Collective::AllReduce)
+        .max_by_key(|f| f.points)
+        .map_or(0.0, |f| f.intercept_ns.max(0.0));
+    // The steps where both members ran, and the cost the merge should cut there.
+    let steady = |step: u32| step != NO_STEP && baseline.steady.contains(&(step as usize));
+    let mut merges = 0;
+    let mut cut_ns = 0i64;
+    let mut steps: Vec<u32> = recorded
+        .iter()
+        .map(|r| r.step)
+        .filter(|&s| steady(s))
+        .collect();
+    steps.sort_unstable();
+    steps.dedup();
+    for step in steps {
+        let member = |slot: u32| {
+            recorded
+                .iter()
+                .find(|r| r.step == step && r.slot == slot && r.collective == Collective::AllReduce)
+        };
+        if let (Some(a), Some(b)) = (member(first), member(second))
+            && a.lane == b.lane
+        {
+            let (da, db) = (
+                loaded.window.graph.dur_ns[a.task.index()],
+                loaded.window.graph.dur_ns[b.task.index()],
+            );
+            let merged = ((da + db) as f64 - alpha).round() as i64;
+            cut_ns += da + db - merged.max(da.max(db));
+            merges += 1;
+        }
+    }
+    assert!(merges > 0);
+    let graph = apply_plan(&context, &[Move::MergeBuckets { first, second }])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let collectives = |g: &stepcast::graph::Graph| {
+        let tasks: Vec<usize> = (0..g.task_count())
+            .filter(|&t| g.kind[t] == TaskKind::Collective && steady(g.step[t]))
+            .collect();
+        let dur: i64 = tasks.iter().map(|&t| g.dur_ns[t]).sum();
+        let wait: i64 = tasks.iter().map(|&t| g.peer_wait_ns[t]).sum();
+        (tasks.len(), dur, wait)
+    };
+    let (n_before, dur_before, wait_before) = collectives(&loaded.window.graph);
+    let (n_after, dur_after, wait_after) = collectives(&graph);
+    assert_eq!(n_before - n_after, merges);
+    assert_eq!(dur_before - dur_after, cut_ns);
+    assert_eq!(wait_before, wait_after);
+}
