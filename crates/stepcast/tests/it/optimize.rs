@@ -175,6 +175,43 @@ fn plan_beats_the_defaults_and_advise_on_df_index_resolver() {
     check_plan(DF_INDEX_RESOLVER, &[single(DF_INDEX_RESOLVER)]);
 }
 
+/// Without `--memory-budget`, the budget is the device's memory as the trace header states it
+/// (`deviceProperties[].totalGlobalMem`, read here from the file with serde_json), and a peak
+/// within it takes no memory move.
+#[test]
+fn the_default_memory_budget_is_the_devices_memory() {
+    use std::io::Read;
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(
+        std::fs::File::open(testdata(DF_INDEX_RESOLVER)).expect("the trace"),
+    )
+    .read_to_string(&mut text)
+    .expect("gzip JSON");
+    let document: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let device_bytes = document["deviceProperties"]
+        .as_array()
+        .expect("deviceProperties")
+        .iter()
+        .filter_map(|d| d["totalGlobalMem"].as_i64())
+        .min()
+        .expect("totalGlobalMem");
+    let plan = optimized(
+        &[single(DF_INDEX_RESOLVER)],
+        Options {
+            passes: vec![PassId::Memory],
+            memory_budget_bytes: None,
+        },
+    );
+    let memory = plan
+        .memory
+        .expect("df_index_resolver records memory events");
+    assert_eq!(memory.budget_source, "device");
+    assert_eq!(memory.budget_bytes, device_bytes);
+    assert!(memory.peak_bytes < device_bytes);
+    assert_eq!(memory.chosen, None);
+    assert!(plan.moves.is_empty());
+}
+
 #[test]
 fn plan_beats_the_defaults_and_advise_on_nccl_data() {
     check_plan(NCCL_DATA, &[single(NCCL_DATA)]);
