@@ -6,6 +6,7 @@
 //! repeating a real trace's profiled steps. See `docs/benchmarks.md`.
 
 mod measure;
+mod optimize;
 mod synthesize;
 
 use std::path::PathBuf;
@@ -38,6 +39,19 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Time `stepcast optimize`'s search on one core and count the moves it replays per
+    /// second.
+    Optimize {
+        /// One trace, or the rank traces (or a directory of them) of one job.
+        #[arg(required = true)]
+        traces: Vec<PathBuf>,
+        /// Timed iterations (the median is reported).
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+        iterations: u32,
+        /// Print the results as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Make a large input by repeating a trace's profiled steps with shifted timestamps.
     Synthesize {
         /// The trace whose steps are repeated.
@@ -60,6 +74,11 @@ fn main() -> ExitCode {
             iterations,
             json,
         } => measure::run(&traces, iterations, json),
+        Command::Optimize {
+            traces,
+            iterations,
+            json,
+        } => optimize::run(&traces, iterations, json),
         Command::Synthesize {
             trace,
             target_bytes,

@@ -36,6 +36,9 @@ pub enum Command {
     WhatIf(Box<WhatIfArgs>),
     /// Rank the built-in optimizations (and useful combinations) by predicted gain.
     Advise(AdviseArgs),
+    /// Search for the best combination of op fusion, tensor fusion and partition, program
+    /// changes and memory trades (dPRO's strategy search): a plan to apply, move by move.
+    Optimize(OptimizeArgs),
     /// Compare two traces of one workload: measured speedup of their steady steps, what changed
     /// by phase, op and kernel, and (--model) a prediction from BEFORE against AFTER.
     Compare(CompareArgs),
@@ -88,6 +91,10 @@ pub struct ExportArgs {
     /// replaced whole or not at all.
     #[arg(short = 'o', long = "output", value_name = "FILE.json")]
     pub output: PathBuf,
+    /// A plan written by `stepcast optimize --json`: export the predicted timeline of the
+    /// optimized window beside the recorded one instead of the replay.
+    #[arg(long, value_name = "PLAN.json", conflicts_with = "step")]
+    pub plan: Option<PathBuf>,
 }
 
 #[derive(Debug, ClapArgs)]
@@ -199,6 +206,29 @@ pub struct AdviseArgs {
     /// A PyTorch profiler (Kineto) trace: .json or .json.gz.
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
+    #[command(flatten)]
+    pub peers: PeersArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, ClapArgs)]
+pub struct OptimizeArgs {
+    /// A PyTorch profiler (Kineto) trace: .json or .json.gz. Several traces, or a directory of
+    /// them, one per rank of the same job: one plan, checked on every rank.
+    #[arg(value_name = "TRACE", required = true, num_args = 1..)]
+    pub traces: Vec<PathBuf>,
+    /// Device memory the plan must fit in, GiB (default: the device's memory, from the trace).
+    #[arg(long, value_name = "GIB")]
+    pub memory_budget: Option<f64>,
+    /// The passes the plan may use, comma-separated (default: all): op_fusion, tensor_fusion,
+    /// tensor_partition, program, memory.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub passes: Vec<String>,
+    /// Stop the search after this many seconds and answer with the best plan so far (marked
+    /// so: such a plan may differ from run to run).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60.0)]
+    pub time_limit: f64,
     #[command(flatten)]
     pub peers: PeersArgs,
     #[command(flatten)]

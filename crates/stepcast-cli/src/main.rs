@@ -40,6 +40,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
         Command::Export(export) => return commands::export::run(export),
         Command::WhatIf(whatif) => (commands::whatif::run(whatif)?, &whatif.output),
         Command::Advise(advise) => (commands::advise::run(advise)?, &advise.output),
+        Command::Optimize(optimize) => (commands::optimize::run(optimize)?, &optimize.output),
         Command::Compare(compare) => (commands::compare::run(compare)?, &compare.output),
     };
     write(output, &answer)

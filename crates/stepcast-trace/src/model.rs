@@ -263,6 +263,8 @@ pub struct DeviceInfo {
     /// Multiprocessors and threads each can hold (`numSms`, `maxThreadsPerMultiprocessor`).
     pub sm_count: Option<i64>,
     pub max_threads_per_sm: Option<i64>,
+    /// Device memory (`totalGlobalMem`), bytes: the default memory budget of `optimize`.
+    pub memory_bytes: Option<i64>,
 }
 
 /// Which accelerator runtime recorded the device side.

@@ -5,6 +5,7 @@ pub mod analyze;
 pub mod comm;
 pub mod compare;
 pub mod graph;
+pub mod optimize;
 pub mod ranks;
 pub mod replay;
 pub mod simulate;

@@ -13,6 +13,9 @@ use crate::output;
 /// Runs `export`: reads and replays the trace, then writes the Chrome trace to `args.output`,
 /// whole or not at all.
 pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
+    if let Some(plan) = &args.plan {
+        return run_plan(args, plan);
+    }
     let loaded = Loaded::load(&args.trace, &Quiet)?;
     let (trace, window) = (&loaded.trace, &loaded.window);
     let selection = match args.step {
@@ -29,6 +32,41 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
     let mapping = loaded.mapping();
     let mut bytes = Vec::new();
     Export::new(trace, window, &timeline, Some(mapping), selection)
+        .write_to(&mut bytes)
+        .context("cannot render the export")?;
+    let text = String::from_utf8(bytes).context("the export is not UTF-8")?;
+    output::to_file(&args.output, &text)
+}
+
+/// `export --plan PLAN.json`: the window with the plan applied, its recorded times (those of
+/// the tasks it keeps) beside its predicted timeline. The mapping is the recorded graph's, so
+/// the phase tracks are left out.
+fn run_plan(args: &ExportArgs, plan: &std::path::Path) -> anyhow::Result<()> {
+    let (moves, peers) = super::optimize::read_plan(plan)?;
+    let mapped = Loaded::load(&args.trace, &Quiet)?;
+    let context = mapped.context(peers);
+    let graph = stepcast::optimize::apply_plan(&context, &moves).with_context(|| {
+        format!(
+            "cannot apply the plan {} to {}",
+            plan.display(),
+            args.trace.display()
+        )
+    })?;
+    let window = stepcast::Window {
+        graph,
+        ..mapped.window.clone()
+    };
+    let timeline = simulate(
+        &window.graph,
+        &RecordedOrder,
+        SimOptions {
+            without_inferred: true,
+            ..SimOptions::default()
+        },
+    )
+    .with_context(|| format!("cannot replay the plan on {}", args.trace.display()))?;
+    let mut bytes = Vec::new();
+    Export::new(&mapped.trace, &window, &timeline, None, Selection::window())
         .write_to(&mut bytes)
         .context("cannot render the export")?;
     let text = String::from_utf8(bytes).context("the export is not UTF-8")?;

@@ -7,6 +7,7 @@ pub mod analyze;
 pub mod compare;
 pub mod export;
 pub mod info;
+pub mod optimize;
 pub mod replay;
 pub mod whatif;
 

@@ -32,24 +32,24 @@ const TASK_CATEGORIES: [(&str, EventKind); 6] = [
 
 /// A complete event (`ph: "X"`), in integer nanoseconds.
 #[derive(Clone, Debug)]
-struct Slice {
-    pid: i64,
-    tid: i64,
-    start_ns: i64,
-    end_ns: i64,
-    cat: String,
-    name: String,
-    args: Value,
+pub(super) struct Slice {
+    pub(super) pid: i64,
+    pub(super) tid: i64,
+    pub(super) start_ns: i64,
+    pub(super) end_ns: i64,
+    pub(super) cat: String,
+    pub(super) name: String,
+    pub(super) args: Value,
 }
 
 /// What [`check_chrome_trace`] found in a valid export.
 #[derive(Debug, Default)]
-struct Summary {
+pub(super) struct Summary {
     /// `process_name` by pid.
-    processes: BTreeMap<i64, String>,
+    pub(super) processes: BTreeMap<i64, String>,
     /// `thread_name` by (pid, tid).
-    threads: BTreeMap<(i64, i64), String>,
-    slices: Vec<Slice>,
+    pub(super) threads: BTreeMap<(i64, i64), String>,
+    pub(super) slices: Vec<Slice>,
     /// Flow ids with both ends.
     flows: usize,
     counters: usize,
@@ -303,7 +303,7 @@ fn chrome_trace(document: &str) -> Result<Summary, String> {
     Ok(summary)
 }
 
-fn check_chrome_trace(document: &str) -> Summary {
+pub(super) fn check_chrome_trace(document: &str) -> Summary {
     chrome_trace(document)
         .unwrap_or_else(|violation| panic!("not a valid Chrome trace: {violation}"))
 }

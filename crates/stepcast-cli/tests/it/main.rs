@@ -7,6 +7,7 @@ mod ddp;
 mod export;
 mod formats;
 mod info;
+mod optimize;
 mod ranks;
 mod replay;
 mod whatif;

@@ -5,7 +5,7 @@
 //! Each command writes one JSON object whose `schema` field names the document and its version:
 //! `stepcast.info/1` ([`InfoJson`]), `stepcast.replay/1` ([`ReplayJson`]),
 //! `stepcast.replay-ranks/1`, `stepcast.analyze/1` ([`AnalyzeJson`]), `stepcast.whatif/1`,
-//! `stepcast.advise/1` and `stepcast.compare/1` ([`CompareJson`]). Within a version,
+//! `stepcast.advise/1`, `stepcast.optimize/1` ([`OptimizeJson`]) and `stepcast.compare/1` ([`CompareJson`]). Within a version,
 //! change is additive only: fields may be added, none is removed, renamed or retyped. The full
 //! field list, with units, is in `docs/json-schema.md`.
 //!
@@ -24,6 +24,7 @@
 mod analyze;
 mod compare;
 mod info;
+mod optimize;
 pub mod ranks;
 mod replay;
 mod whatif;
@@ -45,6 +46,10 @@ pub use compare::{
     StepTimesJson, compare_json,
 };
 pub use info::{GraphJson, InfoJson, LaneJson, StepInfoJson, info_json};
+pub use optimize::{
+    MemoryOptionJson, MemoryPlanJson, MoveJson, OptimizeJson, PassJson, PlannedMoveJson,
+    RankStepJson, ReferenceJson, SearchJson, optimize_json,
+};
 pub use replay::{
     CriticalPathJson, ReplayJson, StepReplayJson, SummaryJson, TypicalJson, replay_json,
 };

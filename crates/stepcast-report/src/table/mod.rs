@@ -8,6 +8,7 @@
 mod analyze;
 mod compare;
 mod info;
+mod optimize;
 pub mod ranks;
 mod replay;
 mod whatif;
@@ -17,6 +18,7 @@ use comfy_table::{CellAlignment, ContentArrangement, Table, presets};
 pub use analyze::analyze_text;
 pub use compare::compare_text;
 pub use info::info_text;
+pub use optimize::optimize_text;
 pub use replay::replay_text;
 pub use whatif::{advise_text, whatif_text};
 

@@ -230,6 +230,7 @@ impl TraceBuilder {
                     .zip(d.compute_minor.and_then(Int::get)),
                 sm_count: d.num_sms.and_then(Int::get).filter(|&n| n > 0),
                 max_threads_per_sm: d.max_threads_per_sm.and_then(Int::get).filter(|&n| n > 0),
+                memory_bytes: d.total_global_mem.and_then(Int::get).filter(|&n| n > 0),
             })
             .collect();
     }

@@ -320,6 +320,8 @@ pub struct RawDevice {
     pub num_sms: Option<Int>,
     #[serde(rename = "maxThreadsPerMultiprocessor")]
     pub max_threads_per_sm: Option<Int>,
+    #[serde(rename = "totalGlobalMem")]
+    pub total_global_mem: Option<Int>,
 }
 
 /// `distributedInfo`.

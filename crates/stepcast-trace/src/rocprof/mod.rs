@@ -317,6 +317,7 @@ fn gpus(agents: &[Agent], assembly: &mut Assembly) -> BTreeMap<u64, Gpu> {
                 .zip(agent.wave_front_size)
                 .and_then(|(waves, width)| waves.checked_mul(width))
                 .filter(|&t| t > 0),
+            memory_bytes: None,
         });
         gpus.insert(handle, Gpu { index });
     }

@@ -495,6 +495,8 @@ fn read_device(
         compute_capability: plane_stat("compute_cap_major").zip(plane_stat("compute_cap_minor")),
         sm_count: plane_stat("core_count"),
         max_threads_per_sm: None,
+        // xprof's device planes say their memory as `memory_size`, where they say it.
+        memory_bytes: plane_stat("memory_size").filter(|&b| b > 0),
     });
     let has_streams = plane.lines.iter().any(|l| is_stream_line(&l.name));
     if !has_streams && plane.lines.iter().any(|l| l.name == "XLA Ops") {

@@ -556,6 +556,17 @@ impl EditGraph {
         self.rows[task.index()].peer_wait_ns
     }
 
+    /// Sets the declared wait of a collective for its peers (a merged collective waits for
+    /// what its members waited for).
+    pub fn set_peer_wait(&mut self, task: TaskId, ns: i64) -> Result<(), EditError> {
+        self.check_live(task)?;
+        if ns < 0 {
+            return Err(EditError::BadDuration { ns });
+        }
+        self.rows[task.index()].peer_wait_ns = ns;
+        Ok(())
+    }
+
     /// Sets the untraced gap after every selected task to `ns`.
     pub fn set_gap(&mut self, selection: &Selection, ns: i64) -> Result<(), EditError> {
         if ns < 0 {

@@ -146,6 +146,9 @@ pub struct Prediction {
     pub bottleneck: Bottleneck,
     /// The steady steps the period spans (indices into the window's steps, inclusive).
     pub steady: std::ops::RangeInclusive<usize>,
+    /// The tasks of the steady span's critical path (the replayed graph's ids), sorted: what a
+    /// transform must shorten to shorten the step.
+    pub critical_tasks: Vec<TaskId>,
 }
 
 /// Replays `graph` (the window's graph or a transform of it, with the same steps) and
@@ -213,6 +216,9 @@ fn measure(window: &Window, graph: &Graph, timeline: &Timeline) -> Result<Predic
         _ => latest,
     };
     let mut path = critical_path(graph, timeline, last_task, span_start);
+    let mut critical_tasks = path.tasks.clone();
+    critical_tasks.sort_unstable();
+    critical_tasks.dedup();
     let tail_ns = last_end - timeline.end_ns[last_task.index()];
     if tail_ns > 0 {
         path.host_ns += tail_ns;
@@ -228,6 +234,7 @@ fn measure(window: &Window, graph: &Graph, timeline: &Timeline) -> Result<Predic
         window_end_ns,
         bottleneck: Bottleneck::new(graph, &path, steps),
         steady: first..=last,
+        critical_tasks,
     })
 }
 
@@ -446,12 +453,23 @@ pub fn what_if_against(
 
 /// Builds `edit` with the peers of its steady collectives as `peers` says, replays it (one
 /// replay both checks the graph, a cycle being an edit error, and predicts) and measures it.
-fn replay_with_peers(
+pub(crate) fn replay_with_peers(
     context: &Context<'_>,
     edit: &EditGraph,
     peers: Peers,
 ) -> Result<(Graph, Prediction), WhatIfError> {
-    let (graph, _) = match peers {
+    let (graph, predicted, _) = replay_with_ids(context, edit, peers)?;
+    Ok((graph, predicted))
+}
+
+/// [`replay_with_peers`], also returning, per id of `edit`, its task in the built graph
+/// (`TaskId::NONE` if removed): what maps a prediction's critical path back to the edit.
+pub(crate) fn replay_with_ids(
+    context: &Context<'_>,
+    edit: &EditGraph,
+    peers: Peers,
+) -> Result<(Graph, Prediction, Vec<TaskId>), WhatIfError> {
+    let (graph, new_id) = match peers {
         Peers::Skew => edit.build()?,
         Peers::Balanced => {
             let mut balanced = edit.clone();
@@ -468,7 +486,7 @@ fn replay_with_peers(
         Err(e) => return Err(EditError::Sim(e).into()),
     };
     let predicted = measure(context.window, &graph, &timeline)?;
-    Ok((graph, predicted))
+    Ok((graph, predicted, new_id))
 }
 
 /// Total (host, device) time of the steady steps' live tasks of `edit` per phase, in

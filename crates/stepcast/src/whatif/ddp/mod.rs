@@ -533,13 +533,32 @@ pub fn apply_named(
         edit.set_duration(&selection, cost)?;
         changed += selection.len();
     }
-    // Merged buckets: one all-reduce where the last of them was (when all its gradients are
-    // ready); the earlier ones are removed, what waited for them waiting for their inputs
-    // instead (making it wait for the merged one could close a cycle).
-    for (group, cost) in &plan.merged {
+    let groups: Vec<(Vec<TaskId>, i64)> = plan
+        .merged
+        .iter()
+        .map(|(group, cost)| {
+            let tasks = group.iter().map(|&i| plan.buckets[i].recorded.task);
+            (tasks.collect(), *cost)
+        })
+        .collect();
+    merge_collectives(edit, &groups)?;
+    Ok(changed)
+}
+
+/// Merges each group of collectives (tasks of one lane) into one costing the group's ns:
+/// one collective where the last of them was (when all its gradients are ready); the earlier
+/// ones are removed, what waited for them waiting for their inputs instead (making it wait
+/// for the merged one could close a cycle). Removed or frozen tasks are left out of their
+/// group. Returns the number of collectives removed.
+pub fn merge_collectives(
+    edit: &mut EditGraph,
+    groups: &[(Vec<TaskId>, i64)],
+) -> Result<usize, WhatIfError> {
+    let mut removed = 0;
+    for (group, cost) in groups {
         let mut tasks: Vec<TaskId> = group
             .iter()
-            .map(|&i| plan.buckets[i].recorded.task)
+            .copied()
             .filter(|&t| edit.is_alive(t) && !edit.is_frozen(t))
             .collect();
         tasks.sort_unstable();
@@ -548,9 +567,10 @@ pub fn apply_named(
             continue;
         }
         edit.set_duration(&Selection::new(vec![last]), *cost)?;
+        removed += tasks.len();
         edit.remove(&Selection::new(tasks), HostGaps::Keep)?;
     }
-    Ok(changed)
+    Ok(removed)
 }
 
 /// Runs the DDP what-if for `config` against `baseline`.

@@ -11,12 +11,8 @@ use crate::graph::TaskKind;
 /// the forward or backward pass becomes one kernel; the launch calls of the fused-away kernels
 /// go with the host time after them (the eager dispatch of those ops).
 ///
-/// Cost: element-wise kernels are memory-bound. A chain of `n` kernels that each read a tensor
-/// and write one moves about `2n` tensors; fused, the intermediates stay in registers and it
-/// moves about `n + 1` (each input once, one output). So the fused kernel costs the sum of
-/// the parts × `(n + 1) / 2n` (0.75 for a pair, towards 0.5 for long chains), and never less
-/// than its longest part (it moves at least that part's bytes). `factor` replaces the chain
-/// estimate by a fixed share of the sum. The durations are this trace's own.
+/// Cost: see [`fused_chain_ns`]. `factor` replaces the chain estimate by a fixed share of the
+/// sum. The durations are this trace's own.
 ///
 /// Not modeled: fusion across reductions or GEMM epilogues, and compile-time guards.
 pub fn kernel_fusion(
@@ -24,6 +20,13 @@ pub fn kernel_fusion(
     edit: &mut EditGraph,
     factor: Option<f64>,
 ) -> Result<usize, WhatIfError> {
+    let runs = elementwise_runs(context, edit);
+    fuse_runs(edit, &runs, factor)
+}
+
+/// The chains [`kernel_fusion`] fuses: runs of two or more element-wise kernels adjacent on
+/// one stream in one step and one pass (forward or backward), in phase then lane order.
+pub fn elementwise_runs(context: &Context<'_>, edit: &EditGraph) -> Vec<(Phase, Selection)> {
     let names = &context.trace.names;
     // Runs are taken within one pass: a forward and a backward kernel adjacent on a stream are
     // not one chain (the compiler fuses each pass's graph apart), and fusing across the pass
@@ -44,21 +47,47 @@ pub fn kernel_fusion(
                 .filter(|&t| super::is_elementwise(names.get(edit.name(t))))
                 .collect(),
         );
-        runs.extend(edit.runs(&elementwise));
+        runs.extend(
+            edit.runs(&elementwise)
+                .into_iter()
+                .filter(|run| run.len() >= 2)
+                .map(|run| (phase, run)),
+        );
     }
+    runs
+}
+
+/// The fused kernel's cost, from the parts' own durations: element-wise kernels are
+/// memory-bound; a chain of `n` kernels that each read a tensor and write one moves about `2n`
+/// tensors; fused, the intermediates stay in registers and it moves about `n + 1` (each input
+/// once, one output). So the fused kernel costs the sum of the parts × `(n + 1) / 2n` (0.75
+/// for a pair, towards 0.5 for long chains), and never less than its longest part (it moves
+/// at least that part's bytes). `factor` replaces the share.
+pub fn fused_chain_ns(parts_ns: &[i64], factor: Option<f64>) -> i64 {
+    let n = parts_ns.len();
+    let sum: i64 = parts_ns.iter().sum();
+    let longest = parts_ns.iter().copied().max().unwrap_or(0);
+    let share = factor.unwrap_or((n as f64 + 1.0) / (2.0 * n.max(1) as f64));
+    ((sum as f64 * share).round() as i64).max(longest).min(sum)
+}
+
+/// Fuses each of `runs` (live tasks of `edit`) into one kernel costing [`fused_chain_ns`], the
+/// launch calls of the fused-away kernels dropped with the host time after them. Returns the
+/// number of kernels fused.
+pub fn fuse_runs(
+    edit: &mut EditGraph,
+    runs: &[(Phase, Selection)],
+    factor: Option<f64>,
+) -> Result<usize, WhatIfError> {
     let mut changed = 0;
-    for run in runs {
-        let n = run.len();
-        if n < 2 {
+    for (_, run) in runs {
+        if run.len() < 2 {
             continue;
         }
         let parts: Vec<i64> = run.tasks().iter().map(|&t| edit.dur_ns(t)).collect();
-        let sum: i64 = parts.iter().sum();
-        let longest = parts.iter().copied().max().unwrap_or(0);
-        let share = factor.unwrap_or((n as f64 + 1.0) / (2.0 * n as f64));
-        let cost = ((sum as f64 * share).round() as i64).max(longest).min(sum);
-        changed += n;
-        edit.fuse(&run, FusedCost::Fixed(cost), HostGaps::Drop)?;
+        let cost = fused_chain_ns(&parts, factor);
+        changed += run.len();
+        edit.fuse(run, FusedCost::Fixed(cost), HostGaps::Drop)?;
     }
     Ok(changed)
 }

@@ -34,7 +34,7 @@ pub use fused_optimizer::fused_optimizer;
 pub use gist::{COMPRESSION, elementwise_throughput, gist, gist_memory};
 pub use hardware::faster_hardware;
 pub use input_overlap::{loader_in_workers, prefetch_inputs};
-pub use kernel_fusion::kernel_fusion;
+pub use kernel_fusion::{elementwise_runs, fuse_runs, fused_chain_ns, kernel_fusion};
 pub use kernels::{Bound, KernelClass, classify_kernel, is_tensor_core_eligible};
 pub use offload::{host_copy_bandwidth, offload, offload_memory};
 pub use recompute::{recompute, recompute_memory};

@@ -1,0 +1,84 @@
+//! **Memory** (dPRO's memory passes): when the predicted peak exceeds the memory budget, the
+//! memory-for-time trade that fits with the least slowdown.
+//!
+//! The options are activation recomputation (`torch.utils.checkpoint`) and vDNN offloading
+//! (`torch.autograd.graph.save_on_cpu`) of the front [`FRACTIONS`] of each step's activation
+//! bytes. Their costs are the project's models ([`crate::whatif::models::recompute`],
+//! [`crate::whatif::models::offload`]), applied on top of the speed plan and replayed; the
+//! memory each saves is theirs too ([`crate::whatif::models::MemoryEffect`]): the predicted
+//! peak is the recorded peak less that saving (the speed moves are taken not to change the
+//! peak). Gradient accumulation (smaller micro-batches) is not an option yet: the trace holds
+//! one batch size, and nothing in it says how kernels scale with a smaller one.
+
+use crate::whatif::edit::EditGraph;
+use crate::whatif::models::{MemoryEffect, Model};
+use crate::whatif::{Context, WhatIfError};
+
+use super::Move;
+
+/// The shares of the activation bytes tried, in percent.
+pub const FRACTIONS: [u32; 4] = [25, 50, 75, 100];
+
+/// The recorded peak, the budget and what each option saves.
+#[derive(Clone, Debug, Default)]
+pub struct MemoryFacts {
+    /// The recorded peak of allocated device memory, if the trace has memory events.
+    pub peak_bytes: Option<i64>,
+    /// Each option with what it saves.
+    pub options: Vec<(Move, MemoryEffect)>,
+}
+
+impl MemoryFacts {
+    pub fn find(context: &Context<'_>) -> MemoryFacts {
+        let mut options = Vec::new();
+        let mut peak_bytes = None;
+        for percent in FRACTIONS {
+            for m in [Move::Recompute { percent }, Move::Offload { percent }] {
+                if let Some(effect) = model(&m).and_then(|model| model.memory_effect(context)) {
+                    peak_bytes = peak_bytes.or(effect.peak_bytes);
+                    options.push((m, effect));
+                }
+            }
+        }
+        MemoryFacts {
+            peak_bytes,
+            options,
+        }
+    }
+
+    /// What `m` saves, if it is one of the options.
+    pub fn saved_bytes(&self, m: &Move) -> Option<i64> {
+        self.options
+            .iter()
+            .find(|(o, _)| o == m)
+            .map(|(_, e)| e.saved_bytes)
+    }
+}
+
+/// The project's model a memory move stands for.
+pub fn model(m: &Move) -> Option<Model> {
+    let fraction = |percent: u32| f64::from(percent) / 100.0;
+    match *m {
+        Move::Recompute { percent } => Some(Model::Recompute {
+            fraction: fraction(percent),
+        }),
+        Move::Offload { percent } => Some(Model::Offload {
+            fraction: fraction(percent),
+        }),
+        _ => None,
+    }
+}
+
+/// Applies the memory moves of `plan` (at most one is chosen).
+pub fn apply(
+    context: &Context<'_>,
+    plan: &[Move],
+    edit: &mut EditGraph,
+) -> Result<(), WhatIfError> {
+    for m in plan {
+        if let Some(model) = model(m) {
+            model.apply(context, edit)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,365 @@
+//! `optimize` (issue #12): dPRO's strategy search. The plan is held to the defaults a user
+//! has today and to `advise`'s best candidate, each predicted here through the what-if API
+//! (an independent path: `apply_models`, not the search's own evaluation); its moves one by
+//! one never make the prediction worse; a memory budget is met by the trade an exhaustive
+//! search over the memory models picks; the JSON-level result is the same on every thread
+//! count.
+
+use std::sync::OnceLock;
+
+use stepcast::Window;
+use stepcast::analyze::mapping::{Mapping, map};
+use stepcast::optimize::{Move, NoHooks, Optimized, Options, PassId, apply_plan, optimize};
+use stepcast::whatif::models::Model;
+use stepcast::whatif::{Context, apply_models, predict};
+use stepcast_trace::Trace;
+
+use super::{load, testdata};
+
+const DF_INDEX_RESOLVER: &str =
+    "HolisticTraceAnalysis/tests/data/df_index_resolver/df_index_resolver.json.gz";
+const NCCL_DATA: &str = "HolisticTraceAnalysis/tests/data/nccl_parser_config/nccl_data.json.gz";
+const RESNET50: &str =
+    "kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz";
+const DLRM: &str = "param/et_replay/tests/inputs/dlrm_kineto__extracted/dlrm_kineto";
+
+struct Loaded {
+    trace: Trace,
+    window: Window,
+    mapping: Mapping,
+}
+
+fn load_mapped(relative: &str) -> Loaded {
+    let (trace, window) = load(relative);
+    let mapping = map(&trace, &window);
+    Loaded {
+        trace,
+        window,
+        mapping,
+    }
+}
+
+/// The 8 DLRM rank traces, in file-name order (worker0 … worker7).
+fn dlrm() -> &'static [Loaded] {
+    static RANKS: OnceLock<Vec<Loaded>> = OnceLock::new();
+    RANKS.get_or_init(|| {
+        let mut names: Vec<String> = std::fs::read_dir(testdata(DLRM))
+            .expect("the DLRM directory")
+            .map(|e| {
+                e.expect("an entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .filter(|n| n.ends_with(".json"))
+            .collect();
+        names.sort();
+        assert_eq!(names.len(), 8);
+        names
+            .iter()
+            .map(|n| load_mapped(&format!("{DLRM}/{n}")))
+            .collect()
+    })
+}
+
+fn single(relative: &'static str) -> &'static Loaded {
+    static CACHE: [OnceLock<Loaded>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    let index = [DF_INDEX_RESOLVER, NCCL_DATA, RESNET50]
+        .iter()
+        .position(|&t| t == relative)
+        .expect("a cached trace");
+    CACHE[index].get_or_init(|| load_mapped(relative))
+}
+
+fn context(loaded: &Loaded) -> Context<'_> {
+    Context::new(&loaded.trace, &loaded.window, &loaded.mapping)
+}
+
+fn optimized(ranks: &[&Loaded], options: Options) -> Optimized {
+    let contexts: Vec<Context<'_>> = ranks.iter().map(|l| context(l)).collect();
+    optimize(&contexts, options, &NoHooks).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The job's step for `models` through the what-if API: the slowest rank's prediction.
+fn whatif_job_ns(ranks: &[&Loaded], models: &[Model]) -> i64 {
+    ranks
+        .iter()
+        .map(|l| {
+            apply_models(&context(l), models)
+                .unwrap_or_else(|e| panic!("{e}"))
+                .predicted
+                .step_ns
+        })
+        .max()
+        .expect("a rank")
+}
+
+/// The bars of issue #12 on one job.
+fn check_plan(name: &str, ranks: &[&Loaded]) {
+    let plan = optimized(ranks, Options::default());
+    assert_eq!(plan.ranks, ranks.len(), "{name}");
+    assert!(!plan.moves.is_empty(), "{name}: the plan is empty");
+    // Move by move: the prediction never gets worse, and the last one is the plan's.
+    let mut previous = plan.baseline_ns;
+    for m in plan
+        .moves
+        .iter()
+        .filter(|m| m.step.pass() != PassId::Memory)
+    {
+        assert!(
+            m.after_ns <= previous,
+            "{name}: {:?} makes the step {} ns, after {previous}",
+            m.step,
+            m.after_ns
+        );
+        previous = m.after_ns;
+        assert!(!m.pytorch.is_empty(), "{name}");
+    }
+    assert_eq!(previous, plan.planned_ns, "{name}");
+    assert!(plan.planned_ns < plan.baseline_ns, "{name}");
+    // At least as fast as every default and advise's best candidate from the same passes.
+    assert!(plan.references.len() >= 3, "{name}: {:?}", plan.references);
+    for r in &plan.references {
+        assert!(
+            plan.planned_ns <= r.step_ns,
+            "{name}: `{}` predicts {} ns, the plan {}",
+            r.name,
+            r.step_ns,
+            plan.planned_ns
+        );
+    }
+    // The references as the what-if API predicts them, independently of the search: the
+    // recorded program, `kernel_fusion` (fuse every element-wise chain), and advise's best.
+    let recorded = whatif_job_ns(ranks, &[]);
+    assert_eq!(plan.baseline_ns, recorded, "{name}");
+    let fuse_all = plan
+        .references
+        .iter()
+        .find(|r| r.moves == [Move::FuseAllElementwise])
+        .expect("the fuse-everything default");
+    assert_eq!(
+        fuse_all.step_ns,
+        whatif_job_ns(ranks, &[Model::KernelFusion { factor: None }]),
+        "{name}"
+    );
+    let advised = plan
+        .references
+        .iter()
+        .find(|r| r.name.starts_with("advise's best"))
+        .expect("advise's best candidate");
+    let models: Vec<Model> = advised
+        .moves
+        .iter()
+        .map(|m| match m {
+            Move::FuseAllElementwise => Model::KernelFusion { factor: None },
+            Move::Model { name } => Model::by_name(name).expect("a model"),
+            other => panic!("{name}: {other:?} is no advise model"),
+        })
+        .collect();
+    // advise applies its models in `Model::advised` order, and so do the passes.
+    assert_eq!(advised.step_ns, whatif_job_ns(ranks, &models), "{name}");
+    // The plan's graph, replayed on its own, predicts what the search said (every rank).
+    let moves: Vec<Move> = plan.moves.iter().map(|m| m.step.clone()).collect();
+    for (rank, loaded) in ranks.iter().enumerate() {
+        let graph = apply_plan(&context(loaded), &moves).unwrap_or_else(|e| panic!("{e}"));
+        let predicted = predict(&loaded.window, &graph).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            predicted.step_ns, plan.per_rank[rank].1,
+            "{name} rank {rank}"
+        );
+    }
+}
+
+#[test]
+fn plan_beats_the_defaults_and_advise_on_df_index_resolver() {
+    check_plan(DF_INDEX_RESOLVER, &[single(DF_INDEX_RESOLVER)]);
+}
+
+/// Without `--memory-budget`, the budget is the device's memory as the trace header states it
+/// (`deviceProperties[].totalGlobalMem`, read here from the file with serde_json), and a peak
+/// within it takes no memory move.
+#[test]
+fn the_default_memory_budget_is_the_devices_memory() {
+    use std::io::Read;
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(
+        std::fs::File::open(testdata(DF_INDEX_RESOLVER)).expect("the trace"),
+    )
+    .read_to_string(&mut text)
+    .expect("gzip JSON");
+    let document: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let device_bytes = document["deviceProperties"]
+        .as_array()
+        .expect("deviceProperties")
+        .iter()
+        .filter_map(|d| d["totalGlobalMem"].as_i64())
+        .min()
+        .expect("totalGlobalMem");
+    let plan = optimized(
+        &[single(DF_INDEX_RESOLVER)],
+        Options {
+            passes: vec![PassId::Memory],
+            memory_budget_bytes: None,
+        },
+    );
+    let memory = plan
+        .memory
+        .expect("df_index_resolver records memory events");
+    assert_eq!(memory.budget_source, "device");
+    assert_eq!(memory.budget_bytes, device_bytes);
+    assert!(memory.peak_bytes < device_bytes);
+    assert_eq!(memory.chosen, None);
+    assert!(plan.moves.is_empty());
+}
+
+#[test]
+fn plan_beats_the_defaults_and_advise_on_nccl_data() {
+    check_plan(NCCL_DATA, &[single(NCCL_DATA)]);
+}
+
+#[test]
+fn plan_beats_the_defaults_and_advise_on_the_8_rank_dlrm_job() {
+    let ranks: Vec<&Loaded> = dlrm().iter().collect();
+    check_plan(DLRM, &ranks);
+}
+
+/// A budget below the recorded peak (ResNet-50 with memory events): the plan fits it with
+/// the trade an exhaustive search over the memory models picks: of those whose predicted peak
+/// (recorded peak less what the model saves) fits, the fastest as `apply_models` predicts.
+#[test]
+fn memory_budget_is_met_by_the_least_slowdown_found_exhaustively() {
+    let loaded = single(RESNET50);
+    let context = context(loaded);
+    let fractions = [0.25, 0.5, 0.75, 1.0];
+    let mut exhaustive: Vec<(i64, Model, i64)> = Vec::new();
+    let mut peak = None;
+    for fraction in fractions {
+        for model in [Model::Recompute { fraction }, Model::Offload { fraction }] {
+            let effect = model.memory_effect(&context).expect("a memory trade");
+            peak = effect.peak_bytes;
+            let step = apply_models(&context, std::slice::from_ref(&model))
+                .unwrap_or_else(|e| panic!("{e}"))
+                .predicted
+                .step_ns;
+            exhaustive.push((step, model, effect.saved_bytes));
+        }
+    }
+    let peak = peak.expect("ResNet-50 records memory events");
+    // A budget that some trades meet and some do not: below the peak by less than the most
+    // any saves, more than the least.
+    let mut saved: Vec<i64> = exhaustive.iter().map(|e| e.2).collect();
+    saved.sort_unstable();
+    let budget = peak - (saved[saved.len() / 2] + saved[saved.len() / 2 + 1]) / 2;
+    assert!(budget < peak);
+    let fitting: Vec<&(i64, Model, i64)> =
+        exhaustive.iter().filter(|e| peak - e.2 <= budget).collect();
+    assert!(!fitting.is_empty() && fitting.len() < exhaustive.len());
+    let best = fitting.iter().map(|e| e.0).min().expect("a fitting trade");
+    let plan = optimized(
+        &[loaded],
+        Options {
+            passes: vec![PassId::Memory],
+            memory_budget_bytes: Some(budget),
+        },
+    );
+    let memory = plan.memory.as_ref().expect("the memory pass ran");
+    assert_eq!(memory.peak_bytes, peak);
+    assert!(memory.predicted_peak_bytes <= budget, "{memory:?}");
+    let chosen = memory.chosen.clone().expect("a trade was chosen");
+    assert_eq!(plan.moves.last().map(|m| &m.step), Some(&chosen));
+    assert_eq!(plan.planned_ns, best, "{memory:?}");
+    // And without a budget problem, no trade.
+    let roomy = optimized(
+        &[loaded],
+        Options {
+            passes: vec![PassId::Memory],
+            memory_budget_bytes: Some(peak),
+        },
+    );
+    assert!(roomy.moves.is_empty());
+    assert_eq!(roomy.planned_ns, roomy.baseline_ns);
+}
+
+/// The same plan, figure for figure, with one thread and with four.
+#[test]
+fn plan_does_not_depend_on_the_thread_count() {
+    let loaded = single(NCCL_DATA);
+    let run = |threads: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("a thread pool")
+            .install(|| optimized(&[loaded], Options::default()))
+    };
+    assert_eq!(run(1), run(4));
+}
+
+/// Tensor fusion's cost model on nccl_data's recorded all-reduces: merging the first adjacent
+/// pair, in every steady step, leaves one collective fewer per step, cuts the collectives'
+/// total cost by the α of the calibrated all-reduce fit per merge (never below the longer
+/// member), and keeps every recorded wait for peers (moved to the merged all-reduce).
+#[test]
+fn a_bucket_merge_saves_one_fixed_cost_and_keeps_the_stragglers() {
+    use stepcast::comm::{Collective, calibrate, recorded_collectives};
+    use stepcast::graph::{NO_STEP, TaskKind};
+    use stepcast::optimize::Facts;
+
+    let loaded = single(NCCL_DATA);
+    let context = context(loaded);
+    let baseline = predict(&loaded.window, &loaded.window.graph).unwrap_or_else(|e| panic!("{e}"));
+    let facts = Facts::find(&context, &context.edit(), baseline.steady.clone().count());
+    let &((first, second), _) = facts.buckets.pairs.first().expect("adjacent all-reduces");
+    // The fit, independently of the pass.
+    let recorded = recorded_collectives(&loaded.trace, &loaded.window, &loaded.mapping);
+    let alpha = calibrate(&recorded)
+        .fits
+        .iter()
+        .filter(|f| f.collective == Collective::AllReduce)
+        .max_by_key(|f| f.points)
+        .map_or(0.0, |f| f.intercept_ns.max(0.0));
+    // The steps where both members ran, and the cost the merge should cut there.
+    let steady = |step: u32| step != NO_STEP && baseline.steady.contains(&(step as usize));
+    let mut merges = 0;
+    let mut cut_ns = 0i64;
+    let mut steps: Vec<u32> = recorded
+        .iter()
+        .map(|r| r.step)
+        .filter(|&s| steady(s))
+        .collect();
+    steps.sort_unstable();
+    steps.dedup();
+    for step in steps {
+        let member = |slot: u32| {
+            recorded
+                .iter()
+                .find(|r| r.step == step && r.slot == slot && r.collective == Collective::AllReduce)
+        };
+        if let (Some(a), Some(b)) = (member(first), member(second))
+            && a.lane == b.lane
+        {
+            let (da, db) = (
+                loaded.window.graph.dur_ns[a.task.index()],
+                loaded.window.graph.dur_ns[b.task.index()],
+            );
+            let merged = ((da + db) as f64 - alpha).round() as i64;
+            cut_ns += da + db - merged.max(da.max(db));
+            merges += 1;
+        }
+    }
+    assert!(merges > 0);
+    let graph = apply_plan(&context, &[Move::MergeBuckets { first, second }])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let collectives = |g: &stepcast::graph::Graph| {
+        let tasks: Vec<usize> = (0..g.task_count())
+            .filter(|&t| g.kind[t] == TaskKind::Collective && steady(g.step[t]))
+            .collect();
+        let dur: i64 = tasks.iter().map(|&t| g.dur_ns[t]).sum();
+        let wait: i64 = tasks.iter().map(|&t| g.peer_wait_ns[t]).sum();
+        (tasks.len(), dur, wait)
+    };
+    let (n_before, dur_before, wait_before) = collectives(&loaded.window.graph);
+    let (n_after, dur_after, wait_after) = collectives(&graph);
+    assert_eq!(n_before - n_after, merges);
+    assert_eq!(dur_before - dur_after, cut_ns);
+    assert_eq!(wait_before, wait_after);
+}
