@@ -21,5 +21,6 @@
 #![deny(missing_docs)]
 
 pub mod export;
+pub mod html;
 pub mod json;
 pub mod table;

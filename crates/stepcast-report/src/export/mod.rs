@@ -60,7 +60,7 @@ use std::io::{self, Write};
 
 use stepcast::Window;
 use stepcast::analyze::mapping::{Mapping, Phase};
-use stepcast::graph::{NO_STEP, TaskId};
+use stepcast::graph::{Graph, NO_STEP, TaskId};
 use stepcast::simulate::{Timeline, critical_path};
 use stepcast_trace::{LaneId, LaneKind, NameId, Runtime, Trace};
 
@@ -218,38 +218,12 @@ impl<'a> Export<'a> {
             .map(|index| {
                 let step = &self.window.steps[index];
                 let tasks = &tasks_by_step[index];
-                // The spans `stepcast::replay` measures (`measured_span`, `replayed_span`): from
-                // the step's host start to the end of the last task launched in it. The replayed
-                // start moves with the step's first host task on the marker's thread.
                 let recorded_end = tasks
                     .iter()
                     .map(|t| graph.rec_end_ns[t.index()])
                     .max()
                     .unwrap_or(step.marker_end_ns);
-                let first_host = tasks
-                    .iter()
-                    .filter(|t| !graph.kind[t.index()].on_device())
-                    .filter(|t| {
-                        step.trace_lane.is_none_or(|lane| {
-                            graph.lanes[graph.lane[t.index()] as usize].trace_lane == lane
-                        })
-                    })
-                    .min_by_key(|t| (graph.rec_start_ns[t.index()], t.0));
-                let shift = first_host.map_or(0, |t| {
-                    timeline.begin_ns[t.index()] - graph.rec_start_ns[t.index()]
-                });
-                let replayed_start = step.start_ns + shift;
-                let last = tasks
-                    .iter()
-                    .copied()
-                    .max_by_key(|t| (timeline.end_ns[t.index()], std::cmp::Reverse(t.0)));
-                let replayed_end = last
-                    .map_or(replayed_start + step.marker_end_ns - step.start_ns, |t| {
-                        timeline.end_ns[t.index()]
-                    });
-                let path = last.map_or_else(Vec::new, |last| {
-                    critical_path(graph, timeline, last, replayed_start).tasks
-                });
+                let replayed = replayed_step(graph, timeline, step, tasks);
                 StepView {
                     index: index as u32,
                     tasks: tasks.len() as u32,
@@ -258,10 +232,10 @@ impl<'a> Export<'a> {
                         end_ns: recorded_end.max(step.start_ns),
                     },
                     replayed: Interval {
-                        start_ns: replayed_start,
-                        end_ns: replayed_end.max(replayed_start),
+                        start_ns: replayed.start_ns,
+                        end_ns: replayed.end_ns,
                     },
-                    path,
+                    path: replayed.path,
                 }
             })
             .collect()
@@ -305,19 +279,12 @@ impl<'a> Export<'a> {
     /// Per lane with selected tasks: its task track, then its phases-and-layers track.
     fn lane_tracks(&self, tasks: &[TaskId]) -> Vec<LogicalTrack> {
         let graph = &self.window.graph;
-        // Thread ids name host threads unless two processes of the trace reuse one.
-        let mut host_tids: BTreeMap<i64, BTreeSet<i64>> = BTreeMap::new();
-        for lane in &self.trace.lanes {
-            if lane.kind == LaneKind::CpuThread {
-                host_tids.entry(lane.tid).or_default().insert(lane.pid);
-            }
-        }
-        let shared_tid = |tid: i64| host_tids.get(&tid).is_some_and(|pids| pids.len() > 1);
+        let labels = LaneLabels::new(self.trace);
         let mut tracks = Vec::new();
         // Tasks are numbered lane by lane: the selected tasks of a lane are contiguous.
         for lane_tasks in tasks.chunk_by(|a, b| graph.lane[a.index()] == graph.lane[b.index()]) {
             let lane_index = graph.lane[lane_tasks[0].index()] as usize;
-            let label = self.lane_label(graph.lanes[lane_index].trace_lane, &shared_tid);
+            let label = labels.label(graph.lanes[lane_index].trace_lane);
             let mut track = LogicalTrack::new(label.clone());
             for side in Side::ALL {
                 track.slices[side as usize] = lane_tasks
@@ -476,13 +443,42 @@ impl<'a> Export<'a> {
             },
         }
     }
+}
+
+/// Names lanes for people: `CPU thread 1234 (name)` or `GPU 0 stream 7`.
+pub(crate) struct LaneLabels<'a> {
+    trace: &'a Trace,
+    /// Thread ids seen in more than one process: those name their process too.
+    shared_tids: BTreeSet<i64>,
+}
+
+impl<'a> LaneLabels<'a> {
+    pub(crate) fn new(trace: &'a Trace) -> Self {
+        let mut host_tids: BTreeMap<i64, BTreeSet<i64>> = BTreeMap::new();
+        for lane in &trace.lanes {
+            if lane.kind == LaneKind::CpuThread {
+                host_tids.entry(lane.tid).or_default().insert(lane.pid);
+            }
+        }
+        let shared_tids = host_tids
+            .into_iter()
+            .filter(|(_, pids)| pids.len() > 1)
+            .map(|(tid, _)| tid)
+            .collect();
+        Self { trace, shared_tids }
+    }
+
+    /// The trace the lanes are of.
+    pub(crate) fn trace(&self) -> &'a Trace {
+        self.trace
+    }
 
     /// `CPU thread 1234 (name)` or `GPU 0 stream 7`.
-    fn lane_label(&self, lane: LaneId, shared_tid: &dyn Fn(i64) -> bool) -> String {
+    pub(crate) fn label(&self, lane: LaneId) -> String {
         let lane = self.trace.lane(lane);
         match lane.kind {
             LaneKind::CpuThread => {
-                let mut label = match shared_tid(lane.tid) {
+                let mut label = match self.shared_tids.contains(&lane.tid) {
                     true => format!("CPU process {} thread {}", lane.pid, lane.tid),
                     false => format!("CPU thread {}", lane.tid),
                 };
@@ -504,6 +500,54 @@ impl<'a> Export<'a> {
                 format!("{device} {} stream {}", lane.pid, lane.tid)
             }
         }
+    }
+}
+
+/// A step as replayed: its span and its critical path.
+pub(crate) struct ReplayedStep {
+    pub start_ns: i64,
+    pub end_ns: i64,
+    /// The replayed critical path ending at the step's last task, as
+    /// `stepcast::simulate::critical_path` walks it from the step's start.
+    pub path: Vec<TaskId>,
+}
+
+/// `step` (whose tasks are `tasks`) in `timeline`, a replay of `graph`. The span is the one
+/// `stepcast::replay` measures (`replayed_span`): from the step's host start to the end of the
+/// last task launched in it; the replayed start moves with the step's first host task on the
+/// marker's thread.
+pub(crate) fn replayed_step(
+    graph: &Graph,
+    timeline: &Timeline,
+    step: &stepcast::Step,
+    tasks: &[TaskId],
+) -> ReplayedStep {
+    let first_host = tasks
+        .iter()
+        .filter(|t| !graph.kind[t.index()].on_device())
+        .filter(|t| {
+            step.trace_lane
+                .is_none_or(|lane| graph.lanes[graph.lane[t.index()] as usize].trace_lane == lane)
+        })
+        .min_by_key(|t| (graph.rec_start_ns[t.index()], t.0));
+    let shift = first_host.map_or(0, |t| {
+        timeline.begin_ns[t.index()] - graph.rec_start_ns[t.index()]
+    });
+    let start_ns = step.start_ns + shift;
+    let last = tasks
+        .iter()
+        .copied()
+        .max_by_key(|t| (timeline.end_ns[t.index()], std::cmp::Reverse(t.0)));
+    let end_ns = last.map_or(start_ns + step.marker_end_ns - step.start_ns, |t| {
+        timeline.end_ns[t.index()]
+    });
+    let path = last.map_or_else(Vec::new, |last| {
+        critical_path(graph, timeline, last, start_ns).tasks
+    });
+    ReplayedStep {
+        start_ns,
+        end_ns: end_ns.max(start_ns),
+        path,
     }
 }
 

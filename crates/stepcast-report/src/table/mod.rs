@@ -14,7 +14,7 @@ mod whatif;
 
 use comfy_table::{CellAlignment, ContentArrangement, Table, presets};
 
-pub use analyze::analyze_text;
+pub use analyze::{analyze_text, summary_sentences};
 pub use compare::compare_text;
 pub use info::info_text;
 pub use replay::replay_text;
