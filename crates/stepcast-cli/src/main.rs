@@ -5,6 +5,7 @@
 mod args;
 mod commands;
 mod output;
+mod progress;
 
 use std::fmt;
 use std::io::{self, Write};
@@ -12,7 +13,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::args::{Args, Command, OutputArgs};
+use crate::args::{Args, Command};
+use crate::commands::Answer;
 
 fn main() -> ExitCode {
     // Usage errors, --help and --version are answered by clap (exit 2, 0 and 0).
@@ -57,14 +59,21 @@ fn run(args: &Args) -> anyhow::Result<()> {
         Command::WhatIf(whatif) => (commands::whatif::run(whatif)?, &whatif.output),
         Command::Advise(advise) => (commands::advise::run(advise)?, &advise.output),
         Command::Compare(compare) => (commands::compare::run(compare)?, &compare.output),
+        Command::Report(report) => {
+            return write(report.output.as_deref(), &commands::report::run(report)?);
+        }
     };
-    write(output, &answer)
+    write(output.file.as_deref(), &answer)
 }
 
-fn write(output: &OutputArgs, answer: &str) -> anyhow::Result<()> {
-    match &output.file {
-        Some(path) => output::to_file(path, answer),
-        None => match output::to_stdout(answer) {
+fn write(file: Option<&std::path::Path>, answer: &Answer) -> anyhow::Result<()> {
+    match (file, answer) {
+        (Some(path), Answer::Text(text)) => output::to_file(path, text),
+        (Some(path), Answer::Files(files)) => output::to_dir(path, files),
+        (None, Answer::Files(_)) => Err(usage(anyhow::anyhow!(
+            "--format csv writes one file per table: give a directory with -o DIR"
+        ))),
+        (None, Answer::Text(text)) => match output::to_stdout(text) {
             // A closed pipe (`stepcast info t.json | head`) means the reader has what it
             // wanted; like ripgrep, exit quietly and successfully.
             Err(error) if error.kind() == io::ErrorKind::BrokenPipe => Ok(()),
@@ -75,7 +84,7 @@ fn write(output: &OutputArgs, answer: &str) -> anyhow::Result<()> {
 
 /// The error and its causes on one line, like anyhow's `{:#}`, but leaving out a cause whose
 /// text the message already holds (some errors quote their source in their own message).
-fn message(error: &anyhow::Error) -> String {
+pub fn message(error: &anyhow::Error) -> String {
     let mut text = String::new();
     for cause in error.chain() {
         let cause = cause.to_string();

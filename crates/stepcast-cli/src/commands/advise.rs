@@ -3,12 +3,12 @@
 
 use anyhow::Context as _;
 use stepcast::whatif::advise;
-use stepcast_report::{json, table};
+use stepcast_report::{json, markdown, table};
 
 use crate::args::AdviseArgs;
 
 /// Runs `advise` and returns its output (text, or JSON with `--json`).
-pub fn run(args: &AdviseArgs) -> anyhow::Result<String> {
+pub fn run(args: &AdviseArgs) -> anyhow::Result<super::Answer> {
     let mapped = super::Mapped::load(&args.trace)?;
     let (trace, window, context) = (
         &mapped.trace,
@@ -19,9 +19,5 @@ pub fn run(args: &AdviseArgs) -> anyhow::Result<String> {
         advise(&context).with_context(|| format!("cannot advise on {}", args.trace.display()))?;
     let mut document = json::advise_json(trace, window, &advice);
     document.trace.file = Some(args.trace.display().to_string());
-    if args.output.json {
-        super::to_json(&document)
-    } else {
-        Ok(table::advise_text(&document))
-    }
+    super::render(&args.output, &document, table::advise_text, Some(&markdown::advise_markdown), None)
 }

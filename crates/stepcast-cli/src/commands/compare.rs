@@ -4,7 +4,7 @@
 use anyhow::{Context as _, bail};
 use stepcast::compare::{Side, check_model, compare};
 use stepcast::whatif::{Model, ModelParams};
-use stepcast_report::{json, table};
+use stepcast_report::{html, json, table};
 
 use crate::args::CompareArgs;
 
@@ -37,7 +37,7 @@ impl Loaded {
 }
 
 /// Runs `compare` and returns its output (text, or JSON with `--json`).
-pub fn run(args: &CompareArgs) -> anyhow::Result<String> {
+pub fn run(args: &CompareArgs) -> anyhow::Result<super::Answer> {
     // Models are checked before the traces are read, so a typo fails fast.
     let params = ModelParams {
         factor: args.factor,
@@ -79,9 +79,5 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<String> {
     let mut document = json::compare_json(&before.trace, &after.trace, &comparison, &checks);
     document.before.trace.file = Some(args.before.display().to_string());
     document.after.trace.file = Some(args.after.display().to_string());
-    if args.output.json {
-        super::to_json(&document)
-    } else {
-        Ok(table::compare_text(&document))
-    }
+    super::render(&args.output, &document, table::compare_text, None, Some(&html::compare_report))
 }

@@ -5,13 +5,9 @@ use stepcast_report::{json, table};
 use crate::args::InfoArgs;
 
 /// Runs `info` and returns its output (text, or JSON with `--json`).
-pub fn run(args: &InfoArgs) -> anyhow::Result<String> {
+pub fn run(args: &InfoArgs) -> anyhow::Result<super::Answer> {
     let (trace, window) = super::load(&args.trace)?;
     let mut info = json::info_json(&trace, &window);
     info.trace.file = Some(args.trace.display().to_string());
-    if args.output.json {
-        super::to_json(&info)
-    } else {
-        Ok(table::info_text(&info))
-    }
+    super::render(&args.output, &info, table::info_text, None, None)
 }

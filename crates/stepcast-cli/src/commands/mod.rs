@@ -7,12 +7,15 @@ pub mod compare;
 pub mod export;
 pub mod info;
 pub mod replay;
+pub mod report;
 pub mod whatif;
 pub mod whatif_ddp;
 
 use std::path::Path;
 
 use anyhow::Context;
+
+use crate::args::{Format, OutputArgs};
 use stepcast::Window;
 use stepcast::graph::{BuildOptions, build};
 use stepcast_trace::Trace;
@@ -77,6 +80,55 @@ fn step_index(path: &Path, window: &Window, number: u64) -> anyhow::Result<usize
             stepcast_report::table::step_list(&numbers)
         ),
     }
+}
+
+/// A command's rendered answer: one text for stdout or a file, or files (one per table) for a
+/// directory.
+pub enum Answer {
+    Text(String),
+    Files(Vec<(String, String)>),
+}
+
+/// A renderer of a document into text.
+type Render<'a, T> = Option<&'a dyn Fn(&T) -> String>;
+
+/// `document` in the format `output` asks for: text through `text`, its JSON, its tables as
+/// CSV files, or Markdown and HTML where the command has a renderer for them.
+fn render<T: serde::Serialize>(
+    output: &OutputArgs,
+    document: &T,
+    text: impl FnOnce(&T) -> String,
+    markdown: Render<'_, T>,
+    html: Render<'_, T>,
+) -> anyhow::Result<Answer> {
+    let unsupported = |format: &str, commands: &str| {
+        crate::usage(anyhow::anyhow!(
+            "--format {format} is not available for this command ({commands} have it)"
+        ))
+    };
+    match output.format() {
+        Format::Text => Ok(Answer::Text(text(document))),
+        Format::Json => Ok(Answer::Text(to_json(document)?)),
+        Format::Csv => Ok(Answer::Files(csv_files(document)?)),
+        Format::Md => match markdown {
+            Some(markdown) => Ok(Answer::Text(markdown(document))),
+            None => Err(unsupported("md", "analyze, advise and report")),
+        },
+        Format::Html => match html {
+            Some(html) => Ok(Answer::Text(html(document))),
+            None => Err(unsupported("html", "compare and report")),
+        },
+    }
+}
+
+/// Every table of `document`'s JSON as a CSV file (`name.csv`, contents).
+fn csv_files(document: &impl serde::Serialize) -> anyhow::Result<Vec<(String, String)>> {
+    let value = serde_json::to_value(document).context("cannot serialize the report")?;
+    let tables = stepcast_report::csv::tables(&value).context("cannot write the CSV tables")?;
+    Ok(tables
+        .into_iter()
+        .map(|table| (format!("{}.csv", table.name), table.text))
+        .collect())
 }
 
 /// `value` as pretty JSON with a trailing newline.

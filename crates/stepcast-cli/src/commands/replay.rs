@@ -10,14 +10,14 @@ use stepcast_report::{json, table};
 use crate::args::ReplayArgs;
 
 /// Runs `replay` and returns its output (text, or JSON with `--json`).
-pub fn run(args: &ReplayArgs) -> anyhow::Result<String> {
+pub fn run(args: &ReplayArgs) -> anyhow::Result<super::Answer> {
     match args.traces.as_slice() {
         [trace] if !trace.is_dir() => run_one(args, trace),
         paths => run_ranks(args, paths),
     }
 }
 
-fn run_one(args: &ReplayArgs, path: &Path) -> anyhow::Result<String> {
+fn run_one(args: &ReplayArgs, path: &Path) -> anyhow::Result<super::Answer> {
     let (trace, window) = super::load(path)?;
     if let Some(number) = args.step {
         super::step_index(path, &window, number)?;
@@ -26,11 +26,7 @@ fn run_one(args: &ReplayArgs, path: &Path) -> anyhow::Result<String> {
         .with_context(|| format!("cannot replay {}", path.display()))?;
     let mut document = json::replay_json(&trace, &window, &replay, args.step);
     document.trace.file = Some(path.display().to_string());
-    if args.output.json {
-        super::to_json(&document)
-    } else {
-        Ok(table::replay_text(&document))
-    }
+    super::render(&args.output, &document, table::replay_text, None, None)
 }
 
 /// The traces named: files as given, directories expanded to their `.json`/`.json.gz` files
@@ -67,14 +63,36 @@ fn rank_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-fn run_ranks(args: &ReplayArgs, paths: &[PathBuf]) -> anyhow::Result<String> {
+fn run_ranks(args: &ReplayArgs, paths: &[PathBuf]) -> anyhow::Result<super::Answer> {
+    let mut document = ranks_document(paths)?;
+    if let Some(number) = args.step {
+        if !document
+            .ranks
+            .iter()
+            .any(|r| r.steps.iter().any(|s| s.number == number))
+        {
+            bail!("no rank has step {number} (leave out --step to see every step)");
+        }
+        for rank in &mut document.ranks {
+            rank.steps.retain(|s| s.number == number);
+        }
+    }
+    super::render(&args.output, &document, table::ranks::ranks_text, None, None)
+}
+
+/// The traces named (files, or directories of them), read and replayed together as one job's
+/// ranks, with each rank's file named.
+pub fn ranks_document(paths: &[PathBuf]) -> anyhow::Result<json::ranks::RanksJson> {
     let files = rank_files(paths)?;
+    let progress = crate::progress::Progress::bar(files.len() as u64, "reading rank traces");
     let mut loaded = Vec::with_capacity(files.len());
     for (position, file) in files.iter().enumerate() {
         let (trace, window) = super::load(file)?;
         let rank = recorded_rank(&trace).unwrap_or(position as i64);
         loaded.push((rank, file, trace, window));
+        progress.advance();
     }
+    progress.message("replaying the ranks together");
     loaded.sort_by_key(|(rank, file, ..)| (*rank, (*file).clone()));
     for pair in loaded.windows(2) {
         if pair[0].0 == pair[1].0 {
@@ -99,21 +117,5 @@ fn run_ranks(args: &ReplayArgs, paths: &[PathBuf]) -> anyhow::Result<String> {
     for (rank, (_, file, ..)) in document.ranks.iter_mut().zip(&loaded) {
         rank.file = Some(file.display().to_string());
     }
-    if let Some(number) = args.step {
-        if !document
-            .ranks
-            .iter()
-            .any(|r| r.steps.iter().any(|s| s.number == number))
-        {
-            bail!("no rank has step {number} (leave out --step to see every step)");
-        }
-        for rank in &mut document.ranks {
-            rank.steps.retain(|s| s.number == number);
-        }
-    }
-    if args.output.json {
-        super::to_json(&document)
-    } else {
-        Ok(table::ranks::ranks_text(&document))
-    }
+    Ok(document)
 }

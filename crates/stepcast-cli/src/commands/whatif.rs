@@ -14,7 +14,7 @@ enum Transform {
 }
 
 /// Runs `whatif` and returns its output (text, or JSON with `--json`).
-pub fn run(args: &WhatIfArgs) -> anyhow::Result<String> {
+pub fn run(args: &WhatIfArgs) -> anyhow::Result<super::Answer> {
     if args.scenario.is_none() && args.model.as_deref() == Some("ddp") {
         return super::whatif_ddp::run(args);
     }
@@ -74,9 +74,5 @@ pub fn run(args: &WhatIfArgs) -> anyhow::Result<String> {
     }
     document.trace.file = Some(args.trace.display().to_string());
     document.scenario = args.scenario.as_ref().map(|p| p.display().to_string());
-    if args.output.json {
-        super::to_json(&document)
-    } else {
-        Ok(table::whatif_text(&document))
-    }
+    super::render(&args.output, &document, table::whatif_text, None, None)
 }

@@ -138,7 +138,7 @@ pub fn configs(args: &WhatIfArgs) -> anyhow::Result<Vec<DdpConfig>> {
 }
 
 /// Runs `whatif TRACE ddp ...` and returns its output (text, or JSON with `--json`).
-pub fn run(args: &WhatIfArgs) -> anyhow::Result<String> {
+pub fn run(args: &WhatIfArgs) -> anyhow::Result<super::Answer> {
     // Every `configs` error is about the options given.
     let configs = configs(args).map_err(crate::usage)?;
     let gradient_file = match &args.gradients {
@@ -153,16 +153,38 @@ pub fn run(args: &WhatIfArgs) -> anyhow::Result<String> {
         }
     };
     let mut mapped = super::Mapped::load(&args.trace)?;
+    let name = format!(
+        "ddp(gpus={},gpus_per_node={})",
+        args.gpus.as_deref().unwrap_or("8"),
+        configs.last().copied().unwrap_or_default().gpus_per_node
+    );
+    let document = sweep_document(
+        &mut mapped,
+        &args.trace,
+        &configs,
+        gradient_file,
+        args.peers.peers(),
+        name,
+    )?;
+    super::render(&args.output, &document, table::whatif_text, None, None)
+}
+
+/// The `whatif ddp` document of `configs` on a loaded trace (read from `path`): the last
+/// configuration's prediction, the calibration, and the sweep.
+pub(super) fn sweep_document(
+    mapped: &mut super::Mapped,
+    path: &std::path::Path,
+    configs: &[DdpConfig],
+    gradient_file: Option<Vec<i64>>,
+    peers: stepcast::whatif::Peers,
+    name: String,
+) -> anyhow::Result<json::WhatIfJson> {
     // Inserted tasks get names of their own (the library never changes a trace).
     for name in INSERT_NAMES {
         mapped.trace.names.intern(name);
     }
-    let (trace, window, context) = (
-        &mapped.trace,
-        &mapped.window,
-        mapped.context(args.peers.peers()),
-    );
-    let cannot = || format!("cannot predict {}", args.trace.display());
+    let (trace, window, context) = (&mapped.trace, &mapped.window, mapped.context(peers));
+    let cannot = || format!("cannot predict {}", path.display());
     let baseline = predict(window, &window.graph).with_context(cannot)?;
     let fallback = window
         .graph
@@ -174,25 +196,15 @@ pub fn run(args: &WhatIfArgs) -> anyhow::Result<String> {
         gradient_file,
         names: Some(InsertNames::resolve(trace, fallback)),
     };
-    let result = sweep_with(&context, &baseline, &configs, &inputs).with_context(cannot)?;
+    let result = sweep_with(&context, &baseline, configs, &inputs).with_context(cannot)?;
     let outcome = result
         .last
         .as_ref()
         .ok_or_else(|| anyhow!("no configuration to predict"))?;
-    let last = configs.last().copied().unwrap_or_default();
-    let name = format!(
-        "ddp(gpus={},gpus_per_node={})",
-        args.gpus.as_deref().unwrap_or("8"),
-        last.gpus_per_node
-    );
     let mut document = json::whatif_json(trace, window, &name, &[], outcome);
-    document.trace.file = Some(args.trace.display().to_string());
+    document.trace.file = Some(path.display().to_string());
     let (ddp, rows) = json::ddp_json(&result.calibration, &result.plans, &result.points);
     document.ddp = Some(ddp);
     document.sweep = Some(rows);
-    if args.output.json {
-        super::to_json(&document)
-    } else {
-        Ok(table::whatif_text(&document))
-    }
+    Ok(document)
 }

@@ -5,8 +5,10 @@ mod bad_input;
 mod compare;
 mod ddp;
 mod export;
+mod formats;
 mod info;
 mod ranks;
+mod report;
 mod replay;
 mod whatif;
 

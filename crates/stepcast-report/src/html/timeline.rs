@@ -73,6 +73,15 @@ fn step_tasks(graph: &Graph, index: usize) -> Vec<TaskId> {
         .collect()
 }
 
+/// The tasks drawn: the step's, and those of other steps its critical path runs through
+/// (device work queued by the step before, still running in this one), in task order.
+fn drawn_tasks(tasks: &[TaskId], path: &[TaskId]) -> Vec<TaskId> {
+    let mut drawn: Vec<TaskId> = tasks.iter().chain(path).copied().collect();
+    drawn.sort_unstable();
+    drawn.dedup();
+    drawn
+}
+
 impl TimelineView {
     /// Step `index` of `window`, recorded and as replayed in `replayed` (a replay of
     /// `window.graph`). `title` says which step it is and why.
@@ -106,6 +115,7 @@ impl TimelineView {
             name_index: BTreeMap::new(),
         };
         let labels = LaneLabels::new(trace);
+        let drawn = drawn_tasks(&tasks, &replay.path);
         let recorded_end = tasks
             .iter()
             .map(|t| graph.rec_end_ns[t.index()])
@@ -116,7 +126,7 @@ impl TimelineView {
             (recorded_end - step.start_ns).max(0),
             graph,
             &labels,
-            &tasks,
+            &drawn,
             &on_path,
             |t| (graph.rec_start_ns[t] - step.start_ns, graph.rec_end_ns[t] - step.start_ns),
         );
@@ -125,7 +135,7 @@ impl TimelineView {
             replay.end_ns - replay.start_ns,
             graph,
             &labels,
-            &tasks,
+            &drawn,
             &on_path,
             |t| {
                 (
@@ -158,12 +168,13 @@ impl TimelineView {
             on_path[task.index()] = true;
         }
         let labels = LaneLabels::new(trace);
+        let drawn = drawn_tasks(&tasks, &replay.path);
         let row = self.row(
             label,
             replay.end_ns - replay.start_ns,
             graph,
             &labels,
-            &tasks,
+            &drawn,
             &on_path,
             |t| {
                 (
