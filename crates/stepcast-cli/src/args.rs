@@ -93,6 +93,10 @@ pub struct ExportArgs {
     /// replaced whole or not at all.
     #[arg(short = 'o', long = "output", value_name = "FILE.json")]
     pub output: PathBuf,
+    /// Add a third process, the window as a built-in model (as `whatif` takes it, with its
+    /// default parameters) predicts it, with its own critical path track.
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
 }
 
 #[derive(Debug, ClapArgs)]

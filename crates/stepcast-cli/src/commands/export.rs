@@ -3,9 +3,9 @@
 //! only, so it writes that file itself and prints nothing.
 
 use anyhow::Context;
-use stepcast::analyze::mapping::map;
 use stepcast::simulate::{RecordedOrder, SimOptions, simulate};
-use stepcast_report::export::{Export, Selection};
+use stepcast::whatif::{Model, ModelParams, apply_models};
+use stepcast_report::export::{Export, Prediction, Selection};
 
 use crate::args::ExportArgs;
 use crate::output;
@@ -13,21 +13,52 @@ use crate::output;
 /// Runs `export`: reads and replays the trace, then writes the Chrome trace to `args.output`,
 /// whole or not at all.
 pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
-    let (trace, window) = super::load(&args.trace)?;
+    // The model is checked before the trace is read, so a typo fails fast.
+    let model = args
+        .model
+        .as_deref()
+        .map(|name| Model::with_params(name, &ModelParams::default()))
+        .transpose()
+        .map_err(crate::usage)?;
+    let progress = crate::progress::Progress::spinner(format!("exporting {}", args.trace.display()));
+    let mapped = super::Mapped::load(&args.trace)?;
+    let (trace, window) = (&mapped.trace, &mapped.window);
     let selection = match args.step {
         None => Selection::window(),
         Some(number) => {
-            super::step_index(&args.trace, &window, number)?;
-            Selection::step(&window, number).with_context(|| {
+            super::step_index(&args.trace, window, number)?;
+            Selection::step(window, number).with_context(|| {
                 format!("cannot select step {number} of {}", args.trace.display())
             })?
         }
     };
     let timeline = simulate(&window.graph, &RecordedOrder, SimOptions::default())
         .with_context(|| format!("cannot replay {}", args.trace.display()))?;
-    let mapping = map(&trace, &window);
+    let mut export = Export::new(trace, window, &timeline, Some(&mapped.mapping), selection);
+    // The prediction, when asked for: the model's graph, replayed as every what-if is.
+    let predicted = match &model {
+        Some(model) => {
+            let context = stepcast::whatif::Context::new(trace, window, &mapped.mapping);
+            let cannot = || format!("cannot predict {}", args.trace.display());
+            let outcome = apply_models(&context, std::slice::from_ref(model)).with_context(cannot)?;
+            let options = SimOptions {
+                without_inferred: true,
+            };
+            let timeline = simulate(&outcome.graph, &RecordedOrder, options).with_context(cannot)?;
+            Some((model.name(), outcome.graph, timeline))
+        }
+        None => None,
+    };
+    if let Some((name, graph, timeline)) = &predicted {
+        export = export.with_prediction(Prediction {
+            name,
+            graph,
+            timeline,
+        });
+    }
+    progress.message("writing");
     let mut bytes = Vec::new();
-    Export::new(&trace, &window, &timeline, Some(&mapping), selection)
+    export
         .write_to(&mut bytes)
         .context("cannot render the export")?;
     let text = String::from_utf8(bytes).context("the export is not UTF-8")?;

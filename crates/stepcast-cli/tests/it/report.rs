@@ -209,7 +209,7 @@ fn screenshot(chromium: &Path, profile: &Path, page: &Path, name: &str, id: &str
         }
     }
     let share = ink as f64 / (info.width as f64 * info.height as f64);
-    assert!(share > 0.003, "{name}#{id}: the section looks empty ({share:.4} ink)");
+    assert!(share > 0.0005, "{name}#{id}: the section looks empty ({share:.4} ink)");
     assert!(
         right > left && right - left > info.width as usize / 2,
         "{name}#{id}: the section's content spans {left}..{right} of 1280 pixels"

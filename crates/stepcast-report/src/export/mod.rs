@@ -98,6 +98,19 @@ pub struct Export<'a> {
     timeline: &'a Timeline,
     mapping: Option<&'a Mapping>,
     selection: Selection,
+    prediction: Option<Prediction<'a>>,
+}
+
+/// A what-if's predicted window, drawn as a third process: its transformed graph (the same
+/// steps as the window's) and the replay of that graph.
+#[derive(Clone, Copy, Debug)]
+pub struct Prediction<'a> {
+    /// What was predicted (`amp`, `cuda_graphs + faster_cpu`).
+    pub name: &'a str,
+    /// The transformed graph.
+    pub graph: &'a Graph,
+    /// Its replay.
+    pub timeline: &'a Timeline,
 }
 
 impl<'a> Export<'a> {
@@ -135,7 +148,24 @@ impl<'a> Export<'a> {
             timeline,
             mapping,
             selection,
+            prediction: None,
         }
+    }
+
+    /// Adds a what-if's predicted window as a third process, `predicted: NAME`, with a track
+    /// per lane and its own critical path.
+    ///
+    /// # Panics
+    ///
+    /// If the prediction's timeline does not replay its graph.
+    pub fn with_prediction(mut self, prediction: Prediction<'a>) -> Self {
+        assert_eq!(
+            prediction.timeline.end_ns.len(),
+            prediction.graph.task_count(),
+            "the prediction's timeline replays another graph"
+        );
+        self.prediction = Some(prediction);
+        self
     }
 
     /// Writes the Chrome trace to `out`, through a buffer.
@@ -150,6 +180,7 @@ impl<'a> Export<'a> {
         let tasks = self.selected_tasks(&steps);
         let mut logical = vec![self.steps_track(&steps)];
         logical.extend(self.lane_tracks(&tasks));
+        logical.push(self.critical_path_track(&steps));
 
         let mut threads = Vec::new();
         let mut records = Vec::new();
@@ -191,6 +222,9 @@ impl<'a> Export<'a> {
                 }
             }
             next_tid += depth as u32;
+        }
+        if let Some(prediction) = &self.prediction {
+            self.predicted_tracks(prediction, &mut next_tid, &mut threads, &mut records);
         }
         self.critical_path_flows(&steps, &replayed_tid, &mut records);
         self.memory_counters(&steps, &mut records);
@@ -264,7 +298,7 @@ impl<'a> Export<'a> {
                 track.slices[side as usize].push(Slice {
                     interval: match side {
                         Side::Recorded => view.recorded,
-                        Side::Replayed => view.replayed,
+                        Side::Replayed | Side::Predicted => view.replayed,
                     },
                     what: What::Step {
                         step: view.index,
@@ -274,6 +308,114 @@ impl<'a> Export<'a> {
             }
         }
         track
+    }
+
+    /// The replayed critical path of each selected step as a track of its own: one slice per
+    /// task on the path (category `stepcast.critical_path`), at its recorded time in the
+    /// recorded process and its replayed time in the replayed one.
+    fn critical_path_track(&self, steps: &[StepView]) -> LogicalTrack {
+        let mut track = LogicalTrack::new("critical path".to_string());
+        let on_path: BTreeSet<TaskId> = steps.iter().flat_map(|s| s.path.iter().copied()).collect();
+        for side in Side::ALL {
+            track.slices[side as usize] = on_path
+                .iter()
+                .map(|&task| Slice {
+                    interval: self.interval(side, task),
+                    what: What::Critical(task),
+                })
+                .collect();
+        }
+        track
+    }
+
+    /// The predicted process: the selected steps' tasks of the transformed graph, a track per
+    /// lane, then their critical path.
+    fn predicted_tracks(
+        &self,
+        prediction: &Prediction<'_>,
+        next_tid: &mut u32,
+        threads: &mut Vec<Thread>,
+        records: &mut Vec<Record>,
+    ) {
+        let graph = prediction.graph;
+        let timeline = prediction.timeline;
+        let selected = |step: u32| match self.selection.step {
+            Some(index) => step == index,
+            None => step != NO_STEP,
+        };
+        let mut path: BTreeSet<TaskId> = BTreeSet::new();
+        let mut by_step: Vec<Vec<TaskId>> = vec![Vec::new(); self.window.steps.len()];
+        for (t, &step) in graph.step.iter().enumerate() {
+            if step != NO_STEP && (step as usize) < by_step.len() {
+                by_step[step as usize].push(TaskId(t as u32));
+            }
+        }
+        for (index, tasks) in by_step.iter().enumerate() {
+            if selected(index as u32) {
+                let step = &self.window.steps[index];
+                path.extend(replayed_step(graph, timeline, step, tasks).path);
+            }
+        }
+        let mut lanes: BTreeMap<u32, Vec<TaskId>> = BTreeMap::new();
+        for t in 0..graph.task_count() {
+            let task = TaskId(t as u32);
+            if (self.selection.step.is_none() || selected(graph.step[t])) || path.contains(&task)
+            {
+                lanes.entry(graph.lane[t]).or_default().push(task);
+            }
+        }
+        let labels = LaneLabels::new(self.trace);
+        let interval = |task: TaskId| Interval {
+            start_ns: timeline.begin_ns[task.index()],
+            end_ns: timeline.end_ns[task.index()],
+        };
+        let mut tracks: Vec<(String, Vec<Slice>)> = lanes
+            .into_iter()
+            .map(|(lane, tasks)| {
+                let label = labels.label(graph.lanes[lane as usize].trace_lane);
+                let slices = tasks
+                    .into_iter()
+                    .map(|task| Slice {
+                        interval: interval(task),
+                        what: What::Predicted(task),
+                    })
+                    .collect();
+                (label, slices)
+            })
+            .collect();
+        tracks.push((
+            "critical path".to_string(),
+            path.iter()
+                .map(|&task| Slice {
+                    interval: interval(task),
+                    what: What::PredictedCritical(task),
+                })
+                .collect(),
+        ));
+        for (name, slices) in tracks {
+            let levels = place(slices, |slice| slice.interval);
+            for (level, slices) in levels.iter().enumerate() {
+                let tid = *next_tid + level as u32;
+                threads.push(Thread {
+                    side: Side::Predicted,
+                    tid,
+                    name: match level {
+                        0 => name.clone(),
+                        _ => format!("{name} [overlap {level}]"),
+                    },
+                });
+                for slice in slices {
+                    records.push(Record {
+                        ts_ns: slice.interval.start_ns,
+                        dur_ns: (slice.interval.end_ns - slice.interval.start_ns).max(0),
+                        side: Side::Predicted,
+                        tid,
+                        body: Body::Slice(slice.what),
+                    });
+                }
+            }
+            *next_tid += levels.len().max(1) as u32;
+        }
     }
 
     /// Per lane with selected tasks: its task track, then its phases-and-layers track.
@@ -437,7 +579,7 @@ impl<'a> Export<'a> {
                 start_ns: self.window.graph.rec_start_ns[t],
                 end_ns: self.window.graph.rec_end_ns[t],
             },
-            Side::Replayed => Interval {
+            Side::Replayed | Side::Predicted => Interval {
                 start_ns: self.timeline.begin_ns[t],
                 end_ns: self.timeline.end_ns[t],
             },
@@ -551,11 +693,13 @@ pub(crate) fn replayed_step(
     }
 }
 
-/// The two processes of the export.
+/// The processes of the export: the recording and its replay, and a what-if's prediction
+/// when one is given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Side {
     Recorded,
     Replayed,
+    Predicted,
 }
 
 impl Side {
@@ -565,6 +709,7 @@ impl Side {
         match self {
             Side::Recorded => 1,
             Side::Replayed => 2,
+            Side::Predicted => 3,
         }
     }
 
@@ -572,6 +717,7 @@ impl Side {
         match self {
             Side::Recorded => "recorded",
             Side::Replayed => "replayed",
+            Side::Predicted => "predicted",
         }
     }
 }
@@ -580,6 +726,12 @@ impl Side {
 #[derive(Clone, Copy, Debug)]
 enum What {
     Task(TaskId),
+    /// A task on the replayed critical path, on the critical path's own track.
+    Critical(TaskId),
+    /// A task of the prediction's graph.
+    Predicted(TaskId),
+    /// A task on the prediction's critical path.
+    PredictedCritical(TaskId),
     Step {
         /// Index into the window's steps.
         step: u32,

@@ -63,12 +63,12 @@
       }
     });
     var view = [0, span];
-    var shortLabel = function (label) { return label.length > 16 ? label.slice(0, 15) + "…" : label; };
+    var shortLabel = function (label) { return label.length > 24 ? label.slice(0, 23) + "…" : label; };
 
     var plotWidth = function () { return Math.max(10, canvas.clientWidth - LABEL_W - 8); };
     var timeText = function (ns) {
       var abs = Math.abs(ns);
-      if (abs >= 1e6) return (ns / 1e6).toFixed(3) + " ms";
+      if (abs >= 1e6) return (ns / 1e6).toFixed(3).replace(/\.?0+$/, "") + " ms";
       if (abs >= 1e3) return (ns / 1e3).toFixed(1) + " µs";
       return ns + " ns";
     };
@@ -98,7 +98,7 @@
         context.moveTo(x + 0.5, AXIS_H - 4);
         context.lineTo(x + 0.5, height);
         context.stroke();
-        context.fillText(timeText(t), x + 3, AXIS_H - 8);
+        if (x < width - 70) context.fillText(timeText(t), x + 3, AXIS_H - 8);
       }
       // Lane and row labels.
       data.lanes.forEach(function (lane, laneIndex) {
