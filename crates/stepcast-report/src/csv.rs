@@ -118,7 +118,10 @@ fn walk_object(
             }),
             scalar_value => summary.rows.push(vec![
                 ("field".to_string(), path),
-                ("value".to_string(), scalar(scalar_value).unwrap_or_default()),
+                (
+                    "value".to_string(),
+                    scalar(scalar_value).unwrap_or_default(),
+                ),
             ]),
         }
     }

@@ -44,7 +44,9 @@ pub fn analyze_markdown(analyze: &AnalyzeJson) -> String {
     for sentence in summary_sentences(analyze) {
         let _ = writeln!(out, "{sentence}\n");
     }
-    out.push_str("| step | steady | measured ms | replayed ms | replay error | bound (critical path) |\n");
+    out.push_str(
+        "| step | steady | measured ms | replayed ms | replay error | bound (critical path) |\n",
+    );
     out.push_str("|---:|:---:|---:|---:|---:|---|\n");
     for step in &analyze.steps {
         let path = &step.critical_path_breakdown;
@@ -68,7 +70,10 @@ pub fn analyze_markdown(analyze: &AnalyzeJson) -> String {
     }
     let breakdown = match (&analyze.typical_step, analyze.steps.first()) {
         (Some(typical), _) => Some((
-            format!("the typical step (steps {})", step_list(&typical.steps_used)),
+            format!(
+                "the typical step (steps {})",
+                step_list(&typical.steps_used)
+            ),
             &typical.breakdown,
             typical.span_ns,
         )),
@@ -80,13 +85,25 @@ pub fn analyze_markdown(analyze: &AnalyzeJson) -> String {
         (None, None) => None,
     };
     if let Some((label, breakdown, span_ns)) = breakdown {
-        let _ = writeln!(out, "\n### Where the time goes: {label}, {} ms\n", ms(span_ns));
+        let _ = writeln!(
+            out,
+            "\n### Where the time goes: {label}, {} ms\n",
+            ms(span_ns)
+        );
         out.push_str("| partition | part | ms | share |\n|---|---|---:|---:|\n");
         let idle_total = breakdown.device_idle_by_cause.total();
         let maps: [(&str, &NsMap, i64); 4] = [
             ("host/device", &breakdown.host_device, span_ns),
-            ("device idle by cause", &breakdown.device_idle_by_cause, idle_total),
-            ("device time by phase", &breakdown.device_time_by_phase, span_ns),
+            (
+                "device idle by cause",
+                &breakdown.device_idle_by_cause,
+                idle_total,
+            ),
+            (
+                "device time by phase",
+                &breakdown.device_time_by_phase,
+                span_ns,
+            ),
             ("host time by phase", &breakdown.host_time_by_phase, span_ns),
         ];
         for (partition, map, total) in maps {
@@ -116,7 +133,9 @@ pub fn analyze_markdown(analyze: &AnalyzeJson) -> String {
     top_table(&mut out, "Top kernels", &analyze.statistics.top_kernels);
     top_table(&mut out, "Top ops (inclusive)", &analyze.statistics.top_ops);
     if !analyze.memory.is_empty() {
-        out.push_str("\n### Memory peaks\n\n| device | peak MiB | at ms | live op |\n|---|---:|---:|---|\n");
+        out.push_str(
+            "\n### Memory peaks\n\n| device | peak MiB | at ms | live op |\n|---|---:|---:|---|\n",
+        );
         for memory in &analyze.memory {
             let _ = writeln!(
                 out,
@@ -195,12 +214,12 @@ pub fn advise_markdown(advise: &AdviseJson) -> String {
     if !advise.memory_trades.is_empty() {
         out.push_str("\nMemory-for-time trades:\n\n");
         for trade in &advise.memory_trades {
-            let saved = trade
-                .memory
-                .as_ref()
-                .map_or_else(String::new, |m| {
-                    format!(", saves {:.1} MiB", m.saved_bytes as f64 / (1024.0 * 1024.0))
-                });
+            let saved = trade.memory.as_ref().map_or_else(String::new, |m| {
+                format!(
+                    ", saves {:.1} MiB",
+                    m.saved_bytes as f64 / (1024.0 * 1024.0)
+                )
+            });
             let _ = writeln!(
                 out,
                 "- {}: {}{}",

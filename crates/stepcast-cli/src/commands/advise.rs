@@ -19,5 +19,11 @@ pub fn run(args: &AdviseArgs) -> anyhow::Result<super::Answer> {
         advise(&context).with_context(|| format!("cannot advise on {}", args.trace.display()))?;
     let mut document = json::advise_json(trace, window, &advice);
     document.trace.file = Some(args.trace.display().to_string());
-    super::render(&args.output, &document, table::advise_text, Some(&markdown::advise_markdown), None)
+    super::render(
+        &args.output,
+        &document,
+        table::advise_text,
+        Some(&markdown::advise_markdown),
+        None,
+    )
 }

@@ -16,5 +16,11 @@ pub fn run(args: &AnalyzeArgs) -> anyhow::Result<super::Answer> {
         .with_context(|| format!("cannot analyze {}", args.trace.display()))?;
     let mut document = json::analyze_json(&trace, &window, &analysis, args.step);
     document.trace.file = Some(args.trace.display().to_string());
-    super::render(&args.output, &document, table::analyze_text, Some(&markdown::analyze_markdown), None)
+    super::render(
+        &args.output,
+        &document,
+        table::analyze_text,
+        Some(&markdown::analyze_markdown),
+        None,
+    )
 }

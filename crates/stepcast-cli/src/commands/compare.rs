@@ -79,5 +79,11 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<super::Answer> {
     let mut document = json::compare_json(&before.trace, &after.trace, &comparison, &checks);
     document.before.trace.file = Some(args.before.display().to_string());
     document.after.trace.file = Some(args.after.display().to_string());
-    super::render(&args.output, &document, table::compare_text, None, Some(&html::compare_report))
+    super::render(
+        &args.output,
+        &document,
+        table::compare_text,
+        None,
+        Some(&html::compare_report),
+    )
 }

@@ -20,7 +20,8 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
         .map(|name| Model::with_params(name, &ModelParams::default()))
         .transpose()
         .map_err(crate::usage)?;
-    let progress = crate::progress::Progress::spinner(format!("exporting {}", args.trace.display()));
+    let progress =
+        crate::progress::Progress::spinner(format!("exporting {}", args.trace.display()));
     let mapped = super::Mapped::load(&args.trace)?;
     let (trace, window) = (&mapped.trace, &mapped.window);
     let selection = match args.step {
@@ -40,11 +41,13 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
         Some(model) => {
             let context = stepcast::whatif::Context::new(trace, window, &mapped.mapping);
             let cannot = || format!("cannot predict {}", args.trace.display());
-            let outcome = apply_models(&context, std::slice::from_ref(model)).with_context(cannot)?;
+            let outcome =
+                apply_models(&context, std::slice::from_ref(model)).with_context(cannot)?;
             let options = SimOptions {
                 without_inferred: true,
             };
-            let timeline = simulate(&outcome.graph, &RecordedOrder, options).with_context(cannot)?;
+            let timeline =
+                simulate(&outcome.graph, &RecordedOrder, options).with_context(cannot)?;
             Some((model.name(), outcome.graph, timeline))
         }
         None => None,

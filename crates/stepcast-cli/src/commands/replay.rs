@@ -77,7 +77,13 @@ fn run_ranks(args: &ReplayArgs, paths: &[PathBuf]) -> anyhow::Result<super::Answ
             rank.steps.retain(|s| s.number == number);
         }
     }
-    super::render(&args.output, &document, table::ranks::ranks_text, None, None)
+    super::render(
+        &args.output,
+        &document,
+        table::ranks::ranks_text,
+        None,
+        None,
+    )
 }
 
 /// The traces named (files, or directories of them), read and replayed together as one job's

@@ -32,7 +32,9 @@ fn gpu_counts(text: &str) -> anyhow::Result<Vec<u32>> {
                 .parse::<u32>()
                 .ok()
                 .filter(|&g| g > 0)
-                .ok_or_else(|| anyhow!("bad --gpus `{g}`: expected positive integers, e.g. 1,2,4,8"))
+                .ok_or_else(|| {
+                    anyhow!("bad --gpus `{g}`: expected positive integers, e.g. 1,2,4,8")
+                })
         })
         .collect()
 }
@@ -63,12 +65,23 @@ fn one_trace(args: &ReportArgs, path: &Path) -> anyhow::Result<Answer> {
             })
             .collect();
         let name = format!("ddp(gpus={})", args.gpus);
-        super::whatif_ddp::sweep_document(&mut mapped, path, &configs, None, args.peers.peers(), name)
-            .map_err(|error| format!("{}", crate::message(&error)))
+        super::whatif_ddp::sweep_document(
+            &mut mapped,
+            path,
+            &configs,
+            None,
+            args.peers.peers(),
+            name,
+        )
+        .map_err(|error| format!("{}", crate::message(&error)))
     } else {
         Err("not drawn".to_string())
     };
-    let (trace, window, context) = (&mapped.trace, &mapped.window, mapped.context(args.peers.peers()));
+    let (trace, window, context) = (
+        &mapped.trace,
+        &mapped.window,
+        mapped.context(args.peers.peers()),
+    );
     progress.message("analyzing");
     let analysis = stepcast::analyze::analyze(trace, window, None)
         .with_context(|| format!("cannot analyze {}", path.display()))?;
@@ -86,7 +99,9 @@ fn one_trace(args: &ReportArgs, path: &Path) -> anyhow::Result<Answer> {
             let mut text = markdown::analyze_markdown(&analyze);
             match &advise_document {
                 Ok(document) => text.push_str(&markdown::advise_markdown(document)),
-                Err(error) => text.push_str(&format!("\n## What to try\n\nNo what-ifs: {error}.\n")),
+                Err(error) => {
+                    text.push_str(&format!("\n## What to try\n\nNo what-ifs: {error}.\n"))
+                }
             }
             return Ok(Answer::Text(text));
         }
@@ -177,7 +192,10 @@ fn prefixed(prefix: &str, files: Vec<(String, String)>) -> Vec<(String, String)>
 fn job(args: &ReportArgs, paths: &[PathBuf]) -> anyhow::Result<Answer> {
     let document = super::replay::ranks_document(paths)?;
     match args.format {
-        Format::Csv => Ok(Answer::Files(prefixed("ranks", super::csv_files(&document)?))),
+        Format::Csv => Ok(Answer::Files(prefixed(
+            "ranks",
+            super::csv_files(&document)?,
+        ))),
         Format::Html => {
             let title = paths
                 .iter()

@@ -799,13 +799,20 @@ fn export_overlays_the_critical_path_and_a_prediction() {
     }
     let predicted = summary.tasks_of(3);
     assert!(!predicted.is_empty());
-    assert!(predicted.iter().all(|slice| slice.cat.starts_with("replay.")));
+    assert!(
+        predicted
+            .iter()
+            .all(|slice| slice.cat.starts_with("replay."))
+    );
     assert!(predicted.iter().any(|slice| slice.args["step"] == 5));
     let predicted_path = summary
         .slices_of(3)
         .filter(|slice| slice.cat == "stepcast.critical_path")
         .count();
-    assert!(predicted_path > 0, "the prediction's critical path is drawn");
+    assert!(
+        predicted_path > 0,
+        "the prediction's critical path is drawn"
+    );
     // The predicted step is shorter: faster_cpu halves host work on a host-bound trace.
     let span = |pid: i64| {
         let tasks = summary.tasks_of(pid);
@@ -814,11 +821,23 @@ fn export_overlays_the_critical_path_and_a_prediction() {
         let end = in_step.iter().map(|s| s.end_ns).max().expect("tasks");
         end - start
     };
-    assert!(span(3) < span(2), "predicted {} vs replayed {}", span(3), span(2));
+    assert!(
+        span(3) < span(2),
+        "predicted {} vs replayed {}",
+        span(3),
+        span(2)
+    );
 }
 
 #[test]
 fn export_rejects_an_unknown_model_before_reading() {
-    let run = stepcast(&["export", "/no/such.json", "-o", "/tmp/x.json", "--model", "warp_drive"]);
+    let run = stepcast(&[
+        "export",
+        "/no/such.json",
+        "-o",
+        "/tmp/x.json",
+        "--model",
+        "warp_drive",
+    ]);
     assert_eq!(run.code, Some(2), "{}", run.stderr);
 }

@@ -8,8 +8,8 @@ mod export;
 mod formats;
 mod info;
 mod ranks;
-mod report;
 mod replay;
+mod report;
 mod whatif;
 
 use std::path::{Path, PathBuf};

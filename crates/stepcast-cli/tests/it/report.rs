@@ -72,7 +72,10 @@ fn testdata_traces() -> Vec<PathBuf> {
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(&dir).expect("read testdata") {
             let path = entry.expect("dir entry").path();
-            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             if path.is_dir() {
                 stack.push(path);
             } else if name.ends_with(".json") || name.ends_with(".json.gz") {
@@ -151,7 +154,11 @@ fn load(chromium: &Path, profile: &Path, page: &Path) -> Loaded {
 /// The page loaded with no console message, its script ran, and its sections lie one under
 /// the other, each with a height, none wider than the window.
 fn check_page(name: &str, loaded: &Loaded, sections: &[&str]) {
-    assert!(loaded.console.is_empty(), "{name}: console: {:?}", loaded.console);
+    assert!(
+        loaded.console.is_empty(),
+        "{name}: console: {:?}",
+        loaded.console
+    );
     assert!(loaded.ready, "{name}: the report's script did not run");
     assert!(loaded.load_ms.is_finite(), "{name}: no load time recorded");
     let layout = &loaded.layout;
@@ -170,7 +177,10 @@ fn check_page(name: &str, loaded: &Loaded, sections: &[&str]) {
             section["height"].as_f64().expect("height"),
         );
         assert!(height >= 40.0, "{name}: section {section} is empty");
-        assert!(top >= bottom, "{name}: section {section} overlaps the one above");
+        assert!(
+            top >= bottom,
+            "{name}: section {section} overlaps the one above"
+        );
         assert!(section["width"].as_f64().expect("width") <= viewport);
         bottom = top + height;
     }
@@ -209,7 +219,10 @@ fn screenshot(chromium: &Path, profile: &Path, page: &Path, name: &str, id: &str
         }
     }
     let share = ink as f64 / (info.width as f64 * info.height as f64);
-    assert!(share > 0.0005, "{name}#{id}: the section looks empty ({share:.4} ink)");
+    assert!(
+        share > 0.0005,
+        "{name}#{id}: the section looks empty ({share:.4} ink)"
+    );
     assert!(
         right > left && right - left > info.width as usize / 2,
         "{name}#{id}: the section's content spans {left}..{right} of 1280 pixels"
@@ -246,7 +259,10 @@ fn reports_load_in_chromium_without_console_errors() {
         if info.code != Some(0) {
             assert_eq!(run.code, Some(1), "{name}: {}", run.stderr);
             assert_eq!(run.stderr, info.stderr, "{name}: the same one-line error");
-            assert!(!page.exists(), "{name}: a report was written for a bad input");
+            assert!(
+                !page.exists(),
+                "{name}: a report was written for a bad input"
+            );
             continue;
         }
         run.assert_success();
@@ -258,7 +274,10 @@ fn reports_load_in_chromium_without_console_errors() {
             largest = Some((bytes, page.clone(), name));
         }
     }
-    assert!(loaded_pages >= 30, "only {loaded_pages} traces gave a report");
+    assert!(
+        loaded_pages >= 30,
+        "only {loaded_pages} traces gave a report"
+    );
 
     let (bytes, page, name) = largest.expect("a largest report");
     assert!(bytes <= 5 * 1024 * 1024, "{name}: {bytes} bytes");
@@ -275,15 +294,31 @@ fn reports_load_in_chromium_without_console_errors() {
 
     let job = dir.path().join("dlrm.html");
     stepcast(&["report", DLRM, "-o", path_str(&job)]).assert_success();
-    let sections = ["answer", "ranks", "collectives", "stragglers", "critical-path"];
+    let sections = [
+        "answer",
+        "ranks",
+        "collectives",
+        "stragglers",
+        "critical-path",
+    ];
     check_page("dlrm", &load(&chromium, &profile, &job), &sections);
     for id in sections {
         screenshot(&chromium, &profile, &job, "dlrm", id);
     }
 
     let compared = dir.path().join("compare.html");
-    stepcast(&["compare", BEFORE, AFTER, "--model", "prefetch_inputs", "--format", "html", "-o", path_str(&compared)])
-        .assert_success();
+    stepcast(&[
+        "compare",
+        BEFORE,
+        AFTER,
+        "--model",
+        "prefetch_inputs",
+        "--format",
+        "html",
+        "-o",
+        path_str(&compared),
+    ])
+    .assert_success();
     let sections = [
         "answer",
         "phases-device",
@@ -306,12 +341,23 @@ fn report_is_deterministic_and_shows_the_clis_numbers() {
     stepcast(&["report", NCCL, "-o", path_str(&first)]).assert_success();
     stepcast(&["report", NCCL, "-o", path_str(&second)]).assert_success();
     let html = std::fs::read_to_string(&first).expect("the report exists");
-    assert_eq!(html, std::fs::read_to_string(&second).expect("the report exists"));
-    assert!(!html.contains("http://") && !html.contains("https://"), "nothing to fetch");
+    assert_eq!(
+        html,
+        std::fs::read_to_string(&second).expect("the report exists")
+    );
+    assert!(
+        !html.contains("http://") && !html.contains("https://"),
+        "nothing to fetch"
+    );
     // The headline numbers are the JSON's.
     let analyze = stepcast(&["analyze", "--json", NCCL]).json();
-    let median = analyze["typical"]["measured_median_ns"].as_i64().expect("median");
-    assert!(html.contains(&format!("{:.3} ms", median as f64 / 1e6)), "typical step");
+    let median = analyze["typical"]["measured_median_ns"]
+        .as_i64()
+        .expect("median");
+    assert!(
+        html.contains(&format!("{:.3} ms", median as f64 / 1e6)),
+        "typical step"
+    );
     let advise = stepcast(&["advise", "--json", NCCL]).json();
     let best = advise["candidates"]
         .as_array()
@@ -326,7 +372,10 @@ fn report_is_deterministic_and_shows_the_clis_numbers() {
     );
     assert!(html.contains(&headline), "best what-if {headline}");
     // The predicted timeline is the best candidate's.
-    assert!(html.contains(&format!("\"label\":\"predicted: {}\"", best["name"].as_str().expect("name"))));
+    assert!(html.contains(&format!(
+        "\"label\":\"predicted: {}\"",
+        best["name"].as_str().expect("name")
+    )));
 }
 
 #[test]

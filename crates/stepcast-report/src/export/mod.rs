@@ -359,8 +359,7 @@ impl<'a> Export<'a> {
         let mut lanes: BTreeMap<u32, Vec<TaskId>> = BTreeMap::new();
         for t in 0..graph.task_count() {
             let task = TaskId(t as u32);
-            if (self.selection.step.is_none() || selected(graph.step[t])) || path.contains(&task)
-            {
+            if (self.selection.step.is_none() || selected(graph.step[t])) || path.contains(&task) {
                 lanes.entry(graph.lane[t]).or_default().push(task);
             }
         }

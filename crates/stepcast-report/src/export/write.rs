@@ -221,13 +221,14 @@ impl<W: Write> EventWriter<'_, W> {
                         let event = &trace.events[graph.event[task.index()].index()];
                         kineto_category(event.kind, trace.runtime)
                     }
-                    Side::Replayed | Side::Predicted => {
-                        replay_category(graph.kind[task.index()])
-                    }
+                    Side::Replayed | Side::Predicted => replay_category(graph.kind[task.index()]),
                 };
                 (cat, trace.name(graph.name[task.index()]))
             }
-            What::Critical(task) => ("stepcast.critical_path", trace.name(graph.name[task.index()])),
+            What::Critical(task) => (
+                "stepcast.critical_path",
+                trace.name(graph.name[task.index()]),
+            ),
             What::Predicted(task) | What::PredictedCritical(task) => {
                 let Some(prediction) = self.export.prediction else {
                     return Ok(());
@@ -299,7 +300,11 @@ impl<W: Write> EventWriter<'_, W> {
                 };
                 let t = task.index();
                 if let What::Predicted(_) = what {
-                    write!(self.out, "\"kind\":\"{}\"", prediction.graph.kind[t].as_str())?;
+                    write!(
+                        self.out,
+                        "\"kind\":\"{}\"",
+                        prediction.graph.kind[t].as_str()
+                    )?;
                     let step = prediction.graph.step[t];
                     if step != NO_STEP
                         && let Some(step) = export.window.steps.get(step as usize)
@@ -329,7 +334,11 @@ impl<W: Write> EventWriter<'_, W> {
 
     /// The `args` of a slice on a critical-path track: the task's kind and step, named so
     /// that no reader counts it as a task of a lane (those carry `kind`).
-    fn path_args(&mut self, graph: &stepcast::graph::Graph, task: stepcast::graph::TaskId) -> io::Result<()> {
+    fn path_args(
+        &mut self,
+        graph: &stepcast::graph::Graph,
+        task: stepcast::graph::TaskId,
+    ) -> io::Result<()> {
         let t = task.index();
         write!(self.out, "\"task_kind\":\"{}\"", graph.kind[t].as_str())?;
         let step = graph.step[t];

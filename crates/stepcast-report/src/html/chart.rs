@@ -168,13 +168,17 @@ fn legend(names: impl Iterator<Item = String>) -> String {
 /// Lines through each series' points, with dots at the points (few points) and an optional
 /// marker.
 pub(super) fn line_chart(series: &[Series], x: &Axis, y: &Axis, marker: Option<&Marker>) -> String {
-    let (x0, x1) = domain(series.iter().flat_map(|s| s.points.iter().map(|p| p.0)), &x.ticks);
-    let (y0, y1) = domain(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)), &y.ticks);
+    let (x0, x1) = domain(
+        series.iter().flat_map(|s| s.points.iter().map(|p| p.0)),
+        &x.ticks,
+    );
+    let (y0, y1) = domain(
+        series.iter().flat_map(|s| s.points.iter().map(|p| p.1)),
+        &y.ticks,
+    );
     let sx = |v: f64| LEFT + (v - x0) / (x1 - x0) * (CHART_W - LEFT - RIGHT);
     let sy = |v: f64| CHART_H - BOTTOM - (v - y0) / (y1 - y0) * (CHART_H - TOP - BOTTOM);
-    let mut out = format!(
-        "<svg class=\"chart\" viewBox=\"0 0 {CHART_W} {CHART_H}\" role=\"img\">"
-    );
+    let mut out = format!("<svg class=\"chart\" viewBox=\"0 0 {CHART_W} {CHART_H}\" role=\"img\">");
     frame(&mut out, x, y, &sx, &sy);
     for (index, line) in series.iter().enumerate() {
         let mut points = String::new();
@@ -243,9 +247,7 @@ pub(super) fn grouped_bars(
             .collect(),
     };
     let sx = |i: f64| LEFT + (i + 0.5) * group_w;
-    let mut out = format!(
-        "<svg class=\"chart\" viewBox=\"0 0 {CHART_W} {CHART_H}\" role=\"img\">"
-    );
+    let mut out = format!("<svg class=\"chart\" viewBox=\"0 0 {CHART_W} {CHART_H}\" role=\"img\">");
     frame(&mut out, &x_axis, y, &sx, &sy);
     for (s, (name, values)) in series.iter().enumerate() {
         for (i, value) in values.iter().enumerate() {
@@ -269,10 +271,11 @@ pub(super) fn grouped_bars(
     out
 }
 
-/// About six round ticks from `low` to `high` (1, 2 or 5 times a power of ten apart).
-pub(super) fn nice_ticks(low: f64, high: f64, text: impl Fn(f64) -> String) -> Vec<(f64, String)> {
+/// About six round ticks from `low` to `high` (1, 2 or 5 times a power of ten apart),
+/// labelled with as many decimals as the step needs.
+pub(super) fn nice_ticks(low: f64, high: f64) -> Vec<(f64, String)> {
     if !(low.is_finite() && high.is_finite()) || high <= low {
-        return vec![(low, text(low))];
+        return vec![(low, format!("{low}"))];
     }
     let raw = (high - low) / 5.0;
     let power = 10f64.powf(raw.log10().floor());
@@ -281,11 +284,15 @@ pub(super) fn nice_ticks(low: f64, high: f64, text: impl Fn(f64) -> String) -> V
         .map(|m| m * power)
         .find(|s| *s >= raw)
         .unwrap_or(10.0 * power);
+    let decimals = (-step.log10().floor()).max(0.0) as usize;
     let mut ticks = Vec::new();
-    let mut value = (low / step).floor() * step;
-    while value <= high + step * 0.5 && ticks.len() < 12 {
-        ticks.push((value, text(value)));
-        value += step;
+    let first = (low / step).floor();
+    for i in 0..12 {
+        let value = (first + f64::from(i)) * step;
+        ticks.push((value, format!("{value:.decimals$}")));
+        if value >= high - step * 1e-9 {
+            break;
+        }
     }
     ticks
 }
@@ -296,14 +303,21 @@ mod tests {
 
     #[test]
     fn ticks_are_round_and_cover_the_range() {
-        let ticks = nice_ticks(0.0, 9.3, |v| format!("{v}"));
+        let ticks = nice_ticks(0.0, 9.3);
         let values: Vec<f64> = ticks.iter().map(|t| t.0).collect();
         assert_eq!(values, vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+        let ticks = nice_ticks(0.0, 0.7);
+        let labels: Vec<&str> = ticks.iter().map(|t| t.1.as_str()).collect();
+        assert_eq!(labels, ["0.0", "0.2", "0.4", "0.6", "0.8"]);
     }
 
     #[test]
     fn stacked_bar_legend_keeps_zero_parts() {
-        let parts = vec![("a".to_string(), 3), ("b".to_string(), 0), ("c".to_string(), 1)];
+        let parts = vec![
+            ("a".to_string(), 3),
+            ("b".to_string(), 0),
+            ("c".to_string(), 1),
+        ];
         let svg = stacked_bar(&parts, 4);
         assert_eq!(svg.matches("<rect").count(), 2);
         assert_eq!(svg.matches("<li>").count(), 3);

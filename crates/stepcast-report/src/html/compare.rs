@@ -10,7 +10,11 @@ use crate::json::{CompareJson, DiffTableJson};
 pub(super) fn sections(compare: &CompareJson) -> Vec<Section> {
     let mut sections = vec![answer(compare)];
     let tables: [(&'static str, &str, &DiffTableJson); 5] = [
-        ("phases-device", "Device time by phase", &compare.phases_device),
+        (
+            "phases-device",
+            "Device time by phase",
+            &compare.phases_device,
+        ),
         ("phases-host", "Host time by phase", &compare.phases_host),
         ("ops-device", "Device time by op", &compare.ops_device),
         ("ops-host", "Host time by op", &compare.ops_host),
@@ -26,7 +30,10 @@ pub(super) fn sections(compare: &CompareJson) -> Vec<Section> {
 }
 
 fn file(side: &crate::json::SideJson, fallback: &str) -> String {
-    side.trace.file.clone().unwrap_or_else(|| fallback.to_string())
+    side.trace
+        .file
+        .clone()
+        .unwrap_or_else(|| fallback.to_string())
 }
 
 fn answer(compare: &CompareJson) -> Section {
@@ -67,7 +74,7 @@ fn answer(compare: &CompareJson) -> Section {
         &series,
         &Axis {
             title: "ms".to_string(),
-            ticks: nice_ticks(0.0, top, |v| format!("{v}")),
+            ticks: nice_ticks(0.0, top),
         },
         "run",
     ));
@@ -81,17 +88,23 @@ fn answer(compare: &CompareJson) -> Section {
 fn diff(id: &'static str, title: &str, table: &DiffTableJson) -> Section {
     let mut body = String::new();
     let rows: Vec<_> = table.rows.iter().chain(&table.others).collect();
-    let labels: Vec<String> = rows.iter().map(|r| r.name.chars().take(24).collect()).collect();
+    let labels: Vec<String> = rows
+        .iter()
+        .map(|r| r.name.chars().take(24).collect())
+        .collect();
     let before: Vec<f64> = rows.iter().map(|r| r.before_ns as f64 / 1e6).collect();
     let after: Vec<f64> = rows.iter().map(|r| r.after_ns as f64 / 1e6).collect();
     let top = before.iter().chain(&after).copied().fold(0.0, f64::max);
     if !rows.is_empty() {
         body.push_str(&grouped_bars(
             &labels,
-            &[("before (ms)".to_string(), before), ("after (ms)".to_string(), after)],
+            &[
+                ("before (ms)".to_string(), before),
+                ("after (ms)".to_string(), after),
+            ],
             &Axis {
                 title: "ms per steady step".to_string(),
-                ticks: nice_ticks(0.0, top, |v| format!("{v}")),
+                ticks: nice_ticks(0.0, top),
             },
             "",
         ));
@@ -107,7 +120,9 @@ fn diff(id: &'static str, title: &str, table: &DiffTableJson) -> Section {
         ]);
     }
     body.push_str(&out.render());
-    body.push_str(&note("Per steady step; each table sums to the mean step (its total row)."));
+    body.push_str(&note(
+        "Per steady step; each table sums to the mean step (its total row).",
+    ));
     Section {
         id,
         title: title.to_string(),
@@ -116,11 +131,20 @@ fn diff(id: &'static str, title: &str, table: &DiffTableJson) -> Section {
 }
 
 fn models(compare: &CompareJson) -> Section {
-    let mut table = Table::new(&["model", "predicted speedup", "predicted", "measured", "error"]);
+    let mut table = Table::new(&[
+        "model",
+        "predicted speedup",
+        "predicted",
+        "measured",
+        "error",
+    ]);
     for check in &compare.models {
         table.row(vec![
             Cell::text(&check.model),
-            Cell::number(speedup(check.predicted_speedup), check.predicted_speedup.unwrap_or(0.0)),
+            Cell::number(
+                speedup(check.predicted_speedup),
+                check.predicted_speedup.unwrap_or(0.0),
+            ),
             Cell::ms(check.predicted_ns),
             Cell::ms(check.measured_ns),
             Cell::number(signed_percent(check.error), check.error.unwrap_or(0.0)),

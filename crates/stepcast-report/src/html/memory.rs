@@ -46,10 +46,14 @@ fn thin(points: &[(i64, i64)], buckets: usize) -> Vec<(i64, i64)> {
     }
     let span = (last.0 - first.0).max(1) as i128;
     let mut out = Vec::with_capacity(2 * buckets + 1);
-    let bucket_of = |t: i64| ((t - first.0) as i128 * buckets as i128 / span) as usize;
+    let bucket_of =
+        |t: i64| (((t - first.0) as i128 * buckets as i128 / span) as usize).min(buckets - 1);
     for run in points.chunk_by(|a, b| bucket_of(a.0) == bucket_of(b.0)) {
         let low = run.iter().min_by_key(|p| (p.1, p.0)).copied();
-        let high = run.iter().max_by_key(|p| (p.1, std::cmp::Reverse(p.0))).copied();
+        let high = run
+            .iter()
+            .max_by_key(|p| (p.1, std::cmp::Reverse(p.0)))
+            .copied();
         if let (Some(low), Some(high)) = (low, high) {
             if low.0 <= high.0 {
                 out.push(low);
@@ -71,7 +75,9 @@ mod tests {
 
     #[test]
     fn thinning_keeps_the_peak() {
-        let points: Vec<(i64, i64)> = (0..10_000).map(|t| (t, if t == 4321 { 99 } else { t % 7 })).collect();
+        let points: Vec<(i64, i64)> = (0..10_000)
+            .map(|t| (t, if t == 4321 { 99 } else { t % 7 }))
+            .collect();
         let thinned = thin(&points, 100);
         assert!(thinned.len() <= 200);
         assert!(thinned.contains(&(4321, 99)));

@@ -74,7 +74,10 @@ pub fn ranks_report(ranks: &RanksJson, title: &str) -> String {
 /// The report of two runs of one workload.
 pub fn compare_report(compare: &CompareJson) -> String {
     let name = |side: &crate::json::SideJson, fallback: &str| {
-        side.trace.file.clone().unwrap_or_else(|| fallback.to_string())
+        side.trace
+            .file
+            .clone()
+            .unwrap_or_else(|| fallback.to_string())
     };
     page::Page {
         title: format!(

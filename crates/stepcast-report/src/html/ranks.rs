@@ -69,7 +69,11 @@ fn steps(ranks: &RanksJson) -> Section {
         .collect();
     numbers.sort_unstable();
     numbers.dedup();
-    let labels: Vec<String> = ranks.ranks.iter().map(|r| format!("rank {}", r.rank)).collect();
+    let labels: Vec<String> = ranks
+        .ranks
+        .iter()
+        .map(|r| format!("rank {}", r.rank))
+        .collect();
     let mut series = Vec::new();
     let mut top: f64 = 0.0;
     for &number in &numbers {
@@ -83,7 +87,11 @@ fn steps(ranks: &RanksJson) -> Section {
                     .map_or(f64::NAN, |s| s.measured_ns as f64 / 1e6)
             })
             .collect();
-        top = values.iter().copied().filter(|v| v.is_finite()).fold(top, f64::max);
+        top = values
+            .iter()
+            .copied()
+            .filter(|v| v.is_finite())
+            .fold(top, f64::max);
         series.push((format!("step {number} measured (ms)"), values));
     }
     let mut body = grouped_bars(
@@ -91,7 +99,7 @@ fn steps(ranks: &RanksJson) -> Section {
         &series,
         &Axis {
             title: "ms".to_string(),
-            ticks: nice_ticks(0.0, top, |v| format!("{v}")),
+            ticks: nice_ticks(0.0, top),
         },
         "rank",
     );
@@ -100,7 +108,11 @@ fn steps(ranks: &RanksJson) -> Section {
         for step in &rank.steps {
             table.row(vec![
                 Cell::number(rank.rank.to_string(), rank.rank as f64),
-                Cell::text(rank.file.clone().unwrap_or_default()),
+                Cell::text(
+                    rank.file
+                        .as_deref()
+                        .map_or("", |f| f.rsplit('/').next().unwrap_or(f)),
+                ),
                 Cell::number(step.number.to_string(), step.number as f64),
                 Cell::ms(step.measured_ns),
                 Cell::ms(step.replayed_ns),
@@ -138,15 +150,31 @@ fn wait_transfer(ranks: &RanksJson) -> Section {
             )
         );
     }
-    let mut table = Table::new(&["collective", "group", "seq", "op", "last rank", "rank", "recorded", "wait", "transfer"]);
+    let mut table = Table::new(&[
+        "collective",
+        "group",
+        "seq",
+        "op",
+        "last rank",
+        "rank",
+        "recorded",
+        "wait",
+        "transfer",
+    ]);
     for collective in &ranks.wait_transfer.collectives {
         for instance in &collective.instances {
             table.row(vec![
-                Cell::number(collective.collective.to_string(), f64::from(collective.collective)),
+                Cell::number(
+                    collective.collective.to_string(),
+                    f64::from(collective.collective),
+                ),
                 Cell::text(&collective.group),
                 Cell::number(collective.seq.to_string(), f64::from(collective.seq)),
                 Cell::text(&collective.op),
-                Cell::number(collective.last_rank.to_string(), collective.last_rank as f64),
+                Cell::number(
+                    collective.last_rank.to_string(),
+                    collective.last_rank as f64,
+                ),
                 Cell::number(instance.rank.to_string(), instance.rank as f64),
                 Cell::ms(instance.recorded_ns),
                 Cell::ms(instance.wait_ns),
@@ -164,7 +192,16 @@ fn wait_transfer(ranks: &RanksJson) -> Section {
 }
 
 fn stragglers(ranks: &RanksJson) -> Section {
-    let mut table = Table::new(&["collective", "group", "op", "last rank", "lead", "spread", "cause", "doing"]);
+    let mut table = Table::new(&[
+        "collective",
+        "group",
+        "op",
+        "last rank",
+        "lead",
+        "spread",
+        "cause",
+        "doing",
+    ]);
     for s in &ranks.stragglers {
         table.row(vec![
             Cell::number(s.collective.to_string(), f64::from(s.collective)),
@@ -196,10 +233,7 @@ fn critical_path(ranks: &RanksJson) -> Section {
         .iter()
         .map(|r| (format!("rank {}", r.rank), r.ns))
         .collect();
-    let mut body = format!(
-        "<h3>By rank</h3>\n{}",
-        stacked_bar(&parts, path.length_ns)
-    );
+    let mut body = format!("<h3>By rank</h3>\n{}", stacked_bar(&parts, path.length_ns));
     let mut segments = Table::new(&["segment", "rank", "tasks", "time", "entered at"]);
     for (index, segment) in path.segments.iter().enumerate() {
         segments.row(vec![

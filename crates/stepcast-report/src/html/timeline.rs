@@ -49,7 +49,14 @@ pub struct RowView {
 }
 
 /// Task kinds in the order the slices number them.
-pub const KINDS: [&str; 6] = ["api_call", "cpu_op", "kernel", "memcpy", "memset", "collective"];
+pub const KINDS: [&str; 6] = [
+    "api_call",
+    "cpu_op",
+    "kernel",
+    "memcpy",
+    "memset",
+    "collective",
+];
 
 fn kind_code(kind: TaskKind) -> i64 {
     match kind {
@@ -128,7 +135,12 @@ impl TimelineView {
             &labels,
             &drawn,
             &on_path,
-            |t| (graph.rec_start_ns[t] - step.start_ns, graph.rec_end_ns[t] - step.start_ns),
+            |t| {
+                (
+                    graph.rec_start_ns[t] - step.start_ns,
+                    graph.rec_end_ns[t] - step.start_ns,
+                )
+            },
         );
         let replayed_row = view.row(
             "replayed",

@@ -36,7 +36,10 @@ pub(super) fn sections(report: &TraceReport<'_>) -> Vec<Section> {
 /// The step the detail is about.
 fn analyzed(analyze: &AnalyzeJson) -> Option<&StepAnalysisJson> {
     match analyze.analyzed_step {
-        Some(number) => analyze.steps.iter().find(|s| s.number == number && !s.synthetic),
+        Some(number) => analyze
+            .steps
+            .iter()
+            .find(|s| s.number == number && !s.synthetic),
         None => analyze.steps.iter().find(|s| s.synthetic),
     }
 }
@@ -110,9 +113,10 @@ fn answer(report: &TraceReport<'_>) -> Section {
         None => body.push_str(&headline("typical step", "n/a", "no step has tasks")),
     }
     let errors: Vec<f64> = analyze.steps.iter().filter_map(|s| s.error).collect();
-    let max_abs = errors.iter().map(|e| e.abs()).fold(None, |m: Option<f64>, e| {
-        Some(m.map_or(e, |m| m.max(e)))
-    });
+    let max_abs = errors
+        .iter()
+        .map(|e| e.abs())
+        .fold(None, |m: Option<f64>, e| Some(m.map_or(e, |m| m.max(e))));
     let mut sorted = errors.clone();
     sorted.sort_by(f64::total_cmp);
     let median = (!sorted.is_empty()).then(|| sorted[sorted.len() / 2]);
@@ -196,12 +200,7 @@ fn candidates(advise: &AdviseJson) -> String {
         "useful",
         "caveats",
     ]);
-    for (rank, candidate) in advise
-        .candidates
-        .iter()
-        .take(ANSWER_CANDIDATES)
-        .enumerate()
-    {
+    for (rank, candidate) in advise.candidates.iter().take(ANSWER_CANDIDATES).enumerate() {
         table.row(vec![
             Cell::number((rank + 1).to_string(), (rank + 1) as f64),
             Cell::text(&candidate.name),
@@ -224,7 +223,13 @@ fn candidates(advise: &AdviseJson) -> String {
     }
     if !advise.memory_trades.is_empty() {
         out.push_str("<h3>Memory-for-time trades</h3>\n");
-        let mut trades = Table::new(&["trade", "predicted step", "speedup", "memory saved", "caveats"]);
+        let mut trades = Table::new(&[
+            "trade",
+            "predicted step",
+            "speedup",
+            "memory saved",
+            "caveats",
+        ]);
         for trade in &advise.memory_trades {
             trades.row(vec![
                 Cell::text(&trade.name),
@@ -293,9 +298,15 @@ fn layer_parts(layers: &LayersJson) -> Vec<(String, i64)> {
         .layers
         .iter()
         .take(8)
-        .map(|l| (l.layer.clone().unwrap_or_else(|| "(no layer)".to_string()), l.ns))
+        .map(|l| {
+            (
+                l.layer.clone().unwrap_or_else(|| "(no layer)".to_string()),
+                l.ns,
+            )
+        })
         .collect();
-    let rest: i64 = layers.layers.iter().skip(8).map(|l| l.ns).sum::<i64>() + layers.other_layers_ns;
+    let rest: i64 =
+        layers.layers.iter().skip(8).map(|l| l.ns).sum::<i64>() + layers.other_layers_ns;
     parts.push(("other layers".to_string(), rest));
     parts.push(("idle".to_string(), layers.idle_ns));
     parts
@@ -304,19 +315,43 @@ fn layer_parts(layers: &LayersJson) -> Vec<(String, i64)> {
 fn breakdown_charts(out: &mut String, breakdown: &BreakdownJson, span_ns: i64) {
     let charts: [(&str, Vec<(String, i64)>); 6] = [
         ("Host and device", map_parts(&breakdown.host_device)),
-        ("Device idle by cause", map_parts(&breakdown.device_idle_by_cause)),
+        (
+            "Device idle by cause",
+            map_parts(&breakdown.device_idle_by_cause),
+        ),
         (
             "Communication against computation",
             vec![
-                ("compute only".to_string(), breakdown.communication_overlap.compute_only_ns),
-                ("overlapped".to_string(), breakdown.communication_overlap.overlapped_ns),
-                ("exposed".to_string(), breakdown.communication_overlap.exposed_ns),
-                ("neither".to_string(), breakdown.communication_overlap.neither_ns),
+                (
+                    "compute only".to_string(),
+                    breakdown.communication_overlap.compute_only_ns,
+                ),
+                (
+                    "overlapped".to_string(),
+                    breakdown.communication_overlap.overlapped_ns,
+                ),
+                (
+                    "exposed".to_string(),
+                    breakdown.communication_overlap.exposed_ns,
+                ),
+                (
+                    "neither".to_string(),
+                    breakdown.communication_overlap.neither_ns,
+                ),
             ],
         ),
-        ("Device time by phase", map_parts(&breakdown.device_time_by_phase)),
-        ("Host time by phase", map_parts(&breakdown.host_time_by_phase)),
-        ("Device time by layer", layer_parts(&breakdown.device_top_layers)),
+        (
+            "Device time by phase",
+            map_parts(&breakdown.device_time_by_phase),
+        ),
+        (
+            "Host time by phase",
+            map_parts(&breakdown.host_time_by_phase),
+        ),
+        (
+            "Device time by layer",
+            layer_parts(&breakdown.device_top_layers),
+        ),
     ];
     for (title, parts) in charts {
         let total = if title == "Device idle by cause" {
@@ -324,7 +359,12 @@ fn breakdown_charts(out: &mut String, breakdown: &BreakdownJson, span_ns: i64) {
         } else {
             span_ns
         };
-        let _ = write!(out, "<h3>{}</h3>\n{}", escape(title), stacked_bar(&parts, total));
+        let _ = write!(
+            out,
+            "<h3>{}</h3>\n{}",
+            escape(title),
+            stacked_bar(&parts, total)
+        );
     }
 }
 
@@ -383,7 +423,14 @@ fn breakdowns(analyze: &AnalyzeJson) -> Section {
 
 fn name_stats_table(rows: &[NameStatsJson]) -> String {
     let mut table = Table::new(&[
-        "name", "count", "total", "mean", "std", "min", "max", "per step (mean)",
+        "name",
+        "count",
+        "total",
+        "mean",
+        "std",
+        "min",
+        "max",
+        "per step (mean)",
     ]);
     for row in rows {
         let d = &row.instances;
@@ -417,10 +464,20 @@ fn top_tables(analyze: &AnalyzeJson) -> Section {
     }
     if !stats.kernels_per_launch_api.is_empty() {
         body.push_str("<h3>Device work by launch API</h3>\n");
-        let mut table = Table::new(&["api", "calls", "device tasks", "tasks per call", "device time"]);
+        let mut table = Table::new(&[
+            "api",
+            "calls",
+            "device tasks",
+            "tasks per call",
+            "device time",
+        ]);
         for api in &stats.kernels_per_launch_api {
             table.row(vec![
-                Cell::text(api.api.clone().unwrap_or_else(|| "(launch not recorded)".to_string())),
+                Cell::text(
+                    api.api
+                        .clone()
+                        .unwrap_or_else(|| "(launch not recorded)".to_string()),
+                ),
                 Cell::number(api.calls.to_string(), api.calls as f64),
                 Cell::number(api.device_tasks.to_string(), api.device_tasks as f64),
                 Cell::number(format!("{:.2}", api.tasks_per_call), api.tasks_per_call),
@@ -470,19 +527,31 @@ fn memory(analyze: &AnalyzeJson, curves: &[MemoryCurve]) -> Section {
             peak.allocations,
             peak.frees,
             peak.reserved_bytes_at_peak
-                .map_or_else(String::new, |r| format!("; {} reserved at the peak", bytes(r)))
+                .map_or_else(String::new, |r| format!(
+                    "; {} reserved at the peak",
+                    bytes(r)
+                ))
         );
         if let Some(curve) = curves.iter().find(|c| c.device == peak.device)
             && !curve.points.is_empty()
         {
-            let mib = |b: f64| b / (1024.0 * 1024.0);
+            // The unit that suits the peak (host memory may peak at a few bytes).
+            let (unit, divisor) = [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)]
+                .into_iter()
+                .find(|&(_, d)| peak.peak_bytes >= d as i64)
+                .unwrap_or(("B", 1));
+            let mib = |b: f64| b / divisor as f64;
             let x_ms = |ns: i64| ns as f64 / 1e6;
             let (low, high) = curve.points.iter().fold((f64::MAX, f64::MIN), |(l, h), p| {
                 (l.min(x_ms(p.0)), h.max(x_ms(p.0)))
             });
-            let top = curve.points.iter().map(|p| mib(p.1 as f64)).fold(0.0, f64::max);
+            let top = curve
+                .points
+                .iter()
+                .map(|p| mib(p.1 as f64))
+                .fold(0.0, f64::max);
             let series = Series {
-                name: format!("{device} allocated (MiB)"),
+                name: format!("{device} allocated ({unit})"),
                 points: curve
                     .points
                     .iter()
@@ -498,11 +567,11 @@ fn memory(analyze: &AnalyzeJson, curves: &[MemoryCurve]) -> Section {
                 &[series],
                 &Axis {
                     title: "time from the trace origin (ms)".to_string(),
-                    ticks: nice_ticks(low, high, |v| format!("{v}")),
+                    ticks: nice_ticks(low, high),
                 },
                 &Axis {
-                    title: "MiB".to_string(),
-                    ticks: nice_ticks(0.0, top.max(mib(peak.peak_bytes as f64)), |v| format!("{v}")),
+                    title: unit.to_string(),
+                    ticks: nice_ticks(0.0, top.max(mib(peak.peak_bytes as f64))),
                 },
                 Some(&marker),
             ));
@@ -527,18 +596,31 @@ fn variability(analyze: &AnalyzeJson) -> Section {
     let steps = &analyze.steps;
     let labels: Vec<String> = steps
         .iter()
-        .map(|s| if s.synthetic { "window".to_string() } else { s.number.to_string() })
+        .map(|s| {
+            if s.synthetic {
+                "window".to_string()
+            } else {
+                s.number.to_string()
+            }
+        })
         .collect();
     let to_ms = |ns: i64| ns as f64 / 1e6;
     let measured: Vec<f64> = steps.iter().map(|s| to_ms(s.measured_ns)).collect();
     let replayed: Vec<f64> = steps.iter().map(|s| to_ms(s.replayed_ns)).collect();
-    let top = measured.iter().chain(&replayed).copied().fold(0.0, f64::max);
+    let top = measured
+        .iter()
+        .chain(&replayed)
+        .copied()
+        .fold(0.0, f64::max);
     body.push_str(&grouped_bars(
         &labels,
-        &[("measured (ms)".to_string(), measured), ("replayed (ms)".to_string(), replayed)],
+        &[
+            ("measured (ms)".to_string(), measured),
+            ("replayed (ms)".to_string(), replayed),
+        ],
         &Axis {
             title: "ms".to_string(),
-            ticks: nice_ticks(0.0, top, |v| format!("{v}")),
+            ticks: nice_ticks(0.0, top),
         },
         "step",
     ));
@@ -553,18 +635,32 @@ fn variability(analyze: &AnalyzeJson) -> Section {
         ms(v.steady.durations.std_ns.round() as i64),
         v.steady.cv
     )));
-    let mut table = Table::new(&["step", "steady", "measured", "replayed", "error", "device time mapped"]);
+    let mut table = Table::new(&[
+        "step",
+        "steady",
+        "measured",
+        "replayed",
+        "error",
+        "device time mapped",
+    ]);
     for step in steps {
         table.row(vec![
             Cell::number(
-                if step.synthetic { "window".to_string() } else { step.number.to_string() },
+                if step.synthetic {
+                    "window".to_string()
+                } else {
+                    step.number.to_string()
+                },
                 step.number as f64,
             ),
             Cell::text(if step.steady { "yes" } else { "no" }),
             Cell::ms(step.measured_ns),
             Cell::ms(step.replayed_ns),
             Cell::number(signed_percent(step.error), step.error.unwrap_or(0.0)),
-            Cell::number(percent(step.gpu_time_mapped_fraction), step.gpu_time_mapped_fraction),
+            Cell::number(
+                percent(step.gpu_time_mapped_fraction),
+                step.gpu_time_mapped_fraction,
+            ),
         ]);
     }
     body.push_str(&table.render());
@@ -580,7 +676,9 @@ fn scaling(scaling: &Result<&WhatIfJson, &str>) -> Section {
     match scaling {
         Err(reason) => body.push_str(&paragraph(&format!("No scaling curve: {reason}."))),
         Ok(document) => match &document.ddp {
-            None => body.push_str(&paragraph("No scaling curve: the prediction has no DDP figures.")),
+            None => body.push_str(&paragraph(
+                "No scaling curve: the prediction has no DDP figures.",
+            )),
             Some(ddp) => {
                 let base = document.baseline_ns;
                 let points: Vec<(f64, f64)> = ddp
@@ -588,14 +686,16 @@ fn scaling(scaling: &Result<&WhatIfJson, &str>) -> Section {
                     .iter()
                     .map(|c| (f64::from(c.gpus).log2(), c.predicted_ns as f64 / 1e6))
                     .collect();
-                let ideal: Vec<(f64, f64)> =
-                    points.iter().map(|&(x, _)| (x, base as f64 / 1e6)).collect();
+                let ideal: Vec<(f64, f64)> = points
+                    .iter()
+                    .map(|&(x, _)| (x, base as f64 / 1e6))
+                    .collect();
                 let top = points.iter().chain(&ideal).map(|p| p.1).fold(0.0, f64::max);
                 body.push_str(&paragraph(&format!(
                     "Predicted step time of data-parallel training on N GPUs ({} per node), \
                      weak scaling (the same batch per GPU), against this trace's own step ({} \
                      replayed): a flat line is perfect scaling. Collectives are costed from {}.",
-                    ddp.configs.first().map_or(8, |c| c.gpus_per_node),
+                    ddp.configs.last().map_or(8, |c| c.gpus_per_node),
                     ms(base),
                     escape(ddp.gradient_sizes)
                 )));
@@ -620,12 +720,17 @@ fn scaling(scaling: &Result<&WhatIfJson, &str>) -> Section {
                     },
                     &Axis {
                         title: "ms".to_string(),
-                        ticks: nice_ticks(0.0, top, |v| format!("{v}")),
+                        ticks: nice_ticks(0.0, top),
                     },
                     None,
                 ));
                 let mut table = Table::new(&[
-                    "GPUs", "nodes", "algorithm", "communication", "predicted step", "efficiency",
+                    "GPUs",
+                    "nodes",
+                    "algorithm",
+                    "communication",
+                    "predicted step",
+                    "efficiency",
                 ]);
                 for config in &ddp.configs {
                     let efficiency = if config.predicted_ns > 0 {
