@@ -73,7 +73,7 @@ fn one_trace(args: &ReportArgs, path: &Path) -> anyhow::Result<Answer> {
             args.peers.peers(),
             name,
         )
-        .map_err(|error| format!("{}", crate::message(&error)))
+        .map_err(|error| crate::message(&error))
     } else {
         Err("not drawn".to_string())
     };

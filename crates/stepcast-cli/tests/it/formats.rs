@@ -7,6 +7,7 @@ const CSV_TOTALS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/csv_tota
 
 // See: issue 16 (CSV tables load with pandas and sum to the same totals as the JSON).
 #[test]
+#[allow(clippy::print_stderr)] // the skip message
 fn csv_tables_load_in_python_and_sum_to_the_json_totals() {
     let dir = TempDir::new("csv");
     let tables = dir.path().join("tables");

@@ -232,6 +232,7 @@ fn screenshot(chromium: &Path, profile: &Path, page: &Path, name: &str, id: &str
 // See: issue 16 (every testdata trace and the DLRM job folder load in headless Chromium
 // with no console error; the largest report loads in ≤ 1 s and weighs ≤ 5 MB).
 #[test]
+#[allow(clippy::print_stderr)] // the skip message and the measured figures, for `--nocapture`
 fn reports_load_in_chromium_without_console_errors() {
     let Some(chromium) = chromium() else {
         eprintln!(
