@@ -4,7 +4,7 @@
 
 use anyhow::Context;
 use stepcast::simulate::{RecordedOrder, SimOptions, simulate};
-use stepcast::whatif::{Model, ModelParams, apply_models};
+use stepcast::whatif::apply_models;
 use stepcast_report::export::{Export, Prediction, Selection};
 
 use crate::args::ExportArgs;
@@ -13,13 +13,7 @@ use crate::output;
 /// Runs `export`: reads and replays the trace, then writes the Chrome trace to `args.output`,
 /// whole or not at all.
 pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
-    // The model is checked before the trace is read, so a typo fails fast.
-    let model = args
-        .model
-        .as_deref()
-        .map(|name| Model::with_params(name, &ModelParams::default()))
-        .transpose()
-        .map_err(crate::usage)?;
+    let model = super::model_option(args.model.as_deref())?;
     let progress =
         crate::progress::Progress::spinner(format!("exporting {}", args.trace.display()));
     let mapped = super::Mapped::load(&args.trace)?;

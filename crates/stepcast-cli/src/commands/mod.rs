@@ -82,6 +82,16 @@ fn step_index(path: &Path, window: &Window, number: u64) -> anyhow::Result<usize
     }
 }
 
+/// `--model NAME` with its default parameters, checked before any trace is read (so a typo
+/// fails fast, as an invalid command line).
+fn model_option(name: Option<&str>) -> anyhow::Result<Option<stepcast::whatif::Model>> {
+    name.map(|name| {
+        stepcast::whatif::Model::with_params(name, &stepcast::whatif::ModelParams::default())
+    })
+    .transpose()
+    .map_err(crate::usage)
+}
+
 /// A command's rendered answer: one text for stdout or a file, or files (one per table) for a
 /// directory.
 pub enum Answer {

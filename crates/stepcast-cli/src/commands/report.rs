@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, anyhow};
 use stepcast::simulate::{RecordedOrder, SimOptions, simulate};
 use stepcast::whatif::ddp::DdpConfig;
-use stepcast::whatif::{Model, ModelParams, advise, apply_models};
+use stepcast::whatif::{advise, apply_models};
 use stepcast_report::html::{MemoryCurve, TimelineView, TraceReport, ranks_report, trace_report};
 use stepcast_report::{json, markdown};
 
@@ -41,12 +41,7 @@ fn gpu_counts(text: &str) -> anyhow::Result<Vec<u32>> {
 
 fn one_trace(args: &ReportArgs, path: &Path) -> anyhow::Result<Answer> {
     // The command line is checked before the trace is read, so a typo fails fast.
-    let model = args
-        .model
-        .as_deref()
-        .map(|name| Model::with_params(name, &ModelParams::default()))
-        .transpose()
-        .map_err(crate::usage)?;
+    let model = super::model_option(args.model.as_deref())?;
     let gpus = gpu_counts(&args.gpus).map_err(crate::usage)?;
     if args.format == Format::Text || args.format == Format::Json {
         return Err(crate::usage(anyhow!(

@@ -778,13 +778,10 @@ fn export_overlays_the_critical_path_and_a_prediction() {
             .slices_of(pid)
             .filter(|slice| slice.cat == "stepcast.critical_path")
             .collect();
-        // The replay ends its path at the step's last task by its own rule (`replayed_span`,
-        // which prefers the marker thread's), the export at the latest-ending task: at most
-        // that one task differs.
-        assert!(
-            on_path.len().abs_diff(path_tasks) <= 1,
-            "process {pid}: {} slices on the path track, {path_tasks} tasks on the path",
-            on_path.len()
+        assert_eq!(
+            on_path.len(),
+            path_tasks,
+            "process {pid}: one slice per task on the replay's critical path"
         );
         // Each is a copy of a task slice of the same process.
         let tasks = summary.tasks_of(pid);

@@ -372,6 +372,20 @@ fn report_is_deterministic_and_shows_the_clis_numbers() {
         best["speedup"].as_f64().expect("speedup")
     );
     assert!(html.contains(&headline), "best what-if {headline}");
+    // The timeline is the analyzed step's, its replayed span the replay's.
+    let number = analyze["analyzed_step"].as_u64().expect("a step");
+    let step = analyze["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .find(|s| s["number"] == number)
+        .expect("the analyzed step");
+    let replayed = step["replayed_ns"].as_i64().expect("replayed");
+    assert!(html.contains(&format!("Step {number}, the steady-state step")));
+    assert!(
+        html.contains(&format!("\"label\":\"replayed\",\"span_ns\":{replayed},")),
+        "replayed span {replayed}"
+    );
     // The predicted timeline is the best candidate's.
     assert!(html.contains(&format!(
         "\"label\":\"predicted: {}\"",

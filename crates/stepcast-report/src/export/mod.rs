@@ -61,6 +61,7 @@ use std::io::{self, Write};
 use stepcast::Window;
 use stepcast::analyze::mapping::{Mapping, Phase};
 use stepcast::graph::{Graph, NO_STEP, TaskId};
+use stepcast::replay::replayed_span;
 use stepcast::simulate::{Timeline, critical_path};
 use stepcast_trace::{LaneId, LaneKind, NameId, Runtime, Trace};
 
@@ -653,41 +654,23 @@ pub(crate) struct ReplayedStep {
     pub path: Vec<TaskId>,
 }
 
-/// `step` (whose tasks are `tasks`) in `timeline`, a replay of `graph`. The span is the one
-/// `stepcast::replay` measures (`replayed_span`): from the step's host start to the end of the
-/// last task launched in it; the replayed start moves with the step's first host task on the
-/// marker's thread.
+/// `step` (whose tasks are `tasks`) in `timeline`, a replay of `graph`: the span
+/// `stepcast::replay` measures (`replayed_span`: from the step's host start, which moves with
+/// its first host task on the marker's thread, to the end of the task that ends it), and the
+/// critical path that ends there.
 pub(crate) fn replayed_step(
     graph: &Graph,
     timeline: &Timeline,
     step: &stepcast::Step,
     tasks: &[TaskId],
 ) -> ReplayedStep {
-    let first_host = tasks
-        .iter()
-        .filter(|t| !graph.kind[t.index()].on_device())
-        .filter(|t| {
-            step.trace_lane
-                .is_none_or(|lane| graph.lanes[graph.lane[t.index()] as usize].trace_lane == lane)
-        })
-        .min_by_key(|t| (graph.rec_start_ns[t.index()], t.0));
-    let shift = first_host.map_or(0, |t| {
-        timeline.begin_ns[t.index()] - graph.rec_start_ns[t.index()]
-    });
-    let start_ns = step.start_ns + shift;
-    let last = tasks
-        .iter()
-        .copied()
-        .max_by_key(|t| (timeline.end_ns[t.index()], std::cmp::Reverse(t.0)));
-    let end_ns = last.map_or(start_ns + step.marker_end_ns - step.start_ns, |t| {
-        timeline.end_ns[t.index()]
-    });
+    let (span_ns, last, start_ns) = replayed_span(graph, timeline, step, tasks);
     let path = last.map_or_else(Vec::new, |last| {
         critical_path(graph, timeline, last, start_ns).tasks
     });
     ReplayedStep {
         start_ns,
-        end_ns: end_ns.max(start_ns),
+        end_ns: start_ns + span_ns.max(0),
         path,
     }
 }

@@ -197,20 +197,9 @@ pub(super) fn speedup(value: Option<f64>) -> String {
     value.map_or_else(|| "n/a".to_string(), |s| format!("{s:.3}×"))
 }
 
-/// Bytes in binary units.
+/// Bytes in binary units (negative counts, which no peak has, as 0).
 pub(super) fn bytes(n: i64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = n as f64;
-    let mut unit = 0;
-    while value.abs() >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{n} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
+    crate::table::bytes(n.max(0) as u64)
 }
 
 #[cfg(test)]

@@ -48,6 +48,13 @@ pub struct RowView {
     pub slices: Vec<i64>,
 }
 
+/// A replayed version of the window's graph (its replay, or a what-if's).
+struct Version<'a> {
+    label: &'a str,
+    graph: &'a Graph,
+    timeline: &'a Timeline,
+}
+
 /// Task kinds in the order the slices number them.
 pub const KINDS: [&str; 6] = [
     "api_call",
@@ -103,15 +110,11 @@ impl TimelineView {
         index: usize,
         title: String,
     ) -> TimelineView {
-        let graph = &window.graph;
-        assert_eq!(replayed.end_ns.len(), graph.task_count(), "another graph");
-        let step = &window.steps[index];
-        let tasks = step_tasks(graph, index);
-        let replay = replayed_step(graph, replayed, step, &tasks);
-        let mut on_path = vec![false; graph.task_count()];
-        for task in &replay.path {
-            on_path[task.index()] = true;
-        }
+        assert_eq!(
+            replayed.end_ns.len(),
+            window.graph.task_count(),
+            "another graph"
+        );
         let mut view = TimelineView {
             title,
             names: Vec::new(),
@@ -121,43 +124,12 @@ impl TimelineView {
             lane_index: BTreeMap::new(),
             name_index: BTreeMap::new(),
         };
-        let labels = LaneLabels::new(trace);
-        let drawn = drawn_tasks(&tasks, &replay.path);
-        let recorded_end = tasks
-            .iter()
-            .map(|t| graph.rec_end_ns[t.index()])
-            .max()
-            .unwrap_or(step.marker_end_ns);
-        let recorded = view.row(
-            "recorded",
-            (recorded_end - step.start_ns).max(0),
-            graph,
-            &labels,
-            &drawn,
-            &on_path,
-            |t| {
-                (
-                    graph.rec_start_ns[t] - step.start_ns,
-                    graph.rec_end_ns[t] - step.start_ns,
-                )
-            },
-        );
-        let replayed_row = view.row(
-            "replayed",
-            replay.end_ns - replay.start_ns,
-            graph,
-            &labels,
-            &drawn,
-            &on_path,
-            |t| {
-                (
-                    replayed.begin_ns[t] - replay.start_ns,
-                    replayed.end_ns[t] - replay.start_ns,
-                )
-            },
-        );
-        view.rows.push(recorded);
-        view.rows.push(replayed_row);
+        let version = Version {
+            label: "replayed",
+            graph: &window.graph,
+            timeline: replayed,
+        };
+        view.add_version(trace, window, index, &version, true);
         view
     }
 
@@ -172,6 +144,26 @@ impl TimelineView {
         graph: &Graph,
         timeline: &Timeline,
     ) {
+        let version = Version {
+            label,
+            graph,
+            timeline,
+        };
+        self.add_version(trace, window, index, &version, false);
+    }
+
+    /// Adds step `index` of a replayed graph, marking its critical path; first, with
+    /// `with_recording`, the same tasks as recorded (the replay's critical path marked on
+    /// them too).
+    fn add_version(
+        &mut self,
+        trace: &Trace,
+        window: &Window,
+        index: usize,
+        version: &Version<'_>,
+        with_recording: bool,
+    ) {
+        let (graph, timeline) = (version.graph, version.timeline);
         let step = &window.steps[index];
         let tasks = step_tasks(graph, index);
         let replay = replayed_step(graph, timeline, step, &tasks);
@@ -181,8 +173,30 @@ impl TimelineView {
         }
         let labels = LaneLabels::new(trace);
         let drawn = drawn_tasks(&tasks, &replay.path);
+        if with_recording {
+            let recorded_end = tasks
+                .iter()
+                .map(|t| graph.rec_end_ns[t.index()])
+                .max()
+                .unwrap_or(step.marker_end_ns);
+            let recorded = self.row(
+                "recorded",
+                (recorded_end - step.start_ns).max(0),
+                graph,
+                &labels,
+                &drawn,
+                &on_path,
+                |t| {
+                    (
+                        graph.rec_start_ns[t] - step.start_ns,
+                        graph.rec_end_ns[t] - step.start_ns,
+                    )
+                },
+            );
+            self.rows.push(recorded);
+        }
         let row = self.row(
-            label,
+            version.label,
             replay.end_ns - replay.start_ns,
             graph,
             &labels,

@@ -186,7 +186,7 @@ fn percent(share: f64) -> String {
 }
 
 /// A byte count in binary units.
-fn bytes(n: u64) -> String {
+pub(crate) fn bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut value = n as f64;
     let mut unit = 0;
