@@ -55,8 +55,11 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<super::Answer> {
         }
         models.push(Model::with_params(name, &params)?);
     }
+    let progress = crate::progress::Progress::spinner(format!("reading {}", args.before.display()));
     let before = Loaded::load(&args.before)?;
+    progress.message(format!("reading {}", args.after.display()));
     let after = Loaded::load(&args.after)?;
+    progress.message("comparing");
     let comparison = compare(&before.side(), &after.side()).with_context(|| {
         format!(
             "cannot compare {} with {}",

@@ -8,24 +8,11 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::compare::{AFTER, BEFORE};
+use super::ranks::DLRM;
 use super::{NCCL, TempDir, path_str, stepcast};
 
 const TESTDATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata");
-
-const DLRM: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../testdata/kineto/param/et_replay/tests/inputs/dlrm_kineto__extracted/dlrm_kineto"
-);
-
-/// A recorded before/after pair (ResNet-50, `num_workers` 0 → 4).
-const BEFORE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../testdata/kineto/kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"
-);
-const AFTER: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../testdata/kineto/kineto/tb_plugin/samples/resnet50_profiler_api_num_workers_4/worker0.pt.trace.json.gz"
-);
 
 /// Sections a single trace's report has, in order.
 const TRACE_SECTIONS: [&str; 7] = [
