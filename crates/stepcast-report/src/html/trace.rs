@@ -274,10 +274,11 @@ fn timeline_section(timeline: &TimelineView) -> Section {
          <span id=\"tl-info\" class=\"note\"></span></div>\n\
          <div class=\"tl-wrap\"><canvas id=\"tl-canvas\" height=\"200\"></canvas></div>\n",
     );
-    // `</` inside a script element would end it: JSON allows `\/` for `/`.
+    // A `<` in a name (`</script>`, `<!--`) could end or confuse the script element: JSON
+    // strings may write it as `\u003c`, and `<` appears nowhere else in JSON.
     let json = serde_json::to_string(timeline)
         .unwrap_or_else(|_| "null".to_string())
-        .replace("</", "<\\/");
+        .replace('<', "\\u003c");
     let _ = writeln!(
         body,
         "<script type=\"application/json\" id=\"tl-data\">{json}</script>"
