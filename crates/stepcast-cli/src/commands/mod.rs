@@ -14,11 +14,11 @@ pub mod whatif_ddp;
 use std::path::Path;
 
 use anyhow::Context;
-
-use crate::args::{Format, OutputArgs};
 use stepcast::Window;
 use stepcast::graph::{BuildOptions, build};
 use stepcast_trace::Trace;
+
+use crate::args::{Format, OutputArgs};
 
 /// Reads the trace at `path` and builds its window. The read error already names the file.
 fn load(path: &Path) -> anyhow::Result<(Trace, Window)> {

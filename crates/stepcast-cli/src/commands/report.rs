@@ -18,6 +18,11 @@ use crate::progress::Progress;
 
 /// Runs `report` and returns the page (or the digest, or the tables).
 pub fn run(args: &ReportArgs) -> anyhow::Result<Answer> {
+    if args.format == Format::Csv && args.output.is_none() {
+        return Err(crate::usage(anyhow!(
+            "--format csv writes one file per table: give a directory with -o DIR"
+        )));
+    }
     match args.traces.as_slice() {
         [trace] if !trace.is_dir() => one_trace(args, trace),
         paths => job(args, paths),

@@ -37,6 +37,14 @@
 //!   for host memory), each with `args: {"bytes": N}`, one sample per allocation or free (those
 //!   before the window or step opened become one sample at its start). The replay does not
 //!   model memory, so the replayed process has none;
+//! - in both processes, a `critical path` track: one slice per task on the replayed critical
+//!   path of each step (category `stepcast.critical_path`, `args` `task_kind` and `step`, no
+//!   `kind`, so that no reader counts them twice as tasks), at its recorded time in the
+//!   recorded process and its replayed time in the replayed one;
+//! - with a prediction ([`Export::with_prediction`]), process 3, `predicted: NAME`: the
+//!   transformed graph's tasks of the selected steps (and those of other steps their critical
+//!   path runs through) as replayed, a track per lane (category `replay.<kind>`, `args` `kind`
+//!   and `step`), then its own `critical path` track;
 //! - the replayed critical path of each step, as flow events (`ph: "s"` then `ph: "f"` with
 //!   `bp: "e"`, category `critical_path`, one `id` per hop): each hop leaves a critical task when
 //!   it released the next (its begin for a launch, else its last nanosecond) and enters the next
