@@ -201,7 +201,7 @@ pub fn advise_markdown(advise: &AdviseJson) -> String {
             ms(candidate.predicted_ns),
             speedup(candidate.speedup),
             speedup(candidate.trust.bound_speedup),
-            cell(&candidate.trust.caveats.join(" "))
+            cell(&candidate.trust.caveat_text())
         );
     }
     let useless = advise.candidates.iter().filter(|c| !c.useful).count();

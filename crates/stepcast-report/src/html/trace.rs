@@ -222,7 +222,7 @@ fn candidates(advise: &AdviseJson) -> String {
                 candidate.trust.bound_speedup.unwrap_or(0.0),
             ),
             Cell::text(if candidate.useful { "yes" } else { "no" }),
-            Cell::text(caveat_text(&candidate.trust.caveats)),
+            Cell::text(candidate.trust.caveat_text()),
         ]);
     }
     out.push_str(&table.render());
@@ -250,24 +250,12 @@ fn candidates(advise: &AdviseJson) -> String {
                     || Cell::text("n/a"),
                     |m| Cell::number(bytes(m.saved_bytes), m.saved_bytes as f64),
                 ),
-                Cell::text(caveat_text(&trade.trust.caveats)),
+                Cell::text(trade.trust.caveat_text()),
             ]);
         }
         out.push_str(&trades.render());
     }
     out
-}
-
-/// A prediction's caveats in one cell, each once (models combined may share one), `; `
-/// between them.
-fn caveat_text(caveats: &[String]) -> String {
-    let mut seen: Vec<&str> = Vec::new();
-    for caveat in caveats {
-        if !seen.contains(&caveat.as_str()) {
-            seen.push(caveat);
-        }
-    }
-    seen.join("; ")
 }
 
 fn step_numbers(numbers: &[u64]) -> String {
