@@ -97,3 +97,26 @@ fn markdown_digest_holds_the_json_figures() {
     let refused = stepcast(&["info", NCCL, "--format", "md"]);
     assert_eq!(refused.code, Some(2));
 }
+
+#[test]
+fn report_writes_the_digest_and_the_tables_of_analyze_and_advise() {
+    let md = stepcast(&["report", NCCL, "--format", "md"]);
+    md.assert_success();
+    let analyze = stepcast(&["analyze", NCCL, "--format", "md"]).stdout;
+    let advise = stepcast(&["advise", NCCL, "--format", "md"]).stdout;
+    assert_eq!(md.stdout, format!("{analyze}{advise}"));
+
+    let dir = TempDir::new("report-csv");
+    let tables = dir.path().join("tables");
+    stepcast(&["report", NCCL, "--format", "csv", "-o", path_str(&tables)]).assert_success();
+    let candidates = std::fs::read_to_string(tables.join("advise.candidates.csv"))
+        .expect("the candidates table");
+    let json = stepcast(&["advise", "--json", NCCL]).json();
+    let count = json["candidates"].as_array().expect("candidates").len();
+    // A header, then a line per candidate (no cell of this table holds a line break).
+    assert_eq!(candidates.lines().count(), count + 1);
+    assert!(tables.join("analyze.steps.csv").is_file());
+
+    let refused = stepcast(&["report", NCCL, "--format", "csv"]);
+    assert_eq!(refused.code, Some(2), "{}", refused.stderr);
+}

@@ -77,6 +77,8 @@ fn testdata_traces() -> Vec<PathBuf> {
 /// What the browser saw.
 struct Loaded {
     console: Vec<String>,
+    /// What the page's `#selftest` did (sorting a table, zooming the timeline), if asked.
+    selftest: Option<String>,
     ready: bool,
     load_ms: f64,
     layout: serde_json::Value,
@@ -114,9 +116,13 @@ fn browser(chromium: &Path, profile: &Path) -> Command {
 
 /// Loads `page` in Chromium and reads what its script recorded.
 fn load(chromium: &Path, profile: &Path, page: &Path) -> Loaded {
+    load_url(chromium, profile, &format!("file://{}", page.display()))
+}
+
+fn load_url(chromium: &Path, profile: &Path, url: &str) -> Loaded {
     let output = browser(chromium, profile)
         .args(["--window-size=1280,900", "--dump-dom"])
-        .arg(format!("file://{}", page.display()))
+        .arg(url)
         .output()
         .expect("chromium runs");
     let dom = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -129,6 +135,7 @@ fn load(chromium: &Path, profile: &Path, page: &Path) -> Loaded {
     Loaded {
         console,
         ready: root_attribute(&dom, "data-report-ready").as_deref() == Some("1"),
+        selftest: root_attribute(&dom, "data-selftest"),
         load_ms: root_attribute(&dom, "data-load-ms")
             .and_then(|ms| ms.parse().ok())
             .unwrap_or(f64::NAN),
@@ -279,6 +286,17 @@ fn reports_load_in_chromium_without_console_errors() {
     for id in TRACE_SECTIONS {
         screenshot(&chromium, &profile, &page, "largest", id);
     }
+    // As a reader would: a table sorted by a click, the timeline zoomed by the wheel.
+    let acted = load_url(
+        &chromium,
+        &profile,
+        &format!("file://{}#selftest", page.display()),
+    );
+    assert!(acted.console.is_empty(), "{:?}", acted.console);
+    assert_eq!(
+        acted.selftest.as_deref(),
+        Some("table:sorted timeline:zoomed")
+    );
 
     let job = dir.path().join("dlrm.html");
     stepcast(&["report", DLRM, "-o", path_str(&job)]).assert_success();

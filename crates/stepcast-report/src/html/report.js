@@ -134,6 +134,7 @@
       });
       context.restore();
       context.globalAlpha = 1;
+      canvas.setAttribute("data-view", Math.round(view[0]) + "," + Math.round(view[1]));
     };
 
     var at = function (event) {
@@ -191,6 +192,34 @@
     if (button) button.addEventListener("click", reset);
     window.addEventListener("resize", draw);
     draw();
+  }
+
+  // `#selftest`: what a reader does, done by the page itself for the browser test: sort a
+  // table by a number column, zoom the timeline; the outcome goes to data-selftest.
+  if (window.location.hash === "#selftest") {
+    var results = [];
+    var header = document.querySelector("table.sortable th:nth-child(3)");
+    if (header) {
+      header.click();
+      var table = header.closest("table");
+      var values = Array.prototype.map.call(table.tBodies[0].rows, function (row) {
+        return cellKey(row, 2);
+      });
+      var sorted = values.every(function (v, i) { return i === 0 || !(v > values[i - 1]); });
+      results.push("table:" + (sorted && header.getAttribute("data-dir") === "desc" ? "sorted" : "unsorted"));
+    }
+    var zoomed = document.getElementById("tl-canvas");
+    if (zoomed && zoomed.getAttribute("data-view")) {
+      var before = zoomed.getAttribute("data-view").split(",").map(Number);
+      var box = zoomed.getBoundingClientRect();
+      zoomed.dispatchEvent(new WheelEvent("wheel", {
+        deltaY: -400, clientX: box.left + box.width * 0.6, clientY: box.top + 30,
+        bubbles: true, cancelable: true }));
+      var after = zoomed.getAttribute("data-view").split(",").map(Number);
+      var narrower = after[1] - after[0] < (before[1] - before[0]) * 0.9;
+      results.push("timeline:" + (narrower ? "zoomed" : "not zoomed"));
+    }
+    root.setAttribute("data-selftest", results.join(" "));
   }
 
   root.setAttribute("data-report-ready", "1");
