@@ -70,9 +70,9 @@ pub enum EdgeKind {
     /// A stream waited on an event recorded on another stream (`cuda_sync` Stream Wait Event).
     EventWait,
     /// A stream waited on an event, as a recorded `cudaStreamWaitEvent` call says, in a trace
-    /// without sync records: the event's stream is not recorded, so the wait is taken to cover
-    /// the work launched before the call on the device's other streams (guesses the recorded
-    /// times contradict are dropped).
+    /// without sync records: the event's stream is not recorded, so the wait is taken to cover,
+    /// on each other stream of the device, the latest work launched before the call that the
+    /// recorded times allow (guesses they contradict are dropped).
     StreamWaitCall,
     /// A device task started right when a task on another stream ended, with nothing recorded
     /// to explain the wait: inferred from timing alone.

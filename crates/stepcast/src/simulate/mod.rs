@@ -6,7 +6,10 @@
 //! after that, but not before its completion-gating predecessors (a blocking call waits for
 //! the device) and its external input (a collective waits for peers). With lane order fixed
 //! the schedule is a longest-path computation in topological order: O(V + E), deterministic.
-//! Times saturate at `i64::MAX` rather than wrap.
+//! A device's capacity is the one constraint that is not an edge: a task that fills its device
+//! holds other streams' work until its last waves, whichever task that is in this replay; the
+//! engine then settles nodes in time order, O((V + E) log V). Times saturate at `i64::MAX`
+//! rather than wrap.
 
 mod critical_path;
 
