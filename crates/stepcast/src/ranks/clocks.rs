@@ -174,9 +174,12 @@ impl ClockAlignment {
                 *w = true;
             }
         }
-        constraints(&self.instance_times, &self.kinds, &self.offsets_ns, |later, earlier| {
-            wanted[later] || wanted[earlier]
-        })
+        constraints(
+            &self.instance_times,
+            &self.kinds,
+            &self.offsets_ns,
+            |later, earlier| wanted[later] || wanted[earlier],
+        )
     }
 
     /// Constraints of one kind.
@@ -358,7 +361,10 @@ fn tightest_per_rank(
                 violated += 1;
             }
             better(&mut as_later[kind_index][r], (slack_as_later, sender, k));
-            better(&mut as_earlier[kind_index][r], (first_end - start, receiver, k));
+            better(
+                &mut as_earlier[kind_index][r],
+                (first_end - start, receiver, k),
+            );
         }
     }
     let mut out = Vec::new();
