@@ -6,6 +6,7 @@ pub mod analyze;
 pub mod compare;
 pub mod export;
 pub mod info;
+mod progress;
 pub mod replay;
 pub mod whatif;
 pub mod whatif_ddp;

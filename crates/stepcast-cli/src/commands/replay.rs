@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use stepcast::ranks::{RankTrace, recorded_rank, replay_ranks};
+use rayon::prelude::*;
+use stepcast::ranks::{RankGraph, recorded_rank, replay_rank_graphs};
 use stepcast_report::{json, table};
 
 use crate::args::ReplayArgs;
@@ -69,34 +70,41 @@ fn rank_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
 
 fn run_ranks(args: &ReplayArgs, paths: &[PathBuf]) -> anyhow::Result<String> {
     let files = rank_files(paths)?;
-    let mut loaded = Vec::with_capacity(files.len());
-    for (position, file) in files.iter().enumerate() {
-        let (trace, window) = super::load(file)?;
-        let rank = recorded_rank(&trace).unwrap_or(position as i64);
-        loaded.push((rank, file, trace, window));
-    }
-    loaded.sort_by_key(|(rank, file, ..)| (*rank, (*file).clone()));
+    // Every rank read and reduced to its graph in parallel; each trace is dropped as soon as
+    // its rank's graph is built, so memory holds the ranks being read plus the graphs.
+    let progress = super::progress::bar(files.len() as u64, "reading ranks");
+    let read: Vec<anyhow::Result<(&PathBuf, RankGraph)>> = files
+        .par_iter()
+        .enumerate()
+        .map(|(position, file)| {
+            let (trace, window) = super::load(file)?;
+            let rank = recorded_rank(&trace).unwrap_or(position as i64);
+            let graph = RankGraph::new(rank, &trace, window);
+            progress.inc(1);
+            Ok((file, graph))
+        })
+        .collect();
+    progress.finish_and_clear();
+    // The first unreadable file in name order, whichever thread met it first.
+    let mut loaded = read.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
+    loaded.sort_by(|a, b| (a.1.rank, a.0).cmp(&(b.1.rank, b.0)));
     for pair in loaded.windows(2) {
-        if pair[0].0 == pair[1].0 {
+        if pair[0].1.rank == pair[1].1.rank {
             bail!(
                 "{} and {} both record rank {}; give one trace per rank",
-                pair[0].1.display(),
-                pair[1].1.display(),
-                pair[0].0
+                pair[0].0.display(),
+                pair[1].0.display(),
+                pair[0].1.rank
             );
         }
     }
-    let ranks: Vec<RankTrace<'_>> = loaded
-        .iter()
-        .map(|(rank, _, trace, window)| RankTrace {
-            rank: *rank,
-            trace,
-            window,
-        })
-        .collect();
-    let report = replay_ranks(&ranks).context("cannot replay the ranks together")?;
+    let (files, ranks): (Vec<&PathBuf>, Vec<RankGraph>) = loaded.into_iter().unzip();
+    let progress = super::progress::spinner("replaying the ranks as one graph");
+    let report = replay_rank_graphs(&ranks).context("cannot replay the ranks together");
+    progress.finish_and_clear();
+    let report = report?;
     let mut document = json::ranks::ranks_json(&report);
-    for (rank, (_, file, ..)) in document.ranks.iter_mut().zip(&loaded) {
+    for (rank, file) in document.ranks.iter_mut().zip(&files) {
         rank.file = Some(file.display().to_string());
     }
     if let Some(number) = args.step {

@@ -35,7 +35,7 @@ use clarabel::solver::{
     DefaultSettings, DefaultSolver, IPSolver, NonnegativeConeT, SolverStatus, SupportedConeT,
 };
 
-use super::{CollectiveMatching, RankId, RankTrace};
+use super::{CollectiveMatching, RankGraph, RankId};
 
 /// Kineto timestamps are whole microseconds in older traces: constraints hold up to this much.
 pub const CONSTRAINT_TOLERANCE_NS: i64 = 2_000;
@@ -203,7 +203,7 @@ pub enum AlignError {
 /// A matched collective's start and end on every rank, in each rank's own time (nanoseconds
 /// relative to a common base, `Trace::origin_ns` included).
 pub(crate) fn instance_times(
-    ranks: &[RankTrace<'_>],
+    ranks: &[RankGraph],
     matching: &CollectiveMatching,
     base_ns: i64,
 ) -> Vec<Vec<(i64, i64)>> {
@@ -216,7 +216,7 @@ pub(crate) fn instance_times(
                 .zip(ranks)
                 .map(|(task, rank)| {
                     let g = &rank.window.graph;
-                    let origin = rank.trace.origin_ns - base_ns;
+                    let origin = rank.origin_ns - base_ns;
                     (
                         origin + g.rec_start_ns[task.index()],
                         origin + g.rec_end_ns[task.index()],
@@ -230,12 +230,12 @@ pub(crate) fn instance_times(
 /// The ordering constraints of `matching` (the collectives `used`), each the tightest of its
 /// kind and ordered pair, with its slack under `offsets_ns`.
 pub fn ordering_constraints(
-    ranks: &[RankTrace<'_>],
+    ranks: &[RankGraph],
     matching: &CollectiveMatching,
     offsets_ns: &[i64],
     options: AlignOptions,
 ) -> Vec<OrderingConstraint> {
-    let base_ns = ranks.first().map_or(0, |r| r.trace.origin_ns);
+    let base_ns = ranks.first().map_or(0, |r| r.origin_ns);
     let times = instance_times(ranks, matching, base_ns);
     let kinds = constraint_kinds(matching, options);
     constraints(&times, &kinds, offsets_ns, |_, _| true)
@@ -398,7 +398,7 @@ fn tightest_per_rank(
 
 /// Estimates a clock offset per rank from the matched collectives and send/recv pairs.
 pub fn align_clocks(
-    ranks: &[RankTrace<'_>],
+    ranks: &[RankGraph],
     matching: &CollectiveMatching,
 ) -> Result<ClockAlignment, AlignError> {
     align_clocks_with(ranks, matching, AlignOptions::default())
@@ -406,12 +406,12 @@ pub fn align_clocks(
 
 /// [`align_clocks`] with a choice of evidence.
 pub fn align_clocks_with(
-    ranks: &[RankTrace<'_>],
+    ranks: &[RankGraph],
     matching: &CollectiveMatching,
     options: AlignOptions,
 ) -> Result<ClockAlignment, AlignError> {
     let n_ranks = ranks.len();
-    let base_ns = ranks.first().map_or(0, |r| r.trace.origin_ns);
+    let base_ns = ranks.first().map_or(0, |r| r.origin_ns);
     let all_times = instance_times(ranks, matching, base_ns);
     let kinds = constraint_kinds(matching, options);
     // The collectives in the objective.

@@ -3,7 +3,7 @@
 
 use stepcast_trace::{EventId, Interner, LaneId, LaneKind, NameId};
 
-use super::{ClockAlignment, CollectiveMatching, RankId, RankTrace};
+use super::{ClockAlignment, CollectiveMatching, RankGraph, RankId};
 use crate::graph::{EdgeKind, Graph, GraphLane, NO_STEP, NO_TIME, TaskId, TaskKind};
 use crate::replay::{measured_span, replayed_span, tasks_by_step};
 use crate::simulate::{Binding, RecordedOrder, SimError, SimOptions, Timeline, simulate};
@@ -97,13 +97,13 @@ fn shift(value: i64, by: i64) -> i64 {
 /// completes no earlier (`PeerArrival` edges). The same schedule as an edge between every
 /// ordered pair of instances, with 2·R edges instead of R·(R−1).
 pub fn global_graph(
-    ranks: &[RankTrace<'_>],
+    ranks: &[RankGraph],
     matching: &CollectiveMatching,
     alignment: &ClockAlignment,
     transfer: TransferModel,
 ) -> GlobalGraph {
     let aligned_origin =
-        |r: usize| ranks[r].trace.origin_ns - alignment.offsets_ns.get(r).copied().unwrap_or(0);
+        |r: usize| ranks[r].origin_ns - alignment.offsets_ns.get(r).copied().unwrap_or(0);
     let base = (0..ranks.len()).map(aligned_origin).min().unwrap_or(0);
     let mut global = GlobalGraph::default();
     let mut edges: Vec<(TaskId, EdgeKind, TaskId, i64)> = Vec::new();
@@ -131,20 +131,18 @@ pub fn global_graph(
             shift_ns: aligned_origin(r) - base,
         };
         let by = part.shift_ns;
-        for lane in &g.lanes {
-            global
-                .lane_names
-                .push(super::lane_label(rank.trace, lane.trace_lane));
+        for (lane, label) in g.lanes.iter().zip(&rank.lane_labels) {
+            global.lane_names.push(label.clone());
             out.lanes.push(GraphLane {
                 first_task: lane.first_task + part.first_task,
                 ..lane.clone()
             });
         }
-        let mut names: Vec<Option<NameId>> = vec![None; rank.trace.names.len()];
+        let mut names: Vec<Option<NameId>> = vec![None; rank.names.len()];
         for t in 0..g.task_count() {
             let local_name = g.name[t];
             let name = *names[local_name.index()]
-                .get_or_insert_with(|| global.names.intern(rank.trace.name(local_name)));
+                .get_or_insert_with(|| global.names.intern(rank.name(local_name)));
             out.kind.push(g.kind[t]);
             out.lane.push(g.lane[t] + part.first_lane);
             out.name.push(name);

@@ -5,9 +5,9 @@ use stepcast::analyze::mapping::Phase;
 use stepcast::graph::{BuildOptions, EdgeKind, NO_TIME, TaskId, TaskKind, build};
 use stepcast::ranks::{
     AlignOptions, AlignmentStatus, CONSTRAINT_TOLERANCE_NS, ClockAlignment, ConstraintKind,
-    GlobalGraph, GroupSource, OrderingConstraint, RankId, RankTrace, RanksReport, StragglerCause,
+    GlobalGraph, GroupSource, OrderingConstraint, RankGraph, RankId, RanksReport, StragglerCause,
     TransferModel, UnmatchedReason, align_clocks, align_clocks_with, global_graph,
-    match_collectives, ordering_constraints, recorded_rank, replay_global, replay_ranks,
+    match_collectives, ordering_constraints, recorded_rank, replay_global, replay_rank_graphs,
 };
 use stepcast_trace::{Trace, read_trace};
 
@@ -56,20 +56,17 @@ fn shift(trace: &mut Trace, by_ns: i64) {
     }
 }
 
-fn views(ranks: &[(i64, Trace, Window)]) -> Vec<RankTrace<'_>> {
+/// Each rank reduced to what the multi-rank replay keeps of it.
+fn views(ranks: &[(i64, Trace, Window)]) -> Vec<RankGraph> {
     ranks
         .iter()
-        .map(|(rank, trace, window)| RankTrace {
-            rank: *rank,
-            trace,
-            window,
-        })
+        .map(|(rank, trace, window)| RankGraph::new(*rank, trace, window.clone()))
         .collect()
 }
 
 fn replay(shift_ns: &[i64; 8]) -> RanksReport {
     let ranks = dlrm(shift_ns);
-    replay_ranks(&views(&ranks)).unwrap_or_else(|e| panic!("{e}"))
+    replay_rank_graphs(&views(&ranks)).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Artificial clock offsets of ±5 ms (rank 0 is the reference: its shift is subtracted).
@@ -349,7 +346,7 @@ fn a_late_rank_delays_its_peers() {
 fn wait_plus_transfer_is_every_recorded_nccl_kernel() {
     let ranks = dlrm(&SHIFTS_NS);
     let views = views(&ranks);
-    let report = replay_ranks(&views).unwrap_or_else(|e| panic!("{e}"));
+    let report = replay_rank_graphs(&views).unwrap_or_else(|e| panic!("{e}"));
     let split = &report.wait_transfer;
     assert_eq!(split.collectives.len(), 8);
     for (r, (_, _, window)) in ranks.iter().enumerate() {
@@ -415,7 +412,7 @@ fn wait_plus_transfer_is_every_recorded_nccl_kernel() {
 fn the_straggler_is_the_rank_that_arrived_last() {
     let ranks = dlrm(&SHIFTS_NS);
     let views = views(&ranks);
-    let report = replay_ranks(&views).unwrap_or_else(|e| panic!("{e}"));
+    let report = replay_rank_graphs(&views).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(report.stragglers.len(), 8);
     for s in &report.stragglers {
         let c = &report.matching.matched[s.collective as usize];
@@ -658,7 +655,7 @@ fn a_rank_whose_window_starts_one_collective_later_still_matches() {
     assert!(recovery <= 50_000, "{alignment:?}");
 
     // The global replay holds every rank's step within 2 %.
-    let report = replay_ranks(&views).unwrap_or_else(|e| panic!("{e}"));
+    let report = replay_rank_graphs(&views).unwrap_or_else(|e| panic!("{e}"));
     let mut worst: f64 = 0.0;
     for rank in &report.replay.ranks {
         assert_eq!(rank.steps.len(), 1, "rank {}", rank.rank);
