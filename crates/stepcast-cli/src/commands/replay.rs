@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use rayon::prelude::*;
 use stepcast::ranks::{RankGraph, recorded_rank, replay_rank_graphs};
+use stepcast_report::json::ranks::RankDetail;
 use stepcast_report::{json, table};
 
 use crate::args::ReplayArgs;
@@ -19,6 +20,12 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<String> {
 }
 
 fn run_one(args: &ReplayArgs, path: &Path) -> anyhow::Result<String> {
+    if args.ranks.is_some() {
+        bail!(
+            "--ranks chooses the ranks to detail in a job of several traces; {} is one trace",
+            path.display()
+        );
+    }
     let (trace, window) = super::load(path)?;
     if let Some(number) = args.step {
         super::step_index(path, &window, number)?;
@@ -103,7 +110,8 @@ fn run_ranks(args: &ReplayArgs, paths: &[PathBuf]) -> anyhow::Result<String> {
     let report = replay_rank_graphs(&ranks).context("cannot replay the ranks together");
     progress.finish_and_clear();
     let report = report?;
-    let mut document = json::ranks::ranks_json(&report);
+    let detail = rank_detail(args.ranks.as_deref(), &ranks)?;
+    let mut document = json::ranks::ranks_json(&report, &detail);
     for (rank, file) in document.ranks.iter_mut().zip(&files) {
         rank.file = Some(file.display().to_string());
     }
@@ -124,4 +132,31 @@ fn run_ranks(args: &ReplayArgs, paths: &[PathBuf]) -> anyhow::Result<String> {
     } else {
         Ok(table::ranks::ranks_text(&document))
     }
+}
+
+/// `--ranks all|N,M|worst:K`, checked against the job's rank numbers.
+fn rank_detail(value: Option<&str>, ranks: &[RankGraph]) -> anyhow::Result<RankDetail> {
+    let Some(value) = value.map(str::trim) else {
+        return Ok(RankDetail::None);
+    };
+    if value == "all" {
+        return Ok(RankDetail::All);
+    }
+    if let Some(k) = value.strip_prefix("worst:") {
+        let k: usize = k.trim().parse().ok().filter(|&k| k > 0).with_context(|| {
+            format!("--ranks {value}: worst:K needs a whole number of ranks K ≥ 1")
+        })?;
+        return Ok(RankDetail::Worst(k));
+    }
+    let mut numbers = Vec::new();
+    for part in value.split(',') {
+        let number: i64 = part.trim().parse().with_context(|| {
+            format!("--ranks {value}: `{part}` is not a rank number (give all, N,M or worst:K)")
+        })?;
+        if !ranks.iter().any(|r| r.rank == number) {
+            bail!("--ranks {value}: no trace records rank {number}");
+        }
+        numbers.push(number);
+    }
+    Ok(RankDetail::Ranks(numbers))
 }

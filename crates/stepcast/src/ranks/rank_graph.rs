@@ -8,8 +8,8 @@ use super::matching::{CollectiveInstance, collective_stream_labels, collectives_
 use super::{RankTrace, lane_label};
 use crate::Window;
 use crate::analyze::mapping::{Phase, map};
-use crate::graph::TaskId;
 use crate::comm::{calibrate, recorded_collectives};
+use crate::graph::TaskId;
 
 /// A host op (`CpuOp` or user annotation, step markers left out) of a host thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

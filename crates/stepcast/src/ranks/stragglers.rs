@@ -236,7 +236,10 @@ fn doing(
                 .get(from)
                 .filter(|&&s| s < event.end_ns())
                 .map(|_| TaskId(lane.first_task + from as u32));
-            let before = || from.checked_sub(1).map(|i| TaskId(lane.first_task + i as u32));
+            let before = || {
+                from.checked_sub(1)
+                    .map(|i| TaskId(lane.first_task + i as u32))
+            };
             let context = inside.or_else(before);
             Some(Doing {
                 name: rank.name(event.name).to_string(),
