@@ -7,6 +7,8 @@
 //! [`Mapping`] of the input still applies to them) and inserted tasks are numbered from `n` on.
 //! The input graph is never changed.
 
+use std::collections::HashMap;
+
 use regex::Regex;
 use stepcast_trace::{EventId, NameId, Trace};
 
@@ -186,6 +188,11 @@ pub struct EditGraph {
     /// when the graph is built. Inserting into the vector instead moved and renumbered the
     /// rest of the lane on every insert: quadratic in the tasks a model inserts.
     inserted: Vec<Vec<(u32, u32)>>,
+    /// The same pending inserts by task: what each was inserted after, and what was inserted
+    /// after each task (in insertion order), to answer "the task before" without putting the
+    /// lane in order. Lookups only: no map order reaches an output.
+    inserted_after: HashMap<u32, u32>,
+    followers: HashMap<u32, Vec<u32>>,
     lanes: Vec<GraphLane>,
     /// Task count of the input: ids below it are the input's tasks.
     original_tasks: usize,
@@ -254,6 +261,8 @@ impl EditGraph {
             preds,
             succs,
             inserted: vec![Vec::new(); lane_tasks.len()],
+            inserted_after: HashMap::new(),
+            followers: HashMap::new(),
             lane_tasks,
             position,
             lanes: graph.lanes.clone(),
@@ -378,7 +387,41 @@ impl EditGraph {
             }
         }
         self.lane_tasks[lane as usize] = ordered;
-        self.inserted[lane as usize].clear();
+        for (anchor, task) in std::mem::take(&mut self.inserted[lane as usize]) {
+            self.inserted_after.remove(&task);
+            self.followers.remove(&anchor);
+        }
+    }
+
+    /// The live task before `task` on its lane, if any, without putting the lane in order:
+    /// O(inserts after the tasks in between), not O(lane).
+    pub fn lane_prev(&self, task: TaskId) -> Option<TaskId> {
+        let t = task.0;
+        // The last task of `x` and what was inserted after it: the first insert after `x`
+        // (later ones went before it), and so on down.
+        let last_after = |mut x: u32| {
+            while let Some(&f) = self.followers.get(&x).and_then(|f| f.first()) {
+                x = f;
+            }
+            x
+        };
+        let before = match self.inserted_after.get(&t) {
+            Some(&anchor) => {
+                let siblings = self.followers.get(&anchor).map_or(&[][..], Vec::as_slice);
+                let i = siblings.iter().position(|&s| s == t)?;
+                match siblings.get(i + 1) {
+                    Some(&earlier) => last_after(earlier),
+                    None => anchor,
+                }
+            }
+            None => {
+                let lane = &self.lane_tasks[self.rows[t as usize].lane as usize];
+                let position = self.position[t as usize] as usize;
+                let previous = lane.get(..position)?.iter().rev().find(|&&x| x != GONE)?;
+                last_after(*previous)
+            }
+        };
+        Some(TaskId(before))
     }
 
     /// The live task before (`forward == false`) or after `position` on `lane`.
@@ -1002,6 +1045,8 @@ impl EditGraph {
     fn push_row(&mut self, row: Row, after: TaskId) -> TaskId {
         let id = self.rows.len() as u32;
         self.inserted[row.lane as usize].push((after.0, id));
+        self.inserted_after.insert(id, after.0);
+        self.followers.entry(after.0).or_default().push(id);
         self.position.push(u32::MAX);
         self.rows.push(row);
         self.alive.push(true);

@@ -1105,6 +1105,14 @@ fn lazy_inserts_give_the_lane_order_of_inserting_in_place() {
     }
     insert_after(&mut edit, &mut reference, inserted[1]);
     insert_after(&mut edit, &mut reference, inserted[4]);
+    // Each task's predecessor, found without putting the lane in order (pending inserts).
+    let check_prev = |edit: &EditGraph, reference: &[u32]| {
+        for (i, &t) in reference.iter().enumerate() {
+            let expected = i.checked_sub(1).map(|p| TaskId(reference[p]));
+            assert_eq!(edit.lane_prev(TaskId(t)), expected, "before task {t}");
+        }
+    };
+    check_prev(&edit, &reference);
     assert_eq!(edit.lane_tasks(lane), reference);
     // A removal puts the lane in order; inserts continue after it.
     let removed = reference[5];
@@ -1114,6 +1122,7 @@ fn lazy_inserts_give_the_lane_order_of_inserting_in_place() {
     insert_after(&mut edit, &mut reference, inserted[0]);
     let head = reference[0];
     insert_after(&mut edit, &mut reference, head);
+    check_prev(&edit, &reference);
     assert_eq!(edit.lane_tasks(lane), reference);
     // The built graph's lane holds the tasks in that order.
     let (built, new_id) = edit.finish().unwrap_or_else(|e| panic!("{e}"));
