@@ -32,16 +32,8 @@ fn trace_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
             files.push(path.clone());
             continue;
         }
-        let mut found: Vec<PathBuf> = std::fs::read_dir(path)
-            .with_context(|| format!("cannot list {}", path.display()))?
-            .map(|entry| entry.map(|e| e.path()))
-            .collect::<Result<_, _>>()
+        let found = stepcast_trace::trace_files_in(path)
             .with_context(|| format!("cannot list {}", path.display()))?;
-        found.retain(|p| {
-            let name = p.to_string_lossy();
-            name.ends_with(".json") || name.ends_with(".json.gz")
-        });
-        found.sort();
         files.extend(found);
     }
     if files.is_empty() {

@@ -50,19 +50,8 @@ fn rank_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
             files.push(path.clone());
             continue;
         }
-        let mut found: Vec<PathBuf> = std::fs::read_dir(path)
-            .with_context(|| format!("cannot list {}", path.display()))?
-            .map(|entry| entry.map(|e| e.path()))
-            .collect::<Result<_, _>>()
+        let found = stepcast_trace::trace_files_in(path)
             .with_context(|| format!("cannot list {}", path.display()))?;
-        found.retain(|p| {
-            let name = p
-                .file_name()
-                .map(|n| n.to_string_lossy())
-                .unwrap_or_default();
-            p.is_file() && (name.ends_with(".json") || name.ends_with(".json.gz"))
-        });
-        found.sort();
         if found.is_empty() {
             bail!(
                 "{} is a directory with no trace files (.json or .json.gz) in it; give one \

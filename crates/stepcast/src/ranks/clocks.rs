@@ -108,6 +108,28 @@ pub struct OrderingConstraint {
     pub slack_ns: i64,
 }
 
+impl OrderingConstraint {
+    /// The constraint collective `k` puts between two ranks, with its slack under `offsets_ns`.
+    fn of(
+        kind: ConstraintKind,
+        later: usize,
+        earlier: usize,
+        k: usize,
+        times: &[Vec<(i64, i64)>],
+        offsets_ns: &[i64],
+    ) -> OrderingConstraint {
+        let bound_ns = times[k][later].1 - times[k][earlier].0;
+        OrderingConstraint {
+            kind,
+            later: RankId(later as u32),
+            earlier: RankId(earlier as u32),
+            collective: k as u32,
+            bound_ns,
+            slack_ns: bound_ns - (offsets_ns[later] - offsets_ns[earlier]),
+        }
+    }
+}
+
 /// What the alignment uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AlignOptions {
@@ -283,15 +305,10 @@ fn constraints(
                     .filter(|&(k, _)| kinds[k] == Some(kind))
                     .map(|(k, row)| (row[later].1 - row[earlier].0, k))
                     .min();
-                if let Some((bound_ns, k)) = tightest {
-                    out.push(OrderingConstraint {
-                        kind,
-                        later: RankId(later as u32),
-                        earlier: RankId(earlier as u32),
-                        collective: k as u32,
-                        bound_ns,
-                        slack_ns: bound_ns - (offsets_ns[later] - offsets_ns[earlier]),
-                    });
+                if let Some((_, k)) = tightest {
+                    out.push(OrderingConstraint::of(
+                        kind, later, earlier, k, times, offsets_ns,
+                    ));
                 }
             }
         }
@@ -382,15 +399,9 @@ fn tightest_per_rank(
         rows.sort_unstable();
         rows.dedup();
         for (later, earlier, k) in rows {
-            let bound_ns = times[k][later].1 - times[k][earlier].0;
-            out.push(OrderingConstraint {
-                kind,
-                later: RankId(later as u32),
-                earlier: RankId(earlier as u32),
-                collective: k as u32,
-                bound_ns,
-                slack_ns: bound_ns - (offsets_ns[later] - offsets_ns[earlier]),
-            });
+            out.push(OrderingConstraint::of(
+                kind, later, earlier, k, times, offsets_ns,
+            ));
         }
     }
     (out, violated)
