@@ -7,6 +7,7 @@
 //! [`Mapping`] of the input still applies to them) and inserted tasks are numbered from `n` on.
 //! The input graph is never changed.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use regex::Regex;
@@ -330,7 +331,8 @@ impl EditGraph {
     /// Live tasks of graph lane `lane`, in order.
     pub fn lane_tasks(&self, lane: u32) -> Vec<u32> {
         self.ordered_lane(lane)
-            .into_iter()
+            .iter()
+            .copied()
             .filter(|&t| t != GONE)
             .collect()
     }
@@ -339,11 +341,11 @@ impl EditGraph {
     /// [`GONE`]): each inserted task right after the task it was inserted after, the later of
     /// two inserts after one task first, and what was inserted after an inserted task right
     /// after it. O(lane + inserts).
-    fn ordered_lane(&self, lane: u32) -> Vec<u32> {
+    fn ordered_lane(&self, lane: u32) -> Cow<'_, [u32]> {
         let base = &self.lane_tasks[lane as usize];
         let inserted = &self.inserted[lane as usize];
         if inserted.is_empty() {
-            return base.clone();
+            return Cow::Borrowed(base);
         }
         // Per anchor, its inserts, latest first.
         let mut after: Vec<(u32, usize, u32)> = inserted
@@ -372,7 +374,7 @@ impl EditGraph {
                 stack.extend(followers(f).collect::<Vec<_>>().into_iter().rev());
             }
         }
-        out
+        Cow::Owned(out)
     }
 
     /// Puts the pending inserts of `lane` in place and renumbers its positions.
@@ -380,7 +382,7 @@ impl EditGraph {
         if self.inserted[lane as usize].is_empty() {
             return;
         }
-        let ordered = self.ordered_lane(lane);
+        let ordered = self.ordered_lane(lane).into_owned();
         for (i, &t) in ordered.iter().enumerate() {
             if t != GONE {
                 self.position[t as usize] = i as u32;
