@@ -10,6 +10,13 @@ use crate::args::ReplayArgs;
 pub fn run(args: &ReplayArgs) -> anyhow::Result<String> {
     match args.traces.as_slice() {
         [trace] if !trace.is_dir() => {
+            if args.ranks.is_some() {
+                anyhow::bail!(
+                    "--ranks chooses the ranks to detail in a job of several traces; {} is one \
+                     trace",
+                    trace.display()
+                );
+            }
             let loaded = Loaded::load(trace, &Quiet)?;
             let document = jobs::replay(&loaded, args.step, &Quiet)?;
             if args.output.json {
@@ -19,7 +26,8 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<String> {
             }
         }
         paths => {
-            let document = Job::load(paths, &Quiet)?.replay(args.step, &Quiet)?;
+            let document =
+                Job::load(paths, &Quiet)?.replay(args.step, args.ranks.as_deref(), &Quiet)?;
             if args.output.json {
                 super::to_json(&document)
             } else {
