@@ -3,8 +3,11 @@
 //!
 //! `run` times each phase of the pipeline (ingest, build, one replay, self-replay) on one
 //! thread and reports throughput and peak memory; `synthesize` makes a large realistic input by
-//! repeating a real trace's profiled steps. See `docs/benchmarks.md`.
+//! repeating a real trace's profiled steps; `job` writes a folder of N ranks made from real rank
+//! traces, and `ranks` times each stage of the multi-rank replay on one. See
+//! `docs/benchmarks.md`.
 
+mod job;
 mod measure;
 mod optimize;
 mod synthesize;
@@ -64,6 +67,34 @@ enum Command {
         #[arg(short = 'o', long = "output")]
         output: PathBuf,
     },
+    /// Write a job folder of N ranks made from real rank traces (steps repeated, clocks
+    /// shifted, `distributedInfo` rewritten).
+    Job {
+        /// Rank traces (files or directories of them): rank k is made from source k mod S.
+        #[arg(required = true)]
+        sources: Vec<PathBuf>,
+        /// Ranks to write.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        ranks: u64,
+        /// Repeat each rank's steps until it holds this many bytes (0: one copy).
+        #[arg(long, default_value_t = 0)]
+        target_bytes: u64,
+        /// Move each rank's clock by up to this many microseconds (rank 0 keeps its own).
+        #[arg(long, default_value_t = 5_000)]
+        max_clock_offset_us: u64,
+        /// Output directory.
+        #[arg(short = 'o', long = "output")]
+        output: PathBuf,
+    },
+    /// Time each stage of the multi-rank replay (`stepcast replay DIR`) of a job folder.
+    Ranks {
+        /// Rank traces (files or directories of them).
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Print the results as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -84,6 +115,14 @@ fn main() -> ExitCode {
             target_bytes,
             output,
         } => synthesize::synthesize(&trace, target_bytes, &output),
+        Command::Job {
+            sources,
+            ranks,
+            target_bytes,
+            max_clock_offset_us,
+            output,
+        } => job::job(&sources, ranks, target_bytes, max_clock_offset_us, &output),
+        Command::Ranks { paths, json } => job::ranks(&paths, json),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -324,12 +324,12 @@ fn report_page(
 
 /// Resets the process's peak RSS (`VmHWM`) to its current RSS (Linux 4.0+). False if the
 /// kernel refused.
-fn reset_peak_rss() -> bool {
+pub(crate) fn reset_peak_rss() -> bool {
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
 /// `VmHWM` of `/proc/self/status`: the process's peak resident set, in bytes.
-fn peak_rss_bytes() -> Option<u64> {
+pub(crate) fn peak_rss_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: u64 = line

@@ -89,9 +89,30 @@ struct Shift {
     step_stride: u64,
     /// Write timestamps with three decimals (the source had fractional microseconds).
     fractional: bool,
+    /// Added to every timestamp: the synthesized rank's clock runs this much ahead.
+    clock_offset_ns: i64,
+}
+
+/// One rank of a synthesized job: its number, the job's size and its clock offset.
+#[derive(Clone, Copy, Debug)]
+pub struct AsRank {
+    pub rank: i64,
+    pub world_size: i64,
+    pub clock_offset_ns: i64,
 }
 
 pub fn synthesize(source: &Path, target_bytes: u64, output: &Path) -> anyhow::Result<()> {
+    synthesize_as(source, target_bytes, output, None)
+}
+
+/// [`synthesize`], written as rank `as_rank` of a job (`distributedInfo` rewritten, every
+/// timestamp moved by its clock offset).
+pub fn synthesize_as(
+    source: &Path,
+    target_bytes: u64,
+    output: &Path,
+    as_rank: Option<AsRank>,
+) -> anyhow::Result<()> {
     let started = Instant::now();
     let bytes = read_all(source).with_context(|| format!("reading {}", source.display()))?;
     let top: Object = serde_json::from_slice(&bytes)
@@ -133,7 +154,24 @@ pub fn synthesize(source: &Path, target_bytes: u64, output: &Path) -> anyhow::Re
             None => 1,
         },
         fractional: plan.fractional,
+        clock_offset_ns: as_rank.map_or(0, |r| r.clock_offset_ns),
     };
+    let mut top = top;
+    if let Some(r) = as_rank {
+        let info = serde_json::json!({ "rank": r.rank, "world_size": r.world_size });
+        let raw = RawValue::from_string(info.to_string())?;
+        match top.0.iter_mut().find(|(key, _)| key == "distributedInfo") {
+            Some((_, value)) => {
+                // Keep the recorded members (backend, ...), with this rank's number and size.
+                let mut recorded: serde_json::Map<String, serde_json::Value> =
+                    serde_json::from_str(value.get()).unwrap_or_default();
+                recorded.insert("rank".into(), r.rank.into());
+                recorded.insert("world_size".into(), r.world_size.into());
+                *value = RawValue::from_string(serde_json::Value::Object(recorded).to_string())?;
+            }
+            None => top.0.push(("distributedInfo".into(), raw)),
+        }
+    }
     let records: Vec<Record> = records
         .into_iter()
         .map(|(mut record, ts, metadata)| {
@@ -453,6 +491,7 @@ fn write_value(out: &mut Vec<u8>, value: &Val, k: u64, shift: &Shift) -> anyhow:
             let ns = k_i64
                 .checked_mul(shift.window_ns)
                 .and_then(|d| ns.checked_add(d))
+                .and_then(|ns| ns.checked_add(shift.clock_offset_ns))
                 .ok_or_else(overflow)?;
             if shift.fractional {
                 let sign = if ns < 0 { "-" } else { "" };

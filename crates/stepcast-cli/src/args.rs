@@ -67,6 +67,11 @@ pub struct ReplayArgs {
     /// Report only step N (the N of ProfilerStep#N).
     #[arg(long, value_name = "N")]
     pub step: Option<u64>,
+    /// Several ranks: whose detail to list (pairwise clock constraints, every collective
+    /// instance): `all`, rank numbers `N,M`, or `worst:K` (the K ranks holding the most
+    /// critical-path time). By default the per-rank tables and distributions only.
+    #[arg(long, value_name = "all|N,M|worst:K")]
+    pub ranks: Option<String>,
     #[command(flatten)]
     pub output: OutputArgs,
 }

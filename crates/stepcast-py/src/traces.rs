@@ -264,6 +264,6 @@ impl Job {
         step: Option<u64>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<String> {
-        detached(py, progress, |p| self.job.replay(step, p))
+        detached(py, progress, |p| self.job.replay(step, None, p))
     }
 }

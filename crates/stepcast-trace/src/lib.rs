@@ -108,3 +108,20 @@ pub fn read_trace_bytes(bytes: &[u8], path: &Path) -> Result<Trace, ReadError> {
         kineto::read_sized(bytes, path, false, Some(bytes.len() as u64))
     }
 }
+
+/// The trace files of directory `dir`: its `.json` and `.json.gz` files, sorted by name (one
+/// trace per rank of a job).
+pub fn trace_files_in(dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
+    let mut found: Vec<std::path::PathBuf> = std::fs::read_dir(dir)?
+        .map(|entry| entry.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
+    found.retain(|p| {
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default();
+        p.is_file() && (name.ends_with(".json") || name.ends_with(".json.gz"))
+    });
+    found.sort();
+    Ok(found)
+}

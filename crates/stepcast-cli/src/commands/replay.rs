@@ -12,13 +12,21 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<super::Answer> {
     let progress = Terminal::new();
     match args.traces.as_slice() {
         [trace] if !trace.is_dir() => {
+            if args.ranks.is_some() {
+                anyhow::bail!(
+                    "--ranks chooses the ranks to detail in a job of several traces; {} is one \
+                     trace",
+                    trace.display()
+                );
+            }
             let loaded = Loaded::load(trace, &progress)?;
             let document = jobs::replay(&loaded, args.step, &progress)?;
             drop(progress);
             super::render(&args.output, &document, table::replay_text, None, None)
         }
         paths => {
-            let document = Job::load(paths, &progress)?.replay(args.step, &progress)?;
+            let document =
+                Job::load(paths, &progress)?.replay(args.step, args.ranks.as_deref(), &progress)?;
             drop(progress);
             super::render(
                 &args.output,

@@ -75,9 +75,15 @@ fn prefixed(prefix: &str, files: Vec<(String, String)>) -> Vec<(String, String)>
         .collect()
 }
 
+/// The ranks whose collective instances a job's page lists (`replay --ranks`).
+const DETAIL_RANKS: &str = "worst:16";
+
 fn job(args: &ReportArgs, paths: &[PathBuf]) -> anyhow::Result<Answer> {
     let progress = Terminal::new();
-    let document = Job::load(paths, &progress)?.replay(None, &progress)?;
+    // The page lists every collective instance of at most 16 ranks (all of them in a job of
+    // up to 16; else those holding the most critical-path time), so a large job's page stays
+    // small; the per-rank tables cover every rank.
+    let document = Job::load(paths, &progress)?.replay(None, Some(DETAIL_RANKS), &progress)?;
     drop(progress);
     match args.format {
         Format::Csv => Ok(Answer::Files(prefixed(

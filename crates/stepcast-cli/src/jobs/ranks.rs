@@ -1,10 +1,12 @@
 //! `replay DIR` (or several traces): every rank of one job replayed as one graph.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Context as _, bail};
-use stepcast::ranks::{RankTrace, recorded_rank, replay_ranks};
-use stepcast_report::json::ranks::{RanksJson, ranks_json};
+use rayon::prelude::*;
+use stepcast::ranks::{RankGraph, recorded_rank, replay_rank_graphs};
+use stepcast_report::json::ranks::{RankDetail, RanksJson, ranks_json};
 
 use super::{Loaded, Progress, Quiet};
 
@@ -17,19 +19,8 @@ pub fn rank_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
             files.push(path.clone());
             continue;
         }
-        let mut found: Vec<PathBuf> = std::fs::read_dir(path)
-            .with_context(|| format!("cannot list {}", path.display()))?
-            .map(|entry| entry.map(|e| e.path()))
-            .collect::<Result<_, _>>()
+        let found = stepcast_trace::trace_files_in(path)
             .with_context(|| format!("cannot list {}", path.display()))?;
-        found.retain(|p| {
-            let name = p
-                .file_name()
-                .map(|n| n.to_string_lossy())
-                .unwrap_or_default();
-            p.is_file() && (name.ends_with(".json") || name.ends_with(".json.gz"))
-        });
-        found.sort();
         if found.is_empty() {
             bail!(
                 "{} is a directory with no trace files (.json or .json.gz) in it; give one \
@@ -42,59 +33,72 @@ pub fn rank_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// The ranks of one job, each trace read and its window built, in rank order.
+/// The ranks of one job, each reduced to what the multi-rank replay needs (its `RankGraph`,
+/// not its trace), in rank order.
 pub struct Job {
-    ranks: Vec<(i64, Loaded)>,
+    paths: Vec<PathBuf>,
+    graphs: Vec<RankGraph>,
 }
 
 impl Job {
-    /// Reads every trace `paths` names (see [`rank_files`]), one per rank.
+    /// Reads every trace `paths` names (see [`rank_files`]), one per rank, on every core: each
+    /// trace is dropped as soon as its rank's graph is built, so memory holds the ranks being
+    /// read plus the graphs.
     pub fn load(paths: &[PathBuf], progress: &dyn Progress) -> anyhow::Result<Job> {
         let files = rank_files(paths)?;
-        let mut ranks = Vec::with_capacity(files.len());
-        for (position, file) in files.iter().enumerate() {
-            progress.update("loading ranks", position, files.len());
-            let loaded = Loaded::load(file, &Quiet)?;
-            let rank = recorded_rank(&loaded.trace).unwrap_or(position as i64);
-            ranks.push((rank, loaded));
-        }
-        progress.update("loading ranks", files.len(), files.len());
-        ranks.sort_by(|(a, x), (b, y)| (a, &x.path).cmp(&(b, &y.path)));
+        let done = AtomicUsize::new(0);
+        progress.update("loading ranks", 0, files.len());
+        let read: Vec<anyhow::Result<(PathBuf, RankGraph)>> = files
+            .par_iter()
+            .enumerate()
+            .map(|(position, file)| {
+                let loaded = Loaded::load(file, &Quiet)?;
+                let rank = recorded_rank(&loaded.trace).unwrap_or(position as i64);
+                let graph = RankGraph::new(rank, &loaded.trace, loaded.window);
+                let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
+                progress.update("loading ranks", finished, files.len());
+                Ok((file.clone(), graph))
+            })
+            .collect();
+        // The first unreadable file in name order, whichever thread met it first.
+        let mut ranks = read.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
+        ranks.sort_by(|a, b| (a.1.rank, &a.0).cmp(&(b.1.rank, &b.0)));
         for pair in ranks.windows(2) {
-            if pair[0].0 == pair[1].0 {
+            if pair[0].1.rank == pair[1].1.rank {
                 bail!(
                     "{} and {} both record rank {}; give one trace per rank",
-                    pair[0].1.path.display(),
-                    pair[1].1.path.display(),
-                    pair[0].0
+                    pair[0].0.display(),
+                    pair[1].0.display(),
+                    pair[0].1.rank
                 );
             }
         }
-        Ok(Job { ranks })
+        let (paths, graphs) = ranks.into_iter().unzip();
+        Ok(Job { paths, graphs })
     }
 
     /// The files read, in rank order.
     pub fn files(&self) -> impl Iterator<Item = &Path> {
-        self.ranks.iter().map(|(_, loaded)| loaded.path.as_path())
+        self.paths.iter().map(PathBuf::as_path)
     }
 
-    /// The ranks replayed together; `step` (a `ProfilerStep` number) keeps only that step.
-    pub fn replay(&self, step: Option<u64>, progress: &dyn Progress) -> anyhow::Result<RanksJson> {
-        let ranks: Vec<RankTrace<'_>> = self
-            .ranks
-            .iter()
-            .map(|(rank, loaded)| RankTrace {
-                rank: *rank,
-                trace: &loaded.trace,
-                window: &loaded.window,
-            })
-            .collect();
+    /// The ranks replayed together; `step` (a `ProfilerStep` number) keeps only that step;
+    /// `ranks` (`all`, `N,M` or `worst:K`) chooses the ranks whose detail (pairwise clock
+    /// constraints, every collective instance) the document lists.
+    pub fn replay(
+        &self,
+        step: Option<u64>,
+        ranks: Option<&str>,
+        progress: &dyn Progress,
+    ) -> anyhow::Result<RanksJson> {
+        let detail = rank_detail(ranks, &self.graphs)?;
         progress.update("replaying ranks", 0, 1);
-        let report = replay_ranks(&ranks).context("cannot replay the ranks together")?;
+        let report =
+            replay_rank_graphs(&self.graphs).context("cannot replay the ranks together")?;
         progress.update("replaying ranks", 1, 1);
-        let mut document = ranks_json(&report);
-        for (rank, (_, loaded)) in document.ranks.iter_mut().zip(&self.ranks) {
-            rank.file = loaded.file();
+        let mut document = ranks_json(&report, &detail);
+        for (rank, path) in document.ranks.iter_mut().zip(&self.paths) {
+            rank.file = Some(path.display().to_string());
         }
         if let Some(number) = step {
             if !document
@@ -110,4 +114,31 @@ impl Job {
         }
         Ok(document)
     }
+}
+
+/// `--ranks all|N,M|worst:K`, checked against the job's rank numbers.
+fn rank_detail(value: Option<&str>, ranks: &[RankGraph]) -> anyhow::Result<RankDetail> {
+    let Some(value) = value.map(str::trim) else {
+        return Ok(RankDetail::None);
+    };
+    if value == "all" {
+        return Ok(RankDetail::All);
+    }
+    if let Some(k) = value.strip_prefix("worst:") {
+        let k: usize = k.trim().parse().ok().filter(|&k| k > 0).with_context(|| {
+            format!("--ranks {value}: worst:K needs a whole number of ranks K ≥ 1")
+        })?;
+        return Ok(RankDetail::Worst(k));
+    }
+    let mut numbers = Vec::new();
+    for part in value.split(',') {
+        let number: i64 = part.trim().parse().with_context(|| {
+            format!("--ranks {value}: `{part}` is not a rank number (give all, N,M or worst:K)")
+        })?;
+        if !ranks.iter().any(|r| r.rank == number) {
+            bail!("--ranks {value}: no trace records rank {number}");
+        }
+        numbers.push(number);
+    }
+    Ok(RankDetail::Ranks(numbers))
 }

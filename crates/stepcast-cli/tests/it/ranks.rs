@@ -10,10 +10,11 @@ pub(super) const DLRM: &str = concat!(
 
 #[test]
 fn replay_of_a_directory_reports_every_rank() {
-    let run = stepcast(&["replay", "--json", DLRM]);
+    let run = stepcast(&["replay", "--json", "--ranks", "all", DLRM]);
     run.assert_success();
     let json = run.json();
-    assert_eq!(json["schema"], "stepcast.replay-ranks/1");
+    assert_eq!(json["schema"], "stepcast.replay-ranks/2");
+    assert_eq!(json["detail_ranks"].as_array().map(Vec::len), Some(8));
     let ranks = json["ranks"].as_array().expect("ranks is an array");
     assert_eq!(ranks.len(), 8);
     for (i, rank) in ranks.iter().enumerate() {
@@ -141,4 +142,102 @@ fn replay_of_several_files_matches_the_directory_and_prints_a_table() {
             text.stdout
         );
     }
+}
+
+/// Without `--ranks` the document keeps the per-rank tables and distributions but no pairwise
+/// or per-instance detail; `--ranks N,M` details those ranks with the numbers `--ranks all`
+/// gives them; `worst:K` the K ranks holding the most critical-path time.
+#[test]
+fn per_rank_detail_is_opt_in_and_the_same_as_with_every_rank() {
+    let all = stepcast(&["replay", "--json", "--ranks", "all", DLRM]).json();
+    let summary = stepcast(&["replay", "--json", DLRM]).json();
+    assert_eq!(summary["detail_ranks"].as_array().map(Vec::len), Some(0));
+    assert_eq!(
+        summary["clock_alignment"]["ordering_constraints"]
+            .as_array()
+            .map(Vec::len),
+        Some(0)
+    );
+    for key in [
+        "ranks",
+        "clock_offsets_ns",
+        "stragglers",
+        "critical_path",
+        "over_ranks",
+    ] {
+        assert_eq!(summary[key], all[key], "{key}");
+    }
+    let collectives = summary["wait_transfer"]["collectives"]
+        .as_array()
+        .expect("collectives");
+    assert!(
+        collectives
+            .iter()
+            .all(|c| c["instances"].as_array().map(Vec::len) == Some(0))
+    );
+    // The waits' distribution over the ranks summarizes the instances `--ranks all` lists.
+    for (c, detailed) in collectives.iter().zip(
+        all["wait_transfer"]["collectives"]
+            .as_array()
+            .expect("collectives"),
+    ) {
+        let waits: Vec<i64> = detailed["instances"]
+            .as_array()
+            .expect("instances")
+            .iter()
+            .map(|i| i["wait_ns"].as_i64().expect("wait_ns"))
+            .collect();
+        assert_eq!(c["wait_ns"]["max"].as_i64(), waits.iter().copied().max());
+        assert_eq!(c["wait_ns"]["min"].as_i64(), waits.iter().copied().min());
+    }
+
+    let some = stepcast(&["replay", "--json", "--ranks", "2,5", DLRM]).json();
+    assert_eq!(some["detail_ranks"], serde_json::json!([2, 5]));
+    let rows = |doc: &serde_json::Value| -> Vec<serde_json::Value> {
+        doc["clock_alignment"]["ordering_constraints"]
+            .as_array()
+            .expect("rows")
+            .clone()
+    };
+    let expected: Vec<serde_json::Value> = rows(&all)
+        .into_iter()
+        .filter(|c| {
+            let involved = |key: &str| c[key].as_i64().is_some_and(|r| r == 2 || r == 5);
+            involved("later_rank") || involved("earlier_rank")
+        })
+        .collect();
+    assert_eq!(rows(&some), expected);
+    assert_eq!(expected.len(), 2 * (2 * 7 + 2 * 7 - 2));
+    let instances = |doc: &serde_json::Value, rank: i64| -> Vec<serde_json::Value> {
+        doc["wait_transfer"]["collectives"]
+            .as_array()
+            .expect("collectives")
+            .iter()
+            .flat_map(|c| c["instances"].as_array().expect("instances").clone())
+            .filter(|i| i["rank"] == rank)
+            .collect()
+    };
+    assert_eq!(instances(&some, 5), instances(&all, 5));
+    assert_eq!(instances(&some, 5).len(), 8);
+    assert!(instances(&some, 4).is_empty());
+
+    // The worst rank holds the most critical-path time.
+    let worst = stepcast(&["replay", "--json", "--ranks", "worst:1", DLRM]).json();
+    let on_path = all["critical_path"]["ns_by_rank"]
+        .as_array()
+        .expect("ns_by_rank");
+    let most = on_path
+        .iter()
+        .max_by_key(|r| r["ns"].as_i64())
+        .map(|r| r["rank"].clone());
+    assert_eq!(worst["detail_ranks"], serde_json::json!([most]));
+
+    let missing = stepcast(&["replay", "--ranks", "3,99", DLRM]);
+    assert_eq!(missing.code, Some(1));
+    assert!(missing.stdout.is_empty());
+    assert!(
+        missing.stderr.contains("no trace records rank 99"),
+        "{}",
+        missing.stderr
+    );
 }

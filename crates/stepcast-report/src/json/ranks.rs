@@ -1,7 +1,13 @@
-//! `stepcast.replay-ranks/1`: several ranks' traces replayed as one global graph.
+//! `stepcast.replay-ranks/2`: several ranks' traces replayed as one global graph.
+//!
+//! The document grows with ranks, not with ranks squared or ranks × collectives: per rank a
+//! row of each table, and the pairwise and per-instance detail only for the ranks asked for
+//! ([`RankDetail`]).
 
 use serde::Serialize;
-use stepcast::ranks::{CONSTRAINT_TOLERANCE_NS, ConstraintKind, RanksReport, StragglerCause};
+use stepcast::ranks::{
+    CONSTRAINT_TOLERANCE_NS, ConstraintKind, RankId, RanksReport, StragglerCause,
+};
 
 use super::finite;
 
@@ -11,8 +17,13 @@ pub const TOP_PATH_TASKS: usize = 10;
 /// The `replay` document of several ranks (`stepcast replay DIR` or several files).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RanksJson {
-    /// Always `stepcast.replay-ranks/1`.
+    /// Always `stepcast.replay-ranks/2`.
     pub schema: &'static str,
+    /// The ranks whose detail (their pairwise ordering constraints, their instance of every
+    /// collective) is listed, by rank number: `--ranks`; empty by default.
+    pub detail_ranks: Vec<i64>,
+    /// Distributions over the ranks.
+    pub over_ranks: OverRanksJson,
     /// Every rank's steps, measured and replayed in the global replay, by rank.
     pub ranks: Vec<RankJson>,
     /// Each rank's clock offset from the first rank's (same order as `ranks`): a rank's aligned
@@ -73,13 +84,16 @@ pub struct AlignmentJson {
     pub collectives_used: u64,
     /// Point-to-point kernels (`SendRecv`) in the QP: their send/recv pairs.
     pub send_recv_used: u64,
-    /// Ordering constraints (per kind, one per ordered pair of ranks).
+    /// Ordering constraints the offsets satisfy (per kind present, one per ordered pair of
+    /// ranks; the solver enforces them through one release per collective).
     pub constraints: u64,
     /// Per kind of constraint: how many, and how close the offsets come to violating them.
     pub constraint_kinds: Vec<ConstraintKindJson>,
-    /// Every ordering constraint, with its slack under the offsets found.
+    /// The ordering constraints (per kind and ordered pair, the tightest collective) in which
+    /// a rank of `detail_ranks` takes part, with their slack under the offsets found.
     pub ordering_constraints: Vec<ConstraintJson>,
-    /// Ordering constraints the offsets violate by more than 2 µs (0 when solved).
+    /// (collective, rank) pairs whose aligned end comes before another member's aligned start
+    /// by more than 2 µs (0 when solved).
     pub violated_constraints: u64,
     /// Largest spread of one collective's aligned ends across ranks.
     pub max_end_spread_ns: i64,
@@ -107,10 +121,11 @@ pub struct ConstraintKindJson {
     /// `collective_order` (a reducing collective ends on a rank only after every rank started
     /// it) or `send_recv` (a receive ends only after its send started).
     pub kind: &'static str,
-    /// Constraints of this kind.
+    /// Constraints of this kind (one per ordered pair of ranks).
     pub count: u64,
-    /// Constraints whose slack is at most 2 µs (they shape the offsets).
-    pub binding: u64,
+    /// Ranks whose tightest constraint of this kind (as the later or the earlier rank) has a
+    /// slack of at most 2 µs (they shape the offsets).
+    pub binding_ranks: u64,
     /// The smallest slack.
     pub min_slack_ns: Option<i64>,
 }
@@ -132,12 +147,144 @@ pub struct ConstraintJson {
     pub slack_ns: i64,
 }
 
+/// Which ranks a document details (`--ranks`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum RankDetail {
+    /// None: the per-rank tables only.
+    #[default]
+    None,
+    /// Every rank (the document then lists R·(R−1) constraints per kind).
+    All,
+    /// These rank numbers.
+    Ranks(Vec<i64>),
+    /// The K ranks holding the most critical-path time (ties: the rank started the most
+    /// collectives last, then the lower rank number).
+    Worst(usize),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+/// Distributions over the ranks.
+pub struct OverRanksJson {
+    /// Every rank's mean step error (`replayed / measured - 1` over its steps).
+    pub step_error: DistributionF64Json,
+    /// Every rank's total NCCL wait for peers.
+    pub wait_ns: DistributionJson,
+    /// Every rank's clock offset.
+    pub clock_offset_ns: DistributionJson,
+    /// Every rank's time on the critical path.
+    pub critical_path_ns: DistributionJson,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// A distribution of integer values over ranks (nearest-rank percentiles).
+pub struct DistributionJson {
+    /// The smallest value.
+    pub min: i64,
+    /// The median (nearest rank).
+    pub median: i64,
+    /// The 90th percentile (nearest rank).
+    pub p90: i64,
+    /// The largest value.
+    pub max: i64,
+    /// The rank holding the largest value (the lowest rank number on a tie).
+    pub max_rank: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+/// A distribution of real values over ranks (nearest-rank percentiles); `None` (`null`)
+/// where no rank has a value.
+pub struct DistributionF64Json {
+    /// The smallest value.
+    pub min: Option<f64>,
+    /// The median (nearest rank).
+    pub median: Option<f64>,
+    /// The 90th percentile (nearest rank).
+    pub p90: Option<f64>,
+    /// The largest value.
+    pub max: Option<f64>,
+    /// The rank holding the largest value (the lowest rank number on a tie).
+    pub max_rank: Option<i64>,
+}
+
+/// Nearest-rank percentile `p` of sorted values.
+fn percentile<T: Copy>(sorted: &[T], p: f64) -> Option<T> {
+    let n = sorted.len();
+    (n > 0).then(|| sorted[((p * n as f64).ceil() as usize).clamp(1, n) - 1])
+}
+
+/// The distribution of `values` (value, rank number).
+fn distribution(values: &[(i64, i64)]) -> DistributionJson {
+    let mut sorted: Vec<i64> = values.iter().map(|v| v.0).collect();
+    sorted.sort_unstable();
+    let at = |p| percentile(&sorted, p).unwrap_or(0);
+    DistributionJson {
+        min: at(0.0),
+        median: at(0.5),
+        p90: at(0.9),
+        max: at(1.0),
+        max_rank: values
+            .iter()
+            .max_by_key(|v| (v.0, std::cmp::Reverse(v.1)))
+            .map_or(0, |v| v.1),
+    }
+}
+
+fn distribution_f64(values: &[(f64, i64)]) -> DistributionF64Json {
+    let mut sorted: Vec<f64> = values.iter().map(|v| v.0).collect();
+    sorted.sort_by(f64::total_cmp);
+    DistributionF64Json {
+        min: percentile(&sorted, 0.0),
+        median: percentile(&sorted, 0.5),
+        p90: percentile(&sorted, 0.9),
+        max: percentile(&sorted, 1.0),
+        max_rank: values
+            .iter()
+            .max_by(|a, b| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)))
+            .map(|v| v.1),
+    }
+}
+
+/// The positions (by [`RankId`]) of the ranks `detail` names, in rank order.
+fn detail_positions(report: &RanksReport, rank_numbers: &[i64], detail: &RankDetail) -> Vec<usize> {
+    match detail {
+        RankDetail::None => Vec::new(),
+        RankDetail::All => (0..rank_numbers.len()).collect(),
+        RankDetail::Ranks(numbers) => {
+            let mut positions: Vec<usize> = (0..rank_numbers.len())
+                .filter(|&r| numbers.contains(&rank_numbers[r]))
+                .collect();
+            positions.dedup();
+            positions
+        }
+        RankDetail::Worst(k) => {
+            let mut last_at = vec![0u32; rank_numbers.len()];
+            for c in &report.wait_transfer.collectives {
+                if let Some(n) = last_at.get_mut(c.last_rank.index()) {
+                    *n += 1;
+                }
+            }
+            let on_path = &report.replay.critical_path_ns_by_rank;
+            let mut order: Vec<usize> = (0..rank_numbers.len()).collect();
+            order.sort_by_key(|&r| {
+                (
+                    std::cmp::Reverse(on_path.get(r).copied().unwrap_or(0)),
+                    std::cmp::Reverse(last_at[r]),
+                    rank_numbers[r],
+                )
+            });
+            order.truncate(*k);
+            order.sort_unstable();
+            order
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 /// The wait/transfer split of the NCCL kernels.
 pub struct WaitTransferJson {
     /// Per rank (same order as `ranks`), summed over its matched NCCL kernels.
     pub per_rank: Vec<RankCommJson>,
-    /// Per matched collective, every rank's instance.
+    /// Per matched collective: the spread of its waits, and the instances of `detail_ranks`.
     pub collectives: Vec<CollectiveSplitJson>,
 }
 
@@ -178,7 +325,9 @@ pub struct CollectiveSplitJson {
     pub op: String,
     /// The rank that started it last: it waited for no one.
     pub last_rank: i64,
-    /// Per rank (same order as `ranks`).
+    /// Its instances' waits over the ranks.
+    pub wait_ns: DistributionJson,
+    /// The instances of `detail_ranks` (in rank order).
     pub instances: Vec<InstanceSplitJson>,
 }
 
@@ -360,10 +509,12 @@ pub struct PathTaskJson {
     pub share_ns: i64,
 }
 
-/// The document of a multi-rank replay. Files are left `None` for the caller to fill.
-pub fn ranks_json(report: &RanksReport) -> RanksJson {
+/// The document of a multi-rank replay, with the detail of the ranks `detail` names. Files
+/// are left `None` for the caller to fill.
+pub fn ranks_json(report: &RanksReport, detail: &RankDetail) -> RanksJson {
     let replay = &report.replay;
     let rank_numbers: Vec<i64> = replay.ranks.iter().map(|r| r.rank).collect();
+    let detail = detail_positions(report, &rank_numbers, detail);
     let ranks: Vec<RankJson> = replay
         .ranks
         .iter()
@@ -438,8 +589,15 @@ pub fn ranks_json(report: &RanksReport) -> RanksJson {
         .collect();
     top.sort_by_key(|p| std::cmp::Reverse(p.share_ns));
     top.truncate(TOP_PATH_TASKS);
+    let over_ranks = over_ranks(report, &ranks);
+    let n_ranks = rank_numbers.len() as u64;
+    let pairs = n_ranks * n_ranks.saturating_sub(1);
+    let kind_present = |kind| alignment.constraints_of(kind).next().is_some();
+    let detail_ids: Vec<RankId> = detail.iter().map(|&r| RankId(r as u32)).collect();
     RanksJson {
-        schema: "stepcast.replay-ranks/1",
+        schema: "stepcast.replay-ranks/2",
+        detail_ranks: detail.iter().map(|&r| rank_of(r)).collect(),
+        over_ranks,
         ranks,
         clock_offsets_ns: alignment.offsets_ns.clone(),
         clock_alignment: AlignmentJson {
@@ -449,25 +607,34 @@ pub fn ranks_json(report: &RanksReport) -> RanksJson {
             solver_iterations: alignment.solver_iterations,
             collectives_used: alignment.collectives_used as u64,
             send_recv_used: alignment.send_recv_used as u64,
-            constraints: alignment.constraints.len() as u64,
+            constraints: [ConstraintKind::CollectiveOrder, ConstraintKind::SendRecv]
+                .into_iter()
+                .filter(|&kind| kind_present(kind))
+                .count() as u64
+                * pairs,
             constraint_kinds: [ConstraintKind::CollectiveOrder, ConstraintKind::SendRecv]
                 .into_iter()
                 .map(|kind| {
-                    let slacks: Vec<i64> =
-                        alignment.constraints_of(kind).map(|c| c.slack_ns).collect();
+                    let mut binding = vec![false; rank_numbers.len()];
+                    for c in alignment.constraints_of(kind) {
+                        if c.slack_ns <= CONSTRAINT_TOLERANCE_NS {
+                            for r in [c.later, c.earlier] {
+                                if let Some(b) = binding.get_mut(r.index()) {
+                                    *b = true;
+                                }
+                            }
+                        }
+                    }
                     ConstraintKindJson {
                         kind: kind.as_str(),
-                        count: slacks.len() as u64,
-                        binding: slacks
-                            .iter()
-                            .filter(|&&s| s <= CONSTRAINT_TOLERANCE_NS)
-                            .count() as u64,
-                        min_slack_ns: slacks.iter().copied().min(),
+                        count: if kind_present(kind) { pairs } else { 0 },
+                        binding_ranks: binding.iter().filter(|&&b| b).count() as u64,
+                        min_slack_ns: alignment.constraints_of(kind).map(|c| c.slack_ns).min(),
                     }
                 })
                 .collect(),
             ordering_constraints: alignment
-                .constraints
+                .constraints_involving(&detail_ids)
                 .iter()
                 .map(|c| ConstraintJson {
                     kind: c.kind.as_str(),
@@ -519,7 +686,7 @@ pub fn ranks_json(report: &RanksReport) -> RanksJson {
                 })
                 .collect(),
         },
-        wait_transfer: wait_transfer(report, &rank_numbers),
+        wait_transfer: wait_transfer(report, &rank_numbers, &detail),
         stragglers,
         critical_path: GlobalPathJson {
             length_ns: replay.critical_path_ns_by_rank.iter().sum(),
@@ -563,7 +730,37 @@ pub fn ranks_json(report: &RanksReport) -> RanksJson {
     }
 }
 
-fn wait_transfer(report: &RanksReport, rank_numbers: &[i64]) -> WaitTransferJson {
+/// Distributions over the ranks of their step error, NCCL wait, clock offset and path time.
+fn over_ranks(report: &RanksReport, ranks: &[RankJson]) -> OverRanksJson {
+    let errors: Vec<(f64, i64)> = ranks
+        .iter()
+        .filter_map(|r| {
+            let errors: Vec<f64> = r.steps.iter().filter_map(|s| s.error).collect();
+            (!errors.is_empty()).then(|| (errors.iter().sum::<f64>() / errors.len() as f64, r.rank))
+        })
+        .collect();
+    let by_rank = |values: &[i64]| -> Vec<(i64, i64)> {
+        values
+            .iter()
+            .zip(ranks)
+            .map(|(&v, r)| (v, r.rank))
+            .collect()
+    };
+    let waits: Vec<i64> = report
+        .wait_transfer
+        .totals
+        .iter()
+        .map(|t| t.wait_ns)
+        .collect();
+    OverRanksJson {
+        step_error: distribution_f64(&errors),
+        wait_ns: distribution(&by_rank(&waits)),
+        clock_offset_ns: distribution(&by_rank(&report.alignment.offsets_ns)),
+        critical_path_ns: distribution(&by_rank(&report.replay.critical_path_ns_by_rank)),
+    }
+}
+
+fn wait_transfer(report: &RanksReport, rank_numbers: &[i64], detail: &[usize]) -> WaitTransferJson {
     let split = &report.wait_transfer;
     let rank_of = |r: usize| rank_numbers.get(r).copied().unwrap_or(0);
     WaitTransferJson {
@@ -594,10 +791,16 @@ fn wait_transfer(report: &RanksReport, rank_numbers: &[i64]) -> WaitTransferJson
                     seq: matched.map_or(0, |m| m.seq),
                     op: matched.map(|m| m.op.clone()).unwrap_or_default(),
                     last_rank: rank_of(c.last_rank.index()),
-                    instances: c
-                        .instances
+                    wait_ns: distribution(
+                        &c.instances
+                            .iter()
+                            .enumerate()
+                            .map(|(r, i)| (i.wait_ns, rank_of(r)))
+                            .collect::<Vec<_>>(),
+                    ),
+                    instances: detail
                         .iter()
-                        .enumerate()
+                        .filter_map(|&r| c.instances.get(r).map(|i| (r, i)))
                         .map(|(r, i)| InstanceSplitJson {
                             rank: rank_of(r),
                             start_ns: i.start_ns,

@@ -12,6 +12,30 @@ use crate::json::ranks::RanksJson;
 /// Stragglers whose lead is shorter than this are not listed in the text (they are in JSON).
 const STRAGGLER_TEXT_MIN_LEAD_NS: i64 = 5_000;
 
+/// Jobs of up to this many ranks list every rank in the text; larger ones the ranks asked for
+/// (`--ranks`), else this many holding the most critical-path time.
+const TEXT_RANKS: usize = 16;
+
+/// Positions (in `doc.ranks`) of the ranks the text lists, in rank order.
+fn shown_ranks(doc: &RanksJson) -> Vec<usize> {
+    let all: Vec<usize> = (0..doc.ranks.len()).collect();
+    if doc.ranks.len() <= TEXT_RANKS {
+        return all;
+    }
+    if !doc.detail_ranks.is_empty() {
+        return all
+            .into_iter()
+            .filter(|&i| doc.detail_ranks.contains(&doc.ranks[i].rank))
+            .collect();
+    }
+    let on_path = |i: usize| doc.critical_path.ns_by_rank.get(i).map_or(0, |r| r.ns);
+    let mut worst = all;
+    worst.sort_by_key(|&i| (std::cmp::Reverse(on_path(i)), i));
+    worst.truncate(TEXT_RANKS);
+    worst.sort_unstable();
+    worst
+}
+
 /// The multi-rank `replay` document as text for a terminal.
 pub fn ranks_text(doc: &RanksJson) -> String {
     let steps: usize = doc.ranks.iter().map(|r| r.steps.len()).sum();
@@ -83,7 +107,9 @@ pub fn ranks_text(doc: &RanksJson) -> String {
         ],
         1,
     );
-    for (i, rank) in doc.ranks.iter().enumerate() {
+    let shown = shown_ranks(doc);
+    for &i in &shown {
+        let rank = &doc.ranks[i];
         let offset = doc.clock_offsets_ns.get(i).copied().unwrap_or(0);
         let residual = doc
             .clock_alignment
@@ -107,7 +133,26 @@ pub fn ranks_text(doc: &RanksJson) -> String {
             ]);
         }
     }
-    push_section(&mut out, "Ranks", &table.to_string());
+    let mut ranks_section = table.to_string();
+    if shown.len() < doc.ranks.len() {
+        ranks_section.push_str(&format!(
+            "\n{} of {} ranks shown (the most critical-path time; `--ranks all` lists every \
+             rank). Over the ranks: step error median {}, max {} (rank {}); NCCL wait median \
+             {} ms, max {} ms (rank {}).\n",
+            shown.len(),
+            doc.ranks.len(),
+            signed_percent(doc.over_ranks.step_error.median),
+            signed_percent(doc.over_ranks.step_error.max),
+            doc.over_ranks
+                .step_error
+                .max_rank
+                .map_or_else(|| "n/a".to_string(), |r| r.to_string()),
+            ms(doc.over_ranks.wait_ns.median),
+            ms(doc.over_ranks.wait_ns.max),
+            doc.over_ranks.wait_ns.max_rank,
+        ));
+    }
+    push_section(&mut out, "Ranks", &ranks_section);
 
     let mut stragglers = new_table(
         &[

@@ -84,6 +84,11 @@ pub enum EdgeKind {
     /// one graph): the transfer completes once every peer has begun it. A one-rank graph has
     /// none: its peers are the declared input [`Graph::peer_wait_ns`].
     PeerArrival,
+    /// A collective's instance began, and its release waits for every instance (a job
+    /// replayed as one graph: the release task of a collective has one such edge per rank, and
+    /// each instance completes after the release through a [`EdgeKind::PeerArrival`] edge:
+    /// 2·R edges per collective instead of R·(R−1)).
+    CollectiveArrival,
     /// The autograd engine thread starts a backward pass after the last work of the thread
     /// that called `backward()`, which resumes after the pass's last work (`build/handoff.rs`).
     ThreadHandoff,
@@ -95,7 +100,7 @@ pub enum EdgeKind {
 }
 
 impl EdgeKind {
-    pub const ALL: [EdgeKind; 10] = [
+    pub const ALL: [EdgeKind; 11] = [
         EdgeKind::LaneOrder,
         EdgeKind::Launch,
         EdgeKind::HostSync,
@@ -104,6 +109,7 @@ impl EdgeKind {
         EdgeKind::InferredStreamWait,
         EdgeKind::InferredHostSync,
         EdgeKind::PeerArrival,
+        EdgeKind::CollectiveArrival,
         EdgeKind::ThreadHandoff,
         EdgeKind::DeviceFull,
     ];
@@ -118,7 +124,10 @@ impl EdgeKind {
     /// Launch edges count from when the call *begins*: the call submits its work and may then
     /// block on it (a synchronous copy), so its end cannot gate its own work.
     pub fn from_source_begin(self) -> bool {
-        matches!(self, EdgeKind::Launch | EdgeKind::PeerArrival)
+        matches!(
+            self,
+            EdgeKind::Launch | EdgeKind::PeerArrival | EdgeKind::CollectiveArrival
+        )
     }
 
     /// Host-sync edges gate when a blocking call can *return*, not when it starts: the call
@@ -140,6 +149,7 @@ impl EdgeKind {
             EdgeKind::InferredStreamWait => "inferred_stream_wait",
             EdgeKind::InferredHostSync => "inferred_host_sync",
             EdgeKind::PeerArrival => "peer_arrival",
+            EdgeKind::CollectiveArrival => "collective_arrival",
             EdgeKind::ThreadHandoff => "thread_handoff",
             EdgeKind::DeviceFull => "device_full",
         }

@@ -15,7 +15,11 @@
 //!   `all_to_all` issues a send to and a receive from every peer in one NCCL group (the traces
 //!   record no per-peer split, so a peer that exchanges zero bytes cannot be left out).
 //!
-//! For each kind and ordered pair of ranks only the tightest instance is a row of the QP.
+//! Every member of a collective constrains the others through one release variable `r_k`
+//! (`start[q] − o_q ≤ r_k ≤ end[r] − o_r`): the same feasible offsets as the pairwise rows,
+//! with 2·R rows per collective instead of R·(R−1), so the solver's sparse factorization
+//! stays near-linear in ranks (the pairwise rows made it grow as R³). The report keeps, per
+//! kind and rank, the tightest pairwise constraint; every pair is available on request.
 //!
 //! The objective is dPRO's O1: the time a receive spends transferring, clipped by the start
 //! of its sends (`end[j] − max(start[j], start[i])`), should be the same for the members of a
@@ -31,7 +35,7 @@ use clarabel::solver::{
     DefaultSettings, DefaultSolver, IPSolver, NonnegativeConeT, SolverStatus, SupportedConeT,
 };
 
-use super::{CollectiveMatching, RankId, RankTrace};
+use super::{CollectiveMatching, RankGraph, RankId};
 
 /// Kineto timestamps are whole microseconds in older traces: constraints hold up to this much.
 pub const CONSTRAINT_TOLERANCE_NS: i64 = 2_000;
@@ -104,6 +108,28 @@ pub struct OrderingConstraint {
     pub slack_ns: i64,
 }
 
+impl OrderingConstraint {
+    /// The constraint collective `k` puts between two ranks, with its slack under `offsets_ns`.
+    fn of(
+        kind: ConstraintKind,
+        later: usize,
+        earlier: usize,
+        k: usize,
+        times: &[Vec<(i64, i64)>],
+        offsets_ns: &[i64],
+    ) -> OrderingConstraint {
+        let bound_ns = times[k][later].1 - times[k][earlier].0;
+        OrderingConstraint {
+            kind,
+            later: RankId(later as u32),
+            earlier: RankId(earlier as u32),
+            collective: k as u32,
+            bound_ns,
+            slack_ns: bound_ns - (offsets_ns[later] - offsets_ns[earlier]),
+        }
+    }
+}
+
 /// What the alignment uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AlignOptions {
@@ -140,9 +166,12 @@ pub struct ClockAlignment {
     /// One per rank, in nanoseconds; rank index 0 is the reference.
     pub offsets_ns: Vec<i64>,
     pub residuals: Vec<RankResidual>,
-    /// The QP's ordering constraints: per kind and ordered pair of ranks, the tightest.
+    /// Per kind and rank, the tightest ordering constraint it takes part in as the later rank
+    /// and as the earlier one (at most 4 rows per rank: the QP's R·(R−1) pairwise rows are
+    /// [`ClockAlignment::constraints_involving`], on request).
     pub constraints: Vec<OrderingConstraint>,
-    /// Ordering constraints the offsets violate by more than the tolerance (0 when solved).
+    /// (collective, rank) pairs whose aligned end comes before another member's aligned start
+    /// by more than the tolerance (0 when solved).
     pub violated_constraints: usize,
     /// Largest spread of a collective's aligned ends across ranks.
     pub max_end_spread_ns: i64,
@@ -150,9 +179,31 @@ pub struct ClockAlignment {
     pub collectives_used: usize,
     pub send_recv_used: usize,
     pub solver_iterations: u32,
+    /// Per matched collective, each rank's recorded (start, end) on a common base, and the
+    /// kind of constraint it gives: kept to list pairwise constraints on request.
+    instance_times: Vec<Vec<(i64, i64)>>,
+    kinds: Vec<Option<ConstraintKind>>,
 }
 
 impl ClockAlignment {
+    /// The pairwise ordering constraints (per kind and ordered pair, the tightest collective)
+    /// in which any of `ranks` takes part: O(|ranks| × ranks × collectives), for per-rank detail.
+    pub fn constraints_involving(&self, ranks: &[RankId]) -> Vec<OrderingConstraint> {
+        let n_ranks = self.offsets_ns.len();
+        let mut wanted = vec![false; n_ranks];
+        for r in ranks {
+            if let Some(w) = wanted.get_mut(r.index()) {
+                *w = true;
+            }
+        }
+        constraints(
+            &self.instance_times,
+            &self.kinds,
+            &self.offsets_ns,
+            |later, earlier| wanted[later] || wanted[earlier],
+        )
+    }
+
     /// Constraints of one kind.
     pub fn constraints_of(
         &self,
@@ -174,7 +225,7 @@ pub enum AlignError {
 /// A matched collective's start and end on every rank, in each rank's own time (nanoseconds
 /// relative to a common base, `Trace::origin_ns` included).
 pub(crate) fn instance_times(
-    ranks: &[RankTrace<'_>],
+    ranks: &[RankGraph],
     matching: &CollectiveMatching,
     base_ns: i64,
 ) -> Vec<Vec<(i64, i64)>> {
@@ -187,7 +238,7 @@ pub(crate) fn instance_times(
                 .zip(ranks)
                 .map(|(task, rank)| {
                     let g = &rank.window.graph;
-                    let origin = rank.trace.origin_ns - base_ns;
+                    let origin = rank.origin_ns - base_ns;
                     (
                         origin + g.rec_start_ns[task.index()],
                         origin + g.rec_end_ns[task.index()],
@@ -201,15 +252,15 @@ pub(crate) fn instance_times(
 /// The ordering constraints of `matching` (the collectives `used`), each the tightest of its
 /// kind and ordered pair, with its slack under `offsets_ns`.
 pub fn ordering_constraints(
-    ranks: &[RankTrace<'_>],
+    ranks: &[RankGraph],
     matching: &CollectiveMatching,
     offsets_ns: &[i64],
     options: AlignOptions,
 ) -> Vec<OrderingConstraint> {
-    let base_ns = ranks.first().map_or(0, |r| r.trace.origin_ns);
+    let base_ns = ranks.first().map_or(0, |r| r.origin_ns);
     let times = instance_times(ranks, matching, base_ns);
     let kinds = constraint_kinds(matching, options);
-    constraints(&times, &kinds, offsets_ns)
+    constraints(&times, &kinds, offsets_ns, |_, _| true)
 }
 
 /// Per matched collective: the kind of constraint it gives, `None` when left out.
@@ -232,17 +283,20 @@ fn constraint_kinds(
         .collect()
 }
 
+/// Every ordering constraint of `kinds`, one per kind and ordered pair of ranks (the tightest
+/// collective of that kind): R·(R−1) rows per kind, for detail on request and for tests.
 fn constraints(
     times: &[Vec<(i64, i64)>],
     kinds: &[Option<ConstraintKind>],
     offsets_ns: &[i64],
+    keep: impl Fn(usize, usize) -> bool,
 ) -> Vec<OrderingConstraint> {
     let n_ranks = offsets_ns.len();
     let mut out = Vec::new();
     for kind in [ConstraintKind::CollectiveOrder, ConstraintKind::SendRecv] {
         for later in 0..n_ranks {
             for earlier in 0..n_ranks {
-                if later == earlier {
+                if later == earlier || !keep(later, earlier) {
                     continue;
                 }
                 let tightest = times
@@ -251,15 +305,10 @@ fn constraints(
                     .filter(|&(k, _)| kinds[k] == Some(kind))
                     .map(|(k, row)| (row[later].1 - row[earlier].0, k))
                     .min();
-                if let Some((bound_ns, k)) = tightest {
-                    out.push(OrderingConstraint {
-                        kind,
-                        later: RankId(later as u32),
-                        earlier: RankId(earlier as u32),
-                        collective: k as u32,
-                        bound_ns,
-                        slack_ns: bound_ns - (offsets_ns[later] - offsets_ns[earlier]),
-                    });
+                if let Some((_, k)) = tightest {
+                    out.push(OrderingConstraint::of(
+                        kind, later, earlier, k, times, offsets_ns,
+                    ));
                 }
             }
         }
@@ -267,9 +316,100 @@ fn constraints(
     out
 }
 
+/// The tightest ordering constraint of each kind in which each rank takes part, as the later
+/// rank and as the earlier one (at most 4 per rank, duplicates removed), with the number of
+/// (collective, rank) pairs whose aligned end comes before another member's aligned start by
+/// more than the tolerance. O(collectives × ranks): a collective's tightest partner of rank r
+/// is the other member with the latest aligned start (or earliest aligned end), so the two
+/// extremes of each collective, and the runner-up for the rank holding one, answer every rank.
+fn tightest_per_rank(
+    times: &[Vec<(i64, i64)>],
+    kinds: &[Option<ConstraintKind>],
+    offsets_ns: &[i64],
+) -> (Vec<OrderingConstraint>, usize) {
+    let n_ranks = offsets_ns.len();
+    // Per kind and rank: (slack, partner, collective) as later and as earlier.
+    type Best = Option<(i64, usize, usize)>;
+    let mut as_later: Vec<Vec<Best>> = vec![vec![None; n_ranks]; 2];
+    let mut as_earlier: Vec<Vec<Best>> = vec![vec![None; n_ranks]; 2];
+    let mut violated = 0usize;
+    let better = |best: &mut Best, candidate: (i64, usize, usize)| {
+        if best.is_none_or(|b| (candidate.0, candidate.2, candidate.1) < (b.0, b.2, b.1)) {
+            *best = Some(candidate);
+        }
+    };
+    for (k, row) in times.iter().enumerate() {
+        let Some(kind) = kinds[k] else { continue };
+        if row.len() < 2 {
+            continue;
+        }
+        let kind_index = kind as usize - ConstraintKind::CollectiveOrder as usize;
+        let aligned = |r: usize| (row[r].0 - offsets_ns[r], row[r].1 - offsets_ns[r]);
+        // The two latest aligned starts and the two earliest aligned ends (ties: lower rank).
+        let mut latest_start = [(i64::MIN, usize::MAX); 2];
+        let mut earliest_end = [(i64::MAX, usize::MAX); 2];
+        for r in 0..row.len() {
+            let (start, end) = aligned(r);
+            if start > latest_start[0].0 {
+                latest_start = [(start, r), latest_start[0]];
+            } else if start > latest_start[1].0 {
+                latest_start[1] = (start, r);
+            }
+            if end < earliest_end[0].0 {
+                earliest_end = [(end, r), earliest_end[0]];
+            } else if end < earliest_end[1].0 {
+                earliest_end[1] = (end, r);
+            }
+        }
+        for r in 0..row.len() {
+            let (start, end) = aligned(r);
+            let (last_start, sender) = if latest_start[0].1 == r {
+                latest_start[1]
+            } else {
+                latest_start[0]
+            };
+            let (first_end, receiver) = if earliest_end[0].1 == r {
+                earliest_end[1]
+            } else {
+                earliest_end[0]
+            };
+            let slack_as_later = end - last_start;
+            if slack_as_later < -CONSTRAINT_TOLERANCE_NS {
+                violated += 1;
+            }
+            better(&mut as_later[kind_index][r], (slack_as_later, sender, k));
+            better(
+                &mut as_earlier[kind_index][r],
+                (first_end - start, receiver, k),
+            );
+        }
+    }
+    let mut out = Vec::new();
+    for kind in [ConstraintKind::CollectiveOrder, ConstraintKind::SendRecv] {
+        let kind_index = kind as usize - ConstraintKind::CollectiveOrder as usize;
+        let mut rows: Vec<(usize, usize, usize)> = Vec::new();
+        for r in 0..n_ranks {
+            if let Some((_, partner, k)) = as_later[kind_index][r] {
+                rows.push((r, partner, k));
+            }
+            if let Some((_, partner, k)) = as_earlier[kind_index][r] {
+                rows.push((partner, r, k));
+            }
+        }
+        rows.sort_unstable();
+        rows.dedup();
+        for (later, earlier, k) in rows {
+            out.push(OrderingConstraint::of(
+                kind, later, earlier, k, times, offsets_ns,
+            ));
+        }
+    }
+    (out, violated)
+}
+
 /// Estimates a clock offset per rank from the matched collectives and send/recv pairs.
 pub fn align_clocks(
-    ranks: &[RankTrace<'_>],
+    ranks: &[RankGraph],
     matching: &CollectiveMatching,
 ) -> Result<ClockAlignment, AlignError> {
     align_clocks_with(ranks, matching, AlignOptions::default())
@@ -277,12 +417,12 @@ pub fn align_clocks(
 
 /// [`align_clocks`] with a choice of evidence.
 pub fn align_clocks_with(
-    ranks: &[RankTrace<'_>],
+    ranks: &[RankGraph],
     matching: &CollectiveMatching,
     options: AlignOptions,
 ) -> Result<ClockAlignment, AlignError> {
     let n_ranks = ranks.len();
-    let base_ns = ranks.first().map_or(0, |r| r.trace.origin_ns);
+    let base_ns = ranks.first().map_or(0, |r| r.origin_ns);
     let all_times = instance_times(ranks, matching, base_ns);
     let kinds = constraint_kinds(matching, options);
     // The collectives in the objective.
@@ -295,11 +435,8 @@ pub fn align_clocks_with(
         .filter(|&&k| kinds[k] == Some(ConstraintKind::SendRecv))
         .count();
     let finish = |status, offsets_ns: Vec<i64>, iterations| {
-        let constraints = constraints(&all_times, &kinds, &offsets_ns);
-        let violated_constraints = constraints
-            .iter()
-            .filter(|c| c.slack_ns < -CONSTRAINT_TOLERANCE_NS)
-            .count();
+        let (constraints, violated_constraints) =
+            tightest_per_rank(&all_times, &kinds, &offsets_ns);
         ClockAlignment {
             status,
             residuals: residuals(&times, &offsets_ns, &constraints),
@@ -310,17 +447,19 @@ pub fn align_clocks_with(
             collectives_used: used.len() - send_recv_used,
             send_recv_used,
             solver_iterations: iterations,
+            instance_times: all_times.clone(),
+            kinds: kinds.clone(),
         }
     };
     if n_ranks < 2 || times.is_empty() {
         return Ok(finish(AlignmentStatus::NoCollectives, vec![0; n_ranks], 0));
     }
     // Unknowns, in microseconds (well scaled for the solver): o_1..o_{R-1} (rank 0 is 0), then
-    // the centre m_k of each collective's aligned ends.
+    // the centre m_k of each collective's aligned ends, then the release r_k of each one.
     let centre = times[0][0].1;
     let us = |ns: i64| (ns - centre) as f64 / 1_000.0;
     let n_offsets = n_ranks - 1;
-    let n_vars = n_offsets + times.len();
+    let n_vars = n_offsets + 2 * times.len();
     let offset_var = |r: usize| (r > 0).then(|| r - 1);
     // ½xᵀPx + qᵀx = Σ_k Σ_r (o_r + m_k - end_rk)², P upper triangle.
     let mut p: BTreeMap<(usize, usize), f64> = BTreeMap::new();
@@ -339,28 +478,44 @@ pub fn align_clocks_with(
         }
     }
     let p = csc(n_vars, n_vars, &p);
-    // Ordering: o_later - o_earlier <= bound (+ tolerance).
-    let rows = constraints(&all_times, &kinds, &vec![0; n_ranks]);
+    // Ordering, through one release r_k per collective instead of every ordered pair of its
+    // members (2·R rows, not R·(R−1)): every member starts before the release (within the
+    // tolerance), which comes before every member's end. Together these say exactly what the
+    // pairwise rows `o_later − o_earlier ≤ end[later] − start[earlier] + tolerance` say (the
+    // tightest start and end meet at r_k), and the KKT system stays as sparse as the
+    // objective's, so its factorization grows with ranks × collectives, not ranks³.
+    let tolerance_us = CONSTRAINT_TOLERANCE_NS as f64 / 1_000.0;
     let mut a: BTreeMap<(usize, usize), f64> = BTreeMap::new();
-    let mut b = Vec::with_capacity(rows.len());
-    for (row, c) in rows.iter().enumerate() {
-        if let Some(o) = offset_var(c.later.index()) {
-            a.insert((row, o), 1.0);
+    let mut b = Vec::new();
+    for (k, row) in times.iter().enumerate() {
+        let release = n_offsets + times.len() + k;
+        for (r, &(start, end)) in row.iter().enumerate() {
+            // start − o_r − tolerance ≤ r_k
+            let started = b.len();
+            a.insert((started, release), -1.0);
+            if let Some(o) = offset_var(r) {
+                a.insert((started, o), -1.0);
+            }
+            b.push(tolerance_us - us(start));
+            // r_k ≤ end − o_r
+            let ended = b.len();
+            a.insert((ended, release), 1.0);
+            if let Some(o) = offset_var(r) {
+                a.insert((ended, o), 1.0);
+            }
+            b.push(us(end));
         }
-        if let Some(o) = offset_var(c.earlier.index()) {
-            a.insert((row, o), -1.0);
-        }
-        b.push((c.bound_ns + CONSTRAINT_TOLERANCE_NS) as f64 / 1_000.0);
     }
-    let a = csc(rows.len(), n_vars, &a);
+    let n_rows = b.len();
+    let a = csc(n_rows, n_vars, &a);
 
     let solve = |with_constraints: bool| -> Result<(Vec<f64>, SolverStatus, u32), AlignError> {
         let settings = DefaultSettings {
             verbose: false,
             ..DefaultSettings::default()
         };
-        let (a, b, cones) = if with_constraints && !rows.is_empty() {
-            (a.clone(), b.clone(), vec![NonnegativeConeT(rows.len())])
+        let (a, b, cones) = if with_constraints && n_rows > 0 {
+            (a.clone(), b.clone(), vec![NonnegativeConeT(n_rows)])
         } else {
             (CscMatrix::zeros((0, n_vars)), Vec::new(), Vec::new())
         };

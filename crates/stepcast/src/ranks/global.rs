@@ -1,9 +1,9 @@
 //! The global graph: every rank's graph in one, on aligned clocks, with each matched
 //! collective's transfer gated by the start of all its instances.
 
-use stepcast_trace::{Interner, NameId};
+use stepcast_trace::{EventId, Interner, LaneId, LaneKind, NameId};
 
-use super::{ClockAlignment, CollectiveMatching, RankId, RankTrace};
+use super::{ClockAlignment, CollectiveMatching, RankGraph, RankId};
 use crate::graph::{EdgeKind, Graph, GraphLane, NO_STEP, NO_TIME, TaskId, TaskKind};
 use crate::replay::{measured_span, replayed_span, tasks_by_step};
 use crate::simulate::{Binding, RecordedOrder, SimError, SimOptions, Timeline, simulate};
@@ -63,12 +63,20 @@ pub struct GlobalGraph {
     pub collectives: Vec<GlobalCollective>,
     /// Collective instances whose one-rank input (`Graph::peer_wait_ns`) the real peers replace.
     pub replaced_peer_arrivals: u64,
-    /// Edges from an instance's begin to a peer instance's completion.
+    /// Edges to and from the collectives' release tasks (2 per instance).
     pub peer_edges: u64,
+    /// Tasks `first_release_task..` are the matched collectives' release tasks, one each (by
+    /// [`GlobalGraph::collectives`]), after every rank's tasks, each on a lane of its own.
+    pub first_release_task: u32,
 }
 
 impl GlobalGraph {
-    /// The rank holding a global task.
+    /// Whether `task` is a collective's release task (no rank's).
+    pub fn is_release(&self, task: TaskId) -> bool {
+        task.0 >= self.first_release_task
+    }
+
+    /// The rank holding a global task (the last rank for a release task).
     pub fn rank_of(&self, task: TaskId) -> RankId {
         let k = self.ranks.partition_point(|p| p.first_task <= task.0);
         RankId(k.saturating_sub(1) as u32)
@@ -84,15 +92,18 @@ fn shift(value: i64, by: i64) -> i64 {
 }
 
 /// Merges the ranks' graphs (task ids and lanes offset per rank, times on aligned clocks) and
-/// replaces each matched collective's one-rank peer input by edges from every instance.
+/// replaces each matched collective's one-rank peer input by its release task: the release
+/// begins when every instance has begun (`CollectiveArrival` edges) and each instance
+/// completes no earlier (`PeerArrival` edges). The same schedule as an edge between every
+/// ordered pair of instances, with 2·R edges instead of R·(R−1).
 pub fn global_graph(
-    ranks: &[RankTrace<'_>],
+    ranks: &[RankGraph],
     matching: &CollectiveMatching,
     alignment: &ClockAlignment,
     transfer: TransferModel,
 ) -> GlobalGraph {
     let aligned_origin =
-        |r: usize| ranks[r].trace.origin_ns - alignment.offsets_ns.get(r).copied().unwrap_or(0);
+        |r: usize| ranks[r].origin_ns - alignment.offsets_ns.get(r).copied().unwrap_or(0);
     let base = (0..ranks.len()).map(aligned_origin).min().unwrap_or(0);
     let mut global = GlobalGraph::default();
     let mut edges: Vec<(TaskId, EdgeKind, TaskId, i64)> = Vec::new();
@@ -120,10 +131,8 @@ pub fn global_graph(
             shift_ns: aligned_origin(r) - base,
         };
         let by = part.shift_ns;
-        for lane in &g.lanes {
-            global
-                .lane_names
-                .push(super::lane_label(rank.trace, lane.trace_lane));
+        for (lane, label) in g.lanes.iter().zip(&rank.lane_labels) {
+            global.lane_names.push(label.clone());
             out.lanes.push(GraphLane {
                 first_task: lane.first_task + part.first_task,
                 // Each rank's device 0 is its own GPU: capacity is never shared across ranks.
@@ -131,11 +140,11 @@ pub fn global_graph(
                 ..lane.clone()
             });
         }
-        let mut names: Vec<Option<NameId>> = vec![None; rank.trace.names.len()];
+        let mut names: Vec<Option<NameId>> = vec![None; rank.names.len()];
         for t in 0..g.task_count() {
             let local_name = g.name[t];
             let name = *names[local_name.index()]
-                .get_or_insert_with(|| global.names.intern(rank.trace.name(local_name)));
+                .get_or_insert_with(|| global.names.intern(rank.name(local_name)));
             out.kind.push(g.kind[t]);
             out.lane.push(g.lane[t] + part.first_lane);
             out.name.push(name);
@@ -176,6 +185,7 @@ pub fn global_graph(
         global.ranks.push(part);
     }
     let out = &mut global.graph;
+    global.first_release_task = out.task_count() as u32;
     for c in &matching.matched {
         let tasks: Vec<TaskId> = c
             .instances
@@ -205,16 +215,40 @@ pub fn global_graph(
                 }
             })
             .collect();
+        // The release: zero cost, no lane order (a lane of its own), no boundary time: it
+        // begins when its last instance begins, whatever the recording said.
+        let release = TaskId(out.task_count() as u32);
+        out.lanes.push(GraphLane {
+            trace_lane: LaneId(u32::MAX),
+            kind: LaneKind::DeviceStream,
+            first_task: release.0,
+            task_count: 1,
+            // On no device: a release asks nothing of any multiprocessor.
+            device: None,
+        });
+        global
+            .lane_names
+            .push(format!("release of {} #{}", c.group, c.seq));
+        out.kind.push(TaskKind::Collective);
+        out.lane.push(out.lanes.len() as u32 - 1);
+        out.name.push(global.names.intern(&c.op));
+        out.event.push(EventId(u32::MAX));
+        out.dur_ns.push(0);
+        out.dur_without_inferred_ns.push(0);
+        out.gap_ns.push(0);
+        out.rec_start_ns.push(last_start);
+        out.rec_end_ns.push(last_start);
+        out.step.push(NO_STEP);
+        out.not_before_ns.push(NO_TIME);
+        out.peer_wait_ns.push(0);
+        out.sm_demand.push(crate::graph::SmDemand::None);
         for (i, &t) in tasks.iter().enumerate() {
             out.dur_ns[t.index()] = transfer_ns[i];
             out.dur_without_inferred_ns[t.index()] = transfer_ns[i];
             out.peer_wait_ns[t.index()] = 0;
-            for &peer in &tasks {
-                if peer != t {
-                    edges.push((t, EdgeKind::PeerArrival, peer, 0));
-                    global.peer_edges += 1;
-                }
-            }
+            edges.push((release, EdgeKind::CollectiveArrival, t, 0));
+            edges.push((t, EdgeKind::PeerArrival, release, 0));
+            global.peer_edges += 2;
         }
         global.collectives.push(GlobalCollective {
             group: c.group.clone(),
@@ -428,6 +462,14 @@ fn critical_path(
                 }
             }
         };
+        // A release task is no work of any rank: the path goes on from the instance that
+        // began last, which released it at the same instant.
+        let next = next.map(|n| match timeline.binding[n.0.index()] {
+            Binding::Edge(arrived, EdgeKind::CollectiveArrival) if global.is_release(n.0) => {
+                (arrived, false, timeline.begin_ns[arrived.index()])
+            }
+            _ => n,
+        });
         let released = next.map_or(timeline.begin_ns[t], |n| n.2).max(from_ns);
         let share = (time - released).max(0);
         if next.is_none() && released > from_ns {

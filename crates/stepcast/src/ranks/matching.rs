@@ -19,10 +19,11 @@
 
 use std::collections::BTreeMap;
 
-use stepcast_trace::{CommArgs, LaneKind};
+use stepcast_trace::{CommArgs, LaneKind, Trace};
 
-use super::{RankId, RankTrace, lane_label};
-use crate::analyze::mapping::map;
+use super::{RankGraph, RankId, RankTrace, lane_label};
+use crate::Window;
+use crate::analyze::mapping::{Mapping, map};
 use crate::comm::calibrate::comm_args;
 use crate::graph::{NO_STEP, TaskId, TaskKind};
 
@@ -151,12 +152,13 @@ pub fn collective_op(kernel_name: &str) -> &str {
 /// each with its group, step and order (see [`CollectiveInstance::seq`]). A group without a
 /// recorded process group is named by its recorded stream (`stream N`).
 pub fn rank_collectives(rank: &RankTrace<'_>) -> Vec<CollectiveInstance> {
-    collectives_of(rank, true)
+    let mapping = map(rank.trace, rank.window);
+    collectives_of(rank.trace, rank.window, &mapping, true)
 }
 
-/// Device streams of `rank` that run collectives, ordered by their first collective.
-fn collective_streams(rank: &RankTrace<'_>) -> Vec<u32> {
-    let graph = &rank.window.graph;
+/// Device streams of `window` that run collectives, ordered by their first collective.
+fn collective_streams(window: &Window) -> Vec<u32> {
+    let graph = &window.graph;
     let mut streams: Vec<(i64, u32)> = Vec::new();
     for (lane_index, lane) in graph.lanes.iter().enumerate() {
         if lane.kind != LaneKind::DeviceStream {
@@ -172,18 +174,31 @@ fn collective_streams(rank: &RankTrace<'_>) -> Vec<u32> {
     streams.into_iter().map(|(_, lane)| lane).collect()
 }
 
+/// The labels of the streams that run collectives, sorted.
+pub(crate) fn collective_stream_labels(trace: &Trace, window: &Window) -> Vec<String> {
+    let mut labels: Vec<String> = collective_streams(window)
+        .into_iter()
+        .map(|lane| lane_label(trace, window.graph.lanes[lane as usize].trace_lane))
+        .collect();
+    labels.sort();
+    labels
+}
+
 /// `recorded_streams`: name a group without process-group metadata by its recorded stream
 /// (when every rank runs collectives on the same stream ids), else by first use (`stream#i`),
-/// which a window cut can renumber.
-fn collectives_of(rank: &RankTrace<'_>, recorded_streams: bool) -> Vec<CollectiveInstance> {
-    let graph = &rank.window.graph;
-    let trace = rank.trace;
-    // The op stack is only needed to reach the `record_param_comms` op around a launch, and
-    // only a trace that recorded NCCL metadata has one.
-    let mapping = (!trace.comm_args.is_empty()).then(|| map(trace, rank.window));
+/// which a window cut can renumber. `mapping` gives the op stack around a launch, to reach
+/// the `record_param_comms` op of a trace that recorded NCCL metadata.
+pub(crate) fn collectives_of(
+    trace: &Trace,
+    window: &Window,
+    mapping: &Mapping,
+    recorded_streams: bool,
+) -> Vec<CollectiveInstance> {
+    let graph = &window.graph;
+    let mapping = (!trace.comm_args.is_empty()).then_some(mapping);
     let mut order: BTreeMap<(String, GroupSource, Option<u64>), u32> = BTreeMap::new();
     let mut instances = Vec::new();
-    for (stream_index, lane_index) in collective_streams(rank).into_iter().enumerate() {
+    for (stream_index, lane_index) in collective_streams(window).into_iter().enumerate() {
         let lane = &graph.lanes[lane_index as usize];
         let stream = if recorded_streams {
             lane_label(trace, lane.trace_lane)
@@ -207,7 +222,7 @@ fn collectives_of(rank: &RankTrace<'_>, recorded_streams: bool) -> Vec<Collectiv
             let process_group = args.and_then(|a| a.process_group.clone());
             let recorded_seq = args.and_then(|a| a.seq).and_then(|s| u32::try_from(s).ok());
             let step = (graph.step[i] != NO_STEP)
-                .then(|| rank.window.steps.get(graph.step[i] as usize))
+                .then(|| window.steps.get(graph.step[i] as usize))
                 .flatten()
                 .filter(|s| !s.synthetic)
                 .map(|s| s.number);
@@ -274,34 +289,26 @@ fn place(reference: &[(&str, i64)], list: &[(&str, i64)]) -> Placement {
 
 /// Matches every rank's collectives by identity (see the module documentation). A collective
 /// is matched when every rank has an instance at its place and all are of the same type.
-pub fn match_collectives(ranks: &[RankTrace<'_>]) -> CollectiveMatching {
-    let labels: Vec<Vec<String>> = ranks
+pub fn match_collectives(ranks: &[RankGraph]) -> CollectiveMatching {
+    let recorded_streams = ranks
+        .windows(2)
+        .all(|w| w[0].collective_streams == w[1].collective_streams);
+    let per_rank: Vec<&[CollectiveInstance]> = ranks
         .iter()
         .map(|rank| {
-            let mut l: Vec<String> = collective_streams(rank)
-                .into_iter()
-                .map(|lane| {
-                    lane_label(
-                        rank.trace,
-                        rank.window.graph.lanes[lane as usize].trace_lane,
-                    )
-                })
-                .collect();
-            l.sort();
-            l
+            if recorded_streams {
+                rank.collectives_by_stream.as_slice()
+            } else {
+                rank.collectives_by_first_use.as_slice()
+            }
         })
-        .collect();
-    let recorded_streams = labels.windows(2).all(|w| w[0] == w[1]);
-    let per_rank: Vec<Vec<CollectiveInstance>> = ranks
-        .iter()
-        .map(|rank| collectives_of(rank, recorded_streams))
         .collect();
 
     // (group, source, step) → per rank, its instances in order.
     type Bucket = (String, GroupSource, Option<u64>);
     let mut buckets: BTreeMap<Bucket, Vec<Vec<&CollectiveInstance>>> = BTreeMap::new();
     for (r, instances) in per_rank.iter().enumerate() {
-        for instance in instances {
+        for instance in instances.iter() {
             let key = (instance.group.clone(), instance.source, instance.step);
             buckets
                 .entry(key)
@@ -337,7 +344,7 @@ pub fn match_collectives(ranks: &[RankTrace<'_>]) -> CollectiveMatching {
             lists[r]
                 .iter()
                 .map(|i| {
-                    let end = ranks[r].trace.origin_ns + graph.rec_end_ns[i.task.index()];
+                    let end = ranks[r].origin_ns + graph.rec_end_ns[i.task.index()];
                     (i.op.as_str(), end)
                 })
                 .collect()

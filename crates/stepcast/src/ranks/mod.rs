@@ -13,13 +13,13 @@
 mod clocks;
 mod global;
 mod matching;
+mod rank_graph;
 mod split;
 mod stragglers;
 
 use stepcast_trace::{LaneId, LaneKind, Trace};
 
 use crate::Window;
-use crate::analyze::mapping::{Mapping, map};
 use crate::simulate::SimError;
 
 pub use clocks::{
@@ -35,6 +35,7 @@ pub use matching::{
     CollectiveInstance, CollectiveMatching, GroupMatching, GroupSource, MatchedCollective,
     UnmatchedCollective, UnmatchedReason, collective_op, match_collectives, rank_collectives,
 };
+pub use rank_graph::{HostOp, RankGraph};
 pub use split::{
     CollectiveSplit, InstanceSplit, RankCommTotals, WaitTransfer, split_wait_transfer,
 };
@@ -105,8 +106,15 @@ pub enum RanksError {
 }
 
 /// Matches, aligns, merges and replays `ranks` (sorted by rank number; the first is the clock
-/// reference).
+/// reference). Copies each rank's graph into a [`RankGraph`]; a caller holding many ranks
+/// builds those itself as it reads them and calls [`replay_rank_graphs`].
 pub fn replay_ranks(ranks: &[RankTrace<'_>]) -> Result<RanksReport, RanksError> {
+    let graphs: Vec<RankGraph> = ranks.iter().map(RankGraph::from_trace).collect();
+    replay_rank_graphs(&graphs)
+}
+
+/// [`replay_ranks`] on ranks already reduced to their graphs.
+pub fn replay_rank_graphs(ranks: &[RankGraph]) -> Result<RanksReport, RanksError> {
     if ranks.is_empty() {
         return Err(RanksError::NoRanks);
     }
@@ -119,9 +127,8 @@ pub fn replay_ranks(ranks: &[RankTrace<'_>]) -> Result<RanksReport, RanksError> 
     let alignment = align_clocks(ranks, &matching)?;
     let global = global_graph(ranks, &matching, &alignment, TransferModel::default());
     let replay = replay_global(&global)?;
-    let mappings: Vec<Mapping> = ranks.iter().map(|r| map(r.trace, r.window)).collect();
-    let wait_transfer = split_wait_transfer(ranks, &matching, &global, &mappings);
-    let stragglers = stragglers(ranks, &matching, &global, &wait_transfer, &mappings);
+    let wait_transfer = split_wait_transfer(ranks, &matching, &global);
+    let stragglers = stragglers(ranks, &matching, &global, &wait_transfer);
     Ok(RanksReport {
         matching,
         alignment,

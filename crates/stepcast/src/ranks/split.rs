@@ -6,9 +6,7 @@
 //! start to the last rank's start (clamped to the recorded duration), its transfer the rest:
 //! `wait + transfer == recorded` for every instance. The last rank to arrive waits for no one.
 
-use super::{CollectiveMatching, GlobalGraph, RankId, RankTrace};
-use crate::analyze::mapping::Mapping;
-use crate::comm::{calibrate, recorded_collectives};
+use super::{CollectiveMatching, GlobalGraph, RankGraph, RankId};
 
 /// One rank's instance of a matched collective.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,13 +59,11 @@ pub struct WaitTransfer {
     pub totals: Vec<RankCommTotals>,
 }
 
-/// Splits every matched collective of `global` (on aligned clocks); `mappings` (one per rank)
-/// give the comm calibration its message sizes.
+/// Splits every matched collective of `global` (on aligned clocks).
 pub fn split_wait_transfer(
-    ranks: &[RankTrace<'_>],
+    ranks: &[RankGraph],
     matching: &CollectiveMatching,
     global: &GlobalGraph,
-    mappings: &[Mapping],
 ) -> WaitTransfer {
     let graph = &global.graph;
     let mut totals = vec![RankCommTotals::default(); ranks.len()];
@@ -129,11 +125,8 @@ pub fn split_wait_transfer(
         total.unsplit_kernels += 1;
         total.unsplit_ns += g.rec_end_ns[t] - g.rec_start_ns[t];
     }
-    for (r, rank) in ranks.iter().enumerate() {
-        if let Some(mapping) = mappings.get(r) {
-            let recorded = recorded_collectives(rank.trace, rank.window, mapping);
-            totals[r].calibrated_floor_ns = calibrate(&recorded).floor_ns;
-        }
+    for (total, rank) in totals.iter_mut().zip(ranks) {
+        total.calibrated_floor_ns = rank.calibrated_floor_ns;
     }
     WaitTransfer {
         collectives,

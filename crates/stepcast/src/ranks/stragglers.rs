@@ -2,10 +2,8 @@
 //! how much it alone delayed the collective, and what it was doing while the others waited
 //! (mapped to its op, layer and phase by `analyze::mapping`).
 
-use stepcast_trace::{Event, EventKind, LaneId, Trace};
-
-use super::{CollectiveMatching, GlobalGraph, RankTrace, WaitTransfer, lane_label};
-use crate::analyze::mapping::{Mapping, Phase};
+use super::{CollectiveMatching, GlobalGraph, HostOp, RankGraph, WaitTransfer};
+use crate::analyze::mapping::Phase;
 use crate::graph::{EdgeKind, Graph, TaskId};
 
 /// A stream predecessor ending at most this long before a collective starts held it back.
@@ -62,13 +60,13 @@ pub struct Straggler {
 }
 
 /// The straggler of every matched collective, from the recorded starts on aligned clocks
-/// (`split`'s last rank); `mappings` has one mapping per rank.
+/// (`split`'s last rank). Each looks only at the ops and tasks near its wait (binary searches
+/// over the last rank's lanes), not at the whole lane: O(collectives × log lane).
 pub fn stragglers(
-    ranks: &[RankTrace<'_>],
+    ranks: &[RankGraph],
     matching: &CollectiveMatching,
     global: &GlobalGraph,
     split: &WaitTransfer,
-    mappings: &[Mapping],
 ) -> Vec<Straggler> {
     global
         .collectives
@@ -98,9 +96,7 @@ pub fn stragglers(
             // The wait, in the last rank's own time.
             let shift = global.ranks[last].shift_ns;
             let wait = (second - shift, s.last_start_ns - shift);
-            let doing = mappings
-                .get(last)
-                .and_then(|m| doing(rank, m, local, &cause, wait));
+            let doing = doing(rank, local, &cause, wait);
             Straggler {
                 collective: k as u32,
                 group: c.group.clone(),
@@ -123,7 +119,7 @@ fn launch_call(graph: &Graph, task: TaskId) -> Option<TaskId> {
         .map(|e| graph.pred[e])
 }
 
-fn cause(rank: &RankTrace<'_>, task: TaskId, previous: Option<TaskId>) -> StragglerCause {
+fn cause(rank: &RankGraph, task: TaskId, previous: Option<TaskId>) -> StragglerCause {
     let graph = &rank.window.graph;
     let start = graph.rec_start_ns[task.index()];
     let stream_pred = graph.lane_pred(task);
@@ -135,14 +131,14 @@ fn cause(rank: &RankTrace<'_>, task: TaskId, previous: Option<TaskId>) -> Stragg
     });
     if let Some(p) = stream_pred.filter(|_| stream_busy && call_early) {
         return StragglerCause::Stream {
-            previous_task: rank.trace.name(graph.name[p.index()]).to_string(),
+            previous_task: rank.name(graph.name[p.index()]).to_string(),
         };
     }
     let Some(call) = call else {
         return StragglerCause::Unknown;
     };
     let call_start = graph.rec_start_ns[call.index()];
-    let thread = graph.lanes[graph.lane[call.index()] as usize].trace_lane;
+    let thread = graph.lane[call.index()];
     let since = previous
         .and_then(|p| launch_call(graph, p))
         .filter(|p| graph.lane[p.index()] == graph.lane[call.index()])
@@ -152,22 +148,15 @@ fn cause(rank: &RankTrace<'_>, task: TaskId, previous: Option<TaskId>) -> Stragg
             rank.window.steps.get(step as usize).map(|s| s.start_ns)
         })
         .unwrap_or(i64::MIN);
-    let longest = host_ops(rank.trace, thread)
-        .filter(|e| e.start_ns >= since && e.end_ns() <= call_start)
+    let longest = rank
+        .host_ops_starting(thread, since, call_start)
+        .iter()
+        .filter(|e| e.end_ns() <= call_start)
         .max_by_key(|e| (e.dur_ns, std::cmp::Reverse(e.start_ns)));
     StragglerCause::Host {
-        longest_op: longest.map(|e| rank.trace.name(e.name).to_string()),
+        longest_op: longest.map(|e| rank.name(e.name).to_string()),
         longest_op_ns: longest.map_or(0, |e| e.dur_ns),
     }
-}
-
-/// Ops and annotations of a host thread, step markers left out.
-fn host_ops<'t>(trace: &'t Trace, thread: LaneId) -> impl Iterator<Item = &'t Event> + 't {
-    trace
-        .lane_events(thread)
-        .iter()
-        .filter(|e| matches!(e.kind, EventKind::CpuOp | EventKind::UserAnnotation))
-        .filter(move |e| !trace.name(e.name).starts_with("ProfilerStep#"))
 }
 
 fn overlap(a: (i64, i64), b: (i64, i64)) -> i64 {
@@ -177,20 +166,20 @@ fn overlap(a: (i64, i64), b: (i64, i64)) -> i64 {
 /// What the last rank ran during `wait` (its own times): on the collective's stream when the
 /// stream held it back, else on the thread that launched it, until the launch.
 fn doing(
-    rank: &RankTrace<'_>,
-    mapping: &Mapping,
+    rank: &RankGraph,
     task: TaskId,
     cause: &StragglerCause,
     wait: (i64, i64),
 ) -> Option<Doing> {
     let graph = &rank.window.graph;
-    let trace = rank.trace;
-    let layer = |t: TaskId| mapping.layer[t.index()].map(|n| trace.name(n).to_string());
-    let op = |t: TaskId| mapping.op_name(trace, t).map(|n| trace.name(n).to_string());
+    let layer = |t: TaskId| rank.layer[t.index()].map(|n| rank.name(n).to_string());
+    let op = |t: TaskId| rank.op[t.index()].map(|n| rank.name(n).to_string());
     match cause {
         StragglerCause::Stream { .. } => {
-            let lane = &graph.lanes[graph.lane[task.index()] as usize];
-            let busiest = (lane.first_task..task.0)
+            let graph_lane = graph.lane[task.index()];
+            // Only tasks ending after the wait began can overlap it.
+            let busiest = rank
+                .lane_tasks_ending_after(task, wait.0)
                 .map(TaskId)
                 .map(|t| {
                     let span = (graph.rec_start_ns[t.index()], graph.rec_end_ns[t.index()]);
@@ -202,25 +191,26 @@ fn doing(
                 .or_else(|| graph.lane_pred(task).map(|t| (t, 0)))?;
             let (t, overlap_ns) = busiest;
             Some(Doing {
-                name: trace.name(graph.name[t.index()]).to_string(),
-                lane: lane_label(trace, lane.trace_lane),
+                name: rank.name(graph.name[t.index()]).to_string(),
+                lane: rank.lane_labels[graph_lane as usize].clone(),
                 op: op(t),
                 layer: layer(t),
-                phase: Some(mapping.phase[t.index()]),
+                phase: Some(rank.phase[t.index()]),
                 overlap_ns,
             })
         }
         StragglerCause::Host { .. } => {
             let call = launch_call(graph, task)?;
             let graph_lane = graph.lane[call.index()];
-            let thread = graph.lanes[graph_lane as usize].trace_lane;
             let call_start = graph.rec_start_ns[call.index()];
             let window = if call_start > wait.0 {
                 (wait.0, wait.1.min(call_start))
             } else {
                 wait
             };
-            let covered: Vec<(&Event, i64)> = host_ops(trace, thread)
+            let covered: Vec<(&HostOp, i64)> = rank
+                .host_ops_near(graph_lane, window.0, window.1)
+                .iter()
                 .map(|e| (e, overlap((e.start_ns, e.end_ns()), window)))
                 .filter(|&(_, ns)| ns > 0)
                 .collect();
@@ -237,27 +227,26 @@ fn doing(
                 })
                 .copied()?;
             // Its layer and phase: those of the first task its thread ran inside it, else of
-            // the last one before it.
+            // the last one before it (the lane's tasks are in recorded order, by start).
             let lane = &graph.lanes[graph_lane as usize];
-            let tasks = lane.first_task..lane.first_task + lane.task_count;
-            let inside = tasks.clone().map(TaskId).find(|t| {
-                let s = graph.rec_start_ns[t.index()];
-                s >= event.start_ns && s < event.end_ns()
-            });
+            let starts = &graph.rec_start_ns
+                [lane.first_task as usize..(lane.first_task + lane.task_count) as usize];
+            let from = starts.partition_point(|&s| s < event.start_ns);
+            let inside = starts
+                .get(from)
+                .filter(|&&s| s < event.end_ns())
+                .map(|_| TaskId(lane.first_task + from as u32));
             let before = || {
-                tasks
-                    .clone()
-                    .rev()
-                    .map(TaskId)
-                    .find(|t| graph.rec_start_ns[t.index()] < event.start_ns)
+                from.checked_sub(1)
+                    .map(|i| TaskId(lane.first_task + i as u32))
             };
             let context = inside.or_else(before);
             Some(Doing {
-                name: trace.name(event.name).to_string(),
-                lane: lane_label(trace, thread),
-                op: Some(trace.name(event.name).to_string()),
+                name: rank.name(event.name).to_string(),
+                lane: rank.lane_labels[graph_lane as usize].clone(),
+                op: Some(rank.name(event.name).to_string()),
                 layer: context.and_then(layer),
-                phase: context.map(|t| mapping.phase[t.index()]),
+                phase: context.map(|t| rank.phase[t.index()]),
                 overlap_ns,
             })
         }

@@ -7,6 +7,9 @@
 //! [`Mapping`] of the input still applies to them) and inserted tasks are numbered from `n` on.
 //! The input graph is never changed.
 
+use std::borrow::Cow;
+use std::collections::HashMap;
+
 use regex::Regex;
 use stepcast_trace::{EventId, NameId, Trace};
 
@@ -179,8 +182,19 @@ pub struct EditGraph {
     /// Tasks of each lane in order; a removed task leaves [`GONE`] in its place, so that
     /// positions stay valid and a removal costs O(1).
     lane_tasks: Vec<Vec<u32>>,
-    /// Each task's index in its lane's `lane_tasks`.
+    /// Each task's index in its lane's `lane_tasks` (stale for a task still in `inserted`).
     position: Vec<u32>,
+    /// Per lane, the tasks inserted since its `lane_tasks` was last put in order, each with
+    /// the task it was inserted right after: an insert costs O(1), and the lane is put in
+    /// order once, when an edit next needs its order (a removal on it, a same-lane edge) or
+    /// when the graph is built. Inserting into the vector instead moved and renumbered the
+    /// rest of the lane on every insert: quadratic in the tasks a model inserts.
+    inserted: Vec<Vec<(u32, u32)>>,
+    /// The same pending inserts by task: what each was inserted after, and what was inserted
+    /// after each task (in insertion order), to answer "the task before" without putting the
+    /// lane in order. Lookups only: no map order reaches an output.
+    inserted_after: HashMap<u32, u32>,
+    followers: HashMap<u32, Vec<u32>>,
     lanes: Vec<GraphLane>,
     /// Task count of the input: ids below it are the input's tasks.
     original_tasks: usize,
@@ -249,6 +263,9 @@ impl EditGraph {
             frozen: vec![false; n],
             preds,
             succs,
+            inserted: vec![Vec::new(); lane_tasks.len()],
+            inserted_after: HashMap::new(),
+            followers: HashMap::new(),
             lane_tasks,
             position,
             lanes: graph.lanes.clone(),
@@ -315,11 +332,100 @@ impl EditGraph {
 
     /// Live tasks of graph lane `lane`, in order.
     pub fn lane_tasks(&self, lane: u32) -> Vec<u32> {
-        self.lane_tasks[lane as usize]
+        self.ordered_lane(lane)
             .iter()
             .copied()
             .filter(|&t| t != GONE)
             .collect()
+    }
+
+    /// `lane_tasks` of `lane` with its pending inserts in place (removed slots kept as
+    /// [`GONE`]): each inserted task right after the task it was inserted after, the later of
+    /// two inserts after one task first, and what was inserted after an inserted task right
+    /// after it. O(lane + inserts).
+    fn ordered_lane(&self, lane: u32) -> Cow<'_, [u32]> {
+        let base = &self.lane_tasks[lane as usize];
+        let inserted = &self.inserted[lane as usize];
+        if inserted.is_empty() {
+            return Cow::Borrowed(base);
+        }
+        // Per anchor, its inserts, latest first.
+        let mut after: Vec<(u32, usize, u32)> = inserted
+            .iter()
+            .enumerate()
+            .map(|(order, &(anchor, task))| (anchor, usize::MAX - order, task))
+            .collect();
+        after.sort_unstable();
+        let followers = |anchor: u32| {
+            let from = after.partition_point(|e| e.0 < anchor);
+            after[from..]
+                .iter()
+                .take_while(move |e| e.0 == anchor)
+                .map(|e| e.2)
+        };
+        let mut out = Vec::with_capacity(base.len() + inserted.len());
+        let mut stack: Vec<u32> = Vec::new();
+        for &t in base {
+            out.push(t);
+            if t == GONE {
+                continue;
+            }
+            stack.extend(followers(t).collect::<Vec<_>>().into_iter().rev());
+            while let Some(f) = stack.pop() {
+                out.push(f);
+                stack.extend(followers(f).collect::<Vec<_>>().into_iter().rev());
+            }
+        }
+        Cow::Owned(out)
+    }
+
+    /// Puts the pending inserts of `lane` in place and renumbers its positions.
+    fn settle(&mut self, lane: u32) {
+        if self.inserted[lane as usize].is_empty() {
+            return;
+        }
+        let ordered = self.ordered_lane(lane).into_owned();
+        for (i, &t) in ordered.iter().enumerate() {
+            if t != GONE {
+                self.position[t as usize] = i as u32;
+            }
+        }
+        self.lane_tasks[lane as usize] = ordered;
+        for (anchor, task) in std::mem::take(&mut self.inserted[lane as usize]) {
+            self.inserted_after.remove(&task);
+            self.followers.remove(&anchor);
+        }
+    }
+
+    /// The live task before `task` on its lane, if any, without putting the lane in order:
+    /// O(inserts after the tasks in between), not O(lane).
+    pub fn lane_prev(&self, task: TaskId) -> Option<TaskId> {
+        let t = task.0;
+        // The last task of `x` and what was inserted after it: the first insert after `x`
+        // (later ones went before it), and so on down.
+        let last_after = |mut x: u32| {
+            while let Some(&f) = self.followers.get(&x).and_then(|f| f.first()) {
+                x = f;
+            }
+            x
+        };
+        let before = match self.inserted_after.get(&t) {
+            Some(&anchor) => {
+                let siblings = self.followers.get(&anchor).map_or(&[][..], Vec::as_slice);
+                let i = siblings.iter().position(|&s| s == t)?;
+                match siblings.get(i + 1) {
+                    Some(&earlier) => last_after(earlier),
+                    None => anchor,
+                }
+            }
+            None => {
+                let lane = &self.lane_tasks[self.rows[t as usize].lane as usize];
+                let position = self.position[t as usize] as usize;
+                let previous = lane.get(..position)?.iter().rev().find(|&&x| x != GONE)?;
+                last_after(*previous)
+            }
+        };
+        Some(TaskId(before))
     }
 
     /// The live task before (`forward == false`) or after `position` on `lane`.
@@ -640,6 +746,7 @@ impl EditGraph {
             return;
         }
         let row = self.rows[r].clone();
+        self.settle(row.lane);
         let position = self.position[r] as usize;
         debug_assert_eq!(self.lane_tasks[row.lane as usize][position], task.0);
         let lane_prev = self.live_neighbor(row.lane, position, false);
@@ -766,14 +873,16 @@ impl EditGraph {
             return;
         }
         // Lane order already implies an end-to-begin edge to a later task of the same lane.
-        let (from_row, to_row) = (&self.rows[from as usize], &self.rows[to as usize]);
-        if from_row.lane == to_row.lane
+        let same_lane = self.rows[from as usize].lane == self.rows[to as usize].lane;
+        if same_lane
             && !kind.from_source_begin()
             && !kind.gates_completion()
             && self.alive[from as usize]
             && self.alive[to as usize]
         {
-            let lane = &self.lane_tasks[from_row.lane as usize];
+            let lane_index = self.rows[from as usize].lane;
+            self.settle(lane_index);
+            let lane = &self.lane_tasks[lane_index as usize];
             let (a, b) = (
                 self.position[from as usize] as usize,
                 self.position[to as usize] as usize,
@@ -878,6 +987,7 @@ impl EditGraph {
             ..lane
         });
         self.lane_tasks.push(Vec::new());
+        self.inserted.push(Vec::new());
         Ok(self.lanes.len() as u32 - 1)
     }
 
@@ -948,19 +1058,14 @@ impl EditGraph {
         Ok(())
     }
 
-    /// Adds `row` to the lane of `after`, right after it.
+    /// Adds `row` to the lane of `after`, right after it (pending until the lane is next put
+    /// in order: O(1)).
     fn push_row(&mut self, row: Row, after: TaskId) -> TaskId {
         let id = self.rows.len() as u32;
-        let lane = &mut self.lane_tasks[row.lane as usize];
-        let position = self.position[after.index()] as usize;
-        debug_assert_eq!(lane[position], after.0);
-        lane.insert(position + 1, id);
-        self.position.push(0);
-        for (i, &t) in lane.iter().enumerate().skip(position + 1) {
-            if t != GONE {
-                self.position[t as usize] = i as u32;
-            }
-        }
+        self.inserted[row.lane as usize].push((after.0, id));
+        self.inserted_after.insert(id, after.0);
+        self.followers.entry(after.0).or_default().push(id);
+        self.position.push(u32::MAX);
         self.rows.push(row);
         self.alive.push(true);
         self.frozen.push(false);
@@ -993,6 +1098,7 @@ impl EditGraph {
             }
         }
         // The first task in lane order survives.
+        self.settle(self.lane(first));
         let keep = *selection
             .tasks()
             .iter()
@@ -1049,7 +1155,8 @@ impl EditGraph {
     /// fused task wait for itself.
     pub fn runs(&self, selection: &Selection) -> Vec<Selection> {
         let mut runs = Vec::new();
-        for lane in &self.lane_tasks {
+        for lane_index in 0..self.lane_tasks.len() {
+            let lane = self.ordered_lane(lane_index as u32);
             let mut current: Vec<TaskId> = Vec::new();
             for &t in lane.iter().filter(|&&t| t != GONE) {
                 let task = TaskId(t);
@@ -1096,7 +1203,8 @@ impl EditGraph {
     pub(crate) fn build(&self) -> Result<(Graph, Vec<TaskId>), EditError> {
         let mut new_id = vec![TaskId::NONE; self.rows.len()];
         let mut graph = Graph::default();
-        for (lane_index, tasks) in self.lane_tasks.iter().enumerate() {
+        for lane_index in 0..self.lane_tasks.len() {
+            let tasks = self.ordered_lane(lane_index as u32);
             let first_task = graph.task_count() as u32;
             for &t in tasks.iter().filter(|&&t| t != GONE) {
                 if !self.alive[t as usize] {

@@ -2,12 +2,12 @@
 
 use stepcast::Window;
 use stepcast::analyze::mapping::Phase;
-use stepcast::graph::{BuildOptions, EdgeKind, NO_TIME, TaskKind, build};
+use stepcast::graph::{BuildOptions, EdgeKind, NO_TIME, TaskId, TaskKind, build};
 use stepcast::ranks::{
     AlignOptions, AlignmentStatus, CONSTRAINT_TOLERANCE_NS, ClockAlignment, ConstraintKind,
-    GroupSource, RankTrace, RanksReport, StragglerCause, TransferModel, UnmatchedReason,
-    align_clocks, align_clocks_with, global_graph, match_collectives, ordering_constraints,
-    recorded_rank, replay_global, replay_ranks,
+    GlobalGraph, GroupSource, OrderingConstraint, RankGraph, RankId, RanksReport, StragglerCause,
+    TransferModel, UnmatchedReason, align_clocks, align_clocks_with, global_graph,
+    match_collectives, ordering_constraints, recorded_rank, replay_global, replay_rank_graphs,
 };
 use stepcast_trace::{Trace, read_trace};
 
@@ -56,20 +56,17 @@ fn shift(trace: &mut Trace, by_ns: i64) {
     }
 }
 
-fn views(ranks: &[(i64, Trace, Window)]) -> Vec<RankTrace<'_>> {
+/// Each rank reduced to what the multi-rank replay keeps of it.
+fn views(ranks: &[(i64, Trace, Window)]) -> Vec<RankGraph> {
     ranks
         .iter()
-        .map(|(rank, trace, window)| RankTrace {
-            rank: *rank,
-            trace,
-            window,
-        })
+        .map(|(rank, trace, window)| RankGraph::new(*rank, trace, window.clone()))
         .collect()
 }
 
 fn replay(shift_ns: &[i64; 8]) -> RanksReport {
     let ranks = dlrm(shift_ns);
-    replay_ranks(&views(&ranks)).unwrap_or_else(|e| panic!("{e}"))
+    replay_rank_graphs(&views(&ranks)).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Artificial clock offsets of ±5 ms (rank 0 is the reference: its shift is subtracted).
@@ -157,17 +154,14 @@ fn send_recv_constraints_hold_after_alignment() {
     let views = views(&ranks);
     let matching = match_collectives(&views);
     let alignment = align_clocks(&views, &matching).unwrap_or_else(|e| panic!("{e}"));
-    // One row per kind and ordered pair of the 8 ranks.
-    assert_eq!(
-        alignment.constraints_of(ConstraintKind::SendRecv).count(),
-        56
-    );
-    assert_eq!(
-        alignment
-            .constraints_of(ConstraintKind::CollectiveOrder)
-            .count(),
-        56
-    );
+    // Per kind, each rank's tightest pair as the later and as the earlier rank (at most 2 per
+    // rank, shared where two ranks are each other's tightest); every pair on request.
+    for kind in [ConstraintKind::SendRecv, ConstraintKind::CollectiveOrder] {
+        let n = alignment.constraints_of(kind).count();
+        assert!((8..=16).contains(&n), "{kind:?}: {n}");
+    }
+    let all_ranks: Vec<RankId> = (0..8).map(RankId).collect();
+    assert_eq!(alignment.constraints_involving(&all_ranks).len(), 2 * 56);
     let aligned = |r: usize, t: i64| ranks[r].1.origin_ns + t - alignment.offsets_ns[r];
     let mut pairs = 0;
     for c in matching.matched.iter().filter(|c| c.op == "SendRecv") {
@@ -297,7 +291,8 @@ fn fastest_instance_transfer_model_replays_within_2_percent() {
         TransferModel::FastestInstance,
     );
     assert_eq!(global.replaced_peer_arrivals, 64);
-    assert_eq!(global.peer_edges, 8 * 8 * 7);
+    // One release task per collective, with an edge from and to each of its 8 instances.
+    assert_eq!(global.peer_edges, 8 * 2 * 8);
     let replay = replay_global(&global).unwrap_or_else(|e| panic!("{e}"));
     for rank in &replay.ranks {
         for step in &rank.steps {
@@ -351,7 +346,7 @@ fn a_late_rank_delays_its_peers() {
 fn wait_plus_transfer_is_every_recorded_nccl_kernel() {
     let ranks = dlrm(&SHIFTS_NS);
     let views = views(&ranks);
-    let report = replay_ranks(&views).unwrap_or_else(|e| panic!("{e}"));
+    let report = replay_rank_graphs(&views).unwrap_or_else(|e| panic!("{e}"));
     let split = &report.wait_transfer;
     assert_eq!(split.collectives.len(), 8);
     for (r, (_, _, window)) in ranks.iter().enumerate() {
@@ -417,7 +412,7 @@ fn wait_plus_transfer_is_every_recorded_nccl_kernel() {
 fn the_straggler_is_the_rank_that_arrived_last() {
     let ranks = dlrm(&SHIFTS_NS);
     let views = views(&ranks);
-    let report = replay_ranks(&views).unwrap_or_else(|e| panic!("{e}"));
+    let report = replay_rank_graphs(&views).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(report.stragglers.len(), 8);
     for s in &report.stragglers {
         let c = &report.matching.matched[s.collective as usize];
@@ -450,7 +445,8 @@ fn the_straggler_is_the_rank_that_arrived_last() {
 
 /// The critical path across ranks is a chain of tasks, each released by the one before it
 /// (an edge of the global graph, or its lane order), that changes rank only at a collective
-/// released by a peer's arrival, and whose length is the replayed global step.
+/// released by a peer's arrival (through the collective's release task), and whose length is
+/// the replayed global step.
 #[test]
 #[allow(clippy::print_stderr)] // the measured figures, for `--nocapture`
 fn the_critical_path_is_a_connected_chain_spanning_the_replayed_step() {
@@ -463,18 +459,26 @@ fn the_critical_path_is_a_connected_chain_spanning_the_replayed_step() {
     let g = &global.graph;
     let path = &replay.critical_path;
     assert!(path.len() > 10);
+    assert!(path.iter().all(|p| !global.is_release(p.task)));
     for pair in path.windows(2) {
         let (a, b) = (pair[0].task, pair[1].task);
         let edge = g.preds(b).find(|&e| g.pred[e] == a).map(|e| g.pred_kind[e]);
+        // Through a release task: `a` arrived at it, and it released `b`.
+        let through_release = g.preds(b).any(|e| {
+            g.pred_kind[e] == EdgeKind::PeerArrival
+                && global.is_release(g.pred[e])
+                && g.preds(g.pred[e])
+                    .any(|f| g.pred[f] == a && g.pred_kind[f] == EdgeKind::CollectiveArrival)
+        });
         let lane = g.lane_pred(b) == Some(a);
         assert!(
-            edge.is_some() || lane,
+            edge.is_some() || lane || through_release,
             "{:?} does not release {:?}",
             pair[0],
             pair[1]
         );
         if pair[0].rank != pair[1].rank {
-            assert_eq!(edge, Some(EdgeKind::PeerArrival), "{pair:?}");
+            assert!(through_release, "{pair:?}");
             assert_eq!(g.kind[b.index()], TaskKind::Collective, "{pair:?}");
         }
     }
@@ -651,7 +655,7 @@ fn a_rank_whose_window_starts_one_collective_later_still_matches() {
     assert!(recovery <= 50_000, "{alignment:?}");
 
     // The global replay holds every rank's step within 2 %.
-    let report = replay_ranks(&views).unwrap_or_else(|e| panic!("{e}"));
+    let report = replay_rank_graphs(&views).unwrap_or_else(|e| panic!("{e}"));
     let mut worst: f64 = 0.0;
     for rank in &report.replay.ranks {
         assert_eq!(rank.steps.len(), 1, "rank {}", rank.rank);
@@ -681,4 +685,148 @@ fn a_rank_whose_window_starts_one_collective_later_still_matches() {
         "late rank {LATE}: clock recovery error {recovery} ns; per-rank step errors {}",
         errors.join(" ")
     );
+}
+
+/// The global graph as it was built before release tasks (the reference): an edge from every
+/// instance's begin to every peer instance's completion, R·(R−1) per collective.
+fn with_pairwise_peer_edges(global: &GlobalGraph) -> GlobalGraph {
+    let mut reference = global.clone();
+    let g = &mut reference.graph;
+    let n = global.first_release_task as usize;
+    let mut edges: Vec<(TaskId, EdgeKind, TaskId, i64)> = Vec::new();
+    for t in 0..n {
+        for e in global.graph.preds(TaskId(t as u32)) {
+            if !global.is_release(global.graph.pred[e]) {
+                edges.push((
+                    TaskId(t as u32),
+                    global.graph.pred_kind[e],
+                    global.graph.pred[e],
+                    global.graph.pred_lag_ns[e],
+                ));
+            }
+        }
+    }
+    for c in &global.collectives {
+        for &t in &c.tasks {
+            for &peer in c.tasks.iter().filter(|&&p| p != t) {
+                edges.push((t, EdgeKind::PeerArrival, peer, 0));
+            }
+        }
+    }
+    edges.sort_unstable();
+    let n_lanes = g
+        .lanes
+        .iter()
+        .filter(|l| (l.first_task as usize) < n)
+        .count();
+    g.lanes.truncate(n_lanes);
+    reference.lane_names.truncate(n_lanes);
+    for column in [&mut g.dur_ns, &mut g.dur_without_inferred_ns, &mut g.gap_ns] {
+        column.truncate(n);
+    }
+    for column in [&mut g.rec_start_ns, &mut g.rec_end_ns, &mut g.not_before_ns] {
+        column.truncate(n);
+    }
+    g.peer_wait_ns.truncate(n);
+    g.kind.truncate(n);
+    g.lane.truncate(n);
+    g.name.truncate(n);
+    g.event.truncate(n);
+    g.step.truncate(n);
+    g.pred_offsets = vec![0];
+    let mut i = 0;
+    for t in 0..n {
+        while i < edges.len() && edges[i].0.index() == t {
+            i += 1;
+        }
+        g.pred_offsets.push(i as u32);
+    }
+    g.pred = edges.iter().map(|e| e.2).collect();
+    g.pred_kind = edges.iter().map(|e| e.1).collect();
+    g.pred_lag_ns = edges.iter().map(|e| e.3).collect();
+    reference.first_release_task = n as u32;
+    reference
+}
+
+/// Per-rank detail gives the numbers the pairwise graph gave: a collective's release task
+/// schedules every rank's task exactly as an edge between every pair of its instances did,
+/// so every rank's measured and replayed steps and the critical path are identical.
+#[test]
+fn release_tasks_replay_exactly_as_pairwise_peer_edges() {
+    for shifts in [[0; 8], SHIFTS_NS] {
+        let ranks = dlrm(&shifts);
+        let views = views(&ranks);
+        let matching = match_collectives(&views);
+        let alignment = align_clocks(&views, &matching).unwrap_or_else(|e| panic!("{e}"));
+        let global = global_graph(&views, &matching, &alignment, TransferModel::default());
+        let reference = with_pairwise_peer_edges(&global);
+        assert_eq!(
+            reference.graph.pred_kind.len(),
+            global.graph.pred_kind.len() - 2 * 64 + 8 * 8 * 7
+        );
+        let replay = replay_global(&global).unwrap_or_else(|e| panic!("{e}"));
+        let expected = replay_global(&reference).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(replay.ranks, expected.ranks);
+        let n = global.first_release_task as usize;
+        assert_eq!(
+            replay.timeline.begin_ns[..n],
+            expected.timeline.begin_ns[..]
+        );
+        assert_eq!(replay.timeline.end_ns[..n], expected.timeline.end_ns[..]);
+        assert_eq!(replay.critical_path, expected.critical_path);
+        assert_eq!(
+            replay.critical_path_ns_by_rank,
+            expected.critical_path_ns_by_rank
+        );
+        assert_eq!(
+            replay.critical_path_segments,
+            expected.critical_path_segments
+        );
+        assert_eq!(replay.critical_path_by_lane, expected.critical_path_by_lane);
+    }
+}
+
+/// The per-rank constraints kept by the alignment are the tightest of the pairwise rows
+/// (computed pair by pair, the reference): for each rank and kind, the smallest slack as the
+/// later and as the earlier rank, and the residuals' smallest slack.
+#[test]
+fn per_rank_constraints_are_the_tightest_pairwise_rows() {
+    let ranks = dlrm(&SHIFTS_NS);
+    let views = views(&ranks);
+    let matching = match_collectives(&views);
+    let alignment = align_clocks(&views, &matching).unwrap_or_else(|e| panic!("{e}"));
+    let pairwise = ordering_constraints(
+        &views,
+        &matching,
+        &alignment.offsets_ns,
+        AlignOptions::default(),
+    );
+    assert_eq!(pairwise.len(), 2 * 56);
+    let all_ranks: Vec<RankId> = (0..8).map(RankId).collect();
+    assert_eq!(alignment.constraints_involving(&all_ranks), pairwise);
+    for kind in [ConstraintKind::CollectiveOrder, ConstraintKind::SendRecv] {
+        for r in 0..8 {
+            for role in [true, false] {
+                let in_role = |c: &&OrderingConstraint| {
+                    c.kind == kind && (if role { c.later } else { c.earlier }).index() == r
+                };
+                let expected = pairwise.iter().filter(in_role).map(|c| c.slack_ns).min();
+                let kept = alignment
+                    .constraints
+                    .iter()
+                    .filter(in_role)
+                    .map(|c| c.slack_ns)
+                    .min();
+                assert_eq!(kept, expected, "{kind:?} rank {r} later {role}");
+            }
+        }
+    }
+    for (r, residual) in alignment.residuals.iter().enumerate() {
+        let expected = pairwise
+            .iter()
+            .filter(|c| c.later.index() == r || c.earlier.index() == r)
+            .map(|c| c.slack_ns)
+            .min();
+        assert_eq!(residual.min_slack_ns, expected, "rank {r}");
+    }
 }

@@ -1059,3 +1059,76 @@ fn fusion_stops_at_cross_stream_waits_and_advise_survives_a_failing_model() {
         }
     }
 }
+
+/// Inserts are placed lazily (O(1) each, the lane put in order once when needed): the lane
+/// order they give is the one a plain vector gives when each insert goes right after its
+/// anchor (the reference), for inserts after the same task, chains of inserts, inserts after
+/// inserted tasks, and removals in between.
+#[test]
+fn lazy_inserts_give_the_lane_order_of_inserting_in_place() {
+    use stepcast::whatif::{EditGraph, HostGaps, Insert, Selection};
+    let (_, window) = crate::load(NCCL_DATA);
+    let graph = &window.graph;
+    let lane = (0..graph.lanes.len())
+        .max_by_key(|&l| {
+            let device = graph.lanes[l].kind == stepcast_trace::LaneKind::DeviceStream;
+            (device, graph.lanes[l].task_count)
+        })
+        .unwrap_or(0) as u32;
+    let mut edit = EditGraph::new(graph, 0, 0);
+    let mut reference: Vec<u32> = edit.lane_tasks(lane);
+    assert!(reference.len() > 20, "{}", reference.len());
+    let name = graph.name[reference[0] as usize];
+    let insert_after = |edit: &mut EditGraph, reference: &mut Vec<u32>, after: u32| {
+        let task = edit
+            .insert(&Insert {
+                kind: TaskKind::Kernel,
+                name,
+                dur_ns: 1_000,
+                after: TaskId(after),
+                launch: None,
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
+        let at = reference.iter().position(|&t| t == after).unwrap_or(0);
+        reference.insert(at + 1, task.0);
+        task.0
+    };
+    // Three inserts after one task, a chain of three, inserts after inserted tasks.
+    let anchor = reference[3];
+    let mut inserted = Vec::new();
+    for _ in 0..3 {
+        inserted.push(insert_after(&mut edit, &mut reference, anchor));
+    }
+    let mut last = reference[10];
+    for _ in 0..3 {
+        last = insert_after(&mut edit, &mut reference, last);
+        inserted.push(last);
+    }
+    insert_after(&mut edit, &mut reference, inserted[1]);
+    insert_after(&mut edit, &mut reference, inserted[4]);
+    // Each task's predecessor, found without putting the lane in order (pending inserts).
+    let check_prev = |edit: &EditGraph, reference: &[u32]| {
+        for (i, &t) in reference.iter().enumerate() {
+            let expected = i.checked_sub(1).map(|p| TaskId(reference[p]));
+            assert_eq!(edit.lane_prev(TaskId(t)), expected, "before task {t}");
+        }
+    };
+    check_prev(&edit, &reference);
+    assert_eq!(edit.lane_tasks(lane), reference);
+    // A removal puts the lane in order; inserts continue after it.
+    let removed = reference[5];
+    edit.remove(&Selection::new(vec![TaskId(removed)]), HostGaps::Keep)
+        .unwrap_or_else(|e| panic!("{e}"));
+    reference.retain(|&t| t != removed);
+    insert_after(&mut edit, &mut reference, inserted[0]);
+    let head = reference[0];
+    insert_after(&mut edit, &mut reference, head);
+    check_prev(&edit, &reference);
+    assert_eq!(edit.lane_tasks(lane), reference);
+    // The built graph's lane holds the tasks in that order.
+    let (built, new_id) = edit.finish().unwrap_or_else(|e| panic!("{e}"));
+    let first = built.lanes[lane as usize].first_task;
+    let order: Vec<u32> = reference.iter().map(|&t| new_id[t as usize].0).collect();
+    let expected: Vec<u32> = (first..first + reference.len() as u32).collect();
+    assert_eq!(order, expected);
+}

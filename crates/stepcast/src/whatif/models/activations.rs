@@ -353,9 +353,8 @@ pub fn memory_effect(
     }
 }
 
-/// The live host or device task before `task` on its lane, if any.
+/// The live host or device task before `task` on its lane, if any. (Collecting the lane to
+/// find it cost the lane's length per unit: quadratic in the trace for the memory trades.)
 pub(super) fn lane_prev(edit: &super::super::edit::EditGraph, task: TaskId) -> Option<TaskId> {
-    let tasks = edit.lane_tasks(edit.lane(task));
-    let i = tasks.iter().position(|&t| t == task.0)?;
-    i.checked_sub(1).map(|p| TaskId(tasks[p]))
+    edit.lane_prev(task)
 }

@@ -213,12 +213,39 @@ pub fn charge(context: &Context<'_>, edit: &mut EditGraph) -> Result<AmpCosts, W
 }
 
 /// The gradient scaler's work before each steady step's first optimizer kernel.
+///
+/// Every step's scaler is added at once and the graph checked once: when the whole is acyclic,
+/// so is the graph after each step (it is part of it), and that is what checking step by step
+/// gives. Only where the whole has a cycle are the steps tried one by one, each on a copy.
+/// (Trying every step on a copy of the window's graph, replayed to find a cycle, cost a copy
+/// and a replay per step: quadratic in the trace.)
 fn charge_scaler(
     context: &Context<'_>,
     edit: &mut EditGraph,
     costs: &Costs,
     weight_bytes: &BTreeMap<u32, i64>,
     out: &mut AmpCosts,
+) -> Result<(), WhatIfError> {
+    let mut all = edit.clone();
+    let mut all_out = out.clone();
+    add_scalers(context, &mut all, costs, weight_bytes, &mut all_out, false)?;
+    if all.finish().is_ok() {
+        *edit = all;
+        *out = all_out;
+        return Ok(());
+    }
+    add_scalers(context, edit, costs, weight_bytes, out, true)
+}
+
+/// Adds each steady step's scaler ops; `check_each_step`: on a copy, kept only if the graph
+/// stays acyclic (else the step is counted in `scaler_skipped`).
+fn add_scalers(
+    context: &Context<'_>,
+    edit: &mut EditGraph,
+    costs: &Costs,
+    weight_bytes: &BTreeMap<u32, i64>,
+    out: &mut AmpCosts,
+    check_each_step: bool,
 ) -> Result<(), WhatIfError> {
     let graph = &context.window.graph;
     let mut optimizer_start: BTreeMap<u32, TaskId> = BTreeMap::new();
@@ -275,12 +302,16 @@ fn charge_scaler(
         // Where a recorded dependency ties the stream's work before the optimizer to later
         // host work, the blocking read back would close a cycle: such a step is tried on a
         // copy and left without the scaler (counted in `scaler_skipped`).
-        let mut trial = edit.clone();
+        let mut copy = check_each_step.then(|| edit.clone());
+        let trial: &mut EditGraph = match copy.as_mut() {
+            Some(copy) => copy,
+            None => &mut *edit,
+        };
         let mut added = AmpCosts::default();
         let mut after = (before, host);
         for (name, dur_ns, blocking) in ops {
             let task = insert_op(
-                &mut trial,
+                trial,
                 name,
                 dur_ns,
                 after.0,
@@ -297,11 +328,13 @@ fn charge_scaler(
             added.device_ns += dur_ns;
             added.host_ns += costs.op_host_ns;
         }
-        if trial.finish().is_err() {
-            out.scaler_skipped += 1;
-            continue;
+        if let Some(copy) = copy {
+            if copy.finish().is_err() {
+                out.scaler_skipped += 1;
+                continue;
+            }
+            *edit = copy;
         }
-        *edit = trial;
         out.scaler_tasks += added.scaler_tasks;
         out.device_ns += added.device_ns;
         out.host_ns += added.host_ns;
