@@ -85,6 +85,32 @@ class Trace:
         """Every built-in model and useful combinations, ranked (``stepcast advise --json``)."""
         return _result(self._native.advise(peers, progress=self._callback(progress)))
 
+    def optimize(
+        self,
+        memory_budget: Optional[float] = None,
+        passes: Union[None, str, Iterable[str]] = None,
+        time_limit: float = 60.0,
+        peers: str = "skew",
+        *,
+        progress: Progress = None,
+    ) -> Result:
+        """The best combination of the optimization passes, as a plan to apply move by move
+        (``stepcast optimize --json``).
+
+        ``memory_budget``: device memory the plan must fit in, GiB (default: the device's);
+        ``passes``: the passes it may use (names, or one comma-separated string; default: all
+        of ``op_fusion``, ``tensor_fusion``, ``tensor_partition``, ``program``, ``memory``);
+        ``time_limit``: seconds before the search answers with its best plan so far.
+        """
+        text = self._native.optimize(
+            memory_budget,
+            _names(passes),
+            time_limit,
+            peers,
+            progress=self._callback(progress),
+        )
+        return _result(text)
+
 
 class Job:
     """The ranks of one job (a folder of traces, or several traces), replayed as one graph."""
@@ -105,6 +131,24 @@ class Job:
         """Every rank replayed as one graph (``stepcast replay DIR --json``)."""
         callback = progress_callback(self._progress if progress is None else progress)
         return _result(self._native.replay(step, progress=callback))
+
+    def optimize(
+        self,
+        memory_budget: Optional[float] = None,
+        passes: Union[None, str, Iterable[str]] = None,
+        time_limit: float = 60.0,
+        peers: str = "skew",
+        *,
+        progress: Progress = None,
+    ) -> Result:
+        """One plan for every rank, checked on each (``stepcast optimize DIR --json``); the
+        parameters are ``Trace.optimize``'s. Reads the rank traces again (a ``Job`` keeps
+        their graphs only)."""
+        callback = progress_callback(self._progress if progress is None else progress)
+        text = self._native.optimize(
+            memory_budget, _names(passes), time_limit, peers, progress=callback
+        )
+        return _result(text)
 
 
 def load(
@@ -151,6 +195,15 @@ def compare(
         **params,
     )
     return _result(text)
+
+
+def _names(value: Union[None, str, Iterable[str]]) -> Optional[list]:
+    """``passes`` as a list of names: one string is one name or a comma-separated list."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [value]
+    return list(value)
 
 
 def _comma_list(value: Any) -> Any:

@@ -23,6 +23,14 @@ class Trace:
         **params: Any,
     ) -> str: ...
     def advise(self, peers: str = "skew", progress: ProgressCallback = None) -> str: ...
+    def optimize(
+        self,
+        memory_budget: Optional[float] = None,
+        passes: Optional[List[str]] = None,
+        time_limit: float = 60.0,
+        peers: str = "skew",
+        progress: ProgressCallback = None,
+    ) -> str: ...
 
 class Job:
     @staticmethod
@@ -30,6 +38,14 @@ class Job:
     @property
     def files(self) -> List[str]: ...
     def replay(self, step: Optional[int] = None, progress: ProgressCallback = None) -> str: ...
+    def optimize(
+        self,
+        memory_budget: Optional[float] = None,
+        passes: Optional[List[str]] = None,
+        time_limit: float = 60.0,
+        peers: str = "skew",
+        progress: ProgressCallback = None,
+    ) -> str: ...
 
 def compare(
     before: Trace,

@@ -8,7 +8,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use stepcast::whatif::{ModelParams, Peers};
-use stepcast_cli::jobs::{self, DdpOptions, Loaded, Progress, Transform};
+use stepcast_cli::jobs::{self, DdpOptions, Loaded, OptimizeOptions, Progress, Transform};
 
 use crate::errors::{StepcastError, to_json, to_py};
 use crate::progress::Callback;
@@ -34,6 +34,31 @@ fn peers(text: &str) -> PyResult<Peers> {
             "bad peers `{text}`: expected skew or balanced"
         ))),
     }
+}
+
+/// `optimize`'s options as the CLI's: `passes` is `--passes` (names, or one comma-separated
+/// string), `memory_budget` `--memory-budget` (GiB), `time_limit` `--time-limit` (seconds).
+fn optimize_options(
+    memory_budget: Option<f64>,
+    passes: Option<Vec<String>>,
+    time_limit: f64,
+    peers: &str,
+) -> PyResult<OptimizeOptions> {
+    let passes = passes
+        .unwrap_or_default()
+        .iter()
+        .flat_map(|names| names.split(','))
+        .map(str::to_string)
+        .collect();
+    let options = OptimizeOptions {
+        passes,
+        memory_budget,
+        time_limit,
+        peers: self::peers(peers)?,
+    };
+    // An invalid option fails before any work, with the CLI's message.
+    options.check().map_err(|error| to_py(&error))?;
+    Ok(options)
 }
 
 /// Keyword arguments taken one by name; what is left over was not a parameter.
@@ -210,6 +235,23 @@ impl Trace {
         let peers = self::peers(peers)?;
         detached(py, progress, |p| jobs::advise(&self.loaded, peers, p))
     }
+
+    /// `optimize`: the best plan of the optimization passes, with the CLI's options.
+    #[pyo3(signature = (memory_budget=None, passes=None, time_limit=60.0, peers="skew", progress=None))]
+    fn optimize(
+        &self,
+        py: Python<'_>,
+        memory_budget: Option<f64>,
+        passes: Option<Vec<String>>,
+        time_limit: f64,
+        peers: &str,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<String> {
+        let options = optimize_options(memory_budget, passes, time_limit, peers)?;
+        detached(py, progress, |p| {
+            jobs::optimize(&[&self.loaded], &options, p)
+        })
+    }
 }
 
 /// `compare BEFORE AFTER`, each model of `models` predicted from BEFORE and checked against
@@ -236,6 +278,9 @@ pub fn compare(
 #[pyclass(frozen, module = "stepcast._native")]
 pub struct Job {
     job: jobs::Job,
+    /// The paths as given to `load`: `optimize` reads the traces again from them (the job
+    /// keeps each rank's graph, not its trace).
+    paths: Vec<PathBuf>,
 }
 
 #[pymethods]
@@ -248,6 +293,7 @@ impl Job {
         callback.finish()?;
         Ok(Job {
             job: job.map_err(|error| to_py(&error))?,
+            paths,
         })
     }
 
@@ -265,5 +311,24 @@ impl Job {
         progress: Option<Py<PyAny>>,
     ) -> PyResult<String> {
         detached(py, progress, |p| self.job.replay(step, None, p))
+    }
+
+    /// `optimize DIR`: one plan for every rank, checked on each. Reads the traces again.
+    #[pyo3(signature = (memory_budget=None, passes=None, time_limit=60.0, peers="skew", progress=None))]
+    fn optimize(
+        &self,
+        py: Python<'_>,
+        memory_budget: Option<f64>,
+        passes: Option<Vec<String>>,
+        time_limit: f64,
+        peers: &str,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<String> {
+        let options = optimize_options(memory_budget, passes, time_limit, peers)?;
+        detached(py, progress, |p| {
+            let loaded = jobs::load_ranks(&self.paths, p)?;
+            let ranks: Vec<_> = loaded.iter().collect();
+            jobs::optimize(&ranks, &options, p)
+        })
     }
 }
