@@ -4,10 +4,12 @@
 //! nothing of graphs or replay. A readable file with odd records yields a trace plus counted
 //! [`Diagnostics`]; only an unreadable file is an error ([`ReadError`]).
 
+pub mod detect;
 mod error;
 mod json_stream;
 pub mod kineto;
 mod model;
+pub mod nsys;
 
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
@@ -18,35 +20,68 @@ pub use model::*;
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
-/// Reads a trace file (`.json` or gzip-compressed JSON, detected by content, not name).
+/// What a reader is told beyond the file. `Default` reads every format as it is.
+#[derive(Clone, Debug, Default)]
+pub struct ReadOptions {
+    /// Steps are the ranges (NVTX ranges, annotations) whose name this matches, numbered from 0
+    /// in start order, instead of `ProfilerStep#N` markers. Read by the formats whose ranges
+    /// are user-named (Nsight Systems); a Kineto trace has its `ProfilerStep#N`.
+    pub step_range: Option<regex::Regex>,
+}
+
+/// Reads a trace file, of any format stepcast reads, told by content (never by name: see
+/// [`detect`]). A file holding several processes (an Nsight Systems capture of a multi-GPU
+/// job) gives its first process with device work; [`read_processes`] gives them all.
 pub fn read_trace(path: &Path) -> Result<Trace, ReadError> {
+    read_trace_with(path, &ReadOptions::default())
+}
+
+/// [`read_trace`] with options.
+pub fn read_trace_with(path: &Path, options: &ReadOptions) -> Result<Trace, ReadError> {
+    let mut traces = read_processes(path, options)?;
+    let others = traces.len().saturating_sub(1);
+    let mut first = traces.swap_remove(0);
+    if others > 0 {
+        first.diagnostics.note(format!(
+            "the file holds {} processes with device work; this is the first (pid {}); the \
+             others are read as ranks by `replay` given the file",
+            others + 1,
+            first.process_id.unwrap_or(-1)
+        ));
+    }
+    Ok(first)
+}
+
+/// Every process (rank) of a trace file, in order; never empty.
+pub fn read_processes(path: &Path, options: &ReadOptions) -> Result<Vec<Trace>, ReadError> {
+    let source = detect::open(path)?;
+    let traces = detect::read_source(&source, options)?;
+    if traces.is_empty() {
+        // A reader's contract is to refuse a file without events; this keeps `read_trace`
+        // from presenting nothing as a trace if one does not.
+        return Err(ReadError::NoEvents {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(traces)
+}
+
+/// Reads a Kineto (Chrome-trace JSON) file, plain or gzip-compressed.
+fn read_kineto_file(source: &detect::Source<'_>) -> Result<Trace, ReadError> {
+    let path = source.path;
     let io = |cause| ReadError::Io {
         path: path.to_path_buf(),
         cause,
     };
-    let metadata = std::fs::metadata(path).map_err(io)?;
-    if metadata.is_dir() {
-        return Err(ReadError::IsDirectory {
-            path: path.to_path_buf(),
-        });
-    }
-    if metadata.len() == 0 {
-        return Err(ReadError::Empty {
-            path: path.to_path_buf(),
-        });
-    }
     let mut file = File::open(path).map_err(io)?;
-    let mut magic = [0u8; 2];
-    let n = file.read(&mut magic).map_err(io)?;
-    if n == 2 && magic == GZIP_MAGIC {
+    if source.gzip {
         // Only a hint: a file that cannot seek (or a short read) just goes without it.
-        let expected = gzip_isize(&mut file, metadata.len()).ok().flatten();
+        let expected = gzip_isize(&mut file, source.len).ok().flatten();
         file.seek(SeekFrom::Start(0)).map_err(io)?;
         let decoder = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 16, file));
         kineto::read_sized(decoder, path, true, expected)
     } else {
-        let head = std::io::Cursor::new(magic[..n].to_vec()).chain(file);
-        kineto::read_sized(head, path, false, Some(metadata.len()))
+        kineto::read_sized(file, path, false, Some(source.len))
     }
 }
 
@@ -70,7 +105,7 @@ fn isize_hint(trailer: [u8; 4], compressed_len: u64) -> Option<u64> {
     Some((u32::from_le_bytes(trailer) as u64).min(compressed_len.saturating_mul(MAX_RATIO)))
 }
 
-/// Reads a trace from bytes already in memory (JSON or gzip-compressed JSON).
+/// Reads a Kineto trace from bytes already in memory (JSON or gzip-compressed JSON).
 /// `path` names the source in messages.
 pub fn read_trace_bytes(bytes: &[u8], path: &Path) -> Result<Trace, ReadError> {
     if bytes.is_empty() {
@@ -78,7 +113,33 @@ pub fn read_trace_bytes(bytes: &[u8], path: &Path) -> Result<Trace, ReadError> {
             path: path.to_path_buf(),
         });
     }
-    if bytes.starts_with(&GZIP_MAGIC) {
+    // Only JSON is read from memory; any other format is named, as from a file.
+    let gzip = bytes.starts_with(&GZIP_MAGIC);
+    let mut head = Vec::with_capacity(detect::HEAD_BYTES);
+    if gzip {
+        let decoder = flate2::read::MultiGzDecoder::new(bytes);
+        let _ = decoder.take(detect::HEAD_BYTES as u64).read_to_end(&mut head);
+    } else {
+        head.extend_from_slice(&bytes[..bytes.len().min(detect::HEAD_BYTES)]);
+    }
+    let source = detect::Source {
+        path,
+        head,
+        gzip,
+        len: bytes.len() as u64,
+    };
+    match detect::detect(&source.head) {
+        Some(format) if format.name != detect::KINETO => {
+            return Err(ReadError::NotRead {
+                path: path.to_path_buf(),
+                format: format.name,
+                hint: "read it from a file instead of from memory",
+            });
+        }
+        // Not JSON at all: the Kineto reader says what it starts with, as it always has.
+        _ => {}
+    }
+    if gzip {
         let expected = bytes
             .len()
             .checked_sub(4)
