@@ -19,6 +19,10 @@ EXIT STATUS:
 pub struct Args {
     #[command(subcommand)]
     pub command: Command,
+    /// Steps are the ranges whose name matches REGEX (NVTX ranges of an Nsight Systems
+    /// export, e.g. '^train_step$'), numbered from 0, instead of ProfilerStep#N markers.
+    #[arg(long, value_name = "REGEX", global = true)]
+    pub step_range: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -43,7 +47,7 @@ pub enum Command {
 
 #[derive(Debug, ClapArgs)]
 pub struct InfoArgs {
-    /// A PyTorch profiler (Kineto) trace: .json or .json.gz.
+    /// A PyTorch profiler (Kineto) trace (.json or .json.gz) or an Nsight Systems SQLite export.
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
     #[command(flatten)]
@@ -52,8 +56,9 @@ pub struct InfoArgs {
 
 #[derive(Debug, ClapArgs)]
 pub struct ReplayArgs {
-    /// A PyTorch profiler (Kineto) trace: .json or .json.gz. Several traces, or a directory of
-    /// them, one per rank of the same job: the ranks are replayed together as one graph.
+    /// A PyTorch profiler (Kineto) trace (.json or .json.gz) or an Nsight Systems SQLite export.
+    /// Several traces, or a directory of them, one per rank of the same job, or an export of
+    /// several processes: the ranks are replayed together as one graph.
     #[arg(value_name = "TRACE", required = true, num_args = 1..)]
     pub traces: Vec<PathBuf>,
     /// Report only step N (the N of ProfilerStep#N).
@@ -65,7 +70,7 @@ pub struct ReplayArgs {
 
 #[derive(Debug, ClapArgs)]
 pub struct AnalyzeArgs {
-    /// A PyTorch profiler (Kineto) trace: .json or .json.gz.
+    /// A PyTorch profiler (Kineto) trace (.json or .json.gz) or an Nsight Systems SQLite export.
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
     /// Analyze step N (the N of ProfilerStep#N) in detail; by default, the steady-state step
@@ -78,7 +83,7 @@ pub struct AnalyzeArgs {
 
 #[derive(Debug, ClapArgs)]
 pub struct ExportArgs {
-    /// A PyTorch profiler (Kineto) trace: .json or .json.gz.
+    /// A PyTorch profiler (Kineto) trace (.json or .json.gz) or an Nsight Systems SQLite export.
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
     /// Export only step N (the N of ProfilerStep#N) and the tasks on its critical path.
@@ -92,7 +97,7 @@ pub struct ExportArgs {
 
 #[derive(Debug, ClapArgs)]
 pub struct WhatIfArgs {
-    /// A PyTorch profiler (Kineto) trace: .json or .json.gz.
+    /// A PyTorch profiler (Kineto) trace (.json or .json.gz) or an Nsight Systems SQLite export.
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
     /// A built-in model: fused_optimizer, cuda_graphs, amp, faster_gpu, faster_cpu,
@@ -196,7 +201,7 @@ impl PeersArgs {
 
 #[derive(Debug, ClapArgs)]
 pub struct AdviseArgs {
-    /// A PyTorch profiler (Kineto) trace: .json or .json.gz.
+    /// A PyTorch profiler (Kineto) trace (.json or .json.gz) or an Nsight Systems SQLite export.
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
     #[command(flatten)]

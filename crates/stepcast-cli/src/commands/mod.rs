@@ -11,17 +11,50 @@ pub mod whatif;
 pub mod whatif_ddp;
 
 use std::path::Path;
+use std::sync::OnceLock;
 
 use anyhow::Context;
 use stepcast::Window;
 use stepcast::graph::{BuildOptions, build};
-use stepcast_trace::Trace;
+use stepcast_trace::{ReadOptions, Trace};
+
+/// How every command reads its traces: set once, from the command line, before any is read.
+static READ_OPTIONS: OnceLock<ReadOptions> = OnceLock::new();
+
+/// Sets how traces are read (`--step-range`); an invalid pattern is a usage error.
+pub fn set_read_options(step_range: Option<&str>) -> anyhow::Result<()> {
+    let step_range = step_range
+        .map(|pattern| {
+            regex::Regex::new(pattern)
+                .map_err(|e| crate::usage(anyhow::anyhow!("--step-range {pattern:?}: {e}")))
+        })
+        .transpose()?;
+    // Set once per process: a second call (none today) keeps the first.
+    let _ = READ_OPTIONS.set(ReadOptions { step_range });
+    Ok(())
+}
+
+fn read_options() -> &'static ReadOptions {
+    READ_OPTIONS.get_or_init(ReadOptions::default)
+}
 
 /// Reads the trace at `path` and builds its window. The read error already names the file.
 fn load(path: &Path) -> anyhow::Result<(Trace, Window)> {
-    let trace = stepcast_trace::read_trace(path)?;
+    let trace = stepcast_trace::read_trace_with(path, read_options())?;
     let window = build(&trace, &BuildOptions::default());
     Ok((trace, window))
+}
+
+/// Every process (rank) of the file at `path`, each with its window.
+fn load_processes(path: &Path) -> anyhow::Result<Vec<(Trace, Window)>> {
+    let traces = stepcast_trace::read_processes(path, read_options())?;
+    Ok(traces
+        .into_iter()
+        .map(|trace| {
+            let window = build(&trace, &BuildOptions::default());
+            (trace, window)
+        })
+        .collect())
 }
 
 /// A trace with its window and the mapping of its tasks: what every what-if starts from.

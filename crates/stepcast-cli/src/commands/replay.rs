@@ -18,7 +18,20 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<String> {
 }
 
 fn run_one(args: &ReplayArgs, path: &Path) -> anyhow::Result<String> {
-    let (trace, window) = super::load(path)?;
+    let mut processes = super::load_processes(path)?;
+    if processes.len() > 1 {
+        // An export of several processes (an nsys capture of a multi-GPU job): its ranks.
+        let loaded = processes
+            .into_iter()
+            .enumerate()
+            .map(|(position, (trace, window))| {
+                let rank = recorded_rank(&trace).unwrap_or(position as i64);
+                (rank, path.to_path_buf(), trace, window)
+            })
+            .collect();
+        return replay_loaded(args, loaded);
+    }
+    let (trace, window) = processes.swap_remove(0);
     if let Some(number) = args.step {
         super::step_index(path, &window, number)?;
     }
@@ -33,8 +46,8 @@ fn run_one(args: &ReplayArgs, path: &Path) -> anyhow::Result<String> {
     }
 }
 
-/// The traces named: files as given, directories expanded to their `.json`/`.json.gz` files
-/// (sorted by name).
+/// The traces named: files as given, directories expanded to their `.json`/`.json.gz` and
+/// `.sqlite` files (sorted by name).
 fn rank_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for path in paths {
@@ -52,12 +65,15 @@ fn rank_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
                 .file_name()
                 .map(|n| n.to_string_lossy())
                 .unwrap_or_default();
-            p.is_file() && (name.ends_with(".json") || name.ends_with(".json.gz"))
+            p.is_file()
+                && (name.ends_with(".json")
+                    || name.ends_with(".json.gz")
+                    || name.ends_with(".sqlite"))
         });
         found.sort();
         if found.is_empty() {
             bail!(
-                "{} is a directory with no trace files (.json or .json.gz) in it; give one \
+                "{} is a directory with no trace files (.json, .json.gz or .sqlite) in it; give one \
                  trace per rank, or a directory of them",
                 path.display()
             );
@@ -70,12 +86,22 @@ fn rank_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
 fn run_ranks(args: &ReplayArgs, paths: &[PathBuf]) -> anyhow::Result<String> {
     let files = rank_files(paths)?;
     let mut loaded = Vec::with_capacity(files.len());
-    for (position, file) in files.iter().enumerate() {
-        let (trace, window) = super::load(file)?;
-        let rank = recorded_rank(&trace).unwrap_or(position as i64);
-        loaded.push((rank, file, trace, window));
+    for file in &files {
+        // A file may hold several processes (an nsys export): each is a rank.
+        for (trace, window) in super::load_processes(file)? {
+            let rank = recorded_rank(&trace).unwrap_or(loaded.len() as i64);
+            loaded.push((rank, file.clone(), trace, window));
+        }
     }
-    loaded.sort_by_key(|(rank, file, ..)| (*rank, (*file).clone()));
+    replay_loaded(args, loaded)
+}
+
+/// Replays ranks, each (rank, file, trace, window), together as one graph.
+fn replay_loaded(
+    args: &ReplayArgs,
+    mut loaded: Vec<(i64, PathBuf, stepcast_trace::Trace, stepcast::Window)>,
+) -> anyhow::Result<String> {
+    loaded.sort_by_key(|(rank, file, ..)| (*rank, file.clone()));
     for pair in loaded.windows(2) {
         if pair[0].0 == pair[1].0 {
             bail!(
