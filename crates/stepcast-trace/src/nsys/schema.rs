@@ -13,22 +13,16 @@ pub struct Schema {
 
 impl Schema {
     pub fn discover(connection: &Connection) -> rusqlite::Result<Schema> {
-        let mut names: Vec<String> = Vec::new();
-        let mut statement =
-            connection.prepare("SELECT name FROM sqlite_master WHERE type = 'table'")?;
+        // One statement for every table's columns: an export has up to 150 tables.
+        let mut statement = connection.prepare(
+            "SELECT m.name, p.name FROM sqlite_master AS m, pragma_table_info(m.name) AS p \
+             WHERE m.type = 'table'",
+        )?;
         let mut rows = statement.query([])?;
+        let mut tables: FxHashMap<String, Vec<String>> = FxHashMap::default();
         while let Some(row) = rows.next()? {
-            names.push(row.get(0)?);
-        }
-        let mut tables = FxHashMap::default();
-        for name in names {
-            let mut columns = Vec::new();
-            let mut statement = connection.prepare("SELECT name FROM pragma_table_info(?1)")?;
-            let mut rows = statement.query([&name])?;
-            while let Some(row) = rows.next()? {
-                columns.push(row.get::<_, String>(0)?);
-            }
-            tables.insert(name, columns);
+            let (table, column): (String, String) = (row.get(0)?, row.get(1)?);
+            tables.entry(table).or_default().push(column);
         }
         Ok(Schema { tables })
     }
