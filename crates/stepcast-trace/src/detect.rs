@@ -64,13 +64,13 @@ pub const FORMATS: &[Format] = &[
         name: "TensorFlow/JAX profiler XPlane protobuf (.xplane.pb)",
         matches: is_xplane,
         read: None,
-        hint: "XPlane is not read yet",
+        hint: "its reader is planned (issue #14)",
     },
     Format {
         name: "rocprofv3 JSON",
         matches: is_rocprofv3_json,
         read: None,
-        hint: "rocprofv3 output is not read yet",
+        hint: "its reader is planned (issue #14)",
     },
     Format {
         name: KINETO,

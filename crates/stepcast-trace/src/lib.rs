@@ -122,13 +122,7 @@ pub fn read_trace_bytes(bytes: &[u8], path: &Path) -> Result<Trace, ReadError> {
     } else {
         head.extend_from_slice(&bytes[..bytes.len().min(detect::HEAD_BYTES)]);
     }
-    let source = detect::Source {
-        path,
-        head,
-        gzip,
-        len: bytes.len() as u64,
-    };
-    match detect::detect(&source.head) {
+    match detect::detect(&head) {
         Some(format) if format.name != detect::KINETO => {
             return Err(ReadError::NotRead {
                 path: path.to_path_buf(),
