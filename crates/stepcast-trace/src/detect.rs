@@ -232,10 +232,7 @@ fn is_json(head: &[u8]) -> bool {
 }
 
 fn trim_start(bytes: &[u8]) -> &[u8] {
-    let skip = bytes
-        .iter()
-        .take_while(|b| b.is_ascii_whitespace())
-        .count();
+    let skip = bytes.iter().take_while(|b| b.is_ascii_whitespace()).count();
     &bytes[skip..]
 }
 
@@ -257,10 +254,7 @@ mod tests {
             name(b"  {\"rocprofiler-sdk-tool\":[{}]}"),
             Some("rocprofv3 JSON")
         );
-        assert_eq!(
-            name(b"{\"traceEvents\":[]}"),
-            Some(KINETO)
-        );
+        assert_eq!(name(b"{\"traceEvents\":[]}"), Some(KINETO));
         assert_eq!(
             name(b"\n\x20\x12\x09/host:CPU"),
             Some("TensorFlow/JAX profiler XPlane protobuf (.xplane.pb)")
@@ -269,7 +263,10 @@ mod tests {
             name(b"\n\x20\x08\x01\x12\x0d/device:GPU:0"),
             Some("TensorFlow/JAX profiler XPlane protobuf (.xplane.pb)")
         );
-        assert_eq!(name(&[0x28, 0xb5, 0x2f, 0xfd, 0]), Some("zstd-compressed file"));
+        assert_eq!(
+            name(&[0x28, 0xb5, 0x2f, 0xfd, 0]),
+            Some("zstd-compressed file")
+        );
         assert_eq!(name(b"\n\x20\x12\x09host:CPU"), None);
         assert_eq!(name(b"PK\x03\x04"), None);
         assert_eq!(name(b""), None);

@@ -37,9 +37,7 @@ pub enum ReadError {
     #[error("{path}: cannot read it as SQLite: {cause} (is it truncated or corrupt?)")]
     Sqlite { path: PathBuf, cause: String },
 
-    #[error(
-        "{path} is a SQLite database but not an Nsight Systems export: {detail}"
-    )]
+    #[error("{path} is a SQLite database but not an Nsight Systems export: {detail}")]
     NotNsys { path: PathBuf, detail: String },
 
     #[error(

@@ -118,7 +118,9 @@ pub fn read_trace_bytes(bytes: &[u8], path: &Path) -> Result<Trace, ReadError> {
     let mut head = Vec::with_capacity(detect::HEAD_BYTES);
     if gzip {
         let decoder = flate2::read::MultiGzDecoder::new(bytes);
-        let _ = decoder.take(detect::HEAD_BYTES as u64).read_to_end(&mut head);
+        let _ = decoder
+            .take(detect::HEAD_BYTES as u64)
+            .read_to_end(&mut head);
     } else {
         head.extend_from_slice(&bytes[..bytes.len().min(detect::HEAD_BYTES)]);
     }

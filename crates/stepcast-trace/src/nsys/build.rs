@@ -223,7 +223,10 @@ fn enum_labels(
         }
     }
     if labels.is_empty() {
-        labels = fallback.iter().map(|&(id, l)| (id, l.to_string())).collect();
+        labels = fallback
+            .iter()
+            .map(|&(id, l)| (id, l.to_string()))
+            .collect();
     }
     Ok(labels)
 }
@@ -295,9 +298,9 @@ pub fn read_processes(
         if n_with_device > 1 {
             trace.process_id = Some(pid_of(global_pid));
         }
-        trace
-            .diagnostics
-            .note(format!("Nsight Systems SQLite export; tables read: {tables_used}"));
+        trace.diagnostics.note(format!(
+            "Nsight Systems SQLite export; tables read: {tables_used}"
+        ));
         traces.push(trace);
     }
     if let Some(first) = traces.first_mut() {
@@ -334,7 +337,9 @@ fn device_work(reader: &mut Reader<'_>) -> rusqlite::Result<()> {
                 return;
             };
             let (Some(device), Some(stream)) = (int(row, 2), int(row, 3)) else {
-                return process.diagnostics.skip("kernels without a device or stream");
+                return process
+                    .diagnostics
+                    .skip("kernels without a device or stream");
             };
             let name = row
                 .get_ref(6)
@@ -389,7 +394,9 @@ fn copies(reader: &mut Reader<'_>, memory_kinds: &FxHashMap<i64, String>) -> rus
                 return;
             };
             let (Some(device), Some(stream)) = (int(row, 2), int(row, 3)) else {
-                return process.diagnostics.skip("copies without a device or stream");
+                return process
+                    .diagnostics
+                    .skip("copies without a device or stream");
             };
             let kind = int(row, 7)
                 .and_then(|k| copy_kinds.get(&k).copied())
@@ -442,7 +449,9 @@ fn memsets(reader: &mut Reader<'_>, memory_kinds: &FxHashMap<i64, String>) -> ru
                 return;
             };
             let (Some(device), Some(stream)) = (int(row, 2), int(row, 3)) else {
-                return process.diagnostics.skip("memsets without a device or stream");
+                return process
+                    .diagnostics
+                    .skip("memsets without a device or stream");
             };
             let memory = int(row, 7)
                 .and_then(|k| memory_kinds.get(&k))
@@ -613,7 +622,9 @@ fn syncs(reader: &mut Reader<'_>) -> rusqlite::Result<()> {
                 return process.diagnostics.skip("sync records of unknown type");
             };
             let Some(correlation) = int(row, 4).filter(|&c| c > 0) else {
-                return process.diagnostics.skip("sync records without a correlation id");
+                return process
+                    .diagnostics
+                    .skip("sync records without a correlation id");
             };
             // The `cudaEventRecord` of the awaited event: by its unique sync id, else the
             // event's latest record made before this call.
@@ -623,9 +634,7 @@ fn syncs(reader: &mut Reader<'_>) -> rusqlite::Result<()> {
                 .or_else(|| {
                     let records = by_event.get(&(global_pid, int(row, 7)?))?;
                     let before = records.partition_point(|&(c, _)| c < correlation);
-                    before
-                        .checked_sub(1)
-                        .map(|i| (records[i].1, records[i].0))
+                    before.checked_sub(1).map(|i| (records[i].1, records[i].0))
                 });
             let stream = int(row, 3).filter(|&s| s != NO_STREAM && s >= 0);
             if kind == SyncKind::StreamWaitEvent && record.is_none() {
@@ -678,7 +687,10 @@ fn nvtx_op(text: &str) -> Option<(&str, Option<i64>)> {
 
 fn nvtx(reader: &mut Reader<'_>, options: &ReadOptions) -> rusqlite::Result<()> {
     let mut range_types: Vec<i64> = Vec::new();
-    if let Some(sql) = reader.schema.select("ENUM_NSYS_EVENT_TYPE", &["id", "name"]) {
+    if let Some(sql) = reader
+        .schema
+        .select("ENUM_NSYS_EVENT_TYPE", &["id", "name"])
+    {
         let mut statement = reader.connection.prepare(&sql)?;
         let mut rows = statement.query([])?;
         while let Some(row) = rows.next()? {
@@ -693,7 +705,14 @@ fn nvtx(reader: &mut Reader<'_>, options: &ReadOptions) -> rusqlite::Result<()> 
     }
     reader.each_row(
         "NVTX_EVENTS",
-        &["start", "end?", "eventType", "globalTid?", "text?", "textId?"],
+        &[
+            "start",
+            "end?",
+            "eventType",
+            "globalTid?",
+            "text?",
+            "textId?",
+        ],
         |reader, row| {
             let index = reader.next_index();
             let Some(global_tid) = int(row, 3) else {
@@ -821,7 +840,9 @@ fn finish(
     options: &ReadOptions,
 ) -> Trace {
     if options.step_range.is_some() {
-        process.step_ranges.sort_by_key(|&(_, _, start, dur)| (start, dur));
+        process
+            .step_ranges
+            .sort_by_key(|&(_, _, start, dur)| (start, dur));
         for (number, &(name, lane, start, dur)) in process.step_ranges.iter().enumerate() {
             process.steps.push((number as u64, name, lane, start, dur));
         }

@@ -34,10 +34,7 @@ fn exports() -> Vec<PathBuf> {
         files.len() >= 4,
         "test data missing: fewer than 4 exports under testdata/nsys"
     );
-    sqlite_files(
-        &testdata().join("../../shared/traces/nsys"),
-        &mut files,
-    );
+    sqlite_files(&testdata().join("../../shared/traces/nsys"), &mut files);
     files
 }
 
@@ -51,7 +48,13 @@ fn rows(connection: &Connection, sql: &str) -> Vec<(i64, i64, i64, i64, i64)> {
     let mut statement = connection.prepare(sql).expect("prepare");
     statement
         .query_map([], |row| {
-            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?))
+            Ok((
+                row.get(0)?,
+                row.get(1)?,
+                row.get(2)?,
+                row.get(3)?,
+                row.get(4)?,
+            ))
         })
         .expect("query")
         .map(|row| row.expect("row"))
@@ -152,8 +155,8 @@ fn trace_facts(trace: &Trace) -> DeviceFacts {
 #[test]
 fn nsys_device_work_agrees_with_sql_on_every_export() {
     for path in exports() {
-        let traces = read_processes(&path, &ReadOptions::default())
-            .unwrap_or_else(|e| panic!("{e}"));
+        let traces =
+            read_processes(&path, &ReadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
         let expected = sql_facts(&open(&path));
         assert_eq!(
             traces.len(),
@@ -167,7 +170,11 @@ fn nsys_device_work_agrees_with_sql_on_every_export() {
             }
             let got = trace_facts(trace);
             assert_eq!(&got, want, "{} process {pid}", path.display());
-            assert!(want.kernels > 0, "{}: a process without kernels", path.display());
+            assert!(
+                want.kernels > 0,
+                "{}: a process without kernels",
+                path.display()
+            );
         }
     }
 }
@@ -175,8 +182,8 @@ fn nsys_device_work_agrees_with_sql_on_every_export() {
 #[test]
 fn nsys_runtime_calls_and_nvtx_ranges_agree_with_sql() {
     for path in exports() {
-        let traces = read_processes(&path, &ReadOptions::default())
-            .unwrap_or_else(|e| panic!("{e}"));
+        let traces =
+            read_processes(&path, &ReadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
         let connection = open(&path);
         let per_pid = |sql: &str| -> BTreeMap<i64, i64> {
             // A table the export lacks holds no rows.
@@ -236,7 +243,9 @@ fn nsys_step_range_makes_steps_of_matching_ranges() {
     let traces = read_processes(&path, &options).unwrap_or_else(|e| panic!("{e}"));
     let connection = open(&path);
     for trace in &traces {
-        let pid = trace.process_id.expect("a two-process file names each process");
+        let pid = trace
+            .process_id
+            .expect("a two-process file names each process");
         let want: i64 = connection
             .query_row(
                 "SELECT count(*) FROM NVTX_EVENTS n JOIN StringIds s ON s.id = n.textId \
@@ -296,7 +305,10 @@ fn nsys_bad_sqlite_inputs_are_one_clear_error() {
         let file = Scratch::new(&format!("cut{cut}.sqlite"), &real[..cut]);
         let error = refused(&file.0);
         assert!(
-            matches!(error, ReadError::Sqlite { .. } | ReadError::NoCudaTrace { .. }),
+            matches!(
+                error,
+                ReadError::Sqlite { .. } | ReadError::NoCudaTrace { .. }
+            ),
             "cut at {cut}: {error}"
         );
     }
@@ -312,7 +324,9 @@ fn nsys_bad_sqlite_inputs_are_one_clear_error() {
     {
         let connection = Connection::open(&other.0).expect("create");
         connection
-            .execute_batch("CREATE TABLE users (id INTEGER, name TEXT); INSERT INTO users VALUES (1, 'a');")
+            .execute_batch(
+                "CREATE TABLE users (id INTEGER, name TEXT); INSERT INTO users VALUES (1, 'a');",
+            )
             .expect("fill");
     }
     let error = refused(&other.0);
@@ -343,5 +357,8 @@ fn formats_known_but_not_read_are_named() {
     let error = refused(&rocprof.0);
     assert!(error.to_string().contains("rocprofv3"), "{error}");
     let unknown = Scratch::new("u.bin", b"PK\x03\x04 not a trace");
-    assert!(matches!(refused(&unknown.0), ReadError::UnknownFormat { .. }));
+    assert!(matches!(
+        refused(&unknown.0),
+        ReadError::UnknownFormat { .. }
+    ));
 }

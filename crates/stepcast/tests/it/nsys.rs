@@ -21,7 +21,11 @@ const EXPORTS: &[(&str, f64, Option<&str>)] = &[
         Some("^ncclGroupEnd$"),
     ),
     ("nsys-ai/tests/fixtures/h100_2gpu_1s.sqlite", 0.02, None),
-    ("pipit/pipit/tests/data/saxpy-mpi-cuda_nsys_perlmutter0.sqlite", 0.02, None),
+    (
+        "pipit/pipit/tests/data/saxpy-mpi-cuda_nsys_perlmutter0.sqlite",
+        0.02,
+        None,
+    ),
     (
         "pipit/pipit/tests/data/cloverleaf-nsys/perlmutter-cloverleaf-cuda.sqlite",
         0.02,
@@ -52,5 +56,9 @@ fn nsys_self_replay_is_within_two_percent_without_inferred_edges() {
             }
         }
     }
-    assert!(failures.is_empty(), "bars not met:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "bars not met:\n{}",
+        failures.join("\n")
+    );
 }
