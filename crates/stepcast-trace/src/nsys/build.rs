@@ -81,6 +81,19 @@ impl Strings {
     }
 }
 
+/// A lane before lanes are numbered: (kind, process or device, thread or stream).
+type LaneKey = (LaneKind, i64, i64);
+
+/// A step marker before lanes are numbered and times made relative.
+#[derive(Clone, Copy)]
+struct PendingStep {
+    number: u64,
+    name: NameId,
+    lane: LaneKey,
+    start_ns: i64,
+    dur_ns: i64,
+}
+
 /// One process being read.
 #[derive(Default)]
 struct Process {
@@ -89,11 +102,11 @@ struct Process {
     name_of_id: FxHashMap<i64, NameId>,
     events: Vec<Event>,
     /// Lane key of each event (resolved to a `LaneId` at the end).
-    lane_keys: Vec<(LaneKind, i64, i64)>,
+    lane_keys: Vec<LaneKey>,
     syncs: Vec<SyncEvent>,
-    steps: Vec<(u64, NameId, (LaneKind, i64, i64), i64, i64)>,
+    steps: Vec<PendingStep>,
     /// NVTX ranges matched by `--step-range`, numbered once all are read.
-    step_ranges: Vec<(NameId, (LaneKind, i64, i64), i64, i64)>,
+    step_ranges: Vec<PendingStep>,
     devices: BTreeSet<i64>,
     device_rows: u64,
     records: u64,
@@ -137,7 +150,7 @@ impl Process {
     fn push(
         &mut self,
         kind: EventKind,
-        lane: (LaneKind, i64, i64),
+        lane: LaneKey,
         name: NameId,
         (start_ns, dur_ns): (i64, i64),
         correlation: Option<i64>,
@@ -748,14 +761,27 @@ fn nvtx(reader: &mut Reader<'_>, options: &ReadOptions) -> rusqlite::Result<()> 
             if let Some(pattern) = &options.step_range {
                 if pattern.is_match(text) {
                     let name = process.names.intern(text);
-                    process.step_ranges.push((name, lane, times.0, times.1));
+                    process.step_ranges.push(PendingStep {
+                        // Numbered in start order once every range is read.
+                        number: 0,
+                        name,
+                        lane,
+                        start_ns: times.0,
+                        dur_ns: times.1,
+                    });
                     return;
                 }
             } else if let Some(number) = text.strip_prefix("ProfilerStep#") {
                 match number.trim().parse() {
                     Ok(number) => {
                         let name = process.names.intern(text);
-                        process.steps.push((number, name, lane, times.0, times.1));
+                        process.steps.push(PendingStep {
+                            number,
+                            name,
+                            lane,
+                            start_ns: times.0,
+                            dur_ns: times.1,
+                        });
                     }
                     Err(_) => process
                         .diagnostics
@@ -842,9 +868,12 @@ fn finish(
     if options.step_range.is_some() {
         process
             .step_ranges
-            .sort_by_key(|&(_, _, start, dur)| (start, dur));
-        for (number, &(name, lane, start, dur)) in process.step_ranges.iter().enumerate() {
-            process.steps.push((number as u64, name, lane, start, dur));
+            .sort_by_key(|step| (step.start_ns, step.dur_ns));
+        for (number, step) in process.step_ranges.iter().enumerate() {
+            process.steps.push(PendingStep {
+                number: number as u64,
+                ..*step
+            });
         }
     }
     let origin_ns = process
@@ -852,16 +881,16 @@ fn finish(
         .iter()
         .map(|e| e.start_ns)
         .chain(process.syncs.iter().map(|s| s.start_ns))
-        .chain(process.steps.iter().map(|s| s.3))
+        .chain(process.steps.iter().map(|s| s.start_ns))
         .min()
         .unwrap_or(0);
-    let lane_keys: BTreeSet<(LaneKind, i64, i64)> = process
+    let lane_keys: BTreeSet<LaneKey> = process
         .lane_keys
         .iter()
         .copied()
-        .chain(process.steps.iter().map(|s| s.2))
+        .chain(process.steps.iter().map(|s| s.lane))
         .collect();
-    let lane_ids: FxHashMap<(LaneKind, i64, i64), LaneId> = lane_keys
+    let lane_ids: FxHashMap<LaneKey, LaneId> = lane_keys
         .iter()
         .enumerate()
         .map(|(i, &key)| (key, LaneId(i as u32)))
@@ -897,12 +926,12 @@ fn finish(
     let mut steps: Vec<StepMarker> = process
         .steps
         .iter()
-        .map(|&(number, name, lane, start, dur)| StepMarker {
-            number,
-            name,
-            lane: lane_ids[&lane],
-            start_ns: start - origin_ns,
-            dur_ns: dur,
+        .map(|step| StepMarker {
+            number: step.number,
+            name: step.name,
+            lane: lane_ids[&step.lane],
+            start_ns: step.start_ns - origin_ns,
+            dur_ns: step.dur_ns,
         })
         .collect();
     steps.sort_unstable_by_key(|s| (s.start_ns, s.number));

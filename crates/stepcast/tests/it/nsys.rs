@@ -42,7 +42,7 @@ fn nsys_self_replay_is_within_two_percent_without_inferred_edges() {
         };
         let traces = read_processes(&export(relative), &options).unwrap_or_else(|e| panic!("{e}"));
         for trace in &traces {
-            let window = build(&trace, &BuildOptions::default());
+            let window = build(trace, &BuildOptions::default());
             let report = self_replay(&window).unwrap_or_else(|e| panic!("{relative}: {e}"));
             assert!(!report.steps.is_empty());
             for step in &report.steps {
