@@ -171,8 +171,17 @@ fn directory_clue(path: &Path) -> String {
     }
 }
 
-fn read_kineto(source: &Source<'_>, _options: &ReadOptions) -> Result<Vec<Trace>, ReadError> {
-    crate::read_kineto_file(source).map(|trace| vec![trace])
+fn read_kineto(source: &Source<'_>, options: &ReadOptions) -> Result<Vec<Trace>, ReadError> {
+    let mut trace = crate::read_kineto_file(source)?;
+    if let Some(pattern) = &options.step_range {
+        // Said, not ignored silently: a Kineto trace's steps are its ProfilerStep#N markers.
+        trace.diagnostics.note(format!(
+            "the step-range pattern `{}` is not applied to a Kineto trace: its steps are its \
+             ProfilerStep#N markers",
+            pattern.as_str()
+        ));
+    }
+    Ok(vec![trace])
 }
 
 /// SQLite's 16-byte file header.

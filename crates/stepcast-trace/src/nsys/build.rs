@@ -183,6 +183,9 @@ struct Reader<'a> {
     /// Rows read so far, over every table: a record's position in messages.
     rows: u32,
     tables_used: Vec<&'static str>,
+    /// Rows without a `globalPid`/`globalTid`: no process to count them in, so counted here
+    /// and reported in the first trace.
+    orphan_rows: u64,
 }
 
 impl Reader<'_> {
@@ -283,6 +286,7 @@ pub fn read_processes(
         processes: BTreeMap::new(),
         rows: 0,
         tables_used: Vec::new(),
+        orphan_rows: 0,
     };
     device_work(&mut reader)?;
     let memory_kinds = enum_labels(connection, schema, "ENUM_CUDA_MEM_KIND", &MEMORY_KINDS)?;
@@ -294,6 +298,7 @@ pub fn read_processes(
     let thread_names = thread_names(&mut reader)?;
     let gpus = gpus(&mut reader)?;
     let tables_used = reader.tables_used.join(", ");
+    let reader_orphans = reader.orphan_rows;
 
     let mut without_device = 0u64;
     let mut traces = Vec::new();
@@ -321,6 +326,9 @@ pub fn read_processes(
             "records of processes without device work (not a rank of this job)",
             without_device,
         );
+        first
+            .diagnostics
+            .skip_n("records without a process or thread id", reader_orphans);
     }
     Ok(traces)
 }
@@ -341,6 +349,7 @@ fn device_work(reader: &mut Reader<'_>) -> rusqlite::Result<()> {
         |reader, row| {
             let index = reader.next_index();
             let Some(global_pid) = int(row, 5) else {
+                reader.orphan_rows += 1;
                 return;
             };
             let strings = &reader.strings;
@@ -399,6 +408,7 @@ fn copies(reader: &mut Reader<'_>, memory_kinds: &FxHashMap<i64, String>) -> rus
         |reader, row| {
             let index = reader.next_index();
             let Some(global_pid) = int(row, 5) else {
+                reader.orphan_rows += 1;
                 return;
             };
             let process = reader.processes.entry(global_pid).or_default();
@@ -454,6 +464,7 @@ fn memsets(reader: &mut Reader<'_>, memory_kinds: &FxHashMap<i64, String>) -> ru
         |reader, row| {
             let index = reader.next_index();
             let Some(global_pid) = int(row, 5) else {
+                reader.orphan_rows += 1;
                 return;
             };
             let process = reader.processes.entry(global_pid).or_default();
@@ -510,6 +521,7 @@ fn calls(reader: &mut Reader<'_>) -> rusqlite::Result<()> {
         |reader, row| {
             let index = reader.next_index();
             let Some(global_tid) = int(row, 2) else {
+                reader.orphan_rows += 1;
                 return;
             };
             let strings = &reader.strings;
@@ -623,6 +635,7 @@ fn syncs(reader: &mut Reader<'_>) -> rusqlite::Result<()> {
         |reader, row| {
             reader.next_index();
             let Some(global_pid) = int(row, 5) else {
+                reader.orphan_rows += 1;
                 return;
             };
             let process = reader.processes.entry(global_pid).or_default();
@@ -729,6 +742,7 @@ fn nvtx(reader: &mut Reader<'_>, options: &ReadOptions) -> rusqlite::Result<()> 
         |reader, row| {
             let index = reader.next_index();
             let Some(global_tid) = int(row, 3) else {
+                reader.orphan_rows += 1;
                 return;
             };
             let strings = &reader.strings;
