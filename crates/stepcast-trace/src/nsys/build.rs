@@ -333,94 +333,88 @@ pub fn read_processes(
     Ok(traces)
 }
 
+/// The columns every device-work table shares, in this order; a table's own follow them.
+const DEVICE_COLUMNS: [&str; 6] = [
+    "start",
+    "end",
+    "deviceId",
+    "streamId",
+    "correlationId?",
+    "globalPid",
+];
+
+/// Reads one device-work table (kernels, copies, memsets): its rows become `kind` events on
+/// their (device, stream) lane, named by `name`, with the bytes of `bytes_column` if given.
+/// `what` names the records in diagnostics.
+fn device_table(
+    reader: &mut Reader<'_>,
+    table: &'static str,
+    (kind, what): (EventKind, &'static str),
+    own_columns: &[&str],
+    bytes_column: Option<usize>,
+    mut name: impl FnMut(&mut Process, &Strings, &Row<'_>) -> Option<NameId>,
+) -> rusqlite::Result<()> {
+    let columns: Vec<&str> = DEVICE_COLUMNS.iter().chain(own_columns).copied().collect();
+    reader.each_row(table, &columns, |reader, row| {
+        let index = reader.next_index();
+        let Some(global_pid) = int(row, 5) else {
+            reader.orphan_rows += 1;
+            return;
+        };
+        let strings = &reader.strings;
+        let process = reader.processes.entry(global_pid).or_default();
+        process.records += 1;
+        let Some(times) = process.times(what, int(row, 0), int(row, 1)) else {
+            return;
+        };
+        let (Some(device), Some(stream)) = (int(row, 2), int(row, 3)) else {
+            return process
+                .diagnostics
+                .skip(format!("{what} without a device or stream"));
+        };
+        let Some(name) = name(process, strings, row) else {
+            return process
+                .diagnostics
+                .skip(format!("{what} whose name is not in StringIds"));
+        };
+        process.device_rows += 1;
+        process.devices.insert(device);
+        process.push(
+            kind,
+            (LaneKind::DeviceStream, device, stream),
+            name,
+            times,
+            int(row, 4),
+            bytes_column.and_then(|column| int(row, column)),
+            None,
+            index,
+        );
+    })
+}
+
 fn device_work(reader: &mut Reader<'_>) -> rusqlite::Result<()> {
-    reader.each_row(
+    device_table(
+        reader,
         "CUPTI_ACTIVITY_KIND_KERNEL",
-        &[
-            "start",
-            "end",
-            "deviceId",
-            "streamId",
-            "correlationId?",
-            "globalPid",
-            "demangledName?",
-            "shortName?",
-        ],
-        |reader, row| {
-            let index = reader.next_index();
-            let Some(global_pid) = int(row, 5) else {
-                reader.orphan_rows += 1;
-                return;
-            };
-            let strings = &reader.strings;
-            let process = reader.processes.entry(global_pid).or_default();
-            process.records += 1;
-            let Some(times) = process.times("kernels", int(row, 0), int(row, 1)) else {
-                return;
-            };
-            let (Some(device), Some(stream)) = (int(row, 2), int(row, 3)) else {
-                return process
-                    .diagnostics
-                    .skip("kernels without a device or stream");
-            };
-            let name = row
-                .get_ref(6)
-                .ok()
-                .and_then(|v| process.name(strings, v))
-                .or_else(|| row.get_ref(7).ok().and_then(|v| process.name(strings, v)));
-            let Some(name) = name else {
-                return process
-                    .diagnostics
-                    .skip("kernels whose name is not in StringIds");
-            };
-            process.device_rows += 1;
-            process.devices.insert(device);
-            process.push(
-                EventKind::Kernel,
-                (LaneKind::DeviceStream, device, stream),
-                name,
-                times,
-                int(row, 4),
-                None,
-                None,
-                index,
-            );
+        (EventKind::Kernel, "kernels"),
+        &["demangledName?", "shortName?"],
+        None,
+        |process, strings, row| {
+            let mut column = |c| row.get_ref(c).ok().and_then(|v| process.name(strings, v));
+            column(6).or_else(|| column(7))
         },
     )
 }
 
 fn copies(reader: &mut Reader<'_>, memory_kinds: &FxHashMap<i64, String>) -> rusqlite::Result<()> {
     let copy_kinds: FxHashMap<i64, &str> = COPY_KINDS.iter().copied().collect();
-    reader.each_row(
+    device_table(
+        reader,
         "CUPTI_ACTIVITY_KIND_MEMCPY",
-        &[
-            "start",
-            "end",
-            "deviceId",
-            "streamId",
-            "correlationId?",
-            "globalPid",
-            "bytes?",
-            "copyKind?",
-            "srcKind?",
-            "dstKind?",
-        ],
-        |reader, row| {
-            let index = reader.next_index();
-            let Some(global_pid) = int(row, 5) else {
-                reader.orphan_rows += 1;
-                return;
-            };
-            let process = reader.processes.entry(global_pid).or_default();
-            process.records += 1;
-            let Some(times) = process.times("copies", int(row, 0), int(row, 1)) else {
-                return;
-            };
-            let (Some(device), Some(stream)) = (int(row, 2), int(row, 3)) else {
-                return process
-                    .diagnostics
-                    .skip("copies without a device or stream");
-            };
+        (EventKind::Memcpy, "copies"),
+        &["bytes?", "copyKind?", "srcKind?", "dstKind?"],
+        Some(6),
+        |process, _, row| {
             let kind = int(row, 7)
                 .and_then(|k| copy_kinds.get(&k).copied())
                 .unwrap_or("Unknown");
@@ -431,68 +425,23 @@ fn copies(reader: &mut Reader<'_>, memory_kinds: &FxHashMap<i64, String>) -> rus
             };
             // Kineto's spelling, which the graph reads (a pageable copy blocks its call).
             let name = format!("Memcpy {kind} ({} -> {})", memory(8), memory(9));
-            let name = process.names.intern(&name);
-            process.device_rows += 1;
-            process.devices.insert(device);
-            process.push(
-                EventKind::Memcpy,
-                (LaneKind::DeviceStream, device, stream),
-                name,
-                times,
-                int(row, 4),
-                int(row, 6),
-                None,
-                index,
-            );
+            Some(process.names.intern(&name))
         },
     )
 }
 
 fn memsets(reader: &mut Reader<'_>, memory_kinds: &FxHashMap<i64, String>) -> rusqlite::Result<()> {
-    reader.each_row(
+    device_table(
+        reader,
         "CUPTI_ACTIVITY_KIND_MEMSET",
-        &[
-            "start",
-            "end",
-            "deviceId",
-            "streamId",
-            "correlationId?",
-            "globalPid",
-            "bytes?",
-            "memKind?",
-        ],
-        |reader, row| {
-            let index = reader.next_index();
-            let Some(global_pid) = int(row, 5) else {
-                reader.orphan_rows += 1;
-                return;
-            };
-            let process = reader.processes.entry(global_pid).or_default();
-            process.records += 1;
-            let Some(times) = process.times("memsets", int(row, 0), int(row, 1)) else {
-                return;
-            };
-            let (Some(device), Some(stream)) = (int(row, 2), int(row, 3)) else {
-                return process
-                    .diagnostics
-                    .skip("memsets without a device or stream");
-            };
+        (EventKind::Memset, "memsets"),
+        &["bytes?", "memKind?"],
+        Some(6),
+        |process, _, row| {
             let memory = int(row, 7)
                 .and_then(|k| memory_kinds.get(&k))
                 .map_or("Unknown", String::as_str);
-            let name = process.names.intern(&format!("Memset ({memory})"));
-            process.device_rows += 1;
-            process.devices.insert(device);
-            process.push(
-                EventKind::Memset,
-                (LaneKind::DeviceStream, device, stream),
-                name,
-                times,
-                int(row, 4),
-                int(row, 6),
-                None,
-                index,
-            );
+            Some(process.names.intern(&format!("Memset ({memory})")))
         },
     )
 }
