@@ -8,7 +8,7 @@ use crate::args::AdviseArgs;
 
 /// Runs `advise` and returns its output (text, or JSON with `--json`).
 pub fn run(args: &AdviseArgs) -> anyhow::Result<String> {
-    let loaded = Loaded::load(&args.trace, &Quiet)?;
+    let loaded = Loaded::load(&args.trace, super::read_options(), &Quiet)?;
     let document = jobs::advise(&loaded, args.peers.peers(), &Quiet)?;
     if args.output.json {
         super::to_json(&document)

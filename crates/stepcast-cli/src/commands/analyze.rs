@@ -7,7 +7,7 @@ use crate::args::AnalyzeArgs;
 
 /// Runs `analyze` and returns its output (text, or JSON with `--json`).
 pub fn run(args: &AnalyzeArgs) -> anyhow::Result<String> {
-    let loaded = Loaded::load(&args.trace, &Quiet)?;
+    let loaded = Loaded::load(&args.trace, super::read_options(), &Quiet)?;
     let document = jobs::analyze(&loaded, args.step, &Quiet)?;
     if args.output.json {
         super::to_json(&document)

@@ -19,8 +19,8 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<String> {
         contention: args.contention,
     };
     let models = jobs::compare_models(&args.models, &params)?;
-    let before = Loaded::load(&args.before, &Quiet)?;
-    let after = Loaded::load(&args.after, &Quiet)?;
+    let before = Loaded::load(&args.before, super::read_options(), &Quiet)?;
+    let after = Loaded::load(&args.after, super::read_options(), &Quiet)?;
     let document = jobs::compare(&before, &after, &models, &Quiet)?;
     if args.output.json {
         super::to_json(&document)

@@ -16,7 +16,7 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
     if let Some(plan) = &args.plan {
         return run_plan(args, plan);
     }
-    let loaded = Loaded::load(&args.trace, &Quiet)?;
+    let loaded = Loaded::load(&args.trace, super::read_options(), &Quiet)?;
     let (trace, window) = (&loaded.trace, &loaded.window);
     let selection = match args.step {
         None => Selection::window(),
@@ -43,7 +43,7 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
 /// the phase tracks are left out.
 fn run_plan(args: &ExportArgs, plan: &std::path::Path) -> anyhow::Result<()> {
     let (moves, peers) = super::optimize::read_plan(plan)?;
-    let mapped = Loaded::load(&args.trace, &Quiet)?;
+    let mapped = Loaded::load(&args.trace, super::read_options(), &Quiet)?;
     let context = mapped.context(peers);
     let graph = stepcast::optimize::apply_plan(&context, &moves).with_context(|| {
         format!(

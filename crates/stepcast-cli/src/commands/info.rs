@@ -7,7 +7,7 @@ use crate::args::InfoArgs;
 
 /// Runs `info` and returns its output (text, or JSON with `--json`).
 pub fn run(args: &InfoArgs) -> anyhow::Result<String> {
-    let info = jobs::info(&Loaded::load(&args.trace, &Quiet)?);
+    let info = jobs::info(&Loaded::load(&args.trace, super::read_options(), &Quiet)?);
     if args.output.json {
         super::to_json(&info)
     } else {

@@ -84,7 +84,11 @@ pub fn run(args: &OptimizeArgs) -> anyhow::Result<String> {
     let files = stepcast_cli::jobs::rank_files(&args.traces)?;
     let mut loaded = Vec::with_capacity(files.len());
     for (position, file) in files.iter().enumerate() {
-        let mapped = stepcast_cli::jobs::Loaded::load(file, &stepcast_cli::jobs::Quiet)?;
+        let mapped = stepcast_cli::jobs::Loaded::load(
+            file,
+            super::read_options(),
+            &stepcast_cli::jobs::Quiet,
+        )?;
         let rank = recorded_rank(&mapped.trace).unwrap_or(position as i64);
         loaded.push((rank, file.clone(), mapped));
     }

@@ -40,7 +40,7 @@ pub fn run(args: &WhatIfArgs) -> anyhow::Result<String> {
         &params,
         &ddp,
     )?;
-    let loaded = Loaded::load(&args.trace, &Quiet)?;
+    let loaded = Loaded::load(&args.trace, super::read_options(), &Quiet)?;
     let document = jobs::whatif(&loaded, &transform, args.peers.peers(), &Quiet)?;
     if args.output.json {
         super::to_json(&document)
