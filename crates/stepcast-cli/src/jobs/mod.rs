@@ -49,8 +49,22 @@ impl Progress for Quiet {
 pub fn read_options(step_range: Option<&str>) -> anyhow::Result<ReadOptions> {
     let step_range = step_range
         .map(|pattern| {
-            regex::Regex::new(pattern)
-                .map_err(|e| crate::usage(anyhow::anyhow!("--step-range {pattern:?}: {e}")))
+            regex::Regex::new(pattern).map_err(|e| {
+                // A syntax error is several lines (the pattern, a caret, the reason): its
+                // reason alone keeps the message on one line.
+                let text = e.to_string();
+                let reason = text
+                    .lines()
+                    .rev()
+                    .find_map(|line| line.trim().strip_prefix("error: "))
+                    .map_or_else(
+                        || text.split_whitespace().collect::<Vec<_>>().join(" "),
+                        str::to_string,
+                    );
+                crate::usage(anyhow::anyhow!(
+                    "--step-range {pattern:?} is not a valid regular expression: {reason}"
+                ))
+            })
         })
         .transpose()?;
     Ok(ReadOptions { step_range })
