@@ -367,6 +367,15 @@ fn every_format_names_itself_when_refused() {
     let error = refused(&zstd.0);
     assert!(matches!(error, ReadError::NotRead { .. }), "{error}");
     assert!(error.to_string().contains("zstd -d"), "{error}");
+    // An export in memory is named, not read: SQLite is read from a file.
+    let export = std::fs::read(
+        testdata().join("nsys/pipit/pipit/tests/data/saxpy-mpi-cuda_nsys_perlmutter0.sqlite"),
+    )
+    .expect("vendored export");
+    let error = stepcast_trace::read_trace_bytes(&export, Path::new("in-memory.sqlite"))
+        .expect_err("not read from memory");
+    assert!(matches!(error, ReadError::NotRead { .. }), "{error}");
+    assert!(error.to_string().contains("from a file"), "{error}");
     let unknown = Scratch::new("u.bin", b"PK\x03\x04 not a trace");
     assert!(matches!(
         refused(&unknown.0),
