@@ -161,6 +161,7 @@ fn bench_trace(path: &Path, iterations: u32) -> anyhow::Result<TraceResult> {
     let mut sim = Samples::default();
     let mut replay = Samples::default();
     let mut analysis = Samples::default();
+    let mut report_html = Samples::default();
     let mut total = Samples::default();
     let mut ingest_peak_rss_bytes = None;
     let mut replay_peak_rss_bytes = None;
@@ -210,7 +211,16 @@ fn bench_trace(path: &Path, iterations: u32) -> anyhow::Result<TraceResult> {
         let text = stepcast_report::table::analyze_text(&document);
         let t_analyze = start.elapsed();
         black_box(&text);
-        drop((analyzed, document, text));
+
+        // The HTML report's own work on top of the analysis: the analyzed step's timeline
+        // (a replay of its own), the memory curves and the page (advise and the scaling curve
+        // are what-ifs, measured as such).
+        let start = Instant::now();
+        let page = report_page(&trace, &window, &analyzed, &document)
+            .with_context(|| format!("report of {}", path.display()))?;
+        let t_report = start.elapsed();
+        black_box(&page);
+        drop((analyzed, document, text, page));
 
         if iteration == 0 {
             let mut errors: Vec<f64> = report
@@ -255,6 +265,7 @@ fn bench_trace(path: &Path, iterations: u32) -> anyhow::Result<TraceResult> {
             sim.0.push(t_sim);
             replay.0.push(t_replay);
             analysis.0.push(t_analyze);
+            report_html.0.push(t_report);
             total.0.push(t_ingest + t_build + t_replay);
         }
         // Freed outside the timed regions, before the next read, so that at most one trace and
@@ -302,6 +313,11 @@ fn bench_trace(path: &Path, iterations: u32) -> anyhow::Result<TraceResult> {
             rate: Rate::MillionTasks(tasks),
         },
         Phase {
+            name: "report_html",
+            samples: report_html,
+            rate: Rate::MillionTasks(tasks),
+        },
+        Phase {
             name: "total",
             samples: total,
             rate: Rate::Megabytes(input_bytes),
@@ -311,6 +327,37 @@ fn bench_trace(path: &Path, iterations: u32) -> anyhow::Result<TraceResult> {
     result.ingest_cpu_total = ingest_cpu_total.filter(|_| iterations > 0);
     result.peak_rss_bytes = peak_rss_bytes();
     Ok(result)
+}
+
+/// The HTML page `stepcast report` writes, without its what-if sections.
+fn report_page(
+    trace: &stepcast_trace::Trace,
+    window: &stepcast::Window,
+    analyzed: &stepcast::analyze::Analysis,
+    document: &stepcast_report::json::AnalyzeJson,
+) -> anyhow::Result<String> {
+    use stepcast_report::html::{MemoryCurve, TimelineView, TraceReport, trace_report};
+    let timeline = match analyzed.analyzed_step {
+        Some(index) => {
+            let replayed = simulate(&window.graph, &RecordedOrder, SimOptions::default())?;
+            Some(TimelineView::new(
+                trace,
+                window,
+                &replayed,
+                index,
+                "the analyzed step".to_string(),
+            ))
+        }
+        None => None,
+    };
+    let memory: Vec<MemoryCurve> = analyzed.memory.iter().map(MemoryCurve::new).collect();
+    Ok(trace_report(&TraceReport {
+        analyze: document,
+        advise: Err("not measured here"),
+        scaling: Err("not measured here"),
+        timeline: timeline.as_ref(),
+        memory: &memory,
+    }))
 }
 
 /// Resets the process's peak RSS (`VmHWM`) to its current RSS (Linux 4.0+). False if the

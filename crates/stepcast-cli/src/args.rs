@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args as ClapArgs, Parser, Subcommand};
+use clap::{Args as ClapArgs, Parser, Subcommand, ValueEnum};
 
 const AFTER_HELP: &str = "\
 EXIT STATUS:
@@ -46,6 +46,11 @@ pub enum Command {
     /// Compare two traces of one workload: measured speedup of their steady steps, what changed
     /// by phase, op and kernel, and (--model) a prediction from BEFORE against AFTER.
     Compare(CompareArgs),
+    /// One self-contained HTML page (works offline): the answer first, the timeline of the
+    /// typical step recorded, replayed and predicted, breakdowns, top kernels and ops, memory,
+    /// step variability and the data-parallel scaling curve; for a job folder, the ranks side
+    /// by side.
+    Report(ReportArgs),
 }
 
 #[derive(Debug, ClapArgs)]
@@ -109,6 +114,10 @@ pub struct ExportArgs {
     /// optimized window beside the recorded one instead of the replay.
     #[arg(long, value_name = "PLAN.json", conflicts_with = "step")]
     pub plan: Option<PathBuf>,
+    /// Add a third process, the window as a built-in model (as `whatif` takes it, with its
+    /// default parameters) predicts it, with its own critical path track.
+    #[arg(long, value_name = "MODEL", conflicts_with = "plan")]
+    pub model: Option<String>,
 }
 
 #[derive(Debug, ClapArgs)]
@@ -293,12 +302,69 @@ pub struct CompareArgs {
 /// Where the answer goes and in which format.
 #[derive(Debug, ClapArgs)]
 pub struct OutputArgs {
-    /// Write JSON (a stable schema: see docs/json-schema.md) instead of text.
-    #[arg(long)]
+    /// Write JSON (a stable schema: see docs/json-schema.md) instead of text: `--format json`.
+    #[arg(long, conflicts_with = "format")]
     pub json: bool,
-    /// Write to FILE instead of stdout. The file is replaced whole or not at all.
+    /// text (default); json (as --json); csv: every table of the JSON document as a CSV file,
+    /// into the directory -o DIR; md: a compact Markdown digest (analyze, advise); html: a
+    /// self-contained page (compare).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<Format>,
+    /// Write to FILE (a directory for csv) instead of stdout. It is replaced whole or not at
+    /// all.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub file: Option<PathBuf>,
+}
+
+impl OutputArgs {
+    /// The format asked for: `--format`, else `--json`, else text.
+    pub fn format(&self) -> Format {
+        match (self.format, self.json) {
+            (Some(format), _) => format,
+            (None, true) => Format::Json,
+            (None, false) => Format::Text,
+        }
+    }
+}
+
+/// An output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Tables and sentences for a terminal.
+    Text,
+    /// The command's JSON document.
+    Json,
+    /// One CSV file per table of the JSON document, into a directory.
+    Csv,
+    /// A compact Markdown digest.
+    Md,
+    /// A self-contained HTML page.
+    Html,
+}
+
+#[derive(Debug, ClapArgs)]
+pub struct ReportArgs {
+    /// A PyTorch profiler (Kineto) trace (.json or .json.gz); or a directory of one job's rank
+    /// traces, or several trace files, for the ranks side by side.
+    #[arg(value_name = "TRACE | DIR", required = true, num_args = 1..)]
+    pub traces: Vec<PathBuf>,
+    /// The what-if whose predicted timeline is drawn under the replay: a built-in model (as
+    /// `whatif` takes it). Default: the best useful candidate of `advise`.
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// GPU counts of the data-parallel scaling curve (`whatif TRACE ddp --gpus`).
+    #[arg(long, value_name = "N,N...", default_value = "1,2,4,8,16,32,64")]
+    pub gpus: String,
+    #[command(flatten)]
+    pub peers: PeersArgs,
+    /// html (default): one self-contained page; md: a Markdown digest of analyze and advise;
+    /// csv: every table of analyze and advise as a CSV file, into the directory -o DIR.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value = "html")]
+    pub format: Format,
+    /// The file to write (a directory for csv), replaced whole or not at all; stdout if
+    /// absent (html and md).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[cfg(test)]

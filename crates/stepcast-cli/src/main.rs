@@ -6,6 +6,7 @@
 mod args;
 mod commands;
 mod output;
+mod progress;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -14,7 +15,8 @@ use clap::Parser;
 
 use stepcast_cli::{is_usage, message};
 
-use crate::args::{Args, Command, OutputArgs};
+use crate::args::{Args, Command};
+use crate::commands::Answer;
 
 fn main() -> ExitCode {
     // Usage errors, --help and --version are answered by clap (exit 2, 0 and 0).
@@ -43,14 +45,21 @@ fn run(args: &Args) -> anyhow::Result<()> {
         Command::Advise(advise) => (commands::advise::run(advise)?, &advise.output),
         Command::Optimize(optimize) => (commands::optimize::run(optimize)?, &optimize.output),
         Command::Compare(compare) => (commands::compare::run(compare)?, &compare.output),
+        Command::Report(report) => {
+            return write(report.output.as_deref(), &commands::report::run(report)?);
+        }
     };
-    write(output, &answer)
+    write(output.file.as_deref(), &answer)
 }
 
-fn write(output: &OutputArgs, answer: &str) -> anyhow::Result<()> {
-    match &output.file {
-        Some(path) => output::to_file(path, answer),
-        None => match output::to_stdout(answer) {
+fn write(file: Option<&std::path::Path>, answer: &Answer) -> anyhow::Result<()> {
+    match (file, answer) {
+        (Some(path), Answer::Text(text)) => output::to_file(path, text),
+        (Some(path), Answer::Files(files)) => output::to_dir(path, files),
+        (None, Answer::Files(_)) => Err(stepcast_cli::usage(anyhow::anyhow!(
+            "--format csv writes one file per table: give a directory with -o DIR"
+        ))),
+        (None, Answer::Text(text)) => match output::to_stdout(text) {
             // A closed pipe (`stepcast info t.json | head`) means the reader has what it
             // wanted; like ripgrep, exit quietly and successfully.
             Err(error) if error.kind() == io::ErrorKind::BrokenPipe => Ok(()),

@@ -20,6 +20,9 @@
 
 #![deny(missing_docs)]
 
+pub mod csv;
 pub mod export;
+pub mod html;
 pub mod json;
+pub mod markdown;
 pub mod table;

@@ -1,18 +1,23 @@
 //! `stepcast advise TRACE`: every built-in optimization and useful combinations, ranked by
 //! predicted gain.
 
-use stepcast_cli::jobs::{self, Loaded, Quiet};
-use stepcast_report::table;
+use stepcast_cli::jobs::{self, Loaded};
+use stepcast_report::{markdown, table};
 
 use crate::args::AdviseArgs;
+use crate::progress::Terminal;
 
-/// Runs `advise` and returns its output (text, or JSON with `--json`).
-pub fn run(args: &AdviseArgs) -> anyhow::Result<String> {
-    let loaded = Loaded::load(&args.trace, super::read_options(), &Quiet)?;
-    let document = jobs::advise(&loaded, args.peers.peers(), &Quiet)?;
-    if args.output.json {
-        super::to_json(&document)
-    } else {
-        Ok(table::advise_text(&document))
-    }
+/// Runs `advise` and returns its output (text, JSON, CSV tables or a Markdown digest).
+pub fn run(args: &AdviseArgs) -> anyhow::Result<super::Answer> {
+    let progress = Terminal::new();
+    let loaded = Loaded::load(&args.trace, super::read_options(), &progress)?;
+    let document = jobs::advise(&loaded, args.peers.peers(), &progress)?;
+    drop(progress);
+    super::render(
+        &args.output,
+        &document,
+        table::advise_text,
+        Some(&markdown::advise_markdown),
+        None,
+    )
 }

@@ -1,17 +1,22 @@
 //! `stepcast analyze TRACE`: where the step's time goes.
 
-use stepcast_cli::jobs::{self, Loaded, Quiet};
-use stepcast_report::table;
+use stepcast_cli::jobs::{self, Loaded};
+use stepcast_report::{markdown, table};
 
 use crate::args::AnalyzeArgs;
+use crate::progress::Terminal;
 
-/// Runs `analyze` and returns its output (text, or JSON with `--json`).
-pub fn run(args: &AnalyzeArgs) -> anyhow::Result<String> {
-    let loaded = Loaded::load(&args.trace, super::read_options(), &Quiet)?;
-    let document = jobs::analyze(&loaded, args.step, &Quiet)?;
-    if args.output.json {
-        super::to_json(&document)
-    } else {
-        Ok(table::analyze_text(&document))
-    }
+/// Runs `analyze` and returns its output (text, JSON, CSV tables or a Markdown digest).
+pub fn run(args: &AnalyzeArgs) -> anyhow::Result<super::Answer> {
+    let progress = Terminal::new();
+    let loaded = Loaded::load(&args.trace, super::read_options(), &progress)?;
+    let document = jobs::analyze(&loaded, args.step, &progress)?;
+    drop(progress);
+    super::render(
+        &args.output,
+        &document,
+        table::analyze_text,
+        Some(&markdown::analyze_markdown),
+        None,
+    )
 }

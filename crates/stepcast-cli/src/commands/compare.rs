@@ -2,13 +2,14 @@
 //! workload, what changed, and each model's prediction from BEFORE against the measured AFTER.
 
 use stepcast::whatif::ModelParams;
-use stepcast_cli::jobs::{self, Loaded, Quiet};
-use stepcast_report::table;
+use stepcast_cli::jobs::{self, Loaded};
+use stepcast_report::{html, table};
 
 use crate::args::CompareArgs;
+use crate::progress::Terminal;
 
-/// Runs `compare` and returns its output (text, or JSON with `--json`).
-pub fn run(args: &CompareArgs) -> anyhow::Result<String> {
+/// Runs `compare` and returns its output (text, JSON, CSV tables or an HTML page).
+pub fn run(args: &CompareArgs) -> anyhow::Result<super::Answer> {
     let params = ModelParams {
         factor: args.factor,
         compute: args.compute,
@@ -19,12 +20,16 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<String> {
         contention: args.contention,
     };
     let models = jobs::compare_models(&args.models, &params)?;
-    let before = Loaded::load(&args.before, super::read_options(), &Quiet)?;
-    let after = Loaded::load(&args.after, super::read_options(), &Quiet)?;
-    let document = jobs::compare(&before, &after, &models, &Quiet)?;
-    if args.output.json {
-        super::to_json(&document)
-    } else {
-        Ok(table::compare_text(&document))
-    }
+    let progress = Terminal::new();
+    let before = Loaded::load(&args.before, super::read_options(), &progress)?;
+    let after = Loaded::load(&args.after, super::read_options(), &progress)?;
+    let document = jobs::compare(&before, &after, &models, &progress)?;
+    drop(progress);
+    super::render(
+        &args.output,
+        &document,
+        table::compare_text,
+        None,
+        Some(&html::compare_report),
+    )
 }

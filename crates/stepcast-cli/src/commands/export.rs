@@ -1,14 +1,18 @@
 //! `stepcast export TRACE -o FILE.json`: the recorded and the replayed window (or one step) side
-//! by side, as a Chrome trace for Perfetto. Unlike the other commands it answers with a file
-//! only, so it writes that file itself and prints nothing.
+//! by side, as a Chrome trace for Perfetto, with a critical-path track and, with `--model`, the
+//! model's predicted window as a third process; or, with `--plan`, an optimization plan's
+//! predicted window. Unlike the other commands it answers with a file only, so it writes that
+//! file itself and prints nothing.
 
 use anyhow::Context;
 use stepcast::simulate::{RecordedOrder, SimOptions, simulate};
-use stepcast_cli::jobs::{Loaded, Quiet};
-use stepcast_report::export::{Export, Selection};
+use stepcast::whatif::Peers;
+use stepcast_cli::jobs::{self, Loaded};
+use stepcast_report::export::{Export, Prediction, Selection};
 
 use crate::args::ExportArgs;
 use crate::output;
+use crate::progress::Terminal;
 
 /// Runs `export`: reads and replays the trace, then writes the Chrome trace to `args.output`,
 /// whole or not at all.
@@ -16,7 +20,9 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
     if let Some(plan) = &args.plan {
         return run_plan(args, plan);
     }
-    let loaded = Loaded::load(&args.trace, super::read_options(), &Quiet)?;
+    let model = super::model_option(args.model.as_deref())?;
+    let progress = Terminal::new();
+    let loaded = Loaded::load(&args.trace, super::read_options(), &progress)?;
     let (trace, window) = (&loaded.trace, &loaded.window);
     let selection = match args.step {
         None => Selection::window(),
@@ -27,14 +33,35 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
             })?
         }
     };
+    jobs::Progress::update(&progress, "replaying", 0, 1);
     let timeline = simulate(&window.graph, &RecordedOrder, SimOptions::default())
         .with_context(|| format!("cannot replay {}", args.trace.display()))?;
     let mapping = loaded.mapping();
+    let mut export = Export::new(trace, window, &timeline, Some(mapping), selection);
+    // The prediction, when asked for: the model's graph, replayed as every what-if is.
+    let predicted = match &model {
+        Some(model) => {
+            jobs::Progress::update(&progress, "predicting", 0, 1);
+            let (graph, timeline) =
+                jobs::predicted(&loaded, std::slice::from_ref(model), Peers::default())?;
+            Some((model.name(), graph, timeline))
+        }
+        None => None,
+    };
+    if let Some((name, graph, timeline)) = &predicted {
+        export = export.with_prediction(Prediction {
+            name,
+            graph,
+            timeline,
+        });
+    }
+    jobs::Progress::update(&progress, "writing", 0, 1);
     let mut bytes = Vec::new();
-    Export::new(trace, window, &timeline, Some(mapping), selection)
+    export
         .write_to(&mut bytes)
         .context("cannot render the export")?;
     let text = String::from_utf8(bytes).context("the export is not UTF-8")?;
+    drop(progress);
     output::to_file(&args.output, &text)
 }
 
@@ -43,7 +70,8 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
 /// the phase tracks are left out.
 fn run_plan(args: &ExportArgs, plan: &std::path::Path) -> anyhow::Result<()> {
     let (moves, peers) = super::optimize::read_plan(plan)?;
-    let mapped = Loaded::load(&args.trace, super::read_options(), &Quiet)?;
+    let progress = Terminal::new();
+    let mapped = Loaded::load(&args.trace, super::read_options(), &progress)?;
     let context = mapped.context(peers);
     let graph = stepcast::optimize::apply_plan(&context, &moves).with_context(|| {
         format!(
@@ -70,5 +98,6 @@ fn run_plan(args: &ExportArgs, plan: &std::path::Path) -> anyhow::Result<()> {
         .write_to(&mut bytes)
         .context("cannot render the export")?;
     let text = String::from_utf8(bytes).context("the export is not UTF-8")?;
+    drop(progress);
     output::to_file(&args.output, &text)
 }

@@ -1,6 +1,6 @@
 //! One module per subcommand. Each turns its arguments into a call of the library
-//! (`stepcast_cli::jobs`, shared with the Python package) and returns the rendered answer;
-//! `main` writes it.
+//! (`stepcast_cli::jobs`, shared with the Python package) and returns the answer rendered in
+//! the format asked for ([`render`]); `main` writes it.
 
 pub mod advise;
 pub mod analyze;
@@ -9,6 +9,7 @@ pub mod export;
 pub mod info;
 pub mod optimize;
 pub mod replay;
+pub mod report;
 pub mod whatif;
 
 use std::sync::OnceLock;
@@ -30,6 +31,67 @@ pub fn set_read_options(step_range: Option<&str>) -> anyhow::Result<()> {
 /// The options every trace is read with.
 fn read_options() -> &'static ReadOptions {
     READ_OPTIONS.get_or_init(ReadOptions::default)
+}
+
+use crate::args::{Format, OutputArgs};
+
+/// `--model NAME` with its default parameters, checked before any trace is read (so a typo
+/// fails fast, as an invalid command line).
+fn model_option(name: Option<&str>) -> anyhow::Result<Option<stepcast::whatif::Model>> {
+    name.map(|name| {
+        stepcast::whatif::Model::with_params(name, &stepcast::whatif::ModelParams::default())
+    })
+    .transpose()
+    .map_err(stepcast_cli::usage)
+}
+
+/// A command's rendered answer: one text for stdout or a file, or files (one per table) for a
+/// directory.
+pub enum Answer {
+    Text(String),
+    Files(Vec<(String, String)>),
+}
+
+/// A renderer of a document into text.
+type Render<'a, T> = Option<&'a dyn Fn(&T) -> String>;
+
+/// `document` in the format `output` asks for: text through `text`, its JSON, its tables as
+/// CSV files, or Markdown and HTML where the command has a renderer for them.
+fn render<T: serde::Serialize>(
+    output: &OutputArgs,
+    document: &T,
+    text: impl FnOnce(&T) -> String,
+    markdown: Render<'_, T>,
+    html: Render<'_, T>,
+) -> anyhow::Result<Answer> {
+    let unsupported = |format: &str, commands: &str| {
+        stepcast_cli::usage(anyhow::anyhow!(
+            "--format {format} is not available for this command ({commands} have it)"
+        ))
+    };
+    match output.format() {
+        Format::Text => Ok(Answer::Text(text(document))),
+        Format::Json => Ok(Answer::Text(to_json(document)?)),
+        Format::Csv => Ok(Answer::Files(csv_files(document)?)),
+        Format::Md => match markdown {
+            Some(markdown) => Ok(Answer::Text(markdown(document))),
+            None => Err(unsupported("md", "analyze, advise and report")),
+        },
+        Format::Html => match html {
+            Some(html) => Ok(Answer::Text(html(document))),
+            None => Err(unsupported("html", "compare and report")),
+        },
+    }
+}
+
+/// Every table of `document`'s JSON as a CSV file (`name.csv`, contents).
+fn csv_files(document: &impl serde::Serialize) -> anyhow::Result<Vec<(String, String)>> {
+    let value = serde_json::to_value(document).context("cannot serialize the report")?;
+    let tables = stepcast_report::csv::tables(&value).context("cannot write the CSV tables")?;
+    Ok(tables
+        .into_iter()
+        .map(|table| (format!("{}.csv", table.name), table.text))
+        .collect())
 }
 
 /// `value` as pretty JSON with a trailing newline.

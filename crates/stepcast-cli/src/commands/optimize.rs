@@ -72,8 +72,8 @@ pub fn options(args: &OptimizeArgs) -> anyhow::Result<Options> {
     })
 }
 
-/// Runs `optimize` and returns its output (text, or JSON with `--json`).
-pub fn run(args: &OptimizeArgs) -> anyhow::Result<String> {
+/// Runs `optimize` and returns its output (text, JSON, or its tables as CSV).
+pub fn run(args: &OptimizeArgs) -> anyhow::Result<super::Answer> {
     let options = options(args)?;
     if !(args.time_limit.is_finite() && args.time_limit > 0.0) {
         return Err(stepcast_cli::usage(anyhow::anyhow!(
@@ -121,11 +121,7 @@ pub fn run(args: &OptimizeArgs) -> anyhow::Result<String> {
     for (trace, (_, file, _)) in document.traces.iter_mut().zip(&loaded) {
         trace.file = Some(file.display().to_string());
     }
-    if args.output.json {
-        super::to_json(&document)
-    } else {
-        Ok(table::optimize_text(&document))
-    }
+    super::render(&args.output, &document, table::optimize_text, None, None)
 }
 
 /// The moves of a plan file written by `optimize --json`, and the peers it was predicted

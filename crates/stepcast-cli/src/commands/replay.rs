@@ -2,14 +2,16 @@
 //! `stepcast replay DIR` (or several traces, or an export of several processes): replay every
 //! rank as one global graph.
 
-use stepcast_cli::jobs::{self, Input, Quiet};
+use stepcast_cli::jobs::{self, Input};
 use stepcast_report::table;
 
 use crate::args::ReplayArgs;
+use crate::progress::Terminal;
 
-/// Runs `replay` and returns its output (text, or JSON with `--json`).
-pub fn run(args: &ReplayArgs) -> anyhow::Result<String> {
-    match jobs::open(&args.traces, super::read_options(), &Quiet)? {
+/// Runs `replay` and returns its output (text, JSON, or its tables as CSV).
+pub fn run(args: &ReplayArgs) -> anyhow::Result<super::Answer> {
+    let progress = Terminal::new();
+    match jobs::open(&args.traces, super::read_options(), &progress)? {
         Input::Trace(loaded) => {
             if args.ranks.is_some() {
                 anyhow::bail!(
@@ -18,20 +20,20 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<String> {
                     loaded.path.display()
                 );
             }
-            let document = jobs::replay(&loaded, args.step, &Quiet)?;
-            if args.output.json {
-                super::to_json(&document)
-            } else {
-                Ok(table::replay_text(&document))
-            }
+            let document = jobs::replay(&loaded, args.step, &progress)?;
+            drop(progress);
+            super::render(&args.output, &document, table::replay_text, None, None)
         }
         Input::Job(job) => {
-            let document = job.replay(args.step, args.ranks.as_deref(), &Quiet)?;
-            if args.output.json {
-                super::to_json(&document)
-            } else {
-                Ok(table::ranks::ranks_text(&document))
-            }
+            let document = job.replay(args.step, args.ranks.as_deref(), &progress)?;
+            drop(progress);
+            super::render(
+                &args.output,
+                &document,
+                table::ranks::ranks_text,
+                None,
+                None,
+            )
         }
     }
 }

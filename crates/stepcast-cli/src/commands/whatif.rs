@@ -2,13 +2,14 @@
 //! `stepcast whatif TRACE ddp [options]`: predict the step time after an optimization.
 
 use stepcast::whatif::ModelParams;
-use stepcast_cli::jobs::{self, DdpOptions, Loaded, Quiet, Transform};
+use stepcast_cli::jobs::{self, DdpOptions, Loaded, Transform};
 use stepcast_report::table;
 
 use crate::args::WhatIfArgs;
+use crate::progress::Terminal;
 
-/// Runs `whatif` and returns its output (text, or JSON with `--json`).
-pub fn run(args: &WhatIfArgs) -> anyhow::Result<String> {
+/// Runs `whatif` and returns its output (text, JSON, or its tables as CSV).
+pub fn run(args: &WhatIfArgs) -> anyhow::Result<super::Answer> {
     let params = ModelParams {
         factor: args.factor,
         compute: args.compute,
@@ -40,11 +41,9 @@ pub fn run(args: &WhatIfArgs) -> anyhow::Result<String> {
         &params,
         &ddp,
     )?;
-    let loaded = Loaded::load(&args.trace, super::read_options(), &Quiet)?;
-    let document = jobs::whatif(&loaded, &transform, args.peers.peers(), &Quiet)?;
-    if args.output.json {
-        super::to_json(&document)
-    } else {
-        Ok(table::whatif_text(&document))
-    }
+    let progress = Terminal::new();
+    let loaded = Loaded::load(&args.trace, super::read_options(), &progress)?;
+    let document = jobs::whatif(&loaded, &transform, args.peers.peers(), &progress)?;
+    drop(progress);
+    super::render(&args.output, &document, table::whatif_text, None, None)
 }

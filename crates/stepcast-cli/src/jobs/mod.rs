@@ -11,6 +11,7 @@ mod ddp;
 mod info;
 mod ranks;
 mod replay;
+mod report;
 mod whatif;
 
 use std::path::{Path, PathBuf};
@@ -29,6 +30,7 @@ pub use ddp::DdpOptions;
 pub use info::info;
 pub use ranks::{Input, Job, open, rank_files};
 pub use replay::replay;
+pub use report::{Digest, ReportOptions, TracePage, digest, predicted, report};
 pub use whatif::{Transform, whatif};
 
 /// Where long work reports how far it is: `stage` names what is being done, `done` of `total`

@@ -4,11 +4,11 @@
 
 use super::{TempDir, path_str, stepcast};
 
-const BEFORE: &str = concat!(
+pub(super) const BEFORE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../testdata/kineto/kineto/tb_plugin/samples/resnet50_profiler_api_num_workers_0/worker0.pt.trace.json.gz"
 );
-const AFTER: &str = concat!(
+pub(super) const AFTER: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../testdata/kineto/kineto/tb_plugin/samples/resnet50_profiler_api_num_workers_4/worker0.pt.trace.json.gz"
 );

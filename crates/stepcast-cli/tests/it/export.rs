@@ -762,3 +762,79 @@ fn the_validator_rejects_what_the_format_forbids() {
         }
     }
 }
+
+// See: issue 16 (the critical path and the predicted timeline as Perfetto tracks).
+#[test]
+fn export_overlays_the_critical_path_and_a_prediction() {
+    let summary = check(&[NCCL, "--step", "5", "--model", "faster_cpu"]);
+    assert_eq!(summary.processes[&3], "predicted: faster_cpu");
+    let replay = stepcast(&["replay", NCCL, "--step", "5", "--json"]);
+    replay.assert_success();
+    let path_tasks = replay.json()["steps"][0]["critical_path"]["tasks"]
+        .as_u64()
+        .expect("critical_path.tasks") as usize;
+    for pid in [1, 2] {
+        let on_path: Vec<&Slice> = summary
+            .slices_of(pid)
+            .filter(|slice| slice.cat == "stepcast.critical_path")
+            .collect();
+        assert_eq!(
+            on_path.len(),
+            path_tasks,
+            "process {pid}: one slice per task on the replay's critical path"
+        );
+        // Each is a copy of a task slice of the same process.
+        let tasks = summary.tasks_of(pid);
+        for slice in on_path {
+            assert!(
+                tasks.iter().any(|task| task.name == slice.name
+                    && task.start_ns == slice.start_ns
+                    && task.end_ns == slice.end_ns),
+                "{slice:?}"
+            );
+        }
+    }
+    let predicted = summary.tasks_of(3);
+    assert!(!predicted.is_empty());
+    assert!(
+        predicted
+            .iter()
+            .all(|slice| slice.cat.starts_with("replay."))
+    );
+    assert!(predicted.iter().any(|slice| slice.args["step"] == 5));
+    let predicted_path = summary
+        .slices_of(3)
+        .filter(|slice| slice.cat == "stepcast.critical_path")
+        .count();
+    assert!(
+        predicted_path > 0,
+        "the prediction's critical path is drawn"
+    );
+    // The predicted step is shorter: faster_cpu halves host work on a host-bound trace.
+    let span = |pid: i64| {
+        let tasks = summary.tasks_of(pid);
+        let in_step: Vec<_> = tasks.iter().filter(|s| s.args["step"] == 5).collect();
+        let start = in_step.iter().map(|s| s.start_ns).min().expect("tasks");
+        let end = in_step.iter().map(|s| s.end_ns).max().expect("tasks");
+        end - start
+    };
+    assert!(
+        span(3) < span(2),
+        "predicted {} vs replayed {}",
+        span(3),
+        span(2)
+    );
+}
+
+#[test]
+fn export_rejects_an_unknown_model_before_reading() {
+    let run = stepcast(&[
+        "export",
+        "/no/such.json",
+        "-o",
+        "/tmp/x.json",
+        "--model",
+        "warp_drive",
+    ]);
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+}

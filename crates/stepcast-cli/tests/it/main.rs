@@ -8,8 +8,10 @@ mod export;
 mod formats;
 mod info;
 mod optimize;
+mod output_formats;
 mod ranks;
 mod replay;
+mod report;
 mod whatif;
 
 use std::path::{Path, PathBuf};

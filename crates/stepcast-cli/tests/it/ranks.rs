@@ -2,7 +2,8 @@
 
 use super::stepcast;
 
-const DLRM: &str = concat!(
+/// The 8 rank traces of one DLRM job.
+pub(super) const DLRM: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../testdata/kineto/param/et_replay/tests/inputs/dlrm_kineto__extracted/dlrm_kineto"
 );

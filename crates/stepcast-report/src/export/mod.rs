@@ -37,6 +37,14 @@
 //!   for host memory), each with `args: {"bytes": N}`, one sample per allocation or free (those
 //!   before the window or step opened become one sample at its start). The replay does not
 //!   model memory, so the replayed process has none;
+//! - in both processes, a `critical path` track: one slice per task on the replayed critical
+//!   path of each step (category `stepcast.critical_path`, `args` `task_kind` and `step`, no
+//!   `kind`, so that no reader counts them twice as tasks), at its recorded time in the
+//!   recorded process and its replayed time in the replayed one;
+//! - with a prediction ([`Export::with_prediction`]), process 3, `predicted: NAME`: the
+//!   transformed graph's tasks of the selected steps (and those of other steps their critical
+//!   path runs through) as replayed, a track per lane (category `replay.<kind>`, `args` `kind`
+//!   and `step`), then its own `critical path` track;
 //! - the replayed critical path of each step, as flow events (`ph: "s"` then `ph: "f"` with
 //!   `bp: "e"`, category `critical_path`, one `id` per hop): each hop leaves a critical task when
 //!   it released the next (its begin for a launch, else its last nanosecond) and enters the next
@@ -60,7 +68,8 @@ use std::io::{self, Write};
 
 use stepcast::Window;
 use stepcast::analyze::mapping::{Mapping, Phase};
-use stepcast::graph::{NO_STEP, TaskId};
+use stepcast::graph::{Graph, NO_STEP, TaskId};
+use stepcast::replay::replayed_span;
 use stepcast::simulate::{Timeline, critical_path};
 use stepcast_trace::{LaneId, LaneKind, NameId, Runtime, Trace};
 
@@ -98,6 +107,19 @@ pub struct Export<'a> {
     timeline: &'a Timeline,
     mapping: Option<&'a Mapping>,
     selection: Selection,
+    prediction: Option<Prediction<'a>>,
+}
+
+/// A what-if's predicted window, drawn as a third process: its transformed graph (the same
+/// steps as the window's) and the replay of that graph.
+#[derive(Clone, Copy, Debug)]
+pub struct Prediction<'a> {
+    /// What was predicted (`amp`, `cuda_graphs + faster_cpu`).
+    pub name: &'a str,
+    /// The transformed graph.
+    pub graph: &'a Graph,
+    /// Its replay.
+    pub timeline: &'a Timeline,
 }
 
 impl<'a> Export<'a> {
@@ -135,7 +157,24 @@ impl<'a> Export<'a> {
             timeline,
             mapping,
             selection,
+            prediction: None,
         }
+    }
+
+    /// Adds a what-if's predicted window as a third process, `predicted: NAME`, with a track
+    /// per lane and its own critical path.
+    ///
+    /// # Panics
+    ///
+    /// If the prediction's timeline does not replay its graph.
+    pub fn with_prediction(mut self, prediction: Prediction<'a>) -> Self {
+        assert_eq!(
+            prediction.timeline.end_ns.len(),
+            prediction.graph.task_count(),
+            "the prediction's timeline replays another graph"
+        );
+        self.prediction = Some(prediction);
+        self
     }
 
     /// Writes the Chrome trace to `out`, through a buffer.
@@ -150,6 +189,7 @@ impl<'a> Export<'a> {
         let tasks = self.selected_tasks(&steps);
         let mut logical = vec![self.steps_track(&steps)];
         logical.extend(self.lane_tracks(&tasks));
+        logical.push(self.critical_path_track(&steps));
 
         let mut threads = Vec::new();
         let mut records = Vec::new();
@@ -192,6 +232,9 @@ impl<'a> Export<'a> {
             }
             next_tid += depth as u32;
         }
+        if let Some(prediction) = &self.prediction {
+            self.predicted_tracks(prediction, &mut next_tid, &mut threads, &mut records);
+        }
         self.critical_path_flows(&steps, &replayed_tid, &mut records);
         self.memory_counters(&steps, &mut records);
         threads.sort_by_key(|thread| (thread.side, thread.tid));
@@ -218,38 +261,12 @@ impl<'a> Export<'a> {
             .map(|index| {
                 let step = &self.window.steps[index];
                 let tasks = &tasks_by_step[index];
-                // The spans `stepcast::replay` measures (`measured_span`, `replayed_span`): from
-                // the step's host start to the end of the last task launched in it. The replayed
-                // start moves with the step's first host task on the marker's thread.
                 let recorded_end = tasks
                     .iter()
                     .map(|t| graph.rec_end_ns[t.index()])
                     .max()
                     .unwrap_or(step.marker_end_ns);
-                let first_host = tasks
-                    .iter()
-                    .filter(|t| !graph.kind[t.index()].on_device())
-                    .filter(|t| {
-                        step.trace_lane.is_none_or(|lane| {
-                            graph.lanes[graph.lane[t.index()] as usize].trace_lane == lane
-                        })
-                    })
-                    .min_by_key(|t| (graph.rec_start_ns[t.index()], t.0));
-                let shift = first_host.map_or(0, |t| {
-                    timeline.begin_ns[t.index()] - graph.rec_start_ns[t.index()]
-                });
-                let replayed_start = step.start_ns + shift;
-                let last = tasks
-                    .iter()
-                    .copied()
-                    .max_by_key(|t| (timeline.end_ns[t.index()], std::cmp::Reverse(t.0)));
-                let replayed_end = last
-                    .map_or(replayed_start + step.marker_end_ns - step.start_ns, |t| {
-                        timeline.end_ns[t.index()]
-                    });
-                let path = last.map_or_else(Vec::new, |last| {
-                    critical_path(graph, timeline, last, replayed_start).tasks
-                });
+                let replayed = replayed_step(graph, timeline, step, tasks);
                 StepView {
                     index: index as u32,
                     tasks: tasks.len() as u32,
@@ -258,10 +275,10 @@ impl<'a> Export<'a> {
                         end_ns: recorded_end.max(step.start_ns),
                     },
                     replayed: Interval {
-                        start_ns: replayed_start,
-                        end_ns: replayed_end.max(replayed_start),
+                        start_ns: replayed.start_ns,
+                        end_ns: replayed.end_ns,
                     },
-                    path,
+                    path: replayed.path,
                 }
             })
             .collect()
@@ -290,7 +307,7 @@ impl<'a> Export<'a> {
                 track.slices[side as usize].push(Slice {
                     interval: match side {
                         Side::Recorded => view.recorded,
-                        Side::Replayed => view.replayed,
+                        Side::Replayed | Side::Predicted => view.replayed,
                     },
                     what: What::Step {
                         step: view.index,
@@ -302,22 +319,122 @@ impl<'a> Export<'a> {
         track
     }
 
+    /// The replayed critical path of each selected step as a track of its own: one slice per
+    /// task on the path (category `stepcast.critical_path`), at its recorded time in the
+    /// recorded process and its replayed time in the replayed one.
+    fn critical_path_track(&self, steps: &[StepView]) -> LogicalTrack {
+        let mut track = LogicalTrack::new("critical path".to_string());
+        let on_path: BTreeSet<TaskId> = steps.iter().flat_map(|s| s.path.iter().copied()).collect();
+        for side in Side::ALL {
+            track.slices[side as usize] = on_path
+                .iter()
+                .map(|&task| Slice {
+                    interval: self.interval(side, task),
+                    what: What::Critical(task),
+                })
+                .collect();
+        }
+        track
+    }
+
+    /// The predicted process: the selected steps' tasks of the transformed graph, a track per
+    /// lane, then their critical path.
+    fn predicted_tracks(
+        &self,
+        prediction: &Prediction<'_>,
+        next_tid: &mut u32,
+        threads: &mut Vec<Thread>,
+        records: &mut Vec<Record>,
+    ) {
+        let graph = prediction.graph;
+        let timeline = prediction.timeline;
+        let selected = |step: u32| match self.selection.step {
+            Some(index) => step == index,
+            None => step != NO_STEP,
+        };
+        let mut path: BTreeSet<TaskId> = BTreeSet::new();
+        let mut by_step: Vec<Vec<TaskId>> = vec![Vec::new(); self.window.steps.len()];
+        for (t, &step) in graph.step.iter().enumerate() {
+            if step != NO_STEP && (step as usize) < by_step.len() {
+                by_step[step as usize].push(TaskId(t as u32));
+            }
+        }
+        for (index, tasks) in by_step.iter().enumerate() {
+            if selected(index as u32) {
+                let step = &self.window.steps[index];
+                path.extend(replayed_step(graph, timeline, step, tasks).path);
+            }
+        }
+        let mut lanes: BTreeMap<u32, Vec<TaskId>> = BTreeMap::new();
+        for t in 0..graph.task_count() {
+            let task = TaskId(t as u32);
+            if (self.selection.step.is_none() || selected(graph.step[t])) || path.contains(&task) {
+                lanes.entry(graph.lane[t]).or_default().push(task);
+            }
+        }
+        let labels = LaneLabels::new(self.trace);
+        let interval = |task: TaskId| Interval {
+            start_ns: timeline.begin_ns[task.index()],
+            end_ns: timeline.end_ns[task.index()],
+        };
+        let mut tracks: Vec<(String, Vec<Slice>)> = lanes
+            .into_iter()
+            .map(|(lane, tasks)| {
+                let label = labels.label(graph.lanes[lane as usize].trace_lane);
+                let slices = tasks
+                    .into_iter()
+                    .map(|task| Slice {
+                        interval: interval(task),
+                        what: What::Predicted(task),
+                    })
+                    .collect();
+                (label, slices)
+            })
+            .collect();
+        tracks.push((
+            "critical path".to_string(),
+            path.iter()
+                .map(|&task| Slice {
+                    interval: interval(task),
+                    what: What::PredictedCritical(task),
+                })
+                .collect(),
+        ));
+        for (name, slices) in tracks {
+            let levels = place(slices, |slice| slice.interval);
+            for (level, slices) in levels.iter().enumerate() {
+                let tid = *next_tid + level as u32;
+                threads.push(Thread {
+                    side: Side::Predicted,
+                    tid,
+                    name: match level {
+                        0 => name.clone(),
+                        _ => format!("{name} [overlap {level}]"),
+                    },
+                });
+                for slice in slices {
+                    records.push(Record {
+                        ts_ns: slice.interval.start_ns,
+                        dur_ns: (slice.interval.end_ns - slice.interval.start_ns).max(0),
+                        side: Side::Predicted,
+                        tid,
+                        body: Body::Slice(slice.what),
+                    });
+                }
+            }
+            *next_tid += levels.len().max(1) as u32;
+        }
+    }
+
     /// Per lane with selected tasks: its task track, then its phases-and-layers track.
     fn lane_tracks(&self, tasks: &[TaskId]) -> Vec<LogicalTrack> {
         let graph = &self.window.graph;
-        // Thread ids name host threads unless two processes of the trace reuse one.
-        let mut host_tids: BTreeMap<i64, BTreeSet<i64>> = BTreeMap::new();
-        for lane in &self.trace.lanes {
-            if lane.kind == LaneKind::CpuThread {
-                host_tids.entry(lane.tid).or_default().insert(lane.pid);
-            }
-        }
-        let shared_tid = |tid: i64| host_tids.get(&tid).is_some_and(|pids| pids.len() > 1);
+        let labels = LaneLabels::new(self.trace);
         let mut tracks = Vec::new();
         // Tasks are numbered lane by lane: the selected tasks of a lane are contiguous.
         for lane_tasks in tasks.chunk_by(|a, b| graph.lane[a.index()] == graph.lane[b.index()]) {
             let lane_index = graph.lane[lane_tasks[0].index()] as usize;
-            let label = self.lane_label(graph.lanes[lane_index].trace_lane, &shared_tid);
+            let label = labels.label(graph.lanes[lane_index].trace_lane);
             let mut track = LogicalTrack::new(label.clone());
             for side in Side::ALL {
                 track.slices[side as usize] = lane_tasks
@@ -470,19 +587,48 @@ impl<'a> Export<'a> {
                 start_ns: self.window.graph.rec_start_ns[t],
                 end_ns: self.window.graph.rec_end_ns[t],
             },
-            Side::Replayed => Interval {
+            Side::Replayed | Side::Predicted => Interval {
                 start_ns: self.timeline.begin_ns[t],
                 end_ns: self.timeline.end_ns[t],
             },
         }
     }
+}
+
+/// Names lanes for people: `CPU thread 1234 (name)` or `GPU 0 stream 7`.
+pub(crate) struct LaneLabels<'a> {
+    trace: &'a Trace,
+    /// Thread ids seen in more than one process: those name their process too.
+    shared_tids: BTreeSet<i64>,
+}
+
+impl<'a> LaneLabels<'a> {
+    pub(crate) fn new(trace: &'a Trace) -> Self {
+        let mut host_tids: BTreeMap<i64, BTreeSet<i64>> = BTreeMap::new();
+        for lane in &trace.lanes {
+            if lane.kind == LaneKind::CpuThread {
+                host_tids.entry(lane.tid).or_default().insert(lane.pid);
+            }
+        }
+        let shared_tids = host_tids
+            .into_iter()
+            .filter(|(_, pids)| pids.len() > 1)
+            .map(|(tid, _)| tid)
+            .collect();
+        Self { trace, shared_tids }
+    }
+
+    /// The trace the lanes are of.
+    pub(crate) fn trace(&self) -> &'a Trace {
+        self.trace
+    }
 
     /// `CPU thread 1234 (name)` or `GPU 0 stream 7`.
-    fn lane_label(&self, lane: LaneId, shared_tid: &dyn Fn(i64) -> bool) -> String {
+    pub(crate) fn label(&self, lane: LaneId) -> String {
         let lane = self.trace.lane(lane);
         match lane.kind {
             LaneKind::CpuThread => {
-                let mut label = match shared_tid(lane.tid) {
+                let mut label = match self.shared_tids.contains(&lane.tid) {
                     true => format!("CPU process {} thread {}", lane.pid, lane.tid),
                     false => format!("CPU thread {}", lane.tid),
                 };
@@ -507,11 +653,43 @@ impl<'a> Export<'a> {
     }
 }
 
-/// The two processes of the export.
+/// A step as replayed: its span and its critical path.
+pub(crate) struct ReplayedStep {
+    pub start_ns: i64,
+    pub end_ns: i64,
+    /// The replayed critical path ending at the step's last task, as
+    /// `stepcast::simulate::critical_path` walks it from the step's start.
+    pub path: Vec<TaskId>,
+}
+
+/// `step` (whose tasks are `tasks`) in `timeline`, a replay of `graph`: the span
+/// `stepcast::replay` measures (`replayed_span`: from the step's host start, which moves with
+/// its first host task on the marker's thread, to the end of the task that ends it), and the
+/// critical path that ends there.
+pub(crate) fn replayed_step(
+    graph: &Graph,
+    timeline: &Timeline,
+    step: &stepcast::Step,
+    tasks: &[TaskId],
+) -> ReplayedStep {
+    let (span_ns, last, start_ns) = replayed_span(graph, timeline, step, tasks);
+    let path = last.map_or_else(Vec::new, |last| {
+        critical_path(graph, timeline, last, start_ns).tasks
+    });
+    ReplayedStep {
+        start_ns,
+        end_ns: start_ns + span_ns.max(0),
+        path,
+    }
+}
+
+/// The processes of the export: the recording and its replay, and a what-if's prediction
+/// when one is given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Side {
     Recorded,
     Replayed,
+    Predicted,
 }
 
 impl Side {
@@ -521,6 +699,7 @@ impl Side {
         match self {
             Side::Recorded => 1,
             Side::Replayed => 2,
+            Side::Predicted => 3,
         }
     }
 
@@ -528,6 +707,7 @@ impl Side {
         match self {
             Side::Recorded => "recorded",
             Side::Replayed => "replayed",
+            Side::Predicted => "predicted",
         }
     }
 }
@@ -536,6 +716,12 @@ impl Side {
 #[derive(Clone, Copy, Debug)]
 enum What {
     Task(TaskId),
+    /// A task on the replayed critical path, on the critical path's own track.
+    Critical(TaskId),
+    /// A task of the prediction's graph.
+    Predicted(TaskId),
+    /// A task on the prediction's critical path.
+    PredictedCritical(TaskId),
     Step {
         /// Index into the window's steps.
         step: u32,

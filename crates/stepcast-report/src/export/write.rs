@@ -80,8 +80,15 @@ pub(super) fn document<W: Write>(
     writer
         .out
         .write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[")?;
-    for side in Side::ALL {
-        writer.metadata(side, 0, "process_name", MetadataValue::Name(side.name()))?;
+    let predicted = export
+        .prediction
+        .map(|prediction| (Side::Predicted, format!("predicted: {}", prediction.name)));
+    let sides = Side::ALL
+        .into_iter()
+        .map(|side| (side, side.name().to_string()))
+        .chain(predicted);
+    for (side, name) in sides {
+        writer.metadata(side, 0, "process_name", MetadataValue::Name(&name))?;
         writer.metadata(
             side,
             0,
@@ -214,7 +221,22 @@ impl<W: Write> EventWriter<'_, W> {
                         let event = &trace.events[graph.event[task.index()].index()];
                         kineto_category(event.kind, trace.runtime)
                     }
-                    Side::Replayed => replay_category(graph.kind[task.index()]),
+                    Side::Replayed | Side::Predicted => replay_category(graph.kind[task.index()]),
+                };
+                (cat, trace.name(graph.name[task.index()]))
+            }
+            What::Critical(task) => (
+                "stepcast.critical_path",
+                trace.name(graph.name[task.index()]),
+            ),
+            What::Predicted(task) | What::PredictedCritical(task) => {
+                let Some(prediction) = self.export.prediction else {
+                    return Ok(());
+                };
+                let graph = prediction.graph;
+                let cat = match what {
+                    What::PredictedCritical(_) => "stepcast.critical_path",
+                    _ => replay_category(graph.kind[task.index()]),
                 };
                 (cat, trace.name(graph.name[task.index()]))
             }
@@ -271,6 +293,30 @@ impl<W: Write> EventWriter<'_, W> {
                 }
                 Ok(())
             }
+            What::Critical(task) => self.path_args(graph, task),
+            What::Predicted(task) | What::PredictedCritical(task) => {
+                let Some(prediction) = export.prediction else {
+                    return Ok(());
+                };
+                let t = task.index();
+                if let What::Predicted(_) = what {
+                    write!(
+                        self.out,
+                        "\"kind\":\"{}\"",
+                        prediction.graph.kind[t].as_str()
+                    )?;
+                    let step = prediction.graph.step[t];
+                    if step != NO_STEP
+                        && let Some(step) = export.window.steps.get(step as usize)
+                        && !step.synthetic
+                    {
+                        write!(self.out, ",\"step\":{}", step.number)?;
+                    }
+                    Ok(())
+                } else {
+                    self.path_args(prediction.graph, task)
+                }
+            }
             What::Step { step, tasks } => {
                 let step = &export.window.steps[step as usize];
                 if !step.synthetic {
@@ -284,6 +330,25 @@ impl<W: Write> EventWriter<'_, W> {
                 phase.as_str()
             ),
         }
+    }
+
+    /// The `args` of a slice on a critical-path track: the task's kind and step, named so
+    /// that no reader counts it as a task of a lane (those carry `kind`).
+    fn path_args(
+        &mut self,
+        graph: &stepcast::graph::Graph,
+        task: stepcast::graph::TaskId,
+    ) -> io::Result<()> {
+        let t = task.index();
+        write!(self.out, "\"task_kind\":\"{}\"", graph.kind[t].as_str())?;
+        let step = graph.step[t];
+        if step != NO_STEP
+            && let Some(step) = self.export.window.steps.get(step as usize)
+            && !step.synthetic
+        {
+            write!(self.out, ",\"step\":{}", step.number)?;
+        }
+        Ok(())
     }
 
     /// Closes `traceEvents` and writes the other top-level members.

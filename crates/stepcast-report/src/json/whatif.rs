@@ -89,6 +89,18 @@ pub struct TrustJson {
 }
 
 impl TrustJson {
+    /// The caveats, each once (models combined may share one), in order, joined by `; `:
+    /// for one table cell.
+    pub fn caveat_text(&self) -> String {
+        let mut seen: Vec<&str> = Vec::new();
+        for caveat in &self.caveats {
+            if !seen.contains(&caveat.as_str()) {
+                seen.push(caveat);
+            }
+        }
+        seen.join("; ")
+    }
+
     /// The trust of `outcome`.
     pub fn new(outcome: &Outcome) -> Self {
         let baseline = outcome.baseline.step_ns;

@@ -231,6 +231,18 @@ fn overview(analyze: &AnalyzeJson, words: &Words) -> String {
     text
 }
 
+/// The two sentences `analyze` opens with: what was analyzed (steps, the typical step, the
+/// step analyzed in detail), then what bounds that step. The HTML and Markdown reports open
+/// with the same words.
+pub fn summary_sentences(analyze: &AnalyzeJson) -> Vec<String> {
+    let words = Words::new(analyze);
+    let mut sentences = vec![overview(analyze, &words)];
+    if let Some(step) = analyzed(analyze) {
+        sentences.push(bound_sentence(step, &words));
+    }
+    sentences
+}
+
 fn steady_numbers(analyze: &AnalyzeJson) -> Vec<u64> {
     analyze
         .steps

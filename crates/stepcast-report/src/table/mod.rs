@@ -15,7 +15,7 @@ mod whatif;
 
 use comfy_table::{CellAlignment, ContentArrangement, Table, presets};
 
-pub use analyze::analyze_text;
+pub use analyze::{analyze_text, summary_sentences};
 pub use compare::compare_text;
 pub use info::info_text;
 pub use optimize::optimize_text;
@@ -188,7 +188,7 @@ fn percent(share: f64) -> String {
 }
 
 /// A byte count in binary units.
-fn bytes(n: u64) -> String {
+pub(crate) fn bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut value = n as f64;
     let mut unit = 0;

@@ -243,7 +243,7 @@ pub(crate) fn replayed_marker_end(
 
 /// The same span in a replay. The step's start moves with its first host task.
 /// Returns (span, the task ending last, the replayed step start).
-pub(crate) fn replayed_span(
+pub fn replayed_span(
     graph: &Graph,
     timeline: &Timeline,
     step: &Step,

@@ -1,0 +1,109 @@
+//! `stepcast report TRACE | DIR -o report.html`: one self-contained HTML page of a trace
+//! (analyze, advise, the timeline of the typical step recorded, replayed and predicted, memory,
+//! the data-parallel scaling curve) or of a job folder (the ranks side by side); with
+//! `--format md`, a Markdown digest of analyze and advise; with `--format csv`, their tables.
+//! The documents and drawings come from the library (`jobs::report`, `jobs::digest`); this
+//! module renders them.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::anyhow;
+use stepcast_cli::jobs::{self, Job, Loaded, ReportOptions};
+use stepcast_report::html::{ranks_report, trace_report};
+use stepcast_report::markdown;
+
+use super::Answer;
+use crate::args::{Format, ReportArgs};
+use crate::progress::Terminal;
+
+/// Runs `report` and returns the page (or the digest, or the tables).
+pub fn run(args: &ReportArgs) -> anyhow::Result<Answer> {
+    if args.format == Format::Csv && args.output.is_none() {
+        return Err(stepcast_cli::usage(anyhow!(
+            "--format csv writes one file per table: give a directory with -o DIR"
+        )));
+    }
+    match args.traces.as_slice() {
+        [trace] if !trace.is_dir() => one_trace(args, trace),
+        paths => job(args, paths),
+    }
+}
+
+fn one_trace(args: &ReportArgs, path: &Path) -> anyhow::Result<Answer> {
+    // The command line is checked before the trace is read, so a typo fails fast.
+    let options = ReportOptions::new(args.model.as_deref(), &args.gpus, args.peers.peers())?;
+    if args.format == Format::Text || args.format == Format::Json {
+        return Err(stepcast_cli::usage(anyhow!(
+            "report writes html, md or csv; for text or JSON use `stepcast analyze` and `stepcast advise`"
+        )));
+    }
+    let progress = Terminal::new();
+    let loaded = Loaded::load(path, super::read_options(), &progress)?;
+    match args.format {
+        Format::Md => {
+            let digest = jobs::digest(&loaded, args.peers.peers(), &progress)?;
+            let mut text = markdown::analyze_markdown(&digest.analyze);
+            match &digest.advise {
+                Ok(document) => text.push_str(&markdown::advise_markdown(document)),
+                Err(error) => {
+                    text.push_str(&format!("\n## What to try\n\nNo what-ifs: {error}.\n"))
+                }
+            }
+            Ok(Answer::Text(text))
+        }
+        Format::Csv => {
+            let digest = jobs::digest(&loaded, args.peers.peers(), &progress)?;
+            let mut files = prefixed("analyze", super::csv_files(&digest.analyze)?);
+            if let Ok(document) = &digest.advise {
+                files.extend(prefixed("advise", super::csv_files(document)?));
+            }
+            Ok(Answer::Files(files))
+        }
+        _ => {
+            let page = jobs::report(&loaded, &options, &progress)?;
+            drop(progress);
+            Ok(Answer::Text(trace_report(&page.view())))
+        }
+    }
+}
+
+/// `analyze.steps.csv` for `steps.csv` of the analyze document.
+fn prefixed(prefix: &str, files: Vec<(String, String)>) -> Vec<(String, String)> {
+    files
+        .into_iter()
+        .map(|(name, text)| (format!("{prefix}.{name}"), text))
+        .collect()
+}
+
+/// The ranks whose collective instances a job's page lists (`replay --ranks`).
+const DETAIL_RANKS: &str = "worst:16";
+
+fn job(args: &ReportArgs, paths: &[PathBuf]) -> anyhow::Result<Answer> {
+    let progress = Terminal::new();
+    // The page lists every collective instance of at most 16 ranks (all of them in a job of
+    // up to 16; else those holding the most critical-path time), so a large job's page stays
+    // small; the per-rank tables cover every rank.
+    let document = Job::load(paths, super::read_options(), &progress)?.replay(
+        None,
+        Some(DETAIL_RANKS),
+        &progress,
+    )?;
+    drop(progress);
+    match args.format {
+        Format::Csv => Ok(Answer::Files(prefixed(
+            "ranks",
+            super::csv_files(&document)?,
+        ))),
+        Format::Html => {
+            let title = paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ");
+            Ok(Answer::Text(ranks_report(&document, &title)))
+        }
+        _ => Err(stepcast_cli::usage(anyhow!(
+            "a job folder's report is html or csv (md digests one trace)"
+        ))),
+    }
+}

@@ -1,0 +1,264 @@
+//! The report of a job folder: the ranks side by side (each rank's steps in the global
+//! replay, waiting against transfer per collective, stragglers, the critical path across
+//! ranks).
+
+use std::fmt::Write as _;
+
+use super::chart::{Axis, grouped_bars, nice_ticks, stacked_bar};
+use super::page::{Cell, Section, Table, ms, paragraph, signed_percent};
+use crate::json::ranks::RanksJson;
+
+pub(super) fn sections(ranks: &RanksJson) -> Vec<Section> {
+    vec![
+        answer(ranks),
+        steps(ranks),
+        wait_transfer(ranks),
+        stragglers(ranks),
+        critical_path(ranks),
+    ]
+}
+
+fn answer(ranks: &RanksJson) -> Section {
+    let path = &ranks.critical_path;
+    let late = ranks
+        .stragglers
+        .iter()
+        .max_by_key(|s| (s.lead_ns, std::cmp::Reverse(s.collective)));
+    let mut body = paragraph(&format!(
+        "{} ranks replayed as one graph, collectives released when their last peer arrives; \
+         every rank's steps within {} of their measured span (largest error). Clock offsets \
+         from {} matched collectives ({}).",
+        ranks.ranks.len(),
+        ranks
+            .max_abs_error
+            .map_or_else(|| "n/a".to_string(), |e| format!("{:.2}%", e * 100.0)),
+        ranks.clock_alignment.collectives_used,
+        ranks.clock_alignment.status
+    ));
+    body.push_str(&paragraph(&format!(
+        "The critical path across ranks is {} long, {} tasks, crossing ranks {} times.",
+        ms(path.length_ns),
+        path.tasks,
+        path.rank_crossings
+    )));
+    if let Some(straggler) = late {
+        body.push_str(&paragraph(&format!(
+            "The largest straggler: rank {} started {} `{}` {} after the first rank{}.",
+            straggler.last_rank,
+            straggler.group,
+            straggler.op,
+            ms(straggler.lead_ns),
+            straggler
+                .doing
+                .as_deref()
+                .map_or_else(String::new, |d| format!(", busy in `{d}`"))
+        )));
+    }
+    Section {
+        id: "answer",
+        title: "The answer".to_string(),
+        body,
+    }
+}
+
+fn steps(ranks: &RanksJson) -> Section {
+    let mut numbers: Vec<u64> = ranks
+        .ranks
+        .iter()
+        .flat_map(|r| r.steps.iter().map(|s| s.number))
+        .collect();
+    numbers.sort_unstable();
+    numbers.dedup();
+    let labels: Vec<String> = ranks
+        .ranks
+        .iter()
+        .map(|r| format!("rank {}", r.rank))
+        .collect();
+    let mut series = Vec::new();
+    let mut top: f64 = 0.0;
+    for &number in &numbers {
+        let values: Vec<f64> = ranks
+            .ranks
+            .iter()
+            .map(|r| {
+                r.steps
+                    .iter()
+                    .find(|s| s.number == number)
+                    .map_or(f64::NAN, |s| s.measured_ns as f64 / 1e6)
+            })
+            .collect();
+        top = values
+            .iter()
+            .copied()
+            .filter(|v| v.is_finite())
+            .fold(top, f64::max);
+        series.push((format!("step {number} measured (ms)"), values));
+    }
+    let mut body = grouped_bars(
+        &labels,
+        &series,
+        &Axis {
+            title: "ms".to_string(),
+            ticks: nice_ticks(0.0, top),
+        },
+        "rank",
+    );
+    let mut table = Table::new(&["rank", "file", "step", "measured", "replayed", "error"]);
+    for rank in &ranks.ranks {
+        for step in &rank.steps {
+            table.row(vec![
+                Cell::number(rank.rank.to_string(), rank.rank as f64),
+                Cell::text(
+                    rank.file
+                        .as_deref()
+                        .map_or("", |f| f.rsplit('/').next().unwrap_or(f)),
+                ),
+                Cell::number(step.number.to_string(), step.number as f64),
+                Cell::ms(step.measured_ns),
+                Cell::ms(step.replayed_ns),
+                Cell::number(signed_percent(step.error), step.error.unwrap_or(0.0)),
+            ]);
+        }
+    }
+    body.push_str(&table.render());
+    Section {
+        id: "ranks",
+        title: "Ranks side by side".to_string(),
+        body,
+    }
+}
+
+fn wait_transfer(ranks: &RanksJson) -> Section {
+    let mut body = paragraph(
+        "Each rank's NCCL kernels split into waiting for its peers and the transfer itself \
+         (aligned clocks).",
+    );
+    for rank in &ranks.wait_transfer.per_rank {
+        let _ = write!(
+            body,
+            "<h3>rank {} ({} kernels, {})</h3>\n{}",
+            rank.rank,
+            rank.kernels,
+            ms(rank.recorded_ns),
+            stacked_bar(
+                &[
+                    ("waiting for peers".to_string(), rank.wait_ns),
+                    ("transfer".to_string(), rank.transfer_ns),
+                    ("not split".to_string(), rank.unsplit_ns),
+                ],
+                rank.recorded_ns
+            )
+        );
+    }
+    let mut table = Table::new(&[
+        "collective",
+        "group",
+        "seq",
+        "op",
+        "last rank",
+        "rank",
+        "recorded",
+        "wait",
+        "transfer",
+    ]);
+    for collective in &ranks.wait_transfer.collectives {
+        for instance in &collective.instances {
+            table.row(vec![
+                Cell::number(
+                    collective.collective.to_string(),
+                    f64::from(collective.collective),
+                ),
+                Cell::text(&collective.group),
+                Cell::number(collective.seq.to_string(), f64::from(collective.seq)),
+                Cell::text(&collective.op),
+                Cell::number(
+                    collective.last_rank.to_string(),
+                    collective.last_rank as f64,
+                ),
+                Cell::number(instance.rank.to_string(), instance.rank as f64),
+                Cell::ms(instance.recorded_ns),
+                Cell::ms(instance.wait_ns),
+                Cell::ms(instance.transfer_ns),
+            ]);
+        }
+    }
+    body.push_str("<h3>Per collective</h3>\n");
+    body.push_str(&table.render());
+    Section {
+        id: "collectives",
+        title: "Waiting against transfer".to_string(),
+        body,
+    }
+}
+
+fn stragglers(ranks: &RanksJson) -> Section {
+    let mut table = Table::new(&[
+        "collective",
+        "group",
+        "op",
+        "last rank",
+        "lead",
+        "spread",
+        "cause",
+        "doing",
+    ]);
+    for s in &ranks.stragglers {
+        table.row(vec![
+            Cell::number(s.collective.to_string(), f64::from(s.collective)),
+            Cell::text(&s.group),
+            Cell::text(&s.op),
+            Cell::number(s.last_rank.to_string(), s.last_rank as f64),
+            Cell::ms(s.lead_ns),
+            Cell::ms(s.spread_ns),
+            Cell::text(s.cause),
+            Cell::text(s.doing.clone().unwrap_or_default()),
+        ]);
+    }
+    let body = if table.is_empty() {
+        paragraph("No matched collective.")
+    } else {
+        table.render()
+    };
+    Section {
+        id: "stragglers",
+        title: "Stragglers".to_string(),
+        body,
+    }
+}
+
+fn critical_path(ranks: &RanksJson) -> Section {
+    let path = &ranks.critical_path;
+    let parts: Vec<(String, i64)> = path
+        .ns_by_rank
+        .iter()
+        .map(|r| (format!("rank {}", r.rank), r.ns))
+        .collect();
+    let mut body = format!("<h3>By rank</h3>\n{}", stacked_bar(&parts, path.length_ns));
+    let mut segments = Table::new(&["segment", "rank", "tasks", "time", "entered at"]);
+    for (index, segment) in path.segments.iter().enumerate() {
+        segments.row(vec![
+            Cell::number((index + 1).to_string(), (index + 1) as f64),
+            Cell::number(segment.rank.to_string(), segment.rank as f64),
+            Cell::number(segment.tasks.to_string(), f64::from(segment.tasks)),
+            Cell::ms(segment.ns),
+            Cell::text(segment.entered_at.clone().unwrap_or_default()),
+        ]);
+    }
+    body.push_str("<h3>Segments, in path order</h3>\n");
+    body.push_str(&segments.render());
+    let mut top = Table::new(&["rank", "task", "kind", "time on the path"]);
+    for task in &path.top_tasks {
+        top.row(vec![
+            Cell::number(task.rank.to_string(), task.rank as f64),
+            Cell::text(&task.name),
+            Cell::text(task.kind),
+            Cell::ms(task.share_ns),
+        ]);
+    }
+    let _ = write!(body, "<h3>Longest tasks on the path</h3>\n{}", top.render());
+    Section {
+        id: "critical-path",
+        title: "Critical path across ranks".to_string(),
+        body,
+    }
+}

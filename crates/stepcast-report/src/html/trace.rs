@@ -1,0 +1,778 @@
+//! The report of one trace: the answer first (what bounds the step, the typical step, how
+//! well the replay reproduces the recording, the ranked what-ifs with their bounds and
+//! caveats), then the timeline, the breakdowns, the top kernels and ops, memory, step-to-step
+//! variability and the data-parallel scaling curve.
+
+use std::fmt::Write as _;
+
+use super::chart::{Axis, Marker, Series, grouped_bars, line_chart, nice_ticks, stacked_bar};
+use super::page::{
+    Cell, Section, Table, bytes, escape, ms, note, paragraph, percent, signed_percent, speedup,
+};
+use super::{MemoryCurve, TimelineView, TraceReport};
+use crate::json::{
+    AdviseJson, AnalyzeJson, BreakdownJson, CandidateJson, LayersJson, NameStatsJson, NsMap,
+    StepAnalysisJson, WhatIfJson,
+};
+use crate::table::summary_sentences;
+
+/// Candidates listed in the answer's table (the rest are in `advise`).
+const ANSWER_CANDIDATES: usize = 10;
+
+pub(super) fn sections(report: &TraceReport<'_>) -> Vec<Section> {
+    let analyze = report.analyze;
+    let mut sections = vec![answer(report)];
+    if let Some(timeline) = report.timeline {
+        sections.push(timeline_section(timeline));
+    }
+    sections.push(breakdowns(analyze));
+    sections.push(top_tables(analyze));
+    sections.push(memory(analyze, report.memory));
+    sections.push(variability(analyze));
+    sections.push(scaling(&report.scaling));
+    sections
+}
+
+/// The step the detail is about.
+fn analyzed(analyze: &AnalyzeJson) -> Option<&StepAnalysisJson> {
+    match analyze.analyzed_step {
+        Some(number) => analyze
+            .steps
+            .iter()
+            .find(|s| s.number == number && !s.synthetic),
+        None => analyze.steps.iter().find(|s| s.synthetic),
+    }
+}
+
+/// `cpu_only_ns` → `cpu only`.
+fn key_label(key: &str) -> String {
+    key.trim_end_matches("_ns").replace('_', " ")
+}
+
+fn headline(label: &str, value: &str, detail: &str) -> String {
+    format!(
+        "<div class=\"headline\"><span class=\"label\">{}</span><span class=\"value\">{}</span><span class=\"detail\">{}</span></div>",
+        escape(label),
+        escape(value),
+        escape(detail)
+    )
+}
+
+fn bound_label(bound: &str) -> &'static str {
+    match bound {
+        "cpu" => "host (CPU)",
+        "gpu_compute" => "device compute",
+        "memory_copies" => "memory copies",
+        "communication" => "communication",
+        "synchronization" => "synchronization",
+        _ => "nothing (no tasks)",
+    }
+}
+
+fn answer(report: &TraceReport<'_>) -> Section {
+    let analyze = report.analyze;
+    let mut body = String::from("<div class=\"headlines\">");
+    let step = analyzed(analyze);
+    match step.map(|s| &s.critical_path_breakdown) {
+        Some(path) => {
+            let bound = path.bound.unwrap_or("none");
+            // Host time on the path spent loading data is named as such: the fix differs.
+            let loading = path.by_phase.get("data_loading");
+            let label = if bound == "cpu" && loading * 2 > path.length_ns {
+                "data loading (host)"
+            } else {
+                bound_label(bound)
+            };
+            let detail = format!(
+                "{} of the critical path of {} (replayed, {} long); {} of the path is data loading",
+                path.bound_share.map_or_else(|| "n/a".to_string(), percent),
+                step.map_or_else(String::new, |s| if s.synthetic {
+                    "the window".to_string()
+                } else {
+                    format!("step {}", s.number)
+                }),
+                ms(path.length_ns),
+                if path.length_ns > 0 {
+                    percent(loading as f64 / path.length_ns as f64)
+                } else {
+                    "none".to_string()
+                }
+            );
+            body.push_str(&headline("bound by", label, &detail));
+        }
+        None => body.push_str(&headline("bound by", "n/a", "the trace has no steps")),
+    }
+    match &analyze.typical {
+        Some(typical) => {
+            let detail = match typical.predicted_ns {
+                Some(predicted) => format!(
+                    "median of steady steps; replayed typical step {} ({} off)",
+                    ms(predicted),
+                    signed_percent(typical.error)
+                ),
+                None => format!(
+                    "median of steady steps; no typical step offered: {}",
+                    typical.reason.as_deref().unwrap_or("no reason given")
+                ),
+            };
+            body.push_str(&headline(
+                "typical step",
+                &ms(typical.measured_median_ns),
+                &detail,
+            ));
+        }
+        None => body.push_str(&headline("typical step", "n/a", "no step has tasks")),
+    }
+    let errors: Vec<f64> = analyze.steps.iter().filter_map(|s| s.error).collect();
+    let max_abs = errors
+        .iter()
+        .map(|e| e.abs())
+        .fold(None, |m: Option<f64>, e| Some(m.map_or(e, |m| m.max(e))));
+    let mut sorted = errors.clone();
+    sorted.sort_by(f64::total_cmp);
+    let median = (!sorted.is_empty()).then(|| sorted[sorted.len() / 2]);
+    body.push_str(&headline(
+        "replay error",
+        &signed_percent(median),
+        &format!(
+            "median over {} step(s); largest {}; replayed / measured − 1 of each step's span",
+            errors.len(),
+            max_abs.map_or_else(|| "n/a".to_string(), |e| format!("±{:.2}%", e * 100.0))
+        ),
+    ));
+    match &report.advise {
+        Ok(advise) => match advise.candidates.iter().find(|c| c.useful) {
+            Some(best) => body.push_str(&headline(
+                "best what-if",
+                &format!("{} → {}", best.name, speedup(best.speedup)),
+                &trust_line(best),
+            )),
+            None => body.push_str(&headline(
+                "best what-if",
+                "none useful",
+                &format!(
+                    "no built-in optimization reaches {} on this trace",
+                    speedup(Some(advise.useful_speedup))
+                ),
+            )),
+        },
+        Err(reason) => body.push_str(&headline("best what-if", "n/a", reason)),
+    }
+    body.push_str("</div>\n");
+    for sentence in summary_sentences(analyze) {
+        body.push_str(&paragraph(&sentence));
+    }
+    match &report.advise {
+        Ok(advise) => body.push_str(&candidates(advise)),
+        Err(reason) => body.push_str(&note(&format!("No what-ifs: {reason}."))),
+    }
+    if !analyze.notes.is_empty() {
+        body.push_str("<details><summary>How the graph was built</summary><ul>");
+        for line in &analyze.notes {
+            let _ = write!(body, "<li>{}</li>", escape(line));
+        }
+        body.push_str("</ul></details>\n");
+    }
+    Section {
+        id: "answer",
+        title: "The answer".to_string(),
+        body,
+    }
+}
+
+/// `bound ≤ 1.234×; 2 caveats`.
+fn trust_line(candidate: &CandidateJson) -> String {
+    let bound = candidate
+        .trust
+        .bound_speedup
+        .map_or_else(|| "no bound".to_string(), |b| format!("at most {b:.3}×"));
+    match candidate.trust.caveats.len() {
+        0 => format!("{bound}; no caveat"),
+        1 => format!("{bound}; 1 caveat"),
+        n => format!("{bound}; {n} caveats"),
+    }
+}
+
+fn candidates(advise: &AdviseJson) -> String {
+    let mut out = format!(
+        "<h3>What to try first</h3>\n<p>Baseline: {} per steady step (steps {}); the critical \
+         path is mostly {}. Ranked by predicted speedup; each with the most it can gain (its \
+         bound, from the trace) and what limits the prediction.</p>\n",
+        ms(advise.baseline_ns),
+        escape(&step_numbers(&advise.steady_steps)),
+        escape(advise.bottleneck.bound)
+    );
+    let mut table = Table::new(&[
+        "#",
+        "what-if",
+        "predicted step",
+        "speedup",
+        "bound",
+        "useful",
+        "caveats",
+    ]);
+    for (rank, candidate) in advise.candidates.iter().take(ANSWER_CANDIDATES).enumerate() {
+        table.row(vec![
+            Cell::number((rank + 1).to_string(), (rank + 1) as f64),
+            Cell::text(&candidate.name),
+            Cell::ms(candidate.predicted_ns),
+            Cell::number(speedup(candidate.speedup), candidate.speedup.unwrap_or(0.0)),
+            Cell::number(
+                speedup(candidate.trust.bound_speedup),
+                candidate.trust.bound_speedup.unwrap_or(0.0),
+            ),
+            Cell::text(if candidate.useful { "yes" } else { "no" }),
+            Cell::text(candidate.trust.caveat_text()),
+        ]);
+    }
+    out.push_str(&table.render());
+    if advise.candidates.len() > ANSWER_CANDIDATES {
+        out.push_str(&note(&format!(
+            "{} more candidates in `stepcast advise`.",
+            advise.candidates.len() - ANSWER_CANDIDATES
+        )));
+    }
+    if !advise.memory_trades.is_empty() {
+        out.push_str("<h3>Memory-for-time trades</h3>\n");
+        let mut trades = Table::new(&[
+            "trade",
+            "predicted step",
+            "speedup",
+            "memory saved",
+            "caveats",
+        ]);
+        for trade in &advise.memory_trades {
+            trades.row(vec![
+                Cell::text(&trade.name),
+                Cell::ms(trade.predicted_ns),
+                Cell::number(speedup(trade.speedup), trade.speedup.unwrap_or(0.0)),
+                trade.memory.as_ref().map_or_else(
+                    || Cell::text("n/a"),
+                    |m| Cell::number(bytes(m.saved_bytes), m.saved_bytes as f64),
+                ),
+                Cell::text(trade.trust.caveat_text()),
+            ]);
+        }
+        out.push_str(&trades.render());
+    }
+    out
+}
+
+fn step_numbers(numbers: &[u64]) -> String {
+    crate::table::step_list(numbers)
+}
+
+fn timeline_section(timeline: &TimelineView) -> Section {
+    let mut body = paragraph(&format!(
+        "{}, per lane: the recording, its replay and {}, each from its own step start. The \
+         replayed critical path is drawn in red (on the recording, the same tasks). Scroll to \
+         zoom, drag to pan, double-click to reset; hover a slice for its name and times.",
+        timeline.title,
+        if timeline.rows.len() > 2 {
+            "the predicted replay of the what-if"
+        } else {
+            "no prediction"
+        }
+    ));
+    let spans: Vec<String> = timeline
+        .rows
+        .iter()
+        .map(|row| format!("{} {}", row.label, ms(row.span_ns)))
+        .collect();
+    body.push_str(&note(&format!("Step spans: {}.", spans.join("; "))));
+    body.push_str(
+        "<div class=\"tl-bar\"><button type=\"button\" id=\"tl-reset\">Reset zoom</button>\
+         <span id=\"tl-info\" class=\"note\"></span></div>\n\
+         <div class=\"tl-wrap\"><canvas id=\"tl-canvas\" height=\"200\"></canvas></div>\n",
+    );
+    // A `<` in a name (`</script>`, `<!--`) could end or confuse the script element: JSON
+    // strings may write it as `\u003c`, and `<` appears nowhere else in JSON.
+    let json = serde_json::to_string(timeline)
+        .unwrap_or_else(|_| "null".to_string())
+        .replace('<', "\\u003c");
+    let _ = writeln!(
+        body,
+        "<script type=\"application/json\" id=\"tl-data\">{json}</script>"
+    );
+    Section {
+        id: "timeline",
+        title: "Timeline of the typical step".to_string(),
+        body,
+    }
+}
+
+fn map_parts(map: &NsMap) -> Vec<(String, i64)> {
+    map.0.iter().map(|&(k, ns)| (key_label(k), ns)).collect()
+}
+
+fn layer_parts(layers: &LayersJson) -> Vec<(String, i64)> {
+    let mut parts: Vec<(String, i64)> = layers
+        .layers
+        .iter()
+        .take(8)
+        .map(|l| {
+            (
+                l.layer.clone().unwrap_or_else(|| "(no layer)".to_string()),
+                l.ns,
+            )
+        })
+        .collect();
+    let rest: i64 =
+        layers.layers.iter().skip(8).map(|l| l.ns).sum::<i64>() + layers.other_layers_ns;
+    parts.push(("other layers".to_string(), rest));
+    parts.push(("idle".to_string(), layers.idle_ns));
+    parts
+}
+
+fn breakdown_charts(out: &mut String, breakdown: &BreakdownJson, span_ns: i64) {
+    let charts: [(&str, Vec<(String, i64)>); 6] = [
+        ("Host and device", map_parts(&breakdown.host_device)),
+        (
+            "Device idle by cause",
+            map_parts(&breakdown.device_idle_by_cause),
+        ),
+        (
+            "Communication against computation",
+            vec![
+                (
+                    "compute only".to_string(),
+                    breakdown.communication_overlap.compute_only_ns,
+                ),
+                (
+                    "overlapped".to_string(),
+                    breakdown.communication_overlap.overlapped_ns,
+                ),
+                (
+                    "exposed".to_string(),
+                    breakdown.communication_overlap.exposed_ns,
+                ),
+                (
+                    "neither".to_string(),
+                    breakdown.communication_overlap.neither_ns,
+                ),
+            ],
+        ),
+        (
+            "Device time by phase",
+            map_parts(&breakdown.device_time_by_phase),
+        ),
+        (
+            "Host time by phase",
+            map_parts(&breakdown.host_time_by_phase),
+        ),
+        (
+            "Device time by layer",
+            layer_parts(&breakdown.device_top_layers),
+        ),
+    ];
+    for (title, parts) in charts {
+        let total = if title == "Device idle by cause" {
+            parts.iter().map(|p| p.1).sum()
+        } else {
+            span_ns
+        };
+        let _ = write!(
+            out,
+            "<h3>{}</h3>\n{}",
+            escape(title),
+            stacked_bar(&parts, total)
+        );
+    }
+}
+
+fn breakdowns(analyze: &AnalyzeJson) -> Section {
+    let mut body = String::new();
+    match (&analyze.typical_step, analyzed(analyze)) {
+        (Some(typical), _) => {
+            body.push_str(&paragraph(&format!(
+                "The typical step: steps {} averaged part by part ({} per step). Every chart \
+                 partitions the step's span, except idle by cause, which partitions the \
+                 device's idle time.",
+                step_numbers(&typical.steps_used),
+                ms(typical.span_ns)
+            )));
+            breakdown_charts(&mut body, &typical.breakdown, typical.span_ns);
+        }
+        (None, Some(step)) => {
+            body.push_str(&paragraph(&format!(
+                "No typical step: the breakdowns of {} ({}).",
+                if step.synthetic {
+                    "the window".to_string()
+                } else {
+                    format!("step {}", step.number)
+                },
+                ms(step.measured_ns)
+            )));
+            breakdown_charts(&mut body, &step.breakdown, step.measured_ns);
+        }
+        (None, None) => body.push_str(&paragraph("The trace has no steps.")),
+    }
+    if let Some(step) = analyzed(analyze) {
+        let path = &step.critical_path_breakdown;
+        let _ = write!(
+            body,
+            "<h3>Critical path of {} by category (replayed, {})</h3>\n{}",
+            if step.synthetic {
+                "the window".to_string()
+            } else {
+                format!("step {}", step.number)
+            },
+            ms(path.length_ns),
+            stacked_bar(&map_parts(&path.by_bound), path.length_ns)
+        );
+        let _ = write!(
+            body,
+            "<h3>Critical path by phase</h3>\n{}",
+            stacked_bar(&map_parts(&path.by_phase), path.length_ns)
+        );
+    }
+    Section {
+        id: "breakdowns",
+        title: "Where the time goes".to_string(),
+        body,
+    }
+}
+
+fn name_stats_table(rows: &[NameStatsJson]) -> String {
+    let mut table = Table::new(&[
+        "name",
+        "count",
+        "total",
+        "mean",
+        "std",
+        "min",
+        "max",
+        "per step (mean)",
+    ]);
+    for row in rows {
+        let d = &row.instances;
+        table.row(vec![
+            Cell::text(&row.name),
+            Cell::number(d.count.to_string(), d.count as f64),
+            Cell::ms(d.total_ns),
+            Cell::ms(d.mean_ns.round() as i64),
+            Cell::ms(d.std_ns.round() as i64),
+            Cell::ms(d.min_ns),
+            Cell::ms(d.max_ns),
+            Cell::ms(row.per_step.mean_ns.round() as i64),
+        ]);
+    }
+    table.render()
+}
+
+fn top_tables(analyze: &AnalyzeJson) -> Section {
+    let stats = &analyze.statistics;
+    let mut body = String::from("<p>Click a column header to sort.</p>\n<h3>Top kernels</h3>\n");
+    if stats.top_kernels.is_empty() {
+        body.push_str(&note("No kernels recorded."));
+    } else {
+        body.push_str(&name_stats_table(&stats.top_kernels));
+    }
+    body.push_str("<h3>Top ops (inclusive time)</h3>\n");
+    if stats.top_ops.is_empty() {
+        body.push_str(&note("No cpu_op events recorded."));
+    } else {
+        body.push_str(&name_stats_table(&stats.top_ops));
+    }
+    if !stats.kernels_per_launch_api.is_empty() {
+        body.push_str("<h3>Device work by launch API</h3>\n");
+        let mut table = Table::new(&[
+            "api",
+            "calls",
+            "device tasks",
+            "tasks per call",
+            "device time",
+        ]);
+        for api in &stats.kernels_per_launch_api {
+            table.row(vec![
+                Cell::text(
+                    api.api
+                        .clone()
+                        .unwrap_or_else(|| "(launch not recorded)".to_string()),
+                ),
+                Cell::number(api.calls.to_string(), api.calls as f64),
+                Cell::number(api.device_tasks.to_string(), api.device_tasks as f64),
+                Cell::number(format!("{:.2}", api.tasks_per_call), api.tasks_per_call),
+                Cell::ms(api.device_ns),
+            ]);
+        }
+        body.push_str(&table.render());
+    }
+    Section {
+        id: "tables",
+        title: "Top kernels and ops".to_string(),
+        body,
+    }
+}
+
+fn memory(analyze: &AnalyzeJson, curves: &[MemoryCurve]) -> Section {
+    let mut body = String::new();
+    if analyze.memory.is_empty() {
+        body.push_str(&paragraph(
+            "The trace has no memory events (record with profile_memory=True).",
+        ));
+    }
+    for peak in &analyze.memory {
+        let device = if peak.device < 0 {
+            "host".to_string()
+        } else {
+            format!("device {}", peak.device)
+        };
+        let live = if peak.op_stack.is_empty() {
+            "no op".to_string()
+        } else {
+            peak.op_stack.join(" > ")
+        };
+        let _ = write!(
+            body,
+            "<h3>{} memory allocated</h3>\n<p>Peak {} at {} from the trace origin, in {}{}{}. \
+             {} allocations, {} frees{}.</p>\n",
+            escape(&device),
+            bytes(peak.peak_bytes),
+            ms(peak.peak_at_ns),
+            escape(&live),
+            peak.layer
+                .as_deref()
+                .map_or_else(String::new, |l| format!(", layer {}", escape(l))),
+            peak.phase
+                .map_or_else(String::new, |p| format!(", {} phase", escape(p))),
+            peak.allocations,
+            peak.frees,
+            peak.reserved_bytes_at_peak
+                .map_or_else(String::new, |r| format!(
+                    "; {} reserved at the peak",
+                    bytes(r)
+                ))
+        );
+        if let Some(curve) = curves.iter().find(|c| c.device == peak.device)
+            && !curve.points.is_empty()
+        {
+            // The unit that suits the peak (host memory may peak at a few bytes).
+            let (unit, divisor) = [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)]
+                .into_iter()
+                .find(|&(_, d)| peak.peak_bytes >= d as i64)
+                .unwrap_or(("B", 1));
+            let mib = |b: f64| b / divisor as f64;
+            let x_ms = |ns: i64| ns as f64 / 1e6;
+            let (low, high) = curve.points.iter().fold((f64::MAX, f64::MIN), |(l, h), p| {
+                (l.min(x_ms(p.0)), h.max(x_ms(p.0)))
+            });
+            let top = curve
+                .points
+                .iter()
+                .map(|p| mib(p.1 as f64))
+                .fold(0.0, f64::max);
+            let series = Series {
+                name: format!("{device} allocated ({unit})"),
+                points: curve
+                    .points
+                    .iter()
+                    .map(|&(t, b)| (x_ms(t), mib(b as f64)))
+                    .collect(),
+            };
+            let marker = Marker {
+                x: x_ms(peak.peak_at_ns).clamp(low, high),
+                y: mib(peak.peak_bytes as f64),
+                label: format!("peak {}", bytes(peak.peak_bytes)),
+            };
+            body.push_str(&line_chart(
+                &[series],
+                &Axis {
+                    title: "time from the trace origin (ms)".to_string(),
+                    ticks: nice_ticks(low, high),
+                },
+                &Axis {
+                    title: unit.to_string(),
+                    ticks: nice_ticks(0.0, top.max(mib(peak.peak_bytes as f64))),
+                },
+                Some(&marker),
+            ));
+            if curve.points.len() < curve.recorded_points {
+                body.push_str(&note(&format!(
+                    "{} of {} recorded points drawn: the lowest and highest of each time slice.",
+                    curve.points.len(),
+                    curve.recorded_points
+                )));
+            }
+        }
+    }
+    Section {
+        id: "memory",
+        title: "Memory".to_string(),
+        body,
+    }
+}
+
+fn variability(analyze: &AnalyzeJson) -> Section {
+    let mut body = String::new();
+    let steps = &analyze.steps;
+    let labels: Vec<String> = steps
+        .iter()
+        .map(|s| {
+            if s.synthetic {
+                "window".to_string()
+            } else {
+                s.number.to_string()
+            }
+        })
+        .collect();
+    let to_ms = |ns: i64| ns as f64 / 1e6;
+    let measured: Vec<f64> = steps.iter().map(|s| to_ms(s.measured_ns)).collect();
+    let replayed: Vec<f64> = steps.iter().map(|s| to_ms(s.replayed_ns)).collect();
+    let top = measured
+        .iter()
+        .chain(&replayed)
+        .copied()
+        .fold(0.0, f64::max);
+    body.push_str(&grouped_bars(
+        &labels,
+        &[
+            ("measured (ms)".to_string(), measured),
+            ("replayed (ms)".to_string(), replayed),
+        ],
+        &Axis {
+            title: "ms".to_string(),
+            ticks: nice_ticks(0.0, top),
+        },
+        "step",
+    ));
+    let v = &analyze.statistics.step_variability;
+    body.push_str(&paragraph(&format!(
+        "Over every step: mean {}, std {} (coefficient of variation {:.3}); over the steady \
+         steps: mean {}, std {} (cv {:.3}).",
+        ms(v.all.durations.mean_ns.round() as i64),
+        ms(v.all.durations.std_ns.round() as i64),
+        v.all.cv,
+        ms(v.steady.durations.mean_ns.round() as i64),
+        ms(v.steady.durations.std_ns.round() as i64),
+        v.steady.cv
+    )));
+    let mut table = Table::new(&[
+        "step",
+        "steady",
+        "measured",
+        "replayed",
+        "error",
+        "device time mapped",
+    ]);
+    for step in steps {
+        table.row(vec![
+            Cell::number(
+                if step.synthetic {
+                    "window".to_string()
+                } else {
+                    step.number.to_string()
+                },
+                step.number as f64,
+            ),
+            Cell::text(if step.steady { "yes" } else { "no" }),
+            Cell::ms(step.measured_ns),
+            Cell::ms(step.replayed_ns),
+            Cell::number(signed_percent(step.error), step.error.unwrap_or(0.0)),
+            Cell::number(
+                percent(step.gpu_time_mapped_fraction),
+                step.gpu_time_mapped_fraction,
+            ),
+        ]);
+    }
+    body.push_str(&table.render());
+    Section {
+        id: "variability",
+        title: "Step to step".to_string(),
+        body,
+    }
+}
+
+fn scaling(scaling: &Result<&WhatIfJson, &str>) -> Section {
+    let mut body = String::new();
+    match scaling {
+        Err(reason) => body.push_str(&paragraph(&format!("No scaling curve: {reason}."))),
+        Ok(document) => match &document.ddp {
+            None => body.push_str(&paragraph(
+                "No scaling curve: the prediction has no DDP figures.",
+            )),
+            Some(ddp) => {
+                let base = document.baseline_ns;
+                let points: Vec<(f64, f64)> = ddp
+                    .configs
+                    .iter()
+                    .map(|c| (f64::from(c.gpus).log2(), c.predicted_ns as f64 / 1e6))
+                    .collect();
+                let ideal: Vec<(f64, f64)> = points
+                    .iter()
+                    .map(|&(x, _)| (x, base as f64 / 1e6))
+                    .collect();
+                let top = points.iter().chain(&ideal).map(|p| p.1).fold(0.0, f64::max);
+                body.push_str(&paragraph(&format!(
+                    "Predicted step time of data-parallel training on N GPUs ({} per node), \
+                     weak scaling (the same batch per GPU), against this trace's own step ({} \
+                     replayed): a flat line is perfect scaling. Collectives are costed from {}.",
+                    ddp.configs.last().map_or(8, |c| c.gpus_per_node),
+                    ms(base),
+                    escape(ddp.gradient_sizes)
+                )));
+                body.push_str(&line_chart(
+                    &[
+                        Series {
+                            name: "predicted step (ms)".to_string(),
+                            points,
+                        },
+                        Series {
+                            name: "this trace's step (ms)".to_string(),
+                            points: ideal,
+                        },
+                    ],
+                    &Axis {
+                        title: "GPUs".to_string(),
+                        ticks: ddp
+                            .configs
+                            .iter()
+                            .map(|c| (f64::from(c.gpus).log2(), c.gpus.to_string()))
+                            .collect(),
+                    },
+                    &Axis {
+                        title: "ms".to_string(),
+                        ticks: nice_ticks(0.0, top),
+                    },
+                    None,
+                ));
+                let mut table = Table::new(&[
+                    "GPUs",
+                    "nodes",
+                    "algorithm",
+                    "communication",
+                    "predicted step",
+                    "efficiency",
+                ]);
+                for config in &ddp.configs {
+                    let efficiency = if config.predicted_ns > 0 {
+                        base as f64 / config.predicted_ns as f64
+                    } else {
+                        0.0
+                    };
+                    table.row(vec![
+                        Cell::number(config.gpus.to_string(), f64::from(config.gpus)),
+                        Cell::number(config.nodes.to_string(), f64::from(config.nodes)),
+                        Cell::text(config.algorithm),
+                        Cell::ms(config.comm_ns),
+                        Cell::ms(config.predicted_ns),
+                        Cell::number(percent(efficiency), efficiency),
+                    ]);
+                }
+                body.push_str(&table.render());
+                if !document.trust.caveats.is_empty() {
+                    body.push_str("<ul class=\"caveats\">");
+                    for caveat in &document.trust.caveats {
+                        let _ = write!(body, "<li>{}</li>", escape(caveat));
+                    }
+                    body.push_str("</ul>\n");
+                }
+            }
+        },
+    }
+    Section {
+        id: "scaling",
+        title: "Data-parallel scaling".to_string(),
+        body,
+    }
+}
