@@ -152,22 +152,29 @@ class Job:
 
 
 def load(
-    path: Union[PathLike, Sequence[PathLike]], *, progress: Progress = None
+    path: Union[PathLike, Sequence[PathLike]],
+    *,
+    step_range: Optional[str] = None,
+    progress: Progress = None,
 ) -> Union[Trace, Job]:
-    """Reads a trace file (``.json``, ``.json.gz``) and builds its graph: a ``Trace``.
+    """Reads a trace file (``.json``, ``.json.gz``, rocprofv3 JSON, ``.xplane.pb``, an Nsight
+    Systems ``.sqlite`` export) and builds its graph: a ``Trace``.
 
-    A folder of traces, or a list of trace files, one per rank of a job, gives a ``Job``.
+    A folder of traces, or a list of trace files, one per rank of a job, gives a ``Job``; a
+    list of one ``.sqlite`` export of several processes gives a ``Job`` of its processes.
+    ``step_range``: a regular expression; steps are the (NVTX) ranges whose name it matches
+    (the command line's ``--step-range``).
     ``progress``: ``True`` for tqdm bars (when tqdm is installed), or a callable
     ``progress(stage, done, total)``; it stays the default of the object's methods.
     """
     callback = progress_callback(progress)
     if isinstance(path, (list, tuple)):
         paths = [os.fspath(p) for p in path]
-        return Job(_native.Job.load(paths, progress=callback), progress)
+        return Job(_native.Job.load(paths, step_range, progress=callback), progress)
     path = os.fspath(path)
     if os.path.isdir(path):
-        return Job(_native.Job.load([path], progress=callback), progress)
-    return Trace(_native.Trace.load(path, progress=callback), progress)
+        return Job(_native.Job.load([path], step_range, progress=callback), progress)
+    return Trace(_native.Trace.load(path, step_range, progress=callback), progress)
 
 
 def compare(

@@ -1,7 +1,8 @@
 //! `stepcast-bench run`: wall time of each pipeline phase, on the calling thread only.
 //!
 //! Every iteration runs the whole pipeline on a fresh read of the file: ingest
-//! ([`stepcast_trace::read_trace`]), graph build, one replay ([`simulate`]), the self-replay
+//! ([`stepcast_trace::read_processes`]: every process of a file, so an nsys export's rows are
+//! all read; the rest of the pipeline runs on the first), graph build, one replay ([`simulate`]), the self-replay
 //! (two replays plus per-step measures and the typical step) and the analysis (what
 //! `stepcast analyze` does once the trace is loaded: [`stepcast::analyze::analyze`] and the
 //! rendering of its JSON document and text report). Nothing here spawns a thread and
@@ -17,10 +18,10 @@ use stepcast::analyze::analyze;
 use stepcast::graph::{BuildOptions, build};
 use stepcast::replay::self_replay;
 use stepcast::simulate::{RecordedOrder, SimOptions, simulate};
-use stepcast_trace::read_trace;
+use stepcast_trace::{ReadOptions, read_processes};
 
 /// Timings of one phase over the timed iterations.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Samples(Vec<Duration>);
 
 impl Samples {
@@ -46,6 +47,8 @@ enum Rate {
     Megabytes(u64),
     /// Graph tasks, in million tasks/s.
     MillionTasks(u64),
+    /// Input records (Kineto events, nsys table rows), in million records/s.
+    MillionRecords(u64),
 }
 
 impl Rate {
@@ -54,6 +57,7 @@ impl Rate {
         let amount = match self {
             Rate::Megabytes(bytes) => bytes as f64 / 1e6,
             Rate::MillionTasks(tasks) => tasks as f64 / 1e6,
+            Rate::MillionRecords(records) => records as f64 / 1e6,
         };
         (secs > 0.0).then(|| amount / secs)
     }
@@ -62,6 +66,7 @@ impl Rate {
         match self {
             Rate::Megabytes(_) => "MB/s",
             Rate::MillionTasks(_) => "M tasks/s",
+            Rate::MillionRecords(_) => "M records/s",
         }
     }
 }
@@ -102,6 +107,16 @@ struct TraceResult {
     replay_peak_rss_bytes: Option<u64>,
     rss_scope: RssScope,
     replay_error_median: Option<f64>,
+    /// On-CPU time of the timed ingests, summed (`None` where the kernel does not say): on a
+    /// loaded machine wall time counts other jobs, and an nsys export is read in tens of ms.
+    ingest_cpu_total: Option<Duration>,
+}
+
+/// This thread's time on a CPU so far (`/proc/thread-self/schedstat`, first field, ns).
+fn thread_cpu() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = stat.split_whitespace().next()?.parse().ok()?;
+    Some(Duration::from_nanos(ns))
 }
 
 pub fn run(traces: &[PathBuf], iterations: u32, json: bool) -> anyhow::Result<()> {
@@ -151,11 +166,20 @@ fn bench_trace(path: &Path, iterations: u32) -> anyhow::Result<TraceResult> {
     let mut ingest_peak_rss_bytes = None;
     let mut replay_peak_rss_bytes = None;
     let mut result = None;
+    let mut ingest_cpu_total = Some(Duration::ZERO);
     // Iteration 0 is the warm-up: it fills the page cache and the allocator, and is not timed.
     for iteration in 0..=iterations {
+        let cpu_before = thread_cpu();
         let start = Instant::now();
-        let trace = read_trace(path).with_context(|| format!("reading {}", path.display()))?;
+        let mut traces = read_processes(path, &ReadOptions::default())
+            .with_context(|| format!("reading {}", path.display()))?;
         let t_ingest = start.elapsed();
+        let cpu_ingest = thread_cpu()
+            .zip(cpu_before)
+            .map(|(after, before)| after.saturating_sub(before));
+        let records: u64 = traces.iter().map(|t| t.records).sum();
+        let trace = traces.swap_remove(0);
+        drop(traces);
         if iteration == 0 {
             ingest_peak_rss_bytes = peak_rss_bytes();
         }
@@ -215,7 +239,7 @@ fn bench_trace(path: &Path, iterations: u32) -> anyhow::Result<TraceResult> {
             result = Some(TraceResult {
                 path: path.to_path_buf(),
                 input_bytes: trace.input_bytes,
-                records: trace.records,
+                records,
                 events: trace.events.len(),
                 tasks: window.graph.task_count(),
                 steps: window.steps.len(),
@@ -229,9 +253,14 @@ fn bench_trace(path: &Path, iterations: u32) -> anyhow::Result<TraceResult> {
                 replay_peak_rss_bytes,
                 rss_scope,
                 replay_error_median,
+                ingest_cpu_total: None,
             });
         } else {
             ingest.0.push(t_ingest);
+            ingest_cpu_total = match (ingest_cpu_total, cpu_ingest) {
+                (Some(total), Some(cpu)) => Some(total + cpu),
+                _ => None,
+            };
             build_time.0.push(t_build);
             sim.0.push(t_sim);
             replay.0.push(t_replay);
@@ -249,11 +278,19 @@ fn bench_trace(path: &Path, iterations: u32) -> anyhow::Result<TraceResult> {
         anyhow::bail!("no iteration ran");
     };
     let (input_bytes, tasks) = (result.input_bytes, result.tasks as u64);
+    let records = result.records;
     let phases = vec![
         Phase {
             name: "ingest",
-            samples: ingest,
+            samples: ingest.clone(),
             rate: Rate::Megabytes(input_bytes),
+        },
+        // The same timings counted in records: an nsys export's rate (its bytes are SQLite
+        // pages, not a measure of work).
+        Phase {
+            name: "ingest rows",
+            samples: ingest,
+            rate: Rate::MillionRecords(records),
         },
         Phase {
             name: "build",
@@ -287,6 +324,7 @@ fn bench_trace(path: &Path, iterations: u32) -> anyhow::Result<TraceResult> {
         },
     ];
     result.phases = phases;
+    result.ingest_cpu_total = ingest_cpu_total.filter(|_| iterations > 0);
     result.peak_rss_bytes = peak_rss_bytes();
     Ok(result)
 }
@@ -412,6 +450,14 @@ fn print_table(r: &TraceResult) {
         );
     }
     println!("  (total = ingest + build + self_replay; its rate is uncompressed input MB/s)");
+    if let Some(cpu) = r.ingest_cpu_total.filter(|cpu| !cpu.is_zero()) {
+        let per_ingest = cpu / r.iterations.max(1);
+        println!(
+            "  ingest on-CPU {} per read (mean): {:.2} M records/s per core",
+            format_duration(per_ingest),
+            r.records as f64 / per_ingest.as_secs_f64() / 1e6
+        );
+    }
     if let (Some(ingest), Some(build), Some(analyze)) = (
         r.phases.iter().find(|p| p.name == "ingest"),
         r.phases.iter().find(|p| p.name == "build"),
@@ -497,5 +543,6 @@ fn result_json(r: &TraceResult) -> serde_json::Value {
         "ingest_peak_rss_bytes": r.ingest_peak_rss_bytes,
         "replay_peak_rss_bytes": r.replay_peak_rss_bytes,
         "replay_error_median": r.replay_error_median,
+        "ingest_cpu_mean_s": r.ingest_cpu_total.map(|cpu| cpu.as_secs_f64() / f64::from(r.iterations.max(1))),
     })
 }

@@ -19,6 +19,10 @@ EXIT STATUS:
 pub struct Args {
     #[command(subcommand)]
     pub command: Command,
+    /// Steps are the ranges whose name matches REGEX (NVTX ranges of an Nsight Systems
+    /// export, e.g. '^train_step$'), numbered from 0, instead of ProfilerStep#N markers.
+    #[arg(long, value_name = "REGEX", global = true)]
+    pub step_range: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -51,7 +55,8 @@ pub enum Command {
 
 #[derive(Debug, ClapArgs)]
 pub struct InfoArgs {
-    /// A PyTorch profiler (Kineto) trace: .json or .json.gz.
+    /// A trace: PyTorch profiler .json or .json.gz, rocprofv3 JSON, XPlane .xplane.pb, or an
+    /// Nsight Systems .sqlite export.
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
     #[command(flatten)]
@@ -60,8 +65,10 @@ pub struct InfoArgs {
 
 #[derive(Debug, ClapArgs)]
 pub struct ReplayArgs {
-    /// A PyTorch profiler (Kineto) trace: .json or .json.gz. Several traces, or a directory of
-    /// them, one per rank of the same job: the ranks are replayed together as one graph.
+    /// A trace (PyTorch profiler .json or .json.gz, rocprofv3 JSON, XPlane .xplane.pb, Nsight
+    /// Systems .sqlite export). Several traces, or a directory of them, one per rank of the
+    /// same job, or an export of several processes: the ranks are replayed together as one
+    /// graph.
     #[arg(value_name = "TRACE", required = true, num_args = 1..)]
     pub traces: Vec<PathBuf>,
     /// Report only step N (the N of ProfilerStep#N).
@@ -78,7 +85,8 @@ pub struct ReplayArgs {
 
 #[derive(Debug, ClapArgs)]
 pub struct AnalyzeArgs {
-    /// A PyTorch profiler (Kineto) trace: .json or .json.gz.
+    /// A trace: PyTorch profiler .json or .json.gz, rocprofv3 JSON, XPlane .xplane.pb, or an
+    /// Nsight Systems .sqlite export.
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
     /// Analyze step N (the N of ProfilerStep#N) in detail; by default, the steady-state step
@@ -91,7 +99,8 @@ pub struct AnalyzeArgs {
 
 #[derive(Debug, ClapArgs)]
 pub struct ExportArgs {
-    /// A PyTorch profiler (Kineto) trace: .json or .json.gz.
+    /// A trace: PyTorch profiler .json or .json.gz, rocprofv3 JSON, XPlane .xplane.pb, or an
+    /// Nsight Systems .sqlite export.
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
     /// Export only step N (the N of ProfilerStep#N) and the tasks on its critical path.
@@ -113,7 +122,8 @@ pub struct ExportArgs {
 
 #[derive(Debug, ClapArgs)]
 pub struct WhatIfArgs {
-    /// A PyTorch profiler (Kineto) trace: .json or .json.gz.
+    /// A trace: PyTorch profiler .json or .json.gz, rocprofv3 JSON, XPlane .xplane.pb, or an
+    /// Nsight Systems .sqlite export.
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
     /// A built-in model: fused_optimizer, cuda_graphs, amp, faster_gpu, faster_cpu,
@@ -217,7 +227,8 @@ impl PeersArgs {
 
 #[derive(Debug, ClapArgs)]
 pub struct AdviseArgs {
-    /// A PyTorch profiler (Kineto) trace: .json or .json.gz.
+    /// A trace: PyTorch profiler .json or .json.gz, rocprofv3 JSON, XPlane .xplane.pb, or an
+    /// Nsight Systems .sqlite export.
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
     #[command(flatten)]
@@ -228,8 +239,9 @@ pub struct AdviseArgs {
 
 #[derive(Debug, ClapArgs)]
 pub struct OptimizeArgs {
-    /// A PyTorch profiler (Kineto) trace: .json or .json.gz. Several traces, or a directory of
-    /// them, one per rank of the same job: one plan, checked on every rank.
+    /// A trace (PyTorch profiler .json or .json.gz, rocprofv3 JSON, XPlane .xplane.pb, Nsight
+    /// Systems .sqlite export). Several traces, or a directory of them, one per rank of the
+    /// same job: one plan, checked on every rank.
     #[arg(value_name = "TRACE", required = true, num_args = 1..)]
     pub traces: Vec<PathBuf>,
     /// Device memory the plan must fit in, GiB (default: the device's memory, from the trace).
@@ -251,7 +263,7 @@ pub struct OptimizeArgs {
 
 #[derive(Debug, ClapArgs)]
 pub struct CompareArgs {
-    /// The trace before the change: .json or .json.gz.
+    /// The trace before the change (any format `info` reads).
     #[arg(value_name = "BEFORE")]
     pub before: PathBuf,
     /// The trace after the change, of the same workload.

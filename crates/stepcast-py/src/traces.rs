@@ -150,10 +150,16 @@ pub struct Trace {
 #[pymethods]
 impl Trace {
     #[staticmethod]
-    #[pyo3(signature = (path, progress=None))]
-    fn load(py: Python<'_>, path: PathBuf, progress: Option<Py<PyAny>>) -> PyResult<Trace> {
+    #[pyo3(signature = (path, step_range=None, progress=None))]
+    fn load(
+        py: Python<'_>,
+        path: PathBuf,
+        step_range: Option<String>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Trace> {
+        let options = jobs::read_options(step_range.as_deref()).map_err(|error| to_py(&error))?;
         let callback = Callback::new(progress);
-        let loaded = py.detach(|| Loaded::load(&path, &callback));
+        let loaded = py.detach(|| Loaded::load(&path, &options, &callback));
         callback.finish()?;
         Ok(Trace {
             loaded: loaded.map_err(|error| to_py(&error))?,
@@ -281,19 +287,28 @@ pub struct Job {
     /// The paths as given to `load`: `optimize` reads the traces again from them (the job
     /// keeps each rank's graph, not its trace).
     paths: Vec<PathBuf>,
+    /// The read options given to `load`, for reading the traces again.
+    read: jobs::ReadOptions,
 }
 
 #[pymethods]
 impl Job {
     #[staticmethod]
-    #[pyo3(signature = (paths, progress=None))]
-    fn load(py: Python<'_>, paths: Vec<PathBuf>, progress: Option<Py<PyAny>>) -> PyResult<Job> {
+    #[pyo3(signature = (paths, step_range=None, progress=None))]
+    fn load(
+        py: Python<'_>,
+        paths: Vec<PathBuf>,
+        step_range: Option<String>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Job> {
+        let options = jobs::read_options(step_range.as_deref()).map_err(|error| to_py(&error))?;
         let callback = Callback::new(progress);
-        let job = py.detach(|| jobs::Job::load(&paths, &callback));
+        let job = py.detach(|| jobs::Job::load(&paths, &options, &callback));
         callback.finish()?;
         Ok(Job {
             job: job.map_err(|error| to_py(&error))?,
             paths,
+            read: options,
         })
     }
 
@@ -326,7 +341,7 @@ impl Job {
     ) -> PyResult<String> {
         let options = optimize_options(memory_budget, passes, time_limit, peers)?;
         detached(py, progress, |p| {
-            let loaded = jobs::load_ranks(&self.paths, p)?;
+            let loaded = jobs::load_ranks(&self.paths, &self.read, p)?;
             let ranks: Vec<_> = loaded.iter().collect();
             jobs::optimize(&ranks, &options, p)
         })

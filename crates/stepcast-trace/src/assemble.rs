@@ -309,6 +309,7 @@ impl Assembly {
             memory,
             devices,
             distributed: None,
+            process_id: None,
             runtime: Some(if has_device_work {
                 runtime
             } else {

@@ -12,10 +12,40 @@ pub enum ReadError {
         cause: std::io::Error,
     },
 
+    #[error("{path} is a directory, not a trace file: {looks_like}")]
+    IsDirectory { path: PathBuf, looks_like: String },
+
+    #[error("{path} is a {format}, which stepcast does not read: {hint}")]
+    NotRead {
+        path: PathBuf,
+        format: &'static str,
+        hint: &'static str,
+    },
+
     #[error(
-        "{path} is a directory, not a trace file (give a .json or .json.gz written by the PyTorch profiler)"
+        "{path} is not a trace format stepcast knows: it starts with {found}{}; stepcast reads \
+         PyTorch profiler (Kineto) JSON (.json, .json.gz), rocprofv3 JSON, TensorFlow/JAX \
+         XPlane protobufs (.xplane.pb) and Nsight Systems SQLite exports (nsys export --type \
+         sqlite)",
+        if *gzip { " once decompressed" } else { "" }
     )]
-    IsDirectory { path: PathBuf },
+    UnknownFormat {
+        path: PathBuf,
+        found: String,
+        gzip: bool,
+    },
+
+    #[error("{path}: cannot read it as SQLite: {cause} (is it truncated or corrupt?)")]
+    Sqlite { path: PathBuf, cause: String },
+
+    #[error("{path} is a SQLite database but not an Nsight Systems export: {detail}")]
+    NotNsys { path: PathBuf, detail: String },
+
+    #[error(
+        "{path} is an Nsight Systems export without CUDA trace: {detail}; profile with \
+         `nsys profile --trace=cuda,nvtx` to record kernels and the calls that launch them"
+    )]
+    NoCudaTrace { path: PathBuf, detail: String },
 
     #[error("{path} is empty")]
     Empty { path: PathBuf },
@@ -79,7 +109,6 @@ pub enum ReadError {
     )]
     AbsurdSpan { path: PathBuf, days: i64 },
 
-    // Issue #14: rocprofv3 JSON and XPlane (the other readers' variants may sit beside these).
     #[error("{path} is not an XPlane (TensorFlow/JAX profiler protobuf): {detail}")]
     NotXPlane { path: PathBuf, detail: String },
 }

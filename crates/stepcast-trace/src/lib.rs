@@ -1,16 +1,17 @@
 //! Profiler trace files → [`Trace`], stepcast's normalized event model.
 //!
-//! One module per input format (`kineto/`, `rocprof/`, `xplane/`); each turns its file into the
-//! same [`Trace`]. This crate knows nothing of graphs or replay. A readable file with odd
+//! One module per input format (`kineto/`, `nsys/`, `rocprof/`, `xplane/`), each a row of the
+//! detection table ([`detect::FORMATS`]); each turns its file into the same [`Trace`]. This crate knows nothing of graphs or replay. A readable file with odd
 //! records yields a trace plus counted [`Diagnostics`]; only an unreadable file is an error
 //! ([`ReadError`]).
 
 mod assemble;
+pub mod detect;
 mod error;
 mod json_stream;
 pub mod kineto;
 mod model;
-mod other_format;
+pub mod nsys;
 mod rocprof;
 mod xplane;
 
@@ -23,39 +24,71 @@ pub use model::*;
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
-/// Reads a trace file, its format told by content, not name: Kineto JSON (plain or gzip),
-/// rocprofv3 JSON (plain or gzip), an XPlane protobuf.
+/// What a reader is told beyond the file. `Default` reads every format as it is.
+#[derive(Clone, Debug, Default)]
+pub struct ReadOptions {
+    /// Steps are the ranges (NVTX ranges, annotations) whose name this matches, numbered from 0
+    /// in start order, instead of `ProfilerStep#N` markers. Read by the formats whose ranges
+    /// are user-named (Nsight Systems); a Kineto trace has its `ProfilerStep#N`.
+    pub step_range: Option<regex::Regex>,
+}
+
+/// Reads a trace file, of any format stepcast reads, told by content (never by name: see
+/// [`detect`]). A file holding several processes (an Nsight Systems capture of a multi-GPU
+/// job) gives its first process with device work; [`read_processes`] gives them all.
 pub fn read_trace(path: &Path) -> Result<Trace, ReadError> {
+    read_trace_with(path, &ReadOptions::default())
+}
+
+/// [`read_trace`] with options.
+pub fn read_trace_with(path: &Path, options: &ReadOptions) -> Result<Trace, ReadError> {
+    let mut traces = read_processes(path, options)?;
+    let others = traces.len().saturating_sub(1);
+    let mut first = traces.swap_remove(0);
+    if others > 0 {
+        first.diagnostics.note(format!(
+            "the file holds {} processes with device work; this is the first (pid {}); the \
+             others are read as ranks by `replay` given the file",
+            others + 1,
+            first.process_id.unwrap_or(-1)
+        ));
+    }
+    Ok(first)
+}
+
+/// Every process (rank) of a trace file, in order; never empty.
+pub fn read_processes(path: &Path, options: &ReadOptions) -> Result<Vec<Trace>, ReadError> {
+    let source = detect::open(path)?;
+    let traces = detect::read_source(&source, options)?;
+    if traces.is_empty() {
+        // A reader's contract is to refuse a file without events; this keeps `read_trace`
+        // from presenting nothing as a trace if one does not.
+        return Err(ReadError::NoEvents {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(traces)
+}
+
+/// Reads a Kineto (Chrome-trace JSON) file or bytes in memory, plain or gzip-compressed.
+fn read_kineto(source: &detect::Source<'_>) -> Result<Trace, ReadError> {
+    let path = source.path;
+    if let Some(bytes) = source.bytes {
+        return read_kineto_bytes(bytes, path);
+    }
     let io = |cause| ReadError::Io {
         path: path.to_path_buf(),
         cause,
     };
-    let metadata = std::fs::metadata(path).map_err(io)?;
-    if metadata.is_dir() {
-        return Err(ReadError::IsDirectory {
-            path: path.to_path_buf(),
-        });
-    }
-    if metadata.len() == 0 {
-        return Err(ReadError::Empty {
-            path: path.to_path_buf(),
-        });
-    }
-    if let Some(trace) = other_format::read_file(path)? {
-        return Ok(trace);
-    }
     let mut file = File::open(path).map_err(io)?;
-    let mut magic = [0u8; 2];
-    let n = file.read(&mut magic).map_err(io)?;
-    if n == 2 && magic == GZIP_MAGIC {
+    if source.gzip {
         // Only a hint: a file that cannot seek (or a short read) just goes without it.
-        let expected = gzip_isize(&mut file, metadata.len()).ok().flatten();
+        let expected = gzip_isize(&mut file, source.len).ok().flatten();
         file.seek(SeekFrom::Start(0)).map_err(io)?;
         let decoder = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 16, file));
         kineto::read_sized(decoder, path, true, expected)
     } else {
-        let head = std::io::Cursor::new(magic[..n].to_vec()).chain(file);
-        kineto::read_sized(head, path, false, Some(metadata.len()))
+        kineto::read_sized(file, path, false, Some(source.len))
     }
 }
 
@@ -79,17 +112,31 @@ fn isize_hint(trailer: [u8; 4], compressed_len: u64) -> Option<u64> {
     Some((u32::from_le_bytes(trailer) as u64).min(compressed_len.saturating_mul(MAX_RATIO)))
 }
 
-/// Reads a trace from bytes already in memory (any format [`read_trace`] reads).
-/// `path` names the source in messages.
+/// Reads a trace from bytes already in memory (any format [`read_trace`] reads, but an
+/// Nsight Systems export, which is read from a file). `path` names the source in messages.
+/// Bytes of no known format go to the Kineto reader, which says what they start with.
 pub fn read_trace_bytes(bytes: &[u8], path: &Path) -> Result<Trace, ReadError> {
     if bytes.is_empty() {
         return Err(ReadError::Empty {
             path: path.to_path_buf(),
         });
     }
-    if let Some(trace) = other_format::read_bytes(bytes, path)? {
-        return Ok(trace);
+    let source = detect::Source::in_memory(bytes, path);
+    if detect::detect(&source.head).is_none() {
+        return read_kineto_bytes(bytes, path);
     }
+    // A memory source holds one process: rocprofv3 and XPlane readers give one trace.
+    let mut traces = detect::read_source(&source, &ReadOptions::default())?;
+    if traces.is_empty() {
+        return Err(ReadError::NoEvents {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(traces.swap_remove(0))
+}
+
+/// The Kineto reader over bytes in memory, plain or gzip-compressed.
+fn read_kineto_bytes(bytes: &[u8], path: &Path) -> Result<Trace, ReadError> {
     if bytes.starts_with(&GZIP_MAGIC) {
         let expected = bytes
             .len()
@@ -109,8 +156,8 @@ pub fn read_trace_bytes(bytes: &[u8], path: &Path) -> Result<Trace, ReadError> {
     }
 }
 
-/// The trace files of directory `dir`: its `.json` and `.json.gz` files, sorted by name (one
-/// trace per rank of a job).
+/// The trace files of directory `dir`: its `.json`, `.json.gz` and `.sqlite` files, sorted by
+/// name (one trace per rank of a job; an Nsight Systems export may hold several).
 pub fn trace_files_in(dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
     let mut found: Vec<std::path::PathBuf> = std::fs::read_dir(dir)?
         .map(|entry| entry.map(|e| e.path()))
@@ -120,7 +167,8 @@ pub fn trace_files_in(dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
             .file_name()
             .map(|n| n.to_string_lossy())
             .unwrap_or_default();
-        p.is_file() && (name.ends_with(".json") || name.ends_with(".json.gz"))
+        p.is_file()
+            && (name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".sqlite"))
     });
     found.sort();
     Ok(found)

@@ -362,6 +362,9 @@ pub struct Trace {
     pub memory: Vec<MemoryEvent>,
     pub devices: Vec<DeviceInfo>,
     pub distributed: Option<DistributedInfo>,
+    /// The process the trace is of, where the file holds several (an Nsight Systems capture
+    /// of a multi-GPU job: one trace per process); `None` for a file of one process.
+    pub process_id: Option<i64>,
     pub runtime: Option<Runtime>,
     /// Uncompressed size of the input in bytes.
     pub input_bytes: u64,

@@ -10,7 +10,7 @@ use crate::progress::Terminal;
 /// Runs `advise` and returns its output (text, JSON, CSV tables or a Markdown digest).
 pub fn run(args: &AdviseArgs) -> anyhow::Result<super::Answer> {
     let progress = Terminal::new();
-    let loaded = Loaded::load(&args.trace, &progress)?;
+    let loaded = Loaded::load(&args.trace, super::read_options(), &progress)?;
     let document = jobs::advise(&loaded, args.peers.peers(), &progress)?;
     drop(progress);
     super::render(

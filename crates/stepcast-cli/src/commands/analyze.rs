@@ -9,7 +9,7 @@ use crate::progress::Terminal;
 /// Runs `analyze` and returns its output (text, JSON, CSV tables or a Markdown digest).
 pub fn run(args: &AnalyzeArgs) -> anyhow::Result<super::Answer> {
     let progress = Terminal::new();
-    let loaded = Loaded::load(&args.trace, &progress)?;
+    let loaded = Loaded::load(&args.trace, super::read_options(), &progress)?;
     let document = jobs::analyze(&loaded, args.step, &progress)?;
     drop(progress);
     super::render(

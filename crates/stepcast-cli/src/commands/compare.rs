@@ -21,8 +21,8 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<super::Answer> {
     };
     let models = jobs::compare_models(&args.models, &params)?;
     let progress = Terminal::new();
-    let before = Loaded::load(&args.before, &progress)?;
-    let after = Loaded::load(&args.after, &progress)?;
+    let before = Loaded::load(&args.before, super::read_options(), &progress)?;
+    let after = Loaded::load(&args.after, super::read_options(), &progress)?;
     let document = jobs::compare(&before, &after, &models, &progress)?;
     drop(progress);
     super::render(

@@ -22,7 +22,7 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
     }
     let model = super::model_option(args.model.as_deref())?;
     let progress = Terminal::new();
-    let loaded = Loaded::load(&args.trace, &progress)?;
+    let loaded = Loaded::load(&args.trace, super::read_options(), &progress)?;
     let (trace, window) = (&loaded.trace, &loaded.window);
     let selection = match args.step {
         None => Selection::window(),
@@ -71,7 +71,7 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
 fn run_plan(args: &ExportArgs, plan: &std::path::Path) -> anyhow::Result<()> {
     let (moves, peers) = super::optimize::read_plan(plan)?;
     let progress = Terminal::new();
-    let mapped = Loaded::load(&args.trace, &progress)?;
+    let mapped = Loaded::load(&args.trace, super::read_options(), &progress)?;
     let context = mapped.context(peers);
     let graph = stepcast::optimize::apply_plan(&context, &moves).with_context(|| {
         format!(

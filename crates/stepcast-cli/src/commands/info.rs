@@ -8,6 +8,10 @@ use crate::progress::Terminal;
 
 /// Runs `info` and returns its output (text, or JSON with `--json`, or its tables as CSV).
 pub fn run(args: &InfoArgs) -> anyhow::Result<super::Answer> {
-    let info = jobs::info(&Loaded::load(&args.trace, &Terminal::new())?);
+    let info = jobs::info(&Loaded::load(
+        &args.trace,
+        super::read_options(),
+        &Terminal::new(),
+    )?);
     super::render(&args.output, &info, table::info_text, None, None)
 }

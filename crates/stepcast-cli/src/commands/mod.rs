@@ -12,7 +12,26 @@ pub mod replay;
 pub mod report;
 pub mod whatif;
 
+use std::sync::OnceLock;
+
 use anyhow::Context;
+use stepcast_trace::ReadOptions;
+
+/// How every command reads its traces: set once, from the command line, before any is read.
+static READ_OPTIONS: OnceLock<ReadOptions> = OnceLock::new();
+
+/// Sets how traces are read (`--step-range`); an invalid pattern is a usage error.
+pub fn set_read_options(step_range: Option<&str>) -> anyhow::Result<()> {
+    let options = stepcast_cli::jobs::read_options(step_range)?;
+    // Set once per process: a second call (none today) keeps the first.
+    let _ = READ_OPTIONS.set(options);
+    Ok(())
+}
+
+/// The options every trace is read with.
+fn read_options() -> &'static ReadOptions {
+    READ_OPTIONS.get_or_init(ReadOptions::default)
+}
 
 use crate::args::{Format, OutputArgs};
 

@@ -38,7 +38,7 @@ fn one_trace(args: &ReportArgs, path: &Path) -> anyhow::Result<Answer> {
         )));
     }
     let progress = Terminal::new();
-    let loaded = Loaded::load(path, &progress)?;
+    let loaded = Loaded::load(path, super::read_options(), &progress)?;
     match args.format {
         Format::Md => {
             let digest = jobs::digest(&loaded, args.peers.peers(), &progress)?;
@@ -83,7 +83,11 @@ fn job(args: &ReportArgs, paths: &[PathBuf]) -> anyhow::Result<Answer> {
     // The page lists every collective instance of at most 16 ranks (all of them in a job of
     // up to 16; else those holding the most critical-path time), so a large job's page stays
     // small; the per-rank tables cover every rank.
-    let document = Job::load(paths, &progress)?.replay(None, Some(DETAIL_RANKS), &progress)?;
+    let document = Job::load(paths, super::read_options(), &progress)?.replay(
+        None,
+        Some(DETAIL_RANKS),
+        &progress,
+    )?;
     drop(progress);
     match args.format {
         Format::Csv => Ok(Answer::Files(prefixed(

@@ -42,7 +42,7 @@ pub fn run(args: &WhatIfArgs) -> anyhow::Result<super::Answer> {
         &ddp,
     )?;
     let progress = Terminal::new();
-    let loaded = Loaded::load(&args.trace, &progress)?;
+    let loaded = Loaded::load(&args.trace, super::read_options(), &progress)?;
     let document = jobs::whatif(&loaded, &transform, args.peers.peers(), &progress)?;
     drop(progress);
     super::render(&args.output, &document, table::whatif_text, None, None)

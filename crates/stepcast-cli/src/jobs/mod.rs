@@ -30,9 +30,10 @@ pub use compare::{compare, compare_models};
 pub use ddp::DdpOptions;
 pub use info::info;
 pub use optimize::{OptimizeOptions, load_ranks, optimize};
-pub use ranks::{Job, rank_files};
+pub use ranks::{Input, Job, open, rank_files};
 pub use replay::replay;
 pub use report::{Digest, ReportOptions, TracePage, digest, predicted, report};
+pub use stepcast_trace::ReadOptions;
 pub use whatif::{Transform, whatif};
 
 /// Where long work reports how far it is: `stage` names what is being done, `done` of `total`
@@ -48,6 +49,32 @@ impl Progress for Quiet {
     fn update(&self, _stage: &str, _done: usize, _total: usize) {}
 }
 
+/// How traces are read, from the command line's (or Python's) `--step-range`: steps are the
+/// ranges whose name the pattern matches. An invalid pattern is a usage error.
+pub fn read_options(step_range: Option<&str>) -> anyhow::Result<ReadOptions> {
+    let step_range = step_range
+        .map(|pattern| {
+            regex::Regex::new(pattern).map_err(|e| {
+                // A syntax error is several lines (the pattern, a caret, the reason): its
+                // reason alone keeps the message on one line.
+                let text = e.to_string();
+                let reason = text
+                    .lines()
+                    .rev()
+                    .find_map(|line| line.trim().strip_prefix("error: "))
+                    .map_or_else(
+                        || text.split_whitespace().collect::<Vec<_>>().join(" "),
+                        str::to_string,
+                    );
+                crate::usage(anyhow::anyhow!(
+                    "--step-range {pattern:?} is not a valid regular expression: {reason}"
+                ))
+            })
+        })
+        .transpose()?;
+    Ok(ReadOptions { step_range })
+}
+
 /// A trace read, with its window built and, once a question needs it, the mapping of its
 /// tasks to ops, layers and phases (what `analyze`, `whatif`, `advise` and `compare` share).
 pub struct Loaded {
@@ -60,19 +87,30 @@ pub struct Loaded {
 
 impl Loaded {
     /// Reads the trace at `path` and builds its window. The read error already names the file.
-    pub fn load(path: &Path, progress: &dyn Progress) -> anyhow::Result<Loaded> {
+    /// A file of several processes (an Nsight Systems export of a multi-GPU job) gives its
+    /// first, noted; [`open`] reads them all as ranks.
+    pub fn load(
+        path: &Path,
+        options: &ReadOptions,
+        progress: &dyn Progress,
+    ) -> anyhow::Result<Loaded> {
         let stage = format!("loading {}", path.display());
         progress.update(&stage, 0, 2);
-        let trace = stepcast_trace::read_trace(path)?;
+        let trace = stepcast_trace::read_trace_with(path, options)?;
         progress.update(&stage, 1, 2);
+        Ok(Loaded::built(path, trace, progress))
+    }
+
+    /// A trace already read, with its window built.
+    fn built(path: &Path, trace: Trace, progress: &dyn Progress) -> Loaded {
         let window = build(&trace, &BuildOptions::default());
-        progress.update(&stage, 2, 2);
-        Ok(Loaded {
+        progress.update(&format!("loading {}", path.display()), 2, 2);
+        Loaded {
             path: path.to_path_buf(),
             trace,
             window,
             mapping: OnceLock::new(),
-        })
+        }
     }
 
     /// The mapping of every task, computed on first use.

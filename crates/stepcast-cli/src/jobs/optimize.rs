@@ -10,6 +10,8 @@ use stepcast::ranks::recorded_rank;
 use stepcast::whatif::Peers;
 use stepcast_report::json::{OptimizeJson, optimize_json};
 
+use stepcast_trace::ReadOptions;
+
 use super::{Loaded, Progress, Quiet, rank_files};
 
 /// What the search may do and for how long, as the CLI's options give it.
@@ -85,12 +87,16 @@ impl OptimizeOptions {
 /// Reads every trace `paths` names (see [`rank_files`]), one per rank, in rank order (the
 /// recorded rank, else the file's position; then the file name): what a multi-rank plan
 /// is searched on.
-pub fn load_ranks(paths: &[PathBuf], progress: &dyn Progress) -> anyhow::Result<Vec<Loaded>> {
+pub fn load_ranks(
+    paths: &[PathBuf],
+    read: &ReadOptions,
+    progress: &dyn Progress,
+) -> anyhow::Result<Vec<Loaded>> {
     let files = rank_files(paths)?;
     let mut loaded = Vec::with_capacity(files.len());
     for (position, file) in files.iter().enumerate() {
         progress.update("loading ranks", position, files.len());
-        let mapped = Loaded::load(file, &Quiet)?;
+        let mapped = Loaded::load(file, read, &Quiet)?;
         let rank = recorded_rank(&mapped.trace).unwrap_or(position as i64);
         loaded.push((rank, mapped));
     }

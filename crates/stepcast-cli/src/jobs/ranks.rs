@@ -5,13 +5,48 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Context as _, bail};
 use rayon::prelude::*;
+use stepcast::graph::{BuildOptions, build};
 use stepcast::ranks::{RankGraph, recorded_rank, replay_rank_graphs};
 use stepcast_report::json::ranks::{RankDetail, RanksJson, ranks_json};
+use stepcast_trace::{ReadOptions, Trace};
 
-use super::{Loaded, Progress, Quiet};
+use super::{Loaded, Progress};
 
-/// The traces named: files as given, directories expanded to their `.json`/`.json.gz` files
-/// (sorted by name).
+/// What `replay` was given: one trace, or the ranks of a job.
+pub enum Input {
+    Trace(Box<Loaded>),
+    Job(Job),
+}
+
+/// Reads what `paths` name: one trace file of one process is a [`Loaded`] trace; a directory,
+/// several files, or one file of several processes (an Nsight Systems export of a multi-GPU
+/// job) are the ranks of a [`Job`].
+pub fn open(
+    paths: &[PathBuf],
+    options: &ReadOptions,
+    progress: &dyn Progress,
+) -> anyhow::Result<Input> {
+    let [path] = paths else {
+        return Job::load(paths, options, progress).map(Input::Job);
+    };
+    if path.is_dir() {
+        return Job::load(paths, options, progress).map(Input::Job);
+    }
+    let stage = format!("loading {}", path.display());
+    progress.update(&stage, 0, 2);
+    let mut traces = stepcast_trace::read_processes(path, options)?;
+    progress.update(&stage, 1, 2);
+    if traces.len() == 1 {
+        let trace = traces.swap_remove(0);
+        return Ok(Input::Trace(Box::new(Loaded::built(path, trace, progress))));
+    }
+    let graphs = rank_graphs(path, traces);
+    progress.update(&stage, 2, 2);
+    Job::numbered(vec![graphs]).map(Input::Job)
+}
+
+/// The traces named: files as given, directories expanded to their `.json`/`.json.gz` and
+/// `.sqlite` files (sorted by name).
 pub fn rank_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for path in paths {
@@ -23,7 +58,7 @@ pub fn rank_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
             .with_context(|| format!("cannot list {}", path.display()))?;
         if found.is_empty() {
             bail!(
-                "{} is a directory with no trace files (.json or .json.gz) in it; give one \
+                "{} is a directory with no trace files (.json, .json.gz or .sqlite) in it; give one \
                  trace per rank, or a directory of them",
                 path.display()
             );
@@ -41,27 +76,45 @@ pub struct Job {
 }
 
 impl Job {
-    /// Reads every trace `paths` names (see [`rank_files`]), one per rank, on every core: each
-    /// trace is dropped as soon as its rank's graph is built, so memory holds the ranks being
-    /// read plus the graphs.
-    pub fn load(paths: &[PathBuf], progress: &dyn Progress) -> anyhow::Result<Job> {
+    /// Reads every trace `paths` names (see [`rank_files`]), one rank per process (a file
+    /// holds one, but an Nsight Systems export may hold several), on every core: each trace
+    /// is dropped as soon as its rank's graph is built, so memory holds the ranks being read
+    /// plus the graphs.
+    pub fn load(
+        paths: &[PathBuf],
+        options: &ReadOptions,
+        progress: &dyn Progress,
+    ) -> anyhow::Result<Job> {
         let files = rank_files(paths)?;
         let done = AtomicUsize::new(0);
         progress.update("loading ranks", 0, files.len());
-        let read: Vec<anyhow::Result<(PathBuf, RankGraph)>> = files
+        let read: Vec<anyhow::Result<Vec<Rank>>> = files
             .par_iter()
-            .enumerate()
-            .map(|(position, file)| {
-                let loaded = Loaded::load(file, &Quiet)?;
-                let rank = recorded_rank(&loaded.trace).unwrap_or(position as i64);
-                let graph = RankGraph::new(rank, &loaded.trace, loaded.window);
+            .map(|file| {
+                let traces = stepcast_trace::read_processes(file, options)?;
+                let graphs = rank_graphs(file, traces);
                 let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
                 progress.update("loading ranks", finished, files.len());
-                Ok((file.clone(), graph))
+                Ok(graphs)
             })
             .collect();
         // The first unreadable file in name order, whichever thread met it first.
-        let mut ranks = read.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
+        Job::numbered(read.into_iter().collect::<anyhow::Result<Vec<_>>>()?)
+    }
+
+    /// The ranks of each file, in file order, numbered: the rank a trace records, else its
+    /// position among them all.
+    fn numbered(files: Vec<Vec<Rank>>) -> anyhow::Result<Job> {
+        let mut ranks: Vec<(PathBuf, RankGraph)> = files
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .map(|(position, rank)| {
+                let mut graph = rank.graph;
+                graph.rank = rank.recorded.unwrap_or(position as i64);
+                (rank.file, graph)
+            })
+            .collect();
         ranks.sort_by(|a, b| (a.1.rank, &a.0).cmp(&(b.1.rank, &b.0)));
         for pair in ranks.windows(2) {
             if pair[0].1.rank == pair[1].1.rank {
@@ -114,6 +167,29 @@ impl Job {
         }
         Ok(document)
     }
+}
+
+/// A rank read from `file`, before it is numbered.
+struct Rank {
+    file: PathBuf,
+    recorded: Option<i64>,
+    graph: RankGraph,
+}
+
+/// The processes of one file as ranks, each graph built (on every core) and its trace dropped.
+fn rank_graphs(file: &Path, traces: Vec<Trace>) -> Vec<Rank> {
+    traces
+        .into_par_iter()
+        .map(|trace| {
+            let window = build(&trace, &BuildOptions::default());
+            let recorded = recorded_rank(&trace);
+            Rank {
+                file: file.to_path_buf(),
+                recorded,
+                graph: RankGraph::new(recorded.unwrap_or(0), &trace, window),
+            }
+        })
+        .collect()
 }
 
 /// `--ranks all|N,M|worst:K`, checked against the job's rank numbers.

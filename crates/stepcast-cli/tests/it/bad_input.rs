@@ -26,7 +26,7 @@ fn bad_inputs(dir: &Path) -> Vec<(PathBuf, &'static str)> {
         (
             "binary.bin",
             b"\x7fELF\x02\x01\x01\x00\x00\x00\xff\xfe",
-            "not JSON",
+            "not a trace format stepcast knows: it starts with bytes 7f 45 4c 46",
         ),
         ("no-events.json", br#"{"traceEvents": []}"#, "no events"),
         ("garbage.json", b"{\"traceEvents\": [}", "invalid JSON"),

@@ -129,3 +129,64 @@ fn a_protobuf_that_is_not_xplane_is_refused_in_one_line() {
     assert!(run.stderr.contains("not an XPlane"), "{}", run.stderr);
     assert!(run.stdout.is_empty());
 }
+
+/// The vendored Nsight Systems export of two processes (one rank each).
+fn two_process_export() -> PathBuf {
+    testdata().join("nsys/nsys-ai/tests/fixtures/mfu_2gpu_before.sqlite")
+}
+
+#[test]
+fn replay_of_a_multi_process_export_replays_its_processes_as_ranks() {
+    let file = two_process_export();
+    let run = stepcast(&["replay", path_str(&file), "--json"]);
+    run.assert_success();
+    let json = run.json();
+    assert_eq!(json["schema"], "stepcast.replay-ranks/2");
+    let ranks = json["ranks"].as_array().expect("ranks");
+    assert_eq!(ranks.len(), 2);
+    for rank in ranks {
+        assert_eq!(rank["file"].as_str(), Some(path_str(&file)));
+    }
+    // `info` reads the first process and says there are others.
+    let info = stepcast(&["info", path_str(&file), "--json"]);
+    info.assert_success();
+    let notes = info.json()["notes"].to_string();
+    assert!(notes.contains("2 processes with device work"), "{notes}");
+
+    // A directory holding the export: the same two ranks.
+    let dir = TempDir::new("nsys-dir");
+    std::fs::copy(&file, dir.path().join("job.sqlite")).expect("copy");
+    let by_dir = stepcast(&["replay", path_str(dir.path()), "--json"]);
+    by_dir.assert_success();
+    assert_eq!(by_dir.json()["ranks"].as_array().map(Vec::len), Some(2));
+}
+
+#[test]
+fn step_range_makes_steps_through_every_command() {
+    let file = two_process_export();
+    let run = stepcast(&[
+        "--step-range",
+        "^ncclGroupEnd$",
+        "info",
+        path_str(&file),
+        "--json",
+    ]);
+    run.assert_success();
+    let plain = stepcast(&["info", path_str(&file), "--json"]);
+    plain.assert_success();
+    assert_ne!(run.json()["steps"], plain.json()["steps"]);
+    let replay = stepcast(&[
+        "replay",
+        path_str(&file),
+        "--step-range",
+        "^ncclGroupEnd$",
+        "--json",
+    ]);
+    replay.assert_success();
+
+    // An invalid pattern is a usage error, in one line.
+    let bad = stepcast(&["--step-range", "(", "info", path_str(&file)]);
+    assert_eq!(bad.code, Some(2), "{}", bad.stderr);
+    assert_eq!(bad.stderr.trim().lines().count(), 1, "{}", bad.stderr);
+    assert!(bad.stderr.contains("--step-range"), "{}", bad.stderr);
+}

@@ -884,6 +884,7 @@ impl TraceBuilder {
             memory,
             devices: self.devices,
             distributed: self.distributed,
+            process_id: None,
             runtime: Some(runtime),
             input_bytes,
             records: self.records,

@@ -9,6 +9,7 @@ mod ddp;
 mod host_phase;
 mod hostile;
 mod mapping;
+mod nsys;
 mod optimize;
 mod pairs;
 mod ranks;

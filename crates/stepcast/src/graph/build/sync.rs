@@ -31,6 +31,8 @@ impl Builder<'_> {
 
         // Recorded synchronizations (CUPTI sync records, 2023+).
         let mut synced_calls = rustc_hash::FxHashSet::default();
+        // Calls whose stream wait a record describes; the others are read by their semantics.
+        let mut recorded_waits = rustc_hash::FxHashSet::default();
         for sync in &trace.syncs {
             let Some(&call) = calls.get(&sync.correlation) else {
                 *rejected
@@ -38,6 +40,9 @@ impl Builder<'_> {
                     .or_default() += 1;
                 continue;
             };
+            if sync.kind == SyncKind::StreamWaitEvent {
+                recorded_waits.insert(call);
+            }
             let record_call = sync
                 .wait_on_event_record_correlation
                 .and_then(|c| calls.get(&c).copied());
@@ -138,12 +143,14 @@ impl Builder<'_> {
                 }
                 let own = device_tasks_of_call(call);
                 let name = g.name[t as usize];
-                if trace.syncs.is_empty() && self.names.is_stream_wait_event(name) {
-                    // Without sync records the event's source stream is not recorded. The
-                    // waiting stream is the one this thread launches on next; PyTorch records
-                    // the event on another stream just before, so the wait covers the work
-                    // already launched on every other stream of the device. Guesses the
-                    // recorded times contradict are dropped below.
+                if !recorded_waits.contains(&call) && self.names.is_stream_wait_event(name) {
+                    // Without a sync record (none in the trace, or none for this call: an nsys
+                    // export without its CUDA_EVENT rows cannot say which stream a wait is
+                    // on, and its reader drops such records) the event's source stream is not
+                    // recorded. The waiting stream is the one this thread launches on next;
+                    // PyTorch records the event on another stream just before, so the wait
+                    // covers the work already launched on every other stream of the device.
+                    // Guesses the recorded times contradict are dropped below.
                     let next = (t + 1..lane.first_task + lane.task_count)
                         .take(64)
                         .find_map(|n| device_tasks_of_call(TaskId(n)).first());
