@@ -52,7 +52,8 @@ fn chromium() -> Option<PathBuf> {
     None
 }
 
-/// Every trace file of `testdata/` (Kineto and rocprofv3 JSON, XPlane protobufs), sorted.
+/// Every trace file of `testdata/` (Kineto and rocprofv3 JSON, XPlane protobufs, Nsight Systems
+/// exports), sorted.
 fn testdata_traces() -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut stack = vec![PathBuf::from(TESTDATA)];
@@ -68,6 +69,7 @@ fn testdata_traces() -> Vec<PathBuf> {
             } else if name.ends_with(".json")
                 || name.ends_with(".json.gz")
                 || name.ends_with(".xplane.pb")
+                || name.ends_with(".sqlite")
             {
                 found.push(path);
             }
