@@ -25,12 +25,19 @@ def _result(text: str) -> Result:
     return Result(json.loads(text))
 
 
-class Trace:
-    """One trace, read and its graph built once; every question reuses them."""
+class _Loaded:
+    """What ``load`` gives: the native object and the progress its methods report to."""
 
-    def __init__(self, native: _native.Trace, progress: Progress = None) -> None:
+    def __init__(self, native: Any, progress: Progress = None) -> None:
         self._native = native
         self._progress = progress
+
+    def _callback(self, progress: Progress) -> Optional[Callable[[str, int, int], Any]]:
+        return progress_callback(self._progress if progress is None else progress)
+
+
+class Trace(_Loaded):
+    """One trace, read and its graph built once; every question reuses them."""
 
     @property
     def path(self) -> str:
@@ -39,9 +46,6 @@ class Trace:
 
     def __repr__(self) -> str:
         return f"stepcast.Trace({self.path!r})"
-
-    def _callback(self, progress: Progress) -> Optional[Callable[[str, int, int], Any]]:
-        return progress_callback(self._progress if progress is None else progress)
 
     def info(self) -> Result:
         """What the trace holds and how its graph was built (``stepcast info --json``)."""
@@ -112,12 +116,8 @@ class Trace:
         return _result(text)
 
 
-class Job:
+class Job(_Loaded):
     """The ranks of one job (a folder of traces, or several traces), replayed as one graph."""
-
-    def __init__(self, native: _native.Job, progress: Progress = None) -> None:
-        self._native = native
-        self._progress = progress
 
     @property
     def files(self) -> list:
@@ -129,7 +129,7 @@ class Job:
 
     def replay(self, step: Optional[int] = None, *, progress: Progress = None) -> Result:
         """Every rank replayed as one graph (``stepcast replay DIR --json``)."""
-        callback = progress_callback(self._progress if progress is None else progress)
+        callback = self._callback(progress)
         return _result(self._native.replay(step, progress=callback))
 
     def optimize(
@@ -144,7 +144,7 @@ class Job:
         """One plan for every rank, checked on each (``stepcast optimize DIR --json``); the
         parameters are ``Trace.optimize``'s. Reads the rank traces again (a ``Job`` keeps
         their graphs only)."""
-        callback = progress_callback(self._progress if progress is None else progress)
+        callback = self._callback(progress)
         text = self._native.optimize(
             memory_budget, _names(passes), time_limit, peers, progress=callback
         )

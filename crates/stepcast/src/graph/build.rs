@@ -195,7 +195,9 @@ impl Builder<'_> {
                 kind: lane.kind,
                 first_task,
                 task_count,
-                device: None,
+                // The device whose multiprocessors the stream's work shares (the capacity
+                // model's unit); a stream's process id is its device in every reader.
+                device: (lane.kind == LaneKind::DeviceStream).then_some(lane.pid),
             });
             lane_start = lane_end;
         }

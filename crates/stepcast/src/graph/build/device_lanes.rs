@@ -59,7 +59,7 @@ impl DeviceLanes {
             let starts: Vec<i64> = tasks.iter().map(|t| g.rec_start_ns[t.index()]).collect();
             lanes.push(DeviceLane {
                 lane: i as u32,
-                device: stream.pid,
+                device: lane.device.unwrap_or(stream.pid),
                 tasks,
                 launched_at,
                 ends,

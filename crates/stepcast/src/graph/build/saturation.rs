@@ -11,7 +11,7 @@
 //! work is decided by the engine as it replays, so a what-if that moves or shortens a full
 //! kernel moves what it holds.
 
-use stepcast_trace::{CopyDirection, LaneKind};
+use stepcast_trace::CopyDirection;
 
 use super::Builder;
 use crate::graph::{SmDemand, TaskKind};
@@ -25,15 +25,9 @@ const DEFAULT_MAX_WARPS_PER_SM: f64 = 64.0;
 const COPY_BYTES_PER_THREAD: f64 = 16.0;
 
 impl Builder<'_> {
-    /// Sets `Graph::sm_demand` of every task and each device lane's device.
+    /// Sets `Graph::sm_demand` of every task.
     pub(super) fn sm_demand(&mut self) {
         let trace = self.trace;
-        let device_of = |lane: &super::GraphLane| {
-            (lane.kind == LaneKind::DeviceStream).then(|| trace.lanes[lane.trace_lane.index()].pid)
-        };
-        for lane in &mut self.graph.lanes {
-            lane.device = device_of(lane);
-        }
         let info =
             |device: Option<i64>| device.and_then(|d| trace.devices.iter().find(|i| i.id == d));
         let g = &mut self.graph;
