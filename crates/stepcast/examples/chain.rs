@@ -20,11 +20,12 @@ fn main() {
             trace.events[g.event[t].index()].correlation == Some(corr) && g.kind[t].on_device()
         })
         .expect("task");
+    let mut seen = std::collections::HashSet::new();
     for _ in 0..std::env::var("DEPTH").map_or(40, |d| d.parse().expect("depth")) {
         let e = &trace.events[g.event[t].index()];
         let n = trace.name(e.name);
         println!(
-            "lane {:>2} corr {:>9?} late {:>9} ns (begin {} rec {} dur {}) {:<40} bound {:?}",
+            "lane {:>2} corr {:>9?} late {:>9} ns (begin {} rec {} dur {}) {:<40} bound {:?} held {:?}",
             g.lane[t],
             e.correlation,
             tl.begin_ns[t] - g.rec_start_ns[t],
@@ -32,9 +33,16 @@ fn main() {
             g.rec_start_ns[t],
             g.dur_ns[t],
             &n[..n.len().min(40)],
-            tl.binding[t]
+            tl.binding[t],
+            tl.completion[t]
         );
-        match tl.binding[t].pred() {
+        // A call whose end was held (a blocking copy, a sync) is late by what held it.
+        let held = tl.completion[t].and_then(|c| c.pred());
+        let next = match held {
+            Some(h) if tl.end_ns[t] > tl.begin_ns[t] + g.dur_ns[t] && seen.insert(t) => Some(h),
+            _ => tl.binding[t].pred(),
+        };
+        match next {
             Some(p) => t = p.index(),
             None => break,
         }

@@ -101,6 +101,9 @@ pub struct GraphJson {
     pub collective_cost_from_name: u64,
     /// Edges inferred from timing alone.
     pub inferred_edges: u64,
+    /// Device tasks that fill their device more than once over: the replay holds other
+    /// streams' work while they run.
+    pub device_filling_tasks: u64,
     /// Recorded causes not turned into edges: reason → count.
     pub rejected: BTreeMap<String, u64>,
     /// Facts about how the graph was built, one sentence each.
@@ -124,6 +127,7 @@ impl GraphJson {
             collective_cost_from_size: report.collective_cost_from_size,
             collective_cost_from_name: report.collective_cost_from_name,
             inferred_edges: report.inferred_edges,
+            device_filling_tasks: report.device_filling_tasks,
             rejected: report.rejected.clone(),
             notes: report.notes.clone(),
         }

@@ -29,6 +29,9 @@ pub struct ReplayJson {
     pub dispatch_gap_ns: i64,
     /// Edges of the whole window inferred from timing alone.
     pub inferred_edges: u64,
+    /// Device tasks that fill their device more than once over (from their launch
+    /// configuration or size): the replay holds other streams' work while they run.
+    pub device_filling_tasks: u64,
     /// Edges of the whole window by kind, zero counts included.
     pub edges_by_kind: Counts,
     /// The replayed steps, by start (only the selected step, if one was selected).
@@ -117,10 +120,14 @@ pub struct SummaryJson {
     pub error_median: Option<f64>,
     /// Largest absolute `error`.
     pub error_max_abs: Option<f64>,
+    /// Median of the steps' absolute `error_without_inferred`: the replay held by causes only.
+    pub error_without_inferred_median_abs: Option<f64>,
     /// Largest absolute `error_without_inferred`.
     pub error_without_inferred_max_abs: Option<f64>,
     /// Median of the steps' `added_deviation_fidelity`.
     pub added_deviation_fidelity_median: Option<f64>,
+    /// Median of the steps' `absolute_fidelity`.
+    pub absolute_fidelity_median: Option<f64>,
 }
 
 impl StepReplayJson {
@@ -173,6 +180,11 @@ impl SummaryJson {
             steps: steps.len() as u64,
             error_median: median(steps.iter().map(|step| step.error)),
             error_max_abs: max_abs(steps.iter().map(|step| step.error)),
+            error_without_inferred_median_abs: median(
+                steps
+                    .iter()
+                    .map(|step| step.error_without_inferred.map(f64::abs)),
+            ),
             error_without_inferred_max_abs: max_abs(
                 steps.iter().map(|step| step.error_without_inferred),
             ),
@@ -180,6 +192,9 @@ impl SummaryJson {
                 steps
                     .iter()
                     .map(|step| finite(step.added_deviation_fidelity)),
+            ),
+            absolute_fidelity_median: median(
+                steps.iter().map(|step| finite(step.absolute_fidelity)),
             ),
         }
     }
@@ -212,6 +227,7 @@ pub fn replay_json(
         launch_latency_samples: window.report.launch_latency_samples,
         dispatch_gap_ns: window.report.dispatch_gap_ns,
         inferred_edges: window.report.inferred_edges,
+        device_filling_tasks: window.report.device_filling_tasks,
         edges_by_kind: edge_counts(window.graph.edges_by_kind(|_| true)),
         summary: SummaryJson::new(&steps),
         steps,

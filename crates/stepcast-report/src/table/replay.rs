@@ -18,7 +18,8 @@ pub fn replay_text(replay: &ReplayJson) -> String {
             "replayed\nms",
             "error",
             "w/o\ninferred",
-            "fidelity",
+            "added-dev\nfidelity",
+            "absolute\nfidelity",
             "tasks",
             "critical\npath ms",
             "host\nms",
@@ -36,6 +37,7 @@ pub fn replay_text(replay: &ReplayJson) -> String {
             signed_percent(step.error),
             signed_percent(step.error_without_inferred),
             percent(step.added_deviation_fidelity),
+            percent(step.absolute_fidelity),
             count(step.tasks),
             ms(path.length_ns),
             ms(path.host_ns),
@@ -99,23 +101,30 @@ fn summary(replay: &ReplayJson) -> String {
     let summary = &replay.summary;
     match replay.steps.as_slice() {
         [step] => text.push_str(&format!(
-            "Step time error {} ({} without inferred edges); event fidelity {}",
+            "Step time error {} ({} without inferred edges); {} of tasks add at most 5 µs to \
+             their stream predecessor's deviation, {} start within 5 µs of their recorded start",
             signed_percent(step.error),
             signed_percent(step.error_without_inferred),
             percent(step.added_deviation_fidelity),
+            percent(step.absolute_fidelity),
         )),
         _ => text.push_str(&format!(
-            "Step time error: median {}, largest {} ({} without inferred edges); median event \
-             fidelity {}",
+            "Step time error: median {}, largest {} (without inferred edges: median {}, \
+             largest {}); in the median step {} of tasks add at most 5 µs to their stream \
+             predecessor's deviation, {} start within 5 µs of their recorded start",
             signed_percent(summary.error_median),
             unsigned_percent(summary.error_max_abs),
+            unsigned_percent(summary.error_without_inferred_median_abs),
             unsigned_percent(summary.error_without_inferred_max_abs),
             summary
                 .added_deviation_fidelity_median
                 .map_or_else(|| "n/a".to_string(), percent),
+            summary
+                .absolute_fidelity_median
+                .map_or_else(|| "n/a".to_string(), percent),
         )),
     }
-    text.push_str(" (tasks replayed within 5 µs of their recorded start). ");
+    text.push_str(". ");
     match &replay.typical {
         Some(typical) if typical.predicted_ns.is_none() => text.push_str(&format!(
             "Typical step declined: {}.",
