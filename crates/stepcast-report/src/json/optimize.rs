@@ -256,6 +256,10 @@ pub struct RankStepJson {
     pub baseline_ns: i64,
     /// With the plan.
     pub planned_ns: i64,
+    /// The rank (index in `traces`) whose replays stand for this one: itself, or the slowest
+    /// rank running the same program (rank symmetry); this rank keeps its own recorded step
+    /// and moves as much as that rank's.
+    pub replayed_as: usize,
 }
 
 /// The `optimize` document of `optimized`, on the ranks `traces`.
@@ -342,14 +346,24 @@ pub fn optimize_json(traces: &[&Trace], peers: Peers, optimized: &Optimized) -> 
             restarts: optimized.search.restarts,
             stopped: optimized.search.stopped.as_str(),
         },
-        ranks: optimized
-            .per_rank
-            .iter()
-            .map(|&(baseline_ns, planned_ns)| RankStepJson {
-                baseline_ns,
-                planned_ns,
-            })
-            .collect(),
+        ranks: {
+            let mut replayed_as: Vec<usize> = (0..optimized.per_rank.len()).collect();
+            for group in &optimized.groups {
+                for &member in &group.members {
+                    replayed_as[member] = group.representative;
+                }
+            }
+            optimized
+                .per_rank
+                .iter()
+                .zip(replayed_as)
+                .map(|(&(baseline_ns, planned_ns), replayed_as)| RankStepJson {
+                    baseline_ns,
+                    planned_ns,
+                    replayed_as,
+                })
+                .collect()
+        },
         caveats: optimized.caveats.clone(),
     }
 }

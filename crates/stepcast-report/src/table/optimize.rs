@@ -133,13 +133,32 @@ pub fn optimize_text(doc: &OptimizeJson) -> String {
         push_section(&mut out, "Memory", &wrap(&format!("{note}."), ""));
     }
     if doc.ranks.len() > 1 {
-        let mut table = new_table(&["rank", "step ms", "planned ms"], 1);
+        let mut table = new_table(&["rank", "step ms", "planned ms", "replayed as"], 1);
         for (i, r) in doc.ranks.iter().enumerate() {
-            table.add_row(vec![i.to_string(), ms(r.baseline_ns), ms(r.planned_ns)]);
+            table.add_row(vec![
+                i.to_string(),
+                ms(r.baseline_ns),
+                ms(r.planned_ns),
+                if r.replayed_as == i {
+                    "itself".to_string()
+                } else {
+                    format!("rank {} (same program)", r.replayed_as)
+                },
+            ]);
         }
+        let replayed = doc
+            .ranks
+            .iter()
+            .enumerate()
+            .filter(|&(i, r)| r.replayed_as == i)
+            .count();
         push_section(
             &mut out,
-            "Ranks (one plan, checked on each)",
+            &format!(
+                "Ranks (one plan; {replayed} of {} replayed, the others run the same program \
+                 as one of them and move as it does)",
+                doc.ranks.len()
+            ),
             &table.to_string(),
         );
     }

@@ -6,7 +6,8 @@
 //! never an artifact of pinned times. Every prediction is the steady-state period of the
 //! replayed window ([`crate::whatif::predict`]). Several ranks of one job are planned as one
 //! (dPRO's symmetry: one plan, whose moves name kernels and all-reduce slots, never task ids):
-//! every move is replayed on every rank and the job's step is the slowest rank's.
+//! ranks that run the same program are replayed through one representative and keep their
+//! own recorded steps as inputs ([`symmetry`]), and the job's step is the slowest rank's.
 //!
 //! Accelerations (dPRO §5.3, Table 5): the coarsened view (one decision per fusion region or
 //! all-reduce slot, for every steady step and rank at once), bounds that prune moves that
@@ -24,6 +25,7 @@
 
 pub mod passes;
 mod search;
+mod symmetry;
 
 use rayon::prelude::*;
 
@@ -38,6 +40,7 @@ use crate::whatif::{
 
 pub use passes::{Facts, Move, PassId};
 pub use search::{MIN_GAIN, Search, SearchStats};
+pub use symmetry::RankGroup;
 
 /// What `optimize` is asked.
 #[derive(Clone, Debug, PartialEq)]
@@ -130,6 +133,8 @@ impl Rank<'_> {
 /// The ranks of one job and the options: what the search and the reports run on.
 pub struct Optimizer<'a> {
     ranks: Vec<Rank<'a>>,
+    /// Ranks of one program, each replayed through its representative.
+    groups: Vec<RankGroup>,
     leader: usize,
     options: Options,
 }
@@ -192,6 +197,8 @@ pub struct MemoryChoice {
 pub struct Optimized {
     pub passes: Vec<PassId>,
     pub ranks: usize,
+    /// Ranks that run one program: the representative's replays stand for the group.
+    pub groups: Vec<RankGroup>,
     /// The rank whose facts propose the moves (the slowest in the baseline).
     pub leader: usize,
     /// The job's predicted step without and with the plan.
@@ -236,11 +243,23 @@ impl<'a> Optimizer<'a> {
         let leader = (0..ranks.len())
             .max_by_key(|&r| (ranks[r].baseline.step_ns, std::cmp::Reverse(r)))
             .unwrap_or(0);
+        let fingerprints: Vec<u64> = ranks
+            .par_iter()
+            .map(|r| symmetry::program_fingerprint(&r.context))
+            .collect();
+        let baseline_ns: Vec<i64> = ranks.iter().map(|r| r.baseline.step_ns).collect();
+        let groups = symmetry::group_ranks(&fingerprints, &baseline_ns);
         Ok(Optimizer {
             ranks,
+            groups,
             leader,
             options,
         })
+    }
+
+    /// Ranks that run one program, each group replayed through its representative.
+    pub fn groups(&self) -> &[RankGroup] {
+        &self.groups
     }
 
     fn leader(&self) -> &Rank<'a> {
@@ -253,26 +272,39 @@ impl<'a> Optimizer<'a> {
         Ok(steps.into_iter().max().unwrap_or(0))
     }
 
-    /// For `plan`: the slowest rank (the lowest on a tie) and its critical path's tasks.
+    /// For `plan`: the slowest representative (the lowest on a tie) and its critical path's
+    /// tasks. A group's representative is its slowest member under any plan (see
+    /// [`symmetry`]), so this is the slowest rank.
     fn critical_rank(&self, plan: &[Move]) -> Result<(usize, Vec<TaskId>), WhatIfError> {
-        let all: Vec<(i64, Vec<TaskId>)> = self
-            .ranks
+        let all: Vec<(usize, i64, Vec<TaskId>)> = self
+            .groups
             .par_iter()
-            .map(|r| r.critical(plan))
-            .collect::<Result<_, _>>()?;
-        let slowest = (0..all.len())
-            .max_by_key(|&r| (all[r].0, std::cmp::Reverse(r)))
-            .unwrap_or(0);
-        let tasks = all
+            .map(|g| {
+                let (ns, tasks) = self.ranks[g.representative].critical(plan)?;
+                Ok((g.representative, ns, tasks))
+            })
+            .collect::<Result<_, WhatIfError>>()?;
+        let (slowest, _, tasks) = all
             .into_iter()
-            .nth(slowest)
-            .map(|(_, t)| t)
+            .max_by_key(|(r, ns, _)| (*ns, std::cmp::Reverse(*r)))
             .unwrap_or_default();
         Ok((slowest, tasks))
     }
 
+    /// Every rank's predicted step with `plan`: each group's representative replayed, the
+    /// other members moved with it.
     fn per_rank_ns(&self, plan: &[Move]) -> Result<Vec<i64>, WhatIfError> {
-        self.ranks.par_iter().map(|r| r.predict(plan)).collect()
+        let representative_ns: Vec<i64> = self
+            .groups
+            .par_iter()
+            .map(|g| self.ranks[g.representative].predict(plan))
+            .collect::<Result<_, _>>()?;
+        let baseline_ns: Vec<i64> = self.ranks.iter().map(|r| r.baseline.step_ns).collect();
+        Ok(symmetry::spread(
+            &self.groups,
+            &baseline_ns,
+            &representative_ns,
+        ))
     }
 
     /// The greedy search from nothing.
@@ -440,6 +472,7 @@ impl<'a> Optimizer<'a> {
         Ok(Optimized {
             passes: self.options.passes.clone(),
             ranks: self.ranks.len(),
+            groups: self.groups.clone(),
             leader: self.leader,
             baseline_ns: before.iter().copied().max().unwrap_or(0),
             planned_ns: after.iter().copied().max().unwrap_or(0),

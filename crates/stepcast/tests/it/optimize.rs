@@ -363,3 +363,32 @@ fn a_bucket_merge_saves_one_fixed_cost_and_keeps_the_stragglers() {
     assert_eq!(dur_before - dur_after, cut_ns);
     assert_eq!(wait_before, wait_after);
 }
+
+/// Rank symmetry (issue #15 item 4): ranks that run one program are replayed through one
+/// representative. Four copies of nccl_data form one group; the plan and every rank's figures
+/// equal the single rank's, and each rank's prediction equals the plan's graph replayed on its
+/// own (`apply_plan`, which replays every rank).
+#[test]
+fn ranks_of_one_program_are_replayed_through_one_representative() {
+    let one = single(NCCL_DATA);
+    let alone = optimized(&[one], Options::default());
+    let job = optimized(&[one, one, one, one], Options::default());
+    assert_eq!(job.groups.len(), 1, "{:?}", job.groups);
+    assert_eq!(job.groups[0].members, vec![0, 1, 2, 3]);
+    assert_eq!(job.groups[0].representative, 0);
+    let moves = |o: &Optimized| -> Vec<Move> { o.moves.iter().map(|m| m.step.clone()).collect() };
+    assert_eq!(moves(&job), moves(&alone));
+    assert_eq!(job.planned_ns, alone.planned_ns);
+    let graph = apply_plan(&context(one), &moves(&job)).unwrap_or_else(|e| panic!("{e}"));
+    let direct = predict(&one.window, &graph).unwrap_or_else(|e| panic!("{e}"));
+    for &(_, planned_ns) in &job.per_rank {
+        assert_eq!(planned_ns, direct.step_ns);
+    }
+    // Ranks of different programs are their own groups: the 8 DLRM ranks' windows hold
+    // different tasks, and each is replayed (check_plan holds every rank to its own replay).
+    let dlrm: Vec<&Loaded> = dlrm().iter().collect();
+    let contexts: Vec<Context<'_>> = dlrm.iter().map(|l| context(l)).collect();
+    let optimizer = stepcast::optimize::Optimizer::new(&contexts, Options::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(optimizer.groups().len(), 8);
+}
