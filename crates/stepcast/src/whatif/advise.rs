@@ -16,7 +16,7 @@ use rayon::prelude::*;
 
 use super::models::{MemoryEffect, Model};
 use super::trust::{WindowTrust, assess, window_trust};
-use super::{Context, Outcome, Prediction, WhatIfError, predict, what_if_against};
+use super::{Context, Outcome, Prediction, Prepared, WhatIfError, predict, what_if_prepared};
 use crate::graph::Graph;
 
 /// A model (or combination) helps when it speeds the step up by at least this (0.5 %: below
@@ -75,11 +75,14 @@ pub struct Advice {
 pub fn advise(context: &Context<'_>) -> Result<Advice, WhatIfError> {
     let baseline = predict(context.window, &context.window.graph)?;
     let window = window_trust(context)?;
+    // One editable window for every candidate: each clones it and copies only what it
+    // changes.
+    let prepared = Prepared::new(context, &baseline);
     let mut singles: Vec<Vec<Model>> = Model::advised().into_iter().map(|m| vec![m]).collect();
     let trades = Model::memory_trades();
     singles.extend(trades.iter().map(|m| vec![m.clone()]));
     let mut failed = Vec::new();
-    let mut tried = try_all(context, &baseline, &window, singles);
+    let mut tried = try_all(context, &prepared, &window, singles);
     let trade_results = tried.split_off(tried.len() - trades.len());
     let mut candidates = keep_predicted(tried, &mut failed);
     let memory_trades = keep_predicted(trade_results, &mut failed);
@@ -120,7 +123,7 @@ pub fn advise(context: &Context<'_>) -> Result<Advice, WhatIfError> {
             .fold(1.0, f64::max)
     };
     for combination in keep_predicted(
-        try_all(context, &baseline, &window, combinations),
+        try_all(context, &prepared, &window, combinations),
         &mut failed,
     ) {
         if combination.outcome.speedup >= best_member(&combination.models) * USEFUL_SPEEDUP {
@@ -160,13 +163,13 @@ fn keep_predicted(
 /// Predicts every combination of `sets` against `baseline`, in parallel, in input order.
 fn try_all(
     context: &Context<'_>,
-    baseline: &Prediction,
+    prepared: &Prepared,
     window: &WindowTrust,
     sets: Vec<Vec<Model>>,
 ) -> Vec<Result<Candidate, WhatIfError>> {
     sets.into_par_iter()
         .map(|models| {
-            let mut outcome = what_if_against(context, baseline, |edit| {
+            let mut outcome = what_if_prepared(context, prepared, |edit| {
                 for model in &models {
                     model.apply(context, edit)?;
                 }

@@ -9,6 +9,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use regex::Regex;
 use stepcast_trace::{EventId, NameId, Trace};
@@ -16,6 +17,8 @@ use stepcast_trace::{EventId, NameId, Trace};
 use crate::analyze::mapping::{Mapping, Phase};
 use crate::graph::{EdgeKind, Graph, GraphLane, NO_STEP, NO_TIME, SmDemand, TaskId, TaskKind};
 use crate::simulate::{RecordedOrder, SimError, SimOptions, simulate};
+
+use super::cow_vec::CowVec;
 
 /// Why a what-if could not be applied.
 #[derive(Debug, thiserror::Error)]
@@ -169,21 +172,26 @@ pub struct InsertLaunch {
 
 /// A graph under edit. Build one with [`EditGraph::new`], apply primitives, then
 /// [`EditGraph::finish`].
+///
+/// A clone is cheap: the per-task columns are [`CowVec`]s, shared with the graph cloned from
+/// until written, and each lane's order is shared until the lane changes. Many what-ifs of
+/// one window clone one prepared edit graph ([`super::Prepared`]) and copy only what they
+/// change.
 #[derive(Clone, Debug)]
 pub struct EditGraph {
-    rows: Vec<Row>,
-    alive: Vec<bool>,
+    rows: CowVec<Row>,
+    alive: CowVec<bool>,
     /// Tasks that selection never returns (the warm-up step, kept as recorded).
-    frozen: Vec<bool>,
+    frozen: CowVec<bool>,
     /// Stored edges into each task (lane order excluded).
-    preds: Vec<Vec<Edge>>,
+    preds: CowVec<Vec<Edge>>,
     /// Targets of the stored edges out of each task (may list a target twice).
-    succs: Vec<Vec<u32>>,
+    succs: CowVec<Vec<u32>>,
     /// Tasks of each lane in order; a removed task leaves [`GONE`] in its place, so that
     /// positions stay valid and a removal costs O(1).
-    lane_tasks: Vec<Vec<u32>>,
+    lane_tasks: Vec<Arc<Vec<u32>>>,
     /// Each task's index in its lane's `lane_tasks` (stale for a task still in `inserted`).
-    position: Vec<u32>,
+    position: CowVec<u32>,
     /// Per lane, the tasks inserted since its `lane_tasks` was last put in order, each with
     /// the task it was inserted right after: an insert costs O(1), and the lane is put in
     /// order once, when an edit next needs its order (a removal on it, a same-lane edge) or
@@ -246,10 +254,10 @@ impl EditGraph {
                 succs[from as usize].push(t as u32);
             }
         }
-        let lane_tasks: Vec<Vec<u32>> = graph
+        let lane_tasks: Vec<Arc<Vec<u32>>> = graph
             .lanes
             .iter()
-            .map(|l| (l.first_task..l.first_task + l.task_count).collect())
+            .map(|l| Arc::new((l.first_task..l.first_task + l.task_count).collect()))
             .collect();
         let mut position = vec![0u32; n];
         for tasks in &lane_tasks {
@@ -259,15 +267,15 @@ impl EditGraph {
         }
         EditGraph {
             rows,
-            alive: vec![true; n],
-            frozen: vec![false; n],
-            preds,
-            succs,
+            alive: std::iter::repeat_n(true, n).collect(),
+            frozen: std::iter::repeat_n(false, n).collect(),
+            preds: preds.into_iter().collect(),
+            succs: succs.into_iter().collect(),
+            position: position.into_iter().collect(),
             inserted: vec![Vec::new(); lane_tasks.len()],
             inserted_after: HashMap::new(),
             followers: HashMap::new(),
             lane_tasks,
-            position,
             lanes: graph.lanes.clone(),
             original_tasks: n,
             launch_latency_ns,
@@ -347,7 +355,7 @@ impl EditGraph {
         let base = &self.lane_tasks[lane as usize];
         let inserted = &self.inserted[lane as usize];
         if inserted.is_empty() {
-            return Cow::Borrowed(base);
+            return Cow::Borrowed(base.as_slice());
         }
         // Per anchor, its inserts, latest first.
         let mut after: Vec<(u32, usize, u32)> = inserted
@@ -365,7 +373,7 @@ impl EditGraph {
         };
         let mut out = Vec::with_capacity(base.len() + inserted.len());
         let mut stack: Vec<u32> = Vec::new();
-        for &t in base {
+        for &t in base.iter() {
             out.push(t);
             if t == GONE {
                 continue;
@@ -390,7 +398,7 @@ impl EditGraph {
                 self.position[t as usize] = i as u32;
             }
         }
-        self.lane_tasks[lane as usize] = ordered;
+        self.lane_tasks[lane as usize] = Arc::new(ordered);
         for (anchor, task) in std::mem::take(&mut self.inserted[lane as usize]) {
             self.inserted_after.remove(&task);
             self.followers.remove(&anchor);
@@ -864,7 +872,7 @@ impl EditGraph {
             // The lane's boundary moves to its new first task.
             self.rows[n as usize].not_before_ns = row.not_before_ns;
         }
-        self.lane_tasks[row.lane as usize][position] = GONE;
+        Arc::make_mut(&mut self.lane_tasks[row.lane as usize])[position] = GONE;
         self.alive[r] = false;
     }
 
@@ -986,7 +994,7 @@ impl EditGraph {
             task_count: 0,
             ..lane
         });
-        self.lane_tasks.push(Vec::new());
+        self.lane_tasks.push(Arc::new(Vec::new()));
         self.inserted.push(Vec::new());
         Ok(self.lanes.len() as u32 - 1)
     }
@@ -1033,7 +1041,7 @@ impl EditGraph {
             rec_end_ns: base.rec_end_ns,
             ..base
         });
-        let tasks = &mut self.lane_tasks[lane as usize];
+        let tasks = Arc::make_mut(&mut self.lane_tasks[lane as usize]);
         self.position.push(tasks.len() as u32);
         tasks.push(id);
         self.alive.push(true);
@@ -1202,7 +1210,27 @@ impl EditGraph {
     /// replays the graph anyway (and maps [`SimError::Cycle`] to [`EditError::Cycle`]).
     pub(crate) fn build(&self) -> Result<(Graph, Vec<TaskId>), EditError> {
         let mut new_id = vec![TaskId::NONE; self.rows.len()];
-        let mut graph = Graph::default();
+        // Each column reserved once: grown by doubling, the columns of a million-task graph
+        // were copied and their fresh pages faulted in several times per what-if.
+        let live = self.alive.iter().filter(|&&a| a).count();
+        let mut graph = Graph {
+            kind: Vec::with_capacity(live),
+            lane: Vec::with_capacity(live),
+            name: Vec::with_capacity(live),
+            event: Vec::with_capacity(live),
+            dur_ns: Vec::with_capacity(live),
+            dur_without_inferred_ns: Vec::with_capacity(live),
+            gap_ns: Vec::with_capacity(live),
+            rec_start_ns: Vec::with_capacity(live),
+            rec_end_ns: Vec::with_capacity(live),
+            step: Vec::with_capacity(live),
+            not_before_ns: Vec::with_capacity(live),
+            peer_wait_ns: Vec::with_capacity(live),
+            sm_demand: Vec::with_capacity(live),
+            ..Graph::default()
+        };
+        // The input's ids of the new graph's tasks, in the new graph's order.
+        let mut order: Vec<u32> = Vec::with_capacity(self.rows.len());
         for lane_index in 0..self.lane_tasks.len() {
             let tasks = self.ordered_lane(lane_index as u32);
             let first_task = graph.task_count() as u32;
@@ -1218,6 +1246,7 @@ impl EditGraph {
                     )));
                 }
                 new_id[t as usize] = TaskId(graph.task_count() as u32);
+                order.push(t);
                 let row = &self.rows[t as usize];
                 graph.kind.push(row.kind);
                 graph.lane.push(lane_index as u32);
@@ -1244,42 +1273,52 @@ impl EditGraph {
                 device: lane.device,
             });
         }
-        let live = self.alive.iter().filter(|&&a| a).count();
         if live != graph.task_count() {
             return Err(EditError::Invalid(format!(
                 "{} live tasks are on no lane",
                 live - graph.task_count()
             )));
         }
-        let mut edges: Vec<(TaskId, EdgeKind, TaskId, i64)> = Vec::new();
         for (t, preds) in self.preds.iter().enumerate() {
             if !self.alive[t] {
                 continue;
             }
-            for e in preds {
-                let from = new_id[e.from as usize];
-                if from == TaskId::NONE {
-                    return Err(EditError::Invalid(format!(
-                        "edge from removed task {} into task {t}",
-                        e.from
-                    )));
-                }
-                edges.push((new_id[t], e.kind, from, e.lag_ns));
+            if let Some(e) = preds
+                .iter()
+                .find(|e| new_id[e.from as usize] == TaskId::NONE)
+            {
+                return Err(EditError::Invalid(format!(
+                    "edge from removed task {} into task {t}",
+                    e.from
+                )));
             }
         }
-        edges.sort_unstable();
-        edges.dedup_by(|b, a| (a.0, a.1, a.2) == (b.0, b.1, b.2));
+        // Edges sorted by (target, kind, source), the smallest lag kept of a repeated edge:
+        // targets come in order, so each task's few edges are sorted alone (sorting the
+        // window's edges at once was a large share of every what-if's build).
+        let edge_count: usize = order.iter().map(|&t| self.preds[t as usize].len()).sum();
+        graph.pred_offsets.reserve(order.len() + 1);
+        graph.pred.reserve(edge_count);
+        graph.pred_kind.reserve(edge_count);
+        graph.pred_lag_ns.reserve(edge_count);
         graph.pred_offsets.push(0);
-        let mut i = 0;
-        for t in 0..graph.task_count() {
-            while i < edges.len() && edges[i].0.index() == t {
-                i += 1;
+        let mut edges: Vec<(EdgeKind, TaskId, i64)> = Vec::new();
+        for &t in &order {
+            edges.clear();
+            edges.extend(
+                self.preds[t as usize]
+                    .iter()
+                    .map(|e| (e.kind, new_id[e.from as usize], e.lag_ns)),
+            );
+            edges.sort_unstable();
+            edges.dedup_by(|b, a| (a.0, a.1) == (b.0, b.1));
+            for &(kind, from, lag_ns) in &edges {
+                graph.pred.push(from);
+                graph.pred_kind.push(kind);
+                graph.pred_lag_ns.push(lag_ns);
             }
-            graph.pred_offsets.push(i as u32);
+            graph.pred_offsets.push(graph.pred.len() as u32);
         }
-        graph.pred = edges.iter().map(|e| e.2).collect();
-        graph.pred_kind = edges.iter().map(|e| e.1).collect();
-        graph.pred_lag_ns = edges.iter().map(|e| e.3).collect();
         Ok((graph, new_id))
     }
 }
@@ -1297,7 +1336,7 @@ const GONE: u32 = u32::MAX;
 
 /// Whether the gaps after `tasks` (removed ones skipped) add up to at least `lag_ns`: then lane
 /// order already implies an edge of that lag. Stops as soon as they do.
-fn gaps_reach(rows: &[Row], tasks: &[u32], lag_ns: i64) -> bool {
+fn gaps_reach(rows: &CowVec<Row>, tasks: &[u32], lag_ns: i64) -> bool {
     let mut sum = 0i64;
     if lag_ns <= 0 {
         return true;

@@ -14,6 +14,7 @@
 
 pub mod advise;
 mod bottleneck;
+mod cow_vec;
 pub mod ddp;
 pub mod edit;
 pub mod models;
@@ -349,7 +350,74 @@ pub fn what_if_against(
     baseline: &Prediction,
     transform: impl FnOnce(&mut EditGraph) -> Result<(), WhatIfError>,
 ) -> Result<Outcome, WhatIfError> {
-    let base = context.edit();
+    what_if_prepared(context, &Prepared::new(context, baseline), transform)
+}
+
+/// What every what-if of one window starts from, made once for many (`advise`'s
+/// candidates): the baseline, the window's editable graph, and the untransformed figures the
+/// outcome compares with. Each what-if clones the editable graph, which shares its storage
+/// until written ([`EditGraph`]), so a candidate copies what it changes, not the window.
+pub struct Prepared {
+    baseline: Prediction,
+    base: EditGraph,
+    /// (host, device) per phase of the untransformed steady steps ([`phase_times`]).
+    phases_before: [(i64, i64); 6],
+    /// Host cost (own and gap) of every host thread over the steady steps.
+    host_cost: i64,
+    /// Declared wait for peers over the steady steps.
+    peer_wait: i64,
+}
+
+impl Prepared {
+    pub fn new(context: &Context<'_>, baseline: &Prediction) -> Prepared {
+        let base = context.edit();
+        let steady = baseline.steady.clone();
+        let in_steady = |step: u32| step != NO_STEP && steady.contains(&(step as usize));
+        let marker = host_time::marker_lane(context.trace);
+        let phases_before = phase_times(&base, context.window, marker, context.mapping, &steady);
+        let host_cost = host_cost(&base, &steady);
+        let peer_wait = (0..base.id_bound())
+            .map(|t| TaskId(t as u32))
+            .filter(|&t| base.is_alive(t) && in_steady(base.step(t)))
+            .map(|t| base.peer_wait_ns(t))
+            .sum();
+        Prepared {
+            baseline: baseline.clone(),
+            base,
+            phases_before,
+            host_cost,
+            peer_wait,
+        }
+    }
+
+    pub fn baseline(&self) -> &Prediction {
+        &self.baseline
+    }
+}
+
+/// Host cost (own cost and untraced gap) of the live host tasks of `edit` in the steady steps.
+fn host_cost(edit: &EditGraph, steady: &std::ops::RangeInclusive<usize>) -> i64 {
+    (0..edit.id_bound())
+        .map(|t| TaskId(t as u32))
+        .filter(|&t| {
+            let step = edit.step(t);
+            edit.is_alive(t)
+                && !edit.kind(t).on_device()
+                && step != NO_STEP
+                && steady.contains(&(step as usize))
+        })
+        .map(|t| edit.dur_ns(t) + edit.gap_ns(t))
+        .sum()
+}
+
+/// [`what_if_against`] from a [`Prepared`] window.
+pub fn what_if_prepared(
+    context: &Context<'_>,
+    prepared: &Prepared,
+    transform: impl FnOnce(&mut EditGraph) -> Result<(), WhatIfError>,
+) -> Result<Outcome, WhatIfError> {
+    let baseline = &prepared.baseline;
+    let base = &prepared.base;
     let mut edit = base.clone();
     transform(&mut edit)?;
     // Per-step figures are means over the steady steps the period spans.
@@ -375,13 +443,9 @@ pub fn what_if_against(
     let lag_saved: i64 = (0..base.id_bound())
         .map(|t| TaskId(t as u32))
         .filter(|&t| in_steady(base.step(t)))
-        .map(|t| edit.lag_saved_ns(&base, t))
+        .map(|t| edit.lag_saved_ns(base, t))
         .sum();
-    let baseline_peer_wait: i64 = (0..base.id_bound())
-        .map(|t| TaskId(t as u32))
-        .filter(|&t| base.is_alive(t) && in_steady(base.step(t)))
-        .map(|t| base.peer_wait_ns(t))
-        .sum();
+    let baseline_peer_wait = prepared.peer_wait;
     let mut changes = Changes::default();
     for id in 0..edit.id_bound() {
         let task = TaskId(id as u32);
@@ -395,13 +459,7 @@ pub fn what_if_against(
     }
     let steady_steps = steady_range.clone().count();
     let marker = host_time::marker_lane(context.trace);
-    let before = phase_times(
-        &base,
-        context.window,
-        marker,
-        context.mapping,
-        &steady_range,
-    );
+    let before = prepared.phases_before;
     let after = phase_times(
         &edit,
         context.window,
@@ -410,14 +468,7 @@ pub fn what_if_against(
         &steady_range,
     );
     let per_step = |ns: i64| ns / steady_steps.max(1) as i64;
-    let host_cost = |g: &EditGraph| -> i64 {
-        (0..g.id_bound())
-            .map(|t| TaskId(t as u32))
-            .filter(|&t| g.is_alive(t) && !g.kind(t).on_device() && in_steady(g.step(t)))
-            .map(|t| g.dur_ns(t) + g.gap_ns(t))
-            .sum()
-    };
-    let host_cost_saved_ns = per_step(host_cost(&base) - host_cost(&edit));
+    let host_cost_saved_ns = per_step(prepared.host_cost - host_cost(&edit, &steady_range));
     let phases = Phase::ALL
         .iter()
         .enumerate()

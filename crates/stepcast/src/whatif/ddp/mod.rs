@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 
 use self::gradients::{GradientError, Gradients, SizeSource, find_gradients};
 use self::insert::{Costs, DEFAULT_BUCKET_BYTES, Dgc, InsertNames, InsertedBucket};
-use super::{Context, Outcome, Prediction, WhatIfError, what_if_against};
+use super::{Context, Outcome, Prediction, Prepared, WhatIfError, what_if_prepared};
 use crate::Window;
 use crate::comm::{
     Algorithm, Calibration, Collective, Link, Preset, RecordedCollective, Topology, calibrate,
@@ -867,6 +867,8 @@ pub fn sweep_with(
     let mut plans = Vec::with_capacity(configs.len());
     let mut points = Vec::with_capacity(configs.len());
     let mut last = None;
+    // One editable window for every configuration of the sweep.
+    let prepared = Prepared::new(context, baseline);
     for config in configs {
         let network = network(&recorded, &calibration, config)?;
         let plan = match &insertion {
@@ -875,7 +877,7 @@ pub fn sweep_with(
             }
             _ => plan_recorded(&recorded, &calibration, config, network)?,
         };
-        let outcome = what_if_against(context, baseline, |edit| {
+        let outcome = what_if_prepared(context, &prepared, |edit| {
             apply_named(&plan, edit, &names).map(|_| ())
         })?;
         points.push(SweepPoint {
