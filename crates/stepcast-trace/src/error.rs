@@ -109,6 +109,9 @@ pub enum ReadError {
     )]
     AbsurdSpan { path: PathBuf, days: i64 },
 
+    #[error("{path}: cannot read it as a CTF trace: {detail}")]
+    Ctf { path: PathBuf, detail: String },
+
     #[error("{path} is not an XPlane (TensorFlow/JAX profiler protobuf): {detail}")]
     NotXPlane { path: PathBuf, detail: String },
 }

@@ -6,6 +6,7 @@
 //! ([`ReadError`]).
 
 mod assemble;
+pub mod ctf;
 pub mod detect;
 mod error;
 mod json_stream;
