@@ -25,8 +25,8 @@ pub enum ReadError {
     #[error(
         "{path} is not a trace format stepcast knows: it starts with {found}{}; stepcast reads \
          PyTorch profiler (Kineto) JSON (.json, .json.gz), rocprofv3 JSON, TensorFlow/JAX \
-         XPlane protobufs (.xplane.pb) and Nsight Systems SQLite exports (nsys export --type \
-         sqlite)",
+         XPlane protobufs (.xplane.pb), Nsight Systems SQLite exports (nsys export --type \
+         sqlite) and CTF (LTTng) trace directories",
         if *gzip { " once decompressed" } else { "" }
     )]
     UnknownFormat {

@@ -157,6 +157,13 @@ fn read_kineto_bytes(bytes: &[u8], path: &Path) -> Result<Trace, ReadError> {
     }
 }
 
+/// Whether directory `path` is itself one trace (a CTF trace, or an LTTng session directory of
+/// them) rather than a directory of trace files, one per rank.
+pub fn is_trace_dir(path: &Path) -> bool {
+    path.is_dir()
+        && ctf::directory_head(path, detect::HEAD_BYTES).is_some_and(|head| ctf::looks_like(&head))
+}
+
 /// The trace files of directory `dir`: its `.json`, `.json.gz` and `.sqlite` files, sorted by
 /// name (one trace per rank of a job; an Nsight Systems export may hold several).
 pub fn trace_files_in(dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {

@@ -30,6 +30,19 @@ pub fn looks_like(head: &[u8]) -> bool {
     head.starts_with(b"/* CTF") || tsdl::is_packetized(head) || json::looks_like(head)
 }
 
+/// The first `max` bytes of the first CTF metadata file under directory `dir`, if it holds
+/// one: what format detection looks at for a directory.
+pub fn directory_head(dir: &Path, max: usize) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut dirs = Vec::new();
+    trace_dirs(dir, 0, &mut dirs).ok()?;
+    dirs.sort();
+    let file = std::fs::File::open(dirs.first()?.join("metadata")).ok()?;
+    let mut head = Vec::with_capacity(max);
+    file.take(max as u64).read_to_end(&mut head).ok()?;
+    Some(head)
+}
+
 /// One CTF trace of a directory, decoded.
 pub struct DecodedTrace {
     /// The trace's directory.
