@@ -126,10 +126,9 @@ pub fn decode_stream(
             ));
         }
         let stream_id = cursor.facts.stream_class.unwrap_or(0);
-        let stream = class
-            .streams
-            .get(&stream_id)
-            .ok_or_else(|| format!("packet at byte {offset}: stream class {stream_id} is not in the metadata"))?;
+        let stream = class.streams.get(&stream_id).ok_or_else(|| {
+            format!("packet at byte {offset}: stream class {stream_id} is not in the metadata")
+        })?;
         let packet_fields = match &stream.packet_context {
             Some(context) => match cursor.value(context).map_err(|e| at(&cursor, e))? {
                 Val::Struct(fields) => fields,
@@ -241,7 +240,9 @@ impl Cursor<'_> {
             },
             None => Vec::new(),
         };
-        let time_ns = class.clock_of(stream).and_then(|clock| clock.to_ns(*self.clock));
+        let time_ns = class
+            .clock_of(stream)
+            .and_then(|clock| clock.to_ns(*self.clock));
         Ok(Record {
             name: event.name.clone(),
             time_ns,
@@ -307,13 +308,15 @@ impl Cursor<'_> {
         if self.apply_roles {
             self.role(int.role, raw, int.bits);
         }
-        Ok(if int.signed && int.bits < 64 && raw >> (int.bits - 1) & 1 == 1 {
-            i128::from(raw) - (1i128 << int.bits)
-        } else if int.signed {
-            i128::from(raw as i64)
-        } else {
-            i128::from(raw)
-        })
+        Ok(
+            if int.signed && int.bits < 64 && raw >> (int.bits - 1) & 1 == 1 {
+                i128::from(raw) - (1i128 << int.bits)
+            } else if int.signed {
+                i128::from(raw as i64)
+            } else {
+                i128::from(raw)
+            },
+        )
     }
 
     fn role(&mut self, role: Role, raw: u64, bits: u32) {
@@ -345,7 +348,9 @@ impl Cursor<'_> {
             .rev()
             .find(|(n, _, _)| &**n == name)
             .map(|(_, v, l)| (*v, l.clone()))
-            .ok_or_else(|| format!("field `{name}` that a length or tag refers to was not decoded before"))
+            .ok_or_else(|| {
+                format!("field `{name}` that a length or tag refers to was not decoded before")
+            })
     }
 
     fn length(&self, name: &str, elem_bits: u64) -> Result<u64, String> {

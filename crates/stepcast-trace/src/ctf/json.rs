@@ -31,16 +31,14 @@ pub fn parse(bytes: &[u8]) -> Result<TraceClass, String> {
     };
     let mut aliases: HashMap<String, FieldClass> = HashMap::new();
     let mut events: Vec<(u64, u64, EventClass)> = Vec::new();
-    for (index, fragment) in bytes
-        .split(|b| *b == RECORD_SEPARATOR)
-        .enumerate()
-        .skip(1)
-    {
+    for (index, fragment) in bytes.split(|b| *b == RECORD_SEPARATOR).enumerate().skip(1) {
         let value: Value = serde_json::from_slice(fragment)
             .map_err(|e| format!("metadata fragment {index} is not JSON: {e}"))?;
         let kind = value.get("type").and_then(Value::as_str).unwrap_or("");
         let at = |what: &str| format!("metadata fragment {index} ({kind}): {what}");
-        let field = |key: &str, aliases: &HashMap<String, FieldClass>| -> Result<Option<FieldClass>, String> {
+        let field = |key: &str,
+                     aliases: &HashMap<String, FieldClass>|
+         -> Result<Option<FieldClass>, String> {
             value
                 .get(key)
                 .map(|v| field_class(v, aliases))
@@ -71,7 +69,8 @@ pub fn parse(bytes: &[u8]) -> Result<TraceClass, String> {
                     .get("name")
                     .and_then(Value::as_str)
                     .ok_or_else(|| at("an alias without a name"))?;
-                let fc = field("field-class", &aliases)?.ok_or_else(|| at("an alias without a class"))?;
+                let fc = field("field-class", &aliases)?
+                    .ok_or_else(|| at("an alias without a class"))?;
                 aliases.insert(name.to_string(), fc);
             }
             "clock-class" => {
@@ -190,7 +189,9 @@ fn field_class(value: &Value, aliases: &HashMap<String, FieldClass>) -> Result<F
         })
     };
     Ok(match kind {
-        "fixed-length-unsigned-integer" | "fixed-length-boolean" | "fixed-length-bit-array"
+        "fixed-length-unsigned-integer"
+        | "fixed-length-boolean"
+        | "fixed-length-bit-array"
         | "fixed-length-bit-map" => FieldClass::Int(int(false)?),
         "fixed-length-signed-integer" => FieldClass::Int(int(true)?),
         "fixed-length-unsigned-enumeration" | "fixed-length-signed-enumeration" => {
@@ -211,7 +212,9 @@ fn field_class(value: &Value, aliases: &HashMap<String, FieldClass>) -> Result<F
         "fixed-length-floating-point-number" => {
             let bits = u64_of("length").unwrap_or(0);
             if bits != 32 && bits != 64 {
-                return Err(format!("a floating point number of {bits} bits is not read"));
+                return Err(format!(
+                    "a floating point number of {bits} bits is not read"
+                ));
             }
             FieldClass::Float {
                 bits: bits as u32,
@@ -361,7 +364,11 @@ fn ranges_of(value: &Value) -> Vec<(i128, i128)> {
         .flatten()
         .filter_map(|pair| {
             let pair = pair.as_array()?;
-            let bound = |v: &Value| v.as_i64().map(i128::from).or_else(|| v.as_u64().map(i128::from));
+            let bound = |v: &Value| {
+                v.as_i64()
+                    .map(i128::from)
+                    .or_else(|| v.as_u64().map(i128::from))
+            };
             Some((bound(pair.first()?)?, bound(pair.get(1)?)?))
         })
         .collect()

@@ -36,7 +36,10 @@ pub enum Role {
 pub enum FieldClass {
     Int(IntClass),
     /// CTF 2's variable-length (LEB128) integers.
-    VarInt { signed: bool, role: Role },
+    VarInt {
+        signed: bool,
+        role: Role,
+    },
     Float {
         bits: u32,
         align: u32,
@@ -113,10 +116,9 @@ impl FieldClass {
         match self {
             FieldClass::Int(int) | FieldClass::Enum { int, .. } => int.align,
             FieldClass::Float { align, .. } => *align,
-            FieldClass::Struct { align, fields } => fields
-                .iter()
-                .map(|(_, f)| f.align())
-                .fold(*align, u32::max),
+            FieldClass::Struct { align, fields } => {
+                fields.iter().map(|(_, f)| f.align()).fold(*align, u32::max)
+            }
             FieldClass::Array { elem, .. } | FieldClass::Sequence { elem, .. } => elem.align(),
             FieldClass::VarInt { .. }
             | FieldClass::String

@@ -134,7 +134,10 @@ fn decode_trace(dir: &Path) -> Result<DecodedTrace, ReadError> {
         })?
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .filter(|p| {
-            let name = p.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default();
             p.is_file() && name != "metadata" && !name.starts_with('.')
         })
         .collect();

@@ -22,9 +22,7 @@ use super::DecodedTrace;
 use super::decode::Record;
 use crate::assemble::{Assembly, LaneKey, NewEvent};
 use crate::error::ReadError;
-use crate::model::{
-    EventKind, LaneId, LaneKind, OffCpu, OffCpuReason, Runtime, ThreadRef, Trace,
-};
+use crate::model::{EventKind, LaneId, LaneKind, OffCpu, OffCpuReason, Runtime, ThreadRef, Trace};
 
 /// One open range on a thread.
 struct Open {
@@ -78,8 +76,7 @@ fn kind_of(base: &str, name: &str) -> Option<EventKind> {
     if upper_after("cu") {
         return Some(EventKind::DriverCall);
     }
-    if upper_after("cuda") || upper_after("hip") || api.starts_with("hsa_") || upper_after("cl")
-    {
+    if upper_after("cuda") || upper_after("hip") || api.starts_with("hsa_") || upper_after("cl") {
         return Some(EventKind::RuntimeCall);
     }
     Some(EventKind::UserAnnotation)
@@ -115,7 +112,10 @@ pub fn build(path: &Path, traces: &[DecodedTrace]) -> Result<Trace, ReadError> {
             "{} (CTF {}, {})",
             trace.dir.display(),
             trace.version,
-            trace.env.get("tracer_name").map_or("unknown tracer", String::as_str)
+            trace
+                .env
+                .get("tracer_name")
+                .map_or("unknown tracer", String::as_str)
         ));
         if trace.discarded > 0 {
             assembly.diagnostics.note(format!(
@@ -127,7 +127,8 @@ pub fn build(path: &Path, traces: &[DecodedTrace]) -> Result<Trace, ReadError> {
         for record in &trace.records {
             match &*record.name {
                 "GlobalDef_String" => {
-                    if let (Some(id), Some(value)) = (record.int("self"), record.str("stringValue")) {
+                    if let (Some(id), Some(value)) = (record.int("self"), record.str("stringValue"))
+                    {
                         strings.insert(id, value.to_string());
                     }
                 }
@@ -137,7 +138,8 @@ pub fn build(path: &Path, traces: &[DecodedTrace]) -> Result<Trace, ReadError> {
                     }
                 }
                 "GlobalDef_Location" => {
-                    if let (Some(id), Some(group)) = (record.int("self"), record.int("locationGroup"))
+                    if let (Some(id), Some(group)) =
+                        (record.int("self"), record.int("locationGroup"))
                     {
                         location_group.insert(id, (group, record.int("name")));
                     }
@@ -154,7 +156,9 @@ pub fn build(path: &Path, traces: &[DecodedTrace]) -> Result<Trace, ReadError> {
         }
         input_bytes += trace.records.len() as u64;
     }
-    assembly.diagnostics.skip_n("record without timestamp (a stream without clock)", no_time);
+    assembly
+        .diagnostics
+        .skip_n("record without timestamp (a stream without clock)", no_time);
     assembly
         .diagnostics
         .note(format!("CTF traces read: {}", versions.join("; ")));
@@ -176,8 +180,12 @@ pub fn build(path: &Path, traces: &[DecodedTrace]) -> Result<Trace, ReadError> {
         }
         match name.rsplit(':').next().unwrap_or(name) {
             "sched_switch" => {
-                let (Some(prev_tid), Some(next_tid)) = (record.int("prev_tid"), record.int("next_tid")) else {
-                    assembly.diagnostics.skip("sched_switch without prev_tid/next_tid");
+                let (Some(prev_tid), Some(next_tid)) =
+                    (record.int("prev_tid"), record.int("next_tid"))
+                else {
+                    assembly
+                        .diagnostics
+                        .skip("sched_switch without prev_tid/next_tid");
                     continue;
                 };
                 let next = ThreadRef {
@@ -196,7 +204,10 @@ pub fn build(path: &Path, traces: &[DecodedTrace]) -> Result<Trace, ReadError> {
                 continue;
             }
             "sched_waking" | "sched_wakeup" => {
-                let Some(tid) = record.int("tid") .filter(|_| record.payload.iter().any(|(n, _)| &**n == "tid")) else {
+                let Some(tid) = record
+                    .int("tid")
+                    .filter(|_| record.payload.iter().any(|(n, _)| &**n == "tid"))
+                else {
                     assembly.diagnostics.skip("sched wakeup without tid");
                     continue;
                 };
@@ -207,7 +218,9 @@ pub fn build(path: &Path, traces: &[DecodedTrace]) -> Result<Trace, ReadError> {
                         tid: tid as i64,
                         name: name.unwrap_or("").to_string(),
                     }),
-                    _ => record.int("cpu_id").and_then(|cpu| running.get(&cpu).cloned()),
+                    _ => record
+                        .int("cpu_id")
+                        .and_then(|cpu| running.get(&cpu).cloned()),
                 };
                 wakeups.push(Wakeup {
                     time_ns,
@@ -219,12 +232,18 @@ pub fn build(path: &Path, traces: &[DecodedTrace]) -> Result<Trace, ReadError> {
             _ => {}
         }
         // Host ranges.
-        let (lane, lane_name, key, range_name, boundary) = if name == "Event_Enter" || name == "Event_Leave" {
-            let (Some(location), Some(region)) = (record.int("locationID"), record.int("region")) else {
-                assembly.diagnostics.skip(format!("{name} without locationID/region"));
+        let (lane, lane_name, key, range_name, boundary) = if name == "Event_Enter"
+            || name == "Event_Leave"
+        {
+            let (Some(location), Some(region)) = (record.int("locationID"), record.int("region"))
+            else {
+                assembly
+                    .diagnostics
+                    .skip(format!("{name} without locationID/region"));
                 continue;
             };
-            let (group, location_name) = location_group.get(&location).copied().unwrap_or((0, None));
+            let (group, location_name) =
+                location_group.get(&location).copied().unwrap_or((0, None));
             let region_name = regions
                 .get(&region)
                 .and_then(|s| strings.get(s))
@@ -236,19 +255,30 @@ pub fn build(path: &Path, traces: &[DecodedTrace]) -> Result<Trace, ReadError> {
                 lane_name,
                 format!("region {region}"),
                 region_name,
-                if name == "Event_Enter" { Shape::Begin("region") } else { Shape::End("region") },
+                if name == "Event_Enter" {
+                    Shape::Begin("region")
+                } else {
+                    Shape::End("region")
+                },
             )
         } else {
             let Some(tid) = record.int("vtid").or_else(|| record.int("tid")) else {
-                assembly.diagnostics.skip(format!("{name}: no thread (vtid/tid context)"));
+                assembly
+                    .diagnostics
+                    .skip(format!("{name}: no thread (vtid/tid context)"));
                 continue;
             };
-            let pid = record.int("vpid").or_else(|| record.int("pid")).unwrap_or(0);
+            let pid = record
+                .int("vpid")
+                .or_else(|| record.int("pid"))
+                .unwrap_or(0);
             let boundary = shape(name);
             let base = match boundary {
                 Shape::Begin(base) | Shape::End(base) => base,
                 Shape::Other => {
-                    assembly.diagnostics.skip(format!("{name}: not a range or scheduler record"));
+                    assembly
+                        .diagnostics
+                        .skip(format!("{name}: not a range or scheduler record"));
                     continue;
                 }
             };
@@ -277,22 +307,33 @@ pub fn build(path: &Path, traces: &[DecodedTrace]) -> Result<Trace, ReadError> {
             }),
             Shape::End(_) => {
                 let Some(at) = stack.iter().rposition(|o| o.key == key) else {
-                    assembly.diagnostics.skip(format!("{name}: an end without its begin"));
+                    assembly
+                        .diagnostics
+                        .skip(format!("{name}: an end without its begin"));
                     continue;
                 };
                 // Ranges opened inside and never closed are counted, not kept.
                 let unclosed = stack.len() - at - 1;
-                assembly
-                    .diagnostics
-                    .skip_n("a begin without its end (inside a closed range)", unclosed as u64);
+                assembly.diagnostics.skip_n(
+                    "a begin without its end (inside a closed range)",
+                    unclosed as u64,
+                );
                 let mut removed = stack.drain(at..);
-                let Some(begin) = removed.next() else { continue };
+                let Some(begin) = removed.next() else {
+                    continue;
+                };
                 drop(removed);
                 let dur_ns = time_ns - begin.start_ns;
                 let base = key.as_str();
                 match kind_of(base, &begin.name) {
                     None => {
-                        assembly.step(step_number, &format!("{} #{step_number}", begin.name), lane, begin.start_ns, dur_ns);
+                        assembly.step(
+                            step_number,
+                            &format!("{} #{step_number}", begin.name),
+                            lane,
+                            begin.start_ns,
+                            dur_ns,
+                        );
                         step_number += 1;
                     }
                     Some(kind) => assembly.push(NewEvent {
@@ -311,9 +352,10 @@ pub fn build(path: &Path, traces: &[DecodedTrace]) -> Result<Trace, ReadError> {
         }
     }
     let unclosed: usize = open.values().map(Vec::len).sum();
-    assembly
-        .diagnostics
-        .skip_n("a begin without its end (the trace ends inside it)", unclosed as u64);
+    assembly.diagnostics.skip_n(
+        "a begin without its end (the trace ends inside it)",
+        unclosed as u64,
+    );
     if !switches.is_empty() {
         assembly.diagnostics.note(format!(
             "kernel scheduler: {} sched_switch and {} wakeup records",
@@ -324,9 +366,9 @@ pub fn build(path: &Path, traces: &[DecodedTrace]) -> Result<Trace, ReadError> {
     let mut trace = assembly.finish(path, "CTF trace", Runtime::CpuOnly, input_bytes)?;
     trace.off_cpu = off_cpu(&trace, &switches, &wakeups);
     if !switches.is_empty() && trace.off_cpu.is_empty() {
-        trace.diagnostics.note(
-            "the scheduler records name none of the traced threads: no off-CPU interval",
-        );
+        trace
+            .diagnostics
+            .note("the scheduler records name none of the traced threads: no off-CPU interval");
     }
     Ok(trace)
 }
@@ -375,9 +417,9 @@ fn off_cpu(trace: &Trace, switches: &[Switch], wakeups: &[Wakeup]) -> Vec<OffCpu
         if let Some((_, left)) = out.remove(&switch.next.tid)
             && let Some(&lane) = lane_of.get(&switch.next.tid)
         {
-            let wakeup = wakeups
-                .iter()
-                .find(|w| w.tid == switch.next.tid && w.time_ns >= left.time_ns && w.time_ns <= switch.time_ns);
+            let wakeup = wakeups.iter().find(|w| {
+                w.tid == switch.next.tid && w.time_ns >= left.time_ns && w.time_ns <= switch.time_ns
+            });
             let reason = if left.prev_runnable {
                 OffCpuReason::Preempted
             } else {

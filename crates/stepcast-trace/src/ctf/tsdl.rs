@@ -39,7 +39,8 @@ pub fn unpacketize(bytes: &[u8]) -> Result<String, String> {
         let header = bytes
             .get(at..at + METADATA_PACKET_HEADER_BYTES)
             .ok_or_else(|| format!("metadata packet at byte {at} is truncated"))?;
-        let word = |i: usize| -> [u8; 4] { [header[i], header[i + 1], header[i + 2], header[i + 3]] };
+        let word =
+            |i: usize| -> [u8; 4] { [header[i], header[i + 1], header[i + 2], header[i + 3]] };
         let little = u32::from_le_bytes(word(0)) == METADATA_PACKET_MAGIC;
         let read = |i: usize| {
             if little {
@@ -150,7 +151,9 @@ fn lex(text: &str) -> Result<Vec<(Token, usize)>, String> {
                 i += 1;
             }
             tokens.push((Token::Ident(text[start..i].to_string()), line));
-        } else if c.is_ascii_digit() || (c == b'-' && bytes.get(i + 1).is_some_and(u8::is_ascii_digit)) {
+        } else if c.is_ascii_digit()
+            || (c == b'-' && bytes.get(i + 1).is_some_and(u8::is_ascii_digit))
+        {
             let negative = c == b'-';
             if negative {
                 i += 1;
@@ -487,7 +490,9 @@ impl Parser {
                     match entry {
                         Entry::Value(key, value) => match key.as_str() {
                             "name" => name = value.text(),
-                            "id" => id = value.int().and_then(|n| u64::try_from(n).ok()).unwrap_or(0),
+                            "id" => {
+                                id = value.int().and_then(|n| u64::try_from(n).ok()).unwrap_or(0)
+                            }
                             "stream_id" => {
                                 stream_id =
                                     value.int().and_then(|n| u64::try_from(n).ok()).unwrap_or(0)
@@ -521,7 +526,8 @@ impl Parser {
                 self.field_class(false)?;
                 self.expect(";")
             }
-            _ => self.error("a declaration (trace, env, clock, stream, event, typealias...) expected"),
+            _ => self
+                .error("a declaration (trace, env, clock, stream, event, typealias...) expected"),
         }
     }
 
@@ -929,7 +935,10 @@ fn field_name(declared: &str) -> &str {
 }
 
 fn attr_int(attrs: &[(String, Value)], key: &str) -> Option<i128> {
-    attrs.iter().find(|(k, _)| k == key).and_then(|(_, v)| v.int())
+    attrs
+        .iter()
+        .find(|(k, _)| k == key)
+        .and_then(|(_, v)| v.int())
 }
 
 /// Where a struct sits, for the roles CTF 1.8 gives by field name.
