@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How babeltrace2-counts.tsv beside this script was made: babeltrace2's own reader
 (python3-bt2 2.0.4, Debian 12's `apt-get install python3-bt2`) over each CTF 1.8 trace here,
-counting its event messages per trace and event name. stepcast's tests compare its CTF reader
+counting its event messages per trace and event name (paths relative to this folder). stepcast's tests compare its CTF reader
 with this file and, where `babeltrace2` is installed, with a live `babeltrace2` run.
 
 babeltrace2 2.0.4 does not read CTF 2 (its error is kept in babeltrace2-ctf2.err): the CTF 2
@@ -16,7 +16,12 @@ import subprocess
 import bt2
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TRACES = ["mpi_allreduce", "context-switches/context-switches-ust"]
+TRACES = [
+    "mpi_allreduce",
+    "context-switches/context-switches-ust",
+    # The trace recorded here (../recorded/record.sh): an LTTng session of two traces.
+    "../recorded/train-session",
+]
 
 rows = []
 for trace in TRACES:

@@ -26,6 +26,8 @@ use crate::model::{EventKind, LaneId, LaneKind, OffCpu, OffCpuReason, Runtime, T
 
 /// One open range on a thread.
 struct Open {
+    /// An OTF2 region (always an op), else a tracepoint range (kind by name).
+    region: bool,
     key: String,
     name: String,
     start_ns: i64,
@@ -300,6 +302,7 @@ pub fn build(path: &Path, traces: &[DecodedTrace]) -> Result<Trace, ReadError> {
         let stack = open.entry(lane).or_default();
         match boundary {
             Shape::Begin(_) => stack.push(Open {
+                region: name == "Event_Enter",
                 key,
                 name: range_name,
                 start_ns: time_ns,
@@ -325,7 +328,12 @@ pub fn build(path: &Path, traces: &[DecodedTrace]) -> Result<Trace, ReadError> {
                 drop(removed);
                 let dur_ns = time_ns - begin.start_ns;
                 let base = key.as_str();
-                match kind_of(base, &begin.name) {
+                let kind = if begin.region {
+                    Some(EventKind::CpuOp)
+                } else {
+                    kind_of(base, &begin.name)
+                };
+                match kind {
                     None => {
                         assembly.step(
                             step_number,

@@ -6,6 +6,7 @@
 
 mod bad_input;
 mod corpus;
+mod ctf;
 mod correlation;
 mod formats;
 mod nsys;
