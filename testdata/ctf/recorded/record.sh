@@ -19,7 +19,7 @@ lttng list >/dev/null 2>&1 || lttng-sessiond --daemonize
 lttng create stepcast-train --output="$out" >/dev/null
 lttng enable-event -u 'stepcast_train:*' >/dev/null
 lttng add-context -u -t vpid -t vtid -t procname >/dev/null
-lttng enable-event -k sched_switch,sched_waking,sched_wakeup 2> "$here/kernel-tracer.err" >/dev/null || true
+lttng enable-event -k sched_switch,sched_waking,sched_wakeup > "$here/kernel-tracer.err" 2>&1 || true
 [ -e "$tracing/trace_clock" ] || mount -t tracefs nodev "$tracing"
 echo 0 > "$tracing/tracing_on"
 echo mono > "$tracing/trace_clock"

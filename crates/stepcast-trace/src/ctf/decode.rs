@@ -146,7 +146,7 @@ pub fn decode_stream(
         }
         let packet_bits = cursor.facts.packet_bits.unwrap_or(cursor.end);
         let content_bits = cursor.facts.content_bits.unwrap_or(packet_bits);
-        if packet_bits == 0 || packet_bits % 8 != 0 || content_bits > packet_bits {
+        if packet_bits == 0 || !packet_bits.is_multiple_of(8) || content_bits > packet_bits {
             return Err(format!(
                 "packet at byte {offset}: its sizes do not fit (packet {packet_bits} bits, content {content_bits} bits)"
             ));
@@ -273,7 +273,7 @@ impl Cursor<'_> {
     fn bits(&mut self, count: u32, order: ByteOrder) -> Result<u64, String> {
         self.need(u64::from(count))?;
         let mut value: u64 = 0;
-        if self.pos % 8 == 0 && count % 8 == 0 {
+        if self.pos.is_multiple_of(8) && count.is_multiple_of(8) {
             let start = (self.pos / 8) as usize;
             let bytes = &self.data[start..start + (count / 8) as usize];
             match order {

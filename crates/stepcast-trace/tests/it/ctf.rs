@@ -45,11 +45,17 @@ fn ctf_traces_read_whole_event_counts_equal_babeltrace2() {
         let path = dir.join(trace);
         assert_eq!(&counts_by_name(&path), names, "{trace}");
         // Live, where babeltrace2 is installed: one line per event.
-        if let Ok(out) = std::process::Command::new("babeltrace2").arg(&path).output()
+        if let Ok(out) = std::process::Command::new("babeltrace2")
+            .arg(&path)
+            .output()
             && out.status.success()
         {
             let lines = String::from_utf8_lossy(&out.stdout).lines().count() as u64;
-            assert_eq!(lines, names.values().sum::<u64>(), "{trace}: babeltrace2 live");
+            assert_eq!(
+                lines,
+                names.values().sum::<u64>(),
+                "{trace}: babeltrace2 live"
+            );
         }
     }
 }
@@ -88,14 +94,24 @@ fn ctf2_trace_packets_match_its_lttng_index() {
     assert_eq!(trace.packets as usize, index.len(), "packets");
     let mut seen = Vec::new();
     for record in &trace.records {
-        let field = |name: &str| record.packet.iter().find(|(n, _)| &**n == name).and_then(|(_, v)| v.as_int()).expect(name) as u64;
+        let field = |name: &str| {
+            record
+                .packet
+                .iter()
+                .find(|(n, _)| &**n == name)
+                .and_then(|(_, v)| v.as_int())
+                .expect(name) as u64
+        };
         let packet = (
             field("packet_size"),
             field("content_size"),
             field("timestamp_begin"),
             field("timestamp_end"),
         );
-        assert!(index.binary_search(&packet).is_ok(), "{packet:?} not in the index");
+        assert!(
+            index.binary_search(&packet).is_ok(),
+            "{packet:?} not in the index"
+        );
         let t = record.time_ns.expect("a time");
         assert!(
             (offset_ns + packet.2 as i64..=offset_ns + packet.3 as i64).contains(&t),
@@ -122,14 +138,24 @@ fn otf2_regions_become_ops_and_counts_match_the_location_definitions() {
         .filter(|r| &*r.name == "GlobalDef_Location")
         .map(|r| r.int("numberOfEvents").expect("numberOfEvents"))
         .sum();
-    let events = records.iter().filter(|r| r.name.starts_with("Event_")).count() as i128;
+    let events = records
+        .iter()
+        .filter(|r| r.name.starts_with("Event_"))
+        .count() as i128;
     assert_eq!(events, declared);
     let enters = records.iter().filter(|r| &*r.name == "Event_Enter").count();
     let trace = stepcast_trace::read_trace(&path).expect("reads");
-    assert_eq!(trace.events.len(), enters, "every region entered and left is an op");
+    assert_eq!(
+        trace.events.len(),
+        enters,
+        "every region entered and left is an op"
+    );
     assert!(trace.events.iter().all(|e| e.kind == EventKind::CpuOp));
     assert!(
-        trace.events.iter().any(|e| trace.name(e.name) == "MPI_Allreduce"),
+        trace
+            .events
+            .iter()
+            .any(|e| trace.name(e.name) == "MPI_Allreduce"),
         "region names come from the string definitions"
     );
     assert_eq!(trace.lanes.len(), 8, "one thread per MPI location");
@@ -144,17 +170,26 @@ fn recorded_scheduler_events_give_the_threads_off_cpu_intervals_as_ftrace_record
     let trace = stepcast_trace::read_trace(&session).expect("reads");
     let main = trace.steps.first().expect("steps").lane;
     let tid = trace.lane(main).tid;
-    let text = std::fs::read_to_string(session.join("kernel-ftrace/ftrace-sched.txt")).expect("ftrace");
+    let text =
+        std::fs::read_to_string(session.join("kernel-ftrace/ftrace-sched.txt")).expect("ftrace");
     let mut expected = Vec::new();
     let mut left: Option<(i64, bool)> = None;
     for line in text.lines().filter(|l| l.contains(": sched_switch: ")) {
         let time_us: i64 = {
-            let stamp = line.split(": sched_switch").next().unwrap().rsplit(' ').next().unwrap();
+            let stamp = line
+                .split(": sched_switch")
+                .next()
+                .unwrap()
+                .rsplit(' ')
+                .next()
+                .unwrap();
             let (s, us) = stamp.split_once('.').unwrap();
             s.parse::<i64>().unwrap() * 1_000_000 + us.parse::<i64>().unwrap()
         };
         let value = |key: &str| {
-            line.split(key).nth(1).map(|rest| rest.split(' ').next().unwrap().to_string())
+            line.split(key)
+                .nth(1)
+                .map(|rest| rest.split(' ').next().unwrap().to_string())
         };
         if value(" next_pid=").and_then(|p| p.parse::<i64>().ok()) == Some(tid)
             && let Some((at, preempted)) = left.take()
@@ -162,7 +197,10 @@ fn recorded_scheduler_events_give_the_threads_off_cpu_intervals_as_ftrace_record
             expected.push((time_us - at, preempted));
         }
         if value(" prev_pid=").and_then(|p| p.parse::<i64>().ok()) == Some(tid) {
-            left = Some((time_us, value(" prev_state=").is_some_and(|s| s.starts_with('R'))));
+            left = Some((
+                time_us,
+                value(" prev_state=").is_some_and(|s| s.starts_with('R')),
+            ));
         }
     }
     let found: Vec<(i64, bool)> = trace
@@ -171,7 +209,10 @@ fn recorded_scheduler_events_give_the_threads_off_cpu_intervals_as_ftrace_record
         .filter(|o| o.lane == main)
         .map(|o| (o.dur_ns / 1000, o.reason == OffCpuReason::Preempted))
         .collect();
-    assert!(expected.len() > 12, "the training thread was off its CPU in every step");
+    assert!(
+        expected.len() > 12,
+        "the training thread was off its CPU in every step"
+    );
     assert_eq!(found, expected);
 }
 
@@ -196,15 +237,22 @@ fn damaged_ctf_traces_are_one_readable_error_naming_the_file() {
     let stream = dir.join("3");
     let bytes = std::fs::read(&stream).expect("stream");
     std::fs::write(&stream, &bytes[..bytes.len() - 100]).expect("cut");
-    let message = stepcast_trace::read_trace(&dir).expect_err("truncated").to_string();
+    let message = stepcast_trace::read_trace(&dir)
+        .expect_err("truncated")
+        .to_string();
     assert!(message.contains(&stream.display().to_string()), "{message}");
     assert!(message.contains("truncated"), "{message}");
     std::fs::write(&stream, &bytes).expect("restore");
     let metadata = dir.join("metadata");
     let text = std::fs::read_to_string(&metadata).expect("metadata");
     std::fs::write(&metadata, text.replace("event {", "evnt {")).expect("break");
-    let message = stepcast_trace::read_trace(&dir).expect_err("bad metadata").to_string();
-    assert!(message.contains(&metadata.display().to_string()), "{message}");
+    let message = stepcast_trace::read_trace(&dir)
+        .expect_err("bad metadata")
+        .to_string();
+    assert!(
+        message.contains(&metadata.display().to_string()),
+        "{message}"
+    );
     assert!(message.contains("evnt"), "{message}");
     let _ = std::fs::remove_dir_all(&dir);
 }

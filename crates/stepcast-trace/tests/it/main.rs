@@ -6,8 +6,8 @@
 
 mod bad_input;
 mod corpus;
-mod ctf;
 mod correlation;
+mod ctf;
 mod formats;
 mod nsys;
 mod op_inputs;

@@ -14,7 +14,10 @@ use stepcast::graph::{BuildOptions, build};
 use stepcast_trace::{OffCpuReason, read_trace};
 
 fn session() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/ctf/recorded/train-session"))
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/ctf/recorded/train-session"
+    ))
 }
 
 #[test]
@@ -22,15 +25,26 @@ fn a_host_gap_spent_off_cpu_is_reported_as_such_with_its_waker() {
     let trace = read_trace(&session()).unwrap_or_else(|e| panic!("{e}"));
     let window = build(&trace, &BuildOptions::default());
     let analysis = analyze(&trace, &window, None).expect("analyzes");
-    let steps = analysis.off_cpu.as_ref().expect("scheduler events were read");
+    let steps = analysis
+        .off_cpu
+        .as_ref()
+        .expect("scheduler events were read");
     let tid = trace.lane(trace.steps[0].lane).tid;
-    let text = std::fs::read_to_string(session().join("kernel-ftrace/ftrace-sched.txt")).expect("ftrace");
+    let text =
+        std::fs::read_to_string(session().join("kernel-ftrace/ftrace-sched.txt")).expect("ftrace");
     // `   train-14299   [000] ... sched_waking: comm=train pid=14296 ...`: the waker is the
     // line's own task.
     let wakers: BTreeSet<i64> = text
         .lines()
         .filter(|l| l.contains(": sched_waking: ") && l.contains(&format!(" pid={tid} ")))
-        .filter_map(|l| l.split_whitespace().next()?.rsplit('-').next()?.parse().ok())
+        .filter_map(|l| {
+            l.split_whitespace()
+                .next()?
+                .rsplit('-')
+                .next()?
+                .parse()
+                .ok()
+        })
         .collect();
     assert!(!wakers.is_empty() && !wakers.contains(&tid), "{wakers:?}");
     assert_eq!(steps.len(), window.steps.len());
@@ -45,10 +59,25 @@ fn a_host_gap_spent_off_cpu_is_reported_as_such_with_its_waker() {
             step.gap_ns
         );
         // On the critical path too: the step's end waited for it.
-        assert!(step.critical_ns[OffCpuState::Waiting as usize] > 0, "step {}", step.step);
-        for slice in step.slices.iter().filter(|s| s.reason == OffCpuReason::Blocked) {
-            let waker = slice.waker.as_ref().expect("a blocked interval names its waker");
-            assert!(wakers.contains(&waker.tid), "step {}: woken by {waker:?}", step.step);
+        assert!(
+            step.critical_ns[OffCpuState::Waiting as usize] > 0,
+            "step {}",
+            step.step
+        );
+        for slice in step
+            .slices
+            .iter()
+            .filter(|s| s.reason == OffCpuReason::Blocked)
+        {
+            let waker = slice
+                .waker
+                .as_ref()
+                .expect("a blocked interval names its waker");
+            assert!(
+                wakers.contains(&waker.tid),
+                "step {}: woken by {waker:?}",
+                step.step
+            );
         }
     }
 }
