@@ -1156,31 +1156,6 @@ fn ellipsize(text: &str, max: usize) -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_cut_with_an_ellipsis() {
-        assert_eq!(ellipsize("short", 10), "short");
-        assert_eq!(ellipsize("abcdefghijkl", 5), "abcd…");
-        assert_eq!(ellipsize("abcdefghijkl", 5).chars().count(), 5);
-    }
-
-    #[test]
-    fn percentages_read_well() {
-        assert_eq!(whole_percent(0.812), "81%");
-        assert_eq!(whole_percent(0.001), "<1%");
-        assert_eq!(whole_percent(0.0), "0%");
-        assert_eq!(whole_percent(0.9988), ">99%");
-        assert_eq!(whole_percent(1.0), "100%");
-        assert_eq!(precise_percent(0.99999), "99.99%");
-        assert_eq!(precise_percent(1.0), "100.00%");
-        assert_eq!(share(5, 0), "-");
-        assert_eq!(share(1, 4), "25.0%");
-    }
-}
-
 /// Where the analyzed step's host thread was off its CPU, and why (kernel scheduler events).
 fn off_cpu_section(out: &mut String, step: &StepAnalysisJson) {
     let Some(off) = &step.off_cpu else { return };
@@ -1260,3 +1235,28 @@ fn off_cpu_section(out: &mut String, step: &StepAnalysisJson) {
 
 /// Off-CPU intervals listed in the text report (the JSON has all).
 const OFF_CPU_LISTED: usize = 8;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_cut_with_an_ellipsis() {
+        assert_eq!(ellipsize("short", 10), "short");
+        assert_eq!(ellipsize("abcdefghijkl", 5), "abcd…");
+        assert_eq!(ellipsize("abcdefghijkl", 5).chars().count(), 5);
+    }
+
+    #[test]
+    fn percentages_read_well() {
+        assert_eq!(whole_percent(0.812), "81%");
+        assert_eq!(whole_percent(0.001), "<1%");
+        assert_eq!(whole_percent(0.0), "0%");
+        assert_eq!(whole_percent(0.9988), ">99%");
+        assert_eq!(whole_percent(1.0), "100%");
+        assert_eq!(precise_percent(0.99999), "99.99%");
+        assert_eq!(precise_percent(1.0), "100.00%");
+        assert_eq!(share(5, 0), "-");
+        assert_eq!(share(1, 4), "25.0%");
+    }
+}

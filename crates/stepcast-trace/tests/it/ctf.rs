@@ -73,15 +73,22 @@ fn ctf2_trace_packets_match_its_lttng_index() {
         .find(|f| f["type"] == "clock-class")
         .expect("a clock class");
     assert_eq!(clock["frequency"], 1_000_000_000);
-    let offset_ns = clock["offset-from-origin"]["seconds"].as_i64().unwrap() * 1_000_000_000
-        + clock["offset-from-origin"]["cycles"].as_i64().unwrap();
+    let offset_ns = clock["offset-from-origin"]["seconds"]
+        .as_i64()
+        .expect("test data")
+        * 1_000_000_000
+        + clock["offset-from-origin"]["cycles"]
+            .as_i64()
+            .expect("test data");
     let mut index = Vec::new();
     for entry in std::fs::read_dir(dir.join("index")).expect("index") {
         let bytes = std::fs::read(entry.expect("entry").path()).expect("idx");
         assert_eq!(&bytes[..4], &[0xc1, 0xf1, 0xdc, 0xc1], "CTF index magic");
-        let size = u32::from_be_bytes(bytes[12..16].try_into().unwrap()) as usize;
+        let size = u32::from_be_bytes(bytes[12..16].try_into().expect("test data")) as usize;
         for chunk in bytes[16..].chunks(size) {
-            let word = |i: usize| u64::from_be_bytes(chunk[i * 8..i * 8 + 8].try_into().unwrap());
+            let word = |i: usize| {
+                u64::from_be_bytes(chunk[i * 8..i * 8 + 8].try_into().expect("test data"))
+            };
             // packet size, content size (bits), begin, end (cycles).
             index.push((word(1), word(2), word(3), word(4)));
         }
@@ -179,17 +186,17 @@ fn recorded_scheduler_events_give_the_threads_off_cpu_intervals_as_ftrace_record
             let stamp = line
                 .split(": sched_switch")
                 .next()
-                .unwrap()
+                .expect("test data")
                 .rsplit(' ')
                 .next()
-                .unwrap();
-            let (s, us) = stamp.split_once('.').unwrap();
-            s.parse::<i64>().unwrap() * 1_000_000 + us.parse::<i64>().unwrap()
+                .expect("test data");
+            let (s, us) = stamp.split_once('.').expect("test data");
+            s.parse::<i64>().expect("test data") * 1_000_000 + us.parse::<i64>().expect("test data")
         };
         let value = |key: &str| {
             line.split(key)
                 .nth(1)
-                .map(|rest| rest.split(' ').next().unwrap().to_string())
+                .map(|rest| rest.split(' ').next().expect("test data").to_string())
         };
         if value(" next_pid=").and_then(|p| p.parse::<i64>().ok()) == Some(tid)
             && let Some((at, preempted)) = left.take()
@@ -224,7 +231,7 @@ fn copy_of(trace: &str) -> PathBuf {
     for entry in std::fs::read_dir(ctf_dir().join(trace)).expect("trace") {
         let path = entry.expect("entry").path();
         if path.is_file() {
-            std::fs::copy(&path, to.join(path.file_name().unwrap())).expect("copy");
+            std::fs::copy(&path, to.join(path.file_name().expect("test data"))).expect("copy");
         }
     }
     to
