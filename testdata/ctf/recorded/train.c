@@ -38,7 +38,7 @@ static void *loader(void *arg) {
                 acc += x[i][j] * true_w[j];
             }
             /* Extra work per sample: a slow "decoder". */
-            for (int k = 0; k < 20000; k++)
+            for (int k = 0; k < 40000; k++)
                 acc = acc * 0.999999f + 1e-9f * k;
             y[i] = acc;
         }
@@ -101,7 +101,7 @@ int main(void) {
 
         lttng_ust_tracepoint(stepcast_train, operation_start, "backward");
         memset(grad, 0, sizeof grad);
-        for (int rep = 0; rep < 150; rep++)
+        for (int rep = 0; rep < 600; rep++)
             for (int i = 0; i < BATCH; i++)
                 for (int j = 0; j < DIM; j++)
                     grad[j] += (rep == 0) * 2.0f * (pred[i] - y[i]) * x[i][j] / BATCH;

@@ -180,7 +180,7 @@ fn recorded_scheduler_events_give_the_threads_off_cpu_intervals_as_ftrace_record
     let text =
         std::fs::read_to_string(session.join("kernel-ftrace/ftrace-sched.txt")).expect("ftrace");
     let mut expected = Vec::new();
-    let mut left: Option<(i64, bool)> = None;
+    let mut left: Option<(i64, bool, i64)> = None;
     for line in text.lines().filter(|l| l.contains(": sched_switch: ")) {
         let time_us: i64 = {
             let stamp = line
@@ -199,23 +199,33 @@ fn recorded_scheduler_events_give_the_threads_off_cpu_intervals_as_ftrace_record
                 .map(|rest| rest.split(' ').next().expect("test data").to_string())
         };
         if value(" next_pid=").and_then(|p| p.parse::<i64>().ok()) == Some(tid)
-            && let Some((at, preempted)) = left.take()
+            && let Some((at, preempted, next)) = left.take()
         {
-            expected.push((time_us - at, preempted));
+            expected.push((time_us - at, preempted, next));
         }
         if value(" prev_pid=").and_then(|p| p.parse::<i64>().ok()) == Some(tid) {
             left = Some((
                 time_us,
                 value(" prev_state=").is_some_and(|s| s.starts_with('R')),
+                value(" next_pid=")
+                    .and_then(|p| p.parse().ok())
+                    .expect("next_pid"),
             ));
         }
     }
-    let found: Vec<(i64, bool)> = trace
+    let found: Vec<(i64, bool, i64)> = trace
         .off_cpu
         .iter()
         .filter(|o| o.lane == main)
-        .map(|o| (o.dur_ns / 1000, o.reason == OffCpuReason::Preempted))
+        .map(|o| {
+            (
+                o.dur_ns / 1000,
+                o.reason == OffCpuReason::Preempted,
+                o.next.as_ref().map_or(-1, |n| n.tid),
+            )
+        })
         .collect();
+    assert!(found.iter().any(|o| o.1), "the recording holds preemptions");
     assert!(
         expected.len() > 12,
         "the training thread was off its CPU in every step"

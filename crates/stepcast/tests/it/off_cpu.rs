@@ -48,6 +48,36 @@ fn a_host_gap_spent_off_cpu_is_reported_as_such_with_its_waker() {
         .collect();
     assert!(!wakers.is_empty() && !wakers.contains(&tid), "{wakers:?}");
     assert_eq!(steps.len(), window.steps.len());
+    // Preempted inside its events (`backward`): by a thread that `sched_switch` put on the CPU,
+    // a runnable switch (`prev_state=R`) of the training thread in ftrace's text.
+    let preemptors: BTreeSet<i64> = text
+        .lines()
+        .filter(|l| l.contains(&format!(" prev_pid={tid} ")) && l.contains(" prev_state=R "))
+        .filter_map(|l| {
+            l.split(" next_pid=")
+                .nth(1)?
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    let preempted: Vec<_> = steps
+        .iter()
+        .flat_map(|s| &s.slices)
+        .filter(|s| s.reason == OffCpuReason::Preempted)
+        .collect();
+    assert!(!preempted.is_empty());
+    for slice in &preempted {
+        let by = slice.next.as_ref().expect("the thread that took the CPU");
+        assert!(preemptors.contains(&by.tid), "{by:?} not in {preemptors:?}");
+    }
+    let in_events: i64 = steps
+        .iter()
+        .map(|s| s.in_events_ns[OffCpuState::Preempted as usize])
+        .sum();
+    let preempted_ns: i64 = preempted.iter().map(|s| s.end_ns - s.start_ns).sum();
+    assert!(in_events > 0 && in_events <= preempted_ns);
     for step in steps {
         // The wait for the batch lies between operations: an untraced gap, and the scheduler
         // says the thread slept through most of it.
