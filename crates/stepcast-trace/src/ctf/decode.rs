@@ -75,6 +75,11 @@ impl Record {
         self.field(name).and_then(Val::as_int)
     }
 
+    /// An integer field that fits an `i64` (a thread id, a count); `None` otherwise.
+    pub fn i64(&self, name: &str) -> Option<i64> {
+        self.int(name).and_then(|n| i64::try_from(n).ok())
+    }
+
     pub fn str(&self, name: &str) -> Option<&str> {
         self.field(name).and_then(Val::as_str)
     }
@@ -168,9 +173,18 @@ pub fn decode_stream(
         let base_refs = cursor.refs.len();
         while cursor.pos < cursor.end {
             cursor.refs.truncate(base_refs);
+            let before = cursor.pos;
             let record = cursor
                 .record(class, stream, &packet)
                 .map_err(|e| at(&cursor, e))?;
+            if cursor.pos == before {
+                // An event record class of no bits would repeat for ever.
+                return Err(at(
+                    &cursor,
+                    "an event record takes no bits: the metadata cannot describe this stream"
+                        .to_string(),
+                ));
+            }
             records.push(record);
         }
         stats.packets += 1;
@@ -411,7 +425,8 @@ impl Cursor<'_> {
                     value as i128
                 };
                 if self.apply_roles {
-                    self.role(*role, value as u64, 64);
+                    // A value past 64 bits cannot be a size or id: it fails their checks.
+                    self.role(*role, u64::try_from(value).unwrap_or(u64::MAX), 64);
                 }
                 Val::Int(value)
             }

@@ -142,11 +142,14 @@ pub struct Clock {
 
 impl Clock {
     /// Nanoseconds since the clock's origin (the Unix epoch for LTTng's clocks) of `cycles`,
-    /// or `None` if it does not fit an `i64`.
+    /// or `None` if it does not fit an `i64`. Exact: the offset's cycles and the value are
+    /// added before rounding down (babeltrace2 converts each apart, in floating point, so its
+    /// times can be 1 ns lower).
     pub fn to_ns(&self, cycles: u64) -> Option<i64> {
         let freq = i128::from(self.freq_hz.max(1));
         let total = i128::from(self.offset_cycles) + i128::from(cycles);
-        let ns = i128::from(self.offset_s) * 1_000_000_000 + total * 1_000_000_000 / freq;
+        let ns =
+            i128::from(self.offset_s) * 1_000_000_000 + (total * 1_000_000_000).div_euclid(freq);
         i64::try_from(ns).ok()
     }
 }

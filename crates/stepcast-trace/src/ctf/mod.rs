@@ -57,6 +57,8 @@ pub struct DecodedTrace {
     pub packets: u64,
     /// Records the tracer said it discarded (LTTng's ring buffer was full), summed over streams.
     pub discarded: u64,
+    /// Bytes of its metadata and stream files.
+    pub bytes: u64,
 }
 
 /// Every CTF trace under `path` (a trace directory, a session directory holding several, or a
@@ -149,6 +151,7 @@ fn decode_trace(dir: &Path) -> Result<DecodedTrace, ReadError> {
         records: Vec::new(),
         packets: 0,
         discarded: 0,
+        bytes: bytes.len() as u64,
     };
     for file in files {
         let bytes = std::fs::read(&file).map_err(|cause| ReadError::Io {
@@ -158,6 +161,7 @@ fn decode_trace(dir: &Path) -> Result<DecodedTrace, ReadError> {
         if bytes.is_empty() {
             continue;
         }
+        decoded.bytes += bytes.len() as u64;
         let stats = decode::decode_stream(&class, &bytes, &mut decoded.records)
             .map_err(|detail| ReadError::Ctf { path: file, detail })?;
         decoded.packets += stats.packets;

@@ -156,7 +156,7 @@ pub fn build(path: &Path, traces: &[DecodedTrace]) -> Result<Trace, ReadError> {
                 None => no_time += 1,
             }
         }
-        input_bytes += trace.records.len() as u64;
+        input_bytes += trace.bytes;
     }
     assembly
         .diagnostics
@@ -183,7 +183,7 @@ pub fn build(path: &Path, traces: &[DecodedTrace]) -> Result<Trace, ReadError> {
         match name.rsplit(':').next().unwrap_or(name) {
             "sched_switch" => {
                 let (Some(prev_tid), Some(next_tid)) =
-                    (record.int("prev_tid"), record.int("next_tid"))
+                    (record.i64("prev_tid"), record.i64("next_tid"))
                 else {
                     assembly
                         .diagnostics
@@ -191,7 +191,7 @@ pub fn build(path: &Path, traces: &[DecodedTrace]) -> Result<Trace, ReadError> {
                     continue;
                 };
                 let next = ThreadRef {
-                    tid: next_tid as i64,
+                    tid: next_tid,
                     name: record.str("next_comm").unwrap_or("").to_string(),
                 };
                 if let Some(cpu) = record.int("cpu_id") {
@@ -199,25 +199,22 @@ pub fn build(path: &Path, traces: &[DecodedTrace]) -> Result<Trace, ReadError> {
                 }
                 switches.push(Switch {
                     time_ns,
-                    prev_tid: prev_tid as i64,
+                    prev_tid,
                     prev_runnable: runnable(record),
                     next,
                 });
                 continue;
             }
             "sched_waking" | "sched_wakeup" => {
-                let Some(tid) = record
-                    .int("tid")
-                    .filter(|_| record.payload.iter().any(|(n, _)| &**n == "tid"))
-                else {
+                let Some(tid) = payload_i64(record, "tid") else {
                     assembly.diagnostics.skip("sched wakeup without tid");
                     continue;
                 };
                 // The waker: the current thread where the record was taken (a `tid` context, or
                 // the CPU's running thread).
-                let waker = match (context_int(record, "tid"), context_str(record, "procname")) {
+                let waker = match (context_i64(record, "tid"), context_str(record, "procname")) {
                     (Some(tid), name) => Some(ThreadRef {
-                        tid: tid as i64,
+                        tid,
                         name: name.unwrap_or("").to_string(),
                     }),
                     _ => record
@@ -226,7 +223,7 @@ pub fn build(path: &Path, traces: &[DecodedTrace]) -> Result<Trace, ReadError> {
                 };
                 wakeups.push(Wakeup {
                     time_ns,
-                    tid: tid as i64,
+                    tid,
                     waker,
                 });
                 continue;
@@ -237,15 +234,17 @@ pub fn build(path: &Path, traces: &[DecodedTrace]) -> Result<Trace, ReadError> {
         let (lane, lane_name, key, range_name, boundary) = if name == "Event_Enter"
             || name == "Event_Leave"
         {
-            let (Some(location), Some(region)) = (record.int("locationID"), record.int("region"))
+            let (Some(location), Some(region)) = (record.i64("locationID"), record.int("region"))
             else {
                 assembly
                     .diagnostics
                     .skip(format!("{name} without locationID/region"));
                 continue;
             };
-            let (group, location_name) =
-                location_group.get(&location).copied().unwrap_or((0, None));
+            let (group, location_name) = location_group
+                .get(&i128::from(location))
+                .copied()
+                .unwrap_or((0, None));
             let region_name = regions
                 .get(&region)
                 .and_then(|s| strings.get(s))
@@ -253,7 +252,11 @@ pub fn build(path: &Path, traces: &[DecodedTrace]) -> Result<Trace, ReadError> {
                 .unwrap_or_else(|| format!("region {region}"));
             let lane_name = location_name.and_then(|s| strings.get(&s)).cloned();
             (
-                (LaneKind::CpuThread, group as i64, location as i64),
+                (
+                    LaneKind::CpuThread,
+                    i64::try_from(group).unwrap_or(-1),
+                    location,
+                ),
                 lane_name,
                 format!("region {region}"),
                 region_name,
@@ -264,15 +267,15 @@ pub fn build(path: &Path, traces: &[DecodedTrace]) -> Result<Trace, ReadError> {
                 },
             )
         } else {
-            let Some(tid) = record.int("vtid").or_else(|| record.int("tid")) else {
+            let Some(tid) = record.i64("vtid").or_else(|| record.i64("tid")) else {
                 assembly
                     .diagnostics
                     .skip(format!("{name}: no thread (vtid/tid context)"));
                 continue;
             };
             let pid = record
-                .int("vpid")
-                .or_else(|| record.int("pid"))
+                .i64("vpid")
+                .or_else(|| record.i64("pid"))
                 .unwrap_or(0);
             let boundary = shape(name);
             let base = match boundary {
@@ -291,7 +294,7 @@ pub fn build(path: &Path, traces: &[DecodedTrace]) -> Result<Trace, ReadError> {
                 .or_else(|| record.int("addr").map(|addr| format!("func {addr:#x}")))
                 .unwrap_or_else(|| base.to_string());
             (
-                (LaneKind::CpuThread, pid as i64, tid as i64),
+                (LaneKind::CpuThread, pid, tid),
                 record.str("procname").map(str::to_string),
                 base.to_string(),
                 range_name,
@@ -394,12 +397,23 @@ fn runnable(record: &Record) -> bool {
     }
 }
 
-fn context_int(record: &Record, name: &str) -> Option<i128> {
+fn context_i64(record: &Record, name: &str) -> Option<i64> {
     record
         .context
         .iter()
         .find(|(n, _)| &**n == name)
         .and_then(|(_, v)| v.as_int())
+        .and_then(|n| i64::try_from(n).ok())
+}
+
+/// A payload integer (a wakeup's `tid` is the woken thread's, not the context's current one).
+fn payload_i64(record: &Record, name: &str) -> Option<i64> {
+    record
+        .payload
+        .iter()
+        .find(|(n, _)| &**n == name)
+        .and_then(|(_, v)| v.as_int())
+        .and_then(|n| i64::try_from(n).ok())
 }
 
 fn context_str<'r>(record: &'r Record, name: &str) -> Option<&'r str> {
@@ -419,14 +433,22 @@ fn off_cpu(trace: &Trace, switches: &[Switch], wakeups: &[Wakeup]) -> Vec<OffCpu
             lane_of.entry(lane.tid).or_insert(LaneId(i as u32));
         }
     }
+    // Each thread's wakeups in time order, so an interval finds its own by binary search.
+    let mut wakeups_of: HashMap<i64, Vec<&Wakeup>> = HashMap::new();
+    for wakeup in wakeups {
+        wakeups_of.entry(wakeup.tid).or_default().push(wakeup);
+    }
     let mut out: HashMap<i64, (usize, &Switch)> = HashMap::new();
     let mut intervals = Vec::new();
     for (i, switch) in switches.iter().enumerate() {
         if let Some((_, left)) = out.remove(&switch.next.tid)
             && let Some(&lane) = lane_of.get(&switch.next.tid)
         {
-            let wakeup = wakeups.iter().find(|w| {
-                w.tid == switch.next.tid && w.time_ns >= left.time_ns && w.time_ns <= switch.time_ns
+            let wakeup = wakeups_of.get(&switch.next.tid).and_then(|list| {
+                let first = list.partition_point(|w| w.time_ns < left.time_ns);
+                list.get(first)
+                    .filter(|w| w.time_ns <= switch.time_ns)
+                    .copied()
             });
             let reason = if left.prev_runnable {
                 OffCpuReason::Preempted

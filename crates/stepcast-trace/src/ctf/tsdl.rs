@@ -127,14 +127,14 @@ fn lex(text: &str) -> Result<Vec<(Token, usize)>, String> {
                     None => return Err(format!("line {line}: a string is never closed")),
                     Some(b'"') => break,
                     Some(b'\\') => {
-                        if let Some(&next) = bytes.get(i + 1) {
-                            s.push(match next {
-                                b'n' => '\n',
-                                b't' => '\t',
-                                other => other as char,
-                            });
-                        }
-                        i += 2;
+                        let next = text[i + 1..].chars().next();
+                        s.push(match next {
+                            Some('n') => '\n',
+                            Some('t') => '\t',
+                            Some(other) => other,
+                            None => return Err(format!("line {line}: a string is never closed")),
+                        });
+                        i += 1 + next.map_or(0, char::len_utf8);
                     }
                     Some(_) => {
                         let ch = text[i..].chars().next().unwrap_or('?');
@@ -209,9 +209,15 @@ const KEYWORDS: [&str; 6] = [
     "variant",
 ];
 
+/// How deeply field classes may nest: far more than tracers write, few enough that hostile
+/// metadata cannot exhaust the stack of the parser or the decoder.
+const MAX_NESTING: usize = 32;
+
 struct Parser {
     tokens: Vec<(Token, usize)>,
     at: usize,
+    /// Field classes being parsed, one inside the other.
+    depth: usize,
     native: ByteOrder,
     aliases: HashMap<String, FieldClass>,
     structs: HashMap<String, FieldClass>,
@@ -228,6 +234,7 @@ pub fn parse(text: &str) -> Result<TraceClass, String> {
     let mut parser = Parser {
         tokens,
         at: 0,
+        depth: 0,
         native,
         aliases: HashMap::new(),
         structs: HashMap::new(),
@@ -599,6 +606,16 @@ impl Parser {
     /// A field class. `declarator_follows`: an alias name is followed by a field name (which
     /// is left for the caller).
     fn field_class(&mut self, declarator_follows: bool) -> Parsed<FieldClass> {
+        if self.depth >= MAX_NESTING {
+            return self.error(&format!("field classes nest deeper than {MAX_NESTING}"));
+        }
+        self.depth += 1;
+        let class = self.field_class_at_depth(declarator_follows);
+        self.depth -= 1;
+        class
+    }
+
+    fn field_class_at_depth(&mut self, declarator_follows: bool) -> Parsed<FieldClass> {
         let word = match self.peek() {
             Some(Token::Ident(word)) => word.clone(),
             _ => return self.error("a type expected"),

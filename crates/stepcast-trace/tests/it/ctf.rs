@@ -17,33 +17,67 @@ fn ctf_dir() -> PathBuf {
     dir
 }
 
-fn counts_by_name(path: &Path) -> BTreeMap<String, u64> {
-    let mut counts = BTreeMap::new();
+/// Per event name: count, sum of timestamps, first and last (ns from the clock's origin).
+type Summary = BTreeMap<String, (u64, i128, i64, i64)>;
+
+fn summary(path: &Path) -> Summary {
+    let mut out: Summary = BTreeMap::new();
     for trace in ctf::decode(path).unwrap_or_else(|e| panic!("{e}")) {
         for record in &trace.records {
-            *counts.entry(record.name.to_string()).or_insert(0) += 1;
+            let ns = record.time_ns.expect("a timestamp");
+            let entry = out
+                .entry(record.name.to_string())
+                .or_insert((0, 0, i64::MAX, i64::MIN));
+            entry.0 += 1;
+            entry.1 += i128::from(ns);
+            entry.2 = entry.2.min(ns);
+            entry.3 = entry.3.max(ns);
         }
     }
-    counts
+    out
 }
 
 #[test]
-fn ctf_traces_read_whole_event_counts_equal_babeltrace2() {
+fn ctf_traces_read_whole_event_counts_and_times_equal_babeltrace2() {
     let dir = ctf_dir();
     let reference = std::fs::read_to_string(dir.join("babeltrace2-counts.tsv")).expect("reference");
-    let mut expected: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    let mut expected: BTreeMap<String, Summary> = BTreeMap::new();
     for line in reference.lines().skip(1) {
-        let fields: Vec<&str> = line.split('\t').collect();
-        let count: u64 = fields[2].parse().expect("count");
-        expected
-            .entry(fields[0].to_string())
-            .or_default()
-            .insert(fields[1].to_string(), count);
+        let f: Vec<&str> = line.split('\t').collect();
+        let number = |i: usize| f[i].parse::<i128>().expect("a number");
+        expected.entry(f[0].to_string()).or_default().insert(
+            f[1].to_string(),
+            (
+                number(2) as u64,
+                number(3),
+                number(4) as i64,
+                number(5) as i64,
+            ),
+        );
     }
     assert_eq!(expected.len(), 3, "the reference names three traces");
     for (trace, names) in &expected {
         let path = dir.join(trace);
-        assert_eq!(&counts_by_name(&path), names, "{trace}");
+        // Counts exactly; times within 1 ns each: babeltrace2 converts a clock's offset and
+        // value to ns apart, in floating point, where stepcast adds the cycles first (exact).
+        let found = summary(&path);
+        assert_eq!(
+            found.keys().collect::<Vec<_>>(),
+            names.keys().collect::<Vec<_>>(),
+            "{trace}"
+        );
+        for (name, &(count, sum, first, last)) in names {
+            let (n, s, f, l) = found[name];
+            assert_eq!(n, count, "{trace} {name}: count");
+            assert!(
+                (s - sum).abs() <= i128::from(count),
+                "{trace} {name}: sum {s} vs {sum}"
+            );
+            assert!(
+                (f - first).abs() <= 1 && (l - last).abs() <= 1,
+                "{trace} {name}: first/last"
+            );
+        }
         // Live, where babeltrace2 is installed: one line per event.
         if let Ok(out) = std::process::Command::new("babeltrace2")
             .arg(&path)
@@ -53,7 +87,7 @@ fn ctf_traces_read_whole_event_counts_equal_babeltrace2() {
             let lines = String::from_utf8_lossy(&out.stdout).lines().count() as u64;
             assert_eq!(
                 lines,
-                names.values().sum::<u64>(),
+                names.values().map(|v| v.0).sum::<u64>(),
                 "{trace}: babeltrace2 live"
             );
         }
