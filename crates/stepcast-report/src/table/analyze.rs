@@ -1192,7 +1192,7 @@ fn off_cpu_section(out: &mut String, step: &StepAnalysisJson) {
             "Host thread off its CPU, {label}: {} (tid {}), from the kernel scheduler",
             off.thread.name, off.thread.tid
         ),
-        &table.to_string(),
+        &format!("{}\n{table}", wrap(&off_cpu_sentence(off), "")),
     );
     let mut longest: Vec<&crate::json::OffCpuIntervalJson> = off.intervals.iter().collect();
     longest.sort_by_key(|i| (std::cmp::Reverse(i.end_ns - i.start_ns), i.start_ns));
@@ -1231,6 +1231,37 @@ fn off_cpu_section(out: &mut String, step: &StepAnalysisJson) {
         ));
     }
     push_notes(out, &format!("Longest off-CPU intervals, {label}"), &lines);
+}
+
+/// What the thread's untraced gaps were, in one sentence: off its CPU, and why.
+fn off_cpu_sentence(off: &crate::json::OffCpuJson) -> String {
+    let gaps = &off.gap_off_cpu_ns;
+    if off.gap_ns == 0 {
+        return "The thread has no untraced gap in this step.".to_string();
+    }
+    let mut wakers: Vec<String> = off
+        .intervals
+        .iter()
+        .filter(|i| i.in_gap_ns > 0)
+        .filter_map(|i| i.woken_by.as_ref())
+        .map(|t| format!("{} (tid {})", t.name, t.tid))
+        .collect();
+    wakers.sort();
+    wakers.dedup();
+    format!(
+        "Of its {} ms of untraced gaps, the thread was off its CPU {} ms: {} ms blocked waiting{}, \
+         {} ms runnable after its wakeup, {} ms preempted; the rest it ran untraced code.",
+        ms(off.gap_ns),
+        ms(gaps.total()),
+        ms(gaps.get("waiting")),
+        if wakers.is_empty() {
+            String::new()
+        } else {
+            format!(" (woken by {})", wakers.join(", "))
+        },
+        ms(gaps.get("runnable_after_wakeup")),
+        ms(gaps.get("preempted")),
+    )
 }
 
 /// Off-CPU intervals listed in the text report (the JSON has all).
