@@ -164,7 +164,9 @@ pub fn open(path: &Path) -> Result<Source<'_>, ReadError> {
     let metadata = std::fs::metadata(path).map_err(io)?;
     if metadata.is_dir() {
         // A CTF trace is a directory: it is told by its metadata file's head.
-        if let Some(head) = ctf::directory_head(path, HEAD_BYTES) {
+        if let Some(head) =
+            ctf::directory_head(path, HEAD_BYTES).filter(|head| ctf::looks_like(head))
+        {
             return Ok(Source {
                 path,
                 head,
@@ -359,6 +361,13 @@ mod tests {
             name(&[0x28, 0xb5, 0x2f, 0xfd, 0]),
             Some("zstd-compressed file")
         );
+        for ctf in [
+            &b"/* CTF 1.8 */\ntrace {"[..],
+            &[0x57, 0x1d, 0xd1, 0x75, 0x81, 0x60][..],
+            &b"\x1e{\n  \"type\": \"preamble\", \"version\": 2}"[..],
+        ] {
+            assert_eq!(name(ctf), Some("Common Trace Format (CTF/LTTng) trace"));
+        }
         assert_eq!(name(b"PK\x03\x04"), None);
         assert_eq!(name(b"\x7fELF\x02\x01\x01\x00\x00\x00\xff\xfe"), None);
         assert_eq!(name(b""), None);

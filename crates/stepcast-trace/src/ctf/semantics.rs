@@ -178,6 +178,9 @@ pub fn build(path: &Path, traces: &[DecodedTrace]) -> Result<Trace, ReadError> {
         let file_index = index as u32;
         let name = &*record.name;
         if name.starts_with("GlobalDef") {
+            assembly
+                .diagnostics
+                .skip("OTF2 definition (read for names, not an event)");
             continue;
         }
         match name.rsplit(':').next().unwrap_or(name) {
