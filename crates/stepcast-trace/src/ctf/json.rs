@@ -140,14 +140,7 @@ pub fn parse(bytes: &[u8]) -> Result<TraceClass, String> {
             _ => {}
         }
     }
-    for (stream_id, id, event) in events {
-        class
-            .streams
-            .entry(stream_id)
-            .or_default()
-            .events
-            .insert(id, event);
-    }
+    class.add_events(events);
     Ok(class)
 }
 

@@ -187,6 +187,18 @@ pub struct TraceClass {
 }
 
 impl TraceClass {
+    /// Puts each `(stream class id, event class id, class)` in its stream class: event
+    /// classes may come before or after their stream's declaration in the metadata.
+    pub fn add_events(&mut self, events: Vec<(u64, u64, EventClass)>) {
+        for (stream_id, id, event) in events {
+            self.streams
+                .entry(stream_id)
+                .or_default()
+                .events
+                .insert(id, event);
+        }
+    }
+
     /// The clock of `stream`: the one it names, else the trace's only (or first) clock.
     pub fn clock_of(&self, stream: &StreamClass) -> Option<&Clock> {
         match &stream.clock {

@@ -249,14 +249,7 @@ pub fn parse(text: &str) -> Result<TraceClass, String> {
     while parser.at < parser.tokens.len() {
         parser.top_level(&mut class, &mut events)?;
     }
-    for (stream_id, id, event) in events {
-        class
-            .streams
-            .entry(stream_id)
-            .or_default()
-            .events
-            .insert(id, event);
-    }
+    class.add_events(events);
     Ok(class)
 }
 
@@ -554,16 +547,24 @@ impl Parser {
         self.expect(";")
     }
 
+    /// Passes a stray `;` or a `typealias` inside a block; whether it did.
+    fn separator_or_alias(&mut self) -> Parsed<bool> {
+        if self.eat_punct(";") {
+            return Ok(true);
+        }
+        if self.is_ident("typealias") {
+            self.typealias()?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
     /// `{ entries } ;`
     fn block(&mut self) -> Parsed<Vec<Entry>> {
         self.expect("{")?;
         let mut entries = Vec::new();
         while !self.eat_punct("}") {
-            if self.eat_punct(";") {
-                continue;
-            }
-            if self.is_ident("typealias") {
-                self.typealias()?;
+            if self.separator_or_alias()? {
                 continue;
             }
             let mut path = self.ident()?;
@@ -897,11 +898,7 @@ impl Parser {
         self.expect("{")?;
         let mut fields = Vec::new();
         while !self.eat_punct("}") {
-            if self.eat_punct(";") {
-                continue;
-            }
-            if self.is_ident("typealias") {
-                self.typealias()?;
+            if self.separator_or_alias()? {
                 continue;
             }
             let class = self.field_class(true)?;

@@ -59,8 +59,7 @@ pub fn analyze(trace: &Trace, window: &Window, step: Option<usize>) -> Result<An
             (path, breakdown)
         })
         .collect();
-    let paths: Vec<critical::StepCriticalPath> = critical.iter().map(|(p, _)| p.clone()).collect();
-    let off_cpu = off_cpu::off_cpu(trace, window, &paths);
+    let off_cpu = off_cpu::off_cpu(trace, window, &critical);
     let analyzed_step = step.or_else(|| most_typical_step(window, &replay));
     let breakdowns = breakdown::breakdowns(trace, window, &mapping);
     let typical_breakdown = replay.typical.as_ref().and_then(|typical| {

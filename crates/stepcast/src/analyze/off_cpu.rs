@@ -11,7 +11,7 @@
 
 use stepcast_trace::{LaneId, LaneKind, OffCpu, OffCpuReason, ThreadRef, Trace};
 
-use super::critical::StepCriticalPath;
+use super::critical::{CriticalPathBreakdown, StepCriticalPath};
 use super::host_time::marker_lane;
 use crate::window::Window;
 
@@ -89,7 +89,7 @@ impl StepOffCpu {
 pub fn off_cpu(
     trace: &Trace,
     window: &Window,
-    critical: &[StepCriticalPath],
+    critical: &[(StepCriticalPath, CriticalPathBreakdown)],
 ) -> Option<Vec<StepOffCpu>> {
     if trace.off_cpu.is_empty() {
         return None;
@@ -109,7 +109,7 @@ pub fn off_cpu(
             // The critical path's time on this thread.
             let path: Vec<(i64, i64)> = critical
                 .get(s)
-                .map(|c| {
+                .map(|(c, _)| {
                     c.stretches
                         .iter()
                         .filter(|st| {
