@@ -554,3 +554,47 @@ fn text(bytes: &[u8]) -> Val {
     let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
     Val::Str(String::from_utf8_lossy(&bytes[..end]).into_owned())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A packet of `events`, each an 8-bit id, then a 3-bit and a 5-bit big-endian field
+    /// packed in one byte, and a 16-bit timestamp of clock `c` (1 GHz).
+    const METADATA: &str = "/* CTF 1.8 */
+        trace { major = 1; minor = 8; byte_order = be; };
+        clock { name = c; freq = 1000000000; };
+        stream {
+            event.header := struct {
+                integer { size = 8; } id;
+                integer { size = 16; map = clock.c.value; } timestamp;
+            };
+        };
+        event { name = \"e\"; id = 0; fields := struct {
+            integer { size = 3; align = 1; } a;
+            integer { size = 5; align = 1; signed = true; } b;
+        }; };";
+
+    #[test]
+    fn big_endian_bit_fields_and_a_wrapping_timestamp() {
+        let class = crate::ctf::tsdl::parse(METADATA).expect("metadata");
+        // a = 0b101 (5), b = 0b11110 (-2 in 5-bit two's complement): 0b101_11110 = 0xBE.
+        // Timestamps 0xFFF0 then 0x0010: the 16-bit clock wrapped once in between.
+        let bytes = [0, 0xff, 0xf0, 0xbe, 0, 0x00, 0x10, 0xbe];
+        let mut records = Vec::new();
+        decode_stream(&class, &bytes, &mut records).expect("decodes");
+        assert_eq!(records.len(), 2);
+        assert_eq!(records[0].int("a"), Some(5));
+        assert_eq!(records[0].int("b"), Some(-2));
+        assert_eq!(records[0].time_ns, Some(0xfff0));
+        assert_eq!(records[1].time_ns, Some(0x1_0010));
+    }
+
+    #[test]
+    fn an_event_cut_by_the_end_of_its_stream_is_an_error() {
+        let class = crate::ctf::tsdl::parse(METADATA).expect("metadata");
+        let error = decode_stream(&class, &[0, 0xff, 0xf0, 0xbe, 0, 0x00], &mut Vec::new())
+            .expect_err("truncated");
+        assert!(error.contains("runs past"), "{error}");
+    }
+}

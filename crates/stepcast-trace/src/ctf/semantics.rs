@@ -379,10 +379,18 @@ pub fn build(path: &Path, traces: &[DecodedTrace]) -> Result<Trace, ReadError> {
     }
     let mut trace = assembly.finish(path, "CTF trace", Runtime::CpuOnly, input_bytes)?;
     trace.off_cpu = off_cpu(&trace, &switches, &wakeups);
-    if !switches.is_empty() && trace.off_cpu.is_empty() {
-        trace
-            .diagnostics
-            .note("the scheduler records name none of the traced threads: no off-CPU interval");
+    if !switches.is_empty() {
+        let threads: std::collections::BTreeSet<LaneId> =
+            trace.off_cpu.iter().map(|o| o.lane).collect();
+        trace.diagnostics.note(if trace.off_cpu.is_empty() {
+            "the scheduler records name none of the traced threads: no off-CPU interval".to_string()
+        } else {
+            format!(
+                "{} off-CPU intervals on {} traced thread(s) (analyze reports them per step)",
+                trace.off_cpu.len(),
+                threads.len()
+            )
+        });
     }
     Ok(trace)
 }
