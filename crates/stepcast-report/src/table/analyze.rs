@@ -1250,7 +1250,8 @@ fn off_cpu_sentence(off: &crate::json::OffCpuJson) -> String {
     wakers.dedup();
     format!(
         "Of its {} ms of untraced gaps, the thread was off its CPU {} ms: {} ms blocked waiting{}, \
-         {} ms runnable after its wakeup, {} ms preempted; the rest it ran untraced code.",
+         {} ms runnable after its wakeup, {} ms preempted; the rest it was on its CPU, running code \
+         no tracepoint marks.",
         ms(off.gap_ns),
         ms(gaps.total()),
         ms(gaps.get("waiting")),

@@ -88,6 +88,13 @@ fn a_host_gap_spent_off_cpu_is_reported_as_such_with_its_waker() {
             step.step,
             step.gap_ns
         );
+        // The two clocks agree (LTTng's monotonic clock and ftrace's `mono`): the waits fall
+        // in the gaps between the UST events, not inside them.
+        assert!(
+            step.in_events_ns[OffCpuState::Waiting as usize] * 20 < waiting,
+            "step {}: waits inside events",
+            step.step
+        );
         // On the critical path too: the step's end waited for it.
         assert!(
             step.critical_ns[OffCpuState::Waiting as usize] > 0,
