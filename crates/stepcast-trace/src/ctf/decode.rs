@@ -528,8 +528,13 @@ impl Cursor<'_> {
         {
             return Ok(text(self.bytes(len)?));
         }
-        // Checked before allocating: each element takes a bit at least.
-        self.need(len.saturating_mul(min_bits(elem)))?;
+        // Checked before allocating: the elements must fit the packet, and elements of no bits
+        // (empty structures) are not repeated without end.
+        let bits = min_bits(elem);
+        self.need(len.saturating_mul(bits))?;
+        if bits == 0 && len > MAX_EMPTY_ELEMENTS {
+            return Err(format!("an array of {len} elements that take no bits"));
+        }
         self.align(elem.align())?;
         let mut values = Vec::with_capacity(len.min(1 << 16) as usize);
         for _ in 0..len {
@@ -539,12 +544,20 @@ impl Cursor<'_> {
     }
 }
 
+/// Elements of no bits an array may hold (more is a hostile length).
+const MAX_EMPTY_ELEMENTS: u64 = 1 << 16;
+
 /// The fewest bits an element of `class` takes (for bounding lengths before decoding).
 fn min_bits(class: &FieldClass) -> u64 {
     match class {
         FieldClass::Int(int) | FieldClass::Enum { int, .. } => u64::from(int.bits),
         FieldClass::Float { bits, .. } => u64::from(*bits),
         FieldClass::String | FieldClass::VarInt { .. } => 8,
+        FieldClass::StaticString(len) | FieldClass::StaticBlob(len) => len.saturating_mul(8),
+        FieldClass::Struct { fields, .. } => fields
+            .iter()
+            .fold(0u64, |sum, (_, f)| sum.saturating_add(min_bits(f))),
+        FieldClass::Array { elem, len } => len.saturating_mul(min_bits(elem)),
         _ => 0,
     }
 }

@@ -332,7 +332,9 @@ pub fn build(path: &Path, traces: &[DecodedTrace]) -> Result<Trace, ReadError> {
                     continue;
                 };
                 drop(removed);
-                let dur_ns = time_ns - begin.start_ns;
+                // Records are in time order; a difference past `i64` is a corrupt time, which
+                // the assembly's bounds then refuse (counted).
+                let dur_ns = time_ns.checked_sub(begin.start_ns).unwrap_or(i64::MAX);
                 let base = key.as_str();
                 let kind = if begin.region {
                     Some(EventKind::CpuOp)
@@ -435,6 +437,10 @@ fn context_str<'r>(record: &'r Record, name: &str) -> Option<&'r str> {
         .and_then(|(_, v)| v.as_str())
 }
 
+/// The bound on an off-CPU interval's start (from the origin) and length: the bounds the
+/// readers put on event times, so no later sum of them overflows.
+const MAX_OFF_CPU_TIME_NS: i64 = 1 << 50;
+
 /// The off-CPU intervals of the trace's host threads: from a `sched_switch` that takes one off
 /// its CPU to the next that puts it back, with the first wakeup of it in between.
 fn off_cpu(trace: &Trace, switches: &[Switch], wakeups: &[Wakeup]) -> Vec<OffCpu> {
@@ -466,19 +472,24 @@ fn off_cpu(trace: &Trace, switches: &[Switch], wakeups: &[Wakeup]) -> Vec<OffCpu
             } else {
                 OffCpuReason::Blocked
             };
-            intervals.push(OffCpu {
-                lane,
-                start_ns: left.time_ns - trace.origin_ns,
-                dur_ns: switch.time_ns - left.time_ns,
-                reason,
-                next: Some(left.next.clone()),
-                wakeup_ns: wakeup
-                    .filter(|_| reason == OffCpuReason::Blocked)
-                    .map(|w| w.time_ns - trace.origin_ns),
-                waker: wakeup
-                    .filter(|_| reason == OffCpuReason::Blocked)
-                    .and_then(|w| w.waker.clone()),
-            });
+            // Times past the trace's bounds (a corrupt clock) give no interval.
+            let start_ns = left.time_ns.checked_sub(trace.origin_ns);
+            let dur_ns = switch.time_ns.checked_sub(left.time_ns);
+            if let (Some(start_ns), Some(dur_ns)) = (start_ns, dur_ns)
+                && (-MAX_OFF_CPU_TIME_NS..=MAX_OFF_CPU_TIME_NS).contains(&start_ns)
+                && (0..=MAX_OFF_CPU_TIME_NS).contains(&dur_ns)
+            {
+                let wakeup = wakeup.filter(|_| reason == OffCpuReason::Blocked);
+                intervals.push(OffCpu {
+                    lane,
+                    start_ns,
+                    dur_ns,
+                    reason,
+                    next: Some(left.next.clone()),
+                    wakeup_ns: wakeup.map(|w| start_ns + (w.time_ns - left.time_ns)),
+                    waker: wakeup.and_then(|w| w.waker.clone()),
+                });
+            }
         }
         if lane_of.contains_key(&switch.prev_tid) {
             out.insert(switch.prev_tid, (i, switch));
