@@ -455,10 +455,10 @@ fn off_cpu(trace: &Trace, switches: &[Switch], wakeups: &[Wakeup]) -> Vec<OffCpu
     for wakeup in wakeups {
         wakeups_of.entry(wakeup.tid).or_default().push(wakeup);
     }
-    let mut out: HashMap<i64, (usize, &Switch)> = HashMap::new();
+    let mut out: HashMap<i64, &Switch> = HashMap::new();
     let mut intervals = Vec::new();
-    for (i, switch) in switches.iter().enumerate() {
-        if let Some((_, left)) = out.remove(&switch.next.tid)
+    for switch in switches {
+        if let Some(left) = out.remove(&switch.next.tid)
             && let Some(&lane) = lane_of.get(&switch.next.tid)
         {
             let wakeup = wakeups_of.get(&switch.next.tid).and_then(|list| {
@@ -492,7 +492,7 @@ fn off_cpu(trace: &Trace, switches: &[Switch], wakeups: &[Wakeup]) -> Vec<OffCpu
             }
         }
         if lane_of.contains_key(&switch.prev_tid) {
-            out.insert(switch.prev_tid, (i, switch));
+            out.insert(switch.prev_tid, switch);
         }
     }
     intervals.sort_by_key(|o| (o.lane, o.start_ns));
