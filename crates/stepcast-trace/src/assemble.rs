@@ -321,6 +321,7 @@ impl Assembly {
             comm_args: Vec::new(),
             op_inputs: Vec::new(),
             kernel_fill: Vec::new(),
+            off_cpu: Vec::new(),
         })
     }
 }

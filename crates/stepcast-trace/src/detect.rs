@@ -14,7 +14,7 @@ use std::path::Path;
 
 use crate::error::ReadError;
 use crate::model::Trace;
-use crate::{ReadOptions, nsys, rocprof, xplane};
+use crate::{ReadOptions, ctf, nsys, rocprof, xplane};
 
 /// How many bytes of a file's (decompressed) content the tests look at. Enough for a Kineto
 /// header's `deviceProperties` to be passed over before `traceEvents`; no test needs more.
@@ -130,6 +130,13 @@ pub const FORMATS: &[Format] = &[
         hint: "",
     },
     Format {
+        // A directory holding a `metadata` file (its head is the metadata's), or the file.
+        name: "Common Trace Format (CTF/LTTng) trace",
+        matches: ctf::looks_like,
+        read: Some(read_ctf),
+        hint: "",
+    },
+    Format {
         name: "rocprofv3 JSON",
         matches: rocprof::looks_like,
         read: Some(read_rocprof),
@@ -156,6 +163,18 @@ pub fn open(path: &Path) -> Result<Source<'_>, ReadError> {
     };
     let metadata = std::fs::metadata(path).map_err(io)?;
     if metadata.is_dir() {
+        // A CTF trace is a directory: it is told by its metadata file's head.
+        if let Some(head) =
+            ctf::directory_head(path, HEAD_BYTES).filter(|head| ctf::looks_like(head))
+        {
+            return Ok(Source {
+                path,
+                head,
+                gzip: false,
+                len: 0,
+                bytes: None,
+            });
+        }
         return Err(ReadError::IsDirectory {
             path: path.to_path_buf(),
             looks_like: directory_clue(path),
@@ -226,11 +245,10 @@ fn show_head(head: &[u8]) -> String {
 /// What a directory given as a trace seems to hold, for its error.
 fn directory_clue(path: &Path) -> String {
     if path.join("metadata").is_file() {
-        "it looks like a Common Trace Format (CTF/LTTng) trace, which stepcast does not read"
-            .to_string()
+        "its `metadata` file is not CTF metadata".to_string()
     } else {
         "give a trace file: a PyTorch profiler .json or .json.gz, a rocprofv3 .json, an XPlane \
-         .xplane.pb, or an Nsight Systems .sqlite export"
+         .xplane.pb, an Nsight Systems .sqlite export, or a CTF (LTTng) trace directory"
             .to_string()
     }
 }
@@ -257,6 +275,23 @@ fn read_xplane(source: &Source<'_>, options: &ReadOptions) -> Result<Vec<Trace>,
         &mut trace,
         options,
         "an XPlane: its steps are its events with a `step_num` stat",
+    );
+    Ok(vec![trace])
+}
+
+fn read_ctf(source: &Source<'_>, options: &ReadOptions) -> Result<Vec<Trace>, ReadError> {
+    if source.bytes.is_some() {
+        return Err(ReadError::Ctf {
+            path: source.path.to_path_buf(),
+            detail: "a CTF trace is a directory of files; give its path, not its metadata's bytes"
+                .to_string(),
+        });
+    }
+    let mut trace = ctf::read(source.path)?;
+    note_step_range_unused(
+        &mut trace,
+        options,
+        "a CTF trace: its steps are its `session` ranges",
     );
     Ok(vec![trace])
 }
@@ -326,6 +361,13 @@ mod tests {
             name(&[0x28, 0xb5, 0x2f, 0xfd, 0]),
             Some("zstd-compressed file")
         );
+        for ctf in [
+            &b"/* CTF 1.8 */\ntrace {"[..],
+            &[0x57, 0x1d, 0xd1, 0x75, 0x81, 0x60][..],
+            &b"\x1e{\n  \"type\": \"preamble\", \"version\": 2}"[..],
+        ] {
+            assert_eq!(name(ctf), Some("Common Trace Format (CTF/LTTng) trace"));
+        }
         assert_eq!(name(b"PK\x03\x04"), None);
         assert_eq!(name(b"\x7fELF\x02\x01\x01\x00\x00\x00\xff\xfe"), None);
         assert_eq!(name(b""), None);

@@ -25,8 +25,8 @@ pub enum ReadError {
     #[error(
         "{path} is not a trace format stepcast knows: it starts with {found}{}; stepcast reads \
          PyTorch profiler (Kineto) JSON (.json, .json.gz), rocprofv3 JSON, TensorFlow/JAX \
-         XPlane protobufs (.xplane.pb) and Nsight Systems SQLite exports (nsys export --type \
-         sqlite)",
+         XPlane protobufs (.xplane.pb), Nsight Systems SQLite exports (nsys export --type \
+         sqlite) and CTF (LTTng) trace directories",
         if *gzip { " once decompressed" } else { "" }
     )]
     UnknownFormat {
@@ -108,6 +108,9 @@ pub enum ReadError {
         "{path}: its events span {days} days, longer than any profiled window: a timestamp is absurd"
     )]
     AbsurdSpan { path: PathBuf, days: i64 },
+
+    #[error("{path}: cannot read it as a CTF trace: {detail}")]
+    Ctf { path: PathBuf, detail: String },
 
     #[error("{path} is not an XPlane (TensorFlow/JAX profiler protobuf): {detail}")]
     NotXPlane { path: PathBuf, detail: String },

@@ -6,6 +6,7 @@
 //! ([`ReadError`]).
 
 mod assemble;
+pub mod ctf;
 pub mod detect;
 mod error;
 mod json_stream;
@@ -154,6 +155,13 @@ fn read_kineto_bytes(bytes: &[u8], path: &Path) -> Result<Trace, ReadError> {
     } else {
         kineto::read_sized(bytes, path, false, Some(bytes.len() as u64))
     }
+}
+
+/// Whether directory `path` is itself one trace (a CTF trace, or an LTTng session directory of
+/// them) rather than a directory of trace files, one per rank.
+pub fn is_trace_dir(path: &Path) -> bool {
+    path.is_dir()
+        && ctf::directory_head(path, detect::HEAD_BYTES).is_some_and(|head| ctf::looks_like(&head))
 }
 
 /// The trace files of directory `dir`: its `.json`, `.json.gz` and `.sqlite` files, sorted by

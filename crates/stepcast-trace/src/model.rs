@@ -380,6 +380,9 @@ pub struct Trace {
     /// How much of its device a kernel fills, where CUPTI recorded its launch configuration,
     /// sorted by event.
     pub kernel_fill: Vec<(EventId, KernelFill)>,
+    /// When traced host threads were off their CPU, from the kernel scheduler's events (a CTF
+    /// trace with `sched_switch`), sorted by lane and start; empty when the trace has none.
+    pub off_cpu: Vec<OffCpu>,
 }
 
 impl Trace {
@@ -414,6 +417,54 @@ impl Trace {
         let lo = self.events.partition_point(|e| e.lane < lane);
         let hi = self.events.partition_point(|e| e.lane <= lane);
         &self.events[lo..hi]
+    }
+}
+
+/// Why a host thread was off its CPU, as the scheduler's `sched_switch` said.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum OffCpuReason {
+    /// Switched out while runnable (`prev_state` R): another thread took its CPU; it waited
+    /// for a CPU until it ran again.
+    Preempted,
+    /// Switched out asleep (`prev_state` S, D, ...): it waited (a lock, I/O, a condition)
+    /// until a wakeup, then for a CPU.
+    Blocked,
+}
+
+impl OffCpuReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OffCpuReason::Preempted => "preempted",
+            OffCpuReason::Blocked => "blocked",
+        }
+    }
+}
+
+/// A thread the scheduler named (`sched_switch`'s `next_tid`/`next_comm`, a waker).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadRef {
+    pub tid: i64,
+    pub name: String,
+}
+
+/// An interval when a traced host thread was not running.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OffCpu {
+    pub lane: LaneId,
+    pub start_ns: i64,
+    pub dur_ns: i64,
+    pub reason: OffCpuReason,
+    /// The thread its CPU switched to when it left.
+    pub next: Option<ThreadRef>,
+    /// A blocked thread's wakeup (`sched_waking`/`sched_wakeup`): when it became runnable,
+    /// and the thread that woke it, where the trace says.
+    pub wakeup_ns: Option<i64>,
+    pub waker: Option<ThreadRef>,
+}
+
+impl OffCpu {
+    pub fn end_ns(&self) -> i64 {
+        self.start_ns + self.dur_ns
     }
 }
 

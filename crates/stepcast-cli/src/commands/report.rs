@@ -24,7 +24,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<Answer> {
         )));
     }
     match args.traces.as_slice() {
-        [trace] if !trace.is_dir() => one_trace(args, trace),
+        [trace] if !trace.is_dir() || stepcast_trace::is_trace_dir(trace) => one_trace(args, trace),
         paths => job(args, paths),
     }
 }

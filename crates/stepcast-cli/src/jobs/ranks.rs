@@ -29,7 +29,7 @@ pub fn open(
     let [path] = paths else {
         return Job::load(paths, options, progress).map(Input::Job);
     };
-    if path.is_dir() {
+    if path.is_dir() && !stepcast_trace::is_trace_dir(path) {
         return Job::load(paths, options, progress).map(Input::Job);
     }
     let stage = format!("loading {}", path.display());
@@ -50,7 +50,7 @@ pub fn open(
 pub fn rank_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for path in paths {
-        if !path.is_dir() {
+        if !path.is_dir() || stepcast_trace::is_trace_dir(path) {
             files.push(path.clone());
             continue;
         }

@@ -3,6 +3,7 @@
 mod analyze;
 mod bad_input;
 mod compare;
+mod ctf;
 mod ddp;
 mod export;
 mod formats;

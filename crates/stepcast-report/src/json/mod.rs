@@ -37,9 +37,9 @@ pub use analyze::{
     AnalyzeJson, BreakdownJson, CommunicationJson, CriticalPathBreakdownJson, DurationsJson,
     FileEventJson, FileId, FileMicros, HtaTemporalJson, LaunchApiJson, LaunchBoundJson,
     LayerNsJson, LayersJson, MappingJson, MemoryJson, NameStatsJson, NamedDurationsJson, NsMap,
-    OpNsJson, StatisticsJson, StepAnalysisJson, StepSpanJson, StepVariabilityJson, StretchJson,
-    TOP_LAYERS, TasksNsJson, ThreadJson, TypicalStepJson, UnmappedJson, VariabilityJson,
-    WindowJson, analyze_json,
+    OffCpuIntervalJson, OffCpuJson, OpNsJson, SchedThreadJson, StatisticsJson, StepAnalysisJson,
+    StepSpanJson, StepVariabilityJson, StretchJson, TOP_LAYERS, TasksNsJson, ThreadJson,
+    TypicalStepJson, UnmappedJson, VariabilityJson, WindowJson, analyze_json,
 };
 pub use compare::{
     CompareJson, DiffRowJson, DiffTableJson, ModelCheckJson, NoiseJson, PhaseCheckJson, SideJson,

@@ -60,6 +60,7 @@ pub fn analyze_text(analyze: &AnalyzeJson) -> String {
             &layers_table(&step.breakdown.host_top_layers, step.measured_ns),
         );
         critical_path_sections(&mut out, step, &words);
+        off_cpu_section(&mut out, step);
     }
     if let Some(typical) = &analyze.typical_step {
         push_section(
@@ -1154,6 +1155,118 @@ fn ellipsize(text: &str, max: usize) -> String {
     out.push('…');
     out
 }
+
+/// Where the analyzed step's host thread was off its CPU, and why (kernel scheduler events).
+fn off_cpu_section(out: &mut String, step: &StepAnalysisJson) {
+    let Some(off) = &step.off_cpu else { return };
+    let label = step_label(step);
+    let mut table = new_table(
+        &[
+            "where",
+            "preempted ms",
+            "waiting ms",
+            "runnable after wakeup ms",
+            "total ms",
+        ],
+        1,
+    );
+    for (what, map) in [
+        (
+            format!("untraced gaps ({} ms)", ms(off.gap_ns)),
+            &off.gap_off_cpu_ns,
+        ),
+        ("inside recorded events".to_string(), &off.in_events_ns),
+        ("on the critical path".to_string(), &off.critical_path_ns),
+    ] {
+        table.add_row(vec![
+            what,
+            ms(map.get("preempted")),
+            ms(map.get("waiting")),
+            ms(map.get("runnable_after_wakeup")),
+            ms(map.total()),
+        ]);
+    }
+    push_section(
+        out,
+        &format!(
+            "Host thread off its CPU, {label}: {} (tid {}), from the kernel scheduler",
+            off.thread.name, off.thread.tid
+        ),
+        &format!("{}\n{table}", wrap(&off_cpu_sentence(off), "")),
+    );
+    let mut longest: Vec<&crate::json::OffCpuIntervalJson> = off.intervals.iter().collect();
+    longest.sort_by_key(|i| (std::cmp::Reverse(i.end_ns - i.start_ns), i.start_ns));
+    let mut lines = Vec::new();
+    for interval in longest.iter().take(OFF_CPU_LISTED) {
+        let who = |t: &Option<crate::json::SchedThreadJson>| {
+            t.as_ref().map_or("an unrecorded thread".to_string(), |t| {
+                format!("{} (tid {})", t.name, t.tid)
+            })
+        };
+        let why = if interval.reason == "preempted" {
+            format!("preempted by {} (runnable)", who(&interval.switched_to))
+        } else {
+            match interval.wakeup_ns {
+                Some(wake) => format!(
+                    "blocked, waiting {} ms until woken by {}, then runnable {} ms",
+                    ms(wake - interval.start_ns),
+                    who(&interval.woken_by),
+                    ms(interval.end_ns - wake)
+                ),
+                None => "blocked (no wakeup recorded)".to_string(),
+            }
+        };
+        lines.push(format!(
+            "{} ms at {} ms: {why}; {} ms of it in an untraced gap, {} ms on the critical path",
+            ms(interval.end_ns - interval.start_ns),
+            ms(interval.start_ns - step.start_ns),
+            ms(interval.in_gap_ns),
+            ms(interval.critical_path_ns)
+        ));
+    }
+    if off.intervals.len() > OFF_CPU_LISTED {
+        lines.push(format!(
+            "{} shorter intervals not listed (all are in --json)",
+            off.intervals.len() - OFF_CPU_LISTED
+        ));
+    }
+    push_notes(out, &format!("Longest off-CPU intervals, {label}"), &lines);
+}
+
+/// What the thread's untraced gaps were, in one sentence: off its CPU, and why.
+fn off_cpu_sentence(off: &crate::json::OffCpuJson) -> String {
+    let gaps = &off.gap_off_cpu_ns;
+    if off.gap_ns == 0 {
+        return "The thread has no untraced gap in this step.".to_string();
+    }
+    let mut wakers: Vec<String> = off
+        .intervals
+        .iter()
+        .filter(|i| i.in_gap_ns > 0)
+        .filter_map(|i| i.woken_by.as_ref())
+        .map(|t| format!("{} (tid {})", t.name, t.tid))
+        .collect();
+    wakers.sort();
+    wakers.dedup();
+    format!(
+        "Of its {} ms of untraced gaps, the thread was off its CPU {} ms: {} ms blocked waiting{}, \
+         {} ms runnable after its wakeup, {} ms preempted; the rest it was on its CPU, running code \
+         no tracepoint marks.",
+        ms(off.gap_ns),
+        ms(gaps.total()),
+        ms(gaps.get("waiting")),
+        if wakers.is_empty() {
+            String::new()
+        } else {
+            format!(" (woken by {})", wakers.join(", "))
+        },
+        ms(gaps.get("runnable_after_wakeup")),
+        ms(gaps.get("preempted")),
+    )
+}
+
+/// Off-CPU intervals listed in the text report (the JSON has all).
+const OFF_CPU_LISTED: usize = 8;
 
 #[cfg(test)]
 mod tests {

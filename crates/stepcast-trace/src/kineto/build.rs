@@ -892,6 +892,7 @@ impl TraceBuilder {
             comm_args,
             op_inputs,
             kernel_fill,
+            off_cpu: Vec::new(),
         }
     }
 }

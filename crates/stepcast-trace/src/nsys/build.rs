@@ -943,6 +943,7 @@ fn finish(
         comm_args: Vec::new(),
         op_inputs: Vec::new(),
         kernel_fill: Vec::new(),
+        off_cpu: Vec::new(),
     }
 }
 

@@ -32,6 +32,7 @@ fn variant(e: &ReadError) -> &'static str {
         ReadError::Sqlite { .. } => "Sqlite",
         ReadError::NotNsys { .. } => "NotNsys",
         ReadError::NoCudaTrace { .. } => "NoCudaTrace",
+        ReadError::Ctf { .. } => "Ctf",
     }
 }
 

@@ -7,6 +7,7 @@
 mod bad_input;
 mod corpus;
 mod correlation;
+mod ctf;
 mod formats;
 mod nsys;
 mod op_inputs;

@@ -8,6 +8,7 @@ pub mod hta;
 mod launches;
 pub mod mapping;
 pub mod memory;
+pub mod off_cpu;
 pub mod stats;
 pub mod typical;
 
@@ -37,6 +38,9 @@ pub struct Analysis {
     pub memory: Vec<memory::DeviceMemory>,
     /// Per step: its critical path, and what lies on it.
     pub critical: Vec<(critical::StepCriticalPath, critical::CriticalPathBreakdown)>,
+    /// Per step: where its host thread was off its CPU and why (the kernel scheduler's
+    /// events); `None` when the trace has none.
+    pub off_cpu: Option<Vec<off_cpu::StepOffCpu>>,
     /// The step the detailed report is about: the one asked for, else the steady-state step
     /// whose measured time is closest to the median (the whole window without step markers).
     pub analyzed_step: Option<usize>,
@@ -48,13 +52,14 @@ pub fn analyze(trace: &Trace, window: &Window, step: Option<usize>) -> Result<An
     let launch_calls = launches::launch_calls(trace, &window.graph);
     let mapping = mapping::map_with(trace, window, &launch_calls);
     let (replay, timeline) = self_replay_with_timeline(window)?;
-    let critical = (0..window.steps.len())
+    let critical: Vec<_> = (0..window.steps.len())
         .map(|s| {
             let path = critical::step_critical_path(trace, window, &timeline, s);
             let breakdown = critical::breakdown(trace, window, &mapping, &path.path);
             (path, breakdown)
         })
         .collect();
+    let off_cpu = off_cpu::off_cpu(trace, window, &critical);
     let analyzed_step = step.or_else(|| most_typical_step(window, &replay));
     let breakdowns = breakdown::breakdowns(trace, window, &mapping);
     let typical_breakdown = replay.typical.as_ref().and_then(|typical| {
@@ -70,6 +75,7 @@ pub fn analyze(trace: &Trace, window: &Window, step: Option<usize>) -> Result<An
         mapping,
         replay,
         critical,
+        off_cpu,
         analyzed_step,
     })
 }

@@ -10,6 +10,7 @@ mod host_phase;
 mod hostile;
 mod mapping;
 mod nsys;
+mod off_cpu;
 mod optimize;
 mod pairs;
 mod ranks;
