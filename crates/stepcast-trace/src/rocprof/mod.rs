@@ -153,6 +153,7 @@ fn read_process(process: Process, assembly: &mut Assembly) {
                 fallback.as_str()
             }
         };
+        let name = assembly.intern(name);
         assembly.push(NewEvent {
             lane: (LaneKind::DeviceStream, gpu.index, clamp(stream)),
             kind: EventKind::Kernel,
@@ -161,7 +162,7 @@ fn read_process(process: Process, assembly: &mut Assembly) {
             dur_ns,
             correlation: dispatch.correlation_id.internal.filter(|_| has_api),
             bytes: None,
-            file_index: index,
+            sequence_number: None,            fill: None,            file_index: index,
         });
     }
 
@@ -193,15 +194,16 @@ fn read_process(process: Process, assembly: &mut Assembly) {
                 COPY_LANE
             }
         };
+        let name = assembly.intern(operation_name(copy.kind, copy.operation).unwrap_or("MEMORY_COPY"));
         assembly.push(NewEvent {
             lane: (LaneKind::DeviceStream, gpu.index, stream),
             kind: EventKind::Memcpy,
-            name: operation_name(copy.kind, copy.operation).unwrap_or("MEMORY_COPY"),
+            name,
             start_abs_ns,
             dur_ns,
             correlation: copy.correlation_id.internal.filter(|_| has_api),
             bytes: copy.bytes,
-            file_index: index,
+            sequence_number: None,            fill: None,            file_index: index,
         });
     }
 
@@ -221,6 +223,7 @@ fn read_process(process: Process, assembly: &mut Assembly) {
             continue;
         };
         let lane: LaneKey = (LaneKind::CpuThread, pid, call.thread_id.unwrap_or(0));
+        let name = assembly.intern(name);
         assembly.push(NewEvent {
             lane,
             kind: EventKind::RuntimeCall,
@@ -229,7 +232,7 @@ fn read_process(process: Process, assembly: &mut Assembly) {
             dur_ns,
             correlation: call.correlation_id.internal,
             bytes: None,
-            file_index: index,
+            sequence_number: None,            fill: None,            file_index: index,
         });
     }
 

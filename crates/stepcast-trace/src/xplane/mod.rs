@@ -376,6 +376,7 @@ fn read_host(plane: &XPlane, assembly: &mut Assembly, file_index: &mut u32, summ
                 None if name.starts_with('$') => (EventKind::PythonFunction, name),
                 None => (EventKind::CpuOp, name),
             };
+            let name = assembly.intern(name);
             assembly.push(NewEvent {
                 lane,
                 kind,
@@ -384,7 +385,7 @@ fn read_host(plane: &XPlane, assembly: &mut Assembly, file_index: &mut u32, summ
                 dur_ns,
                 correlation,
                 bytes: None,
-                file_index: index,
+                sequence_number: None,                fill: None,                file_index: index,
             });
         }
     }
@@ -536,6 +537,7 @@ fn read_device(
             } else {
                 EventKind::Kernel
             };
+            let name = assembly.intern(name);
             assembly.push(NewEvent {
                 lane,
                 kind,
@@ -544,7 +546,7 @@ fn read_device(
                 dur_ns,
                 correlation: stats.uint(event, meta, "correlation_id"),
                 bytes: copy.and_then(|d| detail(d, "size")),
-                file_index: index,
+                sequence_number: None,                fill: None,                file_index: index,
             });
         }
     }
