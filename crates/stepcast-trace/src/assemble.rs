@@ -278,12 +278,20 @@ impl Assembly {
                     ..*step
                 })
                 .collect();
-            diagnostics.note(format!(
-                "steps are the {} {} matching `{}`",
-                steps.len(),
-                range.what,
-                range.pattern.as_str()
-            ));
+            diagnostics.note(if steps.is_empty() {
+                format!(
+                    "no step markers: none of the {} matches `{}`, so the window is one step",
+                    range.what,
+                    range.pattern.as_str()
+                )
+            } else {
+                format!(
+                    "steps are the {} {} matching `{}`",
+                    steps.len(),
+                    range.what,
+                    range.pattern.as_str()
+                )
+            });
         }
         if events.is_empty() {
             let mut skips: Vec<(&String, &u64)> = diagnostics.skipped.iter().collect();
