@@ -367,6 +367,7 @@ fn read_rows(
     calls(&mut reader)?;
     syncs(&mut reader)?;
     nvtx(&mut reader)?;
+    nccl_payloads(&mut reader)?;
     let thread_names = thread_names(&mut reader)?;
     Ok(Rows {
         processes: reader.processes,
@@ -825,6 +826,75 @@ fn nvtx(reader: &mut Reader<'_>) -> rusqlite::Result<()> {
             process.push(kind, lane, name, times, None, None, sequence, None, index);
         },
     )
+}
+
+/// The NVTX payload columns an export may fill (nsys writes a range's payload to one of them).
+const PAYLOAD_COLUMNS: [&str; 9] = [
+    "uint64Value",
+    "int64Value",
+    "doubleValue",
+    "uint32Value",
+    "int32Value",
+    "floatValue",
+    "jsonTextId",
+    "jsonText",
+    "binaryData",
+];
+
+/// NCCL's NVTX domain declares payload schemas with a `Message size [bytes]` entry
+/// (`NVTX_PAYLOAD_SCHEMA_ENTRIES`); its ranges carry the size only where the export wrote their
+/// payload. No export read so far does (the columns are empty), so sizes are not decoded: this
+/// says, per process, how many such ranges there are and whether any carries a payload, so
+/// that collectives without a size are not mistaken for an oversight.
+fn nccl_payloads(reader: &mut Reader<'_>) -> rusqlite::Result<()> {
+    let schema = reader.schema;
+    if !schema.has_table("NVTX_PAYLOAD_SCHEMA_ENTRIES")
+        || !["domainId", "globalTid"]
+            .iter()
+            .all(|c| schema.has_column("NVTX_EVENTS", c))
+    {
+        return Ok(());
+    }
+    let payload: Vec<String> = PAYLOAD_COLUMNS
+        .iter()
+        .filter(|c| schema.has_column("NVTX_EVENTS", c))
+        .map(|c| format!("count(\"{c}\")"))
+        .collect();
+    let payload = if payload.is_empty() {
+        "0".to_string()
+    } else {
+        payload.join(" + ")
+    };
+    let sql = format!(
+        "SELECT globalTid - (globalTid & {TID_MASK}), count(*), {payload} FROM NVTX_EVENTS \
+         WHERE domainId IN (SELECT domainId FROM NVTX_PAYLOAD_SCHEMA_ENTRIES \
+         WHERE name LIKE 'Message size%') GROUP BY 1 ORDER BY 1"
+    );
+    let mut statement = reader.connection.prepare(&sql)?;
+    let mut rows = statement.query([])?;
+    while let Some(row) = rows.next()? {
+        let (Some(global_pid), Some(ranges), Some(with_payload)) =
+            (int(row, 0), int(row, 1), int(row, 2))
+        else {
+            continue;
+        };
+        let Some(process) = reader.processes.get_mut(&global_pid) else {
+            continue;
+        };
+        process.assembly.diagnostics.note(if with_payload == 0 {
+            format!(
+                "{ranges} NVTX records of the domain whose payload schemas hold NCCL's `Message \
+                 size [bytes]` carry no payload in this export: collective sizes are unknown \
+                 (costed from each kernel's fastest instance)"
+            )
+        } else {
+            format!(
+                "{with_payload} of {ranges} NVTX records of NCCL's domain carry a payload, \
+                 which stepcast does not decode yet: collective sizes are unknown"
+            )
+        });
+    }
+    Ok(())
 }
 
 /// `ThreadNames`: thread (process id, thread id) → name.
