@@ -645,3 +645,25 @@ fn timed<'a>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::STEP_MARKER_NAMES;
+
+    #[test]
+    fn step_marker_names_are_xprofs() {
+        let names = regex::Regex::new(STEP_MARKER_NAMES).expect("the pattern compiles");
+        for step in ["train", "train_step", "test", "test_step 3", "TraceContext", "StepMarker"] {
+            assert!(names.is_match(step), "{step}");
+        }
+        // Op names under a `training/` scope, Python frames and jitted calls are not steps.
+        for other in [
+            "training/Adam/update",
+            "$train.py:10 train_step",
+            "PjitFunction(train_step)",
+            "retrain",
+        ] {
+            assert!(!names.is_match(other), "{other}");
+        }
+    }
+}
