@@ -177,7 +177,6 @@ impl Assembly {
         self.syncs.push(sync);
     }
 
-
     /// Declares a lane (a lane with no event is not kept); `name` replaces an earlier `None`.
     pub fn lane(&mut self, key: LaneKey, name: Option<String>) {
         let slot = self.lane_names.entry(key).or_insert(None);

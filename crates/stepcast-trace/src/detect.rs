@@ -246,11 +246,19 @@ fn read_kineto(source: &Source<'_>, options: &ReadOptions) -> Result<Vec<Trace>,
 }
 
 fn read_rocprof(source: &Source<'_>, options: &ReadOptions) -> Result<Vec<Trace>, ReadError> {
-    Ok(vec![rocprof::read(&source.content()?, source.path, options)?])
+    Ok(vec![rocprof::read(
+        &source.content()?,
+        source.path,
+        options,
+    )?])
 }
 
 fn read_xplane(source: &Source<'_>, options: &ReadOptions) -> Result<Vec<Trace>, ReadError> {
-    Ok(vec![xplane::read(&source.content()?, source.path, options)?])
+    Ok(vec![xplane::read(
+        &source.content()?,
+        source.path,
+        options,
+    )?])
 }
 
 fn refuse_protobuf(source: &Source<'_>, _: &ReadOptions) -> Result<Vec<Trace>, ReadError> {

@@ -17,7 +17,9 @@ use crate::ReadOptions;
 use crate::assemble::{Assembly, LaneKey, NewEvent};
 use crate::error::ReadError;
 use crate::kineto::MAX_DUR_NS;
-use crate::model::{DeviceInfo, EventKind, KernelFill, LaneKind, NameId, Runtime, SyncEvent, SyncKind, Trace};
+use crate::model::{
+    DeviceInfo, EventKind, KernelFill, LaneKind, NameId, Runtime, SyncEvent, SyncKind, Trace,
+};
 
 /// The low 24 bits of a `globalTid` are the thread id; the next 24 the process id.
 const TID_BITS: u32 = 24;

@@ -108,7 +108,11 @@ impl SmLimits {
                 .unwrap_or(self.shared_bytes);
             available / per_block
         };
-        let blocks = self.max_blocks.min(by_warps).min(by_registers).min(by_shared);
+        let blocks = self
+            .max_blocks
+            .min(by_warps)
+            .min(by_registers)
+            .min(by_shared);
         (blocks > 0).then_some(blocks)
     }
 
@@ -122,8 +126,7 @@ impl SmLimits {
         let warps = blocks.checked_mul(warps_per_block)?;
         Some(KernelFill {
             warps_per_sm: warps as f64 / self.sm_count as f64,
-            occupancy_pct: (blocks_per_sm * warps_per_block) as f64 / self.max_warps as f64
-                * 100.0,
+            occupancy_pct: (blocks_per_sm * warps_per_block) as f64 / self.max_warps as f64 * 100.0,
         })
     }
 }
@@ -131,9 +134,8 @@ impl SmLimits {
 /// The product of three positive dimensions (`None` if any is missing, not positive, or the
 /// product overflows).
 fn product(dims: [Option<i64>; 3]) -> Option<i64> {
-    dims.iter().try_fold(1i64, |acc, dim| {
-        acc.checked_mul(dim.filter(|&d| d > 0)?)
-    })
+    dims.iter()
+        .try_fold(1i64, |acc, dim| acc.checked_mul(dim.filter(|&d| d > 0)?))
 }
 
 fn ceil_div(value: i64, unit: i64) -> Option<i64> {
@@ -186,7 +188,10 @@ mod tests {
         // blocks of 8 warps.
         assert_eq!(gpu.blocks_per_sm(&launch(1000, 256, 33, 0)), Some(6));
         // Shared memory: 48 KiB + 1 KiB reserved per block; 164 KiB holds 3.
-        assert_eq!(gpu.blocks_per_sm(&launch(1000, 128, 32, 48 * 1024)), Some(3));
+        assert_eq!(
+            gpu.blocks_per_sm(&launch(1000, 128, 32, 48 * 1024)),
+            Some(3)
+        );
         // Block slots: 32-thread blocks are one warp; 32 block slots bound them before warps.
         assert_eq!(gpu.blocks_per_sm(&launch(1000, 32, 16, 0)), Some(32));
     }
@@ -210,10 +215,12 @@ mod tests {
         let mut partial = launch(10, 128, 32, 0);
         partial.block[1] = Some(0);
         assert!(gpu.fill(&partial).is_none());
-        assert!(!LaunchConfig {
-            grid: [None; 3],
-            ..launch(10, 128, 32, 0)
-        }
-        .is_recorded());
+        assert!(
+            !LaunchConfig {
+                grid: [None; 3],
+                ..launch(10, 128, 32, 0)
+            }
+            .is_recorded()
+        );
     }
 }

@@ -165,7 +165,9 @@ fn read_process(process: Process, assembly: &mut Assembly) {
             dur_ns,
             correlation: dispatch.correlation_id.internal.filter(|_| has_api),
             bytes: None,
-            sequence_number: None,            fill: None,            file_index: index,
+            sequence_number: None,
+            fill: None,
+            file_index: index,
         });
     }
 
@@ -197,7 +199,8 @@ fn read_process(process: Process, assembly: &mut Assembly) {
                 COPY_LANE
             }
         };
-        let name = assembly.intern(operation_name(copy.kind, copy.operation).unwrap_or("MEMORY_COPY"));
+        let name =
+            assembly.intern(operation_name(copy.kind, copy.operation).unwrap_or("MEMORY_COPY"));
         assembly.push(NewEvent {
             lane: (LaneKind::DeviceStream, gpu.index, stream),
             kind: EventKind::Memcpy,
@@ -206,7 +209,9 @@ fn read_process(process: Process, assembly: &mut Assembly) {
             dur_ns,
             correlation: copy.correlation_id.internal.filter(|_| has_api),
             bytes: copy.bytes,
-            sequence_number: None,            fill: None,            file_index: index,
+            sequence_number: None,
+            fill: None,
+            file_index: index,
         });
     }
 
@@ -235,7 +240,9 @@ fn read_process(process: Process, assembly: &mut Assembly) {
             dur_ns,
             correlation: call.correlation_id.internal,
             bytes: None,
-            sequence_number: None,            fill: None,            file_index: index,
+            sequence_number: None,
+            fill: None,
+            file_index: index,
         });
     }
 

@@ -218,7 +218,10 @@ fn has_step_numbers(plane: &XPlane) -> bool {
         return false;
     };
     let carries = |stats: &[proto::XStat]| stats.iter().any(|stat| stat.metadata_id == id);
-    plane.event_metadata.values().any(|meta| carries(&meta.stats))
+    plane
+        .event_metadata
+        .values()
+        .any(|meta| carries(&meta.stats))
         || plane
             .lines
             .iter()
@@ -441,7 +444,9 @@ fn read_host(plane: &XPlane, assembly: &mut Assembly, file_index: &mut u32, summ
                 dur_ns,
                 correlation,
                 bytes: None,
-                sequence_number: None,                fill: None,                file_index: index,
+                sequence_number: None,
+                fill: None,
+                file_index: index,
             });
         }
     }
@@ -602,7 +607,9 @@ fn read_device(
                 dur_ns,
                 correlation: stats.uint(event, meta, "correlation_id"),
                 bytes: copy.and_then(|d| detail(d, "size")),
-                sequence_number: None,                fill: None,                file_index: index,
+                sequence_number: None,
+                fill: None,
+                file_index: index,
             });
         }
     }
@@ -653,7 +660,14 @@ mod tests {
     #[test]
     fn step_marker_names_are_xprofs() {
         let names = regex::Regex::new(STEP_MARKER_NAMES).expect("the pattern compiles");
-        for step in ["train", "train_step", "test", "test_step 3", "TraceContext", "StepMarker"] {
+        for step in [
+            "train",
+            "train_step",
+            "test",
+            "test_step 3",
+            "TraceContext",
+            "StepMarker",
+        ] {
             assert!(names.is_match(step), "{step}");
         }
         // Op names under a `training/` scope, Python frames and jitted calls are not steps.
