@@ -1006,7 +1006,7 @@ fn finish(
         .collect();
 
     let diagnostics = &mut assembly.diagnostics;
-    if gpus.is_empty() {
+    if assembly.devices.is_empty() {
         diagnostics.note("no TARGET_INFO_GPU table: device names and sizes are unknown");
     }
     if kernels_without_limits > 0 {
