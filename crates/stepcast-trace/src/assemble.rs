@@ -29,6 +29,7 @@ const MAX_SPAN_NS: i64 = 1 << 50;
 pub type LaneKey = (LaneKind, i64, i64);
 
 /// One event before the trace's origin is known.
+#[derive(Clone, Copy)]
 struct Pending {
     lane: LaneKey,
     kind: EventKind,
@@ -73,6 +74,8 @@ pub struct Assembly {
     names: Interner,
     lane_names: BTreeMap<LaneKey, Option<String>>,
     events: Vec<Pending>,
+    /// The lane of the last event pushed (declared already).
+    last_lane: Option<LaneKey>,
     kernel_fill: Vec<KernelFill>,
     steps: Vec<PendingStep>,
     /// Ranges `step_range` matched, numbered in start order by `finish`.
@@ -191,7 +194,11 @@ impl Assembly {
             self.diagnostics.skip(reason);
             return;
         }
-        self.lane(event.lane, None);
+        // Rows of one lane come in runs: its declaration is looked up once per run.
+        if self.last_lane != Some(event.lane) {
+            self.lane(event.lane, None);
+            self.last_lane = Some(event.lane);
+        }
         let fill = match event.fill {
             Some(fill) => {
                 self.kernel_fill.push(fill);
@@ -256,7 +263,8 @@ impl Assembly {
         let Assembly {
             names,
             lane_names,
-            mut events,
+            events,
+            last_lane: _,
             kernel_fill: fills,
             mut steps,
             mut step_ranges,
@@ -332,7 +340,8 @@ impl Assembly {
         }
 
         // Only lanes that hold an event or a step are kept.
-        let used: std::collections::BTreeSet<LaneKey> = events
+        // A hash set: collecting every event's key into an ordered set sorts them all.
+        let used: rustc_hash::FxHashSet<LaneKey> = events
             .iter()
             .map(|e| e.lane)
             .chain(steps.iter().map(|s| s.lane))
@@ -355,23 +364,32 @@ impl Assembly {
             });
         }
 
-        events.sort_by_key(|e| {
-            (
-                lane_ids.get(&e.lane).copied(),
-                e.start_abs_ns,
-                std::cmp::Reverse(e.dur_ns),
-                e.file_index,
-            )
-        });
-        // Every event's lane is declared (`push` declares it), so none is dropped here and an
-        // event's position is its `EventId`.
-        let mut kernel_fill: Vec<(EventId, KernelFill)> = Vec::with_capacity(fills.len());
-        let events: Vec<Event> = events
-            .into_iter()
-            .filter_map(|e| {
+        // Each event's lane looked up once, not at every comparison of the sort (a map lookup
+        // per comparison was a sixth of an nsys export's ingest). Every event's lane is
+        // declared (`push` declares it), so none is dropped and an event's position is its
+        // `EventId`.
+        // Small keys are sorted, not the events themselves, so each event moves once.
+        let mut order: Vec<(LaneId, i64, std::cmp::Reverse<i64>, u32, u32)> = events
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| {
                 let lane = *lane_ids.get(&e.lane)?;
-                Some((e, lane))
+                Some((
+                    lane,
+                    e.start_abs_ns,
+                    std::cmp::Reverse(e.dur_ns),
+                    e.file_index,
+                    i as u32,
+                ))
             })
+            .collect();
+        // Stable (run-adaptive) sort: a reader pushes each table in time order, so the keys
+        // come in a few long sorted runs that a merge sort joins in near-linear time.
+        order.sort();
+        let mut kernel_fill: Vec<(EventId, KernelFill)> = Vec::with_capacity(fills.len());
+        let events: Vec<Event> = order
+            .iter()
+            .map(|&(lane, .., i)| (events[i as usize], lane))
             .enumerate()
             .map(|(id, (e, lane))| {
                 if let Some(&fill) = fills.get(e.fill as usize) {

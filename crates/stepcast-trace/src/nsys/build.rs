@@ -94,6 +94,8 @@ struct Process {
     device_rows: u64,
     /// Kernels whose launch configuration was read but whose device's limits are unknown.
     kernels_without_limits: u64,
+    /// NVTX records of a domain whose payload schemas declare a message size (NCCL's).
+    message_size_records: u64,
 }
 
 impl Process {
@@ -106,6 +108,7 @@ impl Process {
             devices: BTreeSet::new(),
             device_rows: 0,
             kernels_without_limits: 0,
+            message_size_records: 0,
         }
     }
 
@@ -745,6 +748,7 @@ fn nvtx_op(text: &str) -> Option<(&str, Option<i64>)> {
 }
 
 fn nvtx(reader: &mut Reader<'_>) -> rusqlite::Result<()> {
+    let size_domains = message_size_domains(reader)?;
     let mut range_types: Vec<i64> = Vec::new();
     if let Some(sql) = reader
         .schema
@@ -771,6 +775,7 @@ fn nvtx(reader: &mut Reader<'_>) -> rusqlite::Result<()> {
             "globalTid?",
             "text?",
             "textId?",
+            "domainId?",
         ],
         |reader, row| {
             let index = reader.next_index();
@@ -785,6 +790,9 @@ fn nvtx(reader: &mut Reader<'_>) -> rusqlite::Result<()> {
                 process_of_tid(global_tid),
             );
             process.assembly.records += 1;
+            if int(row, 6).is_some_and(|domain| size_domains.contains(&domain)) {
+                process.message_size_records += 1;
+            }
             if !int(row, 2).is_some_and(|t| range_types.contains(&t)) {
                 return process
                     .skip("NVTX records that are not ranges (marks, domain and name records)");
@@ -850,10 +858,12 @@ const PAYLOAD_COLUMNS: [&str; 9] = [
 /// that collectives without a size are not mistaken for an oversight.
 fn nccl_payloads(reader: &mut Reader<'_>) -> rusqlite::Result<()> {
     let schema = reader.schema;
-    if !schema.has_table("NVTX_PAYLOAD_SCHEMA_ENTRIES")
-        || !["domainId", "globalTid"]
-            .iter()
-            .all(|c| schema.has_column("NVTX_EVENTS", c))
+    // The NVTX pass counted the domain's records: without any, no scan of the table is needed.
+    if !reader
+        .processes
+        .values()
+        .any(|process| process.message_size_records > 0)
+        || !schema.has_column("NVTX_EVENTS", "globalTid")
     {
         return Ok(());
     }
@@ -897,6 +907,32 @@ fn nccl_payloads(reader: &mut Reader<'_>) -> rusqlite::Result<()> {
         });
     }
     Ok(())
+}
+
+/// The NVTX domains whose payload schemas have a `Message size [bytes]` entry (NCCL's), from
+/// the small schema table.
+fn message_size_domains(reader: &Reader<'_>) -> rusqlite::Result<BTreeSet<i64>> {
+    let mut domains = BTreeSet::new();
+    if !reader
+        .schema
+        .has_column("NVTX_PAYLOAD_SCHEMA_ENTRIES", "domainId")
+        || !reader
+            .schema
+            .has_column("NVTX_PAYLOAD_SCHEMA_ENTRIES", "name")
+    {
+        return Ok(domains);
+    }
+    let mut statement = reader.connection.prepare(
+        "SELECT DISTINCT domainId FROM NVTX_PAYLOAD_SCHEMA_ENTRIES \
+         WHERE name LIKE 'Message size%'",
+    )?;
+    let mut rows = statement.query([])?;
+    while let Some(row) = rows.next()? {
+        if let Some(domain) = int(row, 0) {
+            domains.insert(domain);
+        }
+    }
+    Ok(domains)
 }
 
 /// `ThreadNames`: thread (process id, thread id) → name.
