@@ -162,7 +162,8 @@ def load(
 
     A folder of traces, or a list of trace files, one per rank of a job, gives a ``Job``; a
     list of one ``.sqlite`` export of several processes gives a ``Job`` of its processes.
-    ``step_range``: a regular expression; steps are the (NVTX) ranges whose name it matches
+    ``step_range``: a regular expression; steps are the ranges (NVTX, ROCTx, XPlane host
+    events) whose name it matches
     (the command line's ``--step-range``).
     ``progress``: ``True`` for tqdm bars (when tqdm is installed), or a callable
     ``progress(stage, done, total)``; it stays the default of the object's methods.

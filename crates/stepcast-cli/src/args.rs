@@ -19,8 +19,9 @@ EXIT STATUS:
 pub struct Args {
     #[command(subcommand)]
     pub command: Command,
-    /// Steps are the ranges whose name matches REGEX (NVTX ranges of an Nsight Systems
-    /// export, e.g. '^train_step$'), numbered from 0, instead of ProfilerStep#N markers.
+    /// Steps are the ranges whose name matches REGEX (NVTX ranges of an Nsight Systems export,
+    /// ROCTx ranges of rocprofv3, host events of an XPlane; e.g. '^train_step$'), numbered from
+    /// 0, instead of the format's own step markers.
     #[arg(long, value_name = "REGEX", global = true)]
     pub step_range: Option<String>,
 }

@@ -1,5 +1,8 @@
-//! The last step of the readers that first hold a whole file in typed records (rocprofv3 JSON,
-//! XPlane): events with absolute times go in, a [`Trace`] in stepcast's order comes out.
+//! The last step of the readers that first hold a whole file in typed records (Nsight Systems
+//! SQLite, rocprofv3 JSON, XPlane): events, sync records and steps with absolute times go in, a
+//! [`Trace`] in stepcast's order comes out. This is the one place where those readers choose
+//! the trace's origin, number lanes, put events in order, number steps made of ranges
+//! (`--step-range`) and carry side tables (launch configurations) through the sort.
 //!
 //! Kineto's reader has its own, streaming builder (`kineto/build.rs`); these formats are read
 //! whole by their decoders anyway, so a plain table sorted at the end is enough. The bounds are
@@ -12,8 +15,8 @@ use std::path::Path;
 use crate::error::ReadError;
 use crate::kineto::MAX_DUR_NS;
 use crate::model::{
-    DeviceInfo, Diagnostics, Event, EventKind, Interner, Lane, LaneId, LaneKind, MemoryEvent,
-    NameId, Runtime, StepMarker, Trace,
+    DeviceInfo, Diagnostics, Event, EventId, EventKind, Interner, KernelFill, Lane, LaneId,
+    LaneKind, MemoryEvent, NameId, Runtime, StepMarker, SyncEvent, Trace,
 };
 
 /// Times taken, as in Kineto's reader: from -2^60 to 2^62 ns.
@@ -26,6 +29,7 @@ const MAX_SPAN_NS: i64 = 1 << 50;
 pub type LaneKey = (LaneKind, i64, i64);
 
 /// One event before the trace's origin is known.
+#[derive(Clone, Copy)]
 struct Pending {
     lane: LaneKey,
     kind: EventKind,
@@ -34,9 +38,15 @@ struct Pending {
     dur_ns: i64,
     correlation: Option<u64>,
     bytes: Option<u64>,
+    sequence_number: Option<i64>,
+    /// Index into `Assembly::kernel_fill`, or [`NO_FILL`].
+    fill: u32,
     file_index: u32,
 }
 
+const NO_FILL: u32 = u32::MAX;
+
+#[derive(Clone, Copy)]
 struct PendingStep {
     number: u64,
     name: NameId,
@@ -58,13 +68,21 @@ pub struct NewMemory {
     pub lane: LaneKey,
 }
 
-/// Events, lanes and steps of one file, in any order.
+/// Events, lanes and steps of one file (or one process of it), in any order.
 #[derive(Default)]
 pub struct Assembly {
     names: Interner,
     lane_names: BTreeMap<LaneKey, Option<String>>,
     events: Vec<Pending>,
+    /// The lane of the last event pushed (declared already).
+    last_lane: Option<LaneKey>,
+    kernel_fill: Vec<KernelFill>,
     steps: Vec<PendingStep>,
+    /// Ranges `step_range` matched, numbered in start order by `finish`.
+    step_ranges: Vec<PendingStep>,
+    step_range: Option<StepRange>,
+    /// Sync records, with absolute times.
+    syncs: Vec<SyncEvent>,
     memory: Vec<NewMemory>,
     pub devices: Vec<DeviceInfo>,
     pub diagnostics: Diagnostics,
@@ -72,20 +90,96 @@ pub struct Assembly {
     pub records: u64,
 }
 
+/// `ReadOptions::step_range` as a reader applies it: the pattern, and what the format calls the
+/// events it is matched against (for the note `info` shows).
+struct StepRange {
+    pattern: regex::Regex,
+    what: &'static str,
+}
+
 /// What one event is, for [`Assembly::push`].
-pub struct NewEvent<'a> {
+pub struct NewEvent {
     pub lane: LaneKey,
     pub kind: EventKind,
-    pub name: &'a str,
+    /// From [`Assembly::intern`].
+    pub name: NameId,
     pub start_abs_ns: i64,
     pub dur_ns: i64,
     pub correlation: Option<u64>,
     pub bytes: Option<u64>,
+    /// An op's autograd sequence number (PyTorch's `emit_nvtx` ranges).
+    pub sequence_number: Option<i64>,
+    /// A kernel's launch configuration, where the reader could work it out.
+    pub fill: Option<KernelFill>,
     /// The record's position in the file (for messages and export).
     pub file_index: u32,
 }
 
 impl Assembly {
+    /// Steps will be the events `pattern` matches ([`Assembly::step_range`]), numbered from 0 in
+    /// start order, instead of the format's own step markers; `what` names those events
+    /// (`NVTX ranges`) in the note `info` shows.
+    pub fn steps_from_ranges(&mut self, pattern: Option<&regex::Regex>, what: &'static str) {
+        self.step_range = pattern.map(|pattern| StepRange {
+            pattern: pattern.clone(),
+            what,
+        });
+    }
+
+    /// Whether the format's own step markers are read: not when `--step-range` replaces them.
+    pub fn reads_step_markers(&self) -> bool {
+        self.step_range.is_none()
+    }
+
+    /// Takes a named range as a step when the `--step-range` pattern matches its name (`true`:
+    /// the reader keeps it as nothing else). Out-of-bounds times are counted and skipped.
+    pub fn step_range(
+        &mut self,
+        name: &str,
+        lane: LaneKey,
+        start_abs_ns: i64,
+        dur_ns: i64,
+    ) -> bool {
+        if !self
+            .step_range
+            .as_ref()
+            .is_some_and(|range| range.pattern.is_match(name))
+        {
+            return false;
+        }
+        if let Some(reason) = time_problem(start_abs_ns, dur_ns) {
+            self.diagnostics.skip(format!("step range: {reason}"));
+            return true;
+        }
+        self.lane(lane, None);
+        let name = self.names.intern(name);
+        self.step_ranges.push(PendingStep {
+            // Numbered in start order by `finish`, once every range is read.
+            number: 0,
+            name,
+            lane,
+            start_abs_ns,
+            dur_ns,
+        });
+        true
+    }
+
+    /// The name's id in the trace being assembled (a reader may keep it to skip the lookup
+    /// next time).
+    pub fn intern(&mut self, name: &str) -> NameId {
+        self.names.intern(name)
+    }
+
+    /// Adds a sync record (times absolute, like events'; counted and skipped when out of
+    /// bounds).
+    pub fn sync(&mut self, sync: SyncEvent) {
+        if let Some(reason) = time_problem(sync.start_ns, sync.dur_ns) {
+            self.diagnostics.skip(format!("sync record: {reason}"));
+            return;
+        }
+        self.syncs.push(sync);
+    }
+
     /// Declares a lane (a lane with no event is not kept); `name` replaces an earlier `None`.
     pub fn lane(&mut self, key: LaneKey, name: Option<String>) {
         let slot = self.lane_names.entry(key).or_insert(None);
@@ -95,21 +189,33 @@ impl Assembly {
     }
 
     /// Adds an event, or counts it under a reason when its times are out of bounds.
-    pub fn push(&mut self, event: NewEvent<'_>) {
+    pub fn push(&mut self, event: NewEvent) {
         if let Some(reason) = time_problem(event.start_abs_ns, event.dur_ns) {
             self.diagnostics.skip(reason);
             return;
         }
-        self.lane(event.lane, None);
-        let name = self.names.intern(event.name);
+        // Rows of one lane come in runs: its declaration is looked up once per run.
+        if self.last_lane != Some(event.lane) {
+            self.lane(event.lane, None);
+            self.last_lane = Some(event.lane);
+        }
+        let fill = match event.fill {
+            Some(fill) => {
+                self.kernel_fill.push(fill);
+                (self.kernel_fill.len() - 1) as u32
+            }
+            None => NO_FILL,
+        };
         self.events.push(Pending {
             lane: event.lane,
             kind: event.kind,
-            name,
+            name: event.name,
             start_abs_ns: event.start_abs_ns,
             dur_ns: event.dur_ns,
             correlation: event.correlation,
             bytes: event.bytes,
+            sequence_number: event.sequence_number,
+            fill,
             file_index: event.file_index,
         });
     }
@@ -157,13 +263,43 @@ impl Assembly {
         let Assembly {
             names,
             lane_names,
-            mut events,
-            steps,
+            events,
+            last_lane: _,
+            kernel_fill: fills,
+            mut steps,
+            mut step_ranges,
+            step_range,
+            mut syncs,
             memory,
             devices,
             mut diagnostics,
             records,
         } = self;
+        if let Some(range) = &step_range {
+            step_ranges.sort_by_key(|step| (step.start_abs_ns, step.dur_ns));
+            steps = step_ranges
+                .iter()
+                .enumerate()
+                .map(|(number, step)| PendingStep {
+                    number: number as u64,
+                    ..*step
+                })
+                .collect();
+            diagnostics.note(if steps.is_empty() {
+                format!(
+                    "no step markers: none of the {} matches `{}`, so the window is one step",
+                    range.what,
+                    range.pattern.as_str()
+                )
+            } else {
+                format!(
+                    "steps are the {} {} matching `{}`",
+                    steps.len(),
+                    range.what,
+                    range.pattern.as_str()
+                )
+            });
+        }
         if events.is_empty() {
             let mut skips: Vec<(&String, &u64)> = diagnostics.skipped.iter().collect();
             skips.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
@@ -189,6 +325,7 @@ impl Assembly {
         let starts = events
             .iter()
             .map(|e| e.start_abs_ns)
+            .chain(syncs.iter().map(|s| s.start_ns))
             .chain(steps.iter().map(|s| s.start_abs_ns));
         let ends = events
             .iter()
@@ -203,7 +340,8 @@ impl Assembly {
         }
 
         // Only lanes that hold an event or a step are kept.
-        let used: std::collections::BTreeSet<LaneKey> = events
+        // A hash set: collecting every event's key into an ordered set sorts them all.
+        let used: rustc_hash::FxHashSet<LaneKey> = events
             .iter()
             .map(|e| e.lane)
             .chain(steps.iter().map(|s| s.lane))
@@ -226,31 +364,55 @@ impl Assembly {
             });
         }
 
-        events.sort_by_key(|e| {
-            (
-                lane_ids.get(&e.lane).copied(),
-                e.start_abs_ns,
-                std::cmp::Reverse(e.dur_ns),
-                e.file_index,
-            )
-        });
-        let events: Vec<Event> = events
-            .into_iter()
-            .filter_map(|e| {
-                Some(Event {
+        // Each event's lane looked up once, not at every comparison of the sort (a map lookup
+        // per comparison was a sixth of an nsys export's ingest). Every event's lane is
+        // declared (`push` declares it), so none is dropped and an event's position is its
+        // `EventId`.
+        // Small keys are sorted, not the events themselves, so each event moves once.
+        let mut order: Vec<(LaneId, i64, std::cmp::Reverse<i64>, u32, u32)> = events
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| {
+                let lane = *lane_ids.get(&e.lane)?;
+                Some((
+                    lane,
+                    e.start_abs_ns,
+                    std::cmp::Reverse(e.dur_ns),
+                    e.file_index,
+                    i as u32,
+                ))
+            })
+            .collect();
+        // Stable (run-adaptive) sort: a reader pushes each table in time order, so the keys
+        // come in a few long sorted runs that a merge sort joins in near-linear time.
+        order.sort();
+        let mut kernel_fill: Vec<(EventId, KernelFill)> = Vec::with_capacity(fills.len());
+        let events: Vec<Event> = order
+            .iter()
+            .map(|&(lane, .., i)| (events[i as usize], lane))
+            .enumerate()
+            .map(|(id, (e, lane))| {
+                if let Some(&fill) = fills.get(e.fill as usize) {
+                    kernel_fill.push((EventId(id as u32), fill));
+                }
+                Event {
                     kind: e.kind,
-                    lane: *lane_ids.get(&e.lane)?,
+                    lane,
                     name: e.name,
                     start_ns: e.start_abs_ns - origin_ns,
                     dur_ns: e.dur_ns,
                     correlation: e.correlation,
                     external_id: None,
                     bytes: e.bytes,
-                    sequence_number: None,
+                    sequence_number: e.sequence_number,
                     file_index: e.file_index,
-                })
+                }
             })
             .collect();
+        for sync in &mut syncs {
+            sync.start_ns -= origin_ns;
+        }
+        syncs.sort_unstable_by_key(|s| (s.start_ns, s.correlation));
         // Work on one stream runs in order; records that overlap there are worth telling, as
         // the replay runs a lane's tasks one after another.
         let overlapping = events
@@ -304,7 +466,7 @@ impl Assembly {
             names,
             lanes,
             events,
-            syncs: Vec::new(),
+            syncs,
             steps,
             memory,
             devices,
@@ -320,7 +482,7 @@ impl Assembly {
             diagnostics,
             comm_args: Vec::new(),
             op_inputs: Vec::new(),
-            kernel_fill: Vec::new(),
+            kernel_fill,
             off_cpu: Vec::new(),
         })
     }

@@ -264,19 +264,19 @@ fn read_kineto(source: &Source<'_>, options: &ReadOptions) -> Result<Vec<Trace>,
 }
 
 fn read_rocprof(source: &Source<'_>, options: &ReadOptions) -> Result<Vec<Trace>, ReadError> {
-    let mut trace = rocprof::read(&source.content()?, source.path)?;
-    note_step_range_unused(&mut trace, options, "a rocprofv3 trace");
-    Ok(vec![trace])
+    Ok(vec![rocprof::read(
+        &source.content()?,
+        source.path,
+        options,
+    )?])
 }
 
 fn read_xplane(source: &Source<'_>, options: &ReadOptions) -> Result<Vec<Trace>, ReadError> {
-    let mut trace = xplane::read(&source.content()?, source.path)?;
-    note_step_range_unused(
-        &mut trace,
+    Ok(vec![xplane::read(
+        &source.content()?,
+        source.path,
         options,
-        "an XPlane: its steps are its events with a `step_num` stat",
-    );
-    Ok(vec![trace])
+    )?])
 }
 
 fn read_ctf(source: &Source<'_>, options: &ReadOptions) -> Result<Vec<Trace>, ReadError> {
@@ -305,7 +305,7 @@ fn refuse_protobuf(source: &Source<'_>, _: &ReadOptions) -> Result<Vec<Trace>, R
     })
 }
 
-/// Said, not ignored silently: only Nsight Systems exports' ranges are matched by a pattern.
+/// Said, not ignored silently: a Kineto trace's steps are its markers, never a pattern's.
 fn note_step_range_unused(trace: &mut Trace, options: &ReadOptions, what: &str) {
     if let Some(pattern) = &options.step_range {
         trace.diagnostics.note(format!(

@@ -28,9 +28,9 @@ const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 /// What a reader is told beyond the file. `Default` reads every format as it is.
 #[derive(Clone, Debug, Default)]
 pub struct ReadOptions {
-    /// Steps are the ranges (NVTX ranges, annotations) whose name this matches, numbered from 0
-    /// in start order, instead of `ProfilerStep#N` markers. Read by the formats whose ranges
-    /// are user-named (Nsight Systems); a Kineto trace has its `ProfilerStep#N`.
+    /// Steps are the ranges whose name this matches, numbered from 0 in start order, instead of
+    /// the format's own step markers: NVTX ranges (Nsight Systems), ROCTx ranges (rocprofv3),
+    /// host events (XPlane). A Kineto trace has its `ProfilerStep#N`.
     pub step_range: Option<regex::Regex>,
 }
 

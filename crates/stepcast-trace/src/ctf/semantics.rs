@@ -352,16 +352,21 @@ pub fn build(path: &Path, traces: &[DecodedTrace]) -> Result<Trace, ReadError> {
                         );
                         step_number += 1;
                     }
-                    Some(kind) => assembly.push(NewEvent {
-                        lane,
-                        kind,
-                        name: &begin.name,
-                        start_abs_ns: begin.start_ns,
-                        dur_ns,
-                        correlation: None,
-                        bytes: None,
-                        file_index: begin.file_index,
-                    }),
+                    Some(kind) => {
+                        let name = assembly.intern(&begin.name);
+                        assembly.push(NewEvent {
+                            lane,
+                            kind,
+                            name,
+                            start_abs_ns: begin.start_ns,
+                            dur_ns,
+                            correlation: None,
+                            bytes: None,
+                            sequence_number: None,
+                            fill: None,
+                            file_index: begin.file_index,
+                        });
+                    }
                 }
             }
             Shape::Other => {}

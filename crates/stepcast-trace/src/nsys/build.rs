@@ -5,17 +5,20 @@
 //! cleared. Times are integer nanoseconds on the session's clock already.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Row};
 use rustc_hash::FxHashMap;
 
+use super::occupancy::{LaunchConfig, SmLimits};
 use super::schema::Schema;
 use crate::ReadOptions;
+use crate::assemble::{Assembly, LaneKey, NewEvent};
+use crate::error::ReadError;
 use crate::kineto::MAX_DUR_NS;
 use crate::model::{
-    DeviceInfo, Diagnostics, Event, EventKind, Interner, Lane, LaneId, LaneKind, NameId, Runtime,
-    StepMarker, SyncEvent, SyncKind, Trace,
+    DeviceInfo, EventKind, KernelFill, LaneKind, NameId, Runtime, SyncEvent, SyncKind, Trace,
 };
 
 /// The low 24 bits of a `globalTid` are the thread id; the next 24 the process id.
@@ -81,56 +84,54 @@ impl Strings {
     }
 }
 
-/// A lane before lanes are numbered: (kind, process or device, thread or stream).
-type LaneKey = (LaneKind, i64, i64);
-
-/// A step marker before lanes are numbered and times made relative.
-#[derive(Clone, Copy)]
-struct PendingStep {
-    number: u64,
-    name: NameId,
-    lane: LaneKey,
-    start_ns: i64,
-    dur_ns: i64,
-}
-
-/// One process being read.
-#[derive(Default)]
+/// One process being read: its rows go straight into an [`Assembly`], the last stage every
+/// whole-file reader shares.
 struct Process {
-    names: Interner,
+    assembly: Assembly,
     /// String id → interned name, so a repeated kernel name is looked up once.
     name_of_id: FxHashMap<i64, NameId>,
-    events: Vec<Event>,
-    /// Lane key of each event (resolved to a `LaneId` at the end).
-    lane_keys: Vec<LaneKey>,
-    syncs: Vec<SyncEvent>,
-    steps: Vec<PendingStep>,
-    /// NVTX ranges matched by `--step-range`, numbered once all are read.
-    step_ranges: Vec<PendingStep>,
     devices: BTreeSet<i64>,
     device_rows: u64,
-    records: u64,
-    diagnostics: Diagnostics,
+    /// Kernels whose launch configuration was read but whose device's limits are unknown.
+    kernels_without_limits: u64,
+    /// NVTX records of a domain whose payload schemas declare a message size (NCCL's).
+    message_size_records: u64,
 }
 
 impl Process {
+    fn new(step_range: Option<&regex::Regex>) -> Process {
+        let mut assembly = Assembly::default();
+        assembly.steps_from_ranges(step_range, "NVTX ranges");
+        Process {
+            assembly,
+            name_of_id: FxHashMap::default(),
+            devices: BTreeSet::new(),
+            device_rows: 0,
+            kernels_without_limits: 0,
+            message_size_records: 0,
+        }
+    }
+
     fn name(&mut self, strings: &Strings, value: ValueRef<'_>) -> Option<NameId> {
         if let ValueRef::Integer(id) = value {
             if let Some(&name) = self.name_of_id.get(&id) {
                 return Some(name);
             }
-            let name = self.names.intern(strings.text(value)?);
+            let name = self.assembly.intern(strings.text(value)?);
             self.name_of_id.insert(id, name);
             return Some(name);
         }
-        strings.text(value).map(|text| self.names.intern(text))
+        strings.text(value).map(|text| self.assembly.intern(text))
+    }
+
+    fn skip(&mut self, reason: impl Into<String>) {
+        self.assembly.diagnostics.skip(reason);
     }
 
     /// Checks a record's times; `None` (counted) when absent or absurd.
     fn times(&mut self, what: &str, start: Option<i64>, end: Option<i64>) -> Option<(i64, i64)> {
         let (Some(start), Some(end)) = (start, end) else {
-            self.diagnostics
-                .skip(format!("{what} without a start or an end"));
+            self.skip(format!("{what} without a start or an end"));
             return None;
         };
         let dur = end.checked_sub(start);
@@ -139,8 +140,7 @@ impl Process {
                 Some((start, dur))
             }
             _ => {
-                self.diagnostics
-                    .skip(format!("{what} with an absurd start or end"));
+                self.skip(format!("{what} with an absurd start or end"));
                 None
             }
         }
@@ -156,21 +156,21 @@ impl Process {
         correlation: Option<i64>,
         bytes: Option<i64>,
         sequence_number: Option<i64>,
+        fill: Option<KernelFill>,
         file_index: u32,
     ) {
-        self.events.push(Event {
+        self.assembly.push(NewEvent {
+            lane,
             kind,
-            lane: LaneId(0),
             name,
-            start_ns,
+            start_abs_ns: start_ns,
             dur_ns,
             correlation: correlation.filter(|&c| c > 0).map(|c| c as u64),
-            external_id: None,
             bytes: bytes.filter(|&b| b >= 0).map(|b| b as u64),
             sequence_number,
+            fill,
             file_index,
         });
-        self.lane_keys.push(lane);
     }
 }
 
@@ -180,12 +180,25 @@ struct Reader<'a> {
     schema: &'a Schema,
     strings: Strings,
     processes: BTreeMap<i64, Process>,
+    step_range: Option<&'a regex::Regex>,
     /// Rows read so far, over every table: a record's position in messages.
     rows: u32,
     tables_used: Vec<&'static str>,
     /// Rows without a `globalPid`/`globalTid`: no process to count them in, so counted here
     /// and reported in the first trace.
     orphan_rows: u64,
+}
+
+/// The process of id `global_pid`, begun if new (a free function so that callers keep their
+/// other borrows of the reader).
+fn process<'p>(
+    processes: &'p mut BTreeMap<i64, Process>,
+    step_range: Option<&regex::Regex>,
+    global_pid: i64,
+) -> &'p mut Process {
+    processes
+        .entry(global_pid)
+        .or_insert_with(|| Process::new(step_range))
 }
 
 impl Reader<'_> {
@@ -274,45 +287,37 @@ const MEMORY_KINDS: [(i64, &str); 8] = [
     (7, "Unknown"),
 ];
 
+/// Every process with device work in the export, as traces (`path` names the file in errors,
+/// `input_bytes` is its size).
 pub fn read_processes(
     connection: &Connection,
     schema: &Schema,
     options: &ReadOptions,
-) -> rusqlite::Result<Vec<Trace>> {
-    let mut reader = Reader {
-        connection,
-        schema,
-        strings: Strings::read(connection, schema)?,
-        processes: BTreeMap::new(),
-        rows: 0,
-        tables_used: Vec::new(),
-        orphan_rows: 0,
-    };
-    device_work(&mut reader)?;
-    let memory_kinds = enum_labels(connection, schema, "ENUM_CUDA_MEM_KIND", &MEMORY_KINDS)?;
-    copies(&mut reader, &memory_kinds)?;
-    memsets(&mut reader, &memory_kinds)?;
-    calls(&mut reader)?;
-    syncs(&mut reader)?;
-    nvtx(&mut reader, options)?;
-    let thread_names = thread_names(&mut reader)?;
-    let gpus = gpus(&mut reader)?;
-    let tables_used = reader.tables_used.join(", ");
-    let reader_orphans = reader.orphan_rows;
+    path: &Path,
+    input_bytes: u64,
+) -> Result<Vec<Trace>, ReadError> {
+    let rows = read_rows(connection, schema, options).map_err(|cause| ReadError::Sqlite {
+        path: path.to_path_buf(),
+        cause: cause.to_string(),
+    })?;
+    let Rows {
+        processes,
+        thread_names,
+        gpus,
+        tables_used,
+        orphan_rows,
+    } = rows;
+    let tables_used = tables_used.join(", ");
 
     let mut without_device = 0u64;
     let mut traces = Vec::new();
-    let n_with_device = reader
-        .processes
-        .values()
-        .filter(|p| p.device_rows > 0)
-        .count();
-    for (global_pid, process) in reader.processes {
+    let n_with_device = processes.values().filter(|p| p.device_rows > 0).count();
+    for (global_pid, process) in processes {
         if process.device_rows == 0 {
-            without_device += process.records;
+            without_device += process.assembly.records;
             continue;
         }
-        let mut trace = finish(process, &thread_names, &gpus, options);
+        let mut trace = finish(process, &thread_names, &gpus, path, input_bytes)?;
         if n_with_device > 1 {
             trace.process_id = Some(pid_of(global_pid));
         }
@@ -328,9 +333,54 @@ pub fn read_processes(
         );
         first
             .diagnostics
-            .skip_n("records without a process or thread id", reader_orphans);
+            .skip_n("records without a process or thread id", orphan_rows);
     }
     Ok(traces)
+}
+
+/// The rows of an export, by process, and the tables shared by every process.
+struct Rows {
+    processes: BTreeMap<i64, Process>,
+    thread_names: FxHashMap<(i64, i64), String>,
+    gpus: FxHashMap<i64, Gpu>,
+    tables_used: Vec<&'static str>,
+    orphan_rows: u64,
+}
+
+fn read_rows(
+    connection: &Connection,
+    schema: &Schema,
+    options: &ReadOptions,
+) -> rusqlite::Result<Rows> {
+    let mut reader = Reader {
+        connection,
+        schema,
+        strings: Strings::read(connection, schema)?,
+        processes: BTreeMap::new(),
+        step_range: options.step_range.as_ref(),
+        rows: 0,
+        tables_used: Vec::new(),
+        orphan_rows: 0,
+    };
+    // The GPUs first: a kernel's launch configuration becomes how much of its device it
+    // fills only where the device's limits are known.
+    let gpus = gpus(&mut reader)?;
+    device_work(&mut reader, &gpus)?;
+    let memory_kinds = enum_labels(connection, schema, "ENUM_CUDA_MEM_KIND", &MEMORY_KINDS)?;
+    copies(&mut reader, &memory_kinds)?;
+    memsets(&mut reader, &memory_kinds)?;
+    calls(&mut reader)?;
+    syncs(&mut reader)?;
+    nvtx(&mut reader)?;
+    nccl_payloads(&mut reader)?;
+    let thread_names = thread_names(&mut reader)?;
+    Ok(Rows {
+        processes: reader.processes,
+        thread_names,
+        gpus,
+        tables_used: reader.tables_used,
+        orphan_rows: reader.orphan_rows,
+    })
 }
 
 /// The columns every device-work table shares, in this order; a table's own follow them.
@@ -343,16 +393,19 @@ const DEVICE_COLUMNS: [&str; 6] = [
     "globalPid",
 ];
 
+/// A device-work record's name and, for a kernel, how much of its device it fills.
+type Named = Option<(NameId, Option<KernelFill>)>;
+
 /// Reads one device-work table (kernels, copies, memsets): its rows become `kind` events on
-/// their (device, stream) lane, named by `name`, with the bytes of `bytes_column` if given.
-/// `what` names the records in diagnostics.
+/// their (device, stream) lane, named by `name` (given the row's device), with the bytes of
+/// `bytes_column` if given. `what` names the records in diagnostics.
 fn device_table(
     reader: &mut Reader<'_>,
     table: &'static str,
     (kind, what): (EventKind, &'static str),
     own_columns: &[&str],
     bytes_column: Option<usize>,
-    mut name: impl FnMut(&mut Process, &Strings, &Row<'_>) -> Option<NameId>,
+    mut name: impl FnMut(&mut Process, &Strings, &Row<'_>, i64) -> Named,
 ) -> rusqlite::Result<()> {
     let columns: Vec<&str> = DEVICE_COLUMNS.iter().chain(own_columns).copied().collect();
     reader.each_row(table, &columns, |reader, row| {
@@ -362,20 +415,16 @@ fn device_table(
             return;
         };
         let strings = &reader.strings;
-        let process = reader.processes.entry(global_pid).or_default();
-        process.records += 1;
+        let process = process(&mut reader.processes, reader.step_range, global_pid);
+        process.assembly.records += 1;
         let Some(times) = process.times(what, int(row, 0), int(row, 1)) else {
             return;
         };
         let (Some(device), Some(stream)) = (int(row, 2), int(row, 3)) else {
-            return process
-                .diagnostics
-                .skip(format!("{what} without a device or stream"));
+            return process.skip(format!("{what} without a device or stream"));
         };
-        let Some(name) = name(process, strings, row) else {
-            return process
-                .diagnostics
-                .skip(format!("{what} whose name is not in StringIds"));
+        let Some((name, fill)) = name(process, strings, row, device) else {
+            return process.skip(format!("{what} whose name is not in StringIds"));
         };
         process.device_rows += 1;
         process.devices.insert(device);
@@ -387,21 +436,61 @@ fn device_table(
             int(row, 4),
             bytes_column.and_then(|column| int(row, column)),
             None,
+            fill,
             index,
         );
     })
 }
 
-fn device_work(reader: &mut Reader<'_>) -> rusqlite::Result<()> {
+/// The kernel table's launch-configuration columns, after the name columns (from column 8).
+const LAUNCH_COLUMNS: [&str; 10] = [
+    "gridX?",
+    "gridY?",
+    "gridZ?",
+    "blockX?",
+    "blockY?",
+    "blockZ?",
+    "registersPerThread?",
+    "staticSharedMemory?",
+    "dynamicSharedMemory?",
+    "sharedMemoryExecuted?",
+];
+
+fn device_work(reader: &mut Reader<'_>, gpus: &FxHashMap<i64, Gpu>) -> rusqlite::Result<()> {
+    let columns: Vec<&str> = ["demangledName?", "shortName?"]
+        .into_iter()
+        .chain(LAUNCH_COLUMNS)
+        .collect();
     device_table(
         reader,
         "CUPTI_ACTIVITY_KIND_KERNEL",
         (EventKind::Kernel, "kernels"),
-        &["demangledName?", "shortName?"],
+        &columns,
         None,
-        |process, strings, row| {
+        |process, strings, row, device| {
             let mut column = |c| row.get_ref(c).ok().and_then(|v| process.name(strings, v));
-            column(6).or_else(|| column(7))
+            let name = column(6).or_else(|| column(7))?;
+            let at = |i: usize| int(row, 8 + i);
+            let launch = LaunchConfig {
+                grid: [at(0), at(1), at(2)],
+                block: [at(3), at(4), at(5)],
+                registers_per_thread: at(6),
+                static_shared_bytes: at(7),
+                dynamic_shared_bytes: at(8),
+                shared_carveout_bytes: at(9),
+            };
+            let fill = if launch.is_recorded() {
+                match gpus.get(&device).and_then(|gpu| gpu.limits.as_ref()) {
+                    Some(limits) => limits.fill(&launch),
+                    None => {
+                        process.kernels_without_limits += 1;
+                        None
+                    }
+                }
+            } else {
+                None
+            };
+            Some((name, fill))
         },
     )
 }
@@ -414,7 +503,7 @@ fn copies(reader: &mut Reader<'_>, memory_kinds: &FxHashMap<i64, String>) -> rus
         (EventKind::Memcpy, "copies"),
         &["bytes?", "copyKind?", "srcKind?", "dstKind?"],
         Some(6),
-        |process, _, row| {
+        |process, _, row, _| {
             let kind = int(row, 7)
                 .and_then(|k| copy_kinds.get(&k).copied())
                 .unwrap_or("Unknown");
@@ -425,7 +514,7 @@ fn copies(reader: &mut Reader<'_>, memory_kinds: &FxHashMap<i64, String>) -> rus
             };
             // Kineto's spelling, which the graph reads (a pageable copy blocks its call).
             let name = format!("Memcpy {kind} ({} -> {})", memory(8), memory(9));
-            Some(process.names.intern(&name))
+            Some((process.assembly.intern(&name), None))
         },
     )
 }
@@ -437,11 +526,11 @@ fn memsets(reader: &mut Reader<'_>, memory_kinds: &FxHashMap<i64, String>) -> ru
         (EventKind::Memset, "memsets"),
         &["bytes?", "memKind?"],
         Some(6),
-        |process, _, row| {
+        |process, _, row, _| {
             let memory = int(row, 7)
                 .and_then(|k| memory_kinds.get(&k))
                 .map_or("Unknown", String::as_str);
-            Some(process.names.intern(&format!("Memset ({memory})")))
+            Some((process.assembly.intern(&format!("Memset ({memory})")), None))
         },
     )
 }
@@ -493,20 +582,19 @@ fn calls(reader: &mut Reader<'_>) -> rusqlite::Result<()> {
                     .as_ref(),
                 _ => None,
             };
-            let process = reader
-                .processes
-                .entry(process_of_tid(global_tid))
-                .or_default();
-            process.records += 1;
+            let process = process(
+                &mut reader.processes,
+                reader.step_range,
+                process_of_tid(global_tid),
+            );
+            process.assembly.records += 1;
             let Some(times) = process.times("runtime calls", int(row, 0), int(row, 1)) else {
                 return;
             };
             let Some((name, kind)) = named else {
-                return process
-                    .diagnostics
-                    .skip("runtime calls whose name is not in StringIds");
+                return process.skip("runtime calls whose name is not in StringIds");
             };
-            let (name, kind) = (process.names.intern(name), *kind);
+            let (name, kind) = (process.assembly.intern(name), *kind);
             process.push(
                 kind,
                 (
@@ -517,6 +605,7 @@ fn calls(reader: &mut Reader<'_>) -> rusqlite::Result<()> {
                 name,
                 times,
                 int(row, 3),
+                None,
                 None,
                 None,
                 index,
@@ -587,19 +676,17 @@ fn syncs(reader: &mut Reader<'_>) -> rusqlite::Result<()> {
                 reader.orphan_rows += 1;
                 return;
             };
-            let process = reader.processes.entry(global_pid).or_default();
-            process.records += 1;
+            let process = process(&mut reader.processes, reader.step_range, global_pid);
+            process.assembly.records += 1;
             let Some((start_ns, dur_ns)) = process.times("sync records", int(row, 0), int(row, 1))
             else {
                 return;
             };
             let Some(&kind) = int(row, 6).and_then(|t| sync_types.get(&t)) else {
-                return process.diagnostics.skip("sync records of unknown type");
+                return process.skip("sync records of unknown type");
             };
             let Some(correlation) = int(row, 4).filter(|&c| c > 0) else {
-                return process
-                    .diagnostics
-                    .skip("sync records without a correlation id");
+                return process.skip("sync records without a correlation id");
             };
             // The `cudaEventRecord` of the awaited event: by its unique sync id, else the
             // event's latest record made before this call.
@@ -615,12 +702,12 @@ fn syncs(reader: &mut Reader<'_>) -> rusqlite::Result<()> {
             if kind == SyncKind::StreamWaitEvent && record.is_none() {
                 // Without the record the awaited stream is unknown: the graph then reads the
                 // `cudaStreamWaitEvent` call by its documented semantics instead.
-                return process.diagnostics.skip(
+                return process.skip(
                     "stream-wait sync records without their event's record (no CUDA_EVENT row): \
                      the call's semantics are used",
                 );
             }
-            process.syncs.push(SyncEvent {
+            process.assembly.sync(SyncEvent {
                 kind,
                 correlation: correlation as u64,
                 device: int(row, 2).unwrap_or(0),
@@ -660,7 +747,8 @@ fn nvtx_op(text: &str) -> Option<(&str, Option<i64>)> {
     Some((&text[..cut?], sequence))
 }
 
-fn nvtx(reader: &mut Reader<'_>, options: &ReadOptions) -> rusqlite::Result<()> {
+fn nvtx(reader: &mut Reader<'_>) -> rusqlite::Result<()> {
+    let size_domains = message_size_domains(reader)?;
     let mut range_types: Vec<i64> = Vec::new();
     if let Some(sql) = reader
         .schema
@@ -687,6 +775,7 @@ fn nvtx(reader: &mut Reader<'_>, options: &ReadOptions) -> rusqlite::Result<()> 
             "globalTid?",
             "text?",
             "textId?",
+            "domainId?",
         ],
         |reader, row| {
             let index = reader.next_index();
@@ -695,14 +784,17 @@ fn nvtx(reader: &mut Reader<'_>, options: &ReadOptions) -> rusqlite::Result<()> 
                 return;
             };
             let strings = &reader.strings;
-            let process = reader
-                .processes
-                .entry(process_of_tid(global_tid))
-                .or_default();
-            process.records += 1;
+            let process = process(
+                &mut reader.processes,
+                reader.step_range,
+                process_of_tid(global_tid),
+            );
+            process.assembly.records += 1;
+            if int(row, 6).is_some_and(|domain| size_domains.contains(&domain)) {
+                process.message_size_records += 1;
+            }
             if !int(row, 2).is_some_and(|t| range_types.contains(&t)) {
                 return process
-                    .diagnostics
                     .skip("NVTX records that are not ranges (marks, domain and name records)");
             }
             let Some(times) = process.times("NVTX ranges", int(row, 0), int(row, 1)) else {
@@ -714,39 +806,23 @@ fn nvtx(reader: &mut Reader<'_>, options: &ReadOptions) -> rusqlite::Result<()> 
                 .and_then(|v| strings.text(v))
                 .or_else(|| row.get_ref(5).ok().and_then(|v| strings.text(v)));
             let Some(text) = text else {
-                return process.diagnostics.skip("NVTX ranges without a name");
+                return process.skip("NVTX ranges without a name");
             };
             let lane = (
                 LaneKind::CpuThread,
                 pid_of(global_tid),
                 global_tid & TID_MASK,
             );
-            if let Some(pattern) = &options.step_range {
-                if pattern.is_match(text) {
-                    let name = process.names.intern(text);
-                    process.step_ranges.push(PendingStep {
-                        // Numbered in start order once every range is read.
-                        number: 0,
-                        name,
-                        lane,
-                        start_ns: times.0,
-                        dur_ns: times.1,
-                    });
-                    return;
-                }
-            } else if let Some(number) = text.strip_prefix("ProfilerStep#") {
+            let assembly = &mut process.assembly;
+            if assembly.step_range(text, lane, times.0, times.1) {
+                return;
+            }
+            if assembly.reads_step_markers()
+                && let Some(number) = text.strip_prefix("ProfilerStep#")
+            {
                 match number.trim().parse() {
-                    Ok(number) => {
-                        let name = process.names.intern(text);
-                        process.steps.push(PendingStep {
-                            number,
-                            name,
-                            lane,
-                            start_ns: times.0,
-                            dur_ns: times.1,
-                        });
-                    }
-                    Err(_) => process
+                    Ok(number) => assembly.step(number, text, lane, times.0, times.1),
+                    Err(_) => assembly
                         .diagnostics
                         .skip("`ProfilerStep#` ranges without a step number"),
                 }
@@ -756,10 +832,107 @@ fn nvtx(reader: &mut Reader<'_>, options: &ReadOptions) -> rusqlite::Result<()> 
                 Some((op, sequence)) => (EventKind::CpuOp, op, sequence),
                 None => (EventKind::UserAnnotation, text, None),
             };
-            let name = process.names.intern(name);
-            process.push(kind, lane, name, times, None, None, sequence, index);
+            let name = assembly.intern(name);
+            process.push(kind, lane, name, times, None, None, sequence, None, index);
         },
     )
+}
+
+/// The NVTX payload columns an export may fill (nsys writes a range's payload to one of them).
+const PAYLOAD_COLUMNS: [&str; 9] = [
+    "uint64Value",
+    "int64Value",
+    "doubleValue",
+    "uint32Value",
+    "int32Value",
+    "floatValue",
+    "jsonTextId",
+    "jsonText",
+    "binaryData",
+];
+
+/// NCCL's NVTX domain declares payload schemas with a `Message size [bytes]` entry
+/// (`NVTX_PAYLOAD_SCHEMA_ENTRIES`); its ranges carry the size only where the export wrote their
+/// payload. No export read so far does (the columns are empty), so sizes are not decoded: this
+/// says, per process, how many such ranges there are and whether any carries a payload, so
+/// that collectives without a size are not mistaken for an oversight.
+fn nccl_payloads(reader: &mut Reader<'_>) -> rusqlite::Result<()> {
+    let schema = reader.schema;
+    // The NVTX pass counted the domain's records: without any, no scan of the table is needed.
+    if !reader
+        .processes
+        .values()
+        .any(|process| process.message_size_records > 0)
+        || !schema.has_column("NVTX_EVENTS", "globalTid")
+    {
+        return Ok(());
+    }
+    let payload: Vec<String> = PAYLOAD_COLUMNS
+        .iter()
+        .filter(|c| schema.has_column("NVTX_EVENTS", c))
+        .map(|c| format!("count(\"{c}\")"))
+        .collect();
+    let payload = if payload.is_empty() {
+        "0".to_string()
+    } else {
+        payload.join(" + ")
+    };
+    let sql = format!(
+        "SELECT globalTid - (globalTid & {TID_MASK}), count(*), {payload} FROM NVTX_EVENTS \
+         WHERE domainId IN (SELECT domainId FROM NVTX_PAYLOAD_SCHEMA_ENTRIES \
+         WHERE name LIKE 'Message size%') GROUP BY 1 ORDER BY 1"
+    );
+    let mut statement = reader.connection.prepare(&sql)?;
+    let mut rows = statement.query([])?;
+    while let Some(row) = rows.next()? {
+        let (Some(global_pid), Some(ranges), Some(with_payload)) =
+            (int(row, 0), int(row, 1), int(row, 2))
+        else {
+            continue;
+        };
+        let Some(process) = reader.processes.get_mut(&global_pid) else {
+            continue;
+        };
+        process.assembly.diagnostics.note(if with_payload == 0 {
+            format!(
+                "{ranges} NVTX records of the domain whose payload schemas hold NCCL's `Message \
+                 size [bytes]` carry no payload in this export: collective sizes are unknown \
+                 (costed from each kernel's fastest instance)"
+            )
+        } else {
+            format!(
+                "{with_payload} of {ranges} NVTX records of NCCL's domain carry a payload, \
+                 which stepcast does not decode yet: collective sizes are unknown"
+            )
+        });
+    }
+    Ok(())
+}
+
+/// The NVTX domains whose payload schemas have a `Message size [bytes]` entry (NCCL's), from
+/// the small schema table.
+fn message_size_domains(reader: &Reader<'_>) -> rusqlite::Result<BTreeSet<i64>> {
+    let mut domains = BTreeSet::new();
+    if !reader
+        .schema
+        .has_column("NVTX_PAYLOAD_SCHEMA_ENTRIES", "domainId")
+        || !reader
+            .schema
+            .has_column("NVTX_PAYLOAD_SCHEMA_ENTRIES", "name")
+    {
+        return Ok(domains);
+    }
+    let mut statement = reader.connection.prepare(
+        "SELECT DISTINCT domainId FROM NVTX_PAYLOAD_SCHEMA_ENTRIES \
+         WHERE name LIKE 'Message size%'",
+    )?;
+    let mut rows = statement.query([])?;
+    while let Some(row) = rows.next()? {
+        if let Some(domain) = int(row, 0) {
+            domains.insert(domain);
+        }
+    }
+    Ok(domains)
 }
 
 /// `ThreadNames`: thread (process id, thread id) → name.
@@ -776,8 +949,15 @@ fn thread_names(reader: &mut Reader<'_>) -> rusqlite::Result<FxHashMap<(i64, i64
     Ok(names)
 }
 
+/// A GPU of `TARGET_INFO_GPU`: what the trace says of it, and the limits its multiprocessors
+/// put on a kernel's resident blocks (when the export records them all).
+pub(super) struct Gpu {
+    info: DeviceInfo,
+    limits: Option<SmLimits>,
+}
+
 /// `TARGET_INFO_GPU` (optional: cut-down exports lack it): CUDA device index → device.
-fn gpus(reader: &mut Reader<'_>) -> rusqlite::Result<FxHashMap<i64, DeviceInfo>> {
+fn gpus(reader: &mut Reader<'_>) -> rusqlite::Result<FxHashMap<i64, Gpu>> {
     let mut gpus = FxHashMap::default();
     reader.each_row(
         "TARGET_INFO_GPU",
@@ -791,6 +971,9 @@ fn gpus(reader: &mut Reader<'_>) -> rusqlite::Result<FxHashMap<i64, DeviceInfo>>
             "maxWarpsPerSm?",
             "threadsPerWarp?",
             "totalMemory?",
+            "maxBlocksPerSm?",
+            "maxRegistersPerSm?",
+            "maxShmemPerSm?",
         ],
         |reader, row| {
             let Some(id) = int(row, 0).or_else(|| int(row, 1)) else {
@@ -806,15 +989,27 @@ fn gpus(reader: &mut Reader<'_>) -> rusqlite::Result<FxHashMap<i64, DeviceInfo>>
                 (Some(warps), Some(per_warp)) => warps.checked_mul(per_warp),
                 _ => None,
             };
+            let limits = SmLimits::new(
+                int(row, 3),
+                int(row, 5),
+                int(row, 6),
+                int(row, 7),
+                int(row, 9),
+                int(row, 10),
+                int(row, 11),
+            );
             gpus.insert(
                 id,
-                DeviceInfo {
-                    id,
-                    name,
-                    compute_capability: int(row, 3).zip(int(row, 4)),
-                    sm_count: int(row, 5),
-                    max_threads_per_sm: threads,
-                    memory_bytes: int(row, 8).filter(|&bytes| bytes > 0),
+                Gpu {
+                    info: DeviceInfo {
+                        id,
+                        name,
+                        compute_capability: int(row, 3).zip(int(row, 4)),
+                        sm_count: int(row, 5),
+                        max_threads_per_sm: threads,
+                        memory_bytes: int(row, 8).filter(|&bytes| bytes > 0),
+                    },
+                    limits,
                 },
             );
         },
@@ -822,129 +1017,58 @@ fn gpus(reader: &mut Reader<'_>) -> rusqlite::Result<FxHashMap<i64, DeviceInfo>>
     Ok(gpus)
 }
 
-/// One process's rows as a [`Trace`]: times relative to its earliest record, lanes in order,
-/// events sorted by lane, start and longest first.
+/// One process's rows as a [`Trace`], through the [`Assembly`] every whole-file reader ends in
+/// (origin, lane numbering, order, steps from `--step-range`); thread names and devices are
+/// the export's, shared by every process.
 fn finish(
-    mut process: Process,
+    process: Process,
     thread_names: &FxHashMap<(i64, i64), String>,
-    gpus: &FxHashMap<i64, DeviceInfo>,
-    options: &ReadOptions,
-) -> Trace {
-    if options.step_range.is_some() {
-        process
-            .step_ranges
-            .sort_by_key(|step| (step.start_ns, step.dur_ns));
-        for (number, step) in process.step_ranges.iter().enumerate() {
-            process.steps.push(PendingStep {
-                number: number as u64,
-                ..*step
-            });
-        }
+    gpus: &FxHashMap<i64, Gpu>,
+    path: &Path,
+    input_bytes: u64,
+) -> Result<Trace, ReadError> {
+    let Process {
+        mut assembly,
+        devices: device_ids,
+        kernels_without_limits,
+        ..
+    } = process;
+    for (&(pid, tid), name) in thread_names {
+        assembly.lane((LaneKind::CpuThread, pid, tid), Some(name.clone()));
     }
-    let origin_ns = process
-        .events
+    assembly.devices = device_ids
         .iter()
-        .map(|e| e.start_ns)
-        .chain(process.syncs.iter().map(|s| s.start_ns))
-        .chain(process.steps.iter().map(|s| s.start_ns))
-        .min()
-        .unwrap_or(0);
-    let lane_keys: BTreeSet<LaneKey> = process
-        .lane_keys
-        .iter()
-        .copied()
-        .chain(process.steps.iter().map(|s| s.lane))
-        .collect();
-    let lane_ids: FxHashMap<LaneKey, LaneId> = lane_keys
-        .iter()
-        .enumerate()
-        .map(|(i, &key)| (key, LaneId(i as u32)))
-        .collect();
-    let lanes: Vec<Lane> = lane_keys
-        .iter()
-        .map(|&(kind, pid, tid)| Lane {
-            kind,
-            pid,
-            tid,
-            name: match kind {
-                LaneKind::CpuThread => thread_names.get(&(pid, tid)).cloned(),
-                LaneKind::DeviceStream => None,
-            },
-            file_pid: None,
-            file_tid: None,
-        })
-        .collect();
-    for (event, key) in process.events.iter_mut().zip(&process.lane_keys) {
-        event.lane = lane_ids[key];
-        event.start_ns -= origin_ns;
-    }
-    // File order among ties (the sort is stable): a record's row position.
-    process
-        .events
-        .sort_by_key(|e| (e.lane, e.start_ns, std::cmp::Reverse(e.dur_ns)));
-    for sync in &mut process.syncs {
-        sync.start_ns -= origin_ns;
-    }
-    process
-        .syncs
-        .sort_unstable_by_key(|s| (s.start_ns, s.correlation));
-    let mut steps: Vec<StepMarker> = process
-        .steps
-        .iter()
-        .map(|step| StepMarker {
-            number: step.number,
-            name: step.name,
-            lane: lane_ids[&step.lane],
-            start_ns: step.start_ns - origin_ns,
-            dur_ns: step.dur_ns,
-        })
-        .collect();
-    steps.sort_unstable_by_key(|s| (s.start_ns, s.number));
-    let devices: Vec<DeviceInfo> = process
-        .devices
-        .iter()
-        .filter_map(|id| gpus.get(id).cloned())
+        .filter_map(|id| gpus.get(id).map(|gpu| gpu.info.clone()))
         .collect();
 
-    let diagnostics = &mut process.diagnostics;
-    if devices.is_empty() {
+    let diagnostics = &mut assembly.diagnostics;
+    if assembly.devices.is_empty() {
         diagnostics.note("no TARGET_INFO_GPU table: device names and sizes are unknown");
     }
-    if !process.syncs.is_empty() {
+    if kernels_without_limits > 0 {
         diagnostics.note(format!(
-            "{} CUPTI synchronization records give exact synchronization dependencies",
-            process.syncs.len()
+            "{kernels_without_limits} kernels' launch configurations are recorded, but not \
+             their device's multiprocessor limits (TARGET_INFO_GPU smCount, maxWarpsPerSm, \
+             maxBlocksPerSm, maxRegistersPerSm, maxShmemPerSm): how much of the device they \
+             fill is unknown, so the replay's device capacity model leaves them alone"
         ));
     }
     diagnostics.note("no rank is recorded in an nsys export: rank and world size are unknown");
-    if let Some(pattern) = &options.step_range {
-        diagnostics.note(format!(
-            "steps are the {} NVTX ranges matching `{}`",
-            steps.len(),
-            pattern.as_str()
+    let mut trace = assembly.finish(path, "Nsight Systems export", Runtime::Cuda, input_bytes)?;
+    if !trace.syncs.is_empty() {
+        trace.diagnostics.note(format!(
+            "{} CUPTI synchronization records give exact synchronization dependencies",
+            trace.syncs.len()
         ));
     }
-    Trace {
-        origin_ns,
-        file_time_base_ns: 0,
-        names: process.names,
-        lanes,
-        events: process.events,
-        syncs: process.syncs,
-        steps,
-        memory: Vec::new(),
-        devices,
-        distributed: None,
-        process_id: None,
-        runtime: Some(Runtime::Cuda),
-        input_bytes: 0,
-        records: process.records,
-        diagnostics: process.diagnostics,
-        comm_args: Vec::new(),
-        op_inputs: Vec::new(),
-        kernel_fill: Vec::new(),
-        off_cpu: Vec::new(),
+    if !trace.kernel_fill.is_empty() {
+        trace.diagnostics.note(format!(
+            "{} kernels' share of their device from their launch configuration (grid, block, \
+             registers, shared memory) and the device's limits: theoretical occupancy",
+            trace.kernel_fill.len()
+        ));
     }
+    Ok(trace)
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@
 //! absent. Strings are `StringIds` ids (older exports wrote some inline: both are read).
 
 mod build;
+mod occupancy;
 mod schema;
 
 use std::path::Path;
@@ -85,11 +86,8 @@ pub fn read(path: &Path, options: &ReadOptions) -> Result<Vec<Trace>, ReadError>
             },
         });
     }
-    let mut traces = build::read_processes(&connection, &schema, options).map_err(sqlite)?;
     let input_bytes = std::fs::metadata(path).map_or(0, |m| m.len());
-    for trace in &mut traces {
-        trace.input_bytes = input_bytes;
-    }
+    let traces = build::read_processes(&connection, &schema, options, path, input_bytes)?;
     if traces.is_empty() {
         let present: Vec<&str> = DEVICE_TABLES
             .iter()

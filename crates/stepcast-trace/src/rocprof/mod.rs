@@ -14,6 +14,7 @@ mod records;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use crate::ReadOptions;
 use crate::assemble::{Assembly, LaneKey, NewEvent};
 use crate::error::ReadError;
 use crate::model::{DeviceInfo, EventKind, LaneKind, Runtime, Trace};
@@ -37,8 +38,9 @@ fn trim_start(bytes: &[u8]) -> &[u8] {
     &bytes[start..]
 }
 
-/// Reads a rocprofv3 JSON document (uncompressed bytes). `path` is used in messages only.
-pub fn read(bytes: &[u8], path: &Path) -> Result<Trace, ReadError> {
+/// Reads a rocprofv3 JSON document (uncompressed bytes). `path` is used in messages only;
+/// steps are the ROCTx ranges `options.step_range` matches, if given.
+pub fn read(bytes: &[u8], path: &Path, options: &ReadOptions) -> Result<Trace, ReadError> {
     let document: Document = serde_json::from_slice(bytes).map_err(|e| json_error(e, path))?;
     let mut processes = document.processes.into_iter();
     let Some(process) = processes.next() else {
@@ -48,6 +50,7 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<Trace, ReadError> {
         });
     };
     let mut assembly = Assembly::default();
+    assembly.steps_from_ranges(options.step_range.as_ref(), "ROCTx ranges");
     let others = processes.count() as u64;
     if others > 0 {
         assembly.diagnostics.skip_n(
@@ -153,6 +156,7 @@ fn read_process(process: Process, assembly: &mut Assembly) {
                 fallback.as_str()
             }
         };
+        let name = assembly.intern(name);
         assembly.push(NewEvent {
             lane: (LaneKind::DeviceStream, gpu.index, clamp(stream)),
             kind: EventKind::Kernel,
@@ -161,6 +165,8 @@ fn read_process(process: Process, assembly: &mut Assembly) {
             dur_ns,
             correlation: dispatch.correlation_id.internal.filter(|_| has_api),
             bytes: None,
+            sequence_number: None,
+            fill: None,
             file_index: index,
         });
     }
@@ -193,14 +199,18 @@ fn read_process(process: Process, assembly: &mut Assembly) {
                 COPY_LANE
             }
         };
+        let name =
+            assembly.intern(operation_name(copy.kind, copy.operation).unwrap_or("MEMORY_COPY"));
         assembly.push(NewEvent {
             lane: (LaneKind::DeviceStream, gpu.index, stream),
             kind: EventKind::Memcpy,
-            name: operation_name(copy.kind, copy.operation).unwrap_or("MEMORY_COPY"),
+            name,
             start_abs_ns,
             dur_ns,
             correlation: copy.correlation_id.internal.filter(|_| has_api),
             bytes: copy.bytes,
+            sequence_number: None,
+            fill: None,
             file_index: index,
         });
     }
@@ -221,6 +231,7 @@ fn read_process(process: Process, assembly: &mut Assembly) {
             continue;
         };
         let lane: LaneKey = (LaneKind::CpuThread, pid, call.thread_id.unwrap_or(0));
+        let name = assembly.intern(name);
         assembly.push(NewEvent {
             lane,
             kind: EventKind::RuntimeCall,
@@ -229,6 +240,60 @@ fn read_process(process: Process, assembly: &mut Assembly) {
             dur_ns,
             correlation: call.correlation_id.internal,
             bytes: None,
+            sequence_number: None,
+            fill: None,
+            file_index: index,
+        });
+    }
+
+    let marker_names: BTreeMap<u64, &str> = strings
+        .marker_api
+        .iter()
+        .filter_map(|m| Some((m.key?, m.value.as_deref()?)))
+        .collect();
+    let mut marker_ranges = 0u64;
+    for marker in &buffer_records.marker_api {
+        assembly.records += 1;
+        let index = next_index();
+        let Some(name) = marker
+            .correlation_id
+            .internal
+            .and_then(|c| marker_names.get(&c))
+        else {
+            assembly
+                .diagnostics
+                .skip("ROCTx record whose message is not in `strings.marker_api`");
+            continue;
+        };
+        let Some((start_abs_ns, dur_ns)) = times(marker.start_timestamp, marker.end_timestamp)
+        else {
+            assembly
+                .diagnostics
+                .skip("ROCTx record without a valid start and end timestamp");
+            continue;
+        };
+        if dur_ns == 0 {
+            assembly
+                .diagnostics
+                .skip("ROCTx mark (an instant, not a range)");
+            continue;
+        }
+        let lane: LaneKey = (LaneKind::CpuThread, pid, marker.thread_id.unwrap_or(0));
+        if assembly.step_range(name, lane, start_abs_ns, dur_ns) {
+            continue;
+        }
+        marker_ranges += 1;
+        let name = assembly.intern(name);
+        assembly.push(NewEvent {
+            lane,
+            kind: EventKind::UserAnnotation,
+            name,
+            start_abs_ns,
+            dur_ns,
+            correlation: None,
+            bytes: None,
+            sequence_number: None,
+            fill: None,
             file_index: index,
         });
     }
@@ -244,7 +309,7 @@ fn read_process(process: Process, assembly: &mut Assembly) {
 
     let notes = &mut assembly.diagnostics;
     notes.note(format!(
-        "read as rocprofv3 JSON (rocprofiler-sdk-tool): {} kernel dispatches, {} memory copies, {} HIP API calls",
+        "read as rocprofv3 JSON (rocprofiler-sdk-tool): {} kernel dispatches, {} memory copies, {} HIP API calls, {marker_ranges} ROCTx ranges as annotations",
         buffer_records.kernel_dispatch.len(),
         buffer_records.memory_copy.len(),
         buffer_records.hip_api.len()

@@ -61,6 +61,16 @@ pub struct Agent {
 #[serde(default)]
 pub struct Strings {
     pub buffer_records: Vec<KindNames>,
+    /// The messages of ROCTx markers and ranges, by their record's internal correlation id.
+    pub marker_api: Vec<MarkerMessage>,
+}
+
+/// `{"key": <internal correlation id>, "value": <message>}` (a map, as cereal writes one).
+#[derive(Deserialize, Default)]
+#[serde(default)]
+pub struct MarkerMessage {
+    pub key: Option<u64>,
+    pub value: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -86,6 +96,8 @@ pub struct KernelSymbol {
 pub struct BufferRecords {
     pub kernel_dispatch: Vec<KernelDispatch>,
     pub hip_api: Vec<ApiRecord>,
+    /// ROCTx markers and ranges (`--marker-trace`): named by `Strings::marker_api`.
+    pub marker_api: Vec<ApiRecord>,
     pub memory_copy: Vec<MemoryCopy>,
     #[serde(flatten)]
     pub other: BTreeMap<String, Count>,

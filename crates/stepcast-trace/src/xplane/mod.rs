@@ -7,7 +7,9 @@
 //! launch (they carry a `correlation_id`) as runtime calls; each
 //! `/device:*` plane's `Stream #N` lines as streams (on a plane without them, its `XLA Ops`
 //! line: TPUs), their events as kernels, copies and memsets linked by `correlation_id`; host
-//! events with a `step_num` stat (`StepTraceAnnotation`, Keras' `train` TraceMe) as steps.
+//! events with a `step_num` stat (`StepTraceAnnotation`, Keras' `train` TraceMe) as steps; in
+//! a file without them, the host events xprof takes as step markers by name (see
+//! [`STEP_MARKER_NAMES`]); with `--step-range`, the host events the pattern matches instead.
 //! TensorFlow's allocator records (`MemoryAllocation`, `MemoryDeallocation`) become memory
 //! events. Counted and skipped: the derived lines xprof adds to a device plane (`Steps`,
 //! `XLA Ops`, `TensorFlow Ops`, name scopes: regroupings of the same stream events), other
@@ -20,6 +22,7 @@ use std::path::Path;
 
 use prost::Message;
 
+use crate::ReadOptions;
 use crate::assemble::{Assembly, NewEvent, NewMemory};
 use crate::error::ReadError;
 use crate::model::{DeviceInfo, EventKind, LaneKind, Runtime, Trace};
@@ -115,8 +118,15 @@ fn varint(bytes: &[u8]) -> Option<(u64, &[u8])> {
     None
 }
 
-/// Reads an XPlane protobuf. `path` is used in messages only.
-pub fn read(bytes: &[u8], path: &Path) -> Result<Trace, ReadError> {
+/// Host events that mark a step by their name alone, in a file whose events carry no
+/// `step_num`: xprof's explicit host step markers (`IsExplicitHostStepMarker`: a name that
+/// begins `train`, `test` or `TraceContext` and holds no `/`, so TensorFlow's op names such as
+/// `training/Adam/...` are not steps), and `StepMarker`.
+pub const STEP_MARKER_NAMES: &str = "^(?:train|test|TraceContext|StepMarker)[^/]*$";
+
+/// Reads an XPlane protobuf. `path` is used in messages only; steps are the host events
+/// `options.step_range` matches, if given.
+pub fn read(bytes: &[u8], path: &Path, options: &ReadOptions) -> Result<Trace, ReadError> {
     let not_xplane = |detail: String| ReadError::NotXPlane {
         path: path.to_path_buf(),
         detail,
@@ -149,6 +159,23 @@ pub fn read(bytes: &[u8], path: &Path) -> Result<Trace, ReadError> {
     let mut assembly = Assembly::default();
     let mut file_index = 0u32;
     let mut summary = Summary::default();
+    if let Some(pattern) = &options.step_range {
+        assembly.steps_from_ranges(Some(pattern), "host events");
+    } else if !space
+        .planes
+        .iter()
+        .filter(|plane| plane.name == "/host:CPU")
+        .any(has_step_numbers)
+    {
+        // The pattern is a constant, checked by a test: it always compiles.
+        if let Ok(names) = regex::Regex::new(STEP_MARKER_NAMES) {
+            assembly.steps_from_ranges(
+                Some(&names),
+                "host events named as xprof's step markers (no event has a `step_num` stat)",
+            );
+            summary.steps_by_name = true;
+        }
+    }
     for plane in &space.planes {
         if plane.name == "/host:CPU" {
             read_host(plane, &mut assembly, &mut file_index, &mut summary);
@@ -177,10 +204,34 @@ struct Summary {
     steps: u64,
     xla_ops_as_stream: u64,
     memory_events: u64,
+    /// Steps are host events named like step markers, the file having no `step_num` stat.
+    steps_by_name: bool,
+}
+
+/// Whether any event of the plane carries a `step_num` stat (its own or its metadata's).
+fn has_step_numbers(plane: &XPlane) -> bool {
+    let Some((&id, _)) = plane
+        .stat_metadata
+        .iter()
+        .find(|(_, meta)| meta.name == "step_num")
+    else {
+        return false;
+    };
+    let carries = |stats: &[proto::XStat]| stats.iter().any(|stat| stat.metadata_id == id);
+    plane
+        .event_metadata
+        .values()
+        .any(|meta| carries(&meta.stats))
+        || plane
+            .lines
+            .iter()
+            .flat_map(|line| &line.events)
+            .any(|event| carries(&event.stats))
 }
 
 impl Summary {
     fn note(&self, space: &XSpace, assembly: &mut Assembly) {
+        let reads_step_markers = assembly.reads_step_markers();
         let notes = &mut assembly.diagnostics;
         let planes = if self.device_planes.is_empty() {
             String::new()
@@ -211,15 +262,18 @@ impl Summary {
                 self.xla_ops_as_stream
             ));
         }
-        notes.note(if self.steps > 0 {
-            format!(
+        if self.steps > 0 {
+            notes.note(format!(
                 "{} step markers from host events with a `step_num` stat",
                 self.steps
-            )
-        } else {
-            "no step markers (no host event with a `step_num` stat): the window is one step"
-                .to_string()
-        });
+            ));
+        } else if self.steps_by_name {
+            // `Assembly::finish` says how many events the names made steps.
+        } else if reads_step_markers {
+            notes.note(
+                "no step markers (no host event with a `step_num` stat): the window is one step",
+            );
+        }
         for error in &space.errors {
             notes.note(format!("the profiler reported an error: {error}"));
         }
@@ -336,7 +390,12 @@ fn read_host(plane: &XPlane, assembly: &mut Assembly, file_index: &mut u32, summ
             else {
                 continue;
             };
-            if let Some(number) = stats.uint(event, meta, "step_num") {
+            if dur_ns > 0 && assembly.step_range(name, lane, start_abs_ns, dur_ns) {
+                continue;
+            }
+            if assembly.reads_step_markers()
+                && let Some(number) = stats.uint(event, meta, "step_num")
+            {
                 summary.steps += 1;
                 assembly.step(number, name, lane, start_abs_ns, dur_ns);
                 continue;
@@ -376,6 +435,7 @@ fn read_host(plane: &XPlane, assembly: &mut Assembly, file_index: &mut u32, summ
                 None if name.starts_with('$') => (EventKind::PythonFunction, name),
                 None => (EventKind::CpuOp, name),
             };
+            let name = assembly.intern(name);
             assembly.push(NewEvent {
                 lane,
                 kind,
@@ -384,6 +444,8 @@ fn read_host(plane: &XPlane, assembly: &mut Assembly, file_index: &mut u32, summ
                 dur_ns,
                 correlation,
                 bytes: None,
+                sequence_number: None,
+                fill: None,
                 file_index: index,
             });
         }
@@ -536,6 +598,7 @@ fn read_device(
             } else {
                 EventKind::Kernel
             };
+            let name = assembly.intern(name);
             assembly.push(NewEvent {
                 lane,
                 kind,
@@ -544,6 +607,8 @@ fn read_device(
                 dur_ns,
                 correlation: stats.uint(event, meta, "correlation_id"),
                 bytes: copy.and_then(|d| detail(d, "size")),
+                sequence_number: None,
+                fill: None,
                 file_index: index,
             });
         }
@@ -584,6 +649,35 @@ fn timed<'a>(
         Err(reason) => {
             assembly.diagnostics.skip(reason);
             None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::STEP_MARKER_NAMES;
+
+    #[test]
+    fn step_marker_names_are_xprofs() {
+        let names = regex::Regex::new(STEP_MARKER_NAMES).expect("the pattern compiles");
+        for step in [
+            "train",
+            "train_step",
+            "test",
+            "test_step 3",
+            "TraceContext",
+            "StepMarker",
+        ] {
+            assert!(names.is_match(step), "{step}");
+        }
+        // Op names under a `training/` scope, Python frames and jitted calls are not steps.
+        for other in [
+            "training/Adam/update",
+            "$train.py:10 train_step",
+            "PjitFunction(train_step)",
+            "retrain",
+        ] {
+            assert!(!names.is_match(other), "{other}");
         }
     }
 }

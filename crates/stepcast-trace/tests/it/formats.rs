@@ -8,7 +8,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use stepcast_trace::{EventKind, LaneKind, ReadError, Trace, read_trace, read_trace_bytes};
+use stepcast_trace::{
+    EventKind, LaneKind, ReadError, ReadOptions, Trace, read_processes, read_trace,
+    read_trace_bytes,
+};
 
 use super::{decompressed, testdata};
 
@@ -689,4 +692,131 @@ fn json_that_starts_like_a_protobuf_is_still_read_as_kineto() {
             .unwrap_or_else(|e| panic!("{opening:?}: {e}"));
         assert_eq!(trace.events.len(), 1);
     }
+}
+
+fn with_step_range(path: &Path, pattern: &str) -> Trace {
+    let options = ReadOptions {
+        step_range: Some(regex::Regex::new(pattern).expect("regex")),
+    };
+    let mut traces = read_processes(path, &options).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(traces.len(), 1);
+    traces.swap_remove(0)
+}
+
+// See: issue 14 (`--step-range` for XPlane).
+#[test]
+fn xplane_step_range_makes_steps_of_matching_host_events() {
+    // The JAX run marks its steps twice: a `train` TraceMe that also carries `step_num`. The
+    // pattern must find the same six ranges the stats do, numbered in start order.
+    let path = testdata().join("xplane/stepcast/jax-cpu-mlp/train.xplane.pb");
+    let by_stat = read_trace(&path).unwrap_or_else(|e| panic!("{e}"));
+    let by_name = with_step_range(&path, "^train$");
+    let spans = |t: &Trace| -> Vec<(u64, i64, i64)> {
+        t.steps
+            .iter()
+            .map(|s| (s.number, s.start_ns + t.origin_ns, s.dur_ns))
+            .collect()
+    };
+    assert_eq!(spans(&by_name), spans(&by_stat));
+    assert!(
+        by_name
+            .diagnostics
+            .notes
+            .iter()
+            .any(|n| n == "steps are the 6 host events matching `^train$`"),
+        "{:?}",
+        by_name.diagnostics.notes
+    );
+    // A pattern that matches nothing leaves one window, and says so.
+    let none = with_step_range(&path, "^no such event$");
+    assert!(none.steps.is_empty());
+    assert!(
+        none.diagnostics
+            .notes
+            .iter()
+            .any(|n| n.contains("none of the host events matches")),
+        "{:?}",
+        none.diagnostics.notes
+    );
+}
+
+#[test]
+fn xplane_without_step_numbers_looks_for_xprof_step_marker_names() {
+    // The TensorFlow sample has no `step_num` stat and no host event named like a step.
+    let path = testdata().join(
+        "xplane/tensorflow-profiler/demo/plugins/profile/GPU-multi-worker/34.83.195.179_6003.xplane.pb",
+    );
+    let trace = read_trace(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert!(trace.steps.is_empty());
+    assert!(
+        trace
+            .diagnostics
+            .notes
+            .iter()
+            .any(|n| n.contains("named as xprof's step markers") && n.contains("one step")),
+        "{:?}",
+        trace.diagnostics.notes
+    );
+}
+
+/// A rocprofv3 document made here (not a recording: no shared rocprofv3 file has ROCTx records)
+/// in rocprofiler-sdk's layout: one GPU, two kernel dispatches, no HIP API records, and the
+/// ROCTx ranges `step` (twice) and `forward`, named through `strings.marker_api` by their
+/// internal correlation id, as rocprofiler-sdk's own tests read them.
+const ROCTX_DOCUMENT: &str = r#"{"rocprofiler-sdk-tool": [{
+  "metadata": {"pid": 42},
+  "agents": [{"id": {"handle": 7}, "type": 2, "gpu_index": 0, "name": "gfx942"}],
+  "strings": {
+    "buffer_records": [{"kind": "NONE", "operations": []},
+                       {"kind": "MARKER_CORE_RANGE_API", "operations": ["roctxRangePush"]}],
+    "marker_api": [{"key": 11, "value": "step"}, {"key": 12, "value": "forward"},
+                   {"key": 13, "value": "step"}]
+  },
+  "kernel_symbols": [{"kernel_id": 1, "formatted_kernel_name": "gemm"}],
+  "buffer_records": {
+    "kernel_dispatch": [
+      {"correlation_id": {"internal": 21}, "start_timestamp": 1100, "end_timestamp": 1500,
+       "dispatch_info": {"agent_id": {"handle": 7}, "queue_id": {"handle": 1}, "kernel_id": 1}},
+      {"correlation_id": {"internal": 22}, "start_timestamp": 2100, "end_timestamp": 2600,
+       "dispatch_info": {"agent_id": {"handle": 7}, "queue_id": {"handle": 1}, "kernel_id": 1}}
+    ],
+    "marker_api": [
+      {"kind": 1, "operation": 0, "thread_id": 42, "correlation_id": {"internal": 13},
+       "start_timestamp": 2000, "end_timestamp": 2900},
+      {"kind": 1, "operation": 0, "thread_id": 42, "correlation_id": {"internal": 11},
+       "start_timestamp": 1000, "end_timestamp": 1900},
+      {"kind": 1, "operation": 0, "thread_id": 42, "correlation_id": {"internal": 12},
+       "start_timestamp": 1050, "end_timestamp": 1400}
+    ]
+  }
+}]}"#;
+
+// See: issue 14 (`--step-range` for rocprofv3).
+#[test]
+fn rocprof_step_range_makes_steps_of_matching_roctx_ranges() {
+    let path = std::env::temp_dir().join(format!("stepcast-{}-roctx.json", std::process::id()));
+    std::fs::write(&path, ROCTX_DOCUMENT).expect("scratch file");
+    let stepped = with_step_range(&path, "^step$");
+    let plain = read_trace(&path);
+    let _ = std::fs::remove_file(&path);
+    let plain = plain.unwrap_or_else(|e| panic!("{e}"));
+
+    // Steps in start order, numbered from 0, on the ranges' thread.
+    let steps: Vec<(u64, i64, i64)> = stepped
+        .steps
+        .iter()
+        .map(|s| (s.number, s.start_ns + stepped.origin_ns, s.dur_ns))
+        .collect();
+    assert_eq!(steps, [(0, 1000, 900), (1, 2000, 900)]);
+    // The matched ranges are steps, not annotations; the other range stays an annotation.
+    let annotations = |t: &Trace| -> Vec<String> {
+        t.events
+            .iter()
+            .filter(|e| e.kind == EventKind::UserAnnotation)
+            .map(|e| t.name(e.name).to_string())
+            .collect()
+    };
+    assert_eq!(annotations(&stepped), ["forward"]);
+    assert_eq!(annotations(&plain), ["step", "forward", "step"]);
+    assert!(plain.steps.is_empty());
 }

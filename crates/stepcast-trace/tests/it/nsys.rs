@@ -382,3 +382,127 @@ fn every_format_names_itself_when_refused() {
         ReadError::UnknownFormat { .. }
     ));
 }
+
+/// Per kernel row, in the reader's order (process, device, stream, start, then file order):
+/// blocks, warps per block and the SM count of its device, by SQL over the export.
+fn sql_launches(connection: &Connection) -> BTreeMap<i64, Vec<(i64, i64, i64)>> {
+    let sql = "SELECT (k.globalPid >> 24) & 16777215, \
+               k.gridX * k.gridY * k.gridZ, \
+               (k.blockX * k.blockY * k.blockZ + g.threadsPerWarp - 1) / g.threadsPerWarp, \
+               g.smCount, k.start \
+               FROM CUPTI_ACTIVITY_KIND_KERNEL AS k \
+               JOIN TARGET_INFO_GPU AS g ON g.cuDevice = k.deviceId \
+               ORDER BY 1, k.deviceId, k.streamId, k.start, k.\"end\" DESC, k.rowid";
+    let mut out: BTreeMap<i64, Vec<(i64, i64, i64)>> = BTreeMap::new();
+    for (pid, blocks, warps_per_block, sm_count, _) in rows(connection, sql) {
+        out.entry(pid)
+            .or_default()
+            .push((blocks, warps_per_block, sm_count));
+    }
+    out
+}
+
+fn has_table(connection: &Connection, table: &str) -> bool {
+    connection
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+            [table],
+            |row| row.get::<_, i64>(0),
+        )
+        .expect("sqlite_master")
+        > 0
+}
+
+// See: issue 14 (nsys launch configuration → the device capacity model of issue 10).
+#[test]
+fn nsys_kernel_fill_follows_the_launch_configuration_sql_reads() {
+    let mut with_limits = 0;
+    for path in exports() {
+        let connection = open(&path);
+        let traces =
+            read_processes(&path, &ReadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+        if !has_table(&connection, "TARGET_INFO_GPU") {
+            // Device limits unknown: no kernel gets a fill, and `info` says why.
+            for trace in &traces {
+                assert!(trace.kernel_fill.is_empty(), "{}", path.display());
+                assert!(
+                    trace
+                        .diagnostics
+                        .notes
+                        .iter()
+                        .any(|n| n.contains("multiprocessor limits")),
+                    "{}: {:?}",
+                    path.display(),
+                    trace.diagnostics.notes
+                );
+            }
+            continue;
+        }
+        with_limits += 1;
+        let expected = sql_launches(&connection);
+        for trace in &traces {
+            let pid = trace
+                .process_id
+                .or_else(|| expected.keys().next().copied())
+                .expect("a process");
+            let launches = &expected[&pid];
+            let kernels: Vec<usize> = trace
+                .events
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.kind == EventKind::Kernel)
+                .map(|(i, _)| i)
+                .collect();
+            assert_eq!(kernels.len(), launches.len(), "{}", path.display());
+            // Every kernel of these exports has a launch its device can hold.
+            assert_eq!(trace.kernel_fill.len(), kernels.len(), "{}", path.display());
+            for ((id, fill), (&event, &(blocks, warps_per_block, sm_count))) in
+                trace.kernel_fill.iter().zip(kernels.iter().zip(launches))
+            {
+                assert_eq!(id.index(), event);
+                let warps = fill.warps_per_sm * sm_count as f64;
+                assert!(
+                    (warps - (blocks * warps_per_block) as f64).abs() < 1e-6,
+                    "{}: kernel {event}: {warps} warps, SQL {blocks} blocks × {warps_per_block}",
+                    path.display()
+                );
+                assert!(
+                    fill.occupancy_pct > 0.0 && fill.occupancy_pct <= 100.0,
+                    "{fill:?}"
+                );
+            }
+        }
+    }
+    assert!(with_limits >= 2, "the pipit exports have TARGET_INFO_GPU");
+}
+
+#[test]
+fn nsys_nccl_domains_without_payloads_are_said() {
+    let path = testdata().join("nsys/nsys-ai/tests/fixtures/mfu_2gpu_before.sqlite");
+    let connection = open(&path);
+    let traces = read_processes(&path, &ReadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    for trace in &traces {
+        let pid = trace.process_id.expect("two processes");
+        let (ranges, payloads): (i64, i64) = connection
+            .query_row(
+                "SELECT count(*), count(jsonText) + count(jsonTextId) + count(uint64Value) \
+                 FROM NVTX_EVENTS WHERE (globalTid >> 24) & 16777215 = ?1 AND domainId IN \
+                 (SELECT domainId FROM NVTX_PAYLOAD_SCHEMA_ENTRIES \
+                  WHERE name = 'Message size [bytes]')",
+                [pid],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .expect("count");
+        assert!(ranges > 0 && payloads == 0);
+        let note = format!("{ranges} NVTX records of the domain");
+        assert!(
+            trace
+                .diagnostics
+                .notes
+                .iter()
+                .any(|n| n.starts_with(&note) && n.contains("carry no payload")),
+            "{:?}",
+            trace.diagnostics.notes
+        );
+    }
+}

@@ -472,6 +472,21 @@ impl Builder<'_> {
                 self.graph.step[t] = self.graph.step[call.index()];
             }
         }
+        let device_only = (0..n).all(|t| self.graph.kind[t].on_device());
+        if n > 0 && device_only && steps.iter().all(|s| s.synthetic) {
+            // A trace of device work alone (rocprofv3 without `--hip-trace`): no call says which
+            // step launched a task, so the one window holds every task that runs in it.
+            for t in 0..n {
+                self.graph.step[t] = step_at(self.graph.rec_start_ns[t]);
+            }
+            self.report.notes.push(
+                "the trace holds device work only (no launching calls): the window is one step \
+                 of all of it, and each task waits for its recorded start (nothing recorded \
+                 says when it could have begun), so the replay checks stream order and device \
+                 capacity only and a what-if cannot move work earlier"
+                    .to_string(),
+            );
+        }
         steps
     }
 

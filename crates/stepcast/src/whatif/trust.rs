@@ -57,6 +57,13 @@ pub fn window_trust(context: &Context<'_>) -> Result<WindowTrust, WhatIfError> {
         ),
         _ => {}
     }
+    if graph.task_count() > 0 && graph.kind.iter().all(|k| k.on_device()) {
+        caveats.push(
+            "the trace holds device work only (no launching calls): each task waits for its \
+             recorded start, so a what-if can shorten or remove work but never start it earlier"
+                .to_string(),
+        );
+    }
     if window.steps.iter().any(|s| s.teardown) {
         caveats.push(
             "the last step holds the profiler's teardown: it is left out of the steady state"

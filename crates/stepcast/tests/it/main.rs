@@ -6,6 +6,7 @@ mod comm;
 mod compare;
 mod critical;
 mod ddp;
+mod device_only;
 mod host_phase;
 mod hostile;
 mod mapping;
