@@ -8,7 +8,7 @@
 mod assemble;
 pub mod detect;
 mod error;
-mod json_stream;
+mod chrome;
 pub mod kineto;
 mod model;
 pub mod nsys;
