@@ -321,6 +321,8 @@ impl Assembly {
             comm_args: Vec::new(),
             op_inputs: Vec::new(),
             kernel_fill: Vec::new(),
+            comm_tensors: Vec::new(),
+            links: Vec::new(),
         })
     }
 }

@@ -136,6 +136,12 @@ pub const FORMATS: &[Format] = &[
         hint: "",
     },
     Format {
+        name: "Horovod timeline",
+        matches: crate::horovod::looks_like,
+        read: Some(crate::horovod::read_source),
+        hint: "",
+    },
+    Format {
         name: KINETO,
         matches: is_json,
         read: Some(read_kineto),

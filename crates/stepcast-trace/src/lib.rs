@@ -6,9 +6,10 @@
 //! ([`ReadError`]).
 
 mod assemble;
+mod chrome;
 pub mod detect;
 mod error;
-mod chrome;
+pub mod horovod;
 pub mod kineto;
 mod model;
 pub mod nsys;
@@ -31,6 +32,10 @@ pub struct ReadOptions {
     /// in start order, instead of `ProfilerStep#N` markers. Read by the formats whose ranges
     /// are user-named (Nsight Systems); a Kineto trace has its `ProfilerStep#N`.
     pub step_range: Option<regex::Regex>,
+    /// A communication library's timeline of the same process (Horovod's `HOROVOD_TIMELINE`,
+    /// written by rank 0) to join with the trace: its per-tensor stages become tasks, linked
+    /// to the gradients they carry and the ops that read them (`horovod::join`).
+    pub comm_timeline: Option<std::path::PathBuf>,
 }
 
 /// Reads a trace file, of any format stepcast reads, told by content (never by name: see
@@ -59,7 +64,11 @@ pub fn read_trace_with(path: &Path, options: &ReadOptions) -> Result<Trace, Read
 /// Every process (rank) of a trace file, in order; never empty.
 pub fn read_processes(path: &Path, options: &ReadOptions) -> Result<Vec<Trace>, ReadError> {
     let source = detect::open(path)?;
-    let traces = detect::read_source(&source, options)?;
+    let mut traces = detect::read_source(&source, options)?;
+    if let (Some(timeline), false) = (&options.comm_timeline, traces.is_empty()) {
+        let framework = traces.remove(0);
+        traces.insert(0, join_comm_timeline(framework, timeline)?);
+    }
     if traces.is_empty() {
         // A reader's contract is to refuse a file without events; this keeps `read_trace`
         // from presenting nothing as a trace if one does not.
@@ -68,6 +77,20 @@ pub fn read_processes(path: &Path, options: &ReadOptions) -> Result<Vec<Trace>, 
         });
     }
     Ok(traces)
+}
+
+/// `framework` joined with the Horovod timeline at `timeline` (see `horovod::join`).
+fn join_comm_timeline(framework: Trace, timeline: &Path) -> Result<Trace, ReadError> {
+    let source = detect::open(timeline)?;
+    if !horovod::looks_like(&source.head) {
+        return Err(ReadError::NotATrace {
+            path: timeline.to_path_buf(),
+            detail: "it is not a Horovod timeline (the communication timeline stepcast joins)"
+                .to_string(),
+        });
+    }
+    let horovod = horovod::read(&source.content()?, timeline)?;
+    Ok(horovod::join::join(framework, horovod).0)
 }
 
 /// Reads a Kineto (Chrome-trace JSON) file or bytes in memory, plain or gzip-compressed.

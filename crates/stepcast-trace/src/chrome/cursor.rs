@@ -82,7 +82,6 @@ impl PlainNumber {
     }
 }
 
-
 /// `10^k` for the digit counts [`leading_digits`] returns.
 const POW10: [i64; 9] = [
     1,
@@ -173,7 +172,10 @@ impl<'a> Cursor<'a> {
     }
 
     /// The members of an object whose `{` is consumed, up to and including its `}`.
-    pub(crate) fn members(&mut self, mut member: impl FnMut(&mut Self, &[u8]) -> Parse<()>) -> Parse<()> {
+    pub(crate) fn members(
+        &mut self,
+        mut member: impl FnMut(&mut Self, &[u8]) -> Parse<()>,
+    ) -> Parse<()> {
         if self.peek()? == b'}' {
             self.i += 1;
             return Ok(());

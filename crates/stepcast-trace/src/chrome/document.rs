@@ -26,8 +26,11 @@ pub(crate) trait Sink {
 
     /// A top-level member other than `traceEvents`: parse it (`Document::parse_value`) or skip
     /// it (`Document::skip_value`), or refuse the file.
-    fn member<R: Read>(&mut self, key: &str, document: &mut Document<'_, R>)
-    -> Result<(), ReadError>;
+    fn member<R: Read>(
+        &mut self,
+        key: &str,
+        document: &mut Document<'_, R>,
+    ) -> Result<(), ReadError>;
 
     /// The event array ended with the file, without its `]`.
     fn unterminated(&mut self);
@@ -172,8 +175,7 @@ impl<'p, R: Read> Document<'p, R> {
             let index = self.events_seen;
             let mut read_events = 0;
             let read = self.stream.read_element(|bytes| {
-                sink
-                    .read_events(bytes, index)
+                sink.read_events(bytes, index)
                     .map(|(used, count)| {
                         read_events = count;
                         used
@@ -367,4 +369,3 @@ fn show_byte(byte: u8) -> String {
         format!("byte 0x{byte:02x}")
     }
 }
-

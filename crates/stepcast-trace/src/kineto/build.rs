@@ -892,6 +892,8 @@ impl TraceBuilder {
             comm_args,
             op_inputs,
             kernel_fill,
+            comm_tensors: Vec::new(),
+            links: Vec::new(),
         }
     }
 }

@@ -13,16 +13,16 @@
 mod build;
 mod clues;
 mod fast;
-mod inputs;
+pub(crate) mod inputs;
 mod raw;
 
 use std::borrow::Cow;
 use std::io::Read;
 use std::path::Path;
 
-use crate::error::ReadError;
 use crate::chrome::cursor::Incomplete;
 use crate::chrome::document::{Document, Sink};
+use crate::error::ReadError;
 use crate::model::Trace;
 pub use build::MAX_DUR_NS;
 use build::TraceBuilder;

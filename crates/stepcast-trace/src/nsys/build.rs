@@ -943,6 +943,8 @@ fn finish(
         comm_args: Vec::new(),
         op_inputs: Vec::new(),
         kernel_fill: Vec::new(),
+        comm_tensors: Vec::new(),
+        links: Vec::new(),
     }
 }
 
