@@ -8,6 +8,7 @@ mod bad_input;
 mod corpus;
 mod correlation;
 mod formats;
+mod horovod;
 mod nsys;
 mod op_inputs;
 mod precision;

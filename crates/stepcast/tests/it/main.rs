@@ -6,6 +6,7 @@ mod comm;
 mod compare;
 mod critical;
 mod ddp;
+mod horovod;
 mod host_phase;
 mod hostile;
 mod mapping;
