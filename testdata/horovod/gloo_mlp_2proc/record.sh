@@ -6,11 +6,11 @@
 #   HOROVOD_CMAKE=$(which cmake) HOROVOD_WITH_GLOO=1 HOROVOD_WITH_PYTORCH=1 \
 #     HOROVOD_WITHOUT_MPI=1 HOROVOD_WITHOUT_TENSORFLOW=1 HOROVOD_WITHOUT_MXNET=1 \
 #     pip install --no-build-isolation horovod==0.28.1
-#   sh testdata/horovod/record.sh /tmp/hvd-out
+#   sh testdata/horovod/gloo_mlp_2proc/record.sh /tmp/hvd-out
 set -eu
 out=${1:?usage: record.sh OUT_DIR}
 mkdir -p "$out"
-here=$(dirname "$0")
+here=$(dirname "$0")  # testdata/horovod/gloo_mlp_2proc
 # DYNAMIC: the script starts and stops the timeline around the profiled steps.
 HOROVOD_TIMELINE=DYNAMIC horovodrun --gloo -np 2 -H localhost:2 python "$here/train.py" "$out"
 gzip -9 -n -f "$out"/*.json
