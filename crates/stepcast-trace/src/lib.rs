@@ -14,6 +14,7 @@ pub mod kineto;
 mod model;
 pub mod nsys;
 mod rocprof;
+pub mod tf_timeline;
 mod xplane;
 
 use std::fs::File;

@@ -452,9 +452,12 @@ pub enum LinkKind {
     GradientReady,
     /// The last stage of an all-reduce → the first op that reads the reduced tensor.
     ReducedTensorUsed,
+    /// An op → an op of another thread or device that takes its output (TensorFlow's
+    /// `Timeline` `DataFlow` flows).
+    DataFlow,
 }
 
-/// `to` waits for `from` to end: to begin (`CommStage`), or to complete (the others: the
+/// `to` waits for `from` to end: to begin (`CommStage`, `DataFlow`), or to complete (the others: the
 /// task holding `to` may have begun and blocks until then).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Link {

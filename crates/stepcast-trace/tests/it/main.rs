@@ -12,6 +12,7 @@ mod horovod;
 mod nsys;
 mod op_inputs;
 mod precision;
+mod tf_timeline;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

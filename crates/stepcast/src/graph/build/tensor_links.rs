@@ -31,7 +31,7 @@ impl Builder<'_> {
                 from,
                 to,
                 kind: match link.kind {
-                    LinkKind::CommStage => EdgeKind::TensorStage,
+                    LinkKind::CommStage | LinkKind::DataFlow => EdgeKind::TensorStage,
                     LinkKind::GradientReady | LinkKind::ReducedTensorUsed => EdgeKind::TensorWait,
                 },
                 lag_ns: 0,
