@@ -91,6 +91,21 @@ fn join_comm_timeline(framework: Trace, timeline: &Path) -> Result<Trace, ReadEr
         });
     }
     let horovod = horovod::read(&source.content()?, timeline)?;
+    // One clock: the timeline's window must meet the trace's, or it is another run's (or a
+    // Horovod < 0.21 timeline, whose times are not on the epoch).
+    let span = |t: &Trace| {
+        let end = t.events.iter().map(|e| e.end_ns()).max().unwrap_or(0);
+        (t.origin_ns, t.origin_ns.saturating_add(end))
+    };
+    let ((a0, a1), (b0, b1)) = (span(&framework), span(&horovod));
+    if a0 > b1 || b0 > a1 {
+        return Err(ReadError::NotATrace {
+            path: timeline.to_path_buf(),
+            detail: "its times do not overlap the trace's: not the same run, or a timeline \
+                     without `start_time_since_epoch_in_micros` (Horovod < 0.21)"
+                .to_string(),
+        });
+    }
     Ok(horovod::join::join(framework, horovod).0)
 }
 

@@ -254,8 +254,12 @@ pub fn read(content: &[u8], path: &Path) -> Result<Trace, ReadError> {
                 lane: key,
                 kind: EventKind::CpuOp,
                 name: &stage.name,
-                start_abs_ns: (base_us + stage.start_us).saturating_mul(1000),
-                dur_ns: (stage.end_us - stage.start_us).max(0).saturating_mul(1000),
+                start_abs_ns: base_us.saturating_add(stage.start_us).saturating_mul(1000),
+                dur_ns: stage
+                    .end_us
+                    .saturating_sub(stage.start_us)
+                    .max(0)
+                    .saturating_mul(1000),
                 correlation: None,
                 bytes: None,
                 file_index: index,
@@ -286,8 +290,12 @@ pub fn read(content: &[u8], path: &Path) -> Result<Trace, ReadError> {
             lane: key,
             kind: EventKind::CpuOp,
             name: &stage.name,
-            start_abs_ns: (base_us + stage.start_us).saturating_mul(1000),
-            dur_ns: (stage.end_us - stage.start_us).max(0).saturating_mul(1000),
+            start_abs_ns: base_us.saturating_add(stage.start_us).saturating_mul(1000),
+            dur_ns: stage
+                .end_us
+                .saturating_sub(stage.start_us)
+                .max(0)
+                .saturating_mul(1000),
             correlation: None,
             bytes: None,
             file_index: index,

@@ -134,7 +134,7 @@ pub fn read(content: &[u8], path: &Path) -> Result<Trace, ReadError> {
             bytes: None,
             file_index: index as u32,
         });
-        kept.push((index, key, ts, ts + dur.max(0)));
+        kept.push((index, key, ts, ts.saturating_add(dur.max(0))));
     }
     // Flows: the op on the flow's lane whose time holds its point.
     let op_at = |pid: i64, tid: i64, ts: i64| -> Option<usize> {
