@@ -3,7 +3,8 @@
 //! (`tensorflow/python/client/timeline.py`). One file is one `Session.run`: one step.
 //!
 //! The file is `{"traceEvents": [...]}`. `M` `process_name` records name each `pid` after a
-//! device's stats: `/job:.../device:CPU:0 Compute` (ops run by the executor's threads, `tid`),
+//! device's stats: `/job:.../device:CPU:0 Compute` and `.../device:GPU:0 Compute` (ops run by
+//! the executor's threads, `tid`),
 //! `/device:GPU:0/stream:N Compute` (kernels on a stream), `/device:GPU:0/memcpy Compute`
 //! (copies), `... Tensors` (tensor lifetimes, `N`/`D` records) and `Allocators` (memory
 //! counters, `C`). Ops are `X` records of category `Op`, `args.name` the node
@@ -60,14 +61,14 @@ fn process_kind(name: &str) -> ProcessKind {
     let device = name.trim_end_matches(" Compute");
     if device.contains("memcpy") {
         ProcessKind::Copies
-    } else if device.contains("/stream:")
-        || device.contains("/device:GPU") && !device.contains("/stream:all")
-    {
-        ProcessKind::Stream
     } else if device.contains("/stream:all") {
         // The all-streams summary duplicates the per-stream kernels.
         ProcessKind::Other
+    } else if device.contains("/stream:") {
+        ProcessKind::Stream
     } else {
+        // A device's op-level stats (`/device:CPU:0`, and `/device:GPU:0`, whose ops the
+        // executor's threads run and launch from the host).
         ProcessKind::HostOps
     }
 }
