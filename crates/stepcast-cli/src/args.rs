@@ -24,6 +24,11 @@ pub struct Args {
     /// 0, instead of the format's own step markers.
     #[arg(long, value_name = "REGEX", global = true)]
     pub step_range: Option<String>,
+    /// Join the trace with this Horovod timeline (HOROVOD_TIMELINE, written by rank 0; give
+    /// rank 0's trace): per-tensor negotiate, fusion-buffer copy and all-reduce stages become
+    /// tasks, linked to the gradients they carry and the ops that read them.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub comm_timeline: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -42,7 +42,7 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &Args) -> anyhow::Result<()> {
-    commands::set_read_options(args.step_range.as_deref())?;
+    commands::set_read_options(args.step_range.as_deref(), args.comm_timeline.as_deref())?;
     let (answer, output) = match &args.command {
         Command::Info(info) => (commands::info::run(info)?, &info.output),
         Command::Replay(replay) => (commands::replay::run(replay)?, &replay.output),

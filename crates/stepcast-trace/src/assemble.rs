@@ -484,6 +484,8 @@ impl Assembly {
             op_inputs: Vec::new(),
             kernel_fill,
             off_cpu: Vec::new(),
+            comm_tensors: Vec::new(),
+            links: Vec::new(),
         })
     }
 }

@@ -143,6 +143,18 @@ pub const FORMATS: &[Format] = &[
         hint: "",
     },
     Format {
+        name: "Horovod timeline",
+        matches: crate::horovod::looks_like,
+        read: Some(crate::horovod::read_source),
+        hint: "",
+    },
+    Format {
+        name: "TensorFlow 1 Timeline",
+        matches: crate::tf_timeline::looks_like,
+        read: Some(crate::tf_timeline::read_source),
+        hint: "",
+    },
+    Format {
         name: KINETO,
         matches: is_json,
         read: Some(read_kineto),

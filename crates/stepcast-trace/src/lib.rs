@@ -6,14 +6,16 @@
 //! ([`ReadError`]).
 
 mod assemble;
+mod chrome;
 pub mod ctf;
 pub mod detect;
 mod error;
-mod json_stream;
+pub mod horovod;
 pub mod kineto;
 mod model;
 pub mod nsys;
 mod rocprof;
+pub mod tf_timeline;
 mod xplane;
 
 use std::fs::File;
@@ -32,6 +34,10 @@ pub struct ReadOptions {
     /// the format's own step markers: NVTX ranges (Nsight Systems), ROCTx ranges (rocprofv3),
     /// host events (XPlane). A Kineto trace has its `ProfilerStep#N`.
     pub step_range: Option<regex::Regex>,
+    /// A communication library's timeline of the same process (Horovod's `HOROVOD_TIMELINE`,
+    /// written by rank 0) to join with the trace: its per-tensor stages become tasks, linked
+    /// to the gradients they carry and the ops that read them (`horovod::join`).
+    pub comm_timeline: Option<std::path::PathBuf>,
 }
 
 /// Reads a trace file, of any format stepcast reads, told by content (never by name: see
@@ -60,7 +66,11 @@ pub fn read_trace_with(path: &Path, options: &ReadOptions) -> Result<Trace, Read
 /// Every process (rank) of a trace file, in order; never empty.
 pub fn read_processes(path: &Path, options: &ReadOptions) -> Result<Vec<Trace>, ReadError> {
     let source = detect::open(path)?;
-    let traces = detect::read_source(&source, options)?;
+    let mut traces = detect::read_source(&source, options)?;
+    if let (Some(timeline), false) = (&options.comm_timeline, traces.is_empty()) {
+        let framework = traces.remove(0);
+        traces.insert(0, join_comm_timeline(framework, timeline)?);
+    }
     if traces.is_empty() {
         // A reader's contract is to refuse a file without events; this keeps `read_trace`
         // from presenting nothing as a trace if one does not.
@@ -69,6 +79,35 @@ pub fn read_processes(path: &Path, options: &ReadOptions) -> Result<Vec<Trace>, 
         });
     }
     Ok(traces)
+}
+
+/// `framework` joined with the Horovod timeline at `timeline` (see `horovod::join`).
+fn join_comm_timeline(framework: Trace, timeline: &Path) -> Result<Trace, ReadError> {
+    let source = detect::open(timeline)?;
+    if !horovod::looks_like(&source.head) {
+        return Err(ReadError::NotATrace {
+            path: timeline.to_path_buf(),
+            detail: "it is not a Horovod timeline (the communication timeline stepcast joins)"
+                .to_string(),
+        });
+    }
+    let horovod = horovod::read(&source.content()?, timeline)?;
+    // One clock: the timeline's window must meet the trace's, or it is another run's (or a
+    // Horovod < 0.21 timeline, whose times are not on the epoch).
+    let span = |t: &Trace| {
+        let end = t.events.iter().map(|e| e.end_ns()).max().unwrap_or(0);
+        (t.origin_ns, t.origin_ns.saturating_add(end))
+    };
+    let ((a0, a1), (b0, b1)) = (span(&framework), span(&horovod));
+    if a0 > b1 || b0 > a1 {
+        return Err(ReadError::NotATrace {
+            path: timeline.to_path_buf(),
+            detail: "its times do not overlap the trace's: not the same run, or a timeline \
+                     without `start_time_since_epoch_in_micros` (Horovod < 0.21)"
+                .to_string(),
+        });
+    }
+    Ok(horovod::join::join(framework, horovod).0)
 }
 
 /// Reads a Kineto (Chrome-trace JSON) file or bytes in memory, plain or gzip-compressed.

@@ -383,6 +383,13 @@ pub struct Trace {
     /// When traced host threads were off their CPU, from the kernel scheduler's events (a CTF
     /// trace with `sched_switch`), sorted by lane and start; empty when the trace has none.
     pub off_cpu: Vec<OffCpu>,
+    /// The tensors a communication library's stage moves (Horovod's timeline: a fused
+    /// all-reduce carries several), sorted by event.
+    pub comm_tensors: Vec<(EventId, Vec<CommTensor>)>,
+    /// Dependencies the recording states between events of different lanes (a tensor's
+    /// communication stages in order, the gradient it carries, the op that consumes it),
+    /// sorted by target event.
+    pub links: Vec<Link>,
 }
 
 impl Trace {
@@ -466,6 +473,48 @@ impl OffCpu {
     pub fn end_ns(&self) -> i64 {
         self.start_ns + self.dur_ns
     }
+}
+
+/// A tensor handed to a communication library, as its timeline names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommTensor {
+    /// The library's name for it (Horovod: `allreduce.fc1.weight`).
+    pub name: String,
+    /// Sizes, where recorded.
+    pub shape: Option<Vec<i64>>,
+    pub dtype: Option<Dtype>,
+}
+
+impl CommTensor {
+    /// Bytes of the tensor, where its shape and type are known.
+    pub fn bytes(&self) -> Option<i64> {
+        shape_elements(self.shape.as_deref()?)?.checked_mul(self.dtype?.bytes())
+    }
+}
+
+/// Why one event waits for another, as the recording states it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LinkKind {
+    /// The next stage of a tensor's communication (negotiate → fusion-buffer copy →
+    /// all-reduce → copy out, Horovod's per-tensor timeline).
+    CommStage,
+    /// The op that produced a gradient → the negotiation of its all-reduce, which ends once
+    /// every rank's gradient is ready (it may begin earlier, at another rank's request).
+    GradientReady,
+    /// The last stage of an all-reduce → the first op that reads the reduced tensor.
+    ReducedTensorUsed,
+    /// An op → an op of another thread or device that takes its output (TensorFlow's
+    /// `Timeline` `DataFlow` flows).
+    DataFlow,
+}
+
+/// `to` waits for `from` to end: to begin (`CommStage`, `DataFlow`), or to complete (the others: the
+/// task holding `to` may have begun and blocks until then).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Link {
+    pub to: EventId,
+    pub from: EventId,
+    pub kind: LinkKind,
 }
 
 /// The element type of a tensor (PyTorch's scalar types). Readers map their format's

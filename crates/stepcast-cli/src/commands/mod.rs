@@ -21,8 +21,12 @@ use stepcast_trace::ReadOptions;
 static READ_OPTIONS: OnceLock<ReadOptions> = OnceLock::new();
 
 /// Sets how traces are read (`--step-range`); an invalid pattern is a usage error.
-pub fn set_read_options(step_range: Option<&str>) -> anyhow::Result<()> {
-    let options = stepcast_cli::jobs::read_options(step_range)?;
+pub fn set_read_options(
+    step_range: Option<&str>,
+    comm_timeline: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    let mut options = stepcast_cli::jobs::read_options(step_range)?;
+    options.comm_timeline = comm_timeline.map(std::path::Path::to_path_buf);
     // Set once per process: a second call (none today) keeps the first.
     let _ = READ_OPTIONS.set(options);
     Ok(())

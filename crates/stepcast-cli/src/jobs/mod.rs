@@ -72,7 +72,10 @@ pub fn read_options(step_range: Option<&str>) -> anyhow::Result<ReadOptions> {
             })
         })
         .transpose()?;
-    Ok(ReadOptions { step_range })
+    Ok(ReadOptions {
+        step_range,
+        ..ReadOptions::default()
+    })
 }
 
 /// A trace read, with its window built and, once a question needs it, the mapping of its

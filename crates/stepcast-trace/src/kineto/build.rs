@@ -893,6 +893,8 @@ impl TraceBuilder {
             op_inputs,
             kernel_fill,
             off_cpu: Vec::new(),
+            comm_tensors: Vec::new(),
+            links: Vec::new(),
         }
     }
 }

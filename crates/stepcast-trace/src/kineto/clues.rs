@@ -1,14 +1,13 @@
 //! What a Chrome-trace file that holds no event stepcast understands looks like.
 //!
-//! Many tools write the Chrome trace format (Horovod, BytePS, TensorFlow, MindSpore), and their
+//! Many tools write the Chrome trace format (BytePS, TensorFlow, MindSpore), and their
 //! files parse as JSON events, but none of their records is a Kineto op, call or kernel. Read as
 //! a Kineto trace such a file would replay as an empty window with a perfect fidelity; instead
 //! the reader refuses it and names the tool that seems to have written it. Only the records the
 //! reader skips are looked at, so a Kineto trace pays nothing for this.
 //!
-//! The marks are the names each tool writes, from its sources: Horovod's timeline
-//! (`horovod/common/timeline.cc`: `NEGOTIATE_ALLREDUCE`, `MEMCPY_IN_FUSION_BUFFER`,
-//! `CYCLE_START`), BytePS's communication traces (stages `COORDINATE_REDUCE`, `PUSH`, `PULL`,
+//! Horovod's timeline is read (`horovod/`, its own row of the detection table). The marks are
+//! the names each other tool writes, from its sources: BytePS's communication traces (stages `COORDINATE_REDUCE`, `PUSH`, `PULL`,
 //! ByteProfile's `Comm.`/`FW.`/`BW.` names), TensorFlow's timeline and trace viewer (category
 //! `Op`/`DataFlow`, processes named after `/job:`, `/device:` or `/host:CPU`), MindSpore's
 //! timeline (operator scope names `Default/...`, `Gradients/...`; processes such as
@@ -19,15 +18,13 @@ use super::raw::{RawEvent, RawText};
 /// A tool whose Chrome-trace output stepcast does not read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Lookalike {
-    Horovod,
     BytePs,
     TensorFlow,
     MindSpore,
 }
 
 impl Lookalike {
-    const ALL: [Lookalike; 4] = [
-        Lookalike::Horovod,
+    const ALL: [Lookalike; 3] = [
         Lookalike::BytePs,
         Lookalike::TensorFlow,
         Lookalike::MindSpore,
@@ -35,7 +32,6 @@ impl Lookalike {
 
     pub fn describe(self) -> &'static str {
         match self {
-            Lookalike::Horovod => "a Horovod timeline",
             Lookalike::BytePs => "a BytePS communication trace",
             Lookalike::TensorFlow => "a TensorFlow timeline",
             Lookalike::MindSpore => "a MindSpore (MindInsight) timeline",
@@ -47,7 +43,7 @@ impl Lookalike {
 #[derive(Debug, Default)]
 pub struct Clues {
     /// Records bearing each tool's marks, in [`Lookalike::ALL`] order.
-    marks: [u64; 4],
+    marks: [u64; 3],
 }
 
 impl Clues {
@@ -82,17 +78,6 @@ impl Clues {
 
 /// The tool a record's name (or process name) and category point to.
 fn mark_of(name: &[u8], cat: &str) -> Option<Lookalike> {
-    const HOROVOD: &[&[u8]] = &[
-        b"MEMCPY_IN_FUSION_BUFFER",
-        b"MEMCPY_OUT_FUSION_BUFFER",
-        b"WAIT_FOR_DATA",
-        b"WAIT_FOR_OTHER_TENSOR_DATA",
-        b"CYCLE_START",
-        b"NCCL_ALLREDUCE",
-        b"MPI_ALLREDUCE",
-        b"MPI_ALLGATHER",
-        b"MPI_BCAST",
-    ];
     const BYTEPS: &[&[u8]] = &[
         b"COORDINATE_REDUCE",
         b"COORDINATE_PUSH",
@@ -114,9 +99,6 @@ fn mark_of(name: &[u8], cat: &str) -> Option<Lookalike> {
         b"Merged Computation Op",
         b"Communication Op",
     ];
-    if name.starts_with(b"NEGOTIATE_") || HOROVOD.contains(&name) {
-        return Some(Lookalike::Horovod);
-    }
     if BYTEPS.iter().any(|mark| contains(name, mark))
         || name.ends_with(b".PUSH")
         || name.ends_with(b".PULL")
@@ -151,9 +133,8 @@ mod tests {
 
     #[test]
     fn each_tool_is_told_by_its_own_names() {
-        let cases: [(&[u8], &str, Option<Lookalike>); 8] = [
-            (b"NEGOTIATE_ALLREDUCE", "", Some(Lookalike::Horovod)),
-            (b"MEMCPY_IN_FUSION_BUFFER", "", Some(Lookalike::Horovod)),
+        let cases: [(&[u8], &str, Option<Lookalike>); 7] = [
+            (b"NEGOTIATE_ALLREDUCE", "", None),
             (b"Comm.gradient_3.PUSH", "", Some(Lookalike::BytePs)),
             (b"COORDINATE_REDUCE", "", Some(Lookalike::BytePs)),
             (b"MatMul", "Op", Some(Lookalike::TensorFlow)),

@@ -9,9 +9,11 @@ mod corpus;
 mod correlation;
 mod ctf;
 mod formats;
+mod horovod;
 mod nsys;
 mod op_inputs;
 mod precision;
+mod tf_timeline;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -239,6 +239,7 @@ fn nsys_step_range_makes_steps_of_matching_ranges() {
     let path = testdata().join("nsys/nsys-ai/tests/fixtures/mfu_2gpu_before.sqlite");
     let options = ReadOptions {
         step_range: Some(regex::Regex::new("^ncclGroupEnd$").expect("regex")),
+        ..ReadOptions::default()
     };
     let traces = read_processes(&path, &options).unwrap_or_else(|e| panic!("{e}"));
     let connection = open(&path);

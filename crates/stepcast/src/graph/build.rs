@@ -12,6 +12,7 @@ mod launch_timing;
 mod names;
 mod saturation;
 mod sync;
+mod tensor_links;
 
 use rustc_hash::FxHashMap;
 use stepcast_trace::{EventId, EventKind, LaneKind, Trace};
@@ -92,6 +93,7 @@ pub fn build(trace: &Trace, options: &BuildOptions) -> Window {
     // After `collectives`, which tells communication kernels apart.
     b.sm_demand();
     b.autograd_handoffs(&mut edges);
+    b.tensor_links(&mut edges);
     if options.infer_edges {
         let candidates = b.inferred_edges(&device_lanes, &launcher.call_of, &edges);
         let needed = b.needed(candidates, &edges);

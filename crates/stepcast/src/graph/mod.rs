@@ -97,10 +97,19 @@ pub enum EdgeKind {
     /// it replays (a binding, not an input), so a what-if that moves the full task moves
     /// what it holds.
     DeviceFull,
+    /// The next stage of a tensor's communication begins after the previous one ends (a
+    /// Horovod timeline's negotiate → fusion-buffer copy → all-reduce → copy out, as recorded
+    /// in `Trace::links`).
+    TensorStage,
+    /// A task that cannot complete before a tensor is ready: a negotiation before this rank's
+    /// gradient is produced (it ends once every rank is ready), a task that blocks on the
+    /// reduced tensor (the optimizer step waiting in Horovod's `synchronize`) before its
+    /// all-reduce ends. Gates completion, as a host sync does.
+    TensorWait,
 }
 
 impl EdgeKind {
-    pub const ALL: [EdgeKind; 11] = [
+    pub const ALL: [EdgeKind; 13] = [
         EdgeKind::LaneOrder,
         EdgeKind::Launch,
         EdgeKind::HostSync,
@@ -112,6 +121,8 @@ impl EdgeKind {
         EdgeKind::CollectiveArrival,
         EdgeKind::ThreadHandoff,
         EdgeKind::DeviceFull,
+        EdgeKind::TensorStage,
+        EdgeKind::TensorWait,
     ];
 
     pub fn is_inferred(self) -> bool {
@@ -135,7 +146,10 @@ impl EdgeKind {
     pub fn gates_completion(self) -> bool {
         matches!(
             self,
-            EdgeKind::HostSync | EdgeKind::InferredHostSync | EdgeKind::PeerArrival
+            EdgeKind::HostSync
+                | EdgeKind::InferredHostSync
+                | EdgeKind::PeerArrival
+                | EdgeKind::TensorWait
         )
     }
 
@@ -152,6 +166,8 @@ impl EdgeKind {
             EdgeKind::CollectiveArrival => "collective_arrival",
             EdgeKind::ThreadHandoff => "thread_handoff",
             EdgeKind::DeviceFull => "device_full",
+            EdgeKind::TensorStage => "tensor_stage",
+            EdgeKind::TensorWait => "tensor_wait",
         }
     }
 }

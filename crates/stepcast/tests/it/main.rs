@@ -7,6 +7,7 @@ mod compare;
 mod critical;
 mod ddp;
 mod device_only;
+mod horovod;
 mod host_phase;
 mod hostile;
 mod mapping;

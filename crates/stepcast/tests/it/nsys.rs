@@ -39,6 +39,7 @@ fn nsys_self_replay_is_within_two_percent_without_inferred_edges() {
     for &(relative, bar, step_range) in EXPORTS {
         let options = ReadOptions {
             step_range: step_range.map(|r| regex::Regex::new(r).expect("regex")),
+            ..ReadOptions::default()
         };
         let traces = read_processes(&export(relative), &options).unwrap_or_else(|e| panic!("{e}"));
         for trace in &traces {
