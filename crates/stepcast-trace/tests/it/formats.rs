@@ -697,6 +697,7 @@ fn json_that_starts_like_a_protobuf_is_still_read_as_kineto() {
 fn with_step_range(path: &Path, pattern: &str) -> Trace {
     let options = ReadOptions {
         step_range: Some(regex::Regex::new(pattern).expect("regex")),
+        ..ReadOptions::default()
     };
     let mut traces = read_processes(path, &options).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(traces.len(), 1);

@@ -118,3 +118,53 @@ fn a_host_gap_spent_off_cpu_is_reported_as_such_with_its_waker() {
         }
     }
 }
+
+/// A faster CPU speeds up only the time a thread ran: on the recorded session, where the
+/// training thread spends most of each step blocked on its loader, `faster_cpu` (2×) cannot
+/// save more than half of the step thread's on-CPU time per step, which ftrace-independent
+/// arithmetic over the trace's own off-CPU intervals bounds: the step minus the off-CPU time
+/// inside it is what may halve.
+#[test]
+fn a_faster_cpu_does_not_speed_up_time_spent_off_cpu() {
+    use stepcast::analyze::mapping::map;
+    use stepcast::whatif::models::Model;
+    use stepcast::whatif::{Context, apply_models};
+    let trace = read_trace(&session()).unwrap_or_else(|e| panic!("{e}"));
+    let window = build(&trace, &BuildOptions::default());
+    let mapping = map(&trace, &window);
+    let context = Context::new(&trace, &window, &mapping);
+    let model = Model::by_name("faster_cpu").expect("faster_cpu");
+    let outcome =
+        apply_models(&context, std::slice::from_ref(&model)).unwrap_or_else(|e| panic!("{e}"));
+    let saved_ns = outcome.baseline.step_ns - outcome.predicted.step_ns;
+    // The most a 2× CPU can save per step: half the step thread's on-CPU time, averaged
+    // over the steps (the prediction is a steady-state period).
+    let lane = trace.steps[0].lane;
+    let steps = &trace.steps;
+    let on_cpu_ns: i64 = steps
+        .iter()
+        .map(|s| {
+            let (from, to) = (s.start_ns, s.start_ns + s.dur_ns);
+            let off: i64 = trace
+                .off_cpu
+                .iter()
+                .filter(|o| o.lane == lane)
+                .map(|o| (o.end_ns().min(to) - o.start_ns.max(from)).max(0))
+                .sum();
+            s.dur_ns - off
+        })
+        .sum();
+    let bound_ns = on_cpu_ns / steps.len() as i64 / 2;
+    assert!(saved_ns > 0, "a faster CPU saves something: {saved_ns}");
+    assert!(
+        saved_ns <= bound_ns + bound_ns / 10,
+        "saved {saved_ns} ns per step, more than half the on-CPU time ({bound_ns} ns)"
+    );
+    assert!(
+        model
+            .caveats(&context)
+            .iter()
+            .any(|c| c.contains("off their CPU")),
+        "the caveat says the off-CPU time is kept"
+    );
+}

@@ -416,11 +416,24 @@ impl Model {
                     cuda_graphs::GRAPH_LAUNCH_NS_PER_NODE
                 ),
             ],
-            Model::FasterHardware(_) => vec![
-                "kernels are split into compute- and memory-bound by name (memory-bound names \
-                 first)"
-                    .to_string(),
-            ],
+            Model::FasterHardware(hardware) => {
+                let mut out = vec![
+                    "kernels are split into compute- and memory-bound by name (memory-bound \
+                     names first)"
+                        .to_string(),
+                ];
+                if hardware.cpu != 1.0 && !context.trace.off_cpu.is_empty() {
+                    let off_ns: i64 = context.trace.off_cpu.iter().map(|o| o.dur_ns).sum();
+                    out.push(format!(
+                        "the scheduler's events put traced host threads off their CPU for \
+                         {:.3} ms in all (blocked or waiting for a CPU): that time is kept as \
+                         recorded; where it is a wait for another thread that also runs faster, \
+                         the gain is larger",
+                        off_ns as f64 / 1e6
+                    ));
+                }
+                out
+            }
             _ => Vec::new(),
         }
     }
