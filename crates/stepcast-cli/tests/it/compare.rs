@@ -25,14 +25,26 @@ fn compare_json_contract_and_whatif_agreement() {
     ]);
     run.assert_success();
     let json = run.json();
-    assert_eq!(json["schema"], "stepcast.compare/1");
+    assert_eq!(json["schema"], "stepcast.compare/2");
     assert_eq!(json["before"]["trace"]["file"], BEFORE);
-    let before = json["before"]["steps"]["median_ns"]
+    let before = json["before"]["steps"]["period_ns"]
         .as_i64()
-        .expect("median");
-    let after = json["after"]["steps"]["median_ns"]
+        .expect("period");
+    let after = json["after"]["steps"]["period_ns"]
         .as_i64()
-        .expect("median");
+        .expect("period");
+    // The period is the mean of the per-step periods (each rounded to the ns).
+    for side in ["before", "after"] {
+        let steps = &json[side]["steps"];
+        let periods: Vec<i64> = steps["periods_ns"]
+            .as_array()
+            .expect("periods")
+            .iter()
+            .filter_map(serde_json::Value::as_i64)
+            .collect();
+        let mean = periods.iter().sum::<i64>() / periods.len() as i64;
+        assert!((mean - steps["period_ns"].as_i64().expect("period")).abs() <= 1);
+    }
     let speedup = json["speedup"].as_f64().expect("speedup");
     assert!((speedup - before as f64 / after as f64).abs() < 1e-12);
     assert_eq!(json["delta_ns"].as_i64(), Some(after - before));
@@ -82,7 +94,12 @@ fn compare_output_file_is_whole_and_deterministic() {
     let again = stepcast(&["compare", BEFORE, AFTER, "--model", "amp"]);
     again.assert_success();
     assert_eq!(written, again.stdout);
-    assert!(written.contains("Measured speedup 1.296×"), "{written}");
+    let json = stepcast(&["compare", BEFORE, AFTER, "--json"]).json();
+    let speedup = json["speedup"].as_f64().expect("speedup");
+    assert!(
+        written.contains(&format!("Measured speedup {speedup:.3}×")),
+        "{written}"
+    );
     assert!(written.contains("Model amp against the measured outcome"));
     assert_eq!(dir.entries(), vec!["compare.txt".to_string()]);
 }

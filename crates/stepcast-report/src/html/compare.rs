@@ -38,20 +38,28 @@ fn file(side: &crate::json::SideJson, fallback: &str) -> String {
 
 fn answer(compare: &CompareJson) -> Section {
     let (before, after) = (&compare.before.steps, &compare.after.steps);
+    let spread = |periods: &[i64]| {
+        (
+            ms(periods.iter().copied().min().unwrap_or(0)),
+            ms(periods.iter().copied().max().unwrap_or(0)),
+        )
+    };
+    let ((before_min, before_max), (after_min, after_max)) =
+        (spread(&before.periods_ns), spread(&after.periods_ns));
     let mut body = paragraph(&format!(
-        "BEFORE ({}): median steady step {} over {} steps (min {}, max {}). AFTER ({}): {} over \
-         {} steps (min {}, max {}). Measured speedup {} ({} per step); changes within {:.1}% or \
-         {} per step count as noise.",
+        "BEFORE ({}): steady-state step {} over {} steps (time between consecutive step ends, \
+         {} to {}). AFTER ({}): {} over {} steps ({} to {}). Measured speedup {} ({} per step); \
+         changes within {:.1}% or {} per step count as noise.",
         file(&compare.before, "before"),
-        ms(before.median_ns),
+        ms(before.period_ns),
         before.steady_steps.len(),
-        ms(before.min_ns),
-        ms(before.max_ns),
+        before_min,
+        before_max,
         file(&compare.after, "after"),
-        ms(after.median_ns),
+        ms(after.period_ns),
         after.steady_steps.len(),
-        ms(after.min_ns),
-        ms(after.max_ns),
+        after_min,
+        after_max,
         speedup(compare.speedup),
         ms(compare.delta_ns),
         compare.noise.fraction * 100.0,

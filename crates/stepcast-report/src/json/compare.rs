@@ -1,4 +1,4 @@
-//! The `compare` document (`stepcast.compare/1`): two traces of one workload, the measured
+//! The `compare` document (`stepcast.compare/2`): two traces of one workload, the measured
 //! speedup of their steady steps, what changed, and models' predictions against the outcome.
 
 use serde::Serialize;
@@ -9,16 +9,16 @@ use super::{TraceJson, finite};
 /// The `compare` document.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CompareJson {
-    /// Always `stepcast.compare/1`.
+    /// Always `stepcast.compare/2`.
     pub schema: &'static str,
     /// The trace before the change.
     pub before: SideJson,
     /// The trace after the change.
     pub after: SideJson,
-    /// `before.steps.median_ns / after.steps.median_ns` (above 1: AFTER is faster); `None`
-    /// (`null`) when AFTER's median is 0.
+    /// `before.steps.period_ns / after.steps.period_ns` (above 1: AFTER is faster); `None`
+    /// (`null`) when AFTER's period is 0.
     pub speedup: Option<f64>,
-    /// `after.steps.median_ns - before.steps.median_ns` (negative: AFTER is faster).
+    /// `after.steps.period_ns - before.steps.period_ns` (negative: AFTER is faster).
     pub delta_ns: i64,
     /// What a row's `status` means.
     pub noise: NoiseJson,
@@ -60,6 +60,11 @@ pub struct StepTimesJson {
     pub max_ns: i64,
     /// Mean of `measured_ns` (what the tables sum to).
     pub mean_ns: i64,
+    /// The steady-state period: mean time between consecutive steady steps' ends, as a
+    /// what-if measures it. The speedup compares these.
+    pub period_ns: i64,
+    /// Per steady step, the time from the previous step's end to its own.
+    pub periods_ns: Vec<i64>,
 }
 
 /// The thresholds below which a change is `same`.
@@ -151,7 +156,7 @@ pub fn compare_json(
 ) -> CompareJson {
     let changes = &comparison.changes;
     CompareJson {
-        schema: "stepcast.compare/1",
+        schema: "stepcast.compare/2",
         before: SideJson {
             trace: TraceJson::new(before),
             steps: steps_json(&comparison.before),
@@ -161,7 +166,7 @@ pub fn compare_json(
             steps: steps_json(&comparison.after),
         },
         speedup: finite(comparison.speedup),
-        delta_ns: comparison.after.median_ns - comparison.before.median_ns,
+        delta_ns: comparison.after.period_ns - comparison.before.period_ns,
         noise: NoiseJson {
             fraction: stepcast::compare::NOISE_FRACTION,
             floor_ns: stepcast::compare::NOISE_FLOOR_NS,
@@ -183,6 +188,8 @@ fn steps_json(steps: &StepTimes) -> StepTimesJson {
         min_ns: steps.min_ns,
         max_ns: steps.max_ns,
         mean_ns: steps.mean_ns,
+        period_ns: steps.period_ns,
+        periods_ns: steps.periods_ns.clone(),
     }
 }
 

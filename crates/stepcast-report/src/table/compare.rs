@@ -18,12 +18,12 @@ pub fn compare_text(doc: &CompareJson) -> String {
         .map_or_else(|| "n/a".to_string(), |s| format!("{s:.3}×"));
     out.push_str(&wrap(
         &format!(
-            "Compared {} (BEFORE) with {} (AFTER). Measured speedup {speedup}: median steady \
-             step {} ms → {} ms ({} ms).",
+            "Compared {} (BEFORE) with {} (AFTER). Measured speedup {speedup}: steady-state \
+             step (mean time between consecutive step ends) {} ms → {} ms ({} ms).",
             file(&doc.before),
             file(&doc.after),
-            ms(doc.before.steps.median_ns),
-            ms(doc.after.steps.median_ns),
+            ms(doc.before.steps.period_ns),
+            ms(doc.after.steps.period_ns),
             signed_ms(doc.delta_ns),
         ),
         "",
@@ -34,10 +34,13 @@ pub fn compare_text(doc: &CompareJson) -> String {
         &[
             "trace",
             "steady steps",
-            "median ms",
-            "min ms",
-            "max ms",
-            "mean ms",
+            "period ms",
+            "period min ms",
+            "period max ms",
+            "span median ms",
+            "span min ms",
+            "span max ms",
+            "span mean ms",
         ],
         2,
     );
@@ -46,13 +49,21 @@ pub fn compare_text(doc: &CompareJson) -> String {
         steps.add_row(vec![
             label.to_string(),
             step_list(&s.steady_steps),
+            ms(s.period_ns),
+            ms(s.periods_ns.iter().copied().min().unwrap_or(0)),
+            ms(s.periods_ns.iter().copied().max().unwrap_or(0)),
             ms(s.median_ns),
             ms(s.min_ns),
             ms(s.max_ns),
             ms(s.mean_ns),
         ]);
     }
-    push_section(&mut out, "Steady steps (measured)", &steps.to_string());
+    push_section(
+        &mut out,
+        "Steady steps (measured; a span runs from the step's host start to its last device \
+         work, and overlaps the steps queued before it where the host runs ahead)",
+        &steps.to_string(),
+    );
 
     out.push('\n');
     out.push_str(&wrap(

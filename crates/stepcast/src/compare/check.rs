@@ -43,9 +43,9 @@ pub struct ModelCheck {
     pub model: String,
     /// The what-if's speedup on BEFORE.
     pub predicted_speedup: f64,
-    /// BEFORE's measured median step divided by `predicted_speedup`.
+    /// BEFORE's measured steady-state period divided by `predicted_speedup`.
     pub predicted_step_ns: i64,
-    /// AFTER's measured median step.
+    /// AFTER's measured steady-state period.
     pub measured_step_ns: i64,
     /// `predicted_step_ns / measured_step_ns - 1` (positive: the model predicted too slow a
     /// step, i.e. too small a gain).
@@ -82,7 +82,7 @@ pub fn check_outcome(
     after_steps: &StepTimes,
 ) -> ModelCheck {
     let predicted_step_ns = if outcome.speedup > 0.0 && outcome.speedup.is_finite() {
-        (before_steps.median_ns as f64 / outcome.speedup).round() as i64
+        (before_steps.period_ns as f64 / outcome.speedup).round() as i64
     } else {
         0
     };
@@ -110,8 +110,8 @@ pub fn check_outcome(
         model,
         predicted_speedup: outcome.speedup,
         predicted_step_ns,
-        measured_step_ns: after_steps.median_ns,
-        error: relative_error(predicted_step_ns, after_steps.median_ns),
+        measured_step_ns: after_steps.period_ns,
+        error: relative_error(predicted_step_ns, after_steps.period_ns),
         phases,
     }
 }

@@ -4,10 +4,15 @@
 //! ([`check`]).
 //!
 //! Steady steps are the replay's ([`crate::replay::steady_steps`]): every step with tasks but
-//! the first (warm-up) when there are three or more. The measured step of a trace is the
-//! median of its steady steps' `measured_ns` (host start of the `ProfilerStep` range to the end
-//! of the last device work launched inside it), so one slow step (a checkpoint, a stall in the
-//! data loader) does not move the speedup; the min and max are kept so the noise shows.
+//! the first (warm-up) when there are three or more. The measured step of a trace is its
+//! **steady-state period** on the recorded times: the mean time between the ends of
+//! consecutive steady steps, the very measure a what-if's baseline and prediction use
+//! ([`crate::whatif::steady_period`]), so a prediction is checked like for like. A step's span
+//! (host start of its `ProfilerStep` range to the end of the last device work launched in it)
+//! is not its duration where the host runs ahead of the device: on a GPU-bound trace whose
+//! launch calls block on a full launch queue, each span covers the ~3 steps queued before it.
+//! The spans are kept (median, min, max, mean: what the per-step tables sum to) and so are the
+//! per-step periods, so the noise shows.
 
 pub mod check;
 pub mod diff;
@@ -17,6 +22,7 @@ use stepcast_trace::Trace;
 use crate::Window;
 use crate::analyze::Analysis;
 use crate::replay::steady_steps;
+use crate::whatif::{recorded_timeline, steady_period};
 
 pub use check::{ModelCheck, PhaseCheck, check_model};
 pub use diff::{Changes, DiffRow, DiffTable, NOISE_FLOOR_NS, NOISE_FRACTION, Status, TOP_ROWS};
@@ -52,6 +58,11 @@ pub struct StepTimes {
     pub max_ns: i64,
     /// Mean of `measured_ns`, rounded down: what the per-step tables sum to.
     pub mean_ns: i64,
+    /// The steady-state period of the recording: what the speedup compares.
+    pub period_ns: i64,
+    /// Per steady step, the time from the previous step's end to its own end (the period is
+    /// their mean).
+    pub periods_ns: Vec<i64>,
 }
 
 impl StepTimes {
@@ -76,7 +87,11 @@ impl StepTimes {
             (sorted[n / 2 - 1] + sorted[n / 2]).div_euclid(2)
         };
         let sum: i128 = sorted.iter().map(|&v| i128::from(v)).sum();
+        let graph = &side.window.graph;
+        let period = steady_period(side.window, graph, &recorded_timeline(graph))?;
         Some(StepTimes {
+            period_ns: period.step_ns,
+            periods_ns: period.per_step_ns(),
             numbers,
             median_ns,
             min_ns: sorted[0],
@@ -100,7 +115,7 @@ pub enum CompareError {
 pub struct Comparison {
     pub before: StepTimes,
     pub after: StepTimes,
-    /// `before.median_ns / after.median_ns` (above 1: AFTER is faster).
+    /// `before.period_ns / after.period_ns` (above 1: AFTER is faster).
     pub speedup: f64,
     pub changes: Changes,
 }
@@ -111,7 +126,7 @@ pub fn compare(before: &Side<'_>, after: &Side<'_>) -> Result<Comparison, Compar
     let after_steps = StepTimes::of(after).ok_or(CompareError::NoSteps { which: "AFTER" })?;
     let changes = Changes::new(before, &before_steps, after, &after_steps);
     Ok(Comparison {
-        speedup: crate::whatif::speedup(before_steps.median_ns, after_steps.median_ns),
+        speedup: crate::whatif::speedup(before_steps.period_ns, after_steps.period_ns),
         before: before_steps,
         after: after_steps,
         changes,

@@ -164,8 +164,40 @@ pub fn predict(window: &Window, graph: &Graph) -> Result<Prediction, WhatIfError
     measure(window, graph, &timeline)
 }
 
-/// The step times and bottleneck of `timeline`, the replay of `graph`.
-fn measure(window: &Window, graph: &Graph, timeline: &Timeline) -> Result<Prediction, WhatIfError> {
+/// The steady-state period of one timeline of a window graph (see the module documentation).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Period {
+    /// The steady-state period: mean time between the ends of consecutive steady steps.
+    pub step_ns: i64,
+    /// Per step of the window: when its last task ends (`None` if it has none).
+    pub step_end_ns: Vec<Option<i64>>,
+    /// The steady steps the period spans (indices into the window's steps, inclusive).
+    pub steady: std::ops::RangeInclusive<usize>,
+    /// Where the period starts: the end of the step before the first steady one, else the
+    /// first steady step's start.
+    pub span_start_ns: i64,
+}
+
+impl Period {
+    /// The time from the end of each steady step's predecessor to its own end (the first
+    /// one's from [`Period::span_start_ns`]): what the period is the mean of, so its spread
+    /// shows the noise. Steps without tasks inside the span are skipped.
+    pub fn per_step_ns(&self) -> Vec<i64> {
+        let mut previous = self.span_start_ns;
+        let mut out = Vec::new();
+        for s in self.steady.clone() {
+            if let Some(end) = self.step_end_ns[s] {
+                out.push(end - previous);
+                previous = end;
+            }
+        }
+        out
+    }
+}
+
+/// The steady-state period of `timeline` (a replay of `graph`, or its recorded times:
+/// [`recorded_timeline`]); `None` without a steady step that has tasks.
+pub fn steady_period(window: &Window, graph: &Graph, timeline: &Timeline) -> Option<Period> {
     let n_steps = window.steps.len();
     let mut by_step: Vec<Vec<TaskId>> = vec![Vec::new(); n_steps];
     for (t, &step) in graph.step.iter().enumerate() {
@@ -184,17 +216,14 @@ fn measure(window: &Window, graph: &Graph, timeline: &Timeline) -> Result<Predic
             Some(last.max(replayed_marker_end(graph, timeline, step, tasks, start)))
         })
         .collect();
-    let window_end_ns = timeline.end_ns.iter().copied().max().unwrap_or(0);
     let first = first_steady(window);
     let steady: Vec<usize> = (first..n_steps)
         .filter(|&s| step_end_ns[s].is_some() && !window.steps[s].teardown)
         .collect();
-    let (Some(&first), Some(&last)) = (steady.first(), steady.last()) else {
-        return Err(WhatIfError::NoSteps);
-    };
+    let (&first, &last) = (steady.first()?, steady.last()?);
     let last_end = step_end_ns[last].unwrap_or(0);
     let previous_end = first.checked_sub(1).and_then(|p| step_end_ns[p]);
-    let span_start = match previous_end {
+    let span_start_ns = match previous_end {
         Some(previous) => previous,
         None => {
             let (_, _, start) =
@@ -203,7 +232,46 @@ fn measure(window: &Window, graph: &Graph, timeline: &Timeline) -> Result<Predic
         }
     };
     let steps = (last - first + 1) as i64;
-    let step_ns = (last_end - span_start) / steps;
+    Some(Period {
+        step_ns: (last_end - span_start_ns) / steps,
+        step_end_ns,
+        steady: first..=last,
+        span_start_ns,
+    })
+}
+
+/// The recorded times of `graph` as a timeline (every task at its recorded begin and end,
+/// bound by nothing): what [`steady_period`] measures on the recording.
+pub fn recorded_timeline(graph: &Graph) -> Timeline {
+    let n = graph.rec_start_ns.len();
+    Timeline {
+        begin_ns: graph.rec_start_ns.clone(),
+        end_ns: graph.rec_end_ns.clone(),
+        binding: vec![crate::simulate::Binding::Boundary; n],
+        completion: vec![None; n],
+    }
+}
+
+/// The step times and bottleneck of `timeline`, the replay of `graph`.
+fn measure(window: &Window, graph: &Graph, timeline: &Timeline) -> Result<Prediction, WhatIfError> {
+    let period = steady_period(window, graph, timeline).ok_or(WhatIfError::NoSteps)?;
+    let Period {
+        step_ns,
+        step_end_ns,
+        span_start_ns: span_start,
+        ..
+    } = period;
+    let (first, last) = (*period.steady.start(), *period.steady.end());
+    let n_steps = window.steps.len();
+    let mut by_step: Vec<Vec<TaskId>> = vec![Vec::new(); n_steps];
+    for (t, &step) in graph.step.iter().enumerate() {
+        if step != NO_STEP && (step as usize) < n_steps {
+            by_step[step as usize].push(TaskId(t as u32));
+        }
+    }
+    let window_end_ns = timeline.end_ns.iter().copied().max().unwrap_or(0);
+    let last_end = step_end_ns[last].unwrap_or(0);
+    let steps = (last - first + 1) as i64;
     // The task that ends the last steady step (the latest end; the lowest id on a tie), or,
     // when its marker ends later, the marker thread's last task, then the host time after it.
     let latest = by_step[last]

@@ -52,6 +52,15 @@ fn loading_ranges(context: &Context<'_>) -> Vec<(u32, i64, i64)> {
     ranges
 }
 
+/// The recorded data-loading time per steady step (the mean over the steady steps of their
+/// outermost loading ranges): what the workers must produce in a step for the model to hold.
+pub fn loading_ns_per_step(context: &Context<'_>) -> i64 {
+    let steps = context.window.steps.len();
+    let steady = steps - if steps >= 3 { 1 } else { 0 };
+    let total: i64 = loading_ranges(context).iter().map(|&(_, s, e)| e - s).sum();
+    total / steady.max(1) as i64
+}
+
 /// Whether the trace's loader already runs in worker processes: PyTorch names the iterator
 /// of a `DataLoader(num_workers>0)` `_MultiProcessingDataLoaderIter` (its `__next__` range,
 /// `enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__`, is then the training

@@ -370,7 +370,15 @@ impl Model {
                     .to_string(),
             ],
             Model::PrefetchInputs { contention } => vec![
-                "assumes the worker processes keep up (a batch in less than a step)".to_string(),
+                format!(
+                    "assumes the worker processes keep up: loading takes {:.3} ms per batch \
+                     here, so N workers keep up with a step of S ms only if N ≥ that ÷ S at \
+                     this speed; a worker runs PyTorch ops on one thread (PyTorch's default in \
+                     workers), so preprocessing that ran on several intra-op threads here can \
+                     need several times more workers (docs/accuracy.md: a recorded pair where \
+                     4 workers did not keep up)",
+                    input_overlap::loading_ns_per_step(context) as f64 / 1e6
+                ),
                 format!(
                     "charges {:.0} % worker contention on this process's host work (--contention; \
                      the default is the lower end of the 10-15 % measured on one recorded pair)",
