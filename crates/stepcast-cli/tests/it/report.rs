@@ -66,6 +66,8 @@ fn testdata_traces() -> Vec<PathBuf> {
                 .unwrap_or_default();
             if path.is_dir() {
                 stack.push(path);
+            } else if name.ends_with(".timing.json") {
+                // A step timing recorded beside a trace: a measurement, not a trace.
             } else if name.ends_with(".json")
                 || name.ends_with(".json.gz")
                 || name.ends_with(".xplane.pb")

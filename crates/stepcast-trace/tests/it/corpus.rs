@@ -8,7 +8,7 @@ use stepcast_trace::{EventKind, LaneKind, ReadError, Runtime, Trace};
 use crate::{FileKind, corpus};
 
 /// Kineto traces and Execution Traces under `testdata/kineto/` (see `testdata/README.md`).
-const KINETO_FILES: usize = 44;
+const KINETO_FILES: usize = 58;
 const EXECUTION_TRACES: usize = 4;
 
 /// Checks that hold for any successfully read trace. Returns the problems found.
@@ -247,6 +247,20 @@ const EXPECT: &[Expect] = &[
     Expect { file: "param/et_replay/tests/inputs/dlrm_kineto__extracted/dlrm_kineto/worker5_step_12.1694128201549.pt.trace.json", records: 3250, runtime: Runtime::Cuda, steps: 1, kernels: 245, syncs: 0, distributed: Dist::Present(Some(5), Some(8)) },
     Expect { file: "param/et_replay/tests/inputs/dlrm_kineto__extracted/dlrm_kineto/worker6_step_12.1694128201553.pt.trace.json", records: 3272, runtime: Runtime::Cuda, steps: 1, kernels: 246, syncs: 0, distributed: Dist::Present(Some(6), Some(8)) },
     Expect { file: "param/et_replay/tests/inputs/dlrm_kineto__extracted/dlrm_kineto/worker7_step_12.1694128201553.pt.trace.json", records: 3250, runtime: Runtime::Cuda, steps: 1, kernels: 246, syncs: 0, distributed: Dist::Present(Some(7), Some(8)) },
+    Expect { file: "stepcast/h100-pairs/loader-workers0.json.gz", records: 26983, runtime: Runtime::Cuda, steps: 6, kernels: 2264, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/h100-pairs/loader-workers4.json.gz", records: 22407, runtime: Runtime::Cuda, steps: 6, kernels: 2265, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/h100-pairs/mlp-amp.json.gz", records: 12719, runtime: Runtime::Cuda, steps: 6, kernels: 1080, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/h100-pairs/mlp-eager_capturable.json.gz", records: 11393, runtime: Runtime::Cuda, steps: 6, kernels: 1344, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/h100-pairs/mlp-fp32.json.gz", records: 9833, runtime: Runtime::Cuda, steps: 6, kernels: 912, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/h100-pairs/mlp-fused.json.gz", records: 8495, runtime: Runtime::Cuda, steps: 6, kernels: 882, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/h100-pairs/mlp-graphed.json.gz", records: 4427, runtime: Runtime::Cuda, steps: 6, kernels: 1992, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/h100-pairs/mlp-loop.json.gz", records: 16499, runtime: Runtime::Cuda, steps: 6, kernels: 2214, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/h100-pairs/resnet-amp.json.gz", records: 28613, runtime: Runtime::Cuda, steps: 6, kernels: 2586, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/h100-pairs/resnet-fp32.json.gz", records: 25955, runtime: Runtime::Cuda, steps: 6, kernels: 2718, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/h100-pairs/resnet-sync.json.gz", records: 25205, runtime: Runtime::Cuda, steps: 6, kernels: 2346, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/h100-pairs/transformer-amp.json.gz", records: 38121, runtime: Runtime::Cuda, steps: 6, kernels: 2552, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/h100-pairs/transformer-compiled.json.gz", records: 19607, runtime: Runtime::Cuda, steps: 6, kernels: 2664, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/h100-pairs/transformer-fp32.json.gz", records: 36329, runtime: Runtime::Cuda, steps: 6, kernels: 2951, syncs: 0, distributed: Dist::Absent },
 ];
 
 /// Compares one trace with its expected facts. Returns the mismatches.

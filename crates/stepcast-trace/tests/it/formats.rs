@@ -572,6 +572,37 @@ fn xplane_steps_come_from_step_num_stats() {
     assert!(!trace.events.iter().any(|e| trace.name(e.name) == "train"));
 }
 
+/// The same JAX program recorded here on an H100 (`testdata/xplane/stepcast/jax-gpu-mlp/`, by
+/// `testdata/kineto/stepcast/h100-pairs/record.sh`): XLA's launches on the host thread, the
+/// kernels on a `Stream #` line of the GPU plane, linked by correlation, inside six steps.
+#[test]
+fn xplane_jax_gpu_steps_hold_their_kernels() {
+    let path = testdata().join("xplane/stepcast/jax-gpu-mlp/train.xplane.pb");
+    let trace = read_trace(&path).unwrap_or_else(|e| panic!("{e}"));
+    let numbers: Vec<u64> = trace.steps.iter().map(|s| s.number).collect();
+    assert_eq!(numbers, [0, 1, 2, 3, 4, 5]);
+    assert_ne!(trace.runtime.map(|r| r.as_str()), Some("cpu-only"));
+    let kernels: Vec<_> = trace
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::Kernel)
+        .collect();
+    assert!(!kernels.is_empty());
+    // Each step's launches put its kernels after the step began: a kernel whose launching
+    // call is inside a step starts after that step's start.
+    let calls: BTreeMap<u64, i64> = trace
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::RuntimeCall)
+        .filter_map(|e| Some((e.correlation?, e.start_ns)))
+        .collect();
+    for kernel in &kernels {
+        let call = kernel.correlation.and_then(|c| calls.get(&c));
+        let call = call.unwrap_or_else(|| panic!("kernel without its launch"));
+        assert!(kernel.start_ns >= *call, "a kernel before its launch");
+    }
+}
+
 #[test]
 fn xplane_launching_calls_are_named_for_their_api() {
     let path = testdata().join(

@@ -89,7 +89,9 @@ pub struct Loaded {
     pub result: Result<Trace, ReadError>,
 }
 
-/// Every `.json` / `.json.gz` file under `testdata/kineto/`, sorted by relative path.
+/// Every `.json` / `.json.gz` file under `testdata/kineto/`, sorted by relative path, except
+/// the step timings recorded beside the traces of `stepcast/h100-pairs/` (`*.timing.json`:
+/// measurements, not traces).
 pub fn trace_files() -> Vec<(String, PathBuf)> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
@@ -101,6 +103,7 @@ pub fn trace_files() -> Vec<(String, PathBuf)> {
                 walk(&path, out);
             } else if let Some(name) = path.file_name().and_then(|n| n.to_str())
                 && (name.ends_with(".json") || name.ends_with(".json.gz"))
+                && !name.ends_with(".timing.json")
             {
                 out.push(path);
             }

@@ -81,6 +81,61 @@ const MULTI_STEP: &[(&str, &Bars)] = &[
     (
         "kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
         &BARS,
+    ),    (
+        "stepcast/h100-pairs/loader-workers0.json.gz",
+        &BARS,
+    ),
+    (
+        "stepcast/h100-pairs/loader-workers4.json.gz",
+        &BARS,
+    ),
+    (
+        "stepcast/h100-pairs/mlp-amp.json.gz",
+        &BARS,
+    ),
+    (
+        "stepcast/h100-pairs/mlp-eager_capturable.json.gz",
+        &BARS,
+    ),
+    (
+        "stepcast/h100-pairs/mlp-fp32.json.gz",
+        &BARS,
+    ),
+    (
+        "stepcast/h100-pairs/mlp-fused.json.gz",
+        &BARS,
+    ),
+    (
+        "stepcast/h100-pairs/mlp-graphed.json.gz",
+        &BARS,
+    ),
+    (
+        "stepcast/h100-pairs/mlp-loop.json.gz",
+        &BARS,
+    ),
+    (
+        "stepcast/h100-pairs/resnet-amp.json.gz",
+        &BARS,
+    ),
+    (
+        "stepcast/h100-pairs/resnet-fp32.json.gz",
+        &BARS,
+    ),
+    (
+        "stepcast/h100-pairs/resnet-sync.json.gz",
+        &BARS,
+    ),
+    (
+        "stepcast/h100-pairs/transformer-amp.json.gz",
+        &BARS,
+    ),
+    (
+        "stepcast/h100-pairs/transformer-compiled.json.gz",
+        &BARS,
+    ),
+    (
+        "stepcast/h100-pairs/transformer-fp32.json.gz",
+        &BARS,
     ),
 ];
 

@@ -677,9 +677,10 @@ fn task_named(trace: &Trace, window: &Window, name: &str) -> TaskId {
 // ---------------------------------------------------------------------------------------------
 // Bar: ≥ 99 % of GPU time mapped to an op and a phase on every trace with `cpu_op` events.
 
-/// Execution Traces are not Kineto traces; the raw memory timeline is not a Chrome trace.
+/// Execution Traces are not Kineto traces; the raw memory timeline is not a Chrome trace; the
+/// step timings beside the traces recorded here are measurements, not traces.
 fn is_kineto_trace(relative: &str) -> bool {
-    let skip = ["_et.", "dlrm_eg_", "resnet_et"];
+    let skip = ["_et.", "dlrm_eg_", "resnet_et", ".timing.json"];
     (relative.ends_with(".json") || relative.ends_with(".json.gz"))
         && !skip.iter().any(|s| relative.contains(s))
 }
