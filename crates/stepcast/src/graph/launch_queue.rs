@@ -7,7 +7,11 @@
 //! The queue is counted per device, in host call order (every thread's launches onto the
 //! device in one sequence): the traces in testdata have one device per process, so per device
 //! and per process context cannot be told apart there. A call counts once, whatever it
-//! launched; its slot is held by its device task that ends last.
+//! launched; its slot is held by its device task that ends last. Device tasks of the window
+//! that no call of it launched were launched before it opened: they come first in the queue,
+//! in their order on the device, so that the window's first calls wait for them too (on
+//! `transformer-fp32`, the host runs three steps ahead: 1014 such tasks, and the returns of
+//! the window's first calls agree with them at the same 1021 outstanding).
 //!
 //! The same counting serves the graph build (`build/launch_queue.rs`, which calibrates the
 //! capacity) and an edited graph (`whatif/edit.rs`, which recounts after its inserts, removals
@@ -21,28 +25,46 @@ use super::{Graph, TaskId};
 /// clock in older traces).
 const TOLERANCE_NS: i64 = 2_000;
 
-/// One launch call in its device's queue.
+/// One launch in its device's queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Entry {
     pub device: i64,
+    /// The launch call, or `TaskId::NONE` for a launch made before the window opened.
     pub call: TaskId,
     /// Its device task ending last as recorded (ties to the later task): what frees its slot.
     pub holder: TaskId,
 }
 
-/// The queue entries of `graph`'s launch calls, given `(call, device task)` launch pairs (any
-/// order), sorted by device and then host call order (recorded start, then thread and task:
-/// an inserted call carries its predecessor's recorded end as its start). Only the task
-/// columns and lanes of `graph` are read, not its edges.
-pub(crate) fn entries(graph: &Graph, launches: &[(TaskId, TaskId)]) -> Vec<Entry> {
+/// The queue entries of `graph`'s launches, sorted by device and then launch order: first
+/// the device tasks of `before` (launched before the window opened: still in the queue when
+/// it did, in their order on the device), then the calls of `launches` (`(call, device task)`
+/// pairs, any order) in host call order (recorded start, then thread and task: an inserted
+/// call carries its predecessor's recorded end as its start). Only the task columns and
+/// lanes of `graph` are read, not its edges.
+pub(crate) fn entries(
+    graph: &Graph,
+    launches: &[(TaskId, TaskId)],
+    before: &[TaskId],
+) -> Vec<Entry> {
+    let device_of = |task: TaskId| graph.lanes[graph.lane[task.index()] as usize].device;
+    let mut out: Vec<Entry> = before
+        .iter()
+        .filter_map(|&task| {
+            Some(Entry {
+                device: device_of(task)?,
+                call: TaskId::NONE,
+                holder: task,
+            })
+        })
+        .collect();
     let mut by_call: Vec<(TaskId, TaskId)> = launches.to_vec();
     by_call.sort_unstable();
-    let mut out: Vec<Entry> = Vec::new();
+    let first_call = out.len();
     for &(call, task) in &by_call {
-        let Some(device) = graph.lanes[graph.lane[task.index()] as usize].device else {
+        let Some(device) = device_of(task) else {
             continue;
         };
-        match out.last_mut() {
+        match out[first_call..].last_mut() {
             Some(last) if last.call == call => {
                 // A call onto two devices counts on the device of its first task.
                 let later = (graph.rec_end_ns[task.index()], task)
@@ -59,11 +81,17 @@ pub(crate) fn entries(graph: &Graph, launches: &[(TaskId, TaskId)]) -> Vec<Entry
         }
     }
     out.sort_unstable_by_key(|e| {
+        let by = if e.call == TaskId::NONE {
+            e.holder
+        } else {
+            e.call
+        };
         (
             e.device,
-            graph.rec_start_ns[e.call.index()],
-            graph.lane[e.call.index()],
-            e.call,
+            e.call != TaskId::NONE,
+            graph.rec_start_ns[by.index()],
+            graph.lane[by.index()],
+            by,
         )
     });
     out
@@ -87,7 +115,7 @@ pub(crate) fn edges(
             continue;
         }
         for (i, entry) in device_entries.iter().enumerate().skip(q) {
-            if !exempt(entry.call) {
+            if entry.call != TaskId::NONE && !exempt(entry.call) {
                 out.push((device_entries[i - q].holder, entry.call));
             }
         }

@@ -1363,17 +1363,25 @@ impl EditGraph {
             return from;
         }
         let mut launches: Vec<(TaskId, TaskId)> = Vec::new();
+        // Input device tasks launched before the window (no launching call; a boundary time).
+        let mut before: Vec<TaskId> = Vec::new();
         for &t in order {
-            if !self.rows[t as usize].kind.on_device() {
+            let row = &self.rows[t as usize];
+            if !row.kind.on_device() {
                 continue;
             }
+            let mut launched = false;
             for e in &self.preds[t as usize] {
                 if e.kind == EdgeKind::Launch && !self.rows[e.from as usize].kind.on_device() {
                     launches.push((new_id[e.from as usize], new_id[t as usize]));
+                    launched = true;
                 }
             }
+            if !launched && self.is_original(TaskId(t)) && row.not_before_ns != NO_TIME {
+                before.push(new_id[t as usize]);
+            }
         }
-        let entries = crate::graph::launch_queue::entries(graph, &launches);
+        let entries = crate::graph::launch_queue::entries(graph, &launches, &before);
         let exempt = &graph.launch_queue_exempt;
         for (holder, call) in
             crate::graph::launch_queue::edges(&entries, &self.launch_queue_capacity, |c| {

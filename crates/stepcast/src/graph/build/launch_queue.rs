@@ -24,7 +24,12 @@ impl Builder<'_> {
             .filter(|&(_, &call)| call != TaskId::NONE)
             .map(|(t, &call)| (call, TaskId(t as u32)))
             .collect();
-        let entries = launch_queue::entries(g, &launches);
+        // Device tasks without a launching call were launched before the window opened.
+        let before: Vec<TaskId> = (0..g.task_count())
+            .filter(|&t| g.kind[t].on_device() && call_of[t] == TaskId::NONE)
+            .map(|t| TaskId(t as u32))
+            .collect();
+        let entries = launch_queue::entries(g, &launches, &before);
         let mut capacity: Vec<(i64, u32)> = Vec::new();
         for device_entries in entries.chunk_by(|a, b| a.device == b.device) {
             if let Some(q) = self.calibrate(device_entries) {
@@ -54,6 +59,10 @@ impl Builder<'_> {
                 waited_ns[call.index()] = freed - start;
                 self.report.launch_queue_held_calls += 1;
                 self.report.launch_queue_held_ns += freed - start;
+                if call_of[holder.index()] == TaskId::NONE {
+                    self.report.launch_queue_before_window_calls += 1;
+                    self.report.launch_queue_before_window_ns += freed - start;
+                }
             }
             edges.push(PendingEdge {
                 from: holder,
@@ -74,7 +83,6 @@ impl Builder<'_> {
                 };
             }
         }
-        self.before_window(&entries, &capacity, call_of);
         self.report.launch_queue_capacity = capacity
             .iter()
             .map(|&(_, q)| u64::from(q))
@@ -82,11 +90,14 @@ impl Builder<'_> {
             .unwrap_or(0);
         self.report.notes.push(format!(
             "the launch queue was full: {} launch calls waited {:.3} ms in all for a slot \
-             (capacity {} launches per device, calibrated on this trace); each call's own cost \
-             is the part after its slot freed",
+             (capacity {} launches per device, calibrated on this trace; {} of them, {:.3} ms, \
+             for launches made before the window, whose tasks run at their recorded start); \
+             each call's own cost is the part after its slot freed",
             self.report.launch_queue_held_calls,
             self.report.launch_queue_held_ns as f64 / 1e6,
             self.report.launch_queue_capacity,
+            self.report.launch_queue_before_window_calls,
+            self.report.launch_queue_before_window_ns as f64 / 1e6,
         ));
         self.graph.launch_queue_capacity = capacity;
         self.graph.launch_queue_exempt = exempt;
@@ -100,7 +111,10 @@ impl Builder<'_> {
         let mut outstanding = Outstanding::new(entries.iter().map(end_of).collect());
         let mut most_at_return = 0usize;
         for e in entries {
-            most_at_return = most_at_return.max(outstanding.after(g.rec_end_ns[e.call.index()]));
+            if e.call != TaskId::NONE {
+                let at_return = outstanding.after(g.rec_end_ns[e.call.index()]);
+                most_at_return = most_at_return.max(at_return);
+            }
             outstanding.insert(end_of(e));
         }
         let q = most_at_return + 1;
@@ -111,57 +125,15 @@ impl Builder<'_> {
             .enumerate()
             .skip(q)
             .filter(|&(i, e)| {
+                if e.call == TaskId::NONE {
+                    return false;
+                }
                 let freed = end_of(&entries[i - q]);
                 let (start, end) = (g.rec_start_ns[e.call.index()], g.rec_end_ns[e.call.index()]);
                 freed > start && freed <= end + TOLERANCE_NS && freed - start > end - freed
             })
             .count();
         (held >= MIN_LATENCY_SAMPLES).then_some(q as u32)
-    }
-
-    /// Calls among a device's first `capacity` launches of the window wait for launches made
-    /// before it opened: no launch of the window holds their slot, so they keep their
-    /// recorded cost (early, non-steady steps). Counted, with the time they waited: the
-    /// window's device tasks without a launching call, in their order on the device, stand
-    /// for the earlier launches (a report only, never an edge).
-    fn before_window(&mut self, entries: &[Entry], capacity: &[(i64, u32)], call_of: &[TaskId]) {
-        let g = &self.graph;
-        for &(device, q) in capacity {
-            let q = q as usize;
-            let mut earlier: Vec<(i64, TaskId)> = (0..g.task_count())
-                .filter(|&t| {
-                    call_of[t] == TaskId::NONE
-                        && g.kind[t].on_device()
-                        && g.lanes[g.lane[t] as usize].device == Some(device)
-                })
-                .map(|t| (g.rec_start_ns[t], TaskId(t as u32)))
-                .collect();
-            earlier.sort_unstable();
-            let first = entries.iter().filter(|e| e.device == device).take(q);
-            for (i, e) in first.enumerate() {
-                // The slot of launch i is freed by the launch `q` before it: before the window.
-                let Some(k) = (earlier.len() + i).checked_sub(q) else {
-                    continue;
-                };
-                let Some(&(_, holder)) = earlier.get(k) else {
-                    continue;
-                };
-                let (start, end) = (g.rec_start_ns[e.call.index()], g.rec_end_ns[e.call.index()]);
-                let freed = g.rec_end_ns[holder.index()].min(end);
-                if freed > start {
-                    self.report.launch_queue_before_window_calls += 1;
-                    self.report.launch_queue_before_window_ns += freed - start;
-                }
-            }
-        }
-        if self.report.launch_queue_before_window_calls > 0 {
-            self.report.notes.push(format!(
-                "{} launch calls waited {:.3} ms in all for slots held by launches from before \
-                 the window: no task of the window frees them, so they keep their recorded cost",
-                self.report.launch_queue_before_window_calls,
-                self.report.launch_queue_before_window_ns as f64 / 1e6,
-            ));
-        }
     }
 }
 
