@@ -58,6 +58,18 @@ pub struct BuildReport {
     /// Device tasks whose resident blocks fill their device more than once over
     /// (`SmDemand::Fills`): the engine holds other streams' work while they run.
     pub device_filling_tasks: u64,
+    /// The capacity of CUDA's launch queue, in launches per device, where the trace shows it
+    /// full (the largest over devices); 0 where no launch call waited for a full queue, and
+    /// the graph then has no `LaunchQueue` edges.
+    pub launch_queue_capacity: u64,
+    /// Launch calls that waited for a slot of the full queue as recorded, and the time they
+    /// waited in all: their own cost is the part after the slot freed (`LaunchQueue` edges).
+    pub launch_queue_held_calls: u64,
+    pub launch_queue_held_ns: i64,
+    /// Launch calls that waited for slots held by launches from before the window (no task
+    /// of the window frees them: they keep their recorded cost), and the time they waited.
+    pub launch_queue_before_window_calls: u64,
+    pub launch_queue_before_window_ns: i64,
     /// Recorded causes not turned into edges, by reason.
     pub rejected: BTreeMap<String, u64>,
     pub notes: Vec<String>,

@@ -104,10 +104,40 @@ pub struct GraphJson {
     /// Device tasks that fill their device more than once over: the replay holds other
     /// streams' work while they run.
     pub device_filling_tasks: u64,
+    /// CUDA's launch queue as this trace shows it (`launch_queue` edges).
+    pub launch_queue: LaunchQueueJson,
     /// Recorded causes not turned into edges: reason → count.
     pub rejected: BTreeMap<String, u64>,
     /// Facts about how the graph was built, one sentence each.
     pub notes: Vec<String>,
+}
+
+/// CUDA's launch queue as the trace shows it: its capacity where it was full, and the launch
+/// calls that waited for a slot (their own cost is the part after the slot freed).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LaunchQueueJson {
+    /// Launches per device the queue holds, calibrated on the trace; 0 where no launch call
+    /// waited for a full queue (the graph then has no `launch_queue` edges).
+    pub capacity: u64,
+    /// Launch calls that waited for a slot as recorded, and the time they waited in all.
+    pub held_calls: u64,
+    pub held_ns: i64,
+    /// Of those, the calls whose slot a launch from before the window held, and their wait.
+    pub before_window_calls: u64,
+    pub before_window_ns: i64,
+}
+
+impl LaunchQueueJson {
+    pub fn new(window: &Window) -> Self {
+        let report = &window.report;
+        LaunchQueueJson {
+            capacity: report.launch_queue_capacity,
+            held_calls: report.launch_queue_held_calls,
+            held_ns: report.launch_queue_held_ns,
+            before_window_calls: report.launch_queue_before_window_calls,
+            before_window_ns: report.launch_queue_before_window_ns,
+        }
+    }
 }
 
 impl GraphJson {
@@ -128,6 +158,7 @@ impl GraphJson {
             collective_cost_from_name: report.collective_cost_from_name,
             inferred_edges: report.inferred_edges,
             device_filling_tasks: report.device_filling_tasks,
+            launch_queue: LaunchQueueJson::new(window),
             rejected: report.rejected.clone(),
             notes: report.notes.clone(),
         }

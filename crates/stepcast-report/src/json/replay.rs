@@ -5,7 +5,7 @@ use stepcast::Window;
 use stepcast::replay::{ReplayReport, StepReplay, TypicalStep};
 use stepcast_trace::Trace;
 
-use super::info::edge_counts;
+use super::info::{LaunchQueueJson, edge_counts};
 use super::{Counts, DeviceJson, TraceJson, devices, finite, main_device, max_abs, median};
 
 /// The `replay` document: the self-replay of a window, step by step, and its typical step.
@@ -32,6 +32,8 @@ pub struct ReplayJson {
     /// Device tasks that fill their device more than once over (from their launch
     /// configuration or size): the replay holds other streams' work while they run.
     pub device_filling_tasks: u64,
+    /// CUDA's launch queue as the trace shows it (`launch_queue` edges).
+    pub launch_queue: LaunchQueueJson,
     /// Edges of the whole window by kind, zero counts included.
     pub edges_by_kind: Counts,
     /// The replayed steps, by start (only the selected step, if one was selected).
@@ -228,6 +230,7 @@ pub fn replay_json(
         dispatch_gap_ns: window.report.dispatch_gap_ns,
         inferred_edges: window.report.inferred_edges,
         device_filling_tasks: window.report.device_filling_tasks,
+        launch_queue: LaunchQueueJson::new(window),
         edges_by_kind: edge_counts(window.graph.edges_by_kind(|_| true)),
         summary: SummaryJson::new(&steps),
         steps,

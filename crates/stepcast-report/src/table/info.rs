@@ -136,6 +136,19 @@ fn summary(info: &InfoJson) -> String {
         plural(graph.edges_by_kind.total(), "edge"),
         count(graph.inferred_edges),
     ));
+    let queue = &graph.launch_queue;
+    if queue.capacity > 0 {
+        lines.push(format!(
+            "  launch queue: full at {} launches per device; {} waited {} ms for a slot ({} of \
+             it for launches from before the window)",
+            count(queue.capacity),
+            plural(queue.held_calls, "launch call"),
+            ms(queue.held_ns),
+            ms(queue.before_window_ns),
+        ));
+    } else {
+        lines.push("  launch queue: never full (no launch-queue edges)".to_string());
+    }
     let lines: Vec<String> = lines.iter().map(|line| wrap(line, "    ")).collect();
     lines.join("\n") + "\n"
 }

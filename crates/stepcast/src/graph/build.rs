@@ -8,6 +8,7 @@ mod collectives;
 mod device_lanes;
 mod handoff;
 mod infer;
+mod launch_queue;
 mod launch_timing;
 mod names;
 mod saturation;
@@ -89,6 +90,9 @@ pub fn build(trace: &Trace, options: &BuildOptions) -> Window {
     b.sync_edges(&calls, &launcher.call_of, &device_lanes, &mut edges);
     b.blocking_launches(&mut edges);
     b.event_wait_latency(&mut edges);
+    // After the calibrations that read launch lags as recorded (it shortens the lags of the
+    // calls it finds waiting), before the inferred edges (a cause they need not guess).
+    b.launch_queue(&launcher.call_of, &mut edges);
     b.collectives(&launcher.call_of);
     // After `collectives`, which tells communication kernels apart.
     b.sm_demand();

@@ -6,6 +6,7 @@
 
 mod build;
 mod calls;
+pub(crate) mod launch_queue;
 
 use stepcast_trace::{EventId, LaneId, LaneKind, NameId};
 
@@ -106,10 +107,15 @@ pub enum EdgeKind {
     /// reduced tensor (the optimizer step waiting in Horovod's `synchronize`) before its
     /// all-reduce ends. Gates completion, as a host sync does.
     TensorWait,
+    /// CUDA's launch queue of the device was full: a launch call cannot return before the
+    /// device task launched `capacity` launches earlier (onto that device, in host call order)
+    /// has finished and freed its slot. Capacity calibrated on the trace
+    /// (`graph/launch_queue.rs`); gates completion, as a host sync does.
+    LaunchQueue,
 }
 
 impl EdgeKind {
-    pub const ALL: [EdgeKind; 13] = [
+    pub const ALL: [EdgeKind; 14] = [
         EdgeKind::LaneOrder,
         EdgeKind::Launch,
         EdgeKind::HostSync,
@@ -123,6 +129,7 @@ impl EdgeKind {
         EdgeKind::DeviceFull,
         EdgeKind::TensorStage,
         EdgeKind::TensorWait,
+        EdgeKind::LaunchQueue,
     ];
 
     pub fn is_inferred(self) -> bool {
@@ -150,6 +157,7 @@ impl EdgeKind {
                 | EdgeKind::InferredHostSync
                 | EdgeKind::PeerArrival
                 | EdgeKind::TensorWait
+                | EdgeKind::LaunchQueue
         )
     }
 
@@ -168,6 +176,7 @@ impl EdgeKind {
             EdgeKind::DeviceFull => "device_full",
             EdgeKind::TensorStage => "tensor_stage",
             EdgeKind::TensorWait => "tensor_wait",
+            EdgeKind::LaunchQueue => "launch_queue",
         }
     }
 }
@@ -261,6 +270,13 @@ pub struct Graph {
     pub peer_wait_ns: Vec<i64>,
     /// What each task asks of its device's multiprocessors (the engine's capacity model).
     pub sm_demand: Vec<SmDemand>,
+    /// The launch queue's capacity per device, `(device, capacity)` sorted by device, where
+    /// the trace shows the queue full (`graph/launch_queue.rs`); a device absent has no
+    /// `LaunchQueue` edges. Kept so that an edited graph recounts its launches.
+    pub launch_queue_capacity: Vec<(i64, u32)>,
+    /// Launch calls (sorted) that no `LaunchQueue` edge gates: the recorded times contradict
+    /// theirs (`launch_queue::contradicted`).
+    pub launch_queue_exempt: Vec<TaskId>,
     /// Incoming edges by target: `pred_offsets[t]..pred_offsets[t + 1]` index the columns below.
     pub pred_offsets: Vec<u32>,
     pub pred: Vec<TaskId>,

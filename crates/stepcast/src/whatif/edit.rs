@@ -204,6 +204,10 @@ pub struct EditGraph {
     inserted_after: HashMap<u32, u32>,
     followers: HashMap<u32, Vec<u32>>,
     lanes: Vec<GraphLane>,
+    /// The input's launch-queue capacities and the calls no queue edge gates (input ids):
+    /// the queue edges are recounted in [`EditGraph::build`].
+    launch_queue_capacity: Vec<(i64, u32)>,
+    launch_queue_exempt: Vec<TaskId>,
     /// Task count of the input: ids below it are the input's tasks.
     original_tasks: usize,
     /// Calibrated launch latency (lag of inserted launch edges).
@@ -242,7 +246,9 @@ impl EditGraph {
         let mut succs = vec![Vec::new(); n];
         for t in 0..n {
             for e in graph.preds(TaskId(t as u32)) {
-                if graph.pred_kind[e].is_inferred() {
+                // Queue edges are recounted when the edit is built: an inserted launch takes a
+                // slot and a removed one frees its slot, which stored edges would not follow.
+                if graph.pred_kind[e].is_inferred() || graph.pred_kind[e] == EdgeKind::LaunchQueue {
                     continue;
                 }
                 let from = graph.pred[e].0;
@@ -277,6 +283,8 @@ impl EditGraph {
             followers: HashMap::new(),
             lane_tasks,
             lanes: graph.lanes.clone(),
+            launch_queue_capacity: graph.launch_queue_capacity.clone(),
+            launch_queue_exempt: graph.launch_queue_exempt.clone(),
             original_tasks: n,
             launch_latency_ns,
             dispatch_gap_ns,
@@ -1293,10 +1301,28 @@ impl EditGraph {
                 )));
             }
         }
+        // Calls exempt from the queue, in the new ids (sorted: `order` is the new order).
+        graph.launch_queue_exempt = order
+            .iter()
+            .filter(|&&t| {
+                self.is_original(TaskId(t))
+                    && self
+                        .launch_queue_exempt
+                        .binary_search(&self.origin(TaskId(t)))
+                        .is_ok()
+            })
+            .map(|&t| new_id[t as usize])
+            .collect();
+        graph.launch_queue_capacity = self.launch_queue_capacity.clone();
+        let queue_from = self.launch_queue_edges(&graph, &order, &new_id);
         // Edges sorted by (target, kind, source), the smallest lag kept of a repeated edge:
         // targets come in order, so each task's few edges are sorted alone (sorting the
         // window's edges at once was a large share of every what-if's build).
-        let edge_count: usize = order.iter().map(|&t| self.preds[t as usize].len()).sum();
+        let edge_count: usize = order
+            .iter()
+            .map(|&t| self.preds[t as usize].len())
+            .sum::<usize>()
+            + queue_from.iter().filter(|&&f| f != TaskId::NONE).count();
         graph.pred_offsets.reserve(order.len() + 1);
         graph.pred.reserve(edge_count);
         graph.pred_kind.reserve(edge_count);
@@ -1310,6 +1336,10 @@ impl EditGraph {
                     .iter()
                     .map(|e| (e.kind, new_id[e.from as usize], e.lag_ns)),
             );
+            let from = queue_from[new_id[t as usize].index()];
+            if from != TaskId::NONE {
+                edges.push((EdgeKind::LaunchQueue, from, 0));
+            }
             edges.sort_unstable();
             edges.dedup_by(|b, a| (a.0, a.1) == (b.0, b.1));
             for &(kind, from, lag_ns) in &edges {
@@ -1320,6 +1350,47 @@ impl EditGraph {
             graph.pred_offsets.push(graph.pred.len() as u32);
         }
         Ok((graph, new_id))
+    }
+
+    /// The launch-queue edge into each task of the built graph (its ids; `TaskId::NONE` for
+    /// none), recounted over the live launches in host call order (`graph::launch_queue`):
+    /// an inserted launch takes a slot, a removed or fused-away one frees its slot, and a
+    /// call the recorded times exempted stays exempt. `graph` has its tasks and exemptions,
+    /// not its edges.
+    fn launch_queue_edges(&self, graph: &Graph, order: &[u32], new_id: &[TaskId]) -> Vec<TaskId> {
+        let mut from = vec![TaskId::NONE; order.len()];
+        if self.launch_queue_capacity.is_empty() {
+            return from;
+        }
+        let mut launches: Vec<(TaskId, TaskId)> = Vec::new();
+        // Input device tasks launched before the window (no launching call; a boundary time).
+        let mut before: Vec<TaskId> = Vec::new();
+        for &t in order {
+            let row = &self.rows[t as usize];
+            if !row.kind.on_device() {
+                continue;
+            }
+            let mut launched = false;
+            for e in &self.preds[t as usize] {
+                if e.kind == EdgeKind::Launch && !self.rows[e.from as usize].kind.on_device() {
+                    launches.push((new_id[e.from as usize], new_id[t as usize]));
+                    launched = true;
+                }
+            }
+            if !launched && self.is_original(TaskId(t)) && row.not_before_ns != NO_TIME {
+                before.push(new_id[t as usize]);
+            }
+        }
+        let entries = crate::graph::launch_queue::entries(graph, &launches, &before);
+        let exempt = &graph.launch_queue_exempt;
+        for (holder, call) in
+            crate::graph::launch_queue::edges(&entries, &self.launch_queue_capacity, |c| {
+                exempt.binary_search(&c).is_ok()
+            })
+        {
+            from[call.index()] = holder;
+        }
+        from
     }
 }
 
