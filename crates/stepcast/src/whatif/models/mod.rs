@@ -14,6 +14,7 @@ mod input_overlap;
 mod kernel_fusion;
 mod kernels;
 mod offload;
+mod peaks;
 mod recompute;
 mod syncs;
 
@@ -26,7 +27,7 @@ use super::{Context, WhatIfError};
 
 use activations::forward_units;
 pub use activations::{ActivationSource, MemoryEffect};
-pub use amp::{amp, amp_with_costs};
+pub use amp::{AmpFactors, amp, amp_with_costs};
 pub use amp_costs::AmpCosts;
 pub use batchnorm::{BatchNormRole, batch_norm_role, batchnorm_targets, reconstruct_batchnorm};
 pub use cuda_graphs::{GRAPH_LAUNCH_NS_PER_NODE, cuda_graphs};
