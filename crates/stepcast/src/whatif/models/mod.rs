@@ -5,6 +5,7 @@
 pub mod activations;
 mod amp;
 mod amp_costs;
+mod autocast;
 mod batchnorm;
 mod cuda_graphs;
 mod fused_optimizer;
