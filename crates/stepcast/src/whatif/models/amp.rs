@@ -57,7 +57,7 @@ impl AmpFactors {
                     tf32,
                     unknown: tf32,
                     source: format!(
-                        "{}: FP16 tensor {:.0}, TF32 tensor {}, FP32 {:.1} (peak ratios)",
+                        "{}: FP16 tensor {:.0}, TF32 tensor {}, FP32 {:.1} TFLOP/s (peak ratios)",
                         p.source,
                         p.fp16_tflops,
                         p.tf32_tflops
