@@ -313,7 +313,8 @@ mod tests {
         let casts = step.casts("aten::linear", Some(&linear));
         assert_eq!(casts.len(), 3);
         assert!(casts.iter().all(|c| c.backward));
-        // A loss after the FP32 norm casts nothing.
+        // A loss after an FP32 norm casts nothing (the recorded transformer's final norm).
+        assert_eq!(step.casts("aten::layer_norm", Some(&linear)).len(), 1);
         assert!(step.casts("aten::mse_loss", Some(&qkv[..2])).is_empty());
         // Without recorded inputs: a convolution's weight, and its FP32 input.
         let mut step = StepCasts::default();
