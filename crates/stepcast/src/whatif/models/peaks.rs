@@ -22,9 +22,14 @@ pub struct Peaks {
     pub source: String,
 }
 
+/// (words of the product name, FP32, TF32, FP16 tensor TFLOP/s, product)
+type Product = (&'static [&'static str], f64, Option<f64>, f64, &'static str);
+/// (compute capability, FP32, TF32, FP16 tensor FLOP per SM and clock, architecture)
+type Architecture = ((i64, i64), f64, Option<f64>, f64, &'static str);
+
 /// Datasheet figures by product name (NVIDIA's data sheets; dense, boost clock). Checked in
 /// order: `A100` before `A10`, `L40S` before `L4`, `H100 PCIe` before `H100`.
-const PRODUCTS: &[(&[&str], f64, Option<f64>, f64, &str)] = &[
+const PRODUCTS: &[Product] = &[
     (&["H100", "PCIE"], 51.2, Some(378.0), 756.0, "H100 PCIe"),
     (&["H100"], 67.0, Some(494.7), 989.4, "H100 SXM"),
     (&["H200"], 67.0, Some(494.7), 989.4, "H200 SXM"),
@@ -39,7 +44,7 @@ const PRODUCTS: &[(&[&str], f64, Option<f64>, f64, &str)] = &[
 /// Per multiprocessor and clock (FLOP), from the architecture whitepapers, where the product
 /// is not in [`PRODUCTS`]: the ratios do not depend on the SM count or clock.
 /// (compute capability, FP32, TF32, FP16 tensor)
-const ARCHITECTURES: &[((i64, i64), f64, Option<f64>, f64, &str)] = &[
+const ARCHITECTURES: &[Architecture] = &[
     ((7, 0), 128.0, None, 1024.0, "Volta (7.0)"),
     ((7, 5), 128.0, None, 1024.0, "Turing (7.5)"),
     ((8, 0), 128.0, Some(1024.0), 2048.0, "Ampere GA100 (8.0)"),
