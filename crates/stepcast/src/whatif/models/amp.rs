@@ -6,6 +6,7 @@ use super::super::edit::{EditGraph, Select, Selection};
 use super::super::{Context, WhatIfError};
 use super::amp_costs::{AmpCosts, charge};
 use super::kernels::{Bound, classify_kernel};
+use super::peaks::peaks;
 use crate::analyze::mapping::Phase;
 use crate::graph::{TaskId, TaskKind};
 
@@ -19,15 +20,69 @@ pub(super) fn compute_major(context: &Context<'_>) -> Option<i64> {
         .max()
 }
 
+/// How much faster each kind of FP32 tensor-core-eligible kernel runs in FP16, and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AmpFactors {
+    /// FP32 on CUDA cores (`ffma`, `sgemm`): FP16 tensor peak / FP32 peak.
+    pub simt: f64,
+    /// Already on TF32 tensor cores: FP16 tensor peak / TF32 tensor peak.
+    pub tf32: f64,
+    /// FP32 whose math path the name does not tell (a convolution, a fused attention kernel):
+    /// the low end, the TF32 ratio, where the GPU has TF32 (cuDNN uses it by default, and
+    /// CUTLASS's FP32 attention kernels use 3xTF32); the SIMT ratio where it has none.
+    pub unknown: f64,
+    /// Where the factors come from, for the caveats.
+    pub source: String,
+}
+
+impl AmpFactors {
+    /// From the trace's GPU (the first device with known peaks): datasheet peaks by product
+    /// name, else the architecture's per-SM rates by compute capability. No tensor cores
+    /// (< 7.0): 1. Neither known: Daydream's 3 (after NVIDIA's AMP guide), 2 for TF32 kernels.
+    pub fn of(context: &Context<'_>) -> AmpFactors {
+        if compute_major(context).is_some_and(|m| m < 7) {
+            return AmpFactors {
+                simt: 1.0,
+                tf32: 1.0,
+                unknown: 1.0,
+                source: "no tensor cores before compute capability 7.0".to_string(),
+            };
+        }
+        match context.trace.devices.iter().find_map(peaks) {
+            Some(p) => {
+                let simt = p.fp16_tflops / p.fp32_tflops;
+                let tf32 = p.tf32_tflops.map_or(simt, |t| p.fp16_tflops / t);
+                AmpFactors {
+                    simt,
+                    tf32,
+                    unknown: tf32,
+                    source: format!(
+                        "{}: FP16 tensor {:.0}, TF32 tensor {}, FP32 {:.1} TFLOP/s (peak ratios)",
+                        p.source,
+                        p.fp16_tflops,
+                        p.tf32_tflops
+                            .map_or_else(|| "none".to_string(), |t| format!("{t:.0}")),
+                        p.fp32_tflops
+                    ),
+                }
+            }
+            None => AmpFactors {
+                simt: 3.0,
+                tf32: 2.0,
+                unknown: 3.0,
+                source: "GPU not identified: Daydream's 3 (2 for TF32 kernels)".to_string(),
+            },
+        }
+    }
+}
+
 /// **Automatic mixed precision** (Daydream A.1, refined). Forward and backward kernels only:
 /// the optimizer keeps FP32 master weights, collectives reduce FP32 gradients, input copies
 /// are unchanged. Per kernel, by name:
-/// - already half precision (`f16`, `bf16`, `h884`...): unchanged;
-/// - tensor-core eligible (GEMM, convolution): duration / speedup by GPU generation
-///   (`deviceProperties` compute capability): no tensor cores (< 7.0): 1 (conservative);
-///   Volta/Turing (7.x): 3 (Daydream, after NVIDIA's AMP guide); Ampere and later (≥ 8.0):
-///   3 for FP32 kernels, 2 for kernels already on TF32 tensor cores (FP16 dense peak is twice
-///   TF32's: NVIDIA A100/H100 datasheets); unknown GPU: 3 (Daydream);
+/// - already half precision (`f16`, `bf16`, `h884`, `nvjet_sm90_hsh`...): unchanged;
+/// - tensor-core eligible (GEMM, convolution): duration / the peak ratio of its math path
+///   ([`AmpFactors`]: FP32 on CUDA cores, TF32, or not told by the name), from the trace's
+///   GPU (`deviceProperties`): datasheet peaks bound what the kernel gains;
 /// - memory-bound element-wise, normalization, reduction kernels: × 0.5 (half the bytes);
 /// - anything else: unchanged.
 ///
@@ -45,16 +100,7 @@ pub fn amp_with_costs(
     context: &Context<'_>,
     edit: &mut EditGraph,
 ) -> Result<(usize, AmpCosts), WhatIfError> {
-    let major = compute_major(context);
-    let fp32_speedup = match major {
-        Some(m) if m < 7 => 1.0,
-        _ => 3.0,
-    };
-    let tf32_speedup = if major.is_some_and(|m| m >= 8) {
-        2.0
-    } else {
-        fp32_speedup
-    };
+    let factors = AmpFactors::of(context);
     let select = Select {
         kinds: vec![TaskKind::Kernel],
         phases: vec![Phase::Forward, Phase::Backward, Phase::Other],
@@ -67,8 +113,9 @@ pub fn amp_with_costs(
         let class = classify_kernel(names.get(edit.name(t)));
         let factor = match class.bound {
             _ if class.half => continue,
-            Bound::Compute if class.tf32 => 1.0 / tf32_speedup,
-            Bound::Compute => 1.0 / fp32_speedup,
+            Bound::Compute if class.tf32 => 1.0 / factors.tf32,
+            Bound::Compute if class.simt => 1.0 / factors.simt,
+            Bound::Compute => 1.0 / factors.unknown,
             Bound::Memory => 0.5,
             Bound::Other => continue,
         };

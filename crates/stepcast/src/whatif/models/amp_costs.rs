@@ -7,7 +7,8 @@ use stepcast_trace::NameId;
 
 use super::super::edit::{EditGraph, Insert, InsertLaunch};
 use super::super::{Context, WhatIfError};
-use super::activations::{ForwardUnit, forward_units, input_bytes, lane_prev};
+use super::activations::{ForwardUnit, forward_units, lane_prev};
+use super::autocast::{List, StepCasts, list};
 use super::gist::elementwise_throughput;
 use super::kernels::{Bound, classify_kernel};
 use crate::analyze::mapping::Phase;
@@ -17,8 +18,10 @@ use crate::whatif::ddp::gradients::find_gradients;
 /// What [`charge`] added per steady step (means), for reports and tests.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct AmpCosts {
-    /// Cast kernels inserted (forward weight and input casts, backward gradient casts).
+    /// Cast kernels inserted, forward and backward.
     pub casts: usize,
+    /// Of them, the gradients' casts in the backward pass (`ToCopyBackward0`).
+    pub backward_casts: usize,
     /// Scaler tasks inserted (eight per steady step with an optimizer kernel).
     pub scaler_tasks: usize,
     /// Steady steps left without the scaler: its blocking read back would have made the
@@ -38,9 +41,15 @@ struct Costs {
     throughput: Option<f64>,
     /// Median recorded element-wise kernel (its time and name), the fallback cost.
     kernel: Option<(i64, NameId)>,
-    /// Median host time of a forward op made only of element-wise kernels (its dispatch and
-    /// launch): what one more eager op (a cast, a scaler op) costs the host.
+    /// Median host time of a forward op of one element-wise kernel that allocates its output
+    /// (out of place: no trailing `_`), as a cast does; else of any forward op made only of
+    /// element-wise kernels (in place: no allocation, a lower bound). What one more eager op
+    /// (a cast, a scaler op) costs the host.
     op_host_ns: i64,
+    /// Median host time of a backward node (`evaluate_function: …Backward0`) that launches
+    /// one element-wise kernel (`ReluBackward0`): what a `ToCopyBackward0` costs the autograd
+    /// thread; else `op_host_ns`.
+    backward_op_host_ns: i64,
     /// The smallest recorded copy: a 4-byte `found_inf` read back.
     copy: Option<(TaskKind, NameId, i64)>,
 }
@@ -62,12 +71,30 @@ impl Costs {
             .map(|t| (graph.dur_ns[t.index()], graph.name[t.index()]))
             .collect();
         kernels.sort_unstable();
-        let mut hosts: Vec<i64> = units
-            .iter()
-            .filter(elementwise)
-            .map(|u| context.trace.events[u.op.index()].dur_ns)
-            .collect();
-        hosts.sort_unstable();
+        let median = |mut v: Vec<i64>| {
+            v.sort_unstable();
+            v.get(v.len().saturating_sub(1) / 2).copied()
+        };
+        let single = |u: &&ForwardUnit| u.tasks.len() == 1;
+        let out_of_place = |u: &&ForwardUnit| {
+            !context
+                .trace
+                .name(context.trace.events[u.op.index()].name)
+                .ends_with('_')
+        };
+        let host_of = |u: &ForwardUnit| context.trace.events[u.op.index()].dur_ns;
+        let op_host_ns = median(
+            units
+                .iter()
+                .filter(elementwise)
+                .filter(single)
+                .filter(out_of_place)
+                .map(host_of)
+                .collect(),
+        )
+        .or_else(|| median(units.iter().filter(elementwise).map(host_of).collect()))
+        .unwrap_or(0);
+        let backward_op_host_ns = backward_node_host_ns(context).unwrap_or(op_host_ns);
         let copy = (0..graph.task_count())
             .filter(|&t| graph.kind[t] == TaskKind::Memcpy)
             .min_by_key(|&t| graph.dur_ns[t])
@@ -76,10 +103,8 @@ impl Costs {
             throughput: elementwise_throughput(context, units)
                 .map(|(bytes_per_ns, _)| bytes_per_ns),
             kernel: kernels.get(kernels.len().saturating_sub(1) / 2).copied(),
-            op_host_ns: hosts
-                .get(hosts.len().saturating_sub(1) / 2)
-                .copied()
-                .unwrap_or(0),
+            op_host_ns,
+            backward_op_host_ns,
             copy,
         }
     }
@@ -92,6 +117,44 @@ impl Costs {
             _ => self.kernel.map_or(0, |k| k.0),
         }
     }
+}
+
+/// The median host time of a backward node of the steady steps that launched exactly one
+/// device task, an element-wise kernel: the outermost op around its launching call.
+fn backward_node_host_ns(context: &Context<'_>) -> Option<i64> {
+    let graph = &context.window.graph;
+    let names = &context.trace.names;
+    let first_steady = u32::from(context.window.steps.len() >= 3);
+    // Per outermost backward op: its device tasks, and whether all were element-wise.
+    let mut nodes: BTreeMap<stepcast_trace::EventId, (usize, bool)> = BTreeMap::new();
+    for t in 0..graph.task_count() {
+        let device = matches!(graph.kind[t], TaskKind::Kernel | TaskKind::Memset);
+        if !device
+            || context.mapping.phase[t] != Phase::Backward
+            || graph.step[t] == crate::graph::NO_STEP
+            || graph.step[t] < first_steady
+        {
+            continue;
+        }
+        let stack = context.mapping.stack(TaskId(t as u32));
+        let Some(op) = stack
+            .iter()
+            .find(|e| context.trace.events[e.index()].kind == stepcast_trace::EventKind::CpuOp)
+        else {
+            continue;
+        };
+        let entry = nodes.entry(*op).or_insert((0, true));
+        entry.0 += 1;
+        entry.1 &=
+            graph.kind[t] == TaskKind::Kernel && super::is_elementwise(names.get(graph.name[t]));
+    }
+    let mut hosts: Vec<i64> = nodes
+        .iter()
+        .filter(|(_, (count, elementwise))| *count == 1 && *elementwise)
+        .map(|(e, _)| context.trace.events[e.index()].dur_ns)
+        .collect();
+    hosts.sort_unstable();
+    hosts.get(hosts.len().saturating_sub(1) / 2).copied()
 }
 
 /// Whether a forward unit is an op autocast runs in half precision: it has an FP32
@@ -127,14 +190,16 @@ fn insert_op(
 }
 
 /// Charges what AMP adds to each steady step:
-/// - **casts** (one eager `aten::to` each: a kernel and an op's host time): per autocast op
-///   (a forward unit with an FP32 tensor-core kernel) its weight to FP16 before it and, in
-///   the backward pass, its FP16 weight gradient back to FP32 (`ToCopyBackward`); the input of
-///   the step's first autocast op (the batch arrives in FP32). Later activations are not cast:
-///   ops outside autocast's lists (batch norm, ReLU, additions) run in their input's FP16. A
-///   cast kernel is one element-wise pass over the FP32 tensor at the trace's own element-wise
-///   throughput ([`elementwise_throughput`]); its host time is the trace's median element-wise
-///   op (dispatch and launch; a cast also allocates its output, so this is a lower bound);
+/// - **casts** (one eager `aten::to` each: a kernel and an op's host time), those autocast
+///   adds by its op lists ([`StepCasts`]): every FP32 input of an FP16-list op (a layer's
+///   weight and bias, an FP32 activation: the batch, a layer norm's output) and the FP16
+///   activation of an FP32-list op (a loss), before the op; in the backward pass, for each
+///   cast tensor that requires a gradient, its gradient's cast back (`ToCopyBackward0`), before
+///   the op's backward. An op on neither list that has an FP32 tensor-core kernel is taken as
+///   an FP16-list op with parameters. A cast kernel is one element-wise pass over the FP32
+///   tensor at the trace's own element-wise throughput ([`elementwise_throughput`]); its host
+///   time is the trace's median out-of-place element-wise op (dispatch, allocation, launch),
+///   a backward cast's the median backward node of one element-wise kernel;
 /// - **the gradient scaler**, before the step's first optimizer kernel: its eight eager ops of
 ///   a step, each with the host time of one op; among them the fused unscale and inf check
 ///   (`_amp_foreach_non_finite_check_and_unscale_`, one pass over the step's gradient bytes)
@@ -149,13 +214,23 @@ pub fn charge(context: &Context<'_>, edit: &mut EditGraph) -> Result<AmpCosts, W
         ..AmpCosts::default()
     };
     let trace = context.trace;
-    let mut first_of_step: BTreeMap<u32, ()> = BTreeMap::new();
     let mut weight_bytes: BTreeMap<u32, i64> = BTreeMap::new();
-    for unit in activations
-        .units
-        .iter()
-        .filter(|u| is_autocast_op(context, u))
-    {
+    let mut step_casts = (u32::MAX, StepCasts::default());
+    for unit in &activations.units {
+        if step_casts.0 != unit.step {
+            step_casts = (unit.step, StepCasts::default());
+        }
+        let op_name = trace.name(trace.events[unit.op.index()].name);
+        let listed = list(op_name) != List::Unlisted;
+        let as_name = if !listed && is_autocast_op(context, unit) {
+            "aten::linear"
+        } else {
+            op_name
+        };
+        let casts = step_casts.1.casts(as_name, trace.inputs_of(unit.op));
+        if casts.is_empty() {
+            continue;
+        }
         let Some(&first) = unit.tasks.first() else {
             continue;
         };
@@ -173,19 +248,17 @@ pub fn charge(context: &Context<'_>, edit: &mut EditGraph) -> Result<AmpCosts, W
             costs.kernel.map_or(edit.name(first), |k| k.1),
         );
         let call = (edit.name(launcher), launcher, costs.op_host_ns);
-        let weight = input_bytes(trace, unit.op, 1);
-        *weight_bytes.entry(unit.step).or_default() += weight.unwrap_or(0);
-        let mut casts = vec![costs.pass_ns(weight)];
-        if first_of_step.insert(unit.step, ()).is_none() {
-            casts.push(costs.pass_ns(input_bytes(trace, unit.op, 0)));
-        }
-        for dur_ns in casts {
+        for cast in &casts {
+            let dur_ns = costs.pass_ns(cast.fp32_bytes);
             insert_op(edit, name, dur_ns, before, call)?;
             out.casts += 1;
             out.device_ns += dur_ns;
             out.host_ns += call.2;
+            if cast.backward {
+                *weight_bytes.entry(unit.step).or_default() += cast.fp32_bytes.unwrap_or(0);
+            }
         }
-        // The weight gradient's cast back to FP32, with the unit's backward.
+        // The gradients' casts back to FP32, with the unit's backward.
         let Some(backward) = unit.backward.filter(|&b| edit.is_alive(b)) else {
             continue;
         };
@@ -196,17 +269,20 @@ pub fn charge(context: &Context<'_>, edit: &mut EditGraph) -> Result<AmpCosts, W
         if edit.is_blocking(host) {
             continue;
         }
-        let dur_ns = costs.pass_ns(weight);
-        insert_op(
-            edit,
-            name,
-            dur_ns,
-            before,
-            (edit.name(host), host, costs.op_host_ns),
-        )?;
-        out.casts += 1;
-        out.device_ns += dur_ns;
-        out.host_ns += costs.op_host_ns;
+        for cast in casts.iter().filter(|c| c.backward) {
+            let dur_ns = costs.pass_ns(cast.fp32_bytes);
+            insert_op(
+                edit,
+                name,
+                dur_ns,
+                before,
+                (edit.name(host), host, costs.backward_op_host_ns),
+            )?;
+            out.casts += 1;
+            out.backward_casts += 1;
+            out.device_ns += dur_ns;
+            out.host_ns += costs.backward_op_host_ns;
+        }
     }
     charge_scaler(context, edit, &costs, &weight_bytes, &mut out)?;
     Ok(out)

@@ -23,12 +23,19 @@ pub struct KernelClass {
     pub half: bool,
     /// Already on TF32 tensor cores.
     pub tf32: bool,
+    /// FP32 arithmetic on CUDA cores by name (`ffma`, `sgemm`, `simt`, cuDNN's `scudnn`): no
+    /// tensor cores, so FP16 tensor cores gain the whole FP16-tensor / FP32 peak ratio.
+    pub simt: bool,
 }
 
 static HALF_PRECISION: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(fp16|bf16|f16|half|h884|h1688|h16816|hgemm|bfloat)").expect("valid regex")
+    Regex::new(r"(?i)(fp16|bf16|f16|half|h884|h1688|h16816|hgemm|bfloat|nvjet_sm\d+[a-z]?_[hb])")
+        .expect("valid regex")
 });
-static TF32: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)tf32").expect("valid regex"));
+static SIMT: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)(ffma|sgemm|simt|scudnn)").expect("valid regex"));
+static TF32: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)(tf32|nvjet_sm\d+[a-z]?_t)").expect("valid regex"));
 /// Names that are memory-bound whatever library they come from: tested first, because cuDNN's
 /// batch-norm kernels (`cudnn::bn_fw_tr_1C11_kernel_NCHW`, `cudnn::bn_bw_1C11_kernel_new`) and
 /// its layout and offset helpers carry `cudnn` in their names and would otherwise read as
@@ -66,6 +73,7 @@ pub fn classify_kernel(name: &str) -> KernelClass {
         bound,
         half: HALF_PRECISION.is_match(name),
         tf32: TF32.is_match(name),
+        simt: SIMT.is_match(name),
     }
 }
 
@@ -99,5 +107,21 @@ mod tests {
             assert_eq!(classify_kernel(name).bound, Bound::Compute, "{name}");
         }
         assert!(classify_kernel("volta_h884gemm_64x64_ldg8_nn").half);
+        // Recorded on an H100 (`testdata/kineto/stepcast/h100-pairs`): FP32 GEMMs on CUDA
+        // cores, a TF32 convolution, an FP16 GEMM.
+        for name in [
+            "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4_execute_kernel__51a2_cublas",
+            "void cutlass::Kernel2<cutlass_80_simt_sgemm_128x256_8x4_nt_align1>(cutlass_80_simt_sgemm_128x256_8x4_nt_align1::Params)",
+            "volta_sgemm_64x64_nt",
+        ] {
+            let class = classify_kernel(name);
+            assert!(class.simt && !class.tf32 && !class.half, "{name}");
+        }
+        let tf32 = classify_kernel(
+            "sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize256x64x32_warpgroupsize1x1x1_g1_execute_segment_k_off_kernel__5x_cudnn",
+        );
+        assert!(tf32.tf32 && !tf32.simt && tf32.bound == Bound::Compute);
+        // cuBLAS's nvjet kernels name their types after the architecture: `hsh` = FP16.
+        assert!(classify_kernel("nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NNT").half);
     }
 }

@@ -5,6 +5,7 @@
 pub mod activations;
 mod amp;
 mod amp_costs;
+mod autocast;
 mod batchnorm;
 mod cuda_graphs;
 mod fused_optimizer;
@@ -14,6 +15,7 @@ mod input_overlap;
 mod kernel_fusion;
 mod kernels;
 mod offload;
+mod peaks;
 mod recompute;
 mod syncs;
 
@@ -26,7 +28,7 @@ use super::{Context, WhatIfError};
 
 use activations::forward_units;
 pub use activations::{ActivationSource, MemoryEffect};
-pub use amp::{amp, amp_with_costs};
+pub use amp::{AmpFactors, amp, amp_with_costs};
 pub use amp_costs::AmpCosts;
 pub use batchnorm::{BatchNormRole, batch_norm_role, batchnorm_targets, reconstruct_batchnorm};
 pub use cuda_graphs::{GRAPH_LAUNCH_NS_PER_NODE, cuda_graphs};
@@ -387,10 +389,24 @@ impl Model {
             ],
             Model::Amp => {
                 let units = forward_units(context).units;
+                let factors = AmpFactors::of(context);
                 let mut out = vec![
-                    "charges the casts of each convolution/linear weight (both ways) and of the \
-                     first input, GradScaler's eight ops and its found_inf synchronization; \
-                     autocast's dispatch overhead on the ops it does not cast is not charged"
+                    format!(
+                        "FP32 GEMMs/convolutions on CUDA cores (ffma, sgemm) ÷ {:.1}, on TF32 \
+                         ÷ {:.1}, FP32 kernels whose math path the name does not tell ÷ {:.1} \
+                         (the low end); {}: peaks bound the gain (achieved throughput is lower)",
+                        factors.simt, factors.tf32, factors.unknown, factors.source
+                    ),
+                    "charges the casts autocast's op lists make (every FP32 input of an FP16-list \
+                     op: weights, biases, FP32 activations; a loss's FP16 input), a \
+                     ToCopyBackward0 for each that needs a gradient, GradScaler's eight ops and \
+                     its found_inf synchronization, each at this trace's own per-op host cost; \
+                     not charged: autocast's dispatch on the ops it does not cast, the gradient \
+                     casts of an unlisted op mixing FP16 and FP32 inputs (a residual addition), \
+                     fewer launches of cuBLAS's FP16 kernels"
+                        .to_string(),
+                    "memory-bound kernels take half their time (half the bytes): cuDNN's batch \
+                     norm, which is not bandwidth-bound, gained nothing on a recorded H100 pair"
                         .to_string(),
                 ];
                 let mut edit = context.edit();
