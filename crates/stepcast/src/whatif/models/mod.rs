@@ -431,8 +431,12 @@ impl Model {
             }
             Model::CudaGraphs => vec![
                 "capturing every host task between the first and last launch of a step is an \
-                 upper bound: dynamic shapes, CPU-side control flow on device values and \
-                 allocations break capture"
+                 upper bound on what capture saves on the host: dynamic shapes, CPU-side control \
+                 flow on device values and allocations break capture"
+                    .to_string(),
+                "the device's own gaps between kernels are kept as recorded in eager mode; a \
+                 graph's nodes can follow each other faster, so on a device-bound graph the \
+                 gain can exceed this (docs/accuracy.md has a recorded pair where it did)"
                     .to_string(),
                 format!(
                     "a graph launch costs the trace's launch call plus {} ns per node (a public \
