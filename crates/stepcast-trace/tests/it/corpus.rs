@@ -8,7 +8,7 @@ use stepcast_trace::{EventKind, LaneKind, ReadError, Runtime, Trace};
 use crate::{FileKind, corpus};
 
 /// Kineto traces and Execution Traces under `testdata/kineto/` (see `testdata/README.md`).
-const KINETO_FILES: usize = 58;
+const KINETO_FILES: usize = 62;
 const EXECUTION_TRACES: usize = 4;
 
 /// Checks that hold for any successfully read trace. Returns the problems found.
@@ -261,6 +261,10 @@ const EXPECT: &[Expect] = &[
     Expect { file: "stepcast/h100-pairs/transformer-amp.json.gz", records: 38121, runtime: Runtime::Cuda, steps: 6, kernels: 2552, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/h100-pairs/transformer-compiled.json.gz", records: 19607, runtime: Runtime::Cuda, steps: 6, kernels: 2664, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/h100-pairs/transformer-fp32.json.gz", records: 36329, runtime: Runtime::Cuda, steps: 6, kernels: 2951, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/h200/mlp-fp32.json.gz", records: 9833, runtime: Runtime::Cuda, steps: 6, kernels: 912, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/h200/resnet-fp32.json.gz", records: 26087, runtime: Runtime::Cuda, steps: 6, kernels: 2778, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/h200/transformer-amp.json.gz", records: 38121, runtime: Runtime::Cuda, steps: 6, kernels: 2552, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/h200/transformer-fp32.json.gz", records: 36562, runtime: Runtime::Cuda, steps: 6, kernels: 2951, syncs: 0, distributed: Dist::Absent },
 ];
 
 /// Compares one trace with its expected facts. Returns the mismatches.

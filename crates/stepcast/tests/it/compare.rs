@@ -54,8 +54,17 @@ fn compared(before: &Loaded, after: &Loaded) -> Comparison {
 }
 
 fn check(before: &Loaded, after: &Loaded, comparison: &Comparison, model: &str) -> ModelCheck {
-    let model =
-        Model::with_params(model, &ModelParams::default()).unwrap_or_else(|e| panic!("{e}"));
+    check_with(before, after, comparison, model, &ModelParams::default())
+}
+
+fn check_with(
+    before: &Loaded,
+    after: &Loaded,
+    comparison: &Comparison,
+    model: &str,
+    params: &ModelParams,
+) -> ModelCheck {
+    let model = Model::with_params(model, params).unwrap_or_else(|e| panic!("{e}"));
     check_model(
         &before.side(),
         &comparison.before,
@@ -376,6 +385,8 @@ enum Bar {
 /// One model standing for a pair's change.
 struct Check {
     model: &'static str,
+    /// The model's parameters (`None`: its defaults).
+    params: Option<&'static ModelParams>,
     bar: Bar,
     /// The predicted step must move the way the measured one did (gain or loss), as traced
     /// and, where timed, without the profiler (issue #11: `amp` must not predict a gain where
@@ -397,9 +408,56 @@ struct Pair {
 const fn held(model: &'static str, bar: Bar, direction: bool, note: &'static str) -> Check {
     Check {
         model,
+        params: None,
         bar,
         direction,
         note,
+    }
+}
+
+/// H100 SXM → H200 from their datasheets: the same GH100 multiprocessors at the same clocks
+/// (132 SMs, 1,980 MHz: both `nvidia-smi`s in `versions*.txt` say so), HBM3 3.35 TB/s →
+/// HBM3e 4.8 TB/s (×1.43). The host is not the GPU's to change: ×1.
+const H100_TO_H200: ModelParams = ModelParams {
+    factor: None,
+    compute: Some(1.0),
+    memory: Some(1.43),
+    cpu: Some(1.0),
+    copy: Some(1.0),
+    fraction: None,
+    contention: None,
+};
+
+const HOST_DIFFERS: &str = "the host differs too: the same steps ran 1.4-1.6× faster on the \
+     H200's machine where the host bounds them (both report 16 cores of an \"Intel Xeon \
+     Processor\"), and two H100 machines differed by up to 16 % (the timing of the second H100 \
+     run beside the pair's): no GPU datasheet ratio stands for that, so no bar";
+
+/// A program traced on an H100 and on an H200: `faster_hardware` with the datasheet ratios
+/// stands for the change, held where the device bounds the step (`note` empty).
+const fn on_h200(before: &'static str, after: &'static str, note: &'static str) -> Pair {
+    Pair {
+        before,
+        after,
+        change: "the same program on an H200 instead of an H100",
+        timed: true,
+        checks: if note.is_empty() {
+            &[Check {
+                model: "faster_hardware",
+                params: Some(&H100_TO_H200),
+                bar: Bar::Traced(0.15),
+                direction: true,
+                note: "",
+            }]
+        } else {
+            &[Check {
+                model: "faster_hardware",
+                params: Some(&H100_TO_H200),
+                bar: Bar::Unheld,
+                direction: false,
+                note: HOST_DIFFERS,
+            }]
+        },
     }
 }
 
@@ -526,6 +584,26 @@ const PAIRS: &[Pair] = &[
              does not",
         )],
     ),
+    on_h200(
+        "stepcast/h100-pairs/transformer-fp32.json.gz",
+        "stepcast/h200/transformer-fp32.json.gz",
+        "",
+    ),
+    on_h200(
+        "stepcast/h100-pairs/resnet-fp32.json.gz",
+        "stepcast/h200/resnet-fp32.json.gz",
+        "",
+    ),
+    on_h200(
+        "stepcast/h100-pairs/mlp-fp32.json.gz",
+        "stepcast/h200/mlp-fp32.json.gz",
+        HOST_DIFFERS,
+    ),
+    on_h200(
+        "stepcast/h100-pairs/transformer-amp.json.gz",
+        "stepcast/h200/transformer-amp.json.gz",
+        HOST_DIFFERS,
+    ),
 ];
 
 const ACCURACY_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/accuracy.md");
@@ -537,7 +615,9 @@ fn ms(ns: i64) -> String {
 /// The AFTER trace of `pair` (`after` names its folder for the pair of `kineto/tb_plugin`,
 /// its configuration for those recorded here).
 fn after_path(pair: &Pair) -> String {
-    if pair.timed {
+    if pair.after.ends_with(".json.gz") {
+        pair.after.to_string()
+    } else if pair.timed {
         format!("{H100}/{}.json.gz", pair.after)
     } else {
         pair.after.to_string()
@@ -556,7 +636,8 @@ fn accuracy_markdown() -> String {
             unprofiled_step_ns(pair.before) as f64 / unprofiled_step_ns(&after_path) as f64
         });
         for c in pair.checks {
-            let check = check(&before, &after, &comparison, c.model);
+            let params = c.params.copied().unwrap_or_default();
+            let check = check_with(&before, &after, &comparison, c.model, &params);
             let unprofiled_error = unprofiled.map(|u| u / check.predicted_speedup - 1.0);
             let (held, bar) = match c.bar {
                 Bar::Traced(bar) => (Some(check.error), format!("±{:.0}% traced", bar * 100.0)),
@@ -605,7 +686,10 @@ fn accuracy_markdown() -> String {
             rows.push_str(&format!(
                 "| `{}` → `{}` | {} | `{}` | ×{:.3} ({} ms) | ×{:.3} ({} → {} ms) | {:+.1}% | {no_profiler} | {bar}{note} |\n",
                 pair.before,
-                pair.after.rsplit('/').nth(1).unwrap_or(pair.after),
+                match pair.after.strip_prefix("stepcast/") {
+                    Some(after) => after.trim_end_matches(".json.gz"),
+                    None => pair.after.rsplit('/').nth(1).unwrap_or(pair.after),
+                },
                 pair.change,
                 check.model,
                 check.predicted_speedup,
