@@ -625,6 +625,22 @@ fn after_path(pair: &Pair) -> String {
 }
 
 fn accuracy_markdown() -> String {
+    let mut noise = String::new();
+    for config in [
+        "mlp-fp32",
+        "resnet-fp32",
+        "transformer-fp32",
+        "transformer-amp",
+    ] {
+        let first = unprofiled_step_ns(&format!("{H100}/{config}.json.gz"));
+        let second = unprofiled_step_ns(&format!("{H100}/rerun/{config}.rerun.json.gz"));
+        noise.push_str(&format!(
+            "| `{config}` | {} | {} | {:+.1}% |\n",
+            ms(first),
+            ms(second),
+            (second as f64 / first as f64 - 1.0) * 100.0
+        ));
+    }
     let mut rows = String::new();
     let mut notes = String::new();
     for pair in PAIRS {
@@ -674,8 +690,16 @@ fn accuracy_markdown() -> String {
             let note = match c.note {
                 "" => String::new(),
                 text => {
-                    let n = notes.lines().count() + 1;
-                    notes.push_str(&format!("{n}. `{}`, {}: {}\n", c.model, pair.change, text));
+                    // A note said once, for every row it explains.
+                    let line = format!("`{}`, {}: {}", c.model, pair.change, text);
+                    let n = match notes.lines().position(|l| l.ends_with(&line)) {
+                        Some(i) => i + 1,
+                        None => {
+                            let n = notes.lines().count() + 1;
+                            notes.push_str(&format!("{n}. {line}\n"));
+                            n
+                        }
+                    };
                     format!(" ({n})")
                 }
             };
@@ -733,9 +757,18 @@ fn accuracy_markdown() -> String {
          what else differs. No model stands for that honestly.\n\
          - nsys-ai `mfu_2gpu_before.sqlite` (`../shared/traces/nsys/`): no AFTER of it is in the \
          collection.\n\
-         - Data-parallel training (`ddp`), `faster_hardware` and the memory trades: one H100 was \
-         lent for 15 minutes; their pairs need several GPUs, two GPU kinds, or a memory budget \
-         to compare against.\n"
+         - Data-parallel training (`ddp`) and the memory trades: their pairs need several GPUs \
+         or a memory budget to compare against; one GPU at a time was lent (15 minutes in all).\n\
+         \n\
+         ## How much a measured outcome moves between two machines of one kind\n\
+         \n\
+         The same configurations timed without the profiler on two H100 machines the same day \
+         (`stepcast/h100-pairs/` and its `rerun/`): where the host bounds the step, a \
+         measured outcome is only as good as this.\n\
+         \n\
+         | configuration | first H100 (ms) | second H100 (ms) | difference |\n\
+         |---|---|---|---|\n\
+         {noise}"
     )
 }
 
