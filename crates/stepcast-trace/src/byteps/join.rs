@@ -149,6 +149,25 @@ fn link(trace: &mut Trace) -> Join {
         })
         .map(|(i, _)| EventId(i as u32))
         .collect();
+    // One event per accumulation: PyTorch nests `torch::autograd::AccumulateGrad` (which
+    // records the gradient's shape) in `evaluate_function: ...AccumulateGrad`. Those with
+    // recorded inputs where any has them, else the outermost.
+    if accumulate.iter().any(|e| trace.inputs_of(*e).is_some()) {
+        accumulate.retain(|e| trace.inputs_of(*e).is_some());
+    } else {
+        let all = accumulate.clone();
+        accumulate.retain(|e| {
+            let inner = &trace.events[e.index()];
+            !all.iter().any(|o| {
+                let outer = &trace.events[o.index()];
+                o != e
+                    && outer.lane == inner.lane
+                    && outer.start_ns <= inner.start_ns
+                    && outer.end_ns() >= inner.end_ns()
+                    && (outer.dur_ns > inner.dur_ns || o < e)
+            })
+        });
+    }
     accumulate.sort_by_key(|e| (trace.events[e.index()].end_ns(), *e));
     let mut taken = vec![false; accumulate.len()];
     let mut previous_start: BTreeMap<&str, i64> = BTreeMap::new();
