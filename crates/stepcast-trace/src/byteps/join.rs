@@ -54,8 +54,7 @@ struct Round {
 
 /// `framework` with `byteps`'s lanes, events and links added and joined to its ops.
 pub fn join(framework: Trace, byteps: Trace) -> (Trace, Join) {
-    let mut merged =
-        crate::horovod::join::merge(framework, byteps, "BytePS communication trace");
+    let mut merged = crate::horovod::join::merge(framework, byteps, "BytePS communication trace");
     let report = link(&mut merged);
     merged.diagnostics.note(format!(
         "joined with a BytePS communication trace: {} tensor rounds, {} attached to the gradients that produced them ({} sized from them), {} producer and {} consumer rounds",
@@ -179,9 +178,9 @@ fn link(trace: &mut Trace) -> Join {
             .unwrap_or(i64::MIN);
         let limit = round.start_ns.saturating_add(TOLERANCE_NS);
         let upto = accumulate.partition_point(|e| trace.events[e.index()].end_ns() <= limit);
-        let producer = (0..upto).rev().find(|&k| {
-            !taken[k] && trace.events[accumulate[k].index()].end_ns() >= not_before
-        });
+        let producer = (0..upto)
+            .rev()
+            .find(|&k| !taken[k] && trace.events[accumulate[k].index()].end_ns() >= not_before);
         let Some(k) = producer else {
             report.unmatched_rounds += 1;
             continue;

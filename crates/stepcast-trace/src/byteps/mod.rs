@@ -222,7 +222,11 @@ pub fn read(content: &[u8], path: &Path) -> Result<Trace, ReadError> {
         };
         free[k] = stage.start_us.saturating_add(stage.dur_us);
         // 256 lanes per queue before two queues' tids meet; more overlap than that shares.
-        let key: LaneKey = (LaneKind::CpuThread, BYTEPS_PID, slot * 256 + (k as i64).min(255));
+        let key: LaneKey = (
+            LaneKind::CpuThread,
+            BYTEPS_PID,
+            slot * 256 + (k as i64).min(255),
+        );
         assembly.lane(
             key,
             Some(if k == 0 {

@@ -70,8 +70,7 @@ impl Sink for CommSink {
 
 /// A string's content or a number's text, as an owned string (`None` for other values).
 fn text(c: &mut Cursor<'_>) -> Result<Option<String>, Incomplete> {
-    Ok(c
-        .scalar_text()?
+    Ok(c.scalar_text()?
         .map(|bytes| String::from_utf8_lossy(bytes).trim().to_string()))
 }
 

@@ -179,13 +179,21 @@ fn stages_per_tensor_and_partition_match_an_independent_reading() {
         .iter()
         .map(|r| {
             let key: u64 = r["tid"].as_str().expect("tid").parse().expect("key");
-            (r["pid"].as_str().expect("pid").to_string(), (key & 0xffff) as u32)
+            (
+                r["pid"].as_str().expect("pid").to_string(),
+                (key & 0xffff) as u32,
+            )
         })
         .collect();
     let got_partitions: std::collections::BTreeSet<(String, u32)> = trace
         .comm_tensors
         .iter()
-        .map(|(_, t)| (format!("Comm.{}", t[0].name), t[0].partition.expect("partition")))
+        .map(|(_, t)| {
+            (
+                format!("Comm.{}", t[0].name),
+                t[0].partition.expect("partition"),
+            )
+        })
         .collect();
     assert_eq!(got_partitions, keys);
     assert_eq!(keys.len(), 5);
@@ -250,7 +258,12 @@ fn synthetic_over_framework() -> (String, Vec<(i64, Vec<i64>)>) {
         .enumerate()
         .map(|(i, (end, _))| {
             let k = (i % 8) as u64;
-            (format!("Gradient.p{k}"), k, if k == 0 { 2 } else { 1 }, end + 3)
+            (
+                format!("Gradient.p{k}"),
+                k,
+                if k == 0 { 2 } else { 1 },
+                end + 3,
+            )
         })
         .collect();
     (synthetic(&rounds), acc)
