@@ -149,6 +149,12 @@ pub const FORMATS: &[Format] = &[
         hint: "",
     },
     Format {
+        name: "BytePS communication trace",
+        matches: crate::byteps::looks_like,
+        read: Some(crate::byteps::read_source),
+        hint: "",
+    },
+    Format {
         name: "TensorFlow 1 Timeline",
         matches: crate::tf_timeline::looks_like,
         read: Some(crate::tf_timeline::read_source),

@@ -6,6 +6,7 @@
 //! ([`ReadError`]).
 
 mod assemble;
+pub mod byteps;
 mod chrome;
 pub mod ctf;
 pub mod detect;
@@ -35,8 +36,9 @@ pub struct ReadOptions {
     /// host events (XPlane). A Kineto trace has its `ProfilerStep#N`.
     pub step_range: Option<regex::Regex>,
     /// A communication library's timeline of the same process (Horovod's `HOROVOD_TIMELINE`,
-    /// written by rank 0) to join with the trace: its per-tensor stages become tasks, linked
-    /// to the gradients they carry and the ops that read them (`horovod::join`).
+    /// written by rank 0; BytePS's `comm.json`) to join with the trace: its per-tensor stages
+    /// become tasks, linked to the gradients they carry and the ops that read them
+    /// (`horovod::join`, `byteps::join`).
     pub comm_timeline: Option<std::path::PathBuf>,
 }
 
@@ -81,33 +83,48 @@ pub fn read_processes(path: &Path, options: &ReadOptions) -> Result<Vec<Trace>, 
     Ok(traces)
 }
 
-/// `framework` joined with the Horovod timeline at `timeline` (see `horovod::join`).
+/// `framework` joined with the communication timeline at `timeline`: a Horovod timeline
+/// (`horovod::join`) or a BytePS `comm.json` (`byteps::join`).
 fn join_comm_timeline(framework: Trace, timeline: &Path) -> Result<Trace, ReadError> {
     let source = detect::open(timeline)?;
-    if !horovod::looks_like(&source.head) {
+    let horovod = horovod::looks_like(&source.head);
+    if !horovod && !byteps::looks_like(&source.head) {
         return Err(ReadError::NotATrace {
             path: timeline.to_path_buf(),
-            detail: "it is not a Horovod timeline (the communication timeline stepcast joins)"
+            detail: "it is neither a Horovod timeline nor a BytePS communication trace \
+                     (`comm.json`), the communication timelines stepcast joins"
                 .to_string(),
         });
     }
-    let horovod = horovod::read(&source.content()?, timeline)?;
+    let comm = if horovod {
+        horovod::read(&source.content()?, timeline)?
+    } else {
+        byteps::read(&source.content()?, timeline)?
+    };
     // One clock: the timeline's window must meet the trace's, or it is another run's (or a
     // Horovod < 0.21 timeline, whose times are not on the epoch).
     let span = |t: &Trace| {
         let end = t.events.iter().map(|e| e.end_ns()).max().unwrap_or(0);
         (t.origin_ns, t.origin_ns.saturating_add(end))
     };
-    let ((a0, a1), (b0, b1)) = (span(&framework), span(&horovod));
+    let ((a0, a1), (b0, b1)) = (span(&framework), span(&comm));
     if a0 > b1 || b0 > a1 {
         return Err(ReadError::NotATrace {
             path: timeline.to_path_buf(),
-            detail: "its times do not overlap the trace's: not the same run, or a timeline \
-                     without `start_time_since_epoch_in_micros` (Horovod < 0.21)"
-                .to_string(),
+            detail: if horovod {
+                "its times do not overlap the trace's: not the same run, or a timeline \
+                 without `start_time_since_epoch_in_micros` (Horovod < 0.21)"
+            } else {
+                "its times do not overlap the trace's: not the same run"
+            }
+            .to_string(),
         });
     }
-    Ok(horovod::join::join(framework, horovod).0)
+    Ok(if horovod {
+        horovod::join::join(framework, comm).0
+    } else {
+        byteps::join::join(framework, comm).0
+    })
 }
 
 /// Reads a Kineto (Chrome-trace JSON) file or bytes in memory, plain or gzip-compressed.

@@ -483,6 +483,9 @@ pub struct CommTensor {
     /// Sizes, where recorded.
     pub shape: Option<Vec<i64>>,
     pub dtype: Option<Dtype>,
+    /// The partition of the tensor a stage moves, where the library cuts tensors (BytePS:
+    /// the low 16 bits of its key); `None` for a stage of the whole tensor.
+    pub partition: Option<u32>,
 }
 
 impl CommTensor {
@@ -501,6 +504,10 @@ pub enum LinkKind {
     /// The op that produced a gradient → the negotiation of its all-reduce, which ends once
     /// every rank's gradient is ready (it may begin earlier, at another rank's request).
     GradientReady,
+    /// The op that produced a gradient → the first stage of each of its partitions, which
+    /// begins when the gradient is handed to the library (BytePS enqueues it from the
+    /// gradient's hook).
+    GradientEnqueued,
     /// The last stage of an all-reduce → the first op that reads the reduced tensor.
     ReducedTensorUsed,
     /// An op → an op of another thread or device that takes its output (TensorFlow's
@@ -508,7 +515,7 @@ pub enum LinkKind {
     DataFlow,
 }
 
-/// `to` waits for `from` to end: to begin (`CommStage`, `DataFlow`), or to complete (the others: the
+/// `to` waits for `from` to end: to begin (`CommStage`, `GradientEnqueued`, `DataFlow`), or to complete (the others: the
 /// task holding `to` may have begun and blocks until then).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Link {

@@ -2,6 +2,7 @@
 
 mod analyze;
 mod bad_input;
+mod byteps;
 mod compare;
 mod ctf;
 mod ddp;

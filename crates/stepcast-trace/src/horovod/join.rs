@@ -37,7 +37,7 @@ const TOLERANCE_NS: i64 = 2_000;
 
 /// `framework` with `horovod`'s lanes, events and links added and joined to its ops.
 pub fn join(framework: Trace, horovod: Trace) -> (Trace, Join) {
-    let mut merged = merge(framework, horovod);
+    let mut merged = merge(framework, horovod, "Horovod timeline");
     let report = link(&mut merged);
     merged.diagnostics.note(format!(
         "joined with a Horovod timeline: {} collectives, {} attached to the gradients they carry, {} producer and {} consumer edges",
@@ -50,8 +50,10 @@ pub fn join(framework: Trace, horovod: Trace) -> (Trace, Join) {
 }
 
 /// Both traces' events on one clock and one lane table (host threads first, the timeline's
-/// lanes after the framework's threads, device streams last), side tables following.
-fn merge(mut framework: Trace, horovod: Trace) -> Trace {
+/// lanes after the framework's threads, device streams last), side tables following. The
+/// timeline's lanes get negative process ids (`-1 - pid`), out of the way of real ones; its
+/// skipped records are counted under their reason followed by `(label)`.
+pub(crate) fn merge(mut framework: Trace, horovod: Trace, label: &str) -> Trace {
     let origin_ns = framework.origin_ns.min(horovod.origin_ns);
     let shift_framework = framework.origin_ns - origin_ns;
     let shift_horovod = horovod.origin_ns - origin_ns;
@@ -180,7 +182,7 @@ fn merge(mut framework: Trace, horovod: Trace) -> Trace {
     }
     let mut diagnostics = framework.diagnostics;
     for (reason, count) in &horovod.diagnostics.skipped {
-        diagnostics.skip_n(format!("{reason} (Horovod timeline)"), *count);
+        diagnostics.skip_n(format!("{reason} ({label})"), *count);
     }
     for note in &horovod.diagnostics.notes {
         diagnostics.note(note.clone());

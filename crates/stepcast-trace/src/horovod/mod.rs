@@ -158,6 +158,7 @@ pub fn read(content: &[u8], path: &Path) -> Result<Trace, ReadError> {
                             name: parsed.tensor_name(*pid),
                             shape: record.shape.clone(),
                             dtype: record.dtype.as_deref().and_then(dtype_of_horovod),
+                            partition: None,
                         },
                     });
                     if record.shape.is_none() || record.dtype.is_none() {
@@ -323,6 +324,7 @@ pub fn read(content: &[u8], path: &Path) -> Result<Trace, ReadError> {
                 name: parsed.tensor_name(*tensor),
                 shape: None,
                 dtype: None,
+                partition: None,
             });
         tensors_of.push((index, vec![info]));
     }

@@ -6,7 +6,9 @@
 //! the reader refuses it and names the tool that seems to have written it. Only the records the
 //! reader skips are looked at, so a Kineto trace pays nothing for this.
 //!
-//! Horovod's timeline is read (`horovod/`, its own row of the detection table). The marks are
+//! Horovod's timeline and BytePS's `comm.json` are read (`horovod/`, `byteps/`, rows of their
+//! own in the detection table); what is left here for BytePS is what those files are not
+//! (byteprofile's merged `FW.`/`BW.`/`Comm.` traces, server-side `PUSH_REQ` records). The marks are
 //! the names each other tool writes, from its sources: BytePS's communication traces (stages `COORDINATE_REDUCE`, `PUSH`, `PULL`,
 //! ByteProfile's `Comm.`/`FW.`/`BW.` names), TensorFlow's timeline and trace viewer (category
 //! `Op`/`DataFlow`, processes named after `/job:`, `/device:` or `/host:CPU`), MindSpore's
@@ -32,7 +34,9 @@ impl Lookalike {
 
     pub fn describe(self) -> &'static str {
         match self {
-            Lookalike::BytePs => "a BytePS communication trace",
+            Lookalike::BytePs => {
+                "a BytePS/byteprofile trace of records stepcast does not read (it reads BytePS's own `comm.json`)"
+            }
             Lookalike::TensorFlow => "a TensorFlow timeline",
             Lookalike::MindSpore => "a MindSpore (MindInsight) timeline",
         }

@@ -5,6 +5,7 @@
 //! `json` module), never copied from stepcast's own output.
 
 mod bad_input;
+mod byteps;
 mod corpus;
 mod correlation;
 mod ctf;

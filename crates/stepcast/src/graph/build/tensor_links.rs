@@ -31,7 +31,9 @@ impl Builder<'_> {
                 from,
                 to,
                 kind: match link.kind {
-                    LinkKind::CommStage | LinkKind::DataFlow => EdgeKind::TensorStage,
+                    LinkKind::CommStage | LinkKind::GradientEnqueued | LinkKind::DataFlow => {
+                        EdgeKind::TensorStage
+                    }
                     LinkKind::GradientReady | LinkKind::ReducedTensorUsed => EdgeKind::TensorWait,
                 },
                 lag_ns: 0,
