@@ -6,6 +6,7 @@
 
 mod collectives;
 mod device_lanes;
+mod graph_nodes;
 mod handoff;
 mod infer;
 mod launch_queue;
@@ -392,6 +393,11 @@ impl Builder<'_> {
                 g.gap_ns[t] = gap;
             }
         }
+        // The nodes of a graph launch are dispatched by the device alone: their own gaps.
+        self.report.graph_node_gaps_ns = graph_nodes::apply(g, call_of)
+            .into_iter()
+            .map(|((from, to), gap)| (format!("{from:?}->{to:?}").to_lowercase(), gap))
+            .collect();
     }
 
     /// Each host task belongs to the step whose `ProfilerStep` range holds its start; each
