@@ -24,13 +24,14 @@ fn main() {
         n.sort_by(f64::total_cmp);
         let name = path.rsplit('/').next().unwrap_or(&path);
         println!(
-            "{:40} med {:.2} max {:.2} | w/o med {:.2} max {:.2} | gap {} | {}",
+            "{:40} med {:.2} max {:.2} | w/o med {:.2} max {:.2} | gap {} ×{}‰ | {}",
             &name[..name.len().min(40)],
             e[e.len() / 2],
             e[e.len() - 1],
             n[n.len() / 2],
             n[n.len() - 1],
             w.report.dispatch_gap_ns,
+            w.report.shared_gap_permille,
             per.join(" ")
         );
     }

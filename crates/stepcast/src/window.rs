@@ -41,6 +41,15 @@ pub struct BuildReport {
     /// Calibrated from this trace: median idle time between consecutive tasks of a backlogged
     /// stream (retire and dispatch), applied as the gap after every device task.
     pub dispatch_gap_ns: i64,
+    /// Calibrated from this trace: the mean gap between consecutive nodes of one CUDA-graph
+    /// launch, per transition (`kernel->memset`, ...), applied after graph nodes instead of
+    /// `dispatch_gap_ns` (`graph/build/graph_nodes.rs`); empty without graph launches.
+    pub graph_node_gaps_ns: Vec<(String, i64)>,
+    /// Calibrated from this trace: how much longer a device task's dispatch gap is while
+    /// another stream of its device runs, in thousandths (median gap beside other work over
+    /// median gap alone; 1000 where the trace does not show it), applied by the engine
+    /// (`graph/build/shared_gaps.rs`).
+    pub shared_gap_permille: u32,
     /// Device tasks without a launching call in the window (launched before it opened).
     pub unlaunched_device_tasks: u64,
     /// API calls nested inside another call (e.g. a driver call inside a runtime call).

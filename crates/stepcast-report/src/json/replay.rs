@@ -27,6 +27,12 @@ pub struct ReplayJson {
     pub launch_latency_samples: u64,
     /// Calibrated idle time between consecutive tasks of a backlogged stream.
     pub dispatch_gap_ns: i64,
+    /// Calibrated gap between consecutive nodes of one CUDA-graph launch, per transition
+    /// (`kernel->memset`, ...), used after graph nodes instead of `dispatch_gap_ns`.
+    pub graph_node_gaps_ns: std::collections::BTreeMap<String, i64>,
+    /// Calibrated slowdown of a stream's dispatch gap while another stream of its device runs,
+    /// in thousandths of the gap (1000: none).
+    pub shared_gap_permille: u32,
     /// Edges of the whole window inferred from timing alone.
     pub inferred_edges: u64,
     /// Device tasks that fill their device more than once over (from their launch
@@ -228,6 +234,8 @@ pub fn replay_json(
         launch_latency_ns: window.report.launch_latency_ns,
         launch_latency_samples: window.report.launch_latency_samples,
         dispatch_gap_ns: window.report.dispatch_gap_ns,
+        graph_node_gaps_ns: window.report.graph_node_gaps_ns.iter().cloned().collect(),
+        shared_gap_permille: window.report.shared_gap_permille,
         inferred_edges: window.report.inferred_edges,
         device_filling_tasks: window.report.device_filling_tasks,
         launch_queue: LaunchQueueJson::new(window),

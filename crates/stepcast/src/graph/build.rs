@@ -6,12 +6,14 @@
 
 mod collectives;
 mod device_lanes;
+mod graph_nodes;
 mod handoff;
 mod infer;
 mod launch_queue;
 mod launch_timing;
 mod names;
 mod saturation;
+mod shared_gaps;
 mod sync;
 mod tensor_links;
 
@@ -369,6 +371,7 @@ impl Builder<'_> {
     fn dispatch_gaps(&mut self, call_of: &[TaskId], launch_latency: i64) {
         let g = &mut self.graph;
         let mut samples = Vec::new();
+        let mut queued = Vec::new();
         for t in 0..g.task_count() {
             let call = call_of[t];
             let Some(pred) = g.lane_pred(TaskId(t as u32)) else {
@@ -382,6 +385,7 @@ impl Builder<'_> {
                 + launch_latency.min(g.rec_end_ns[call.index()] - g.rec_start_ns[call.index()]);
             if queued_at < g.rec_end_ns[pred.index()] {
                 samples.push(g.rec_start_ns[t] - g.rec_end_ns[pred.index()]);
+                queued.push((pred, TaskId(t as u32)));
             }
         }
         samples.sort_unstable();
@@ -392,6 +396,16 @@ impl Builder<'_> {
                 g.gap_ns[t] = gap;
             }
         }
+        // The nodes of a graph launch are dispatched by the device alone: their own gaps.
+        self.report.graph_node_gaps_ns = graph_nodes::apply(g, call_of)
+            .into_iter()
+            .map(|((from, to), gap)| (format!("{from:?}->{to:?}").to_lowercase(), gap))
+            .collect();
+        // Another stream running beside a backlogged one slows its dispatch (`shared_gaps.rs`):
+        // calibrated against the gaps just set, graph nodes' included.
+        let g = &mut self.graph;
+        g.shared_gap_permille = shared_gaps::calibrate(g, &queued);
+        self.report.shared_gap_permille = g.shared_gap_permille;
     }
 
     /// Each host task belongs to the step whose `ProfilerStep` range holds its start; each

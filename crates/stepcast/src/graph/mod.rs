@@ -233,6 +233,9 @@ impl SmDemand {
     }
 }
 
+/// `Graph::shared_gap_permille` of a device whose gaps do not grow beside other streams.
+pub const SHARED_GAP_NONE_PERMILLE: u32 = 1000;
+
 /// No value in an `i64` column.
 pub const NO_TIME: i64 = i64::MIN;
 /// No step in the `step` column.
@@ -277,6 +280,10 @@ pub struct Graph {
     /// Launch calls (sorted) that no `LaunchQueue` edge gates: the recorded times contradict
     /// theirs (`launch_queue::contradicted`).
     pub launch_queue_exempt: Vec<TaskId>,
+    /// How much longer a device task's gap after its lane predecessor is while another stream
+    /// of its device runs, in thousandths of the gap (`graph/build/shared_gaps.rs`; 1000 or
+    /// less: no slowdown). Applied by the engine as it replays, never stored per task.
+    pub shared_gap_permille: u32,
     /// Incoming edges by target: `pred_offsets[t]..pred_offsets[t + 1]` index the columns below.
     pub pred_offsets: Vec<u32>,
     pub pred: Vec<TaskId>,

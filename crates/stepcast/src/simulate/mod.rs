@@ -15,7 +15,9 @@ mod critical_path;
 
 pub use critical_path::{CriticalPath, PathShare, ShareKind, critical_path};
 
-use crate::graph::{EdgeKind, Graph, NO_TIME, SmDemand, TaskId};
+use crate::graph::{
+    EdgeKind, Graph, NO_TIME, SHARED_GAP_NONE_PERMILLE as NONE_PERMILLE, SmDemand, TaskId,
+};
 
 /// Chooses the order of tasks on each lane. The recorded order is the default; a priority
 /// policy (P3-style communication scheduling, vDNN prefetching) returns another permutation.
@@ -282,6 +284,14 @@ pub fn simulate(
                 frontier.push(until, node as u32);
                 continue;
             }
+            if let Binding::Lane(prev) = timeline.binding[t]
+                && let Some(ready) = capacity.shared_gap_ready(t, prev.index(), &timeline)
+                && ready > at
+            {
+                timeline.begin_ns[t] = ready;
+                frontier.push(ready, node as u32);
+                continue;
+            }
             capacity.begins(t, at, dur_of(t));
         }
         done += 1;
@@ -337,6 +347,12 @@ struct Capacity<'g> {
     needed: bool,
     /// Tasks filling a device: (device, lane, begin, room from, task).
     filling: Vec<(i64, u32, i64, i64, TaskId)>,
+    /// Device tasks that have begun and may still run, while gaps are shared: (device, lane,
+    /// begin, end).
+    running: Vec<(i64, u32, i64, i64)>,
+    /// The graph's gaps grow beside another stream (`Graph::shared_gap_permille`) and it has
+    /// two streams on one device.
+    shares_gaps: bool,
 }
 
 impl<'g> Capacity<'g> {
@@ -348,10 +364,21 @@ impl<'g> Capacity<'g> {
                     .is_some()
                     && graph.lanes[graph.lane[t] as usize].device.is_some()
             });
+        // A slower gap beside another stream needs to know what runs when: time order too.
+        let shares_gaps = !options.unlimited_devices
+            && graph.shared_gap_permille > NONE_PERMILLE
+            && (1..graph.lanes.len()).any(|l| {
+                graph.lanes[l].device.is_some()
+                    && graph.lanes[..l]
+                        .iter()
+                        .any(|o| o.device == graph.lanes[l].device)
+            });
         Capacity {
             graph,
-            needed,
+            needed: needed || shares_gaps,
             filling: Vec::new(),
+            running: Vec::new(),
+            shares_gaps,
         }
     }
 
@@ -379,10 +406,42 @@ impl<'g> Capacity<'g> {
             .map(|&(.., room_at, full)| (room_at, full))
     }
 
+    /// When task `t`, bound by its lane predecessor `prev`, can begin if another stream of its
+    /// device runs during the gap after `prev`: that gap is longer on a shared device
+    /// (`Graph::shared_gap_permille`). `None` when it is not.
+    fn shared_gap_ready(&mut self, t: usize, prev: usize, timeline: &Timeline) -> Option<i64> {
+        let g = self.graph;
+        let lane = g.lane[t];
+        let device = g.lanes[lane as usize].device?;
+        let gap = g.gap_ns[prev];
+        if gap <= 0 || !self.shares_gaps {
+            return None;
+        }
+        let from = timeline.end_ns[prev];
+        let to = from.saturating_add(gap);
+        // Settled in time order: what ended before this gap began can slow no later one.
+        self.running.retain(|&(.., end)| end > from);
+        let busy = self
+            .running
+            .iter()
+            .any(|&(d, l, begin, end)| d == device && l != lane && begin < to && end > from);
+        let scaled = i64::try_from(
+            i128::from(gap) * i128::from(g.shared_gap_permille) / i128::from(NONE_PERMILLE),
+        )
+        .unwrap_or(i64::MAX);
+        busy.then(|| from.saturating_add(scaled))
+    }
+
     /// Task `t` begins at `at` and runs `dur_ns`: if it fills its device, it holds it.
     fn begins(&mut self, t: usize, at: i64, dur_ns: i64) {
         let g = self.graph;
         let lane = g.lane[t];
+        if self.shares_gaps
+            && let Some(device) = g.lanes[lane as usize].device
+        {
+            let end = at.saturating_add(g.peer_wait_ns[t]).saturating_add(dur_ns);
+            self.running.push((device, lane, at, end));
+        }
         let (Some(device), Some(room_before_end)) = (
             g.lanes[lane as usize].device,
             g.sm_demand[t].room_before_end_ns(dur_ns),

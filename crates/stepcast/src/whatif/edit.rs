@@ -208,6 +208,7 @@ pub struct EditGraph {
     /// the queue edges are recounted in [`EditGraph::build`].
     launch_queue_capacity: Vec<(i64, u32)>,
     launch_queue_exempt: Vec<TaskId>,
+    shared_gap_permille: u32,
     /// Task count of the input: ids below it are the input's tasks.
     original_tasks: usize,
     /// Calibrated launch latency (lag of inserted launch edges).
@@ -285,6 +286,7 @@ impl EditGraph {
             lanes: graph.lanes.clone(),
             launch_queue_capacity: graph.launch_queue_capacity.clone(),
             launch_queue_exempt: graph.launch_queue_exempt.clone(),
+            shared_gap_permille: graph.shared_gap_permille,
             original_tasks: n,
             launch_latency_ns,
             dispatch_gap_ns,
@@ -1314,6 +1316,7 @@ impl EditGraph {
             .map(|&t| new_id[t as usize])
             .collect();
         graph.launch_queue_capacity = self.launch_queue_capacity.clone();
+        graph.shared_gap_permille = self.shared_gap_permille;
         let queue_from = self.launch_queue_edges(&graph, &order, &new_id);
         // Edges sorted by (target, kind, source), the smallest lag kept of a repeated edge:
         // targets come in order, so each task's few edges are sorted alone (sorting the

@@ -2,7 +2,7 @@
 
 use stepcast::analyze::mapping::map;
 use stepcast::comm::calibrate::{calibrate, recorded_collectives};
-use stepcast::graph::{EdgeKind, TaskKind};
+use stepcast::graph::{EdgeKind, TaskId, TaskKind};
 use stepcast::whatif::{Context, EditGraph, Peers, WhatIfError, advise, what_if};
 
 use super::{HTA, load};
@@ -160,21 +160,21 @@ fn advise_predicts_without_pinned_edges() {
     }
 }
 
-/// Device saturation: on trace_diff/test a one-block scan kernel on a side stream waited
-/// 8.5 ms for an 8.7 ms embedding-backward kernel (15,013 blocks of 512 threads, 94 waves) on
-/// the compute stream. The launch configuration says why: the engine's capacity model holds
-/// it until the full kernel's last waves, and the replay without any inferred edge starts it
-/// within 0.1 ms of its recorded start. Without the capacity model it runs milliseconds early.
+/// Device saturation: on trace_diff/test an 8.7 ms embedding-backward kernel (15,013 blocks of
+/// 512 threads, 94 waves) fills the device, and work of other streams that is ready meanwhile
+/// waits for its last waves (in the recording, a one-block scan kernel on a side stream waited
+/// 8.5 ms for it). The engine's capacity model holds whichever task the replay makes ready
+/// then — which one follows the replay's times (with the gaps between graph nodes calibrated
+/// and the shared-device dispatch gap it is `permute_2D_lengths`, and the scan kernel, ready
+/// later, runs 1.5 ms early). What is checked: a task of another stream is held by the full
+/// kernel, for as long as the recording says it waited (within 0.1 ms of its recorded start,
+/// measured from the full kernel's own replayed end), and without the capacity model it runs
+/// more than a millisecond early.
 #[test]
 fn a_kernel_waits_for_a_full_device() {
     use stepcast::simulate::{Binding, RecordedOrder, SimOptions, simulate};
     let (trace, window) = load(&format!("{HTA}/trace_diff/test/test.json.gz"));
     let g = &window.graph;
-    let scan = (0..g.task_count())
-        .find(|&t| {
-            trace.events[g.event[t].index()].correlation == Some(2014587) && g.kind[t].on_device()
-        })
-        .expect("the scan kernel");
     let replay = |unlimited_devices| {
         simulate(
             g,
@@ -187,28 +187,39 @@ fn a_kernel_waits_for_a_full_device() {
         .expect("replays")
     };
     let timeline = replay(false);
-    let Binding::Edge(full, EdgeKind::DeviceFull) = timeline.binding[scan] else {
-        panic!("the scan kernel is held by {:?}", timeline.binding[scan]);
-    };
+    let held: Vec<(usize, TaskId)> = (0..g.task_count())
+        .filter_map(|t| match timeline.binding[t] {
+            Binding::Edge(full, EdgeKind::DeviceFull)
+                if trace
+                    .name(g.name[full.index()])
+                    .contains("split_embedding_backward") =>
+            {
+                Some((t, full))
+            }
+            _ => None,
+        })
+        .collect();
     assert!(
-        trace
-            .name(g.name[full.index()])
-            .contains("split_embedding_backward"),
-        "{}",
-        trace.name(g.name[full.index()])
+        !held.is_empty(),
+        "no task is held by the embedding-backward kernel"
     );
-    // Its full kernel may itself run early or late: the wait is measured from it.
     let lateness = |timeline: &stepcast::simulate::Timeline, t: usize| {
         timeline.begin_ns[t] - g.rec_start_ns[t]
     };
-    let added =
-        lateness(&timeline, scan) - (timeline.end_ns[full.index()] - g.rec_end_ns[full.index()]);
-    assert!(added.abs() <= 100_000, "{added} ns off its recorded wait");
-    assert!(window.report.device_filling_tasks > 0);
     let unlimited = replay(true);
+    let mut faithful = 0;
+    for &(t, full) in &held {
+        assert_ne!(g.lane[t], g.lane[full.index()], "held across streams");
+        // Its full kernel may itself run early or late: the wait is measured from it.
+        let added =
+            lateness(&timeline, t) - (timeline.end_ns[full.index()] - g.rec_end_ns[full.index()]);
+        if added.abs() <= 100_000 && lateness(&unlimited, t) < -1_000_000 {
+            faithful += 1;
+        }
+    }
     assert!(
-        lateness(&unlimited, scan) < -1_000_000,
-        "without the capacity model the scan kernel runs {} ns from its recorded start",
-        lateness(&unlimited, scan)
+        faithful > 0,
+        "no held task waits as recorded and runs early without the capacity model: {held:?}"
     );
+    assert!(window.report.device_filling_tasks > 0);
 }
