@@ -155,6 +155,12 @@ pub const FORMATS: &[Format] = &[
         hint: "",
     },
     Format {
+        name: "MXNet profiler JSON",
+        matches: crate::mxnet::looks_like,
+        read: Some(crate::mxnet::read_source),
+        hint: "",
+    },
+    Format {
         name: "TensorFlow 1 Timeline",
         matches: crate::tf_timeline::looks_like,
         read: Some(crate::tf_timeline::read_source),
