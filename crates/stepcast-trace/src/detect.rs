@@ -155,6 +155,12 @@ pub const FORMATS: &[Format] = &[
         hint: "",
     },
     Format {
+        name: "MXNet profiler JSON",
+        matches: crate::mxnet::looks_like,
+        read: Some(crate::mxnet::read_source),
+        hint: "",
+    },
+    Format {
         name: "TensorFlow 1 Timeline",
         matches: crate::tf_timeline::looks_like,
         read: Some(crate::tf_timeline::read_source),
@@ -373,6 +379,11 @@ mod tests {
             Some("rocprofv3 JSON")
         );
         assert_eq!(name(b"{\"traceEvents\":[]}"), Some(KINETO));
+        // MXNet's `Profiler::EmitPid`: the device slots' process names, `cpu/0` first.
+        assert_eq!(
+            name(b"{\n    \"traceEvents\": [\n        {\n            \"ph\": \"M\",\n            \"args\": {\n                \"name\": \"cpu/0\"\n            },\n            \"pid\": 0,\n            \"name\": \"process_name\"\n        }"),
+            Some("MXNet profiler JSON")
+        );
         assert_eq!(name(b"\n\x20\x12\x09/host:CPU"), Some(XPLANE));
         assert_eq!(name(b"\n\x20\x08\x01\x12\x0d/device:GPU:0"), Some(XPLANE));
         assert_eq!(

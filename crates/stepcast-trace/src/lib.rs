@@ -14,6 +14,7 @@ mod error;
 pub mod horovod;
 pub mod kineto;
 mod model;
+pub mod mxnet;
 pub mod nsys;
 mod rocprof;
 pub mod tf_timeline;

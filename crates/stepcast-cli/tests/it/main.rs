@@ -9,6 +9,7 @@ mod ddp;
 mod export;
 mod formats;
 mod info;
+mod mxnet;
 mod optimize;
 mod output_formats;
 mod ranks;

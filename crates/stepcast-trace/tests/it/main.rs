@@ -11,6 +11,7 @@ mod correlation;
 mod ctf;
 mod formats;
 mod horovod;
+mod mxnet;
 mod nsys;
 mod op_inputs;
 mod precision;
