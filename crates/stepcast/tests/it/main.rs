@@ -148,7 +148,10 @@ const BARS: Bars = Bars {
 /// queued before them, so a small shortfall per step on the device accumulates. The same
 /// program on an H100 replays within the bars (0.34 % median, 0.52 % max) with the same
 /// drift; the replay's one dispatch gap between back-to-back kernels (the median of the
-/// recorded gaps) is the suspect, as on the CUDA-graph trace above.
+/// recorded gaps) is the suspect. Tried: the mean of the gaps that are not waits (at most 20×
+/// the median) instead: this trace overshoots to +0.96 % median (the H100 one to +0.68 %), so
+/// the median undershoots and the mean overshoots; a gap by what is dispatched (as between a
+/// graph's nodes) is the next thing to try.
 const DISPATCH_DRIFT: Bars = Bars {
     error_median: 0.006,
     error_without_inferred_median: 0.006,
