@@ -10,9 +10,10 @@
 //! µs idle, 18 µs beside a copy). Which stream runs beside which is decided by the replay, not
 //! copied: the engine applies `Graph::shared_gap_permille` to a lane-bound task's gap when another
 //! stream of its device is busy during it (`simulate`), so a what-if that moves or removes the
-//! other stream's work moves the slowdown with it. Calibrated here as the ratio of the median
-//! gap of queued pairs whose gap overlapped another stream's task to the median of those whose
-//! gap did not.
+//! other stream's work moves the slowdown with it. Calibrated here as the sum of the gaps of
+//! queued pairs whose gap overlapped another stream's task over what the same pairs would have
+//! taken at the mean gap of those whose gap did not (pairs compared within the gap the graph
+//! gives them: eager, or a graph node's transition).
 
 use rustc_hash::FxHashMap;
 
