@@ -16,7 +16,7 @@ use crate::error::ReadError;
 use crate::kineto::MAX_DUR_NS;
 use crate::model::{
     DeviceInfo, Diagnostics, Event, EventId, EventKind, Interner, KernelFill, Lane, LaneId,
-    LaneKind, MemoryEvent, NameId, Runtime, StepMarker, SyncEvent, Trace,
+    LaneKind, Link, LinkKind, MemoryEvent, NameId, Runtime, StepMarker, SyncEvent, Trace,
 };
 
 /// Times taken, as in Kineto's reader: from -2^60 to 2^62 ns.
@@ -498,5 +498,57 @@ fn time_problem(start_abs_ns: i64, dur_ns: i64) -> Option<&'static str> {
         Some("timestamp out of range")
     } else {
         None
+    }
+}
+
+/// The event of a trace made from each record (by its index in the file): how a reader's side
+/// tables (tensors, arguments, links), kept by record while the events were assembled and
+/// sorted, find their events. A record that made no event drops its rows.
+pub struct ByRecord(BTreeMap<u32, EventId>);
+
+impl ByRecord {
+    pub fn of(trace: &Trace) -> ByRecord {
+        ByRecord(
+            trace
+                .events
+                .iter()
+                .enumerate()
+                .map(|(id, e)| (e.file_index, EventId(id as u32)))
+                .collect(),
+        )
+    }
+
+    pub fn event(&self, record: u32) -> Option<EventId> {
+        self.0.get(&record).copied()
+    }
+
+    /// Rows keyed by record, keyed by event instead, sorted by event.
+    pub fn rows<T>(&self, rows: impl IntoIterator<Item = (u32, T)>) -> Vec<(EventId, T)> {
+        let mut out: Vec<(EventId, T)> = rows
+            .into_iter()
+            .filter_map(|(record, row)| Some((self.event(record)?, row)))
+            .collect();
+        out.sort_by_key(|(event, _)| *event);
+        out
+    }
+
+    /// Links of `kind` between records, as links between their events, sorted.
+    pub fn links<'a>(
+        &self,
+        pairs: impl IntoIterator<Item = &'a (u32, u32)>,
+        kind: LinkKind,
+    ) -> Vec<Link> {
+        let mut out: Vec<Link> = pairs
+            .into_iter()
+            .filter_map(|&(from, to)| {
+                Some(Link {
+                    from: self.event(from)?,
+                    to: self.event(to)?,
+                    kind,
+                })
+            })
+            .collect();
+        out.sort();
+        out
     }
 }

@@ -38,10 +38,10 @@ mod records;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::assemble::{Assembly, LaneKey, NewEvent};
+use crate::assemble::{Assembly, ByRecord, LaneKey, NewEvent};
 use crate::detect::Source;
 use crate::error::ReadError;
-use crate::model::{CommTensor, EventId, EventKind, LaneKind, Link, LinkKind, Runtime, Trace};
+use crate::model::{CommTensor, EventKind, LaneKind, LinkKind, Runtime, Trace};
 
 /// The process id of the lanes this reader makes (a file holds one GPU's view).
 pub const BYTEPS_PID: i64 = 0;
@@ -287,29 +287,9 @@ pub fn read(content: &[u8], path: &Path) -> Result<Trace, ReadError> {
         Runtime::CpuOnly,
         content.len() as u64,
     )?;
-    let by_index: BTreeMap<u32, EventId> = trace
-        .events
-        .iter()
-        .enumerate()
-        .map(|(id, e)| (e.file_index, EventId(id as u32)))
-        .collect();
-    let event_of = |index: u32| by_index.get(&index).copied();
-    trace.comm_tensors = tensors_of
-        .into_iter()
-        .filter_map(|(i, t)| Some((event_of(i)?, t)))
-        .collect();
-    trace.comm_tensors.sort_by_key(|(e, _)| *e);
-    trace.links = stage_links
-        .iter()
-        .filter_map(|&(from, to)| {
-            Some(Link {
-                from: event_of(from)?,
-                to: event_of(to)?,
-                kind: LinkKind::CommStage,
-            })
-        })
-        .collect();
-    trace.links.sort();
+    let by_record = ByRecord::of(&trace);
+    trace.comm_tensors = by_record.rows(tensors_of);
+    trace.links = by_record.links(&stage_links, LinkKind::CommStage);
     trace.diagnostics.note(format!(
         "BytePS communication trace: {} tensors, {} partitions, {} stage records, {} per-tensor totals; no sizes recorded (joined with a framework trace, a tensor takes its gradient's shape)",
         by_partition

@@ -1,11 +1,10 @@
 //! The records of a BytePS communication trace (`comm.json`), read with the shared Chrome-trace
 //! tokenizer.
 
-use std::io::Read;
 use std::path::Path;
 
 use crate::chrome::cursor::{Cursor, Incomplete};
-use crate::chrome::document::{Document, Sink};
+use crate::chrome::records::read_records;
 use crate::error::ReadError;
 
 /// One element of `traceEvents`, with the members `BytePSGlobal::EmitTrace` writes.
@@ -24,48 +23,6 @@ pub struct Record {
 pub struct Parsed {
     pub records: Vec<Record>,
     pub unterminated: bool,
-}
-
-struct CommSink {
-    records: Vec<Record>,
-    unterminated: bool,
-}
-
-impl Sink for CommSink {
-    fn read_events(&mut self, bytes: &[u8], _: u64) -> Result<(usize, u64), Incomplete> {
-        let mut used = 0;
-        let mut count = 0;
-        loop {
-            let mut c = Cursor { b: bytes, i: used };
-            if count > 0 {
-                if c.peek() != Ok(b',') {
-                    return Ok((used, count));
-                }
-                c.i += 1;
-            }
-            match record(&mut c) {
-                Ok(record) => {
-                    self.records.push(record);
-                    used = c.i;
-                    count += 1;
-                }
-                Err(error) if count == 0 => return Err(error),
-                Err(_) => return Ok((used, count)),
-            }
-        }
-    }
-
-    fn member<R: Read>(
-        &mut self,
-        key: &str,
-        document: &mut Document<'_, R>,
-    ) -> Result<(), ReadError> {
-        document.skip_value(key)
-    }
-
-    fn unterminated(&mut self) {
-        self.unterminated = true;
-    }
 }
 
 /// A string's content or a number's text, as an owned string (`None` for other values).
@@ -94,19 +51,9 @@ fn record(c: &mut Cursor<'_>) -> Result<Record, Incomplete> {
 
 /// Reads every record of a `comm.json` in memory.
 pub fn parse(content: &[u8], path: &Path) -> Result<Parsed, ReadError> {
-    let mut document = Document::new(content, path, false);
-    let mut sink = CommSink {
-        records: Vec::new(),
-        unterminated: false,
-    };
-    document.read(&mut sink)?;
-    if sink.records.is_empty() {
-        return Err(ReadError::NoEvents {
-            path: path.to_path_buf(),
-        });
-    }
+    let read = read_records(content, path, record)?;
     Ok(Parsed {
-        records: sink.records,
-        unterminated: sink.unterminated,
+        records: read.records,
+        unterminated: read.unterminated,
     })
 }

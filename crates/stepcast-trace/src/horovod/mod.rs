@@ -31,12 +31,10 @@ mod records;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::assemble::{Assembly, LaneKey, NewEvent};
+use crate::assemble::{Assembly, ByRecord, LaneKey, NewEvent};
 use crate::detect::Source;
 use crate::error::ReadError;
-use crate::model::{
-    CommArgs, CommTensor, EventId, EventKind, LaneKind, Link, LinkKind, Runtime, Trace,
-};
+use crate::model::{CommArgs, CommTensor, EventKind, LaneKind, LinkKind, Runtime, Trace};
 use records::{Phase, Record};
 
 /// The Horovod process id of the lanes this reader makes (a file holds one process's view).
@@ -336,35 +334,13 @@ pub fn read(content: &[u8], path: &Path) -> Result<Trace, ReadError> {
         content.len() as u64,
     )?;
     // Side tables follow the events from their file index.
-    let by_index: BTreeMap<u32, EventId> = trace
-        .events
-        .iter()
-        .enumerate()
-        .map(|(id, e)| (e.file_index, EventId(id as u32)))
-        .collect();
-    let event_of = |index: u32| by_index.get(&index).copied();
-    trace.comm_tensors = tensors_of
-        .into_iter()
-        .filter_map(|(i, t)| Some((event_of(i)?, t)))
-        .collect();
-    trace.comm_tensors.sort_by_key(|(e, _)| *e);
-    trace.comm_args = args_of
-        .into_iter()
-        .filter_map(|(i, a)| Some((event_of(i)?, a)))
-        .collect();
-    trace.comm_args.sort_by_key(|(e, _)| *e);
-    trace.links = stage_links
-        .iter()
-        .chain(&negotiation_links)
-        .filter_map(|&(from, to)| {
-            Some(Link {
-                from: event_of(from)?,
-                to: event_of(to)?,
-                kind: LinkKind::CommStage,
-            })
-        })
-        .collect();
-    trace.links.sort();
+    let by_record = ByRecord::of(&trace);
+    trace.comm_tensors = by_record.rows(tensors_of);
+    trace.comm_args = by_record.rows(args_of);
+    trace.links = by_record.links(
+        stage_links.iter().chain(&negotiation_links),
+        LinkKind::CommStage,
+    );
     trace.diagnostics.note(format!(
         "Horovod timeline: {} tensors, {} negotiations, {} collectives ({} of several fused tensors)",
         parsed.tensor_count(),

@@ -1,11 +1,10 @@
 //! The records of a Horovod timeline, read with the shared Chrome-trace tokenizer.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::Path;
 
 use crate::chrome::cursor::{Cursor, Incomplete};
-use crate::chrome::document::{Document, Sink};
+use crate::chrome::records::read_records;
 use crate::error::ReadError;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,48 +60,6 @@ impl Parsed {
                 .iter()
                 .all(|r| matches!(r.phase, Phase::Metadata | Phase::Instant))
         })
-    }
-}
-
-struct HorovodSink {
-    records: Vec<Record>,
-    unterminated: bool,
-}
-
-impl Sink for HorovodSink {
-    fn read_events(&mut self, bytes: &[u8], _: u64) -> Result<(usize, u64), Incomplete> {
-        let mut used = 0;
-        let mut count = 0;
-        loop {
-            let mut c = Cursor { b: bytes, i: used };
-            if count > 0 {
-                if c.peek() != Ok(b',') {
-                    return Ok((used, count));
-                }
-                c.i += 1;
-            }
-            match record(&mut c) {
-                Ok(record) => {
-                    self.records.push(record);
-                    used = c.i;
-                    count += 1;
-                }
-                Err(error) if count == 0 => return Err(error),
-                Err(_) => return Ok((used, count)),
-            }
-        }
-    }
-
-    fn member<R: Read>(
-        &mut self,
-        key: &str,
-        document: &mut Document<'_, R>,
-    ) -> Result<(), ReadError> {
-        document.skip_value(key)
-    }
-
-    fn unterminated(&mut self) {
-        self.unterminated = true;
     }
 }
 
@@ -169,17 +126,7 @@ pub fn parse_shape(text: &str) -> Option<Vec<i64>> {
 
 /// Reads every record of a timeline in memory.
 pub fn parse(content: &[u8], path: &Path) -> Result<Parsed, ReadError> {
-    let mut document = Document::new(content, path, false);
-    let mut sink = HorovodSink {
-        records: Vec::new(),
-        unterminated: false,
-    };
-    document.read(&mut sink)?;
-    if sink.records.is_empty() {
-        return Err(ReadError::NoEvents {
-            path: path.to_path_buf(),
-        });
-    }
+    let sink = read_records(content, path, record)?;
     let mut tensors = BTreeMap::new();
     let mut names_in_order = Vec::new();
     let mut start_since_epoch_us = None;

@@ -4,11 +4,10 @@
 //! `std::thread::id`) as `size_t`: 64-bit unsigned, often beyond `i64`. They are read as `u64`,
 //! never wrapped; one that is not an unsigned integer is `None`.
 
-use std::io::Read;
 use std::path::Path;
 
 use crate::chrome::cursor::{Cursor, Incomplete, Parse, as_str};
-use crate::chrome::document::{Document, Sink};
+use crate::chrome::records::read_records;
 use crate::error::ReadError;
 
 /// One element of `traceEvents`, with the members MXNet's `ProfileStat::EmitSubEvent` and
@@ -30,45 +29,6 @@ pub struct Record {
     pub arg_name: Option<String>,
     /// A counter's value (`C`): the first integer member of `args`.
     pub counter: Option<i64>,
-}
-
-struct MxnetSink {
-    records: Vec<Record>,
-}
-
-impl Sink for MxnetSink {
-    fn read_events(&mut self, bytes: &[u8], _: u64) -> Result<(usize, u64), Incomplete> {
-        let mut used = 0;
-        let mut count = 0;
-        loop {
-            let mut c = Cursor { b: bytes, i: used };
-            if count > 0 {
-                if c.peek() != Ok(b',') {
-                    return Ok((used, count));
-                }
-                c.i += 1;
-            }
-            match record(&mut c) {
-                Ok(record) => {
-                    self.records.push(record);
-                    used = c.i;
-                    count += 1;
-                }
-                Err(error) if count == 0 => return Err(error),
-                Err(_) => return Ok((used, count)),
-            }
-        }
-    }
-
-    fn member<R: Read>(
-        &mut self,
-        key: &str,
-        document: &mut Document<'_, R>,
-    ) -> Result<(), ReadError> {
-        document.skip_value(key)
-    }
-
-    fn unterminated(&mut self) {}
 }
 
 /// An unsigned 64-bit integer (MXNet's `size_t` ids); anything else, or beyond `u64`, `None`.
@@ -114,15 +74,5 @@ fn record(c: &mut Cursor<'_>) -> Result<Record, Incomplete> {
 
 /// Reads every record of an MXNet profile in memory.
 pub fn parse(content: &[u8], path: &Path) -> Result<Vec<Record>, ReadError> {
-    let mut document = Document::new(content, path, false);
-    let mut sink = MxnetSink {
-        records: Vec::new(),
-    };
-    document.read(&mut sink)?;
-    if sink.records.is_empty() {
-        return Err(ReadError::NoEvents {
-            path: path.to_path_buf(),
-        });
-    }
-    Ok(sink.records)
+    Ok(read_records(content, path, record)?.records)
 }

@@ -17,10 +17,10 @@ mod records;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::assemble::{Assembly, LaneKey, NewEvent};
+use crate::assemble::{Assembly, ByRecord, LaneKey, NewEvent};
 use crate::detect::Source;
 use crate::error::ReadError;
-use crate::model::{EventId, EventKind, LaneKind, Link, LinkKind, Runtime, Trace};
+use crate::model::{EventKind, LaneKind, LinkKind, Runtime, Trace};
 
 /// Whether the start of a file is a TensorFlow `Timeline`: a `traceEvents` object whose first
 /// records name TensorFlow devices (`/job:`, `/device:`) or carry its `Op` category.
@@ -178,23 +178,7 @@ pub fn read(content: &[u8], path: &Path) -> Result<Trace, ReadError> {
         Runtime::Cuda,
         content.len() as u64,
     )?;
-    let by_index: BTreeMap<u32, EventId> = trace
-        .events
-        .iter()
-        .enumerate()
-        .map(|(id, e)| (e.file_index, EventId(id as u32)))
-        .collect();
-    trace.links = flows
-        .iter()
-        .filter_map(|(from, to)| {
-            Some(Link {
-                from: *by_index.get(from)?,
-                to: *by_index.get(to)?,
-                kind: LinkKind::DataFlow,
-            })
-        })
-        .collect();
-    trace.links.sort();
+    trace.links = ByRecord::of(&trace).links(&flows, LinkKind::DataFlow);
     trace.links.dedup();
     trace.diagnostics.note(format!(
         "TensorFlow Timeline: one Session.run (one step); {} DataFlow dependencies between ops",

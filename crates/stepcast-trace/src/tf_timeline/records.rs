@@ -1,10 +1,9 @@
 //! The records of a TensorFlow `Timeline`, read with the shared Chrome-trace tokenizer.
 
-use std::io::Read;
 use std::path::Path;
 
 use crate::chrome::cursor::{Cursor, Incomplete};
-use crate::chrome::document::{Document, Sink};
+use crate::chrome::records::read_records;
 use crate::error::ReadError;
 
 /// One element of `traceEvents`, with the members the `Timeline` writes.
@@ -24,45 +23,6 @@ pub struct Record {
 
 pub struct Parsed {
     pub records: Vec<Record>,
-}
-
-struct TimelineSink {
-    records: Vec<Record>,
-}
-
-impl Sink for TimelineSink {
-    fn read_events(&mut self, bytes: &[u8], _: u64) -> Result<(usize, u64), Incomplete> {
-        let mut used = 0;
-        let mut count = 0;
-        loop {
-            let mut c = Cursor { b: bytes, i: used };
-            if count > 0 {
-                if c.peek() != Ok(b',') {
-                    return Ok((used, count));
-                }
-                c.i += 1;
-            }
-            match record(&mut c) {
-                Ok(record) => {
-                    self.records.push(record);
-                    used = c.i;
-                    count += 1;
-                }
-                Err(error) if count == 0 => return Err(error),
-                Err(_) => return Ok((used, count)),
-            }
-        }
-    }
-
-    fn member<R: Read>(
-        &mut self,
-        key: &str,
-        document: &mut Document<'_, R>,
-    ) -> Result<(), ReadError> {
-        document.skip_value(key)
-    }
-
-    fn unterminated(&mut self) {}
 }
 
 fn record(c: &mut Cursor<'_>) -> Result<Record, Incomplete> {
@@ -96,17 +56,6 @@ fn record(c: &mut Cursor<'_>) -> Result<Record, Incomplete> {
 
 /// Reads every record of a timeline in memory.
 pub fn parse(content: &[u8], path: &Path) -> Result<Parsed, ReadError> {
-    let mut document = Document::new(content, path, false);
-    let mut sink = TimelineSink {
-        records: Vec::new(),
-    };
-    document.read(&mut sink)?;
-    if sink.records.is_empty() {
-        return Err(ReadError::NoEvents {
-            path: path.to_path_buf(),
-        });
-    }
-    Ok(Parsed {
-        records: sink.records,
-    })
+    let records = read_records(content, path, record)?.records;
+    Ok(Parsed { records })
 }
