@@ -1,7 +1,7 @@
 #![allow(clippy::print_stdout)]
 //! Diagnostic: the self-replay error of each trace given, per step, with and without inferred
-//! edges, and its calibrated dispatch gap. Runs the whole `MULTI_STEP` corpus in about a
-//! second, so a change to the graph's model can be checked against every trace before the CLI
+//! edges, and its calibrated dispatch gap and shared-device factor. Given the traces of
+//! `MULTI_STEP` (`tests/it/main.rs`) it runs them all in about a second, so a change to the graph's model can be checked against every trace before the CLI
 //! or the integration tests are rebuilt.
 use stepcast::graph::{BuildOptions, build};
 fn main() {

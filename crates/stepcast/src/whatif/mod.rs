@@ -198,6 +198,11 @@ impl Period {
 /// The steady-state period of `timeline` (a replay of `graph`, or its recorded times:
 /// [`recorded_timeline`]); `None` without a steady step that has tasks.
 pub fn steady_period(window: &Window, graph: &Graph, timeline: &Timeline) -> Option<Period> {
+    period_of(window, graph, timeline, &tasks_by_step(window, graph))
+}
+
+/// The tasks of each step of the window, by id.
+fn tasks_by_step(window: &Window, graph: &Graph) -> Vec<Vec<TaskId>> {
     let n_steps = window.steps.len();
     let mut by_step: Vec<Vec<TaskId>> = vec![Vec::new(); n_steps];
     for (t, &step) in graph.step.iter().enumerate() {
@@ -205,6 +210,17 @@ pub fn steady_period(window: &Window, graph: &Graph, timeline: &Timeline) -> Opt
             by_step[step as usize].push(TaskId(t as u32));
         }
     }
+    by_step
+}
+
+/// [`steady_period`] with the tasks of each step already gathered.
+fn period_of(
+    window: &Window,
+    graph: &Graph,
+    timeline: &Timeline,
+    by_step: &[Vec<TaskId>],
+) -> Option<Period> {
+    let n_steps = window.steps.len();
     // A step ends when its last task does, or when its marker does (the host working on
     // after its last launch), whichever is later.
     let step_end_ns: Vec<Option<i64>> = by_step
@@ -254,7 +270,8 @@ pub fn recorded_timeline(graph: &Graph) -> Timeline {
 
 /// The step times and bottleneck of `timeline`, the replay of `graph`.
 fn measure(window: &Window, graph: &Graph, timeline: &Timeline) -> Result<Prediction, WhatIfError> {
-    let period = steady_period(window, graph, timeline).ok_or(WhatIfError::NoSteps)?;
+    let by_step = tasks_by_step(window, graph);
+    let period = period_of(window, graph, timeline, &by_step).ok_or(WhatIfError::NoSteps)?;
     let Period {
         step_ns,
         step_end_ns,
@@ -262,13 +279,6 @@ fn measure(window: &Window, graph: &Graph, timeline: &Timeline) -> Result<Predic
         ..
     } = period;
     let (first, last) = (*period.steady.start(), *period.steady.end());
-    let n_steps = window.steps.len();
-    let mut by_step: Vec<Vec<TaskId>> = vec![Vec::new(); n_steps];
-    for (t, &step) in graph.step.iter().enumerate() {
-        if step != NO_STEP && (step as usize) < n_steps {
-            by_step[step as usize].push(TaskId(t as u32));
-        }
-    }
     let window_end_ns = timeline.end_ns.iter().copied().max().unwrap_or(0);
     let last_end = step_end_ns[last].unwrap_or(0);
     let steps = (last - first + 1) as i64;
