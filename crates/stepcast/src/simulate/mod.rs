@@ -45,6 +45,10 @@ pub struct SimOptions {
     /// Leave out the device capacity model: every stream runs as if it had the device to
     /// itself (to measure what the model explains).
     pub unlimited_devices: bool,
+    /// Leave out the wait for peers outside the graph (`Graph::peer_wait_ns`) and the
+    /// `PeerArrival` edges: the replay of the same graph with no straggler (`Peers::Balanced`),
+    /// without building it again.
+    pub without_peer_waits: bool,
 }
 
 /// What determined when a task could run: the constraint that was binding.
@@ -120,7 +124,18 @@ pub fn simulate(
             }
         }
     }
-    let keep = |e: usize| !(options.without_inferred && graph.pred_kind[e].is_inferred());
+    let keep = |e: usize| {
+        let kind = graph.pred_kind[e];
+        !(options.without_inferred && kind.is_inferred()
+            || options.without_peer_waits && kind == EdgeKind::PeerArrival)
+    };
+    let peer_wait_of = |t: usize| {
+        if options.without_peer_waits {
+            0
+        } else {
+            graph.peer_wait_ns[t]
+        }
+    };
     let dur_of = |t: usize| {
         if options.without_inferred {
             graph.dur_without_inferred_ns[t]
@@ -236,8 +251,8 @@ pub fn simulate(
             begin
         } else {
             let mut exec = timeline.begin_ns[t];
-            if graph.peer_wait_ns[t] > 0 {
-                exec = exec.saturating_add(graph.peer_wait_ns[t]);
+            if peer_wait_of(t) > 0 {
+                exec = exec.saturating_add(peer_wait_of(t));
                 timeline.completion[t] = Some(Binding::PeerWait);
             }
             for e in graph.preds(task) {
@@ -292,7 +307,7 @@ pub fn simulate(
                 frontier.push(ready, node as u32);
                 continue;
             }
-            capacity.begins(t, at, dur_of(t));
+            capacity.begins(t, at, peer_wait_of(t), dur_of(t));
         }
         done += 1;
         for s in succ_offsets[node]..succ_offsets[node + 1] {
@@ -432,14 +447,15 @@ impl<'g> Capacity<'g> {
         busy.then(|| from.saturating_add(scaled))
     }
 
-    /// Task `t` begins at `at` and runs `dur_ns`: if it fills its device, it holds it.
-    fn begins(&mut self, t: usize, at: i64, dur_ns: i64) {
+    /// Task `t` begins at `at`, waits `peer_wait_ns` for its peers and runs `dur_ns`: if it
+    /// fills its device, it holds it.
+    fn begins(&mut self, t: usize, at: i64, peer_wait_ns: i64, dur_ns: i64) {
         let g = self.graph;
         let lane = g.lane[t];
         if self.shares_gaps
             && let Some(device) = g.lanes[lane as usize].device
         {
-            let end = at.saturating_add(g.peer_wait_ns[t]).saturating_add(dur_ns);
+            let end = at.saturating_add(peer_wait_ns).saturating_add(dur_ns);
             self.running.push((device, lane, at, end));
         }
         let (Some(device), Some(room_before_end)) = (

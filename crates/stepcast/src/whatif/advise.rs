@@ -17,7 +17,6 @@ use rayon::prelude::*;
 use super::models::{MemoryEffect, Model};
 use super::trust::{WindowTrust, assess, window_trust};
 use super::{Context, Outcome, Prediction, Prepared, WhatIfError, predict, what_if_prepared};
-use crate::graph::Graph;
 
 /// A model (or combination) helps when it speeds the step up by at least this (0.5 %: below
 /// the replay's own error on steady steps, so not worth a change).
@@ -77,7 +76,7 @@ pub fn advise(context: &Context<'_>) -> Result<Advice, WhatIfError> {
     let window = window_trust(context)?;
     // One editable window for every candidate: each clones it and copies only what it
     // changes.
-    let prepared = Prepared::new(context, &baseline);
+    let prepared = Prepared::new(context, &baseline).figures_only();
     let mut singles: Vec<Vec<Model>> = Model::advised().into_iter().map(|m| vec![m]).collect();
     let trades = Model::memory_trades();
     singles.extend(trades.iter().map(|m| vec![m.clone()]));
@@ -179,7 +178,6 @@ fn try_all(
                 name: name(&models),
                 source: Box::new(source),
             })?;
-            outcome.graph = Graph::default();
             assess(context, window, &models, &mut outcome);
             let memory = match models.as_slice() {
                 [model] => model.memory_effect(context),

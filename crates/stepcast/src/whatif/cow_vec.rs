@@ -53,6 +53,17 @@ impl<T: Clone> CowVec<T> {
         self.chunks.iter().flat_map(|chunk| chunk.iter())
     }
 
+    /// Whether this vector is `other` unwritten: the same length and every chunk still
+    /// shared (a write copies the chunk it lands in, even of an equal value).
+    pub(crate) fn shares_all_with(&self, other: &CowVec<T>) -> bool {
+        self.len == other.len
+            && self
+                .chunks
+                .iter()
+                .zip(&other.chunks)
+                .all(|(a, b)| Arc::ptr_eq(a, b))
+    }
+
     /// How many chunks this vector does not share with `other` (a clone it was made from):
     /// the copies its writes made. For tests.
     #[cfg(test)]

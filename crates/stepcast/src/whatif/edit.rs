@@ -1204,6 +1204,53 @@ impl EditGraph {
         runs
     }
 
+    /// Whether this is a clone of `base` that no edit has written to: then it builds the
+    /// same graph, and a caller may reuse what it predicted for `base`. Conservative: a
+    /// write of an unchanged value counts as a change.
+    pub fn is_unedited_clone_of(&self, base: &EditGraph) -> bool {
+        // Every field named: a new one must say how it compares.
+        let EditGraph {
+            rows,
+            alive,
+            frozen,
+            preds,
+            succs,
+            lane_tasks,
+            position,
+            inserted,
+            inserted_after,
+            followers,
+            lanes,
+            launch_queue_capacity,
+            launch_queue_exempt,
+            shared_gap_permille,
+            original_tasks,
+            launch_latency_ns,
+            dispatch_gap_ns,
+        } = self;
+        rows.shares_all_with(&base.rows)
+            && alive.shares_all_with(&base.alive)
+            && frozen.shares_all_with(&base.frozen)
+            && preds.shares_all_with(&base.preds)
+            && succs.shares_all_with(&base.succs)
+            && position.shares_all_with(&base.position)
+            && lane_tasks.len() == base.lane_tasks.len()
+            && lane_tasks
+                .iter()
+                .zip(&base.lane_tasks)
+                .all(|(a, b)| Arc::ptr_eq(a, b))
+            && *inserted == base.inserted
+            && *inserted_after == base.inserted_after
+            && *followers == base.followers
+            && *lanes == base.lanes
+            && *launch_queue_capacity == base.launch_queue_capacity
+            && *launch_queue_exempt == base.launch_queue_exempt
+            && *shared_gap_permille == base.shared_gap_permille
+            && *original_tasks == base.original_tasks
+            && *launch_latency_ns == base.launch_latency_ns
+            && *dispatch_gap_ns == base.dispatch_gap_ns
+    }
+
     /// Rebuilds a [`Graph`]: live tasks numbered lane by lane, edges sorted by (target, kind,
     /// source), checked for dangling edges and cycles. Also returns, per id of this edit, the
     /// task of the new graph (`TaskId::NONE` if removed).

@@ -444,6 +444,12 @@ pub struct Prepared {
     host_cost: i64,
     /// Declared wait for peers over the steady steps.
     peer_wait: i64,
+    /// Whether outcomes keep their transformed graph ([`Prepared::figures_only`]).
+    keeps_graphs: bool,
+    /// The outcome of an edit no model wrote to, once one was predicted (figures only):
+    /// several of `advise`'s candidates change nothing on a given trace, and each would
+    /// replay the same graph again.
+    unedited: std::sync::OnceLock<Outcome>,
 }
 
 impl Prepared {
@@ -465,7 +471,17 @@ impl Prepared {
             phases_before,
             host_cost,
             peer_wait,
+            keeps_graphs: true,
+            unedited: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Outcomes without their transformed graph ([`Outcome::graph`] empty): for a caller that
+    /// keeps only the figures of many what-ifs (`advise`), which may then share one replay
+    /// among the edits that change nothing.
+    pub fn figures_only(mut self) -> Prepared {
+        self.keeps_graphs = false;
+        self
     }
 
     pub fn baseline(&self) -> &Prediction {
@@ -494,10 +510,32 @@ pub fn what_if_prepared(
     prepared: &Prepared,
     transform: impl FnOnce(&mut EditGraph) -> Result<(), WhatIfError>,
 ) -> Result<Outcome, WhatIfError> {
-    let baseline = &prepared.baseline;
     let base = &prepared.base;
     let mut edit = base.clone();
     transform(&mut edit)?;
+    let unedited = !prepared.keeps_graphs && edit.is_unedited_clone_of(base);
+    if unedited && let Some(outcome) = prepared.unedited.get() {
+        return Ok(outcome.clone());
+    }
+    let mut outcome = predict_edit(context, prepared, edit)?;
+    if !prepared.keeps_graphs {
+        outcome.graph = Graph::default();
+    }
+    if unedited {
+        // Two threads may both get here first: they computed the same outcome.
+        let _ = prepared.unedited.set(outcome.clone());
+    }
+    Ok(outcome)
+}
+
+/// The outcome of the transformed `edit` of `prepared`'s window.
+fn predict_edit(
+    context: &Context<'_>,
+    prepared: &Prepared,
+    edit: EditGraph,
+) -> Result<Outcome, WhatIfError> {
+    let baseline = &prepared.baseline;
+    let base = &prepared.base;
     // Per-step figures are means over the steady steps the period spans.
     let steady_range = baseline.steady.clone();
     let in_steady = |step: u32| step != NO_STEP && steady_range.contains(&(step as usize));
@@ -507,8 +545,22 @@ pub fn what_if_prepared(
     });
     let (graph, predicted) = replay_with_peers(context, &edit, context.peers)?;
     let other_peers_speedup = if waits_for_peers {
-        let (_, other) = replay_with_peers(context, &edit, context.peers.other())?;
-        Some(speedup(baseline.step_ns, other.step_ns))
+        let other_step_ns = match context.peers.other() {
+            // The same graph without its peers' waits: no second build.
+            Peers::Balanced => {
+                let options = SimOptions {
+                    without_peer_waits: true,
+                    ..SimOptions::default()
+                };
+                // Fewer edges than the graph just replayed: no cycle to map.
+                let timeline = simulate(&graph, &RecordedOrder, options)?;
+                steady_period(context.window, &graph, &timeline)
+                    .ok_or(WhatIfError::NoSteps)?
+                    .step_ns
+            }
+            Peers::Skew => replay_with_peers(context, &edit, Peers::Skew)?.1.step_ns,
+        };
+        Some(speedup(baseline.step_ns, other_step_ns))
     } else {
         None
     };
