@@ -72,11 +72,17 @@ pub struct Advice {
 /// parallel over one baseline, and ranks them: highest speedup first, ties by name. The
 /// result does not depend on the number of threads.
 pub fn advise(context: &Context<'_>) -> Result<Advice, WhatIfError> {
-    let baseline = predict(context.window, &context.window.graph)?;
-    let window = window_trust(context)?;
-    // One editable window for every candidate: each clones it and copies only what it
-    // changes.
-    let prepared = Prepared::new(context, &baseline).figures_only();
+    // The baseline and the editable window every candidate clones, beside the window's
+    // trust (its own replay): independent, each about half of what precedes the candidates.
+    let (prepared, window) = rayon::join(
+        || {
+            predict(context.window, &context.window.graph)
+                .map(|baseline| Prepared::new(context, &baseline).figures_only())
+        },
+        || window_trust(context),
+    );
+    let (prepared, window) = (prepared?, window?);
+    let baseline = prepared.baseline().clone();
     let mut singles: Vec<Vec<Model>> = Model::advised().into_iter().map(|m| vec![m]).collect();
     let trades = Model::memory_trades();
     singles.extend(trades.iter().map(|m| vec![m.clone()]));

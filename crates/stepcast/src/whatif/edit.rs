@@ -1172,12 +1172,26 @@ impl EditGraph {
     /// work may itself wait for the run's earlier tasks, so fusing across it would make the
     /// fused task wait for itself.
     pub fn runs(&self, selection: &Selection) -> Vec<Selection> {
+        // Only the lanes the selection has tasks on: the host threads' lanes hold most of a
+        // window's tasks and, for a selection of kernels, none of its runs.
+        let mut selected_lanes = vec![false; self.lane_tasks.len()];
+        for &task in selection.tasks() {
+            if let Some(row) = self.rows.get(task.index()) {
+                selected_lanes[row.lane as usize] = true;
+            }
+        }
         let mut runs = Vec::new();
-        for lane_index in 0..self.lane_tasks.len() {
+        for (lane_index, _) in selected_lanes.iter().enumerate().filter(|(_, hit)| **hit) {
             let lane = self.ordered_lane(lane_index as u32);
             let mut current: Vec<TaskId> = Vec::new();
             for &t in lane.iter().filter(|&&t| t != GONE) {
                 let task = TaskId(t);
+                if !selection.contains(task) {
+                    if !current.is_empty() {
+                        runs.push(Selection::new(std::mem::take(&mut current)));
+                    }
+                    continue;
+                }
                 let same_step = current
                     .last()
                     .is_none_or(|&p| self.rows[p.index()].step == self.rows[t as usize].step);
@@ -1186,16 +1200,10 @@ impl EditGraph {
                         && self.alive[e.from as usize]
                         && self.rows[e.from as usize].lane != self.rows[t as usize].lane
                 });
-                if selection.contains(task) && same_step && !waits_elsewhere {
-                    current.push(task);
-                    continue;
-                }
-                if !current.is_empty() {
+                if !(same_step && !waits_elsewhere) && !current.is_empty() {
                     runs.push(Selection::new(std::mem::take(&mut current)));
                 }
-                if selection.contains(task) {
-                    current.push(task);
-                }
+                current.push(task);
             }
             if !current.is_empty() {
                 runs.push(Selection::new(current));

@@ -7,6 +7,7 @@ use stepcast_trace::EventKind;
 
 use super::super::edit::{EditGraph, Selection};
 use super::super::{Context, WhatIfError};
+use super::steady::SteadySpans;
 use crate::graph::{EdgeKind, TaskId, TaskKind};
 
 /// **CUDA graphs**: on every host thread, the region of each step from its first to its last
@@ -152,16 +153,7 @@ pub const GRAPH_LAUNCH_NS_PER_NODE: i64 = 580;
 fn host_only_ranges(context: &Context<'_>, launches: &[bool]) -> BTreeMap<u32, Vec<(i64, i64)>> {
     let graph = &context.window.graph;
     let trace = context.trace;
-    let first_steady = if context.window.steps.len() >= 3 {
-        1
-    } else {
-        0
-    };
-    let steady: Vec<(i64, i64)> = context.window.steps
-        [first_steady.min(context.window.steps.len())..]
-        .iter()
-        .map(|s| (s.start_ns, s.marker_end_ns))
-        .collect();
+    let steady = SteadySpans::new(context.window);
     let mut out = BTreeMap::new();
     for (lane, input_lane) in graph.lanes.iter().enumerate() {
         if input_lane.kind != stepcast_trace::LaneKind::CpuThread {
@@ -184,9 +176,7 @@ fn host_only_ranges(context: &Context<'_>, launches: &[bool]) -> BTreeMap<u32, V
                     e.kind,
                     EventKind::CpuOp | EventKind::UserAnnotation | EventKind::PythonFunction
                 ) && e.dur_ns > 0
-                    && steady
-                        .iter()
-                        .any(|&(s, end)| e.start_ns >= s && e.start_ns < end)
+                    && steady.contains(e.start_ns)
             })
             .map(|e| (e.start_ns, e.end_ns()))
             .filter(|&(start, end)| {

@@ -5,6 +5,7 @@ use stepcast_trace::EventKind;
 
 use super::super::edit::{EditGraph, Selection};
 use super::super::{Context, WhatIfError};
+use super::steady::SteadySpans;
 use crate::analyze::mapping::Phase;
 use crate::graph::{EdgeKind, NO_STEP, TaskId, TaskKind};
 
@@ -19,11 +20,7 @@ fn is_data_loading(name: &str) -> bool {
 fn loading_ranges(context: &Context<'_>) -> Vec<(u32, i64, i64)> {
     let trace = context.trace;
     let window = context.window;
-    let first_steady = if window.steps.len() >= 3 { 1 } else { 0 };
-    let steady: Vec<(i64, i64)> = window.steps[first_steady.min(window.steps.len())..]
-        .iter()
-        .map(|s| (s.start_ns, s.marker_end_ns))
-        .collect();
+    let steady = SteadySpans::new(window);
     let mut ranges = Vec::new();
     for (graph_lane, lane) in window.graph.lanes.iter().enumerate() {
         if lane.kind != stepcast_trace::LaneKind::CpuThread {
@@ -42,7 +39,7 @@ fn loading_ranges(context: &Context<'_>) -> Vec<(u32, i64, i64)> {
                 continue;
             }
             let (start, end) = (event.start_ns, event.end_ns());
-            if steady.iter().any(|&(s, e)| start >= s && start < e) {
+            if steady.contains(start) {
                 ranges.push((graph_lane as u32, start, end));
                 outer_end = end;
             }

@@ -17,6 +17,7 @@ mod kernels;
 mod offload;
 mod peaks;
 mod recompute;
+mod steady;
 mod syncs;
 
 use std::sync::LazyLock;
