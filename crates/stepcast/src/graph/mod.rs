@@ -310,12 +310,14 @@ impl Graph {
 
     /// Stored edges plus lane-order edges, by kind, over the tasks `filter` accepts.
     pub fn edges_by_kind(&self, mut filter: impl FnMut(TaskId) -> bool) -> Vec<(EdgeKind, u64)> {
+        self.edges_by_kind_of((0..self.task_count() as u32).map(TaskId).filter(|&t| filter(t)))
+    }
+
+    /// [`Graph::edges_by_kind`] over the given tasks: a step's, without a pass over the
+    /// whole window per step.
+    pub fn edges_by_kind_of(&self, tasks: impl IntoIterator<Item = TaskId>) -> Vec<(EdgeKind, u64)> {
         let mut counts = [0u64; EdgeKind::ALL.len()];
-        for t in 0..self.task_count() {
-            let task = TaskId(t as u32);
-            if !filter(task) {
-                continue;
-            }
+        for task in tasks {
             if self.lane_pred(task).is_some() {
                 counts[EdgeKind::LaneOrder as usize] += 1;
             }

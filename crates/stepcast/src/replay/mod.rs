@@ -112,14 +112,13 @@ pub fn self_replay_with_timeline(window: &Window) -> Result<(ReplayReport, Timel
             let path = last
                 .map(|last| critical_path(graph, &timeline, last, replay_start))
                 .unwrap_or_default();
-            let step_index = i as u32;
             StepReplay {
                 number: step.number,
                 measured_ns,
                 replayed_ns,
                 replayed_without_inferred_ns,
                 tasks: tasks.len() as u64,
-                edges_by_kind: graph.edges_by_kind(|t| graph.step[t.index()] == step_index),
+                edges_by_kind: graph.edges_by_kind_of(tasks.iter().copied()),
                 added_deviation_fidelity: added_deviation_fidelity(graph, &timeline, tasks),
                 absolute_fidelity: absolute_fidelity(graph, &timeline, tasks),
                 critical_path_tasks: path.tasks.len() as u64,

@@ -182,6 +182,7 @@ fn a_kernel_waits_for_a_full_device() {
             SimOptions {
                 without_inferred: true,
                 unlimited_devices,
+                ..SimOptions::default()
             },
         )
         .expect("replays")
