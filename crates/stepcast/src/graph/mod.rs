@@ -297,6 +297,28 @@ impl Graph {
         self.kind.len()
     }
 
+    /// An empty graph whose per-task columns have room for `tasks`: a graph built task by
+    /// task grows each column once instead of by doubling (copying it and faulting its fresh
+    /// pages in again at every doubling).
+    pub fn with_task_capacity(tasks: usize) -> Graph {
+        Graph {
+            kind: Vec::with_capacity(tasks),
+            lane: Vec::with_capacity(tasks),
+            name: Vec::with_capacity(tasks),
+            event: Vec::with_capacity(tasks),
+            dur_ns: Vec::with_capacity(tasks),
+            dur_without_inferred_ns: Vec::with_capacity(tasks),
+            gap_ns: Vec::with_capacity(tasks),
+            rec_start_ns: Vec::with_capacity(tasks),
+            rec_end_ns: Vec::with_capacity(tasks),
+            step: Vec::with_capacity(tasks),
+            not_before_ns: Vec::with_capacity(tasks),
+            peer_wait_ns: Vec::with_capacity(tasks),
+            sm_demand: Vec::with_capacity(tasks),
+            ..Graph::default()
+        }
+    }
+
     /// Incoming stored edges of `task` (lane order excluded).
     pub fn preds(&self, task: TaskId) -> std::ops::Range<usize> {
         self.pred_offsets[task.index()] as usize..self.pred_offsets[task.index() + 1] as usize
@@ -310,12 +332,19 @@ impl Graph {
 
     /// Stored edges plus lane-order edges, by kind, over the tasks `filter` accepts.
     pub fn edges_by_kind(&self, mut filter: impl FnMut(TaskId) -> bool) -> Vec<(EdgeKind, u64)> {
-        self.edges_by_kind_of((0..self.task_count() as u32).map(TaskId).filter(|&t| filter(t)))
+        self.edges_by_kind_of(
+            (0..self.task_count() as u32)
+                .map(TaskId)
+                .filter(|&t| filter(t)),
+        )
     }
 
     /// [`Graph::edges_by_kind`] over the given tasks: a step's, without a pass over the
     /// whole window per step.
-    pub fn edges_by_kind_of(&self, tasks: impl IntoIterator<Item = TaskId>) -> Vec<(EdgeKind, u64)> {
+    pub fn edges_by_kind_of(
+        &self,
+        tasks: impl IntoIterator<Item = TaskId>,
+    ) -> Vec<(EdgeKind, u64)> {
         let mut counts = [0u64; EdgeKind::ALL.len()];
         for task in tasks {
             if self.lane_pred(task).is_some() {

@@ -8,8 +8,6 @@
 //! (each copy's host thread continuing from the previous, each stream carrying its backlog,
 //! edges into the previous step kept) and the last copy is measured.
 
-use rustc_hash::FxHashMap;
-
 use super::{measured_span, steady_steps, tasks_by_step};
 use crate::graph::{EdgeKind, Graph, GraphLane, NO_TIME, TaskId, TaskKind};
 use crate::simulate::{RecordedOrder, SimError, SimOptions, simulate};
@@ -17,6 +15,15 @@ use crate::window::Window;
 
 /// Copies of the typical step replayed back to back; the last is measured.
 const COPIES: usize = 4;
+
+/// Where a task of the window sits for the typical step: at a position of the template step,
+/// of the step before it, or neither.
+#[derive(Clone, Copy)]
+enum Position {
+    Template(u32),
+    Previous(u32),
+    Outside,
+}
 
 /// The typical step and what it predicts.
 #[derive(Clone, Debug, PartialEq)]
@@ -122,21 +129,20 @@ pub fn typical_step(window: &Window) -> Result<Option<TypicalStep>, SimError> {
     };
     let template = members[0];
     let template_tasks = &by_step[template];
-    let position: FxHashMap<TaskId, usize> = template_tasks
-        .iter()
-        .enumerate()
-        .map(|(p, &t)| (t, p))
-        .collect();
-    // The step before the template, if it has the same structure, locates edges that cross
-    // the step boundary (a step's first kernels waiting on the previous step's work).
-    let prev_positions: FxHashMap<TaskId, usize> = match template.checked_sub(1) {
-        Some(prev) if signature(prev) == signature(template) => by_step[prev]
-            .iter()
-            .enumerate()
-            .map(|(p, &t)| (t, p))
-            .collect(),
-        _ => FxHashMap::default(),
-    };
+    // Each task's position in the template step, or in the step before it when that step has
+    // the same structure: it locates edges that cross the step boundary (a step's first
+    // kernels waiting on the previous step's work). By task id: a lookup per edge.
+    let mut position = vec![Position::Outside; g.task_count()];
+    if let Some(prev) = template.checked_sub(1)
+        && signature(prev) == signature(template)
+    {
+        for (p, &t) in by_step[prev].iter().enumerate() {
+            position[t.index()] = Position::Previous(p as u32);
+        }
+    }
+    for (p, &t) in template_tasks.iter().enumerate() {
+        position[t.index()] = Position::Template(p as u32);
+    }
 
     // Median cost and gap per position.
     let m = template_tasks.len();
@@ -170,13 +176,16 @@ pub fn typical_step(window: &Window) -> Result<Option<TypicalStep>, SimError> {
                 .is_none_or(|l| g.lanes[g.lane[t.index()] as usize].trace_lane == l)
         })
         .min_by_key(|t| (g.rec_start_ns[t.index()], t.0))
-        .map(|t| position[t]);
+        .and_then(|t| match position[t.index()] {
+            Position::Template(p) => Some(p as usize),
+            _ => None,
+        });
 
     // Lay out the copies lane by lane: lane order across copies is then implicit.
     let mut lanes_in_template: Vec<u32> =
         template_tasks.iter().map(|t| g.lane[t.index()]).collect();
     lanes_in_template.dedup();
-    let mut out = Graph::default();
+    let mut out = Graph::with_task_capacity(m * COPIES);
     let mut new_id = vec![vec![TaskId::NONE; m]; COPIES];
     for &lane in &lanes_in_template {
         let first_task = out.task_count() as u32;
@@ -219,21 +228,19 @@ pub fn typical_step(window: &Window) -> Result<Option<TypicalStep>, SimError> {
     let mut edges: Vec<(TaskId, TaskId, EdgeKind, i64)> = Vec::new();
     for (p, &t) in template_tasks.iter().enumerate() {
         for e in g.preds(t) {
-            let from = g.pred[e];
             let (kind, lag) = (g.pred_kind[e], g.pred_lag_ns[e]);
-            for copy in 0..COPIES {
-                let source = if let Some(&q) = position.get(&from) {
-                    Some(new_id[copy][q])
-                } else if let (Some(&q), Some(prev)) =
-                    (prev_positions.get(&from), copy.checked_sub(1))
-                {
-                    Some(new_id[prev][q])
-                } else {
-                    None
-                };
-                if let Some(source) = source {
-                    edges.push((source, new_id[copy][p], kind, lag));
+            match position[g.pred[e].index()] {
+                Position::Template(q) => {
+                    for ids in &new_id {
+                        edges.push((ids[q as usize], ids[p], kind, lag));
+                    }
                 }
+                Position::Previous(q) => {
+                    for copy in 1..COPIES {
+                        edges.push((new_id[copy - 1][q as usize], new_id[copy][p], kind, lag));
+                    }
+                }
+                Position::Outside => {}
             }
         }
     }

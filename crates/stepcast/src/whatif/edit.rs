@@ -1278,22 +1278,7 @@ impl EditGraph {
         // Each column reserved once: grown by doubling, the columns of a million-task graph
         // were copied and their fresh pages faulted in several times per what-if.
         let live = self.alive.iter().filter(|&&a| a).count();
-        let mut graph = Graph {
-            kind: Vec::with_capacity(live),
-            lane: Vec::with_capacity(live),
-            name: Vec::with_capacity(live),
-            event: Vec::with_capacity(live),
-            dur_ns: Vec::with_capacity(live),
-            dur_without_inferred_ns: Vec::with_capacity(live),
-            gap_ns: Vec::with_capacity(live),
-            rec_start_ns: Vec::with_capacity(live),
-            rec_end_ns: Vec::with_capacity(live),
-            step: Vec::with_capacity(live),
-            not_before_ns: Vec::with_capacity(live),
-            peer_wait_ns: Vec::with_capacity(live),
-            sm_demand: Vec::with_capacity(live),
-            ..Graph::default()
-        };
+        let mut graph = Graph::with_task_capacity(live);
         // The input's ids of the new graph's tasks, in the new graph's order.
         let mut order: Vec<u32> = Vec::with_capacity(self.rows.len());
         for lane_index in 0..self.lane_tasks.len() {
