@@ -78,7 +78,7 @@ fn row(r: &ReplayReport, inferred: usize) -> String {
         .fold(0.0, f64::max)
         * 100.0;
     let typical = match &r.typical {
-        Some(t) if t.declined.is_none() => signed(t.error() * 100.0, 2),
+        Some(t) if t.declined.is_none() => format!("{} %", signed(t.error() * 100.0, 2)),
         Some(_) => "declined".to_string(),
         None => "none".to_string(),
     };
