@@ -67,6 +67,12 @@ impl Interner {
         self.names.len()
     }
 
+    /// The names by id, without the index that interns them: what a reader of names only
+    /// keeps (half the memory).
+    pub fn names(&self) -> &[Box<str>] {
+        &self.names
+    }
+
     pub fn is_empty(&self) -> bool {
         self.names.is_empty()
     }

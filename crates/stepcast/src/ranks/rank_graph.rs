@@ -2,7 +2,7 @@
 //! trace itself can be dropped as soon as the rank is read (a job's memory is then bounded
 //! by the ranks being read at once plus these, not by the sum of its trace files).
 
-use stepcast_trace::{EventKind, Interner, NameId, Trace};
+use stepcast_trace::{EventKind, NameId, Trace};
 
 use super::matching::{CollectiveInstance, collective_stream_labels, collectives_of};
 use super::{RankTrace, lane_label};
@@ -34,8 +34,9 @@ pub struct RankGraph {
     /// `Trace::origin_ns`: graph times are relative to it.
     pub origin_ns: i64,
     pub window: Window,
-    /// The trace's names (task, op and layer names are ids into it).
-    pub names: Interner,
+    /// The trace's names by id (task, op and layer names are ids into it), without the
+    /// interner's index: a thousand ranks kept every name twice.
+    pub names: Box<[Box<str>]>,
     /// Per graph lane: `thread N` or `stream N`.
     pub lane_labels: Vec<String>,
     /// Per task, from the analyze mapping: its phase, layer and op name.
@@ -128,7 +129,7 @@ impl RankGraph {
             collectives_by_stream,
             collectives_by_first_use,
             collective_streams,
-            names: trace.names.clone(),
+            names: trace.names.names().into(),
             window,
         }
     }
@@ -139,7 +140,7 @@ impl RankGraph {
     }
 
     pub fn name(&self, id: NameId) -> &str {
-        self.names.get(id)
+        &self.names[id.index()]
     }
 
     /// The host ops of graph lane `lane` (a host thread), by start.

@@ -1221,7 +1221,7 @@ impl EditGraph {
                         && self.alive[e.from as usize]
                         && self.rows[e.from as usize].lane != self.rows[t as usize].lane
                 });
-                if !(same_step && !waits_elsewhere) && !current.is_empty() {
+                if (waits_elsewhere || !same_step) && !current.is_empty() {
                     runs.push(Selection::new(std::mem::take(&mut current)));
                 }
                 current.push(task);
