@@ -564,10 +564,32 @@ fn advise_ranks_every_model_and_useful_combinations() {
             );
         }
         // Every candidate is predicted against the same baseline, and matches a what-if run
-        // on its own.
+        // on its own: the best, and every single model (those that change nothing share one
+        // replay in `advise`; the figure under the other peers' choice is replayed there on
+        // the graph already built).
         let best = &advice.candidates[0];
         let alone = apply_models(&context, &best.models).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(alone.predicted, best.outcome.predicted, "{relative}");
+        for candidate in advice.candidates.iter().filter(|c| c.models.len() == 1) {
+            let alone = apply_models(&context, &candidate.models).unwrap_or_else(|e| panic!("{e}"));
+            let name = candidate.name();
+            assert_eq!(
+                alone.predicted, candidate.outcome.predicted,
+                "{relative}: {name}"
+            );
+            assert_eq!(
+                alone.changes, candidate.outcome.changes,
+                "{relative}: {name}"
+            );
+            assert_eq!(
+                alone.other_peers_speedup, candidate.outcome.other_peers_speedup,
+                "{relative}: {name}"
+            );
+            assert!(
+                candidate.outcome.graph.task_count() == 0,
+                "{relative}: {name}"
+            );
+        }
         let again = advise(&context).unwrap_or_else(|e| panic!("{e}"));
         let again: Vec<String> = again.candidates.iter().map(|c| c.name()).collect();
         assert_eq!(names, again, "{relative}: deterministic order");
@@ -1131,4 +1153,27 @@ fn lazy_inserts_give_the_lane_order_of_inserting_in_place() {
     let order: Vec<u32> = reference.iter().map(|&t| new_id[t as usize].0).collect();
     let expected: Vec<u32> = (first..first + reference.len() as u32).collect();
     assert_eq!(order, expected);
+}
+
+/// An edit graph knows whether it is a clone nothing wrote to (what lets `advise` share one
+/// replay among the candidates that change nothing): a write counts even of the value that
+/// was there.
+#[test]
+fn an_unwritten_clone_is_told_from_a_written_one() {
+    let context = context(loaded(DF_INDEX_RESOLVER));
+    let base = context.edit();
+    let copy = base.clone();
+    assert!(copy.is_unedited_clone_of(&base));
+    let task = (0..base.id_bound() as u32)
+        .map(TaskId)
+        .find(|&t| base.is_alive(t))
+        .expect("a live task");
+    let mut rewritten = base.clone();
+    let gap = rewritten.gap_ns(task);
+    rewritten
+        .set_gap(&Selection::new(vec![task]), gap)
+        .expect("sets");
+    assert!(!rewritten.is_unedited_clone_of(&base));
+    // Unchanged figures all the same: the same graph is built.
+    assert_eq!(rewritten.gap_ns(task), base.gap_ns(task));
 }
