@@ -613,11 +613,11 @@ impl EditGraph {
         check_factor(factor)?;
         for &task in selection.tasks() {
             self.check_live(task)?;
-            let row = &mut self.costs[task.index()];
-            let old_ns = row.dur_ns;
-            row.dur_ns = scale_ns(row.dur_ns, factor);
-            row.dur_without_inferred_ns = scale_ns(row.dur_without_inferred_ns, factor);
-            let new_ns = row.dur_ns;
+            let cost = &mut self.costs[task.index()];
+            let old_ns = cost.dur_ns;
+            cost.dur_ns = scale_ns(cost.dur_ns, factor);
+            cost.dur_without_inferred_ns = scale_ns(cost.dur_without_inferred_ns, factor);
+            let new_ns = cost.dur_ns;
             self.retime_launches(task, old_ns, new_ns);
         }
         Ok(())
@@ -654,8 +654,8 @@ impl EditGraph {
         check_factor(factor)?;
         for &task in selection.tasks() {
             self.check_live(task)?;
-            let row = &mut self.costs[task.index()];
-            row.gap_ns = scale_ns(row.gap_ns, factor);
+            let cost = &mut self.costs[task.index()];
+            cost.gap_ns = scale_ns(cost.gap_ns, factor);
             let mut targets = self.succs[task.index()].clone();
             targets.sort_unstable();
             targets.dedup();
@@ -678,11 +678,11 @@ impl EditGraph {
         }
         for &task in selection.tasks() {
             self.check_live(task)?;
-            let row = &mut self.costs[task.index()];
-            let extra = (row.dur_without_inferred_ns - row.dur_ns).max(0);
-            let old_ns = row.dur_ns;
-            row.dur_ns = ns;
-            row.dur_without_inferred_ns = ns + extra;
+            let cost = &mut self.costs[task.index()];
+            let extra = (cost.dur_without_inferred_ns - cost.dur_ns).max(0);
+            let old_ns = cost.dur_ns;
+            cost.dur_ns = ns;
+            cost.dur_without_inferred_ns = ns + extra;
             self.retime_launches(task, old_ns, ns);
         }
         Ok(())
@@ -1181,9 +1181,9 @@ impl EditGraph {
             }
         }
         self.remove(&rest, gaps)?;
-        let row = &mut self.costs[keep.index()];
-        row.dur_ns = dur;
-        row.dur_without_inferred_ns = dur;
+        let cost = &mut self.costs[keep.index()];
+        cost.dur_ns = dur;
+        cost.dur_without_inferred_ns = dur;
         Ok(Some(keep))
     }
 
