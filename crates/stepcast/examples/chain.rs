@@ -1,20 +1,14 @@
 #![allow(clippy::print_stdout)]
 //! Diagnostic: the chain of binding constraints behind one task of a replay without inferred
 //! edges (by correlation id), with each link's lateness against the recording.
-use stepcast::graph::{BuildOptions, build};
-use stepcast::simulate::{RecordedOrder, SimOptions, simulate};
+mod common;
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let path = args.next().expect("trace path");
     let corr: u64 = args.next().expect("correlation").parse().expect("number");
-    let trace = stepcast_trace::read_trace(std::path::Path::new(&path)).expect("read");
-    let w = build(&trace, &BuildOptions::default());
+    let (trace, w, tl) = common::replayed_without_inferred(&path);
     let g = &w.graph;
-    let options = SimOptions {
-        without_inferred: true,
-        ..SimOptions::default()
-    };
-    let tl = simulate(g, &RecordedOrder, options).expect("sim");
     let mut t = (0..g.task_count())
         .find(|&t| {
             trace.events[g.event[t].index()].correlation == Some(corr) && g.kind[t].on_device()

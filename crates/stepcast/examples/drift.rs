@@ -3,19 +3,14 @@
 //! drift against the recording (replayed begin − recorded start) jumps by more than
 //! `JUMP_US` (default 30 µs) from the lane's previous task, with the binding constraint and the
 //! recorded idle before the task: where a lane gains or loses time, and what it waited for.
-use stepcast::graph::{BuildOptions, build};
-use stepcast::simulate::{Binding, RecordedOrder, SimOptions, simulate};
+mod common;
+
+use stepcast::simulate::Binding;
 fn main() {
     let path = std::env::args().nth(1).expect("trace path");
     let jump_ns: i64 = std::env::var("JUMP_US").map_or(30, |j| j.parse().expect("µs")) * 1000;
-    let trace = stepcast_trace::read_trace(std::path::Path::new(&path)).expect("read");
-    let w = build(&trace, &BuildOptions::default());
+    let (trace, w, tl) = common::replayed_without_inferred(&path);
     let g = &w.graph;
-    let options = SimOptions {
-        without_inferred: true,
-        ..SimOptions::default()
-    };
-    let tl = simulate(g, &RecordedOrder, options).expect("sim");
     let short = |t: usize| {
         let n = trace.name(trace.events[g.event[t].index()].name);
         n[..n.len().min(40)].to_string()

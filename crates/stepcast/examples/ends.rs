@@ -1,17 +1,12 @@
 #![allow(clippy::print_stdout)]
 //! Diagnostic: per step, what ends it in the recording and in a replay without inferred edges.
-use stepcast::graph::{BuildOptions, NO_STEP, build};
-use stepcast::simulate::{RecordedOrder, SimOptions, simulate};
+mod common;
+
+use stepcast::graph::NO_STEP;
 fn main() {
     let path = std::env::args().nth(1).expect("trace path");
-    let trace = stepcast_trace::read_trace(std::path::Path::new(&path)).expect("read");
-    let w = build(&trace, &BuildOptions::default());
+    let (trace, w, tl) = common::replayed_without_inferred(&path);
     let g = &w.graph;
-    let options = SimOptions {
-        without_inferred: true,
-        ..SimOptions::default()
-    };
-    let tl = simulate(g, &RecordedOrder, options).expect("sim");
     let name = |t: usize| {
         let n = trace.name(trace.events[g.event[t].index()].name);
         format!(

@@ -4,22 +4,13 @@
 //! recorded, minus how much earlier its binding predecessor released it. Summed by (binding
 //! kind, task name, predecessor name): the largest sums are the missing causes.
 use std::collections::HashMap;
-use stepcast::graph::{BuildOptions, build};
-use stepcast::simulate::{Binding, RecordedOrder, SimOptions, simulate};
+use stepcast::simulate::Binding;
+
+mod common;
 fn main() {
     let path = std::env::args().nth(1).expect("trace path");
-    let trace = stepcast_trace::read_trace(std::path::Path::new(&path)).expect("read");
-    let w = build(&trace, &BuildOptions::default());
+    let (trace, w, tl) = common::replayed_without_inferred(&path);
     let g = &w.graph;
-    let tl = simulate(
-        g,
-        &RecordedOrder,
-        SimOptions {
-            without_inferred: true,
-            ..SimOptions::default()
-        },
-    )
-    .expect("sim");
     let short = |t: usize| {
         let n = trace.name(trace.events[g.event[t].index()].name);
         n[..n.len().min(44)].to_string()

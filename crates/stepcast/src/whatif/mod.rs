@@ -124,7 +124,7 @@ impl<'a> Context<'a> {
             self.window.report.launch_latency_ns,
             self.window.report.dispatch_gap_ns,
         );
-        let first_steady = if self.window.steps.len() >= 3 { 1 } else { 0 };
+        let first_steady = first_steady(self.window) as u32;
         let warm_up = edit.select_where(|t| {
             let step = graph.step[t.index()];
             step == NO_STEP || step < first_steady
@@ -319,7 +319,7 @@ fn measure(window: &Window, graph: &Graph, timeline: &Timeline) -> Result<Predic
 
 /// The first steady step: the warm-up step (the first) is left out when there are three or
 /// more steps.
-fn first_steady(window: &Window) -> usize {
+pub(crate) fn first_steady(window: &Window) -> usize {
     if window.steps.len() >= 3 { 1 } else { 0 }
 }
 

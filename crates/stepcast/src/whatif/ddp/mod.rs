@@ -626,7 +626,7 @@ impl Insertion {
             }
             found => found?,
         };
-        let first = if window.steps.len() >= 3 { 1 } else { 0 };
+        let first = super::first_steady(window) as u32;
         let steady: Vec<u32> = (first..window.steps.len() as u32).collect();
         let graph = &window.graph;
         let optimizer_ns: i64 = (0..graph.task_count())

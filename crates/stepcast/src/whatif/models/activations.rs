@@ -78,11 +78,7 @@ fn stack_ops(context: &Context<'_>, task: TaskId) -> (Option<EventId>, Vec<i64>)
 /// The forward pass's units (see [`ForwardUnit`]).
 pub fn forward_units(context: &Context<'_>) -> Activations {
     let graph = &context.window.graph;
-    let first_steady = if context.window.steps.len() >= 3 {
-        1
-    } else {
-        0
-    };
+    let first_steady = crate::whatif::first_steady(context.window) as u32;
     let in_steady = |t: usize| graph.step[t] != NO_STEP && graph.step[t] >= first_steady;
     let device = |t: usize| matches!(graph.kind[t], TaskKind::Kernel | TaskKind::Memset);
     // The first backward device task of each (step, sequence number).

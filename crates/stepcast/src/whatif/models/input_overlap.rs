@@ -53,7 +53,7 @@ fn loading_ranges(context: &Context<'_>) -> Vec<(u32, i64, i64)> {
 /// outermost loading ranges): what the workers must produce in a step for the model to hold.
 pub fn loading_ns_per_step(context: &Context<'_>) -> i64 {
     let steps = context.window.steps.len();
-    let steady = steps - if steps >= 3 { 1 } else { 0 };
+    let steady = steps - crate::whatif::first_steady(context.window);
     let total: i64 = loading_ranges(context).iter().map(|&(_, s, e)| e - s).sum();
     total / steady.max(1) as i64
 }

@@ -3,6 +3,7 @@
 //! grow with trace size times step count.
 
 use crate::Window;
+use crate::whatif::first_steady;
 
 /// The recorded (start, marker end) of each steady step (the warm-up step, the first, left
 /// out when there are three or more), sorted by start.
@@ -16,11 +17,17 @@ pub(crate) struct SteadySpans {
 
 impl SteadySpans {
     pub(crate) fn new(window: &Window) -> SteadySpans {
-        let first_steady = if window.steps.len() >= 3 { 1 } else { 0 };
-        let mut spans: Vec<(i64, i64)> = window.steps[first_steady.min(window.steps.len())..]
-            .iter()
-            .map(|s| (s.start_ns, s.marker_end_ns))
-            .collect();
+        let first = first_steady(window).min(window.steps.len());
+        SteadySpans::from_spans(
+            window.steps[first..]
+                .iter()
+                .map(|s| (s.start_ns, s.marker_end_ns))
+                .collect(),
+        )
+    }
+
+    /// From (start, end) spans in any order.
+    fn from_spans(mut spans: Vec<(i64, i64)>) -> SteadySpans {
         spans.sort_unstable();
         let mut latest = i64::MIN;
         let ends_so_far = spans
@@ -50,17 +57,9 @@ mod tests {
     /// Against the scan it replaces, on overlapping, nested, touching and empty spans.
     #[test]
     fn agrees_with_a_scan_of_the_spans() {
-        let spans = [(0, 10), (5, 7), (10, 12), (20, 40), (25, 30), (50, 50)];
-        let steady = SteadySpans {
-            starts: spans.iter().map(|s| s.0).collect(),
-            ends_so_far: spans
-                .iter()
-                .scan(i64::MIN, |m, s| {
-                    *m = (*m).max(s.1);
-                    Some(*m)
-                })
-                .collect(),
-        };
+        // Out of order, as `from_spans` may be given them.
+        let spans = [(20, 40), (0, 10), (5, 7), (10, 12), (25, 30), (50, 50)];
+        let steady = SteadySpans::from_spans(spans.to_vec());
         for ns in -2..60 {
             let scan = spans.iter().any(|&(s, e)| ns >= s && ns < e);
             assert_eq!(steady.contains(ns), scan, "at {ns}");
