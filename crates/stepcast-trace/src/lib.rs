@@ -139,14 +139,24 @@ fn read_kineto(source: &detect::Source<'_>) -> Result<Trace, ReadError> {
         cause,
     };
     let mut file = File::open(path).map_err(io)?;
-    if source.gzip {
+    let gzip = source.gzip;
+    // The file again from its start, for the line of an error.
+    let reread: kineto::Reread<'_> = Box::new(move || {
+        let file = File::open(path)?;
+        Ok(if gzip {
+            Box::new(flate2::read::MultiGzDecoder::new(BufReader::new(file)))
+        } else {
+            Box::new(BufReader::new(file))
+        })
+    });
+    if gzip {
         // Only a hint: a file that cannot seek (or a short read) just goes without it.
         let expected = gzip_isize(&mut file, source.len).ok().flatten();
         file.seek(SeekFrom::Start(0)).map_err(io)?;
         let decoder = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 16, file));
-        kineto::read_sized(decoder, path, true, expected)
+        kineto::read_rereadable(decoder, path, true, expected, reread)
     } else {
-        kineto::read_sized(file, path, false, Some(source.len))
+        kineto::read_rereadable(file, path, false, Some(source.len), reread)
     }
 }
 
@@ -203,14 +213,18 @@ fn read_kineto_bytes(bytes: &[u8], path: &Path) -> Result<Trace, ReadError> {
             .and_then(|at| bytes.get(at..))
             .and_then(|trailer| <[u8; 4]>::try_from(trailer).ok())
             .and_then(|trailer| isize_hint(trailer, bytes.len() as u64));
-        kineto::read_sized(
+        let reread: kineto::Reread<'_> =
+            Box::new(move || Ok(Box::new(flate2::read::MultiGzDecoder::new(bytes))));
+        kineto::read_rereadable(
             flate2::read::MultiGzDecoder::new(bytes),
             path,
             true,
             expected,
+            reread,
         )
     } else {
-        kineto::read_sized(bytes, path, false, Some(bytes.len() as u64))
+        let reread: kineto::Reread<'_> = Box::new(move || Ok(Box::new(bytes)));
+        kineto::read_rereadable(bytes, path, false, Some(bytes.len() as u64), reread)
     }
 }
 

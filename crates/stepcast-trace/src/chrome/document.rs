@@ -13,7 +13,7 @@ use std::io::Read;
 use std::path::Path;
 
 use super::cursor::Incomplete;
-use super::stream::{JsonStream, ReadElement, StreamError};
+use super::stream::{JsonStream, ReadElement, StreamError, line_column_in};
 use crate::error::ReadError;
 
 /// What a format does with the parts of a Chrome-trace document.
@@ -43,12 +43,17 @@ enum ArrayEnd {
     EndOfFile,
 }
 
+/// Reads a document again from its start (decompressed), for the line of an error.
+pub(crate) type Reread<'p> = Box<dyn Fn() -> std::io::Result<Box<dyn Read + 'p>> + 'p>;
+
 pub(crate) struct Document<'p, R> {
     stream: JsonStream<R>,
     path: &'p Path,
     gzip: bool,
     events_seen: u64,
     saw_events: bool,
+    /// How to read the document again, when the stream does not count lines.
+    reread: Option<Reread<'p>>,
 }
 
 impl<'p, R: Read> Document<'p, R> {
@@ -59,7 +64,34 @@ impl<'p, R: Read> Document<'p, R> {
             gzip,
             events_seen: 0,
             saw_events: false,
+            reread: None,
         }
+    }
+
+    /// A document that can be read again from its start: its lines are counted only for a
+    /// message, by reading it again, rather than as the stream moves (3 % of a Kineto ingest).
+    pub(crate) fn rereadable(reader: R, path: &'p Path, gzip: bool, reread: Reread<'p>) -> Self {
+        Document {
+            stream: JsonStream::uncounted(reader),
+            path,
+            gzip,
+            events_seen: 0,
+            saw_events: false,
+            reread: Some(reread),
+        }
+    }
+
+    /// 1-based line and column of an offset the stream has reached. Where the stream no longer
+    /// knows them, the document is read again; if that fails too (the file is gone), the
+    /// line is given as 0 and the column as the byte offset plus one.
+    fn line_column(&self, offset: u64) -> (u64, u64) {
+        self.stream.line_column(offset).unwrap_or_else(|| {
+            self.reread
+                .as_ref()
+                .and_then(|reread| reread().ok())
+                .and_then(|reader| line_column_in(reader, offset).ok())
+                .unwrap_or((0, offset + 1))
+        })
     }
 
     /// Records in the event array so far.
@@ -214,7 +246,7 @@ impl<'p, R: Read> Document<'p, R> {
         };
         // Member names and small header values: owned parsing is fine here.
         serde_json::from_slice::<T>(bytes).map_err(|e| {
-            let (line, column) = self.stream.line_column(offset);
+            let (line, column) = self.line_column(offset);
             ReadError::Json {
                 path: self.path.to_path_buf(),
                 line,
@@ -236,7 +268,7 @@ impl<'p, R: Read> Document<'p, R> {
         serde_json::from_slice::<serde::de::IgnoredAny>(bytes)
             .map(|_| ())
             .map_err(|e| {
-                let (line, column) = self.stream.line_column(offset);
+                let (line, column) = self.line_column(offset);
                 ReadError::Json {
                     path: self.path.to_path_buf(),
                     line,
@@ -301,7 +333,7 @@ impl<'p, R: Read> Document<'p, R> {
                 offset,
             },
             StreamError::Invalid { offset, expected } => {
-                let (line, column) = self.stream.line_column(offset);
+                let (line, column) = self.line_column(offset);
                 ReadError::Json {
                     path,
                     line,
@@ -315,7 +347,7 @@ impl<'p, R: Read> Document<'p, R> {
                 byte,
                 expected,
             } => {
-                let (line, column) = self.stream.line_column(offset);
+                let (line, column) = self.line_column(offset);
                 ReadError::Json {
                     path,
                     line,
@@ -333,7 +365,7 @@ impl<'p, R: Read> Document<'p, R> {
             Ok(Some(b)) => show_byte(b),
             _ => "the end of the file".to_string(),
         };
-        let (line, column) = self.stream.line_column(offset);
+        let (line, column) = self.line_column(offset);
         ReadError::Json {
             path: self.path.to_path_buf(),
             line,

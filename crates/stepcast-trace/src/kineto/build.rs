@@ -135,6 +135,15 @@ fn plausible_ts(ts_ns: i64) -> bool {
 /// place touches no new memory, which pays while the table fits in the caches.
 const IN_PLACE_MAX_BYTES: usize = 32 << 20;
 
+/// An event's place in its lane as one number: by start, then longest first (so a container
+/// precedes what it contains); orders as `(start_ns, Reverse(dur_ns))` does.
+fn start_then_longest(event: &Event) -> u128 {
+    // Flipping the sign bit maps i64 onto u64 in order; the duration's bits are inverted too.
+    let start = (event.start_ns as u64) ^ (1 << 63);
+    let longest = !((event.dur_ns as u64) ^ (1 << 63));
+    (u128::from(start) << 64) | u128::from(longest)
+}
+
 /// `items` in `order` (`items[k]` becomes the old `items[order[k]]`).
 fn put_in_order<T: Clone>(mut items: Vec<T>, order: Vec<u32>, in_place: bool) -> Vec<T> {
     if in_place {
@@ -777,10 +786,15 @@ impl TraceBuilder {
         for slot in slots {
             let (mut rows, sorted) = std::mem::take(&mut self.lane_rows[slot]);
             if !sorted {
-                rows.sort_by_key(|&i| {
-                    let e = &events[i as usize];
-                    (e.start_ns, std::cmp::Reverse(e.dur_ns))
-                });
+                // The keys gathered beside their positions: read through the position on every
+                // comparison, they cost a cache miss each (4 % of ingest).
+                let mut keyed: Vec<(u128, u32)> = rows
+                    .iter()
+                    .map(|&i| (start_then_longest(&events[i as usize]), i))
+                    .collect();
+                keyed.sort_by_key(|&(key, _)| key);
+                rows.clear();
+                rows.extend(keyed.iter().map(|&(_, i)| i));
             }
             order.append(&mut rows);
         }
@@ -925,7 +939,38 @@ fn follow_events<T>(events: &[Event], mut rows: Vec<(u32, T)>) -> Vec<(crate::mo
 
 #[cfg(test)]
 mod tests {
-    use super::put_in_order;
+    use super::{put_in_order, start_then_longest};
+    use crate::model::{Event, EventKind, LaneId, NameId};
+
+    /// The one-number key orders events as the tuple it stands for, at the edges of i64 too.
+    #[test]
+    fn event_key_orders_as_start_then_longest() {
+        let values = [i64::MIN, -1_000, -1, 0, 1, 7, 1_000, i64::MAX - 1, i64::MAX];
+        let event = |start_ns, dur_ns| Event {
+            kind: EventKind::Kernel,
+            lane: LaneId(0),
+            name: NameId(0),
+            start_ns,
+            dur_ns,
+            correlation: None,
+            external_id: None,
+            bytes: None,
+            sequence_number: None,
+            file_index: 0,
+        };
+        let pairs: Vec<(i64, i64)> = values
+            .iter()
+            .flat_map(|&s| values.iter().map(move |&d| (s, d)))
+            .collect();
+        for &(s1, d1) in &pairs {
+            for &(s2, d2) in &pairs {
+                let by_tuple = (s1, std::cmp::Reverse(d1)).cmp(&(s2, std::cmp::Reverse(d2)));
+                let by_key =
+                    start_then_longest(&event(s1, d1)).cmp(&start_then_longest(&event(s2, d2)));
+                assert_eq!(by_key, by_tuple, "({s1}, {d1}) against ({s2}, {d2})");
+            }
+        }
+    }
 
     #[test]
     fn both_ways_of_ordering_agree() {

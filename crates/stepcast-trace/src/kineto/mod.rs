@@ -21,6 +21,7 @@ use std::io::Read;
 use std::path::Path;
 
 use crate::chrome::cursor::Incomplete;
+pub(crate) use crate::chrome::document::Reread;
 use crate::chrome::document::{Document, Sink};
 use crate::error::ReadError;
 use crate::model::Trace;
@@ -41,7 +42,30 @@ pub fn read_sized<R: Read>(
     gzip: bool,
     expected_bytes: Option<u64>,
 ) -> Result<Trace, ReadError> {
-    let mut document = Document::new(reader, path, gzip);
+    read_document(Document::new(reader, path, gzip), path, expected_bytes)
+}
+
+/// [`read_sized`], for input that `reread` reads again from its start (decompressed) where a
+/// message needs the line of an error.
+pub(crate) fn read_rereadable<'p, R: Read>(
+    reader: R,
+    path: &'p Path,
+    gzip: bool,
+    expected_bytes: Option<u64>,
+    reread: Reread<'p>,
+) -> Result<Trace, ReadError> {
+    read_document(
+        Document::rereadable(reader, path, gzip, reread),
+        path,
+        expected_bytes,
+    )
+}
+
+fn read_document<R: Read>(
+    mut document: Document<'_, R>,
+    path: &Path,
+    expected_bytes: Option<u64>,
+) -> Result<Trace, ReadError> {
     let mut builder = TraceBuilder::default();
     if let Some(bytes) = expected_bytes {
         builder.expect_bytes(bytes);

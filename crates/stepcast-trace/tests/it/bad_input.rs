@@ -480,3 +480,58 @@ fn names_that_are_not_utf8_fail_the_read() {
         assert!(error.to_string().contains("UTF-8"), "{error}");
     }
 }
+
+/// An invalid byte deep in a real trace (past the reader's first windows, whose newlines it no
+/// longer keeps) is reported at its line and column, counted here independently, whether the
+/// file is plain or gzip-compressed, on disk or in memory.
+#[test]
+fn an_error_deep_in_the_file_names_its_line_and_column() {
+    let path = kineto_file(
+        "kineto/tb_plugin/samples/resnet50_profiler_api_num_workers_0/worker0.pt.trace.json.gz",
+    );
+    let mut plain = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::GzDecoder::new(std::fs::File::open(&path).expect("open")),
+        &mut plain,
+    )
+    .expect("gunzip");
+    // The colon after the first `"dur"` member name past 20 MB becomes a semicolon.
+    let key = b"\"dur\":";
+    let at = 20_000_000
+        + plain[20_000_000..]
+            .windows(key.len())
+            .position(|w| w == key)
+            .expect("a dur member past 20 MB")
+        + key.len()
+        - 1;
+    plain[at] = b';';
+    let line = plain[..at].iter().filter(|&&b| b == b'\n').count() as u64 + 1;
+    let line_start = plain[..at]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |nl| nl + 1);
+    let column = (at - line_start) as u64 + 1;
+    assert!(
+        line > 100_000,
+        "line {line}: the error must be deep in the file"
+    );
+
+    let dir = TempDir::new("deep-error");
+    let compressed = gzip(&plain);
+    for (name, bytes) in [("deep.json", &plain), ("deep.json.gz", &compressed)] {
+        let file = dir.path().join(name);
+        std::fs::write(&file, bytes).expect("write");
+        for error in [
+            read_trace(&file).expect_err("invalid JSON"),
+            read_trace_bytes(bytes, &file).expect_err("invalid JSON"),
+        ] {
+            match &error {
+                ReadError::Json {
+                    line: l, column: c, ..
+                } => assert_eq!((*l, *c), (line, column), "{error}"),
+                other => panic!("{name}: expected a JSON error, got {other}"),
+            }
+            assert!(error.to_string().contains(&format!(":{line}:{column}:")));
+        }
+    }
+}

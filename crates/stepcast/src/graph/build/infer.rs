@@ -141,33 +141,53 @@ impl Builder<'_> {
 
     /// Of the candidate inferred edges, those the replay needs: a candidate whose target the
     /// recorded causes alone already hold back to its recorded time adds nothing. Keeps the
-    /// edges inferred from timing to the minimum.
+    /// edges inferred from timing to the minimum. Also says whether the graph now has exactly
+    /// `recorded` and the kept edges installed (every candidate kept), so that `finish` need
+    /// not install them again.
     pub(super) fn needed(
         &mut self,
         candidates: Vec<PendingEdge>,
         recorded: &[PendingEdge],
-    ) -> Vec<PendingEdge> {
+    ) -> (Vec<PendingEdge>, bool) {
         if candidates.is_empty() {
-            return candidates;
+            return (candidates, false);
         }
-        // The graph with the recorded edges only (`finish` installs them again with the
-        // inferred ones kept; installing is idempotent for the recorded part).
-        install_edges(&mut self.graph, recorded.to_vec());
-        let provisional = &self.graph;
-        let Ok(timeline) = simulate(provisional, &RecordedOrder, SimOptions::default()) else {
-            return candidates;
+        // The graph with every candidate, replayed without the inferred ones: the replay of
+        // the recorded causes alone (it leaves out their edges and the waits only they
+        // explain), and if every candidate is kept, the graph is already the final one.
+        let mut all = Vec::with_capacity(recorded.len() + candidates.len());
+        all.extend_from_slice(recorded);
+        all.extend_from_slice(&candidates);
+        // Installing sets the own cost of every task an edge holds from its recorded end, a
+        // candidate's too: the costs before it, for installing again without the candidates
+        // dropped.
+        let dur_before = self.graph.dur_ns.clone();
+        install_edges(&mut self.graph, all);
+        let recorded_causes = SimOptions {
+            without_inferred: true,
+            ..SimOptions::default()
+        };
+        let g = &self.graph;
+        let Ok(timeline) = simulate(g, &RecordedOrder, recorded_causes) else {
+            return (candidates, true);
         };
         let slack = self.options.unexplained_device_wait_ns;
-        candidates
+        let count = candidates.len();
+        let kept: Vec<PendingEdge> = candidates
             .into_iter()
             .filter(|c| {
                 let t = c.to.index();
                 if c.kind.gates_completion() {
-                    timeline.end_ns[t] < provisional.rec_end_ns[t] - slack
+                    timeline.end_ns[t] < g.rec_end_ns[t] - slack
                 } else {
-                    timeline.begin_ns[t] < provisional.rec_start_ns[t] - slack
+                    timeline.begin_ns[t] < g.rec_start_ns[t] - slack
                 }
             })
-            .collect()
+            .collect();
+        let installed = kept.len() == count;
+        if !installed {
+            self.graph.dur_ns = dur_before;
+        }
+        (kept, installed)
     }
 }
