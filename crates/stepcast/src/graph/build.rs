@@ -156,10 +156,6 @@ impl Builder<'_> {
     /// that makes no calls), and one per device kernel, copy and memset.
     fn tasks(&mut self) {
         let trace = self.trace;
-        // The columns sized once for the most tasks there can be, one per event, rather than
-        // grown (1 ms of the build on df_index_resolver); the part never written is never
-        // touched.
-        self.graph = Graph::with_task_capacity(trace.events.len());
         let mut lane_start = 0usize;
         for (lane_index, lane) in trace.lanes.iter().enumerate() {
             let lane_end = lane_start
