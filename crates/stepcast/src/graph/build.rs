@@ -89,8 +89,8 @@ pub fn build(trace: &Trace, options: &BuildOptions) -> Window {
         report: BuildReport::default(),
         launch_latency_ns: i64::MAX,
     };
-    b.tasks();
-    let calls = b.call_index();
+    let host_calls = b.tasks();
+    let calls = b.call_index(&host_calls);
     let launcher = b.launch_edges(&calls);
     let mut steps = b.assign_steps(&launcher);
     b.mark_teardown(&mut steps);
@@ -153,9 +153,12 @@ impl Builder<'_> {
     }
 
     /// One task per outermost API call on each host thread (or per outermost op on a thread
-    /// that makes no calls), and one per device kernel, copy and memset.
-    fn tasks(&mut self) {
+    /// that makes no calls), and one per device kernel, copy and memset. Returns, per lane,
+    /// the start and correlation id of its calls that have one, nested ones included (for
+    /// [`Builder::call_index`], which then need not read the events again).
+    fn tasks(&mut self) -> Vec<Vec<(i64, u64)>> {
         let trace = self.trace;
+        let mut host_calls = vec![Vec::new(); trace.lanes.len()];
         let mut lane_start = 0usize;
         for (lane_index, lane) in trace.lanes.iter().enumerate() {
             let lane_end = lane_start
@@ -168,8 +171,12 @@ impl Builder<'_> {
                         .iter()
                         .any(|e| e.kind.is_api_call());
                     let mut outer_end = i64::MIN;
+                    let calls = &mut host_calls[lane_index];
                     for i in events {
                         let event = &trace.events[i];
+                        if let (true, Some(corr)) = (event.kind.is_api_call(), event.correlation) {
+                            calls.push((event.start_ns, corr));
+                        }
                         let is_task = if has_calls {
                             event.kind.is_api_call()
                         } else {
@@ -232,28 +239,27 @@ impl Builder<'_> {
                 self.graph.gap_ns[t] = gap.max(0);
             }
         }
+        host_calls
     }
 
-    /// Correlation id → host call task, including calls nested inside a task.
-    fn call_index(&self) -> FxHashMap<u64, TaskId> {
+    /// Correlation id → host call task, including calls nested inside a task, from each
+    /// lane's calls as [`Builder::tasks`] found them.
+    fn call_index(&self, host_calls: &[Vec<(i64, u64)>]) -> FxHashMap<u64, TaskId> {
         let g = &self.graph;
         let mut index =
             FxHashMap::with_capacity_and_hasher(g.task_count(), rustc_hash::FxBuildHasher);
-        for lane in &g.lanes {
+        for (lane, calls) in g.lanes.iter().zip(host_calls) {
             if lane.kind != LaneKind::CpuThread || lane.task_count == 0 {
                 continue;
             }
             let first = lane.first_task as usize;
             let starts = &g.rec_start_ns[first..first + lane.task_count as usize];
-            // The task holding a call: the last one starting at or before it. A lane's events
+            // The task holding a call: the last one starting at or before it. A lane's calls
             // are in start order, so the holder only moves forward (a walk, not a binary
             // search per call: 1.4 ms of the build on df_index_resolver).
             let mut k = 0;
-            for event in self.trace.lane_events(lane.trace_lane) {
-                let (true, Some(corr)) = (event.kind.is_api_call(), event.correlation) else {
-                    continue;
-                };
-                while k < starts.len() && starts[k] <= event.start_ns {
+            for &(start_ns, corr) in calls {
+                while k < starts.len() && starts[k] <= start_ns {
                     k += 1;
                 }
                 if k > 0 {

@@ -90,14 +90,22 @@ pub fn self_replay(window: &Window) -> Result<ReplayReport, SimError> {
 pub fn self_replay_with_timeline(window: &Window) -> Result<(ReplayReport, Timeline), SimError> {
     let graph = &window.graph;
     let timeline = simulate(graph, &RecordedOrder, SimOptions::default())?;
-    let without = simulate(
-        graph,
-        &RecordedOrder,
-        SimOptions {
-            without_inferred: true,
-            ..SimOptions::default()
-        },
-    )?;
+    // Without inferred edges the replay is the same one where the graph has none and no
+    // task's cost depends on them: not run twice.
+    let inferred = graph.pred_kind.iter().any(|kind| kind.is_inferred())
+        || graph.dur_ns != graph.dur_without_inferred_ns;
+    let without = if inferred {
+        simulate(
+            graph,
+            &RecordedOrder,
+            SimOptions {
+                without_inferred: true,
+                ..SimOptions::default()
+            },
+        )?
+    } else {
+        timeline.clone()
+    };
     let steady = steady_steps(window);
     let tasks_by_step = tasks_by_step(graph, window.steps.len());
     let steps: Vec<StepReplay> = window

@@ -150,7 +150,11 @@ pub fn simulate(
     let begin_node = |t: usize| 2 * t;
     let end_node = |t: usize| 2 * t + 1;
     let mut indegree = vec![0u32; 2 * n];
-    let mut succ_count = vec![0u32; 2 * n + 1];
+    // Successor lists (CSR) in one array: each node's count at `succ_offsets[node + 1]`, then
+    // its start there, used as its cursor while filling, which leaves its end there, the
+    // next node's start. Counts, offsets and cursors were three arrays of 2n to zero and
+    // write on every replay.
+    let mut succ_offsets = vec![0u32; 2 * n + 1];
     let source_node = |e: usize| {
         let from = graph.pred[e].index();
         if graph.pred_kind[e].from_source_begin() {
@@ -168,27 +172,29 @@ pub fn simulate(
     };
     for t in 0..n {
         indegree[end_node(t)] += 1;
-        succ_count[begin_node(t)] += 1;
+        succ_offsets[begin_node(t) + 1] += 1;
         if lane_prev[t] != TaskId::NONE {
             indegree[begin_node(t)] += 1;
-            succ_count[end_node(lane_prev[t].index())] += 1;
+            succ_offsets[end_node(lane_prev[t].index()) + 1] += 1;
         }
         for e in graph.preds(TaskId(t as u32)) {
             if keep(e) {
                 indegree[target_node(e, t)] += 1;
-                succ_count[source_node(e)] += 1;
+                succ_offsets[source_node(e) + 1] += 1;
             }
         }
     }
-    let mut succ_offsets = vec![0u32; 2 * n + 1];
+    let mut start = 0;
     for node in 0..2 * n {
-        succ_offsets[node + 1] = succ_offsets[node] + succ_count[node];
+        let count = succ_offsets[node + 1];
+        succ_offsets[node + 1] = start;
+        start += count;
     }
-    let mut fill = succ_offsets.clone();
-    let mut succ = vec![0u32; succ_offsets[2 * n] as usize];
+    let mut succ = vec![0u32; start as usize];
     let mut link = |from: usize, to: usize| {
-        succ[fill[from] as usize] = to as u32;
-        fill[from] += 1;
+        let cursor = &mut succ_offsets[from + 1];
+        succ[*cursor as usize] = to as u32;
+        *cursor += 1;
     };
     for t in 0..n {
         link(begin_node(t), end_node(t));
