@@ -72,7 +72,9 @@ pub(crate) fn read_records<T>(
         records: Vec::new(),
         unterminated: false,
     };
-    Document::new(content, path, false).read(&mut sink)?;
+    // The content is in memory: an error's line is counted there, not as the window moves.
+    let reread: super::document::Reread<'_> = Box::new(move || Ok(Box::new(content)));
+    Document::rereadable(content, path, false, reread).read(&mut sink)?;
     if sink.records.is_empty() {
         return Err(ReadError::NoEvents {
             path: path.to_path_buf(),
