@@ -121,7 +121,19 @@ fn leading_digits(chunk: u64) -> (usize, u64) {
     (count, v)
 }
 
-/// Strings up to this long are scanned byte by byte; longer ones with `memchr`.
+/// The index of the first `"` or `\\` among the eight bytes of `chunk` (first byte lowest), or 8.
+#[inline(always)]
+fn quote_or_backslash(chunk: u64) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const LOW7: u64 = 0x7f * ONES;
+    // A byte's high bit is set where the byte is zero; exact per byte (nothing carries out of
+    // a byte).
+    let zero = |x: u64| !(((x & LOW7) + LOW7) | x) & (0x80 * ONES);
+    let hits = zero(chunk ^ (b'"' as u64 * ONES)) | zero(chunk ^ (b'\\' as u64 * ONES));
+    (hits.trailing_zeros() / 8) as usize
+}
+
+/// Strings up to about this long are scanned eight bytes at a time; longer ones with `memchr`.
 const SHORT_STRING: usize = 32;
 
 /// The cursor's small readers are `#[inline(always)]`: a value returned through memory (a
@@ -213,8 +225,26 @@ impl<'a> Cursor<'a> {
         let mut at = start;
         let mut escaped = false;
         // Most strings are short (member names, `"X"`, `"cpu_op"`): a plain loop finds their
-        // end before `memchr` would have set up (15 % less time in string scanning).
+        // end before `memchr` would have set up (15 % less time in string scanning), and
+        // eight bytes at a time before a loop per byte (1–2 % of the Kineto reader); the
+        // last few bytes of the input, byte by byte.
         let short_end = (start + SHORT_STRING).min(self.b.len());
+        while let Some(&[b0, b1, b2, b3, b4, b5, b6, b7]) = self.b.get(at..at + 8)
+            && at < short_end
+        {
+            let word = u64::from_le_bytes([b0, b1, b2, b3, b4, b5, b6, b7]);
+            match quote_or_backslash(word) {
+                8 => at += 8,
+                k => {
+                    at += k;
+                    if self.b[at] == b'"' {
+                        self.i = at + 1;
+                        return Ok((&self.b[start..at], false));
+                    }
+                    break;
+                }
+            }
+        }
         while at < short_end {
             match self.b[at] {
                 b'"' => {
@@ -495,6 +525,40 @@ impl<'a> Cursor<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The eight-at-a-time search for a quote or a backslash against a byte loop: every byte
+    /// value at every position, after bytes that are neither (near misses included).
+    #[test]
+    fn quote_or_backslash_finds_what_a_byte_loop_finds() {
+        let fill = [b'a', 0xa2, 0xdc, b'#', b']', 0x00, 0x22 ^ 0x01, 0x5c ^ 0x80];
+        let mut checked = 0;
+        for at in 0..8 {
+            for byte in 0..=255u8 {
+                for seed in 0..4usize {
+                    let mut bytes = [0u8; 8];
+                    for (k, b) in bytes.iter_mut().enumerate() {
+                        *b = match k.cmp(&at) {
+                            std::cmp::Ordering::Less => fill[(seed + k) % fill.len()],
+                            std::cmp::Ordering::Equal => byte,
+                            std::cmp::Ordering::Greater => [b'"', b'\\', b'x'][(seed + k) % 3],
+                        };
+                    }
+                    let expected = bytes
+                        .iter()
+                        .position(|&b| b == b'"' || b == b'\\')
+                        .unwrap_or(8);
+                    assert_eq!(
+                        quote_or_backslash(u64::from_le_bytes(bytes)),
+                        expected,
+                        "{bytes:?}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert_eq!(checked, 8 * 256 * 4);
+        assert_eq!(quote_or_backslash(u64::from_le_bytes(*b"abcdefgh")), 8);
+    }
 
     /// The eight-at-a-time digit reader against a byte loop, on runs of every length followed
     /// by every kind of byte (borrows and carries would corrupt the bytes after a non-digit).
