@@ -255,8 +255,9 @@ impl Builder<'_> {
             let first = lane.first_task as usize;
             let starts = &g.rec_start_ns[first..first + lane.task_count as usize];
             // The task holding a call: the last one starting at or before it. A lane's calls
-            // are in start order, so the holder only moves forward (a walk, not a binary
-            // search per call: 1.4 ms of the build on df_index_resolver).
+            // are in start order, so the holder only moves forward: a walk over the pairs,
+            // where a binary search per call over the events read again took 2.4 ms of the
+            // build on df_index_resolver.
             let mut k = 0;
             for &(start_ns, corr) in calls {
                 while k < starts.len() && starts[k] <= start_ns {
