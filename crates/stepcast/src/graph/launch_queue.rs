@@ -80,7 +80,9 @@ pub(crate) fn entries(
             }),
         }
     }
-    out.sort_unstable_by_key(|e| {
+    // Keys computed once, not per comparison (each reads two task columns at random); they are
+    // unique (`by` is), so this orders as an unstable sort would.
+    out.sort_by_cached_key(|e| {
         let by = if e.call == TaskId::NONE {
             e.holder
         } else {
