@@ -8,6 +8,7 @@ use crate::graph::{EdgeKind, Graph, NO_STEP, TaskId};
 use crate::simulate::{RecordedOrder, SimError, SimOptions, Timeline, critical_path, simulate};
 use crate::window::{Step, Window};
 
+use typical::typical_step_of;
 pub use typical::{TypicalStep, typical_step};
 
 /// A task counts as faithful if its replayed start deviates from its recorded start by at
@@ -138,7 +139,7 @@ pub fn self_replay_with_timeline(window: &Window) -> Result<(ReplayReport, Timel
             }
         })
         .collect();
-    let mut typical = typical_step(window)?;
+    let mut typical = typical_step_of(window, &steady, &tasks_by_step)?;
     if let Some(typical) = &mut typical {
         typical.declined = contradiction(typical, &steps);
     }

@@ -79,9 +79,18 @@ fn trimmed_mean(values: &mut [i64]) -> i64 {
 /// Builds and replays the typical step of `window`. `None` when the window has no steps with
 /// tasks.
 pub fn typical_step(window: &Window) -> Result<Option<TypicalStep>, SimError> {
+    let by_step = tasks_by_step(&window.graph, window.steps.len());
+    typical_step_of(window, &steady_steps(window), &by_step)
+}
+
+/// [`typical_step`], given the window's steady steps and each step's tasks (the self-replay
+/// has them already).
+pub(super) fn typical_step_of(
+    window: &Window,
+    steady: &[usize],
+    by_step: &[Vec<TaskId>],
+) -> Result<Option<TypicalStep>, SimError> {
     let g = &window.graph;
-    let steady = steady_steps(window);
-    let by_step = tasks_by_step(g, window.steps.len());
     let mut measured: Vec<i64> = steady
         .iter()
         .map(|&s| measured_span(g, &window.steps[s], &by_step[s]))
@@ -99,7 +108,7 @@ pub fn typical_step(window: &Window) -> Result<Option<TypicalStep>, SimError> {
             .collect()
     };
     let mut groups: Vec<(Signature, Vec<usize>)> = Vec::new();
-    for &s in &steady {
+    for &s in steady {
         if by_step[s].is_empty() {
             continue;
         }
@@ -118,7 +127,7 @@ pub fn typical_step(window: &Window) -> Result<Option<TypicalStep>, SimError> {
             .min()
             .unwrap_or(i64::MAX)
     };
-    let Some((_, members)) = groups.iter().max_by_key(|(_, m)| {
+    let Some((template_signature, members)) = groups.iter().max_by_key(|(_, m)| {
         (
             m.len(),
             std::cmp::Reverse(distance_to_median(m)),
@@ -134,7 +143,7 @@ pub fn typical_step(window: &Window) -> Result<Option<TypicalStep>, SimError> {
     // kernels waiting on the previous step's work). By task id: a lookup per edge.
     let mut position = vec![Position::Outside; g.task_count()];
     if let Some(prev) = template.checked_sub(1)
-        && signature(prev) == signature(template)
+        && signature(prev) == *template_signature
     {
         for (p, &t) in by_step[prev].iter().enumerate() {
             position[t.index()] = Position::Previous(p as u32);
