@@ -10,13 +10,15 @@
 //! skipped and counted, so no later sum of times can overflow.
 
 use std::collections::BTreeMap;
+use std::num::NonZeroU64;
 use std::path::Path;
 
 use crate::error::ReadError;
 use crate::kineto::MAX_DUR_NS;
 use crate::model::{
     DeviceInfo, Diagnostics, Event, EventId, EventKind, Interner, KernelFill, Lane, LaneId,
-    LaneKind, Link, LinkKind, MemoryEvent, NameId, Runtime, StepMarker, SyncEvent, Trace,
+    LaneKind, Link, LinkKind, MemoryEvent, NameId, Runtime, SequenceNumber, StepMarker, SyncEvent,
+    Trace,
 };
 
 /// Times taken, as in Kineto's reader: from -2^60 to 2^62 ns.
@@ -401,10 +403,13 @@ impl Assembly {
                     name: e.name,
                     start_ns: e.start_abs_ns - origin_ns,
                     dur_ns: e.dur_ns,
-                    correlation: e.correlation,
+                    // An id of 0 links nothing (as Kineto writes it; held as an id, it
+                    // would tie every record that carries it to one call), and a size of 0
+                    // moves nothing.
+                    correlation: e.correlation.and_then(NonZeroU64::new),
                     external_id: None,
-                    bytes: e.bytes,
-                    sequence_number: e.sequence_number,
+                    bytes: e.bytes.and_then(NonZeroU64::new),
+                    sequence_number: e.sequence_number.and_then(SequenceNumber::new),
                     file_index: e.file_index,
                 }
             })

@@ -11,7 +11,8 @@ fn main() {
     let g = &w.graph;
     let mut t = (0..g.task_count())
         .find(|&t| {
-            trace.events[g.event[t].index()].correlation == Some(corr) && g.kind[t].on_device()
+            trace.events[g.event[t].index()].correlation.map(u64::from) == Some(corr)
+                && g.kind[t].on_device()
         })
         .expect("task");
     let mut seen = std::collections::HashSet::new();

@@ -501,7 +501,9 @@ fn export_shows_memory_layers_and_phases() {
 }
 
 /// `(kind, absolute start, duration, correlation)` of every event, sorted.
-fn event_rows(trace: &stepcast_trace::Trace) -> Vec<(EventKind, i64, i64, Option<u64>)> {
+fn event_rows(
+    trace: &stepcast_trace::Trace,
+) -> Vec<(EventKind, i64, i64, Option<std::num::NonZeroU64>)> {
     let mut rows: Vec<_> = trace
         .events
         .iter()

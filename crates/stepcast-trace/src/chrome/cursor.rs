@@ -159,12 +159,16 @@ impl<'a> Cursor<'a> {
 
     #[inline(always)]
     pub(crate) fn ws(&mut self) -> Parse<()> {
-        while self.i < self.b.len() {
-            if !is_ws(self.b[self.i]) {
+        // On locals: stepping `self.i` itself stored it on every byte.
+        let (b, mut i) = (self.b, self.i);
+        while let Some(&byte) = b.get(i) {
+            if !is_ws(byte) {
+                self.i = i;
                 return Ok(());
             }
-            self.i += 1;
+            i += 1;
         }
+        self.i = i;
         Err(Incomplete::NeedMore)
     }
 

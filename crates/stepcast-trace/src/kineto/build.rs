@@ -1,6 +1,7 @@
 //! Raw Kineto records → checked, normalized [`Trace`] rows.
 
 use std::collections::BTreeSet;
+use std::num::NonZeroU64;
 
 use rustc_hash::FxHashMap;
 
@@ -20,7 +21,7 @@ fn check_utf8(name: Option<&[u8]>) -> Result<(), &'static str> {
 }
 use crate::model::{
     DeviceInfo, Diagnostics, DistributedInfo, Event, EventKind, Interner, Lane, LaneId, LaneKind,
-    MemoryEvent, Runtime, StepMarker, SyncEvent, SyncKind, Trace,
+    MemoryEvent, Runtime, SequenceNumber, StepMarker, SyncEvent, SyncKind, Trace,
 };
 
 /// A lane as the reader keys it: kind, pid (device for streams), tid (stream for streams).
@@ -91,7 +92,7 @@ pub struct TraceBuilder {
     /// correlation id, so these recover correlations that `args` lack.
     /// Kept as a list and indexed only if some event lacks its correlation: most traces carry
     /// it in `args`, and hashing every flow cost 2 % of ingest.
-    flow_ends: Vec<((i64, i64, i64), u64)>,
+    flow_ends: Vec<((i64, i64, i64), NonZeroU64)>,
     fwdbwd_flows: u64,
     thread_names: FxHashMap<(i64, i64), String>,
     /// Per lane, its pid and tid as the file wrote them, where it wrote strings (2021 traces:
@@ -209,8 +210,10 @@ fn permute_in_place<T: Clone>(items: &mut [T], mut order: Vec<u32>, mut fix: imp
 }
 
 /// An id; 0 and negative values mean "none" (2021 traces write `"external id": 0`).
-fn positive(int: Option<Int>) -> Option<u64> {
-    int.and_then(Int::get).filter(|&v| v > 0).map(|v| v as u64)
+fn positive(int: Option<Int>) -> Option<NonZeroU64> {
+    int.and_then(Int::get)
+        .and_then(|v| u64::try_from(v).ok())
+        .and_then(NonZeroU64::new)
 }
 
 /// The NCCL metadata of an event's `args`.
@@ -522,7 +525,10 @@ impl TraceBuilder {
             correlation,
             external_id: positive(args.external_id),
             bytes: positive(args.bytes),
-            sequence_number: args.sequence_number.and_then(Int::get),
+            sequence_number: args
+                .sequence_number
+                .and_then(Int::get)
+                .and_then(SequenceNumber::new),
             file_index,
         });
         Ok(true)
@@ -605,7 +611,7 @@ impl TraceBuilder {
         }
         self.syncs.push(SyncEvent {
             kind,
-            correlation,
+            correlation: correlation.get(),
             device: args.device.and_then(Int::get).unwrap_or(0),
             stream: non_negative(args.stream),
             wait_on_stream: non_negative(args.wait_on_stream),
@@ -668,9 +674,8 @@ impl TraceBuilder {
                     raw.pid.as_ref().and_then(LaneNumber::get),
                     raw.tid.as_ref().and_then(LaneNumber::get),
                     raw.ts.and_then(|t| t.get()),
-                    raw.id
-                        .and_then(Int::get)
-                        .and_then(|v| u64::try_from(v).ok()),
+                    // 0 links nothing, as in `args` (`positive`).
+                    positive(raw.id),
                 );
                 let (Some(pid), Some(tid), Some(ts), Some(id)) = key else {
                     return self
@@ -793,7 +798,7 @@ impl TraceBuilder {
 
         let mut recovered = 0u64;
         if !self.flow_lookups.is_empty() {
-            let flow_ends: FxHashMap<(i64, i64, i64), u64> =
+            let flow_ends: FxHashMap<(i64, i64, i64), NonZeroU64> =
                 self.flow_ends.iter().copied().collect();
             for lookup in &self.flow_lookups {
                 let event = &mut self.events[lookup.index as usize];

@@ -387,7 +387,7 @@ fn top_level_array_event_is_normalized() {
             trace.name(event.name),
             event.start_ns,
             event.dur_ns,
-            event.correlation
+            event.correlation.map(u64::from)
         ),
         (EventKind::Kernel, "k", 0, 2_000, Some(5))
     );

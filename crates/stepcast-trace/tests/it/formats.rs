@@ -539,7 +539,7 @@ fn xplane_device_work_agrees_with_an_independent_reading() {
             .events
             .iter()
             .filter(|e| e.kind == EventKind::RuntimeCall)
-            .filter_map(|e| e.correlation)
+            .filter_map(|e| e.correlation.map(u64::from))
             .collect();
         let device: Vec<_> = trace
             .events
@@ -548,7 +548,7 @@ fn xplane_device_work_agrees_with_an_independent_reading() {
             .collect();
         let linked = device
             .iter()
-            .filter(|e| e.correlation.is_some_and(|c| calls.contains(&c)))
+            .filter(|e| e.correlation.is_some_and(|c| calls.contains(&c.get())))
             .count();
         assert_eq!(
             linked,
@@ -594,10 +594,10 @@ fn xplane_jax_gpu_steps_hold_their_kernels() {
         .events
         .iter()
         .filter(|e| e.kind == EventKind::RuntimeCall)
-        .filter_map(|e| Some((e.correlation?, e.start_ns)))
+        .filter_map(|e| Some((e.correlation?.get(), e.start_ns)))
         .collect();
     for kernel in &kernels {
-        let call = kernel.correlation.and_then(|c| calls.get(&c));
+        let call = kernel.correlation.and_then(|c| calls.get(&c.get()));
         let call = call.unwrap_or_else(|| panic!("kernel without its launch"));
         assert!(kernel.start_ns >= *call, "a kernel before its launch");
     }

@@ -179,7 +179,7 @@ pub fn temporal_breakdown(trace: &Trace) -> Option<TemporalBreakdown> {
             if let (true, Some(correlation)) = (event.kind.is_api_call(), event.correlation)
                 && span(event.start_ns, event.dur_ns).0 < last
             {
-                kept.insert(correlation);
+                kept.insert(correlation.get());
             }
         }
         for sync in trace.syncs.iter().filter(|s| !is_gpu_sync(s)) {
@@ -191,7 +191,7 @@ pub fn temporal_breakdown(trace: &Trace) -> Option<TemporalBreakdown> {
             let stream = stream_of(event);
             let keep = match event.correlation {
                 // A "GPU" event: kept when its launch is.
-                Some(correlation) if stream >= 0 => kept.contains(&correlation),
+                Some(correlation) if stream >= 0 => kept.contains(&correlation.get()),
                 // A "CPU" event (no correlation, or a negative stream other than -1).
                 _ => stream != -1 && span(event.start_ns, event.dur_ns).0 < last,
             };

@@ -20,7 +20,7 @@ pub(crate) fn launch_calls(trace: &Trace, graph: &Graph) -> Vec<Option<EventId>>
     for (i, event) in trace.events.iter().enumerate() {
         if let (true, Some(correlation)) = (event.kind.is_api_call(), event.correlation) {
             by_correlation
-                .entry(correlation)
+                .entry(correlation.get())
                 .or_insert(EventId(i as u32));
         }
     }
@@ -30,7 +30,7 @@ pub(crate) fn launch_calls(trace: &Trace, graph: &Graph) -> Vec<Option<EventId>>
                 return None;
             }
             let correlation = trace.events[graph.event[t].index()].correlation?;
-            by_correlation.get(&correlation).copied()
+            by_correlation.get(&correlation.get()).copied()
         })
         .collect()
 }

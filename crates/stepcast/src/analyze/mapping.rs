@@ -18,6 +18,8 @@ mod phase;
 mod same_kernel;
 mod stacks;
 
+use std::num::NonZeroU64;
+
 use stepcast_trace::{EventId, LaneId, LaneKind, NameId, Trace};
 
 use crate::Window;
@@ -402,7 +404,7 @@ fn unmapped_causes(trace: &Trace, graph: &Graph, mapping: &Mapping) -> Vec<Optio
     // One pass over the host events: the lowest correlation of a call, the earliest call (or,
     // in a trace without calls, host event). Device work that started before any recorded call
     // cannot have been launched by one.
-    let mut first_call_correlation: Option<u64> = None;
+    let mut first_call_correlation: Option<NonZeroU64> = None;
     let mut first_call_ns: Option<i64> = None;
     let mut first_host_ns: Option<i64> = None;
     for e in &trace.events {

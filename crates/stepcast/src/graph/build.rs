@@ -175,7 +175,7 @@ impl Builder<'_> {
                     for i in events {
                         let event = &trace.events[i];
                         if let (true, Some(corr)) = (event.kind.is_api_call(), event.correlation) {
-                            calls.push((event.start_ns, corr));
+                            calls.push((event.start_ns, corr.get()));
                         }
                         let is_task = if has_calls {
                             event.kind.is_api_call()
@@ -282,7 +282,7 @@ impl Builder<'_> {
                 continue;
             }
             let event = &self.trace.events[self.graph.event[t].index()];
-            match event.correlation.and_then(|c| calls.get(&c)) {
+            match event.correlation.and_then(|c| calls.get(&c.get())) {
                 Some(&call) => {
                     call_of[t] = call;
                     let task = TaskId(t as u32);

@@ -459,7 +459,11 @@ const EXPECTED_EDGES: &[ExpectedEdge] = &[
 ];
 
 fn edges_of(trace: &Trace, graph: &Graph) -> Vec<(EdgeKind, Option<u64>, Option<u64>)> {
-    let correlation = |t: TaskId| trace.events[graph.event[t.index()].index()].correlation;
+    let correlation = |t: TaskId| {
+        trace.events[graph.event[t.index()].index()]
+            .correlation
+            .map(u64::from)
+    };
     (0..graph.task_count())
         .flat_map(|t| {
             let task = TaskId(t as u32);

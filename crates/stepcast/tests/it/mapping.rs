@@ -156,10 +156,10 @@ fn inline_trace(rows: &[Row]) -> Trace {
             name,
             start_ns,
             dur_ns: end_ns - start_ns,
-            correlation,
+            correlation: correlation.and_then(std::num::NonZeroU64::new),
             external_id: None,
             bytes: None,
-            sequence_number,
+            sequence_number: sequence_number.and_then(stepcast_trace::SequenceNumber::new),
             file_index: file_index as u32,
         });
     }

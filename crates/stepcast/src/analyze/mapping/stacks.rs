@@ -3,7 +3,7 @@
 //! then summarized top-down so that a task reads its whole stack in O(1).
 
 use rustc_hash::{FxHashMap, FxHashSet};
-use stepcast_trace::{EventId, EventKind, LaneKind, NameId, Trace};
+use stepcast_trace::{EventId, EventKind, LaneKind, NameId, SequenceNumber, Trace};
 
 use super::names::{NameClassifier, NameFlags};
 
@@ -196,10 +196,10 @@ fn context_of(
         if event.sequence_number.is_some() {
             if here.flags.contains(NameFlags::BACKWARD) {
                 if flags.contains(NameFlags::BACKWARD) {
-                    here.autograd_sequence = event.sequence_number;
+                    here.autograd_sequence = event.sequence_number.map(SequenceNumber::get);
                 }
             } else if event.kind == EventKind::CpuOp {
-                here.forward_sequence = event.sequence_number;
+                here.forward_sequence = event.sequence_number.map(SequenceNumber::get);
             }
         }
     }
@@ -290,7 +290,7 @@ fn forward_layers(
             continue;
         }
         if let Some(layer) = here.own_layer() {
-            layers.insert(sequence, layer);
+            layers.insert(sequence.get(), layer);
         }
     }
     layers

@@ -63,7 +63,7 @@ impl Builder<'_> {
                         .bytes
                         .zip(per_wave)
                         .filter(|&(_, per_wave)| per_wave > 0.0)
-                        .map(|(bytes, per_wave)| bytes as f64 / per_wave)
+                        .map(|(bytes, per_wave)| bytes.get() as f64 / per_wave)
                 }
                 _ => None,
             };

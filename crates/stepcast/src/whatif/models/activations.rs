@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use stepcast_trace::{EventId, EventKind, Trace};
+use stepcast_trace::{EventId, EventKind, SequenceNumber, Trace};
 
 use super::super::Context;
 use crate::analyze::mapping::Phase;
@@ -70,7 +70,7 @@ fn stack_ops(context: &Context<'_>, task: TaskId) -> (Option<EventId>, Vec<i64>)
         .find(|e| events[e.index()].kind == EventKind::CpuOp);
     let sequences = stack
         .iter()
-        .filter_map(|e| events[e.index()].sequence_number)
+        .filter_map(|e| events[e.index()].sequence_number.map(SequenceNumber::get))
         .collect();
     (outermost, sequences)
 }

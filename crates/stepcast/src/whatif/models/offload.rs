@@ -22,12 +22,12 @@ pub fn host_copy_bandwidth(context: &Context<'_>) -> (f64, bool) {
         .events
         .iter()
         .filter(|e| e.kind == EventKind::Memcpy && e.dur_ns > 0)
-        .filter(|e| e.bytes.is_some_and(|b| b >= MIN_MEASURED_COPY_BYTES))
+        .filter(|e| e.bytes.is_some_and(|b| b.get() >= MIN_MEASURED_COPY_BYTES))
         .filter(|e| {
             let name = trace.names.get(e.name);
             name.contains("HtoD") || name.contains("DtoH")
         })
-        .map(|e| e.bytes.unwrap_or(0) as f64 / e.dur_ns as f64)
+        .map(|e| e.bytes.map_or(0, u64::from) as f64 / e.dur_ns as f64)
         .fold(0.0f64, f64::max);
     if measured > 0.0 {
         return (measured, true);
