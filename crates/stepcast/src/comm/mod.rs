@@ -54,12 +54,15 @@ impl Collective {
     /// `reduce_scatter_tensor_coalesced`...) or an NCCL kernel name
     /// (`ncclKernel_AllReduce_RING_LL_Sum_float`, `ncclDevKernel_SendRecv`) names.
     pub fn parse(name: &str) -> Option<Collective> {
-        let lower: String = name
-            .chars()
-            .filter(|c| c.is_ascii_alphanumeric())
-            .flat_map(|c| c.to_lowercase())
+        // Bytes, not chars: only ASCII letters and digits are kept (a `String` built char by
+        // char with Unicode lowercasing took 6 % of the instructions of building
+        // df_index_resolver's graph, cachegrind).
+        let lower: Vec<u8> = name
+            .bytes()
+            .filter(u8::is_ascii_alphanumeric)
+            .map(|b| b.to_ascii_lowercase())
             .collect();
-        let has = |s: &str| lower.contains(s);
+        let has = |s: &str| lower.windows(s.len()).any(|w| w == s.as_bytes());
         Some(if has("allreduce") {
             Collective::AllReduce
         } else if has("reducescatter") {

@@ -263,7 +263,22 @@ fn unmapped_work_is_counted_not_hidden() {
 /// `launched_before_window` even when it ran after the first host event.
 #[test]
 fn work_without_its_launching_call_is_told_apart_by_number_and_time() {
-    let mut rows = TRAINING_STEP.to_vec();
+    // Correlation ids are above 0 (0 links nothing): the step's ids moved up by 10 leave room
+    // for one below them all.
+    let mut rows: Vec<_> = TRAINING_STEP
+        .iter()
+        .map(|&(lane, kind, name, start, end, correlation, sequence)| {
+            (
+                lane,
+                kind,
+                name,
+                start,
+                end,
+                correlation.map(|c| c + 10),
+                sequence,
+            )
+        })
+        .collect();
     rows.push((
         STREAM,
         EventKind::Kernel,
@@ -279,7 +294,7 @@ fn work_without_its_launching_call_is_told_apart_by_number_and_time() {
         "early_numbered",
         5200,
         5300,
-        Some(0),
+        Some(5),
         None,
     ));
     // After the first host event (the data loader's op at 100) but before the first call (450):
