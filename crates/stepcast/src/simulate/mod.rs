@@ -8,7 +8,7 @@
 //! the schedule is a longest-path computation in topological order: O(V + E), deterministic.
 //! A device's capacity is the one constraint that is not an edge: a task that fills its device
 //! holds other streams' work until its last waves, whichever task that is in this replay; the
-//! engine then settles nodes in time order, O((V + E) log V). Times saturate at `i64::MAX`
+//! engine then settles begins in time order, O((V + E) log V). Times saturate at `i64::MAX`
 //! rather than wrap.
 
 mod critical_path;
@@ -279,12 +279,12 @@ pub fn simulate(
     };
 
     // Without a task that fills its device, no task can be held by another stream's, and
-    // the schedule is a longest path in any topological order (a stack). With one, nodes are
+    // the schedule is a longest path in any topological order (a stack). With one, begins are
     // settled in time order (a heap), so that when a task begins the engine knows what holds
     // its device: the capacity model of `SmDemand`.
     let mut capacity = Capacity::new(graph, options);
     let mut frontier = if capacity.is_needed() {
-        Frontier::Heap(std::collections::BinaryHeap::new())
+        Frontier::Heap(std::collections::BinaryHeap::new(), Vec::new())
     } else {
         Frontier::Stack(Vec::new())
     };
@@ -335,25 +335,37 @@ pub fn simulate(
     Ok(timeline)
 }
 
-/// The nodes ready to settle: any topological order (a stack, the fast path), or time order
-/// (a min-heap on time, then node id, so ties break the same way on every run).
+/// The nodes ready to settle: any topological order (a stack), or begins in time order (a
+/// min-heap on time, then node id, so ties break the same way on every run) and ends as soon
+/// as they are ready. Only a begin consults the device's capacity: an end's time is fixed
+/// when it is ready (its task's begin and the work it waits for have settled), and settling
+/// it early only puts the begins it releases in the heap sooner, where they still wait for
+/// their time. Half the nodes through the heap: 11 % fewer instructions in the self-replay's
+/// two replays of df_index_resolver (cachegrind), the same timelines on every trace in
+/// `testdata/`.
 enum Frontier {
     Stack(Vec<(i64, u32)>),
-    Heap(std::collections::BinaryHeap<std::cmp::Reverse<(i64, u32)>>),
+    Heap(
+        std::collections::BinaryHeap<std::cmp::Reverse<(i64, u32)>>,
+        Vec<(i64, u32)>,
+    ),
 }
 
 impl Frontier {
     fn push(&mut self, at: i64, node: u32) {
         match self {
             Frontier::Stack(stack) => stack.push((at, node)),
-            Frontier::Heap(heap) => heap.push(std::cmp::Reverse((at, node))),
+            Frontier::Heap(_, ends) if node % 2 == 1 => ends.push((at, node)),
+            Frontier::Heap(heap, _) => heap.push(std::cmp::Reverse((at, node))),
         }
     }
 
     fn pop(&mut self) -> Option<(i64, u32)> {
         match self {
             Frontier::Stack(stack) => stack.pop(),
-            Frontier::Heap(heap) => heap.pop().map(|std::cmp::Reverse(entry)| entry),
+            Frontier::Heap(heap, ends) => ends
+                .pop()
+                .or_else(|| heap.pop().map(|std::cmp::Reverse(entry)| entry)),
         }
     }
 }
