@@ -73,6 +73,7 @@ fn read_document<R: Read>(
     document.read(&mut KinetoSink {
         builder: &mut builder,
         schema: None,
+        layouts: fast::Layouts::default(),
     })?;
     let input_bytes = document.bytes_read();
     let events_seen = document.events_seen();
@@ -123,6 +124,8 @@ const MAX_SPAN_NS: i64 = 1 << 50;
 struct KinetoSink<'b> {
     builder: &'b mut TraceBuilder,
     schema: Option<String>,
+    /// What the events so far say follows each member, for the next events' reading.
+    layouts: fast::Layouts,
 }
 
 impl Sink for KinetoSink<'_> {
@@ -130,7 +133,7 @@ impl Sink for KinetoSink<'_> {
     fn read_events(&mut self, bytes: &[u8], first_index: u64) -> Result<(usize, u64), Incomplete> {
         let mut count = 0;
         let builder = &mut *self.builder;
-        let used = fast::read_events(bytes, |event| {
+        let used = fast::read_events(bytes, &mut self.layouts, |event| {
             builder.push(event, (first_index + count) as u32)?;
             count += 1;
             Ok(())
