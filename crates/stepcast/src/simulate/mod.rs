@@ -105,10 +105,16 @@ pub fn simulate(
     options: SimOptions,
 ) -> Result<Timeline, SimError> {
     let n = graph.task_count();
-    // Lane predecessor of each task under the policy's order.
+    // Lane predecessor and successor of each task under the policy's order.
     let mut lane_prev: Vec<TaskId> = (0..n)
         .map(|t| graph.lane_pred(TaskId(t as u32)).unwrap_or(TaskId::NONE))
         .collect();
+    let mut lane_next = vec![TaskId::NONE; n];
+    for (t, prev) in lane_prev.iter().enumerate() {
+        if *prev != TaskId::NONE {
+            lane_next[prev.index()] = TaskId(t as u32);
+        }
+    }
     for (lane_index, lane) in graph.lanes.iter().enumerate() {
         if let Some(order) = policy.lane_order(graph, lane_index) {
             let range = lane.first_task..lane.first_task + lane.task_count;
@@ -120,6 +126,10 @@ pub fn simulate(
             let mut prev = TaskId::NONE;
             for &t in &order {
                 lane_prev[t.index()] = prev;
+                lane_next[t.index()] = TaskId::NONE;
+                if prev != TaskId::NONE {
+                    lane_next[prev.index()] = t;
+                }
                 prev = t;
             }
         }
@@ -150,10 +160,12 @@ pub fn simulate(
     let begin_node = |t: usize| 2 * t;
     let end_node = |t: usize| 2 * t + 1;
     let mut indegree = vec![0u32; 2 * n];
-    // Successor lists (CSR) in one array: each node's count at `succ_offsets[node + 1]`, then
-    // its start there, used as its cursor while filling, which leaves its end there, the
-    // next node's start. Counts, offsets and cursors were three arrays of 2n to zero and
-    // write on every replay.
+    // Successor lists (CSR) of the graph's edges in one array: each node's count at
+    // `succ_offsets[node + 1]`, then its start there, used as its cursor while filling, which
+    // leaves its end there, the next node's start. Counts, offsets and cursors were three
+    // arrays of 2n to zero and write on every replay. A task's own begin → end and its lane's
+    // end → next begin are not stored: every task has them, and the engine follows them from
+    // `lane_next` (stored, they were more than half the lists).
     let mut succ_offsets = vec![0u32; 2 * n + 1];
     let source_node = |e: usize| {
         let from = graph.pred[e].index();
@@ -172,10 +184,8 @@ pub fn simulate(
     };
     for t in 0..n {
         indegree[end_node(t)] += 1;
-        succ_offsets[begin_node(t) + 1] += 1;
         if lane_prev[t] != TaskId::NONE {
             indegree[begin_node(t)] += 1;
-            succ_offsets[end_node(lane_prev[t].index()) + 1] += 1;
         }
         for e in graph.preds(TaskId(t as u32)) {
             if keep(e) {
@@ -197,10 +207,6 @@ pub fn simulate(
         *cursor += 1;
     };
     for t in 0..n {
-        link(begin_node(t), end_node(t));
-        if lane_prev[t] != TaskId::NONE {
-            link(end_node(lane_prev[t].index()), begin_node(t));
-        }
         for e in graph.preds(TaskId(t as u32)) {
             if keep(e) {
                 link(source_node(e), target_node(e, t));
@@ -319,8 +325,21 @@ pub fn simulate(
             capacity.begins(t, at, peer_wait_of(t), dur_of(t));
         }
         done += 1;
-        for s in succ_offsets[node]..succ_offsets[node + 1] {
-            let next = succ[s as usize] as usize;
+        // The implicit successor first (a begin's own end, an end's lane successor's begin),
+        // then the stored ones. The order in which ready nodes are found changes no time:
+        // without the capacity model any topological order gives the same longest paths,
+        // and with it every end is settled before the next begin leaves the heap.
+        let implicit = if node.is_multiple_of(2) {
+            Some(end_node(t))
+        } else {
+            let next = lane_next[t];
+            (next != TaskId::NONE).then(|| begin_node(next.index()))
+        };
+        let stored = succ_offsets[node]..succ_offsets[node + 1];
+        for next in implicit
+            .into_iter()
+            .chain(stored.map(|s| succ[s as usize] as usize))
+        {
             indegree[next] -= 1;
             if indegree[next] == 0 {
                 let at = settle(next, &mut timeline);
