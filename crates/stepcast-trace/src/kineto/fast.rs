@@ -1,7 +1,9 @@
 //! Kineto's reader of one element of `traceEvents`, on the shared Chrome-trace cursor
-//! (`chrome/cursor.rs`): the members stepcast needs are picked out in one pass (the match on
-//! the key below), everything else skipped. It is held to the serde mirror in `raw.rs` by a
-//! test that reads every trace in `testdata/` both ways.
+//! (`chrome/cursor.rs`): the members stepcast needs are picked out in one pass (each name
+//! classified as an `EventMember` or `ArgMember`, the match on it below), everything else
+//! skipped, and the bytes between members predicted from the events before
+//! (`chrome/layout.rs`). It is held to the serde mirror in `raw.rs` by a test that reads every
+//! trace in `testdata/` both ways.
 
 use super::raw::{
     Int, LaneNumber, Micros, RawArgs, RawEvent, RawJson, RawText, Timestamp, micros_bytes_to_ns,
