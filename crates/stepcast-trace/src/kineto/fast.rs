@@ -197,9 +197,9 @@ impl MemberKey for EventMember {
     }
 }
 
-/// The members of `args` the reader tells apart. The skipped ones Kineto writes (from `EvIdx`
-/// on) are named too, only so that the layout after each is learned apart from the others':
-/// a kernel's `args` skip six of them between the members read.
+/// The members of `args` the reader tells apart. The skipped ones Kineto writes (`EvIdx` and
+/// after) are named too, only so that the layout after each is learned apart from the
+/// others': a kernel's `args` skip seven of them between the members read.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum ArgMember {
     Correlation,
