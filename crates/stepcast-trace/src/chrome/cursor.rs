@@ -193,17 +193,9 @@ impl<'a> Cursor<'a> {
         &mut self,
         mut member: impl FnMut(&mut Self, &[u8]) -> Parse<()>,
     ) -> Parse<()> {
-        if self.peek()? == b'}' {
-            self.i += 1;
-            return Ok(());
-        }
-        loop {
-            if self.peek()? != b'"' {
-                return self.invalid("a member name");
-            }
-            let (key, escaped) = self.raw_string()?;
-            self.expect(b':', "':' after a member name")?;
-            self.ws()?;
+        let mut first = true;
+        while let Some((key, escaped)) = self.member_start(first)? {
+            first = false;
             // An escaped key is none of ours: no member stepcast reads needs escaping. A `null`
             // member is as good as absent (as serde reads an `Option`).
             if escaped || self.b[self.i] == b'n' {
@@ -211,15 +203,33 @@ impl<'a> Cursor<'a> {
             } else {
                 member(self, key)?
             }
-            match self.peek()? {
-                b',' => self.i += 1,
-                b'}' => {
-                    self.i += 1;
-                    return Ok(());
-                }
-                _ => return self.invalid("',' or '}' after a member"),
-            }
         }
+        Ok(())
+    }
+
+    /// What follows an object's `{` (`first`) or a member's value: the next member's name
+    /// (its bytes between the quotes, and whether they hold escapes), its colon and the
+    /// whitespace after it, the cursor then at the value; or the `}` ending the object
+    /// (`None`, the cursor after it). The grammar between members, for [`Self::members`] and
+    /// `Cursor::members_by_layout` (`layout.rs`) alike.
+    #[inline(always)]
+    pub(crate) fn member_start(&mut self, first: bool) -> Parse<Option<(&'a [u8], bool)>> {
+        match self.peek()? {
+            b'}' => {
+                self.i += 1;
+                return Ok(None);
+            }
+            b',' if !first => self.i += 1,
+            _ if first => {}
+            _ => return self.invalid("',' or '}' after a member"),
+        }
+        if self.peek()? != b'"' {
+            return self.invalid("a member name");
+        }
+        let name = self.raw_string()?;
+        self.expect(b':', "':' after a member name")?;
+        self.ws()?;
+        Ok(Some(name))
     }
 
     /// The bytes between the quotes of a string at the cursor, and whether they hold escapes.
