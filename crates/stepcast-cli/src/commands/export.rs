@@ -8,10 +8,10 @@ use anyhow::Context;
 use stepcast::simulate::{RecordedOrder, SimOptions, simulate};
 use stepcast::whatif::Peers;
 use stepcast_cli::jobs::{self, Loaded};
+use stepcast_cli::output;
 use stepcast_report::export::{Export, Prediction, Selection};
 
 use crate::args::ExportArgs;
-use crate::output;
 use crate::progress::Terminal;
 
 /// Runs `export`: reads and replays the trace, then writes the Chrome trace to `args.output`,
@@ -60,9 +60,8 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
     export
         .write_to(&mut bytes)
         .context("cannot render the export")?;
-    let text = String::from_utf8(bytes).context("the export is not UTF-8")?;
     drop(progress);
-    output::to_file(&args.output, &text)
+    output::write_file(&args.output, &bytes)
 }
 
 /// `export --plan PLAN.json`: the window with the plan applied, its recorded times (those of
@@ -97,7 +96,6 @@ fn run_plan(args: &ExportArgs, plan: &std::path::Path) -> anyhow::Result<()> {
     Export::new(&mapped.trace, &window, &timeline, None, Selection::window())
         .write_to(&mut bytes)
         .context("cannot render the export")?;
-    let text = String::from_utf8(bytes).context("the export is not UTF-8")?;
     drop(progress);
-    output::to_file(&args.output, &text)
+    output::write_file(&args.output, &bytes)
 }

@@ -34,6 +34,8 @@ def main():
         document = json.load(f)
     tables = {}
     for name in sorted(os.listdir(directory)):
+        if name == ".stepcast-manifest":  # the list of the files stepcast wrote there
+            continue
         assert name.endswith(".csv"), name
         tables[name[: -len(".csv")]] = load(os.path.join(directory, name))
     print(f"ok {len(tables)} tables load")

@@ -12,6 +12,7 @@ mod info;
 mod mxnet;
 mod optimize;
 mod output_formats;
+mod outputs;
 mod ranks;
 mod replay;
 mod report;
