@@ -89,6 +89,45 @@ class Trace(_Loaded):
         """Every built-in model and useful combinations, ranked (``stepcast advise --json``)."""
         return _result(self._native.advise(peers, progress=self._callback(progress)))
 
+    def export(
+        self,
+        path: PathLike,
+        *,
+        step: Optional[int] = None,
+        model: Optional[str] = None,
+        progress: Progress = None,
+    ) -> None:
+        """Writes the recorded and the replayed window (or one ``step``) side by side as a
+        Chrome trace for ui.perfetto.dev; with ``model``, its predicted window beside them
+        (``stepcast export TRACE -o PATH``).
+
+        ``path`` is written as the command line writes ``-o``: a file is replaced whole or
+        not at all (keeping its mode), a symlink's target is replaced, a device or a named
+        pipe is written into; the trace's own path raises ``StepcastError`` before anything
+        is written.
+        """
+        self._native.export(os.fspath(path), step, model, progress=self._callback(progress))
+
+    def report(
+        self,
+        path: PathLike,
+        *,
+        model: Optional[str] = None,
+        gpus: Union[str, Iterable[int]] = "1,2,4,8,16,32,64",
+        peers: str = "skew",
+        progress: Progress = None,
+    ) -> None:
+        """Writes the self-contained HTML report of the trace (``stepcast report TRACE -o
+        PATH``): ``model`` the what-if drawn (default: ``advise``'s best), ``gpus`` the counts
+        of the scaling curve. ``path`` is written as ``export`` writes it."""
+        self._native.report(
+            os.fspath(path),
+            model,
+            _comma_list(gpus),
+            peers,
+            progress=self._callback(progress),
+        )
+
     def optimize(
         self,
         memory_budget: Optional[float] = None,

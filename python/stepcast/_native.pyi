@@ -23,6 +23,21 @@ class Trace:
         **params: Any,
     ) -> str: ...
     def advise(self, peers: str = "skew", progress: ProgressCallback = None) -> str: ...
+    def export(
+        self,
+        path: str,
+        step: Optional[int] = None,
+        model: Optional[str] = None,
+        progress: ProgressCallback = None,
+    ) -> None: ...
+    def report(
+        self,
+        path: str,
+        model: Optional[str] = None,
+        gpus: str = "1,2,4,8,16,32,64",
+        peers: str = "skew",
+        progress: ProgressCallback = None,
+    ) -> None: ...
     def optimize(
         self,
         memory_budget: Optional[float] = None,

@@ -112,8 +112,9 @@ pub struct ExportArgs {
     /// Export only step N (the N of ProfilerStep#N) and the tasks on its critical path.
     #[arg(long, value_name = "N")]
     pub step: Option<u64>,
-    /// The Chrome trace (JSON) to write, for ui.perfetto.dev or chrome://tracing. The file is
-    /// replaced whole or not at all.
+    /// The Chrome trace (JSON) to write, for ui.perfetto.dev or chrome://tracing. A file is
+    /// replaced whole or not at all (a symlink's target; a device or pipe is written into;
+    /// `-` is stdout); an input is never overwritten.
     #[arg(short = 'o', long = "output", value_name = "FILE.json")]
     pub output: PathBuf,
     /// A plan written by `stepcast optimize --json`: export the predicted timeline of the
@@ -316,8 +317,9 @@ pub struct OutputArgs {
     /// self-contained page (compare).
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub format: Option<Format>,
-    /// Write to FILE (a directory for csv) instead of stdout. It is replaced whole or not at
-    /// all.
+    /// Write to FILE instead of stdout: replaced whole or not at all (a symlink's target; a
+    /// device or pipe is written into; `-` is stdout); an input is never overwritten. For csv
+    /// a directory: new, empty, or one stepcast wrote before.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub file: Option<PathBuf>,
 }
@@ -367,8 +369,8 @@ pub struct ReportArgs {
     /// csv: every table of analyze and advise as a CSV file, into the directory -o DIR.
     #[arg(long, value_enum, value_name = "FORMAT", default_value = "html")]
     pub format: Format,
-    /// The file to write (a directory for csv), replaced whole or not at all; stdout if
-    /// absent (html and md).
+    /// The file to write (a directory for csv: new, empty, or one stepcast wrote before),
+    /// replaced whole or not at all, never an input; stdout if absent (html and md).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
 }

@@ -1,7 +1,7 @@
 //! The loaded trace and job folder Python holds, and their questions. Each question releases
 //! the GIL while the engine works (and while its answer is serialized).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use pyo3::conversion::FromPyObjectOwned;
 use pyo3::exceptions::PyTypeError;
@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use stepcast::whatif::{ModelParams, Peers};
 use stepcast_cli::jobs::{self, DdpOptions, Loaded, OptimizeOptions, Progress, Transform};
+use stepcast_cli::output::{self, Shape};
 
 use crate::errors::{StepcastError, to_json, to_py};
 use crate::progress::Callback;
@@ -23,6 +24,23 @@ fn detached<T: serde::Serialize>(
     let answer = py.detach(|| work(&callback).and_then(|document| to_json(&document)));
     callback.finish()?;
     answer.map_err(|error| to_py(&error))
+}
+
+/// Writes what `work` renders to `path` by the CLI's rules (`stepcast_cli::output`): `path`
+/// is checked against `inputs` before any work, and replaced whole, written into (a device, a
+/// pipe) or followed (a symlink), never over an input. Runs without the GIL.
+fn write_detached(
+    py: Python<'_>,
+    path: &Path,
+    inputs: &[&Path],
+    progress: Option<Py<PyAny>>,
+    work: impl FnOnce(&dyn Progress) -> anyhow::Result<Vec<u8>> + Send,
+) -> PyResult<()> {
+    output::check(path, Shape::File, inputs).map_err(|error| to_py(&error))?;
+    let callback = Callback::new(progress);
+    let written = py.detach(|| work(&callback).and_then(|bytes| output::write_file(path, &bytes)));
+    callback.finish()?;
+    written.map_err(|error| to_py(&error))
 }
 
 /// `--peers` as the CLI spells it.
@@ -240,6 +258,47 @@ impl Trace {
     fn advise(&self, py: Python<'_>, peers: &str, progress: Option<Py<PyAny>>) -> PyResult<String> {
         let peers = self::peers(peers)?;
         detached(py, progress, |p| jobs::advise(&self.loaded, peers, p))
+    }
+
+    /// `export TRACE -o PATH [--step N] [--model MODEL]`: the Chrome trace, written to `path`.
+    #[pyo3(signature = (path, step=None, model=None, progress=None))]
+    fn export(
+        &self,
+        py: Python<'_>,
+        path: PathBuf,
+        step: Option<u64>,
+        model: Option<String>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
+        let model = model
+            .map(|name| stepcast::whatif::Model::with_params(&name, &ModelParams::default()))
+            .transpose()
+            .map_err(|error| to_py(&anyhow::Error::from(error)))?;
+        let inputs = [self.loaded.path.as_path()];
+        write_detached(py, &path, &inputs, progress, |p| {
+            jobs::export(&self.loaded, step, model.as_ref(), p)
+        })
+    }
+
+    /// `report TRACE -o PATH [--model MODEL] [--gpus N,N] [--peers P]`: the HTML page, written
+    /// to `path`.
+    #[pyo3(signature = (path, model=None, gpus="1,2,4,8,16,32,64", peers="skew", progress=None))]
+    fn report(
+        &self,
+        py: Python<'_>,
+        path: PathBuf,
+        model: Option<String>,
+        gpus: &str,
+        peers: &str,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
+        let peers = self::peers(peers)?;
+        let options = jobs::ReportOptions::new(model.as_deref(), gpus, peers)
+            .map_err(|error| to_py(&error))?;
+        let inputs = [self.loaded.path.as_path()];
+        write_detached(py, &path, &inputs, progress, |p| {
+            jobs::report_page(&self.loaded, &options, p).map(String::into_bytes)
+        })
     }
 
     /// `optimize`: the best plan of the optimization passes, with the CLI's options.

@@ -6,10 +6,9 @@
 
 use anyhow::Context;
 use stepcast::simulate::{RecordedOrder, SimOptions, simulate};
-use stepcast::whatif::Peers;
 use stepcast_cli::jobs::{self, Loaded};
 use stepcast_cli::output;
-use stepcast_report::export::{Export, Prediction, Selection};
+use stepcast_report::export::{Export, Selection};
 
 use crate::args::ExportArgs;
 use crate::progress::Terminal;
@@ -23,43 +22,7 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
     let model = super::model_option(args.model.as_deref())?;
     let progress = Terminal::new();
     let loaded = Loaded::load(&args.trace, super::read_options(), &progress)?;
-    let (trace, window) = (&loaded.trace, &loaded.window);
-    let selection = match args.step {
-        None => Selection::window(),
-        Some(number) => {
-            loaded.step_index(number)?;
-            Selection::step(window, number).with_context(|| {
-                format!("cannot select step {number} of {}", args.trace.display())
-            })?
-        }
-    };
-    jobs::Progress::update(&progress, "replaying", 0, 1);
-    let timeline = simulate(&window.graph, &RecordedOrder, SimOptions::default())
-        .with_context(|| format!("cannot replay {}", args.trace.display()))?;
-    let mapping = loaded.mapping();
-    let mut export = Export::new(trace, window, &timeline, Some(mapping), selection);
-    // The prediction, when asked for: the model's graph, replayed as every what-if is.
-    let predicted = match &model {
-        Some(model) => {
-            jobs::Progress::update(&progress, "predicting", 0, 1);
-            let (graph, timeline) =
-                jobs::predicted(&loaded, std::slice::from_ref(model), Peers::default())?;
-            Some((model.name(), graph, timeline))
-        }
-        None => None,
-    };
-    if let Some((name, graph, timeline)) = &predicted {
-        export = export.with_prediction(Prediction {
-            name,
-            graph,
-            timeline,
-        });
-    }
-    jobs::Progress::update(&progress, "writing", 0, 1);
-    let mut bytes = Vec::new();
-    export
-        .write_to(&mut bytes)
-        .context("cannot render the export")?;
+    let bytes = jobs::export(&loaded, args.step, model.as_ref(), &progress)?;
     drop(progress);
     output::write_file(&args.output, &bytes)
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
 use stepcast_cli::jobs::{self, Job, Loaded, ReportOptions};
-use stepcast_report::html::{ranks_report, trace_report};
+use stepcast_report::html::ranks_report;
 use stepcast_report::markdown;
 
 use super::Answer;
@@ -60,9 +60,9 @@ fn one_trace(args: &ReportArgs, path: &Path) -> anyhow::Result<Answer> {
             Ok(Answer::Files(files))
         }
         _ => {
-            let page = jobs::report(&loaded, &options, &progress)?;
+            let page = jobs::report_page(&loaded, &options, &progress)?;
             drop(progress);
-            Ok(Answer::Text(trace_report(&page.view())))
+            Ok(Answer::Text(page))
         }
     }
 }

@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use stepcast::graph::Graph;
 use stepcast::simulate::{RecordedOrder, SimOptions, Timeline, simulate};
 use stepcast::whatif::{Advice, Model, ModelParams, Peers, WhatIfError, apply_models};
-use stepcast_report::html::{MemoryCurve, TimelineView, TraceReport};
+use stepcast_report::html::{MemoryCurve, TimelineView, TraceReport, trace_report};
 use stepcast_report::json::{AdviseJson, AnalyzeJson, WhatIfJson, advise_json, analyze_json};
 
 use super::ddp::{Ddp, DdpOptions};
@@ -114,6 +114,16 @@ pub fn digest(loaded: &Loaded, peers: Peers, progress: &dyn Progress) -> anyhow:
     let (_, analyze) = analysis(loaded, progress)?;
     let (_, advise) = advice(loaded, peers, progress);
     Ok(Digest { analyze, advise })
+}
+
+/// The page of one trace, rendered: the self-contained HTML that `report` writes.
+pub fn report_page(
+    loaded: &Loaded,
+    options: &ReportOptions,
+    progress: &dyn Progress,
+) -> anyhow::Result<String> {
+    let page = report(loaded, options, progress)?;
+    Ok(trace_report(&page.view()))
 }
 
 /// The page of one trace.

@@ -106,6 +106,30 @@ fn bad_inputs_fail_cleanly() {
     let outputs = TempDir::new("bad-outputs");
     for (input, message) in bad_inputs(inputs.path()) {
         check(&input, message, &outputs);
+        check_written_over(&input);
+    }
+}
+
+/// The output side: `input` given as its own `-o` is refused before it is read (the message
+/// is the output's, whatever the input holds) and left byte for byte as it was.
+fn check_written_over(input: &Path) {
+    let Ok(before) = std::fs::read(input) else {
+        return; // the missing file and the directory: nothing to overwrite
+    };
+    let path = path_str(input);
+    for args in [
+        &["export", path, "-o", path][..],
+        &["info", path, "--json", "-o", path],
+    ] {
+        let run = stepcast(args);
+        let context = format!("stepcast {args:?}\nstderr: {}", run.stderr);
+        assert_eq!(run.code, Some(1), "{context}");
+        assert!(
+            run.stderr.contains("is an input of this command"),
+            "{context}"
+        );
+        assert_eq!(run.stderr.lines().count(), 1, "{context}");
+        assert_eq!(std::fs::read(input).expect("read"), before, "{context}");
     }
 }
 

@@ -3,7 +3,9 @@
 //! it reads as the Chrome trace format allows, and says so); a corrupted one that still reads
 //! is built, replayed, analyzed, put through the what-ifs, the advisor, DDP and a two-rank
 //! replay without a panic (its figures may be anything). Hostile values (nested `Input Dims`,
-//! absurd scenario factors) get an error or a sane figure, never a wrapped one.
+//! absurd scenario factors) get an error or a sane figure, never a wrapped one. The output
+//! side (an input, a device, a pipe, a link or a folder of the user's given as `-o`) is the
+//! CLI's, the only crate that writes: `crates/stepcast-cli/tests/it/outputs.rs`.
 
 use std::io::Read;
 use std::panic::{AssertUnwindSafe, catch_unwind};
