@@ -280,6 +280,10 @@ pub struct CompareArgs {
     /// and checked against AFTER. Repeat for several; each is checked on its own.
     #[arg(long = "model", value_name = "MODEL")]
     pub models: Vec<String>,
+    /// Compare two traces that are not one workload (training against inference, ops and
+    /// kernels that share almost nothing) instead of refusing; the refusal is kept as a warning.
+    #[arg(long)]
+    pub force: bool,
     /// fused_optimizer: the fused kernel's cost as a share of the kernels it replaces.
     #[arg(long, value_name = "F")]
     pub factor: Option<f64>,

@@ -23,7 +23,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<super::Answer> {
     let progress = Terminal::new();
     let before = Loaded::load(&args.before, super::read_options(), &progress)?;
     let after = Loaded::load(&args.after, super::read_options(), &progress)?;
-    let document = jobs::compare(&before, &after, &models, &progress)?;
+    let document = jobs::compare_with(&before, &after, &models, args.force, &progress)?;
     drop(progress);
     super::render(
         &args.output,

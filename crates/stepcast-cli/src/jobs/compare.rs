@@ -21,10 +21,23 @@ pub fn compare_models(names: &[String], params: &ModelParams) -> anyhow::Result<
     Ok(models)
 }
 
+/// [`compare_with`], refusing two traces that are not one workload.
 pub fn compare(
     before: &Loaded,
     after: &Loaded,
     models: &[Model],
+    progress: &dyn Progress,
+) -> anyhow::Result<CompareJson> {
+    compare_with(before, after, models, false, progress)
+}
+
+/// The `compare` document of `before` and `after` with `models` checked; `force` compares two
+/// traces that are not one workload instead of refusing them.
+pub fn compare_with(
+    before: &Loaded,
+    after: &Loaded,
+    models: &[Model],
+    force: bool,
     progress: &dyn Progress,
 ) -> anyhow::Result<CompareJson> {
     let total = 3 + models.len();
@@ -35,13 +48,15 @@ pub fn compare(
     progress.update("comparing", 2, total);
     let before_side = side(before, &before_analysis);
     let after_side = side(after, &after_analysis);
-    let comparison = stepcast::compare::compare(&before_side, &after_side).with_context(|| {
-        format!(
-            "cannot compare {} with {}",
-            before.path.display(),
-            after.path.display()
-        )
-    })?;
+    let options = stepcast::compare::CompareOptions { force };
+    let comparison = stepcast::compare::compare_with(&before_side, &after_side, options)
+        .with_context(|| {
+            format!(
+                "cannot compare {} with {}",
+                before.path.display(),
+                after.path.display()
+            )
+        })?;
     progress.update("comparing", 3, total);
     let mut checks = Vec::with_capacity(models.len());
     for (done, model) in models.iter().enumerate() {

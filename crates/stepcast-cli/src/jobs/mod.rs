@@ -27,7 +27,7 @@ use stepcast_trace::Trace;
 
 pub use advise::advise;
 pub use analyze::analyze;
-pub use compare::{compare, compare_models};
+pub use compare::{compare, compare_models, compare_with};
 pub use ddp::DdpOptions;
 pub use export::export;
 pub use info::info;

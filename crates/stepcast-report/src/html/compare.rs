@@ -46,9 +46,42 @@ fn answer(compare: &CompareJson) -> Section {
     };
     let ((before_min, before_max), (after_min, after_max)) =
         (spread(&before.periods_ns), spread(&after.periods_ns));
-    let mut body = paragraph(&format!(
+    // Warnings first: a reader who reads only the top of the page must see them.
+    let mut body = String::new();
+    for warning in &compare.warnings {
+        body.push_str(&paragraph(&format!(
+            "{}: {}.",
+            if warning.refused {
+                "Warning (refused, compared because forced)"
+            } else {
+                "Warning"
+            },
+            warning.message
+        )));
+    }
+    let m = &compare.measured;
+    let end = |v: Option<f64>| v.map_or_else(|| "∞".to_string(), |v| format!("{v:.3}×"));
+    let range = format!("{} to {}", end(m.low), end(m.high));
+    body.push_str(&paragraph(&match m.verdict {
+        "no_measurable_change" => format!(
+            "No measurable change: the steady steps of the two runs overlap (per-step speedup \
+             {range}); the mean ratio {} is within the steps' own spread.",
+            speedup(compare.speedup)
+        ),
+        "spread_unknown" => format!(
+            "Speedup {} with unknown spread: a run has one steady step, so no change can be \
+             told from noise.",
+            speedup(compare.speedup)
+        ),
+        _ => format!(
+            "Measured speedup {} (median {}; every pair of steady steps between {range}).",
+            speedup(compare.speedup),
+            speedup(m.median_speedup)
+        ),
+    }));
+    body.push_str(&paragraph(&format!(
         "BEFORE ({}): steady-state step {} over {} steps (time between consecutive step ends, \
-         {} to {}). AFTER ({}): {} over {} steps ({} to {}). Measured speedup {} ({} per step); \
+         {} to {}). AFTER ({}): {} over {} steps ({} to {}). Mean ratio {} ({} per step); \
          changes within {:.1}% or {} per step count as noise.",
         file(&compare.before, "before"),
         ms(before.period_ns),
@@ -64,7 +97,7 @@ fn answer(compare: &CompareJson) -> Section {
         ms(compare.delta_ns),
         compare.noise.fraction * 100.0,
         ms(compare.noise.floor_ns)
-    ));
+    )));
     let labels = vec!["before".to_string(), "after".to_string()];
     let longest = before.measured_ns.len().max(after.measured_ns.len());
     let series: Vec<(String, Vec<f64>)> = (0..longest)
@@ -145,6 +178,9 @@ fn models(compare: &CompareJson) -> Section {
         "predicted",
         "measured",
         "error",
+        "against the interval",
+        "bound",
+        "caveats",
     ]);
     for check in &compare.models {
         table.row(vec![
@@ -156,13 +192,22 @@ fn models(compare: &CompareJson) -> Section {
             Cell::ms(check.predicted_ns),
             Cell::ms(check.measured_ns),
             Cell::number(signed_percent(check.error), check.error.unwrap_or(0.0)),
+            Cell::text(check.placement),
+            match check.trust.bound_ns {
+                Some(bound) => Cell::ms(bound),
+                None => Cell::text("–"),
+            },
+            Cell::text(check.trust.caveat_text()),
         ]);
     }
     let mut body = String::new();
     let _ = write!(
         body,
         "{}{}",
-        paragraph("Each model predicted from BEFORE, against the measured AFTER."),
+        paragraph(
+            "Each model predicted from BEFORE, against the measured AFTER: inside the interval \
+             of the steady steps' speedups, the error is within their own spread."
+        ),
         table.render()
     );
     Section {

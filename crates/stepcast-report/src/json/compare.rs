@@ -2,9 +2,11 @@
 //! speedup of their steady steps, what changed, and models' predictions against the outcome.
 
 use serde::Serialize;
-use stepcast::compare::{Comparison, DiffRow, DiffTable, ModelCheck, StepTimes};
+use stepcast::compare::{
+    Comparison, DiffRow, DiffTable, Finding, Measured, ModelCheck, StepTimes, Workload,
+};
 
-use super::{TraceJson, finite};
+use super::{TraceJson, TrustJson, finite};
 
 /// The `compare` document.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -20,6 +22,15 @@ pub struct CompareJson {
     pub speedup: Option<f64>,
     /// `after.steps.period_ns - before.steps.period_ns` (negative: AFTER is faster).
     pub delta_ns: i64,
+    /// The speedup's spread over the steady steps, and whether it is a change at all. Read
+    /// `measured.verdict` before `speedup`: within the spread, `speedup` is noise.
+    pub measured: MeasuredJson,
+    /// Why the comparison may not mean what it says, most serious first (empty when nothing
+    /// does): different devices, little shared, training against inference, one steady step.
+    /// A refusal appears here only when forced (`--force`).
+    pub warnings: Vec<WarningJson>,
+    /// How alike the two traces are: what `warnings` is decided from.
+    pub workload: WorkloadJson,
     /// What a row's `status` means.
     pub noise: NoiseJson,
     /// Host-busy time by phase (remainder: host idle).
@@ -65,6 +76,50 @@ pub struct StepTimesJson {
     pub period_ns: i64,
     /// Per steady step, the time from the previous step's end to its own.
     pub periods_ns: Vec<i64>,
+}
+
+/// The measured speedup with its spread.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MeasuredJson {
+    /// `faster` (every AFTER steady step shorter than every BEFORE one), `slower`, or
+    /// `no_measurable_change` (the steps overlap: the difference is within their spread), or
+    /// `spread_unknown` (a side has one steady step).
+    pub verdict: &'static str,
+    /// Median BEFORE per-step period / median AFTER per-step period (`null` when infinite).
+    pub median_speedup: Option<f64>,
+    /// Smallest BEFORE period / largest AFTER period: the low end of the interval (`null` when
+    /// infinite).
+    pub low: Option<f64>,
+    /// Largest BEFORE period / smallest AFTER period: the high end (`null` when infinite).
+    pub high: Option<f64>,
+}
+
+/// One reason to doubt the comparison.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct WarningJson {
+    /// `devices`, `names`, `training_inference` or `spread_unknown`.
+    pub kind: &'static str,
+    /// The pair was refused for this and compared only because it was forced.
+    pub refused: bool,
+    /// One sentence.
+    pub message: String,
+}
+
+/// How alike the two traces are.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WorkloadJson {
+    /// Device product names of BEFORE, sorted, each once.
+    pub devices_before: Vec<String>,
+    /// Device product names of AFTER.
+    pub devices_after: Vec<String>,
+    /// Time-weighted Jaccard similarity of host op names, 0-1 (`null`: a side has none).
+    pub op_similarity: Option<f64>,
+    /// Time-weighted Jaccard similarity of kernel names without template arguments, 0-1.
+    pub kernel_similarity: Option<f64>,
+    /// Share of BEFORE's busy time in the backward phase.
+    pub backward_share_before: f64,
+    /// Share of AFTER's busy time in the backward phase.
+    pub backward_share_after: f64,
 }
 
 /// The thresholds below which a change is `same`.
@@ -119,6 +174,12 @@ pub struct ModelCheckJson {
     pub measured_ns: i64,
     /// `predicted_ns / measured_ns - 1` (`null` when undefined).
     pub error: Option<f64>,
+    /// Where `predicted_speedup` lies against the measured interval (`measured.low` to
+    /// `measured.high` of the document): `inside`, `above` (more gain than any pair of steps
+    /// shows) or `below`. A prediction is judged by this, not by `error` alone.
+    pub placement: &'static str,
+    /// How far the prediction can be trusted, as `whatif` gives it: its bound and caveats.
+    pub trust: TrustJson,
     /// Per phase, every phase in a fixed order.
     pub phases: Vec<PhaseCheckJson>,
 }
@@ -167,6 +228,14 @@ pub fn compare_json(
         },
         speedup: finite(comparison.speedup),
         delta_ns: comparison.after.period_ns - comparison.before.period_ns,
+        measured: measured_json(&comparison.measured),
+        warnings: comparison
+            .workload
+            .findings
+            .iter()
+            .map(warning_json)
+            .collect(),
+        workload: workload_json(&comparison.workload),
         noise: NoiseJson {
             fraction: stepcast::compare::NOISE_FRACTION,
             floor_ns: stepcast::compare::NOISE_FLOOR_NS,
@@ -177,6 +246,34 @@ pub fn compare_json(
         ops_device: table_json(&changes.ops_device),
         kernels: table_json(&changes.kernels),
         models: checks.iter().map(check_json).collect(),
+    }
+}
+
+fn measured_json(measured: &Measured) -> MeasuredJson {
+    MeasuredJson {
+        verdict: measured.verdict.as_str(),
+        median_speedup: finite(measured.median_speedup),
+        low: finite(measured.low),
+        high: finite(measured.high),
+    }
+}
+
+fn warning_json(finding: &Finding) -> WarningJson {
+    WarningJson {
+        kind: finding.kind.as_str(),
+        refused: finding.refuses,
+        message: finding.message.clone(),
+    }
+}
+
+fn workload_json(workload: &Workload) -> WorkloadJson {
+    WorkloadJson {
+        devices_before: workload.devices_before.clone(),
+        devices_after: workload.devices_after.clone(),
+        op_similarity: workload.op_similarity,
+        kernel_similarity: workload.kernel_similarity,
+        backward_share_before: workload.backward_share_before,
+        backward_share_after: workload.backward_share_after,
     }
 }
 
@@ -225,6 +322,15 @@ fn check_json(check: &ModelCheck) -> ModelCheckJson {
         predicted_ns: check.predicted_step_ns,
         measured_ns: check.measured_step_ns,
         error: error(check.predicted_step_ns, check.measured_step_ns),
+        placement: check.placement.as_str(),
+        trust: TrustJson {
+            bound_ns: check.bound_ns,
+            bound_speedup: check
+                .bound_ns
+                .filter(|&b| b < check.baseline_ns)
+                .and_then(|b| finite(check.baseline_ns as f64 / (check.baseline_ns - b) as f64)),
+            caveats: check.caveats.clone(),
+        },
         phases: check
             .phases
             .iter()

@@ -42,8 +42,8 @@ pub use analyze::{
     TypicalStepJson, UnmappedJson, VariabilityJson, WindowJson, analyze_json,
 };
 pub use compare::{
-    CompareJson, DiffRowJson, DiffTableJson, ModelCheckJson, NoiseJson, PhaseCheckJson, SideJson,
-    StepTimesJson, compare_json,
+    CompareJson, DiffRowJson, DiffTableJson, MeasuredJson, ModelCheckJson, NoiseJson,
+    PhaseCheckJson, SideJson, StepTimesJson, WarningJson, WorkloadJson, compare_json,
 };
 pub use info::{GraphJson, InfoJson, LaneJson, StepInfoJson, info_json};
 pub use optimize::{

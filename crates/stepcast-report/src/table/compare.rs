@@ -1,8 +1,12 @@
-//! `compare` as text: the measured speedup with each trace's steady-step spread, what changed
-//! by phase, op and kernel, and each model's prediction against the measured outcome.
+//! `compare` as text: the warnings first (not one workload, different devices, one steady
+//! step), then the measured speedup with its spread (or "no measurable change" when the steps
+//! overlap), what changed by phase, op and kernel, and each model's prediction against the
+//! measured interval with its bound and caveats.
 
 use super::{ms, new_table, push_section, sanitize, signed_percent, step_list, wrap};
-use crate::json::{CompareJson, DiffRowJson, DiffTableJson, ModelCheckJson, SideJson};
+use crate::json::{
+    CompareJson, DiffRowJson, DiffTableJson, MeasuredJson, ModelCheckJson, SideJson,
+};
 
 /// The `compare` document as text for a terminal.
 pub fn compare_text(doc: &CompareJson) -> String {
@@ -13,18 +17,28 @@ pub fn compare_text(doc: &CompareJson) -> String {
             .as_deref()
             .map_or_else(|| "the trace".to_string(), sanitize)
     };
-    let speedup = doc
-        .speedup
-        .map_or_else(|| "n/a".to_string(), |s| format!("{s:.3}×"));
+    // Warnings come before the answer: a reader who stops at the first line must see them.
+    for warning in &doc.warnings {
+        let label = if warning.refused {
+            "WARNING (refused, compared because forced)"
+        } else {
+            "WARNING"
+        };
+        out.push_str(&wrap(
+            &format!("{label}: {}.", sanitize(&warning.message)),
+            "",
+        ));
+        out.push('\n');
+    }
+    if !doc.warnings.is_empty() {
+        out.push('\n');
+    }
     out.push_str(&wrap(
         &format!(
-            "Compared {} (BEFORE) with {} (AFTER). Measured speedup {speedup}: steady-state \
-             step (mean time between consecutive step ends) {} ms → {} ms ({} ms).",
+            "Compared {} (BEFORE) with {} (AFTER). {}",
             file(&doc.before),
             file(&doc.after),
-            ms(doc.before.steps.period_ns),
-            ms(doc.after.steps.period_ns),
-            signed_ms(doc.delta_ns),
+            headline(doc),
         ),
         "",
     ));
@@ -86,9 +100,46 @@ pub fn compare_text(doc: &CompareJson) -> String {
         push_section(&mut out, title, &diff_table(table));
     }
     for check in &doc.models {
-        model_section(&mut out, check);
+        model_section(&mut out, check, &doc.measured);
     }
     out
+}
+
+fn interval(measured: &MeasuredJson) -> String {
+    let end = |v: Option<f64>| v.map_or_else(|| "∞".to_string(), |v| format!("{v:.3}×"));
+    format!("{} to {}", end(measured.low), end(measured.high))
+}
+
+/// The answer: a speedup with its spread, or no measurable change, never a bare ratio.
+fn headline(doc: &CompareJson) -> String {
+    let m = &doc.measured;
+    let ratio = |v: Option<f64>| v.map_or_else(|| "n/a".to_string(), |s| format!("{s:.3}×"));
+    let steps = format!(
+        "steady-state step (mean time between consecutive step ends) {} ms → {} ms ({} ms)",
+        ms(doc.before.steps.period_ns),
+        ms(doc.after.steps.period_ns),
+        signed_ms(doc.delta_ns),
+    );
+    match m.verdict {
+        "no_measurable_change" => format!(
+            "No measurable change: the steady steps of the two traces overlap (per-step \
+             speedup {}), so the difference in the mean ({}; {steps}) is within the steps' own \
+             spread.",
+            interval(m),
+            ratio(doc.speedup),
+        ),
+        "spread_unknown" => format!(
+            "Speedup {} with unknown spread (one steady step on a side: no change can be told \
+             from noise); {steps}.",
+            ratio(doc.speedup),
+        ),
+        _ => format!(
+            "Measured speedup {} (median {}; every pair of steady steps between {}): {steps}.",
+            ratio(doc.speedup),
+            ratio(m.median_speedup),
+            interval(m),
+        ),
+    }
 }
 
 fn signed_ms(ns: i64) -> String {
@@ -122,21 +173,36 @@ fn diff_row(row: &DiffRowJson) -> Vec<String> {
     ]
 }
 
-fn model_section(out: &mut String, check: &ModelCheckJson) {
+fn model_section(out: &mut String, check: &ModelCheckJson, measured: &MeasuredJson) {
     let speedup = check
         .predicted_speedup
         .map_or_else(|| "n/a".to_string(), |s| format!("{s:.3}×"));
     let mut text = wrap(
         &format!(
             "Predicted from BEFORE: speedup {speedup}, step {} ms; measured AFTER {} ms; error \
-             {}.",
+             {}. Against the measured interval ({}): {}.{}",
             ms(check.predicted_ns),
             ms(check.measured_ns),
             signed_percent(check.error),
+            interval(measured),
+            match check.placement {
+                "inside" => "inside, within the steps' own spread",
+                "above" => "above it, more gain than any pair of steps shows",
+                _ => "below it, less gain than any pair of steps shows",
+            },
+            match check.trust.bound_ns {
+                Some(bound) => format!(" Can gain at most {} ms per step.", ms(bound)),
+                None => String::new(),
+            },
         ),
         "",
     );
     text.push('\n');
+    let caveats = check.trust.caveat_text();
+    if !caveats.is_empty() {
+        text.push_str(&wrap(&format!("Caveats: {}.", sanitize(&caveats)), ""));
+        text.push('\n');
+    }
     let mut phases = new_table(
         &[
             "phase",

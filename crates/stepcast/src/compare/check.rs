@@ -11,8 +11,12 @@
 //! cost plus the untraced host time after each task, and device task cost, per steady step);
 //! the measurement is the same figure taken from AFTER's recorded graph and mapping, so the
 //! two are the same quantity.
+//!
+//! A prediction is judged against the measured interval ([`super::Measured`]), not a point:
+//! inside it, the model's error is within the steps' own noise. Each check carries the
+//! what-if's trust (its bound and caveats, [`crate::whatif::trust`]) as `whatif` shows it.
 
-use super::{Side, StepTimes};
+use super::{Measured, Side, StepTimes};
 use stepcast_trace::Trace;
 
 use crate::Window;
@@ -36,6 +40,37 @@ pub struct PhaseCheck {
     pub device_measured_ns: i64,
 }
 
+/// Where a predicted speedup lies against the measured interval.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// Within `[low, high]`: no step pair contradicts it.
+    Inside,
+    /// Above `high`: more gain than any BEFORE step / AFTER step pair shows.
+    Above,
+    /// Below `low`: less gain than any pair shows.
+    Below,
+}
+
+impl Placement {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Placement::Inside => "inside",
+            Placement::Above => "above",
+            Placement::Below => "below",
+        }
+    }
+
+    fn of(measured: &Measured, speedup: f64) -> Placement {
+        if speedup > measured.high {
+            Placement::Above
+        } else if speedup < measured.low {
+            Placement::Below
+        } else {
+            Placement::Inside
+        }
+    }
+}
+
 /// A model's prediction against the measured outcome.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ModelCheck {
@@ -52,6 +87,17 @@ pub struct ModelCheck {
     pub error: f64,
     /// Every phase, in [`Phase::ALL`] order.
     pub phases: Vec<PhaseCheck>,
+    /// The measured interval the prediction is judged against ([`Measured`]).
+    pub measured: Measured,
+    /// Where `predicted_speedup` lies against it.
+    pub placement: Placement,
+    /// The what-if's baseline step on BEFORE (its replay), what the bound is against.
+    pub baseline_ns: i64,
+    /// The most the model can gain per steady step ([`Outcome::bound_ns`]); `None`: not
+    /// assessed.
+    pub bound_ns: Option<i64>,
+    /// What limits the prediction ([`Outcome::caveats`]).
+    pub caveats: Vec<String>,
 }
 
 /// Applies `model` to BEFORE, and checks its prediction against AFTER.
@@ -63,7 +109,8 @@ pub fn check_model(
     model: &Model,
 ) -> Result<ModelCheck, WhatIfError> {
     let context = before.context();
-    let outcome = what_if(&context, |edit| model.apply(&context, edit).map(|_| ()))?;
+    let mut outcome = what_if(&context, |edit| model.apply(&context, edit).map(|_| ()))?;
+    crate::whatif::trust::assess_one(&context, std::slice::from_ref(model), &mut outcome)?;
     Ok(check_outcome(
         model.name(),
         &outcome,
@@ -106,8 +153,14 @@ pub fn check_outcome(
             }
         })
         .collect();
+    let measured_interval = Measured::of(before_steps, after_steps);
     ModelCheck {
         model,
+        measured: measured_interval,
+        placement: Placement::of(&measured_interval, outcome.speedup),
+        baseline_ns: outcome.baseline.step_ns,
+        bound_ns: outcome.bound_ns,
+        caveats: outcome.caveats.clone(),
         predicted_speedup: outcome.speedup,
         predicted_step_ns,
         measured_step_ns: after_steps.period_ns,

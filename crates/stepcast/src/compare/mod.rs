@@ -13,9 +13,16 @@
 //! launch calls block on a full launch queue, each span covers the ~3 steps queued before it.
 //! The spans are kept (median, min, max, mean: what the per-step tables sum to) and so are the
 //! per-step periods, so the noise shows.
+//!
+//! The measured speedup is given with its spread ([`Measured`]): the per-step periods are the
+//! samples, and a difference no larger than the steps of one trace differ among themselves is
+//! "no measurable change", not a speedup. Two traces that are not one workload (training
+//! against inference, ops and kernels that share almost nothing) are refused unless forced;
+//! other doubts (different devices, little shared) are warnings ([`workload`]).
 
 pub mod check;
 pub mod diff;
+pub mod workload;
 
 use stepcast_trace::Trace;
 
@@ -24,8 +31,9 @@ use crate::analyze::Analysis;
 use crate::replay::steady_steps;
 use crate::whatif::{recorded_timeline, steady_period};
 
-pub use check::{ModelCheck, PhaseCheck, check_model};
+pub use check::{ModelCheck, PhaseCheck, Placement, check_model};
 pub use diff::{Changes, DiffRow, DiffTable, NOISE_FLOOR_NS, NOISE_FRACTION, Status, TOP_ROWS};
+pub use workload::{Finding, FindingKind, Workload};
 
 /// One side of a comparison: a trace, its window and its analysis.
 #[derive(Clone, Copy)]
@@ -103,11 +111,117 @@ impl StepTimes {
     }
 }
 
+/// Whether the steps changed beyond their own noise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every steady step of AFTER is shorter than every steady step of BEFORE.
+    Faster,
+    /// Every steady step of AFTER is longer than every steady step of BEFORE.
+    Slower,
+    /// The two traces' steady steps overlap: the difference is within their spread.
+    NoMeasurableChange,
+    /// A side has fewer than two steady steps: its noise is unknown, so no change can be told
+    /// from it.
+    SpreadUnknown,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Faster => "faster",
+            Verdict::Slower => "slower",
+            Verdict::NoMeasurableChange => "no_measurable_change",
+            Verdict::SpreadUnknown => "spread_unknown",
+        }
+    }
+}
+
+/// The measured speedup with its spread, from the per-step periods ([`StepTimes::periods_ns`])
+/// of each trace's steady steps.
+///
+/// The interval is `[min BEFORE / max AFTER, max BEFORE / min AFTER]`: the range of the speedups
+/// of every pair of one BEFORE step and one AFTER step. A profiler window holds 3-6 steady
+/// steps, too few for a bootstrap or for quantiles (an interquartile range of five values is
+/// two of them); the extremes need no assumption about the noise's distribution, and they
+/// contain both the mean ratio ([`Comparison::speedup`]) and the median ratio by construction.
+/// The interval contains 1 exactly when the two ranges of steps overlap: then some step of
+/// AFTER was as slow as some step of BEFORE, and the traces do not show a change beyond the
+/// step-to-step noise they carry. It is conservative: a change that shows only on average over
+/// noisy steps is called unmeasured rather than claimed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Measured {
+    /// `median(BEFORE periods) / median(AFTER periods)`.
+    pub median_speedup: f64,
+    /// Lower end of the interval (infinite when a period is not positive).
+    pub low: f64,
+    /// Upper end of the interval.
+    pub high: f64,
+    pub verdict: Verdict,
+}
+
+impl Measured {
+    /// The spread of `before` against `after`.
+    pub fn of(before: &StepTimes, after: &StepTimes) -> Measured {
+        let (b, a) = (&before.periods_ns, &after.periods_ns);
+        let extremes = |v: &[i64]| {
+            (
+                v.iter().copied().min().unwrap_or(0),
+                v.iter().copied().max().unwrap_or(0),
+            )
+        };
+        let ((b_min, b_max), (a_min, a_max)) = (extremes(b), extremes(a));
+        let low = crate::whatif::speedup(b_min, a_max);
+        let high = crate::whatif::speedup(b_max, a_min);
+        let verdict = if b.len() < 2 || a.len() < 2 {
+            Verdict::SpreadUnknown
+        } else if low > 1.0 {
+            Verdict::Faster
+        } else if high < 1.0 {
+            Verdict::Slower
+        } else {
+            Verdict::NoMeasurableChange
+        };
+        Measured {
+            median_speedup: crate::whatif::speedup(median(b), median(a)),
+            low,
+            high,
+            verdict,
+        }
+    }
+
+    /// Whether `speedup` lies within the interval.
+    pub fn contains(&self, speedup: f64) -> bool {
+        self.low <= speedup && speedup <= self.high
+    }
+}
+
+/// Median, the lower-middle average (rounded down) for an even count, as the typical step
+/// takes it; 0 for none.
+fn median(values: &[i64]) -> i64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable();
+    let n = sorted.len();
+    match n {
+        0 => 0,
+        _ if n % 2 == 1 => sorted[n / 2],
+        _ => (sorted[n / 2 - 1] + sorted[n / 2]).div_euclid(2),
+    }
+}
+
+/// How [`compare_with`] treats two traces that are not one workload.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CompareOptions {
+    /// Compare them anyway: the refusal stays in [`Workload::findings`].
+    pub force: bool,
+}
+
 /// Why two traces cannot be compared.
 #[derive(Debug, thiserror::Error)]
 pub enum CompareError {
     #[error("the {which} trace has no step with tasks: nothing to compare")]
     NoSteps { which: &'static str },
+    #[error("{}; compare them anyway with --force", reasons.join("; "))]
+    NotOneWorkload { reasons: Vec<String> },
 }
 
 /// The comparison of two traces of one workload.
@@ -115,18 +229,61 @@ pub enum CompareError {
 pub struct Comparison {
     pub before: StepTimes,
     pub after: StepTimes,
-    /// `before.period_ns / after.period_ns` (above 1: AFTER is faster).
+    /// `before.period_ns / after.period_ns` (above 1: AFTER is faster): the ratio of the mean
+    /// per-step periods, the measure a what-if predicts.
     pub speedup: f64,
+    /// Its spread, and whether it is a change at all.
+    pub measured: Measured,
+    /// Whether the traces are one workload.
+    pub workload: Workload,
     pub changes: Changes,
 }
 
-/// Compares the steady steps of `before` and `after`.
+/// Compares the steady steps of `before` and `after`; refuses two traces that are not one
+/// workload ([`CompareError::NotOneWorkload`]).
 pub fn compare(before: &Side<'_>, after: &Side<'_>) -> Result<Comparison, CompareError> {
+    compare_with(before, after, CompareOptions::default())
+}
+
+/// [`compare`] with `options`.
+pub fn compare_with(
+    before: &Side<'_>,
+    after: &Side<'_>,
+    options: CompareOptions,
+) -> Result<Comparison, CompareError> {
     let before_steps = StepTimes::of(before).ok_or(CompareError::NoSteps { which: "BEFORE" })?;
     let after_steps = StepTimes::of(after).ok_or(CompareError::NoSteps { which: "AFTER" })?;
+    let mut workload = Workload::of(before, &before_steps.indices, after, &after_steps.indices);
+    let reasons: Vec<String> = workload
+        .findings
+        .iter()
+        .filter(|f| f.refuses)
+        .map(|f| f.message.clone())
+        .collect();
+    if !reasons.is_empty() && !options.force {
+        return Err(CompareError::NotOneWorkload { reasons });
+    }
+    let measured = Measured::of(&before_steps, &after_steps);
+    if measured.verdict == Verdict::SpreadUnknown {
+        let side = if before_steps.periods_ns.len() < 2 {
+            "BEFORE"
+        } else {
+            "AFTER"
+        };
+        workload.findings.push(Finding {
+            kind: FindingKind::SpreadUnknown,
+            refuses: false,
+            message: format!(
+                "{side} has one steady step: its step-to-step noise is unknown, so the speedup \
+                 cannot be told from noise"
+            ),
+        });
+    }
     let changes = Changes::new(before, &before_steps, after, &after_steps);
     Ok(Comparison {
         speedup: crate::whatif::speedup(before_steps.period_ns, after_steps.period_ns),
+        measured,
+        workload,
         before: before_steps,
         after: after_steps,
         changes,
