@@ -150,6 +150,11 @@ pub struct Prediction {
     /// The tasks of the steady span's critical path (the replayed graph's ids), sorted: what a
     /// transform must shorten to shorten the step.
     pub critical_tasks: Vec<TaskId>,
+    /// The whole critical path to the end of the last steady step, back to the start of the
+    /// window (the replayed graph's ids), sorted: a longest path, so a transform that only
+    /// shortens costs, gaps and lags gains at most what it cuts along it
+    /// ([`Outcome::path_cut_ns`]).
+    pub path_tasks: Vec<TaskId>,
 }
 
 /// Replays `graph` (the window's graph or a transform of it, with the same steps) and
@@ -298,6 +303,9 @@ fn measure(window: &Window, graph: &Graph, timeline: &Timeline) -> Result<Predic
     let mut critical_tasks = path.tasks.clone();
     critical_tasks.sort_unstable();
     critical_tasks.dedup();
+    let mut path_tasks = critical_path(graph, timeline, last_task, i64::MIN).tasks;
+    path_tasks.sort_unstable();
+    path_tasks.dedup();
     let tail_ns = last_end - timeline.end_ns[last_task.index()];
     if tail_ns > 0 {
         path.host_ns += tail_ns;
@@ -314,6 +322,7 @@ fn measure(window: &Window, graph: &Graph, timeline: &Timeline) -> Result<Predic
         bottleneck: Bottleneck::new(graph, &path, steps),
         steady: first..=last,
         critical_tasks,
+        path_tasks,
     })
 }
 
@@ -394,6 +403,31 @@ pub struct Outcome {
     /// What limits the prediction, one sentence each ([`trust::assess`]); empty until
     /// assessed or when nothing does.
     pub caveats: Vec<String>,
+    /// What the transform cut along the baseline's whole critical path, per steady step: its
+    /// tasks' costs, untraced gaps and incoming lags (and, with `Peers::Balanced`, their
+    /// peers' wait). The replay is a longest path: after a transform that only shortens, the
+    /// new longest path was no longer before it, so the baseline's path shortened by at most
+    /// this is still at least as long as the new one ([`trust::assess`]'s bound).
+    pub path_cut_ns: i64,
+    /// The task of the baseline's critical path the transform cut most, and by how much over
+    /// the whole steady span (not per step): a gain that rests mostly on one task (a
+    /// cold-start call, one huge kernel) is no headline ([`trust::assess`]).
+    pub largest_cut: Option<(TaskId, i64)>,
+    /// The speedup with the device capacity model left out of both replays (every stream as
+    /// if it had its device to itself): computed only where the prediction is slower than the
+    /// baseline or gains more than it cut along the baseline's path, to name the constraint
+    /// that made it so ([`trust::assess`]).
+    pub unlimited_speedup: Option<f64>,
+    /// Where the gain rests mostly on one task, which and how much ([`trust::assess`]): no
+    /// headline rests on it.
+    pub rests_on: Option<String>,
+    /// Why no prediction on this window can be trusted, if none can (`WindowTrust::declined`):
+    /// the figures are kept for a reader who wants them, but never shown as a prediction.
+    pub declined: Option<String>,
+    /// Why the prediction responds as no machine would, if it does ([`trust::assess`]): a
+    /// slower step from a transform that only removes work, or a gain above the bound, with
+    /// the constraint that made it so. `None` when it responds as expected.
+    pub anomaly: Option<String>,
 }
 
 impl Outcome {
@@ -599,6 +633,45 @@ fn predict_edit(
     );
     let per_step = |ns: i64| ns / steady_steps.max(1) as i64;
     let host_cost_saved_ns = per_step(prepared.host_cost - host_cost(&edit, &steady_range));
+    let mut largest_cut: Option<(TaskId, i64)> = None;
+    let path_cut_ns = per_step(
+        baseline
+            .path_tasks
+            .iter()
+            .filter(|t| t.index() < base.id_bound())
+            .map(|&t| {
+                let cut = path_cut(base, &edit, t, context.peers);
+                if cut > 0 && largest_cut.is_none_or(|(_, most)| cut > most) {
+                    largest_cut = Some((t, cut));
+                }
+                cut
+            })
+            .sum(),
+    );
+    // A slower step, or a gain beyond what was cut along the baseline's longest path, is
+    // what a longest path cannot do: the device capacity model (list scheduling, which can
+    // be non-monotone) is the one constraint outside the graph's edges; replaying both sides
+    // without it says whether it made the difference.
+    let unlimited_speedup = if predicted.step_ns > baseline.step_ns
+        || baseline.step_ns - predicted.step_ns > path_cut_ns
+    {
+        let unlimited = |g: &Graph, without_inferred: bool| -> Result<i64, WhatIfError> {
+            let options = SimOptions {
+                unlimited_devices: true,
+                without_inferred,
+                ..SimOptions::default()
+            };
+            let timeline = simulate(g, &RecordedOrder, options)?;
+            Ok(steady_period(context.window, g, &timeline)
+                .ok_or(WhatIfError::NoSteps)?
+                .step_ns)
+        };
+        let before = unlimited(&context.window.graph, true)?;
+        let after = unlimited(&graph, false)?;
+        Some(speedup(before, after))
+    } else {
+        None
+    };
     let phases = Phase::ALL
         .iter()
         .enumerate()
@@ -629,7 +702,35 @@ fn predict_edit(
         lag_saved_ns: lag_saved / steady_steps.max(1) as i64,
         bound_ns: None,
         caveats: Vec::new(),
+        path_cut_ns,
+        largest_cut,
+        unlimited_speedup,
+        anomaly: None,
+        declined: None,
+        rests_on: None,
     })
+}
+
+/// What the transform from `base` to `edit` cut from task `t` of the baseline's critical
+/// path: its cost and untraced gap (all of them if removed), the lags of its incoming edges,
+/// and the wait for its peers it no longer has (see [`Outcome::path_cut_ns`]).
+fn path_cut(base: &EditGraph, edit: &EditGraph, t: TaskId, peers: Peers) -> i64 {
+    if !base.is_alive(t) {
+        return 0;
+    }
+    let peer_before = base.peer_wait_ns(t);
+    let lags = edit.lag_saved_ns(base, t);
+    if !edit.is_alive(t) {
+        return base.dur_ns(t) + base.gap_ns(t) + peer_before + lags;
+    }
+    let peer_after = match peers {
+        Peers::Balanced => 0,
+        Peers::Skew => edit.peer_wait_ns(t),
+    };
+    (base.dur_ns(t) - edit.dur_ns(t)).max(0)
+        + (base.gap_ns(t) - edit.gap_ns(t)).max(0)
+        + (peer_before - peer_after).max(0)
+        + lags
 }
 
 /// Builds `edit` with the peers of its steady collectives as `peers` says, replays it (one
