@@ -81,9 +81,7 @@ pub fn whatif_text(doc: &WhatIfJson) -> String {
     let mut out = String::new();
     if let Some(reason) = &doc.declined {
         out.push_str(&wrap(
-            &format!(
-                "Declined: {reason}. The figures below are the replay's, not a prediction."
-            ),
+            &format!("Declined: {reason}. The figures below are the replay's, not a prediction."),
             "",
         ));
         out.push('\n');

@@ -155,6 +155,37 @@ pub struct Prediction {
     /// shortens costs, gaps and lags gains at most what it cuts along it
     /// ([`Outcome::path_cut_ns`]).
     pub path_tasks: Vec<TaskId>,
+    /// Time per steady step that tasks of [`Prediction::path_tasks`] waited for their device
+    /// rather than for a cost: a dispatch gap made longer by another stream running beside it,
+    /// a begin held while another stream's kernel filled the device. The two mechanisms that
+    /// are not edges: a transform can relax them without cutting a cost on the path, so the
+    /// bound counts them ([`trust::assess`]).
+    pub path_contention_ns: i64,
+    /// Time per steady step that [`Prediction::path_tasks`] spent waiting (peers, latencies,
+    /// syncs' lags): what removing waits can take off the path, besides blocking calls'
+    /// waits ([`trust::assess`]).
+    pub path_wait_ns: i64,
+    /// Where the period starts: the end of the step before the first steady one, else the
+    /// first steady step's start ([`Period::span_start_ns`]).
+    pub span_start_ns: i64,
+}
+
+impl Prediction {
+    /// The period measured from `span_start_ns` (the baseline's) rather than from this
+    /// replay's own end of the warm-up step. A transform leaves the warm-up step as recorded,
+    /// yet its end can move in the replay (its device work still queued when the first steady
+    /// step's changed work joins the streams); measured from its own start, a window that ends
+    /// later could then read as a shorter period. From the baseline's start, a prediction
+    /// gains only what the end of its steady steps gains, which is also what the bound (a
+    /// longest path from the window's start) bounds.
+    pub fn measured_from(mut self, span_start_ns: i64) -> Prediction {
+        let steps = self.steady.clone().count().max(1) as i64;
+        if let Some(end) = self.step_end_ns.get(*self.steady.end()).copied().flatten() {
+            self.step_ns = (end - span_start_ns) / steps;
+            self.span_start_ns = span_start_ns;
+        }
+        self
+    }
 }
 
 /// Replays `graph` (the window's graph or a transform of it, with the same steps) and
@@ -303,9 +334,12 @@ fn measure(window: &Window, graph: &Graph, timeline: &Timeline) -> Result<Predic
     let mut critical_tasks = path.tasks.clone();
     critical_tasks.sort_unstable();
     critical_tasks.dedup();
-    let mut path_tasks = critical_path(graph, timeline, last_task, i64::MIN).tasks;
+    let whole_path = critical_path(graph, timeline, last_task, i64::MIN);
+    let path_wait_ns = whole_path.wait_ns / steps;
+    let mut path_tasks = whole_path.tasks;
     path_tasks.sort_unstable();
     path_tasks.dedup();
+    let path_contention_ns = contention_on(graph, timeline, &path_tasks) / steps;
     let tail_ns = last_end - timeline.end_ns[last_task.index()];
     if tail_ns > 0 {
         path.host_ns += tail_ns;
@@ -323,7 +357,37 @@ fn measure(window: &Window, graph: &Graph, timeline: &Timeline) -> Result<Predic
         steady: first..=last,
         critical_tasks,
         path_tasks,
+        path_contention_ns,
+        path_wait_ns,
+        span_start_ns: span_start,
     })
+}
+
+/// The time `tasks` (a critical path) waited beyond their lane and edges for their device: see
+/// [`Prediction::path_contention_ns`].
+fn contention_on(graph: &Graph, timeline: &Timeline, tasks: &[TaskId]) -> i64 {
+    let lane_ready = |t: TaskId| {
+        graph
+            .lane_pred(t)
+            .map(|p| timeline.end_ns[p.index()].saturating_add(graph.gap_ns[p.index()]))
+    };
+    tasks
+        .iter()
+        .map(|&t| {
+            let begin = timeline.begin_ns[t.index()];
+            match timeline.binding[t.index()] {
+                crate::simulate::Binding::Lane(_) => lane_ready(t).map_or(0, |r| begin - r),
+                crate::simulate::Binding::Edge(full, crate::graph::EdgeKind::DeviceFull) => {
+                    let ready = lane_ready(t)
+                        .unwrap_or(i64::MIN)
+                        .max(timeline.begin_ns[full.index()]);
+                    begin.saturating_sub(ready)
+                }
+                _ => 0,
+            }
+            .max(0)
+        })
+        .fold(0i64, i64::saturating_add)
 }
 
 /// The first steady step: the warm-up step (the first) is left out when there are three or
@@ -578,6 +642,7 @@ fn predict_edit(
         edit.is_alive(task) && !edit.is_frozen(task) && edit.peer_wait_ns(task) > 0
     });
     let (graph, predicted) = replay_with_peers(context, &edit, context.peers)?;
+    let predicted = predicted.measured_from(baseline.span_start_ns);
     let other_peers_speedup = if waits_for_peers {
         let other_step_ns = match context.peers.other() {
             // The same graph without its peers' waits: no second build.
@@ -588,11 +653,20 @@ fn predict_edit(
                 };
                 // Fewer edges than the graph just replayed: no cycle to map.
                 let timeline = simulate(&graph, &RecordedOrder, options)?;
-                steady_period(context.window, &graph, &timeline)
-                    .ok_or(WhatIfError::NoSteps)?
+                let period =
+                    steady_period(context.window, &graph, &timeline).ok_or(WhatIfError::NoSteps)?;
+                let steps = period.steady.clone().count().max(1) as i64;
+                match period.step_end_ns[*period.steady.end()] {
+                    Some(end) => (end - baseline.span_start_ns) / steps,
+                    None => period.step_ns,
+                }
+            }
+            Peers::Skew => {
+                replay_with_peers(context, &edit, Peers::Skew)?
+                    .1
+                    .measured_from(baseline.span_start_ns)
                     .step_ns
             }
-            Peers::Skew => replay_with_peers(context, &edit, Peers::Skew)?.1.step_ns,
         };
         Some(speedup(baseline.step_ns, other_step_ns))
     } else {
@@ -719,9 +793,13 @@ fn path_cut(base: &EditGraph, edit: &EditGraph, t: TaskId, peers: Peers) -> i64 
         return 0;
     }
     let peer_before = base.peer_wait_ns(t);
-    let lags = edit.lag_saved_ns(base, t);
+    // Edges still there count their shorter lags; edges reconnected around a removed task
+    // (another source) count in the difference of the lags coming in.
+    let lags = edit
+        .lag_saved_ns(base, t)
+        .max(base.in_lag_ns(t) - edit.in_lag_ns(t));
     if !edit.is_alive(t) {
-        return base.dur_ns(t) + base.gap_ns(t) + peer_before + lags;
+        return base.dur_ns(t) + base.gap_ns(t) + peer_before + base.in_lag_ns(t);
     }
     let peer_after = match peers {
         Peers::Balanced => 0,

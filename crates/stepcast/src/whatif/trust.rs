@@ -297,17 +297,23 @@ pub fn assess(
         ));
     }
     // The most the transform can gain per steady step: what it cut along the baseline's
-    // whole critical path (the replay is a longest path: see `Outcome::path_cut_ns`) and, for
+    // whole critical path (the replay is a longest path: see `Outcome::path_cut_ns`), the
+    // time that path waited for its device beyond its edges (`path_contention_ns`), and, for
     // models that remove waits rather than costs, every blocking wait of the baseline; never
     // more than the step itself.
+    // A removed wait shortens the path by at most the waiting on it: the blocking calls'
+    // waits and the path's own latencies and waits (an event wait, a sync's lag).
     let waits = if models.iter().any(Model::removes_waits) {
-        window.blocking_wait_ns
+        window
+            .blocking_wait_ns
+            .saturating_add(outcome.baseline.path_wait_ns)
     } else {
         0
     };
     let baseline_ns = outcome.baseline.step_ns;
     let bound_ns = outcome
         .path_cut_ns
+        .saturating_add(outcome.baseline.path_contention_ns)
         .saturating_add(waits)
         .clamp(0, baseline_ns.max(0));
     outcome.bound_ns = Some(bound_ns);
@@ -325,8 +331,8 @@ pub fn assess(
 /// the replay without it keeps the invariant. Anything else is a bug, said as one.
 fn anomaly(models: &[Model], outcome: &Outcome, bound_ns: i64) -> Option<String> {
     let gain_ns = outcome.baseline.step_ns - outcome.predicted.step_ns;
-    let slower = models.iter().all(Model::only_removes_work)
-        && outcome.speedup < 1.0 - ANOMALY_SHARE;
+    let slower =
+        models.iter().all(Model::only_removes_work) && outcome.speedup < 1.0 - ANOMALY_SHARE;
     let above = gain_ns > bound_ns.saturating_add(ANOMALY_TOLERANCE_NS);
     if !slower && !above {
         return None;
