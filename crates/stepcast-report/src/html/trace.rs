@@ -141,7 +141,12 @@ fn answer(report: &TraceReport<'_>) -> Section {
         ),
     ));
     match &report.advise {
-        Ok(advise) => match advise.candidates.iter().find(|c| c.useful) {
+        Ok(advise) if advise.declined.is_some() => body.push_str(&headline(
+            "best what-if",
+            "declined",
+            advise.declined.as_deref().unwrap_or_default(),
+        )),
+        Ok(advise) => match advise.candidates.iter().find(|c| c.can_headline()) {
             Some(best) => body.push_str(&headline(
                 "best what-if",
                 &format!("{} → {}", best.name, speedup(best.speedup)),

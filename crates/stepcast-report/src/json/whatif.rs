@@ -26,6 +26,11 @@ pub struct WhatIfJson {
     /// The scenario file as the user named it; `None` (`null`) for a model. Filled in by the
     /// caller.
     pub scenario: Option<String>,
+    /// Why this trace's predictions are declined, if they are: the baseline is not the
+    /// measured step (off by more than 3 %), or the graph does not replay as the trace's own.
+    /// The figures below are then kept for reference, never shown as a prediction. `None`
+    /// (`null`) when the prediction stands.
+    pub declined: Option<String>,
     /// Steady-state period of the untransformed replay.
     pub baseline_ns: i64,
     /// Steady-state period of the transformed replay.
@@ -86,6 +91,14 @@ pub struct TrustJson {
     /// cold-start outlier, waits only the recorded clock explained), the model's assumptions
     /// (an upper bound, what it charges), a dependence on `--peers`. Empty when nothing does.
     pub caveats: Vec<String>,
+    /// Why the prediction responds as no machine would, if it does: a slower step from a
+    /// transform that only removes work, or a gain above the bound, with the constraint that
+    /// made it so. `None` (`null`) when it responds as expected.
+    pub anomaly: Option<String>,
+    /// Where more than half of the gain is one task's cut (a cold-start call, one huge
+    /// kernel): which, and how much. Such a prediction is never a headline. `None` (`null`)
+    /// otherwise.
+    pub rests_on: Option<String>,
 }
 
 impl TrustJson {
@@ -111,6 +124,8 @@ impl TrustJson {
                 .filter(|&b| b < baseline)
                 .and_then(|b| finite(baseline as f64 / (baseline - b) as f64)),
             caveats: outcome.caveats.clone(),
+            anomaly: outcome.anomaly.clone(),
+            rests_on: outcome.rests_on.clone(),
         }
     }
 }
@@ -531,6 +546,10 @@ pub struct AdviseJson {
     pub trace: TraceJson,
     /// The device the trace's work ran on, if any.
     pub device: Option<DeviceJson>,
+    /// Why no candidate is offered on this trace, if none is: the baseline is not the
+    /// measured step (off by more than 3 %), or the graph does not replay as the trace's own.
+    /// `candidates` and `memory_trades` are then empty. `None` (`null`) otherwise.
+    pub declined: Option<String>,
     /// Steady-state period of the untransformed replay.
     pub baseline_ns: i64,
     /// Numbers of the steady steps the figures are measured over.
@@ -592,6 +611,14 @@ pub struct CandidateJson {
     pub memory: Option<MemorySavedJson>,
 }
 
+impl CandidateJson {
+    /// Whether it may be a headline (what to try first): it helps, it responds as a machine
+    /// would (no anomaly), and its gain does not rest on one task.
+    pub fn can_headline(&self) -> bool {
+        self.useful && self.trust.anomaly.is_none() && self.trust.rests_on.is_none()
+    }
+}
+
 impl TasksJson {
     fn new(outcome: &Outcome) -> Self {
         Self {
@@ -649,6 +676,7 @@ pub fn whatif_json(
         name: name.to_string(),
         models: models.iter().map(Model::name).collect(),
         scenario: None,
+        declined: outcome.declined.clone(),
         baseline_ns: outcome.baseline.step_ns,
         predicted_ns: outcome.predicted.step_ns,
         speedup: finite(outcome.speedup),
@@ -685,6 +713,7 @@ pub fn advise_json(trace: &Trace, window: &Window, advice: &Advice) -> AdviseJso
         schema: "stepcast.advise/1",
         trace: TraceJson::new(trace),
         device: main_device(&devices(trace)),
+        declined: advice.declined.clone(),
         baseline_ns: advice.baseline.step_ns,
         steady_steps: steady_steps(window),
         bottleneck: BottleneckJson::new(trace, &advice.baseline.bottleneck),

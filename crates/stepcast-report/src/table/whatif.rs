@@ -78,7 +78,15 @@ pub fn whatif_text(doc: &WhatIfJson) -> String {
         Some(file) => format!("scenario {} ({})", sanitize(&doc.name), sanitize(file)),
         None => sanitize(&doc.name),
     };
-    let mut out = wrap(
+    let mut out = String::new();
+    if let Some(reason) = &doc.declined {
+        out.push_str(&wrap(
+            &format!("Declined: {reason}. The figures below are the replay's, not a prediction."),
+            "",
+        ));
+        out.push('\n');
+    }
+    out.push_str(&wrap(
         &format!(
             "What if {what}, on {}: predicted step {} ms vs {} ms now, speedup {} ({} ms per \
              step), over steady steps {}.",
@@ -90,8 +98,17 @@ pub fn whatif_text(doc: &WhatIfJson) -> String {
             step_list(&doc.steady_steps),
         ),
         "",
-    );
+    ));
     out.push('\n');
+    for (label, note) in [
+        ("Anomaly", &doc.trust.anomaly),
+        ("One task", &doc.trust.rests_on),
+    ] {
+        if let Some(note) = note {
+            out.push_str(&wrap(&format!("{label}: {note}."), ""));
+            out.push('\n');
+        }
+    }
     if let Some(line) = peers_sentence(&doc.peers) {
         out.push_str(&wrap(&line, ""));
         out.push('\n');
@@ -320,7 +337,19 @@ pub fn advise_text(doc: &AdviseJson) -> String {
     );
     out.push('\n');
     let mut notes = Vec::new();
-    match doc.candidates.iter().find(|c| c.useful && !c.hardware) {
+    if let Some(reason) = &doc.declined {
+        out.push_str(&wrap(
+            &format!("Declined: no prediction is offered on this trace: {reason}."),
+            "",
+        ));
+        out.push('\n');
+        return out;
+    }
+    match doc
+        .candidates
+        .iter()
+        .find(|c| c.can_headline() && !c.hardware)
+    {
         Some(best) => notes.push(format!(
             "Try first: {} ({}, {} ms less per step{}).",
             best.name,

@@ -66,6 +66,9 @@ pub struct Advice {
     /// Candidates that could not be predicted on this trace (e.g. a transform that would make
     /// the graph cyclic), with why, in the order tried: left out of the ranking, never fatal.
     pub failed: Vec<(String, String)>,
+    /// Why no candidate is offered, if none is (`trust::WindowTrust::declined`): the
+    /// candidates are then not predicted at all.
+    pub declined: Option<String>,
 }
 
 /// Tries every advised model and the useful combinations (see the module documentation), in
@@ -83,6 +86,15 @@ pub fn advise(context: &Context<'_>) -> Result<Advice, WhatIfError> {
     );
     let (prepared, window) = (prepared?, window?);
     let baseline = prepared.baseline().clone();
+    if let Some(reason) = &window.declined {
+        return Ok(Advice {
+            baseline,
+            candidates: Vec::new(),
+            memory_trades: Vec::new(),
+            failed: Vec::new(),
+            declined: Some(reason.clone()),
+        });
+    }
     let mut singles: Vec<Vec<Model>> = Model::advised().into_iter().map(|m| vec![m]).collect();
     let trades = Model::memory_trades();
     singles.extend(trades.iter().map(|m| vec![m.clone()]));
@@ -146,6 +158,7 @@ pub fn advise(context: &Context<'_>) -> Result<Advice, WhatIfError> {
         candidates,
         memory_trades,
         failed,
+        declined: None,
     })
 }
 

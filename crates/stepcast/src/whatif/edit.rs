@@ -491,6 +491,14 @@ impl EditGraph {
             .sum()
     }
 
+    /// The lags of `task`'s incoming stored edges, summed: what leaves a path with the task
+    /// when it is removed.
+    pub fn in_lag_ns(&self, task: TaskId) -> i64 {
+        self.preds
+            .get(task.index())
+            .map_or(0, |preds| preds.iter().map(|e| e.lag_ns.max(0)).sum())
+    }
+
     pub fn launcher(&self, task: TaskId) -> Option<TaskId> {
         self.preds[task.index()]
             .iter()

@@ -150,6 +150,42 @@ pub struct Prediction {
     /// The tasks of the steady span's critical path (the replayed graph's ids), sorted: what a
     /// transform must shorten to shorten the step.
     pub critical_tasks: Vec<TaskId>,
+    /// The whole critical path to the end of the last steady step, back to the start of the
+    /// window (the replayed graph's ids), sorted: a longest path, so a transform that only
+    /// shortens costs, gaps and lags gains at most what it cuts along it
+    /// ([`Outcome::path_cut_ns`]).
+    pub path_tasks: Vec<TaskId>,
+    /// Time per steady step that tasks of [`Prediction::path_tasks`] waited for their device
+    /// rather than for a cost: a dispatch gap made longer by another stream running beside it,
+    /// a begin held while another stream's kernel filled the device. The two mechanisms that
+    /// are not edges: a transform can relax them without cutting a cost on the path, so the
+    /// bound counts them ([`trust::assess`]).
+    pub path_contention_ns: i64,
+    /// Time per steady step that [`Prediction::path_tasks`] spent waiting (peers, latencies,
+    /// syncs' lags): what removing waits can take off the path, besides blocking calls'
+    /// waits ([`trust::assess`]).
+    pub path_wait_ns: i64,
+    /// Where the period starts: the end of the step before the first steady one, else the
+    /// first steady step's start ([`Period::span_start_ns`]).
+    pub span_start_ns: i64,
+}
+
+impl Prediction {
+    /// The period measured from `span_start_ns` (the baseline's) rather than from this
+    /// replay's own end of the warm-up step. A transform leaves the warm-up step as recorded,
+    /// yet its end can move in the replay (its device work still queued when the first steady
+    /// step's changed work joins the streams); measured from its own start, a window that ends
+    /// later could then read as a shorter period. From the baseline's start, a prediction
+    /// gains only what the end of its steady steps gains, which is also what the bound (a
+    /// longest path from the window's start) bounds.
+    pub fn measured_from(mut self, span_start_ns: i64) -> Prediction {
+        let steps = self.steady.clone().count().max(1) as i64;
+        if let Some(end) = self.step_end_ns.get(*self.steady.end()).copied().flatten() {
+            self.step_ns = (end - span_start_ns) / steps;
+            self.span_start_ns = span_start_ns;
+        }
+        self
+    }
 }
 
 /// Replays `graph` (the window's graph or a transform of it, with the same steps) and
@@ -298,6 +334,12 @@ fn measure(window: &Window, graph: &Graph, timeline: &Timeline) -> Result<Predic
     let mut critical_tasks = path.tasks.clone();
     critical_tasks.sort_unstable();
     critical_tasks.dedup();
+    let whole_path = critical_path(graph, timeline, last_task, i64::MIN);
+    let path_wait_ns = whole_path.wait_ns / steps;
+    let mut path_tasks = whole_path.tasks;
+    path_tasks.sort_unstable();
+    path_tasks.dedup();
+    let path_contention_ns = contention_on(graph, timeline, &path_tasks) / steps;
     let tail_ns = last_end - timeline.end_ns[last_task.index()];
     if tail_ns > 0 {
         path.host_ns += tail_ns;
@@ -314,7 +356,38 @@ fn measure(window: &Window, graph: &Graph, timeline: &Timeline) -> Result<Predic
         bottleneck: Bottleneck::new(graph, &path, steps),
         steady: first..=last,
         critical_tasks,
+        path_tasks,
+        path_contention_ns,
+        path_wait_ns,
+        span_start_ns: span_start,
     })
+}
+
+/// The time `tasks` (a critical path) waited beyond their lane and edges for their device: see
+/// [`Prediction::path_contention_ns`].
+fn contention_on(graph: &Graph, timeline: &Timeline, tasks: &[TaskId]) -> i64 {
+    let lane_ready = |t: TaskId| {
+        graph
+            .lane_pred(t)
+            .map(|p| timeline.end_ns[p.index()].saturating_add(graph.gap_ns[p.index()]))
+    };
+    tasks
+        .iter()
+        .map(|&t| {
+            let begin = timeline.begin_ns[t.index()];
+            match timeline.binding[t.index()] {
+                crate::simulate::Binding::Lane(_) => lane_ready(t).map_or(0, |r| begin - r),
+                crate::simulate::Binding::Edge(full, crate::graph::EdgeKind::DeviceFull) => {
+                    let ready = lane_ready(t)
+                        .unwrap_or(i64::MIN)
+                        .max(timeline.begin_ns[full.index()]);
+                    begin.saturating_sub(ready)
+                }
+                _ => 0,
+            }
+            .max(0)
+        })
+        .fold(0i64, i64::saturating_add)
 }
 
 /// The first steady step: the warm-up step (the first) is left out when there are three or
@@ -394,6 +467,31 @@ pub struct Outcome {
     /// What limits the prediction, one sentence each ([`trust::assess`]); empty until
     /// assessed or when nothing does.
     pub caveats: Vec<String>,
+    /// What the transform cut along the baseline's whole critical path, per steady step: its
+    /// tasks' costs, untraced gaps and incoming lags (and, with `Peers::Balanced`, their
+    /// peers' wait). The replay is a longest path: after a transform that only shortens, the
+    /// new longest path was no longer before it, so the baseline's path shortened by at most
+    /// this is still at least as long as the new one ([`trust::assess`]'s bound).
+    pub path_cut_ns: i64,
+    /// The task of the baseline's critical path the transform cut most, and by how much over
+    /// the whole steady span (not per step): a gain that rests mostly on one task (a
+    /// cold-start call, one huge kernel) is no headline ([`trust::assess`]).
+    pub largest_cut: Option<(TaskId, i64)>,
+    /// The speedup with the device capacity model left out of both replays (every stream as
+    /// if it had its device to itself): computed only where the prediction is slower than the
+    /// baseline or gains more than it cut along the baseline's path, to name the constraint
+    /// that made it so ([`trust::assess`]).
+    pub unlimited_speedup: Option<f64>,
+    /// Where the gain rests mostly on one task, which and how much ([`trust::assess`]): no
+    /// headline rests on it.
+    pub rests_on: Option<String>,
+    /// Why no prediction on this window can be trusted, if none can (`WindowTrust::declined`):
+    /// the figures are kept for a reader who wants them, but never shown as a prediction.
+    pub declined: Option<String>,
+    /// Why the prediction responds as no machine would, if it does ([`trust::assess`]): a
+    /// slower step from a transform that only removes work, or a gain above the bound, with
+    /// the constraint that made it so. `None` when it responds as expected.
+    pub anomaly: Option<String>,
 }
 
 impl Outcome {
@@ -544,6 +642,7 @@ fn predict_edit(
         edit.is_alive(task) && !edit.is_frozen(task) && edit.peer_wait_ns(task) > 0
     });
     let (graph, predicted) = replay_with_peers(context, &edit, context.peers)?;
+    let predicted = predicted.measured_from(baseline.span_start_ns);
     let other_peers_speedup = if waits_for_peers {
         let other_step_ns = match context.peers.other() {
             // The same graph without its peers' waits: no second build.
@@ -554,11 +653,20 @@ fn predict_edit(
                 };
                 // Fewer edges than the graph just replayed: no cycle to map.
                 let timeline = simulate(&graph, &RecordedOrder, options)?;
-                steady_period(context.window, &graph, &timeline)
-                    .ok_or(WhatIfError::NoSteps)?
+                let period =
+                    steady_period(context.window, &graph, &timeline).ok_or(WhatIfError::NoSteps)?;
+                let steps = period.steady.clone().count().max(1) as i64;
+                match period.step_end_ns[*period.steady.end()] {
+                    Some(end) => (end - baseline.span_start_ns) / steps,
+                    None => period.step_ns,
+                }
+            }
+            Peers::Skew => {
+                replay_with_peers(context, &edit, Peers::Skew)?
+                    .1
+                    .measured_from(baseline.span_start_ns)
                     .step_ns
             }
-            Peers::Skew => replay_with_peers(context, &edit, Peers::Skew)?.1.step_ns,
         };
         Some(speedup(baseline.step_ns, other_step_ns))
     } else {
@@ -599,6 +707,45 @@ fn predict_edit(
     );
     let per_step = |ns: i64| ns / steady_steps.max(1) as i64;
     let host_cost_saved_ns = per_step(prepared.host_cost - host_cost(&edit, &steady_range));
+    let mut largest_cut: Option<(TaskId, i64)> = None;
+    let path_cut_ns = per_step(
+        baseline
+            .path_tasks
+            .iter()
+            .filter(|t| t.index() < base.id_bound())
+            .map(|&t| {
+                let cut = path_cut(base, &edit, t, context.peers);
+                if cut > 0 && largest_cut.is_none_or(|(_, most)| cut > most) {
+                    largest_cut = Some((t, cut));
+                }
+                cut
+            })
+            .sum(),
+    );
+    // A slower step, or a gain beyond what was cut along the baseline's longest path, is
+    // what a longest path cannot do: the device capacity model (list scheduling, which can
+    // be non-monotone) is the one constraint outside the graph's edges; replaying both sides
+    // without it says whether it made the difference.
+    let unlimited_speedup = if predicted.step_ns > baseline.step_ns
+        || baseline.step_ns - predicted.step_ns > path_cut_ns
+    {
+        let unlimited = |g: &Graph, without_inferred: bool| -> Result<i64, WhatIfError> {
+            let options = SimOptions {
+                unlimited_devices: true,
+                without_inferred,
+                ..SimOptions::default()
+            };
+            let timeline = simulate(g, &RecordedOrder, options)?;
+            Ok(steady_period(context.window, g, &timeline)
+                .ok_or(WhatIfError::NoSteps)?
+                .step_ns)
+        };
+        let before = unlimited(&context.window.graph, true)?;
+        let after = unlimited(&graph, false)?;
+        Some(speedup(before, after))
+    } else {
+        None
+    };
     let phases = Phase::ALL
         .iter()
         .enumerate()
@@ -629,7 +776,39 @@ fn predict_edit(
         lag_saved_ns: lag_saved / steady_steps.max(1) as i64,
         bound_ns: None,
         caveats: Vec::new(),
+        path_cut_ns,
+        largest_cut,
+        unlimited_speedup,
+        anomaly: None,
+        declined: None,
+        rests_on: None,
     })
+}
+
+/// What the transform from `base` to `edit` cut from task `t` of the baseline's critical
+/// path: its cost and untraced gap (all of them if removed), the lags of its incoming edges,
+/// and the wait for its peers it no longer has (see [`Outcome::path_cut_ns`]).
+fn path_cut(base: &EditGraph, edit: &EditGraph, t: TaskId, peers: Peers) -> i64 {
+    if !base.is_alive(t) {
+        return 0;
+    }
+    let peer_before = base.peer_wait_ns(t);
+    // Edges still there count their shorter lags; edges reconnected around a removed task
+    // (another source) count in the difference of the lags coming in.
+    let lags = edit
+        .lag_saved_ns(base, t)
+        .max(base.in_lag_ns(t) - edit.in_lag_ns(t));
+    if !edit.is_alive(t) {
+        return base.dur_ns(t) + base.gap_ns(t) + peer_before + base.in_lag_ns(t);
+    }
+    let peer_after = match peers {
+        Peers::Balanced => 0,
+        Peers::Skew => edit.peer_wait_ns(t),
+    };
+    (base.dur_ns(t) - edit.dur_ns(t)).max(0)
+        + (base.gap_ns(t) - edit.gap_ns(t)).max(0)
+        + (peer_before - peer_after).max(0)
+        + lags
 }
 
 /// Builds `edit` with the peers of its steady collectives as `peers` says, replays it (one

@@ -9,10 +9,10 @@
 use rustc_hash::FxHashMap;
 
 use super::models::Model;
-use super::{Context, Outcome, Peers, WhatIfError, measure};
+use super::{Context, Outcome, WhatIfError, measure, recorded_timeline, steady_period};
 use crate::graph::NO_STEP;
 use crate::replay::{measured_span, replayed_span, tasks_by_step};
-use crate::simulate::{RecordedOrder, SimOptions, simulate};
+use crate::simulate::{RecordedOrder, SimOptions, Timeline, simulate};
 
 /// A task this many times the median of its name, and at least [`OUTLIER_STEP_SHARE`] of a
 /// step, is a cold start (first-call initialization, lazy module loading, autotuning).
@@ -29,6 +29,11 @@ const PEERS_SHARE: f64 = 0.01;
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct WindowTrust {
     pub caveats: Vec<String>,
+    /// Why no prediction on this window can be trusted, if none can: the baseline the
+    /// predictions start from is not the measured step ([`ANCHOR_SHARE`]), or the graph a
+    /// transform starts from does not replay as the baseline (identity). Every prediction
+    /// is then declined with this reason.
+    pub declined: Option<String>,
     /// Time per steady step that blocking host calls spent waiting in the baseline replay: the
     /// most that removing waits (rather than costs) can gain.
     pub blocking_wait_ns: i64,
@@ -102,6 +107,11 @@ pub fn window_trust(context: &Context<'_>) -> Result<WindowTrust, WhatIfError> {
     )?;
     let baseline = measure(window, graph, &timeline)?;
     let step_ns = baseline.step_ns.max(1);
+    let mut declined = anchor(context, &timeline)?;
+    caveats.extend(steady_replay_error(context, &timeline));
+    if declined.is_none() {
+        declined = identity(context, baseline.step_ns)?;
+    }
     if let Some(outlier) = cold_start(context, step_ns) {
         caveats.push(outlier);
     }
@@ -143,8 +153,85 @@ pub fn window_trust(context: &Context<'_>) -> Result<WindowTrust, WhatIfError> {
     }
     Ok(WindowTrust {
         caveats,
+        declined,
         blocking_wait_ns: wait_ns / steady_steps,
     })
+}
+
+/// The baseline a prediction starts from (the steady period of the replay without inferred
+/// edges) may differ from the measured steady period (the same measure on the recorded times)
+/// by at most this share; beyond it every prediction is declined: a speedup is a ratio to a
+/// step the machine did not run.
+pub const ANCHOR_SHARE: f64 = 0.03;
+/// A steady step whose replay is off its measured time by more than this is said beside
+/// every prediction.
+const STEP_ERROR_SHARE: f64 = 0.02;
+
+/// The anchored check: `Some(reason)` when the baseline is more than [`ANCHOR_SHARE`] off
+/// the measured steady period.
+fn anchor(context: &Context<'_>, timeline: &Timeline) -> Result<Option<String>, WhatIfError> {
+    let window = context.window;
+    let graph = &window.graph;
+    let recorded = recorded_timeline(graph);
+    let (Some(measured), Some(replayed)) = (
+        steady_period(window, graph, &recorded),
+        steady_period(window, graph, timeline),
+    ) else {
+        return Err(WhatIfError::NoSteps);
+    };
+    if measured.step_ns <= 0 {
+        return Ok(None);
+    }
+    let off = replayed.step_ns as f64 / measured.step_ns as f64 - 1.0;
+    Ok((off.abs() > ANCHOR_SHARE).then(|| {
+        format!(
+            "the replay's steady period ({:.3} ms) is {:+.1} % off the measured one ({:.3} ms), \
+             more than {:.0} %: the graph does not explain this trace's steps well enough to \
+             predict from",
+            replayed.step_ns as f64 / 1e6,
+            off * 100.0,
+            measured.step_ns as f64 / 1e6,
+            ANCHOR_SHARE * 100.0
+        )
+    }))
+}
+
+/// The largest error of the replay (without inferred edges) on one steady step, per step's
+/// time since the previous step's end, if above [`STEP_ERROR_SHARE`].
+fn steady_replay_error(context: &Context<'_>, timeline: &Timeline) -> Option<String> {
+    let window = context.window;
+    let graph = &window.graph;
+    let measured = steady_period(window, graph, &recorded_timeline(graph))?.per_step_ns();
+    let replayed = steady_period(window, graph, timeline)?.per_step_ns();
+    let worst = measured
+        .iter()
+        .zip(&replayed)
+        .filter(|&(&m, _)| m > 0)
+        .map(|(&m, &r)| r as f64 / m as f64 - 1.0)
+        .max_by(|a, b| a.abs().total_cmp(&b.abs()))?;
+    (worst.abs() > STEP_ERROR_SHARE).then(|| {
+        format!(
+            "the replay of this trace's own steady steps is off by up to {:+.1} % per step \
+             (the period it predicts from is within {:.0} %)",
+            worst * 100.0,
+            ANCHOR_SHARE * 100.0
+        )
+    })
+}
+
+/// The identity check: the editable graph every transform starts from, built unchanged,
+/// replays as the baseline. `Some(reason)` when it does not.
+fn identity(context: &Context<'_>, baseline_ns: i64) -> Result<Option<String>, WhatIfError> {
+    let edit = context.edit();
+    let (_, unchanged) = super::replay_with_peers(context, &edit, context.peers)?;
+    Ok((unchanged.step_ns != baseline_ns).then(|| {
+        format!(
+            "a transform that changes nothing predicts {:.3} ms where the baseline is {:.3} ms: \
+             the graph the transforms start from does not replay as the trace's own",
+            unchanged.step_ns as f64 / 1e6,
+            baseline_ns as f64 / 1e6
+        )
+    }))
 }
 
 /// The largest task far above the median of its name, if it weighs on a step.
@@ -209,24 +296,119 @@ pub fn assess(
             outcome.peers.other().as_str()
         ));
     }
-    // The most the transform can gain per steady step: what it took off the tasks' costs and
-    // untraced gaps (the replay is a longest path, so cutting costs by Δ in all shortens it
-    // by at most Δ), the peers' wait it dropped, and, for models that remove waits rather than
-    // costs, every blocking wait of the baseline.
-    let saved =
-        outcome.host_saved_ns().max(0) + outcome.device_saved_ns().max(0) + outcome.lag_saved_ns;
-    let peers = match outcome.peers {
-        Peers::Balanced => outcome.baseline_peer_wait_ns,
-        Peers::Skew => 0,
-    };
+    // The most the transform can gain per steady step: what it cut along the baseline's
+    // whole critical path (the replay is a longest path: see `Outcome::path_cut_ns`), the
+    // time that path waited for its device beyond its edges (`path_contention_ns`), and, for
+    // models that remove waits rather than costs, every blocking wait of the baseline; never
+    // more than the step itself.
+    // A removed wait shortens the path by at most the waiting on it: the blocking calls'
+    // waits and the path's own latencies and waits (an event wait, a sync's lag).
     let waits = if models.iter().any(Model::removes_waits) {
-        window.blocking_wait_ns
+        window
+            .blocking_wait_ns
+            .saturating_add(outcome.baseline.path_wait_ns)
     } else {
         0
     };
-    outcome.bound_ns = Some(saved + peers + waits);
+    let baseline_ns = outcome.baseline.step_ns;
+    let bound_ns = outcome
+        .path_cut_ns
+        .saturating_add(outcome.baseline.path_contention_ns)
+        .saturating_add(waits)
+        .clamp(0, baseline_ns.max(0));
+    outcome.bound_ns = Some(bound_ns);
+    outcome.anomaly = anomaly(models, outcome, bound_ns);
+    outcome.declined = window.declined.clone();
+    outcome.rests_on = rests_on(context, outcome);
     outcome.caveats = caveats;
 }
+
+/// A step slower than the baseline from models that only remove work, or a gain above the
+/// bound: what a longest path cannot do. The one constraint outside the graph's edges is the
+/// device capacity model (a task filling its device holds other streams' work, whichever
+/// task reaches the device first in this replay: list scheduling, which Graham (1969) showed
+/// can get slower when work gets shorter, as a GPU's block scheduler can); it is named when
+/// the replay without it keeps the invariant. Anything else is a bug, said as one.
+fn anomaly(models: &[Model], outcome: &Outcome, bound_ns: i64) -> Option<String> {
+    let gain_ns = outcome.baseline.step_ns - outcome.predicted.step_ns;
+    let slower =
+        models.iter().all(Model::only_removes_work) && outcome.speedup < 1.0 - ANOMALY_SHARE;
+    let above = gain_ns > bound_ns.saturating_add(ANOMALY_TOLERANCE_NS);
+    if !slower && !above {
+        return None;
+    }
+    let what = if slower {
+        format!(
+            "the transform only removes or shortens work, yet the step is predicted {:.1} % slower",
+            (1.0 / outcome.speedup - 1.0) * 100.0
+        )
+    } else {
+        format!(
+            "the predicted gain ({:.3} ms) exceeds what the transform cut along the step's \
+             critical path ({:.3} ms)",
+            gain_ns as f64 / 1e6,
+            bound_ns as f64 / 1e6
+        )
+    };
+    let why = match outcome.unlimited_speedup {
+        Some(unlimited) if !slower || unlimited >= 1.0 - ANOMALY_SHARE => format!(
+            "the device capacity model made it so: with the work reordered, a kernel that fills \
+             the device now holds another stream's work at another moment (a list-scheduling \
+             anomaly, as a GPU's block scheduler has); with every stream on a device of its own \
+             the prediction is {unlimited:.3}×"
+        ),
+        _ => "no constraint of the graph explains it: a defect of the engine or the model, \
+              please report it with the trace"
+            .to_string(),
+    };
+    Some(format!("{what}: {why}"))
+}
+
+/// A gain resting on one task more than this share of it is no headline.
+const ONE_TASK_SHARE: f64 = 0.5;
+
+/// Where more than [`ONE_TASK_SHARE`] of the gain is one task's cut: which task, how much, and
+/// whether it is a one-time cost (far above the median of its name: a cold start).
+fn rests_on(context: &Context<'_>, outcome: &Outcome) -> Option<String> {
+    let graph = &context.window.graph;
+    let (task, cut_ns) = outcome.largest_cut?;
+    let steps = outcome.steady_steps.max(1) as i64;
+    let gain_ns = (outcome.baseline.step_ns - outcome.predicted.step_ns).saturating_mul(steps);
+    if gain_ns <= 0 || (cut_ns as f64) <= ONE_TASK_SHARE * gain_ns as f64 {
+        return None;
+    }
+    let t = task.index();
+    let name = graph.name.get(t)?;
+    let mut same: Vec<i64> = (0..graph.task_count())
+        .filter(|&u| graph.name[u] == *name)
+        .map(|u| graph.rec_end_ns[u] - graph.rec_start_ns[u])
+        .collect();
+    same.sort_unstable();
+    let median = same[same.len() / 2].max(1);
+    let recorded = graph.rec_end_ns[t] - graph.rec_start_ns[t];
+    let one_time = same.len() >= OUTLIER_MIN_INSTANCES && recorded >= OUTLIER_FACTOR * median;
+    Some(format!(
+        "{:.0} % of the gain is one task's: a {} cut by {:.3} ms{}; no headline rests on it",
+        (cut_ns as f64 / gain_ns as f64 * 100.0).min(100.0),
+        context.trace.name(*name),
+        cut_ns as f64 / 1e6,
+        if one_time {
+            format!(
+                ", a one-time cost ({:.0}× the median of its {} runs, a cold start)",
+                recorded as f64 / median as f64,
+                same.len()
+            )
+        } else {
+            String::new()
+        }
+    ))
+}
+
+/// A removing transform predicted slower than this share is an anomaly (the replay's own
+/// rounding, a few ns per task, stays below it).
+const ANOMALY_SHARE: f64 = 0.005;
+/// A gain this far above its bound is an anomaly (rounding of per-step means).
+const ANOMALY_TOLERANCE_NS: i64 = 1_000;
 
 /// [`assess`] for one what-if: computes the window's trust, then the outcome's.
 pub fn assess_one(

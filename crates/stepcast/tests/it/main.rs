@@ -10,6 +10,7 @@ mod device_only;
 mod horovod;
 mod host_phase;
 mod hostile;
+mod invariants;
 mod launch_queue;
 mod mapping;
 mod nsys;

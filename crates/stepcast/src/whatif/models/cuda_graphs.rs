@@ -8,7 +8,7 @@ use stepcast_trace::EventKind;
 use super::super::edit::{EditGraph, Selection};
 use super::super::{Context, WhatIfError};
 use super::steady::SteadySpans;
-use crate::graph::{EdgeKind, TaskId, TaskKind};
+use crate::graph::{EdgeKind, NO_STEP, TaskId, TaskKind};
 
 /// **CUDA graphs**: on every host thread, the region of each step from its first to its last
 /// launch call is captured; replaying the graph costs one launch call, so every other host
@@ -21,28 +21,14 @@ use crate::graph::{EdgeKind, TaskId, TaskKind};
 /// each costing one launch. Host work that launches nothing is not in a graph and stays: the
 /// recorded ops, annotations and Python frames with no launch call inside (CPU tensor math,
 /// logging), with the calls and untraced host time within them ([`host_only_ranges`]). A
-/// graph launch costs the median `cudaGraphLaunch` of this trace, else the median duration of
-/// its kernel launch calls (`cudaLaunchKernel`...), plus [`GRAPH_LAUNCH_NS_PER_NODE`] per
-/// device task in the segment. Every other host task is taken to be capturable (no dynamic
-/// shapes, no CPU-side control flow on device values): an upper bound.
+/// graph launch costs one kernel launch call of this trace plus a cost per node (from this
+/// trace's `cudaGraphLaunch` calls where it has them: [`graph_launch_cost`]), never more than
+/// the segment's eager launches cost; a segment never spans two steps. Every other host task
+/// is taken to be capturable (no dynamic shapes, no CPU-side control flow on device values):
+/// an upper bound.
 pub fn cuda_graphs(context: &Context<'_>, edit: &mut EditGraph) -> Result<usize, WhatIfError> {
     let graph = &context.window.graph;
-    let names = &context.trace.names;
-    let launch_cost = names
-        .lookup("cudaGraphLaunch")
-        .and_then(|n| super::super::edit::median_duration(graph, n))
-        .or_else(|| {
-            let mut launches: Vec<i64> = (0..graph.task_count())
-                .filter(|&t| {
-                    graph.kind[t] == TaskKind::ApiCall
-                        && names.get(graph.name[t]).contains("LaunchKernel")
-                })
-                .map(|t| graph.dur_ns[t])
-                .collect();
-            launches.sort_unstable();
-            launches.get(launches.len().saturating_sub(1) / 2).copied()
-        })
-        .unwrap_or(0);
+    let (launch_cost, per_node_ns) = graph_launch_cost(context);
     // The captured region of each host thread and step: from the first to the last launch
     // call of the step as recorded in the input, so that a model applied before (a fused
     // optimizer removing launches) does not shrink it.
@@ -58,7 +44,7 @@ pub fn cuda_graphs(context: &Context<'_>, edit: &mut EditGraph) -> Result<usize,
     let host_only = host_only_ranges(context, &launches);
     let mut zeroed = Vec::new();
     let mut kept_gaps: Vec<(TaskId, i64)> = Vec::new();
-    let mut segment_heads: Vec<(TaskId, i64)> = Vec::new();
+    let mut segment_heads: Vec<Segment> = Vec::new();
     for (lane, input_lane) in graph.lanes.iter().enumerate() {
         let empty = Vec::new();
         let ranges = host_only.get(&(lane as u32)).unwrap_or(&empty);
@@ -79,8 +65,14 @@ pub fn cuda_graphs(context: &Context<'_>, edit: &mut EditGraph) -> Result<usize,
             }
         }
         let mut in_segment = false;
+        let mut segment_step = NO_STEP;
         for t in edit.lane_tasks(lane as u32) {
             let task = TaskId(t);
+            // A graph is captured per step: one step's launches never join the next's.
+            if edit.step(task) != segment_step {
+                segment_step = edit.step(task);
+                in_segment = false;
+            }
             let bound = bounds.get(&edit.step(task));
             let inside = !edit.is_frozen(task)
                 && bound.is_some_and(|&(first, last, _)| {
@@ -105,13 +97,23 @@ pub fn cuda_graphs(context: &Context<'_>, edit: &mut EditGraph) -> Result<usize,
                 continue;
             }
             if !in_segment {
-                segment_heads.push((task, 0));
+                segment_heads.push(Segment {
+                    head: task,
+                    nodes: 0,
+                    eager_ns: 0,
+                });
                 in_segment = true;
             }
-            if let Some(head) = segment_heads.last_mut() {
-                head.1 += edit.launched(task).len() as i64;
-            }
             let last = bound.is_some_and(|&(_, _, last)| last == task);
+            if let Some(segment) = segment_heads.last_mut() {
+                segment.nodes += edit.launched(task).len() as i64;
+                // What launching this segment eagerly costs the host: its tasks' costs and
+                // the untraced time between them that the graph removes.
+                segment.eager_ns += edit.dur_ns(task);
+                if !last {
+                    segment.eager_ns += edit.gap_ns(task);
+                }
+            }
             zeroed.push((task, last));
             if !last && original {
                 let kept = inside_ns(ranges, end, end + graph.gap_ns[task.index()]);
@@ -132,11 +134,66 @@ pub fn cuda_graphs(context: &Context<'_>, edit: &mut EditGraph) -> Result<usize,
     for (task, kept) in kept_gaps.into_iter().filter(|&(_, kept)| kept > 0) {
         edit.set_gap(&Selection::new(vec![task]), kept)?;
     }
-    for (head, nodes) in segment_heads {
-        let cost = launch_cost + nodes * GRAPH_LAUNCH_NS_PER_NODE;
-        edit.set_duration(&Selection::new(vec![head]), cost)?;
+    for segment in segment_heads {
+        // A graph launch never costs the host more than launching its nodes one by one.
+        let cost = launch_cost
+            .saturating_add(segment.nodes.saturating_mul(per_node_ns))
+            .min(segment.eager_ns);
+        edit.set_duration(&Selection::new(vec![segment.head]), cost)?;
     }
     Ok(all.len())
+}
+
+/// One captured segment: the call that now launches the graph, its nodes, and what its
+/// tasks cost the host when launched eagerly (the cap of the graph launch's cost).
+struct Segment {
+    head: TaskId,
+    nodes: i64,
+    eager_ns: i64,
+}
+
+/// The host cost of a graph launch: a fixed part and a part per node. The fixed part is the
+/// median kernel launch call of this trace (a graph launch is one call). The part per node
+/// comes from this trace's own `cudaGraphLaunch` calls where they launch device work that the
+/// trace correlates (the median over them of what the call took beyond the fixed part, per
+/// node it launched), else [`GRAPH_LAUNCH_NS_PER_NODE`]. A `cudaGraphLaunch` median alone
+/// would charge every segment the launch of the trace's largest graphs (a 1.2 ms launch of
+/// thousands of nodes, charged to each of a step's hundreds of segments).
+fn graph_launch_cost(context: &Context<'_>) -> (i64, i64) {
+    let graph = &context.window.graph;
+    let names = &context.trace.names;
+    let mut launches: Vec<i64> = (0..graph.task_count())
+        .filter(|&t| {
+            graph.kind[t] == TaskKind::ApiCall && names.get(graph.name[t]).contains("LaunchKernel")
+        })
+        .map(|t| graph.dur_ns[t])
+        .collect();
+    launches.sort_unstable();
+    let fixed = launches
+        .get(launches.len().saturating_sub(1) / 2)
+        .copied()
+        .unwrap_or(0);
+    let Some(graph_launch) = names.lookup("cudaGraphLaunch") else {
+        return (fixed, GRAPH_LAUNCH_NS_PER_NODE);
+    };
+    let mut nodes = vec![0i64; graph.task_count()];
+    for t in 0..graph.task_count() {
+        for e in graph.preds(TaskId(t as u32)) {
+            if graph.pred_kind[e] == EdgeKind::Launch {
+                nodes[graph.pred[e].index()] += 1;
+            }
+        }
+    }
+    let mut per_node: Vec<i64> = (0..graph.task_count())
+        .filter(|&t| graph.name[t] == graph_launch && nodes[t] > 0)
+        .map(|t| (graph.dur_ns[t] - fixed).max(0) / nodes[t])
+        .collect();
+    per_node.sort_unstable();
+    let per_node_ns = per_node
+        .get(per_node.len().saturating_sub(1) / 2)
+        .copied()
+        .unwrap_or(GRAPH_LAUNCH_NS_PER_NODE);
+    (fixed, per_node_ns)
 }
 
 /// Host time a graph launch adds per device task (node) it holds, in ns. Measured in public:

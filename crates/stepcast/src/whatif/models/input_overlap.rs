@@ -97,7 +97,11 @@ pub fn loader_in_workers(context: &Context<'_>) -> bool {
 /// - **Contention**: the workers run beside the training process, so its own host work of
 ///   the steady steps (host tasks, except blocking calls, which mostly wait for the device,
 ///   and the untraced host time) outside data loading is charged `1 + contention` times its
-///   cost ([`super::DEFAULT_CONTENTION`]: measured on a recorded pair).
+///   cost ([`super::DEFAULT_CONTENTION`]: measured on a recorded pair), but never more in all
+///   than the loading the thread no longer does: the workers contend for the CPU only while
+///   they load, and they load what the thread did. Where there is little loading to take off
+///   (a step that loads nothing), there is little contention to charge, and the step is never
+///   slower than before.
 /// - A loader **already in worker processes** ([`loader_in_workers`]): its recorded range is
 ///   the wait for a batch the workers did not have ready; prefetching does not shorten it
 ///   (more workers or cheaper transforms would), so nothing changes.
@@ -144,7 +148,12 @@ pub fn prefetch_inputs(
                 graph.rec_start_ns[task.index()],
                 graph.rec_end_ns[task.index()],
             );
-            if !edit.is_blocking(task) && inside_ns(&own, start, end) >= end - start && end > start
+            // A warm-up task keeps its cost (the step stays as recorded); the untraced time
+            // after it that a steady step's loading fills is that step's.
+            if !edit.is_frozen(task)
+                && !edit.is_blocking(task)
+                && inside_ns(&own, start, end) >= end - start
+                && end > start
             {
                 free.push(task);
             }
@@ -169,6 +178,12 @@ pub fn prefetch_inputs(
         } else {
             Vec::new()
         };
+        // The loading this thread no longer does, which bounds the contention charged.
+        let taken_off: i64 = free
+            .iter()
+            .map(|&t| edit.dur_ns(t))
+            .chain(gaps.iter().map(|&(t, gap)| edit.gap_ns(t) - gap))
+            .sum();
         edit.set_duration(&Selection::new(free), 0)?;
         for (task, gap) in gaps {
             edit.set_gap(&Selection::new(vec![task]), gap)?;
@@ -178,6 +193,13 @@ pub fn prefetch_inputs(
             .copied()
             .filter(|&t| !edit.is_blocking(t))
             .collect();
+        let charged: i64 = computing.iter().map(|&t| edit.dur_ns(t)).sum::<i64>()
+            + slowed.iter().map(|&t| edit.gap_ns(t)).sum::<i64>();
+        let contention = if charged > 0 {
+            contention.min(taken_off as f64 / charged as f64)
+        } else {
+            contention
+        };
         edit.scale(&Selection::new(computing), 1.0 + contention)?;
         edit.scale_gaps(&Selection::new(slowed), 1.0 + contention)?;
     }

@@ -337,6 +337,27 @@ impl Model {
         matches!(self, Model::RemoveSyncs | Model::PrefetchInputs { .. })
     }
 
+    /// Whether the model only removes or shortens work (never adds any): such a transform
+    /// never makes a step slower on a machine, so a slower prediction must name the
+    /// constraint that made it so (`trust::assess`). Prefetching charges its workers'
+    /// contention only within the loading it takes off, so it belongs here; AMP adds casts, a
+    /// `factor` above 1 makes a fused kernel dearer than its parts, and a hardware factor
+    /// below 1 is slower hardware.
+    pub fn only_removes_work(&self) -> bool {
+        match self {
+            Model::FusedOptimizer { factor } => *factor <= 1.0,
+            Model::KernelFusion { factor } => factor.is_none_or(|f| f <= 1.0),
+            Model::FasterHardware(h) => {
+                h.compute >= 1.0 && h.memory >= 1.0 && h.cpu >= 1.0 && h.copy >= 1.0
+            }
+            Model::PrefetchInputs { contention } => *contention < 1.0,
+            Model::CudaGraphs | Model::RemoveSyncs | Model::ReconstructBatchnorm => true,
+            Model::Amp | Model::Recompute { .. } | Model::Offload { .. } | Model::Gist { .. } => {
+                false
+            }
+        }
+    }
+
     pub fn is_hardware(&self) -> bool {
         matches!(self, Model::FasterHardware(_))
     }
