@@ -330,6 +330,8 @@ fn check_json(check: &ModelCheck) -> ModelCheckJson {
                 .filter(|&b| b < check.baseline_ns)
                 .and_then(|b| finite(check.baseline_ns as f64 / (check.baseline_ns - b) as f64)),
             caveats: check.caveats.clone(),
+            anomaly: check.anomaly.clone(),
+            rests_on: check.rests_on.clone(),
         },
         phases: check
             .phases

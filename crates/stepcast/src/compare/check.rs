@@ -98,6 +98,10 @@ pub struct ModelCheck {
     pub bound_ns: Option<i64>,
     /// What limits the prediction ([`Outcome::caveats`]).
     pub caveats: Vec<String>,
+    /// Why the prediction responds as no machine would, if it does ([`Outcome::anomaly`]).
+    pub anomaly: Option<String>,
+    /// Where its gain rests mostly on one task ([`Outcome::rests_on`]).
+    pub rests_on: Option<String>,
 }
 
 /// Applies `model` to BEFORE, and checks its prediction against AFTER.
@@ -161,6 +165,8 @@ pub fn check_outcome(
         baseline_ns: outcome.baseline.step_ns,
         bound_ns: outcome.bound_ns,
         caveats: outcome.caveats.clone(),
+        anomaly: outcome.anomaly.clone(),
+        rests_on: outcome.rests_on.clone(),
         predicted_speedup: outcome.speedup,
         predicted_step_ns,
         measured_step_ns: after_steps.period_ns,
