@@ -364,8 +364,10 @@ fn anomaly(models: &[Model], outcome: &Outcome, bound_ns: i64) -> Option<String>
     Some(format!("{what}: {why}"))
 }
 
-/// A gain resting on one task more than this share of it is no headline.
+/// A gain resting on one task more than this share of it is no headline...
 const ONE_TASK_SHARE: f64 = 0.5;
+/// ...where it is this large (or the task is a cold start).
+const ONE_TASK_HEADLINE_SPEEDUP: f64 = 1.5;
 
 /// Where more than [`ONE_TASK_SHARE`] of the gain is one task's cut: which task, how much, and
 /// whether it is a one-time cost (far above the median of its name: a cold start).
@@ -387,6 +389,11 @@ fn rests_on(context: &Context<'_>, outcome: &Outcome) -> Option<String> {
     let median = same[same.len() / 2].max(1);
     let recorded = graph.rec_end_ns[t] - graph.rec_start_ns[t];
     let one_time = same.len() >= OUTLIER_MIN_INSTANCES && recorded >= OUTLIER_FACTOR * median;
+    // One sync removed, one slow call made faster: a modest gain from one task is a real
+    // change. A headline-sized gain from one task, or any from a cold start, is not.
+    if !one_time && outcome.speedup < ONE_TASK_HEADLINE_SPEEDUP {
+        return None;
+    }
     Some(format!(
         "{:.0} % of the gain is one task's: a {} cut by {:.3} ms{}; no headline rests on it",
         (cut_ns as f64 / gain_ns as f64 * 100.0).min(100.0),
