@@ -96,19 +96,24 @@ impl TempDir {
 
     /// The names of the files in the directory, sorted.
     fn entries(&self) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(&self.0)
-            .expect("read temp dir")
-            .map(|entry| {
-                entry
-                    .expect("dir entry")
-                    .file_name()
-                    .to_string_lossy()
-                    .into_owned()
-            })
-            .collect();
-        names.sort();
-        names
+        file_names(&self.0)
     }
+}
+
+/// The names of the entries of `dir`, sorted.
+pub(crate) fn file_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("read dir")
+        .map(|entry| {
+            entry
+                .expect("dir entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    names
 }
 
 impl Drop for TempDir {

@@ -9,7 +9,7 @@ use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::Path;
 
-use super::{NCCL, Run, TRACE, TempDir, path_str, stepcast};
+use super::{NCCL, Run, TRACE, TempDir, file_names, path_str, stepcast};
 
 const MANIFEST: &str = ".stepcast-manifest";
 
@@ -202,7 +202,7 @@ fn csv_rewrites_its_own_directory() {
     let dir = TempDir::new("csv-again");
     let tables = dir.path().join("tables");
     stepcast(&["analyze", NCCL, "--format", "csv", "-o", path_str(&tables)]).assert_success();
-    let first = names(&tables);
+    let first = file_names(&tables);
     assert!(first.contains(&MANIFEST.to_string()), "{first:?}");
     assert!(first.contains(&"steps.csv".to_string()), "{first:?}");
     // A table of an earlier answer that this one lacks: listed, so ours, so removed.
@@ -213,7 +213,7 @@ fn csv_rewrites_its_own_directory() {
     std::fs::write(&manifest, text).expect("write the manifest");
     stepcast(&["analyze", NCCL, "--format", "csv", "-o", path_str(&tables)]).assert_success();
     assert_eq!(
-        names(&tables),
+        file_names(&tables),
         first,
         "the same files, the stale one gone, no staging left"
     );
@@ -222,7 +222,7 @@ fn csv_rewrites_its_own_directory() {
     std::fs::create_dir(&empty).expect("mkdir");
     std::fs::set_permissions(&empty, std::fs::Permissions::from_mode(0o750)).expect("chmod");
     stepcast(&["analyze", NCCL, "--format", "csv", "-o", path_str(&empty)]).assert_success();
-    assert_eq!(names(&empty), first);
+    assert_eq!(file_names(&empty), first);
     assert_eq!(mode(&empty), 0o750, "the directory itself is kept");
     for name in &first {
         assert_eq!(
@@ -231,21 +231,6 @@ fn csv_rewrites_its_own_directory() {
             "{name}"
         );
     }
-}
-
-fn names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .expect("ls")
-        .map(|entry| {
-            entry
-                .expect("entry")
-                .file_name()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
-    names.sort();
-    names
 }
 
 // Bar: `-o` the input trace exits 1 and the trace's bytes are unchanged (before issue 32,
@@ -353,7 +338,7 @@ fn an_input_is_never_an_output() {
         "holds the input",
         "csv into the trace's folder",
     );
-    assert_eq!(names(&holder), ["t.json.gz"]);
+    assert_eq!(file_names(&holder), ["t.json.gz"]);
 
     // A new file beside the inputs is fine.
     let beside = dir.path().join("t.export.json");

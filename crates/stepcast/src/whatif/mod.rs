@@ -150,24 +150,39 @@ pub struct Prediction {
     /// The tasks of the steady span's critical path (the replayed graph's ids), sorted: what a
     /// transform must shorten to shorten the step.
     pub critical_tasks: Vec<TaskId>,
-    /// The whole critical path to the end of the last steady step, back to the start of the
-    /// window (the replayed graph's ids), sorted: a longest path, so a transform that only
-    /// shortens costs, gaps and lags gains at most what it cuts along it
-    /// ([`Outcome::path_cut_ns`]).
-    pub path_tasks: Vec<TaskId>,
-    /// Time per steady step that tasks of [`Prediction::path_tasks`] waited for their device
-    /// rather than for a cost: a dispatch gap made longer by another stream running beside it,
-    /// a begin held while another stream's kernel filled the device. The two mechanisms that
-    /// are not edges: a transform can relax them without cutting a cost on the path, so the
-    /// bound counts them ([`trust::assess`]).
-    pub path_contention_ns: i64,
-    /// Time per steady step that [`Prediction::path_tasks`] spent waiting (peers, latencies,
-    /// syncs' lags): what removing waits can take off the path, besides blocking calls'
-    /// waits ([`trust::assess`]).
-    pub path_wait_ns: i64,
     /// Where the period starts: the end of the step before the first steady one, else the
     /// first steady step's start ([`Period::span_start_ns`]).
     pub span_start_ns: i64,
+}
+
+/// The critical path to the end of the last steady step, back to the start of the window: a
+/// longest path, so a transform that only shortens costs, gaps and lags gains at most what it
+/// cuts along it ([`Outcome::path_cut_ns`]), plus what along it was not a cost.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WholePath {
+    /// Its tasks (the replayed graph's ids), sorted.
+    pub tasks: Vec<TaskId>,
+    /// Time per steady step its tasks waited for their device rather than for a cost: a
+    /// dispatch gap made longer by another stream running beside it, a begin held while
+    /// another stream's kernel filled the device. The two mechanisms that are not edges: a
+    /// transform can relax them without cutting a cost on the path, so the bound counts them
+    /// ([`trust::assess`]).
+    pub contention_ns: i64,
+    /// Time per steady step it spent waiting (peers, latencies, syncs' lags): what removing
+    /// waits can take off it, besides blocking calls' waits ([`trust::assess`]).
+    pub wait_ns: i64,
+}
+
+/// The period of steps ending at `step_end_ns`, the `steady` ones measured from `start_ns`;
+/// `None` when the last steady step has no task.
+fn period_from(
+    step_end_ns: &[Option<i64>],
+    steady: &std::ops::RangeInclusive<usize>,
+    start_ns: i64,
+) -> Option<i64> {
+    let steps = steady.clone().count().max(1) as i64;
+    let end = step_end_ns.get(*steady.end()).copied().flatten()?;
+    Some((end - start_ns) / steps)
 }
 
 impl Prediction {
@@ -179,9 +194,8 @@ impl Prediction {
     /// gains only what the end of its steady steps gains, which is also what the bound (a
     /// longest path from the window's start) bounds.
     pub fn measured_from(mut self, span_start_ns: i64) -> Prediction {
-        let steps = self.steady.clone().count().max(1) as i64;
-        if let Some(end) = self.step_end_ns.get(*self.steady.end()).copied().flatten() {
-            self.step_ns = (end - span_start_ns) / steps;
+        if let Some(step_ns) = period_from(&self.step_end_ns, &self.steady, span_start_ns) {
+            self.step_ns = step_ns;
             self.span_start_ns = span_start_ns;
         }
         self
@@ -198,6 +212,20 @@ pub fn predict(window: &Window, graph: &Graph) -> Result<Prediction, WhatIfError
     };
     let timeline = simulate(graph, &RecordedOrder, options)?;
     measure(window, graph, &timeline)
+}
+
+/// The whole critical path of the baseline replay ([`predict`]'s), what every prediction's
+/// bound is measured along.
+fn baseline_path(window: &Window) -> Result<WholePath, WhatIfError> {
+    let graph = &window.graph;
+    let options = SimOptions {
+        without_inferred: true,
+        ..SimOptions::default()
+    };
+    let timeline = simulate(graph, &RecordedOrder, options)?;
+    Ok(measure_and_path(window, graph, &timeline, true)?
+        .1
+        .unwrap_or_default())
 }
 
 /// The steady-state period of one timeline of a window graph (see the module documentation).
@@ -306,6 +334,17 @@ pub fn recorded_timeline(graph: &Graph) -> Timeline {
 
 /// The step times and bottleneck of `timeline`, the replay of `graph`.
 fn measure(window: &Window, graph: &Graph, timeline: &Timeline) -> Result<Prediction, WhatIfError> {
+    Ok(measure_and_path(window, graph, timeline, false)?.0)
+}
+
+/// [`measure`], and, with `whole_path`, the critical path back to the window's start (a
+/// baseline's: [`baseline_path`]).
+fn measure_and_path(
+    window: &Window,
+    graph: &Graph,
+    timeline: &Timeline,
+    whole_path: bool,
+) -> Result<(Prediction, Option<WholePath>), WhatIfError> {
     let by_step = tasks_by_step(window, graph);
     let period = period_of(window, graph, timeline, &by_step).ok_or(WhatIfError::NoSteps)?;
     let Period {
@@ -334,12 +373,17 @@ fn measure(window: &Window, graph: &Graph, timeline: &Timeline) -> Result<Predic
     let mut critical_tasks = path.tasks.clone();
     critical_tasks.sort_unstable();
     critical_tasks.dedup();
-    let whole_path = critical_path(graph, timeline, last_task, i64::MIN);
-    let path_wait_ns = whole_path.wait_ns / steps;
-    let mut path_tasks = whole_path.tasks;
-    path_tasks.sort_unstable();
-    path_tasks.dedup();
-    let path_contention_ns = contention_on(graph, timeline, &path_tasks) / steps;
+    let whole_path = whole_path.then(|| {
+        let whole = critical_path(graph, timeline, last_task, i64::MIN);
+        let mut tasks = whole.tasks;
+        tasks.sort_unstable();
+        tasks.dedup();
+        WholePath {
+            contention_ns: contention_on(graph, timeline, &tasks) / steps,
+            wait_ns: whole.wait_ns / steps,
+            tasks,
+        }
+    });
     let tail_ns = last_end - timeline.end_ns[last_task.index()];
     if tail_ns > 0 {
         path.host_ns += tail_ns;
@@ -349,22 +393,20 @@ fn measure(window: &Window, graph: &Graph, timeline: &Timeline) -> Result<Predic
             ns: tail_ns,
         });
     }
-    Ok(Prediction {
+    let prediction = Prediction {
         step_ns,
         step_end_ns,
         window_end_ns,
         bottleneck: Bottleneck::new(graph, &path, steps),
         steady: first..=last,
         critical_tasks,
-        path_tasks,
-        path_contention_ns,
-        path_wait_ns,
         span_start_ns: span_start,
-    })
+    };
+    Ok((prediction, whole_path))
 }
 
 /// The time `tasks` (a critical path) waited beyond their lane and edges for their device: see
-/// [`Prediction::path_contention_ns`].
+/// [`WholePath::contention_ns`].
 fn contention_on(graph: &Graph, timeline: &Timeline, tasks: &[TaskId]) -> i64 {
     let lane_ready = |t: TaskId| {
         graph
@@ -473,6 +515,12 @@ pub struct Outcome {
     /// new longest path was no longer before it, so the baseline's path shortened by at most
     /// this is still at least as long as the new one ([`trust::assess`]'s bound).
     pub path_cut_ns: i64,
+    /// The baseline's whole critical path's device contention per steady step
+    /// ([`WholePath::contention_ns`]): what the bound adds to the cuts.
+    pub path_contention_ns: i64,
+    /// Its waits per steady step ([`WholePath::wait_ns`]): what the bound adds for a model
+    /// that removes waits.
+    pub path_wait_ns: i64,
     /// The task of the baseline's critical path the transform cut most, and by how much over
     /// the whole steady span (not per step): a gain that rests mostly on one task (a
     /// cold-start call, one huge kernel) is no headline ([`trust::assess`]).
@@ -548,6 +596,8 @@ pub struct Prepared {
     /// several of `advise`'s candidates change nothing on a given trace, and each would
     /// replay the same graph again.
     unedited: std::sync::OnceLock<Outcome>,
+    /// The baseline's whole critical path ([`baseline_path`]), found on the first prediction.
+    path: std::sync::OnceLock<WholePath>,
 }
 
 impl Prepared {
@@ -571,6 +621,7 @@ impl Prepared {
             peer_wait,
             keeps_graphs: true,
             unedited: std::sync::OnceLock::new(),
+            path: std::sync::OnceLock::new(),
         }
     }
 
@@ -584,6 +635,16 @@ impl Prepared {
 
     pub fn baseline(&self) -> &Prediction {
         &self.baseline
+    }
+
+    /// The baseline's whole critical path, found once (two threads may both find it: they
+    /// find the same).
+    fn path(&self, window: &Window) -> Result<&WholePath, WhatIfError> {
+        if let Some(path) = self.path.get() {
+            return Ok(path);
+        }
+        let path = baseline_path(window)?;
+        Ok(self.path.get_or_init(|| path))
     }
 }
 
@@ -655,11 +716,8 @@ fn predict_edit(
                 let timeline = simulate(&graph, &RecordedOrder, options)?;
                 let period =
                     steady_period(context.window, &graph, &timeline).ok_or(WhatIfError::NoSteps)?;
-                let steps = period.steady.clone().count().max(1) as i64;
-                match period.step_end_ns[*period.steady.end()] {
-                    Some(end) => (end - baseline.span_start_ns) / steps,
-                    None => period.step_ns,
-                }
+                period_from(&period.step_end_ns, &period.steady, baseline.span_start_ns)
+                    .ok_or(WhatIfError::NoSteps)?
             }
             Peers::Skew => {
                 replay_with_peers(context, &edit, Peers::Skew)?
@@ -707,10 +765,11 @@ fn predict_edit(
     );
     let per_step = |ns: i64| ns / steady_steps.max(1) as i64;
     let host_cost_saved_ns = per_step(prepared.host_cost - host_cost(&edit, &steady_range));
+    let whole_path = prepared.path(context.window)?;
     let mut largest_cut: Option<(TaskId, i64)> = None;
     let path_cut_ns = per_step(
-        baseline
-            .path_tasks
+        whole_path
+            .tasks
             .iter()
             .filter(|t| t.index() < base.id_bound())
             .map(|&t| {
@@ -729,20 +788,21 @@ fn predict_edit(
     let unlimited_speedup = if predicted.step_ns > baseline.step_ns
         || baseline.step_ns - predicted.step_ns > path_cut_ns
     {
-        let unlimited = |g: &Graph, without_inferred: bool| -> Result<i64, WhatIfError> {
+        let unlimited = |g: &Graph, without_inferred: bool| -> Result<Period, WhatIfError> {
             let options = SimOptions {
                 unlimited_devices: true,
                 without_inferred,
                 ..SimOptions::default()
             };
             let timeline = simulate(g, &RecordedOrder, options)?;
-            Ok(steady_period(context.window, g, &timeline)
-                .ok_or(WhatIfError::NoSteps)?
-                .step_ns)
+            steady_period(context.window, g, &timeline).ok_or(WhatIfError::NoSteps)
         };
         let before = unlimited(&context.window.graph, true)?;
         let after = unlimited(&graph, false)?;
-        Some(speedup(before, after))
+        // Both from the baseline's start, as the prediction is.
+        let after_ns = period_from(&after.step_end_ns, &after.steady, before.span_start_ns)
+            .ok_or(WhatIfError::NoSteps)?;
+        Some(speedup(before.step_ns, after_ns))
     } else {
         None
     };
@@ -777,6 +837,8 @@ fn predict_edit(
         bound_ns: None,
         caveats: Vec::new(),
         path_cut_ns,
+        path_contention_ns: whole_path.contention_ns,
+        path_wait_ns: whole_path.wait_ns,
         largest_cut,
         unlimited_speedup,
         anomaly: None,
@@ -793,14 +855,14 @@ fn path_cut(base: &EditGraph, edit: &EditGraph, t: TaskId, peers: Peers) -> i64 
         return 0;
     }
     let peer_before = base.peer_wait_ns(t);
+    if !edit.is_alive(t) {
+        return base.dur_ns(t) + base.gap_ns(t) + peer_before + base.in_lag_ns(t);
+    }
     // Edges still there count their shorter lags; edges reconnected around a removed task
     // (another source) count in the difference of the lags coming in.
     let lags = edit
         .lag_saved_ns(base, t)
         .max(base.in_lag_ns(t) - edit.in_lag_ns(t));
-    if !edit.is_alive(t) {
-        return base.dur_ns(t) + base.gap_ns(t) + peer_before + base.in_lag_ns(t);
-    }
     let peer_after = match peers {
         Peers::Balanced => 0,
         Peers::Skew => edit.peer_wait_ns(t),

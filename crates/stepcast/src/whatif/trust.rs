@@ -9,10 +9,10 @@
 use rustc_hash::FxHashMap;
 
 use super::models::Model;
-use super::{Context, Outcome, WhatIfError, measure, recorded_timeline, steady_period};
+use super::{Context, Outcome, Period, WhatIfError, measure, recorded_timeline, steady_period};
 use crate::graph::NO_STEP;
 use crate::replay::{measured_span, replayed_span, tasks_by_step};
-use crate::simulate::{RecordedOrder, SimOptions, Timeline, simulate};
+use crate::simulate::{RecordedOrder, SimOptions, simulate};
 
 /// A task this many times the median of its name, and at least [`OUTLIER_STEP_SHARE`] of a
 /// step, is a cold start (first-call initialization, lazy module loading, autotuning).
@@ -107,8 +107,15 @@ pub fn window_trust(context: &Context<'_>) -> Result<WindowTrust, WhatIfError> {
     )?;
     let baseline = measure(window, graph, &timeline)?;
     let step_ns = baseline.step_ns.max(1);
-    let mut declined = anchor(context, &timeline)?;
-    caveats.extend(steady_replay_error(context, &timeline));
+    // The same measure on the recorded times and on the baseline replay.
+    let (Some(measured), Some(replayed)) = (
+        steady_period(window, graph, &recorded_timeline(graph)),
+        steady_period(window, graph, &timeline),
+    ) else {
+        return Err(WhatIfError::NoSteps);
+    };
+    let mut declined = anchor(&measured, &replayed);
+    caveats.extend(steady_replay_error(&measured, &replayed));
     if declined.is_none() {
         declined = identity(context, baseline.step_ns)?;
     }
@@ -167,23 +174,14 @@ pub const ANCHOR_SHARE: f64 = 0.03;
 /// every prediction.
 const STEP_ERROR_SHARE: f64 = 0.02;
 
-/// The anchored check: `Some(reason)` when the baseline is more than [`ANCHOR_SHARE`] off
-/// the measured steady period.
-fn anchor(context: &Context<'_>, timeline: &Timeline) -> Result<Option<String>, WhatIfError> {
-    let window = context.window;
-    let graph = &window.graph;
-    let recorded = recorded_timeline(graph);
-    let (Some(measured), Some(replayed)) = (
-        steady_period(window, graph, &recorded),
-        steady_period(window, graph, timeline),
-    ) else {
-        return Err(WhatIfError::NoSteps);
-    };
+/// The anchored check: `Some(reason)` when the baseline (`replayed`) is more than
+/// [`ANCHOR_SHARE`] off the `measured` steady period.
+fn anchor(measured: &Period, replayed: &Period) -> Option<String> {
     if measured.step_ns <= 0 {
-        return Ok(None);
+        return None;
     }
     let off = replayed.step_ns as f64 / measured.step_ns as f64 - 1.0;
-    Ok((off.abs() > ANCHOR_SHARE).then(|| {
+    (off.abs() > ANCHOR_SHARE).then(|| {
         format!(
             "the replay's steady period ({:.3} ms) is {:+.1} % off the measured one ({:.3} ms), \
              more than {:.0} %: the graph does not explain this trace's steps well enough to \
@@ -193,19 +191,16 @@ fn anchor(context: &Context<'_>, timeline: &Timeline) -> Result<Option<String>, 
             measured.step_ns as f64 / 1e6,
             ANCHOR_SHARE * 100.0
         )
-    }))
+    })
 }
 
-/// The largest error of the replay (without inferred edges) on one steady step, per step's
-/// time since the previous step's end, if above [`STEP_ERROR_SHARE`].
-fn steady_replay_error(context: &Context<'_>, timeline: &Timeline) -> Option<String> {
-    let window = context.window;
-    let graph = &window.graph;
-    let measured = steady_period(window, graph, &recorded_timeline(graph))?.per_step_ns();
-    let replayed = steady_period(window, graph, timeline)?.per_step_ns();
+/// The largest error of the baseline replay on one steady step (each step's time since the
+/// previous step's end), if above [`STEP_ERROR_SHARE`].
+fn steady_replay_error(measured: &Period, replayed: &Period) -> Option<String> {
     let worst = measured
+        .per_step_ns()
         .iter()
-        .zip(&replayed)
+        .zip(&replayed.per_step_ns())
         .filter(|&(&m, _)| m > 0)
         .map(|(&m, &r)| r as f64 / m as f64 - 1.0)
         .max_by(|a, b| a.abs().total_cmp(&b.abs()))?;
@@ -298,22 +293,20 @@ pub fn assess(
     }
     // The most the transform can gain per steady step: what it cut along the baseline's
     // whole critical path (the replay is a longest path: see `Outcome::path_cut_ns`), the
-    // time that path waited for its device beyond its edges (`path_contention_ns`), and, for
+    // time that path waited for its device beyond its edges (`WholePath::contention_ns`), and, for
     // models that remove waits rather than costs, every blocking wait of the baseline; never
     // more than the step itself.
     // A removed wait shortens the path by at most the waiting on it: the blocking calls'
     // waits and the path's own latencies and waits (an event wait, a sync's lag).
     let waits = if models.iter().any(Model::removes_waits) {
-        window
-            .blocking_wait_ns
-            .saturating_add(outcome.baseline.path_wait_ns)
+        window.blocking_wait_ns.saturating_add(outcome.path_wait_ns)
     } else {
         0
     };
     let baseline_ns = outcome.baseline.step_ns;
     let bound_ns = outcome
         .path_cut_ns
-        .saturating_add(outcome.baseline.path_contention_ns)
+        .saturating_add(outcome.path_contention_ns)
         .saturating_add(waits)
         .clamp(0, baseline_ns.max(0));
     outcome.bound_ns = Some(bound_ns);
