@@ -297,9 +297,19 @@ pub fn assess(
     // models that remove waits rather than costs, every blocking wait of the baseline; never
     // more than the step itself.
     // A removed wait shortens the path by at most the waiting on it: the blocking calls'
-    // waits and the path's own latencies and waits (an event wait, a sync's lag).
+    // waits and the path's own latencies and waits (an event wait, a sync's lag), as the
+    // baseline replay has them. After another model has changed the graph, the waits are
+    // that graph's, not the baseline's (a faster host waits longer at each sync); they are
+    // then bounded by what a wait is spent on: a host thread's waits are disjoint stretches
+    // of its step while the device works, so they total at most the step's device time.
     let waits = if models.iter().any(Model::removes_waits) {
-        window.blocking_wait_ns.saturating_add(outcome.path_wait_ns)
+        let recorded = window.blocking_wait_ns.saturating_add(outcome.path_wait_ns);
+        if models.len() > 1 {
+            let device_ns: i64 = outcome.phases.iter().map(|p| p.device_before_ns).sum();
+            recorded.max(device_ns)
+        } else {
+            recorded
+        }
     } else {
         0
     };

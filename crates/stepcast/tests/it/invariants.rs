@@ -126,14 +126,7 @@ fn violations(path: &Path) -> Option<Vec<String>> {
                 c.name()
             ));
         }
-        // A gain above the bound is allowed only where the prediction says so and names the
-        // device capacity model, the one constraint that is not an edge (list scheduling);
-        // `invariants.py` still counts it, and it stays a known open case of #25.
-        let named_capacity = outcome
-            .anomaly
-            .as_deref()
-            .is_some_and(|a| a.contains("device capacity model"));
-        if gain_ns(outcome) > bound + GAIN_TOLERANCE_NS && !named_capacity {
+        if gain_ns(outcome) > bound + GAIN_TOLERANCE_NS {
             out.push(format!(
                 "{name}: bound: {} gains {} ns, its bound is {bound} ns",
                 c.name(),
