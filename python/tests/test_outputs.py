@@ -65,11 +65,14 @@ def test_a_named_pipe_is_streamed_into(tmp_path, trace):
     try:
         trace.export(fifo)
     finally:
-        if reader.is_alive() and not got:
-            # export never opened the pipe: open its write end so the reader ends.
-            with open(fifo, "wb"):
-                pass
-        reader.join()
+        # The reader may still be reading when export returns: wait for it first. Opening the
+        # write end while it finishes would wait forever for a reader that is gone.
+        reader.join(timeout=60)
+        if reader.is_alive():
+            # export never opened the pipe and the reader waits in open(): a write end that
+            # does not wait for a partner lets it see the end of the file.
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            reader.join()
     assert got[0].startswith(b"{")
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 

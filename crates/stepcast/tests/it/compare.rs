@@ -98,19 +98,22 @@ fn micros(event: &serde_json::Value, key: &str) -> f64 {
     event[key].as_f64().unwrap_or(0.0)
 }
 
+/// A `ProfilerStep#N` marker on the host (not its `gpu_user_annotation` copy on the device).
+fn is_step_marker(e: &serde_json::Value) -> bool {
+    e["ph"] == "X"
+        && e["name"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("ProfilerStep#"))
+        && e["cat"] != "gpu_user_annotation"
+}
+
 /// Per `ProfilerStep#N` (host ranges only), as `../shared/tools/independent_steps.py` reads
 /// them: (start µs, marker end µs, span ns), the span running from the marker's start to the
 /// later of its end and the end of the last device work launched (by correlation id) inside it.
 pub(super) fn independent_steps(events: &[serde_json::Value]) -> Vec<(f64, f64, i64)> {
     let mut steps: Vec<(f64, f64)> = events
         .iter()
-        .filter(|e| {
-            e["ph"] == "X"
-                && e["name"]
-                    .as_str()
-                    .is_some_and(|n| n.starts_with("ProfilerStep#"))
-                && e["cat"] != "gpu_user_annotation"
-        })
+        .filter(|e| is_step_marker(e))
         .map(|e| (micros(e, "ts"), micros(e, "ts") + micros(e, "dur")))
         .collect();
     steps.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -446,13 +449,7 @@ fn two_step_cuts(relative: &str, dir: &std::path::Path) -> (String, String) {
     let events = raw_events(relative);
     let mut starts: Vec<f64> = events
         .iter()
-        .filter(|e| {
-            e["ph"] == "X"
-                && e["name"]
-                    .as_str()
-                    .is_some_and(|n| n.starts_with("ProfilerStep#"))
-                && e["cat"] != "gpu_user_annotation"
-        })
+        .filter(|e| is_step_marker(e))
         .map(|e| micros(e, "ts"))
         .collect();
     starts.sort_by(f64::total_cmp);
