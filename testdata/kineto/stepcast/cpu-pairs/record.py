@@ -20,7 +20,10 @@ by exactly one change (README.md beside this script lists them and their bars). 
   min / median / max (`median_ms`: the outcome a user gets).
 
 Threads: every variant runs with `torch.set_num_threads(1)` except the `threads2` variants
-(2, the machine's cores), so a pair differs by its one change only. The `ddp` workload runs
+(2, the machine's cores), so a pair differs by its one change only. A thread-count pair
+(`threads1` → `threads2`, `threads1` being the same program as `base`) runs in a process of its
+own: after a round on two threads, OpenMP's idle thread keeps spinning for a while and slowed
+the next variant's round in the first recording. The `ddp` workload runs
 two processes (gloo, one thread each): rank 0 alone trains the plain `mlp` (`ddp-single`,
 rank 1 waiting at a barrier), then both ranks train it under `DistributedDataParallel`, each
 on its own batch of the same size (`ddp-gloo2/rank0`, `rank1`: a job folder, one trace per
@@ -164,6 +167,7 @@ def make_config(workload, variant):
     model, batch, loss_fn = {"mlp": mlp, "transformer": transformer, "cnn": cnn}[workload]()
     optim_args = {
         "base": {},
+        "threads1": {},
         "threads2": {},
         "loop": {"foreach": False},
         "fused": {"fused": True},

@@ -13,8 +13,9 @@ mkdir -p "$out"
   echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 } > "$out/versions.txt" 2>&1
 status=0
-for workload in "mlp base threads2 loop fused compiled" "cnn base threads2 compiled" \
-    "transformer base threads2 compiled" "loader workers0 workers1 workers2" "ddp"; do
+for workload in "mlp base loop fused compiled" "mlp threads1 threads2" "cnn base compiled" \
+    "cnn threads1 threads2" "transformer base compiled" "transformer threads1 threads2" \
+    "loader workers0 workers1 workers2" "ddp"; do
     # shellcheck disable=SC2086
     PYTHONUNBUFFERED=1 "$py" "$here/record.py" "$out" $workload || status=1
 done
