@@ -135,7 +135,7 @@ class Config:
 
 def training_step(model, batch, loss_fn, opt, forward=None):
     x, y = batch
-    forward = forward or model
+    forward = model if forward is None else forward
 
     def step():
         opt.zero_grad(set_to_none=True)
