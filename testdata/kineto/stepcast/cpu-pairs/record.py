@@ -27,7 +27,8 @@ the next variant's round in the first recording. The `ddp` workload runs
 two processes (gloo, one thread each): rank 0 alone trains the plain `mlp` (`ddp-single`,
 rank 1 waiting at a barrier), then both ranks train it under `DistributedDataParallel`, each
 on its own batch of the same size (`ddp-gloo2/rank0`, `rank1`: a job folder, one trace per
-rank), rounds alternating in the same two processes.
+rank; their timing beside it, `ddp-gloo2-rank0.timing.json`), rounds alternating in the same
+two processes.
 """
 
 import gzip
@@ -217,7 +218,8 @@ def timed_round(config, before=None, after=None):
     return (time.perf_counter() - t0) * 1e3 / TIMED_STEPS
 
 
-def write_timing(outdir, name, rounds_ms, interleaved_with, extra=None):
+def write_timing(outdir, name, rounds_ms, interleaved_with, extra=None, path=None):
+    """OUTDIR/<name>.timing.json, or `path` (a job folder holds rank traces only)."""
     timing = {
         "config": name,
         "steps_per_round": TIMED_STEPS,
@@ -232,7 +234,7 @@ def write_timing(outdir, name, rounds_ms, interleaved_with, extra=None):
     }
     if extra:
         timing.update(extra)
-    with open(os.path.join(outdir, f"{name}.timing.json"), "w") as f:
+    with open(path or os.path.join(outdir, f"{name}.timing.json"), "w") as f:
         json.dump(timing, f, indent=1)
     print(
         f"{name}: median {timing['median_ms']:.3f} ms "
@@ -318,7 +320,14 @@ def ddp_rank(rank, world, outdir, port):
                 dist.barrier()
     if rank == 0:
         write_timing(outdir, "ddp-single", single_ms, ["ddp-gloo2"], {"threads": 1})
-    write_timing(job, pair.name, pair_ms, ["ddp-single"], {"threads": 1, "world_size": world})
+    write_timing(
+        job,
+        pair.name,
+        pair_ms,
+        ["ddp-single"],
+        {"threads": 1, "world_size": world},
+        path=os.path.join(outdir, f"ddp-gloo2-{pair.name}.timing.json"),
+    )
     dist.destroy_process_group()
 
 
