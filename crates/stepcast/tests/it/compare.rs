@@ -424,8 +424,17 @@ fn every_pair_is_one_workload_and_its_speedup_has_its_spread() {
         let after_path = after_path(pair);
         let before = Loaded::new(pair.before);
         let after = Loaded::new(&after_path);
-        let comparison = compare(&before.side(), &after.side())
-            .unwrap_or_else(|e| panic!("{} → {after_path}: {e}", pair.before));
+        // On a CPU, Inductor's C++ replaces the aten ops of a compiled model and no kernel
+        // is left to match: `compare` may refuse such a pair (a known limit, said in
+        // docs/accuracy.md); forced, it is compared.
+        let cpu_compiled = pair.before.starts_with(CPU) && after_path.contains("compiled");
+        let comparison = match compare(&before.side(), &after.side()) {
+            Err(CompareError::NotOneWorkload { .. }) if cpu_compiled => {
+                compare_with(&before.side(), &after.side(), CompareOptions { force: true })
+                    .unwrap_or_else(|e| panic!("{e}"))
+            }
+            other => other.unwrap_or_else(|e| panic!("{} → {after_path}: {e}", pair.before)),
+        };
         let m = comparison.measured;
         assert!(m.low <= m.high, "{m:?}");
         assert!(m.contains(comparison.speedup), "{}: {m:?}", pair.before);
@@ -437,7 +446,14 @@ fn every_pair_is_one_workload_and_its_speedup_has_its_spread() {
             .iter()
             .any(|f| f.kind == FindingKind::Devices);
         assert_eq!(devices, after_path.contains("h200"), "{after_path}");
-        assert!(comparison.workload.findings.iter().all(|f| !f.refuses));
+        assert!(
+            comparison
+                .workload
+                .findings
+                .iter()
+                .all(|f| !f.refuses || (cpu_compiled && f.kind == FindingKind::Names)),
+            "{after_path}"
+        );
     }
 }
 
@@ -774,8 +790,8 @@ const FUSED_ON_CPU: &str = "the model fuses the optimizer's device kernels and a
 const COMPILED_ON_CPU: &str = "the model fuses element-wise device kernels and a CPU-only \
      trace has none, so it predicts ×1.000 (a row within its bar says only that the gain was \
      small). Inductor's C++ on a CPU also replaces the eager dispatch of the ops it fuses, \
-     and `compare` refuses these pairs as two workloads (time-weighted op similarity 0.19 on \
-     the MLP); the table forces the comparison";
+     and `compare` can refuse such a pair as two workloads (time-weighted op similarity 0.19 \
+     on the transformer, no kernel to match); the table forces the comparison";
 
 const WORKERS_ON_SHARED_CORES: &str = "the model assumes the worker processes find idle \
      cores (`--contention` 0.1) and no `--workers`; here one or two workers shared two cores \
@@ -1066,8 +1082,8 @@ fn accuracy_markdown() -> Accuracy {
         let before = Loaded::new(pair.before);
         let after = Loaded::new(&after_path);
         // Each pair is one workload by construction (its script changes one thing), and
-        // `compare` refuses some of them: on a CPU, Inductor replaces the aten ops of a
-        // `torch.compile`d model by its own (time-weighted op similarity 0.19 on the MLP).
+        // `compare` refuses one of them: on a CPU, Inductor replaces the aten ops of a
+        // `torch.compile`d model by its own (op similarity 0.19 on the transformer).
         let comparison = compare_with(&before.side(), &after.side(), CompareOptions { force: true })
             .unwrap_or_else(|e| panic!("{e}"));
         let unprofiled = pair.timed.then(|| {
