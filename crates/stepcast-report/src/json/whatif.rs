@@ -624,9 +624,10 @@ pub struct ModelRecordJson {
     pub pairs: u32,
     /// Of them, pairs none of its constants were fitted on.
     pub out_of_sample: u32,
-    /// Median and largest |predicted / measured speedup − 1| on those, as traced (`null`:
-    /// no out-of-sample pair, so unknown).
+    /// Median |predicted / measured speedup − 1| on those, as traced (`null`: no
+    /// out-of-sample pair, so unknown).
     pub out_of_sample_median_error: Option<f64>,
+    /// Largest |predicted / measured speedup − 1| on those, as traced.
     pub out_of_sample_max_error: Option<f64>,
 }
 

@@ -17,9 +17,9 @@ pub struct Fitted {
     pub model: &'static str,
     /// The constant (`DEFAULT_CONTENTION`).
     pub constant: &'static str,
-    /// The pair's BEFORE and AFTER traces, under `testdata/kineto/` (the accuracy table's
-    /// first column and the AFTER it checks against).
+    /// The pair's BEFORE trace, under `testdata/kineto/` (the accuracy table's first column).
     pub before: &'static str,
+    /// The pair's AFTER trace, under `testdata/kineto/`.
     pub after: &'static str,
 }
 
@@ -58,9 +58,10 @@ pub struct ModelRecord {
     pub in_sample: u32,
     /// Median |error| on the in-sample pairs (`None`: there are none).
     pub in_sample_median_error: Option<f64>,
-    /// Median and largest |error| on the other pairs (`None`: there are none, so its error
-    /// out of sample is unknown).
+    /// Median |error| on the other pairs (`None`: there are none, so its error out of
+    /// sample is unknown).
     pub out_of_sample_median_error: Option<f64>,
+    /// Largest |error| on the other pairs.
     pub out_of_sample_max_error: Option<f64>,
 }
 
