@@ -429,10 +429,12 @@ fn every_pair_is_one_workload_and_its_speedup_has_its_spread() {
         // docs/accuracy.md); forced, it is compared.
         let cpu_compiled = pair.before.starts_with(CPU) && after_path.contains("compiled");
         let comparison = match compare(&before.side(), &after.side()) {
-            Err(CompareError::NotOneWorkload { .. }) if cpu_compiled => {
-                compare_with(&before.side(), &after.side(), CompareOptions { force: true })
-                    .unwrap_or_else(|e| panic!("{e}"))
-            }
+            Err(CompareError::NotOneWorkload { .. }) if cpu_compiled => compare_with(
+                &before.side(),
+                &after.side(),
+                CompareOptions { force: true },
+            )
+            .unwrap_or_else(|e| panic!("{e}")),
             other => other.unwrap_or_else(|e| panic!("{} → {after_path}: {e}", pair.before)),
         };
         let m = comparison.measured;
@@ -1000,7 +1002,12 @@ const PAIRS: &[Pair] = &[
         "stepcast/cpu-pairs/cnn-base.json.gz",
         "stepcast/cpu-pairs/cnn-compiled.json.gz",
         "eager → `torch.compile(model)` (small CNN, CPU)",
-        &[held("kernel_fusion", Bar::Traced(0.15), false, COMPILED_ON_CPU)],
+        &[held(
+            "kernel_fusion",
+            Bar::Traced(0.15),
+            false,
+            COMPILED_ON_CPU,
+        )],
     ),
     cpu(
         "stepcast/cpu-pairs/transformer-base.json.gz",
@@ -1084,8 +1091,12 @@ fn accuracy_markdown() -> Accuracy {
         // Each pair is one workload by construction (its script changes one thing), and
         // `compare` refuses one of them: on a CPU, Inductor replaces the aten ops of a
         // `torch.compile`d model by its own (op similarity 0.19 on the transformer).
-        let comparison = compare_with(&before.side(), &after.side(), CompareOptions { force: true })
-            .unwrap_or_else(|e| panic!("{e}"));
+        let comparison = compare_with(
+            &before.side(),
+            &after.side(),
+            CompareOptions { force: true },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         let unprofiled = pair.timed.then(|| {
             unprofiled_step_ns(pair.before) as f64 / unprofiled_step_ns(&after_path) as f64
         });
@@ -1290,10 +1301,7 @@ struct Accuracy {
     records: String,
 }
 
-const RECORD_TABLE_RS: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/src/whatif/record_table.rs"
-);
+const RECORD_TABLE_RS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/whatif/record_table.rs");
 
 /// The median and the largest of the absolute values (`None`: none).
 fn median_max(values: impl Iterator<Item = f64>) -> (Option<f64>, Option<f64>) {
@@ -1313,7 +1321,12 @@ fn median_max(values: impl Iterator<Item = f64>) -> (Option<f64>, Option<f64>) {
 
 /// Each model's record over `errors`, by name; the errors rounded to 0.1 % as the table
 /// shows them, so the library's table and the document say the same.
-fn model_records(errors: &[RowError]) -> Vec<(stepcast::whatif::record::ModelRecord, (Option<f64>, Option<f64>))> {
+fn model_records(
+    errors: &[RowError],
+) -> Vec<(
+    stepcast::whatif::record::ModelRecord,
+    (Option<f64>, Option<f64>),
+)> {
     let round = |x: Option<f64>| x.map(|x| (x * 1000.0).round() / 1000.0);
     let mut models: Vec<&str> = errors.iter().map(|e| e.model).collect();
     models.sort_unstable();
@@ -1323,7 +1336,8 @@ fn model_records(errors: &[RowError]) -> Vec<(stepcast::whatif::record::ModelRec
         .map(|model| {
             let rows = || errors.iter().filter(move |e| e.model == model);
             let (in_median, _) = median_max(rows().filter(|e| e.in_sample).map(|e| e.error));
-            let (out_median, out_max) = median_max(rows().filter(|e| !e.in_sample).map(|e| e.error));
+            let (out_median, out_max) =
+                median_max(rows().filter(|e| !e.in_sample).map(|e| e.error));
             let unprofiled = median_max(
                 rows()
                     .filter(|e| !e.in_sample)
@@ -1349,7 +1363,10 @@ fn percent(x: Option<f64>) -> String {
 }
 
 fn records_markdown(
-    records: &[(stepcast::whatif::record::ModelRecord, (Option<f64>, Option<f64>))],
+    records: &[(
+        stepcast::whatif::record::ModelRecord,
+        (Option<f64>, Option<f64>),
+    )],
 ) -> String {
     records
         .iter()
@@ -1379,7 +1396,10 @@ fn records_markdown(
 }
 
 fn records_rust(
-    records: &[(stepcast::whatif::record::ModelRecord, (Option<f64>, Option<f64>))],
+    records: &[(
+        stepcast::whatif::record::ModelRecord,
+        (Option<f64>, Option<f64>),
+    )],
 ) -> String {
     let option = |x: Option<f64>| x.map_or("None".to_string(), |x| format!("Some({x:?})"));
     let mut out = String::from(
@@ -1421,7 +1441,11 @@ fn interleaved_speedups(before: &str, after: &str) -> Option<Vec<f64>> {
         return None;
     }
     let rounds = |t: &serde_json::Value| -> Option<Vec<f64>> {
-        t["rounds_ms"].as_array()?.iter().map(|r| r.as_f64()).collect()
+        t["rounds_ms"]
+            .as_array()?
+            .iter()
+            .map(|r| r.as_f64())
+            .collect()
     };
     let (b, a) = (rounds(&b)?, rounds(&a)?);
     if b.len() != a.len() || b.is_empty() {
@@ -1477,7 +1501,11 @@ fn every_model_with_a_pair_has_its_record() {
     for pair in PAIRS {
         for c in pair.checks {
             assert!(model_record(c.model).is_some(), "{} has no record", c.model);
-            assert!(committed.contains(&format!("| `{}` |", c.model)), "{}", c.model);
+            assert!(
+                committed.contains(&format!("| `{}` |", c.model)),
+                "{}",
+                c.model
+            );
         }
     }
 }
