@@ -18,6 +18,7 @@ mod cow_vec;
 pub mod ddp;
 pub mod edit;
 pub mod models;
+pub mod record;
 pub mod scenario;
 pub mod trust;
 
