@@ -615,7 +615,9 @@ fn model_params_are_checked() {
             compute: 2.0,
             memory: 1.5,
             cpu: 1.2,
-            copy: 1.0
+            copy: 1.0,
+            target: None,
+            cpu_given: true,
         })
     );
     let fused = Model::with_params(

@@ -198,10 +198,14 @@ fn host_range(context: &Context<'_>, hardware: &Hardware) -> String {
     };
     match (step_at(slow), step_at(fast)) {
         (Some(at_slow), Some(at_fast)) => format!(
-            "the host is unknown (give --cpu): the prediction keeps it as recorded (×1); between              the lent machines the same ops' host times moved by ×{slow} to ×{fast}              (docs/accuracy.md), which gives {at_slow:.3} to {at_fast:.3} ms per step: the              step is only known within that range where the host bounds it"
+            "the host is unknown (give --cpu): the prediction keeps it as recorded (×1); \
+             between the lent machines the same ops' host times moved by ×{slow} to ×{fast} \
+             (docs/accuracy.md), which gives {at_slow:.3} to {at_fast:.3} ms per step: the step \
+             is only known within that range where the host bounds it"
         ),
         _ => format!(
-            "the host is unknown (give --cpu): the prediction keeps it as recorded (×1); between              the lent machines the same ops' host times moved by ×{slow} to ×{fast}"
+            "the host is unknown (give --cpu): the prediction keeps it as recorded (×1); \
+             between the lent machines the same ops' host times moved by ×{slow} to ×{fast}"
         ),
     }
 }
