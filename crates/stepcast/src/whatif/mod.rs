@@ -37,9 +37,7 @@ pub use edit::{
     EditError, EditGraph, FusedCost, HostGaps, Insert, InsertLaunch, Select, SelectContext,
     Selection, median_duration,
 };
-pub use models::{
-    AmpDtype, Hardware, Model, ModelError, ModelParams, dtype_param, target_param,
-};
+pub use models::{AmpDtype, Hardware, Model, ModelError, ModelParams, dtype_param, target_param};
 pub use scenario::{Scenario, ScenarioError};
 
 /// Why a what-if failed.

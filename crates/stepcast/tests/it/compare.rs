@@ -884,7 +884,6 @@ const PAIRS: &[Pair] = &[
              17.5 ms per step against 16.2 ms measured: the FP32 attention kernels \
              (`fmha_cutlass*_f32`, 16 ms, 3xTF32) are divided by 6 (three times the TF32 \
              ratio) and ran ~15× faster (FP16 selects cuDNN's flash attention)",
-
         )],
     ),
     h100(
@@ -966,7 +965,6 @@ const PAIRS: &[Pair] = &[
              does not; the model fuses only chains whose kernels read what the one before \
              wrote (one op's kernels, or the previous op's output shape among the next op's \
              inputs)",
-
         )],
     ),
     on_h200(

@@ -135,7 +135,8 @@ fn amp_charges_its_host_costs_on_a_host_bound_step() {
     // or linear layer, each way where it needs a gradient), eight scaler ops per steady step,
     // each with host time.
     let mut edit = context.edit();
-    let (_, costs) = amp_with_costs(&context, &mut edit, AmpDtype::Fp16).unwrap_or_else(|e| panic!("{e}"));
+    let (_, costs) =
+        amp_with_costs(&context, &mut edit, AmpDtype::Fp16).unwrap_or_else(|e| panic!("{e}"));
     let steps = outcome.steady_steps;
     assert!(steps >= 3);
     // ResNet-50: 53 convolutions (no bias) and one linear layer (weight and bias), each

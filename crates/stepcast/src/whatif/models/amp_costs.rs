@@ -133,21 +133,23 @@ fn allocation_host_ns(context: &Context<'_>) -> Option<i64> {
     let steps = &context.window.steps;
     let from = steps.first()?.start_ns;
     let to = steps.last()?.marker_end_ns;
-    ["aten::empty_strided", "aten::empty"].iter().find_map(|name| {
-        let mut durations: Vec<i64> = trace
-            .events
-            .iter()
-            .filter(|e| {
-                e.kind == stepcast_trace::EventKind::CpuOp
-                    && e.start_ns >= from
-                    && e.start_ns < to
-                    && trace.name(e.name) == *name
-            })
-            .map(|e| e.dur_ns)
-            .collect();
-        durations.sort_unstable();
-        durations.get(durations.len().checked_sub(1)? / 2).copied()
-    })
+    ["aten::empty_strided", "aten::empty"]
+        .iter()
+        .find_map(|name| {
+            let mut durations: Vec<i64> = trace
+                .events
+                .iter()
+                .filter(|e| {
+                    e.kind == stepcast_trace::EventKind::CpuOp
+                        && e.start_ns >= from
+                        && e.start_ns < to
+                        && trace.name(e.name) == *name
+                })
+                .map(|e| e.dur_ns)
+                .collect();
+            durations.sort_unstable();
+            durations.get(durations.len().checked_sub(1)? / 2).copied()
+        })
 }
 
 /// The median host time of a backward node of the steady steps that launched exactly one

@@ -119,9 +119,14 @@ pub fn faster_hardware(
         };
         by_speed.entry(speed.to_bits()).or_default().push(t);
     }
-    for speed in [hardware.cpu, hardware.compute, hardware.memory, hardware.copy]
-        .into_iter()
-        .chain(by_speed.keys().map(|&b| f64::from_bits(b)))
+    for speed in [
+        hardware.cpu,
+        hardware.compute,
+        hardware.memory,
+        hardware.copy,
+    ]
+    .into_iter()
+    .chain(by_speed.keys().map(|&b| f64::from_bits(b)))
     {
         if speed <= 0.0 || !speed.is_finite() {
             return Err(super::super::edit::EditError::BadFactor { factor: speed }.into());

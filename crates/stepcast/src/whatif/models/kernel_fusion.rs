@@ -70,11 +70,19 @@ pub fn elementwise_runs(context: &Context<'_>, edit: &EditGraph) -> Vec<(Phase, 
 
 /// `run` (adjacent element-wise kernels) cut wherever a kernel does not depend on the one
 /// before it ([`depends_on`]).
-fn split_at_independent(context: &Context<'_>, edit: &EditGraph, run: &[TaskId]) -> Vec<Vec<TaskId>> {
+fn split_at_independent(
+    context: &Context<'_>,
+    edit: &EditGraph,
+    run: &[TaskId],
+) -> Vec<Vec<TaskId>> {
     let mut chains: Vec<Vec<TaskId>> = Vec::new();
     for &t in run {
         match chains.last_mut() {
-            Some(chain) if chain.last().is_some_and(|&p| depends_on(context, edit, p, t)) => {
+            Some(chain)
+                if chain
+                    .last()
+                    .is_some_and(|&p| depends_on(context, edit, p, t)) =>
+            {
                 chain.push(t)
             }
             _ => chains.push(vec![t]),
@@ -86,7 +94,11 @@ fn split_at_independent(context: &Context<'_>, edit: &EditGraph, run: &[TaskId])
 /// The ops on a kernel's launching stack: the outermost (`aten::dropout`,
 /// `autograd::engine::evaluate_function: ReluBackward0`) and the innermost with recorded
 /// tensor inputs.
-fn ops_of(context: &Context<'_>, edit: &EditGraph, t: TaskId) -> (Option<EventId>, Option<EventId>) {
+fn ops_of(
+    context: &Context<'_>,
+    edit: &EditGraph,
+    t: TaskId,
+) -> (Option<EventId>, Option<EventId>) {
     if !edit.is_original(t) {
         return (None, None);
     }

@@ -35,11 +35,11 @@ pub use cuda_graphs::{GRAPH_LAUNCH_NS_PER_NODE, cuda_graphs};
 pub use fused_optimizer::fused_optimizer;
 pub use gist::{COMPRESSION, elementwise_throughput, gist, gist_memory};
 pub use hardware::{MEASURED_HOST_FACTORS, TargetRatios, faster_hardware, target_ratios};
-pub use peaks::{datasheet, product_named};
 pub use input_overlap::{loader_in_workers, prefetch_inputs};
 pub use kernel_fusion::{elementwise_runs, fuse_runs, fused_chain_ns, kernel_fusion};
 pub use kernels::{Bound, KernelClass, classify_kernel, is_tensor_core_eligible};
 pub use offload::{host_copy_bandwidth, offload, offload_memory};
+pub use peaks::{datasheet, product_named};
 pub use recompute::{recompute, recompute_memory};
 pub use syncs::remove_syncs;
 

@@ -41,7 +41,15 @@ type Architecture = ((i64, i64), f64, Option<f64>, f64, &'static str);
 /// Memory bandwidth: HBM3 3.35 TB/s (H100 SXM), HBM2e 2.0 (H100 PCIe, A100 80GB SXM 2.04),
 /// HBM3e 4.8 (H200), HBM2 0.9 (V100), GDDR6 0.864/0.3/0.6/0.32 (L40S/L4/A10/T4).
 const PRODUCTS: &[Product] = &[
-    (&["H100", "PCIE"], 51.2, Some(378.0), 756.0, "H100 PCIe", 2.0, 64.0),
+    (
+        &["H100", "PCIE"],
+        51.2,
+        Some(378.0),
+        756.0,
+        "H100 PCIe",
+        2.0,
+        64.0,
+    ),
     (&["H100"], 67.0, Some(494.7), 989.4, "H100 SXM", 3.35, 64.0),
     (&["H200"], 67.0, Some(494.7), 989.4, "H200 SXM", 4.8, 64.0),
     (&["A100"], 19.5, Some(156.0), 312.0, "A100", 2.04, 32.0),
@@ -65,8 +73,9 @@ pub struct Datasheet {
 /// the first of [`PRODUCTS`] whose words are all in it (`None`: not one of them).
 pub fn datasheet(name: &str) -> Option<Datasheet> {
     let upper = name.to_ascii_uppercase().replace('-', " ");
-    let &(_, fp32, tf32, fp16, source, memory_tb_s, host_link_gb_s) =
-        PRODUCTS.iter().find(|(words, ..)| has_words(&upper, words))?;
+    let &(_, fp32, tf32, fp16, source, memory_tb_s, host_link_gb_s) = PRODUCTS
+        .iter()
+        .find(|(words, ..)| has_words(&upper, words))?;
     Some(Datasheet {
         peaks: Peaks {
             fp32_tflops: fp32,
