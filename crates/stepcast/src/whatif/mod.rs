@@ -38,7 +38,7 @@ pub use edit::{
     EditError, EditGraph, FusedCost, HostGaps, Insert, InsertLaunch, Select, SelectContext,
     Selection, median_duration,
 };
-pub use models::{Hardware, Model, ModelError, ModelParams};
+pub use models::{AmpDtype, Hardware, Model, ModelError, ModelParams, dtype_param, target_param};
 pub use scenario::{Scenario, ScenarioError};
 
 /// Why a what-if failed.
@@ -50,6 +50,11 @@ pub enum WhatIfError {
     Sim(#[from] SimError),
     #[error("the window has no step with tasks: nothing to predict")]
     NoSteps,
+    /// `faster_hardware --to`: the trace's GPU has no datasheet here to take ratios from.
+    #[error(
+        "the trace's GPU ({gpu}) is not one whose datasheet stepcast knows ({known}): give --compute, --memory and --copy instead of --to"
+    )]
+    UnknownGpu { gpu: String, known: String },
     #[error("model {name}: {source}")]
     Model {
         name: String,

@@ -56,6 +56,7 @@ fn everything(k: f64) -> Model {
         memory: k,
         cpu: k,
         copy: k,
+        ..Hardware::default()
     })
 }
 
