@@ -11,7 +11,7 @@ use crate::graph::{EdgeKind, NO_STEP, TaskId, TaskKind};
 
 /// Whether an op, annotation or Python frame named `name` is data loading: PyTorch's
 /// `enumerate(DataLoader)#...__next__` ranges and frames of `torch/utils/data/`.
-fn is_data_loading(name: &str) -> bool {
+pub(super) fn is_data_loading(name: &str) -> bool {
     name.contains("DataLoader") || name.contains("torch/utils/data/")
 }
 

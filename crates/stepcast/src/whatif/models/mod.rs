@@ -451,21 +451,7 @@ impl Model {
                 }
                 out
             }
-            Model::CudaGraphs => vec![
-                "capturing every host task between the first and last launch of a step is an \
-                 upper bound on what capture saves on the host: dynamic shapes, CPU-side control \
-                 flow on device values and allocations break capture"
-                    .to_string(),
-                "the device's own gaps between kernels are kept as recorded in eager mode; a \
-                 graph's nodes can follow each other faster, so on a device-bound graph the \
-                 gain can exceed this (docs/accuracy.md has a recorded pair where it did)"
-                    .to_string(),
-                format!(
-                    "a graph launch costs the trace's launch call plus {} ns per node (a public \
-                     measurement on another GPU)",
-                    cuda_graphs::GRAPH_LAUNCH_NS_PER_NODE
-                ),
-            ],
+            Model::CudaGraphs => cuda_graphs::caveats(context),
             Model::FasterHardware(hardware) => {
                 let mut out = vec![
                     "kernels are split into compute- and memory-bound by name (memory-bound \
