@@ -164,6 +164,12 @@ pub struct WhatIfArgs {
     /// loader's worker processes (0.1 = 10 %, the default; 0 for a host with cores to spare).
     #[arg(long, value_name = "C", conflicts_with = "scenario")]
     pub contention: Option<f64>,
+    /// prefetch_inputs: the DataLoader's worker processes (default 4).
+    #[arg(long, value_name = "N", conflicts_with = "scenario")]
+    pub workers: Option<f64>,
+    /// prefetch_inputs: the host's CPU cores (unknown by default: traces do not record them).
+    #[arg(long, value_name = "N", conflicts_with = "scenario")]
+    pub cores: Option<f64>,
     /// ddp: world size, or a comma-separated list for a scaling sweep (8,16,32,64).
     #[arg(long, value_name = "N[,N...]", conflicts_with = "scenario")]
     pub gpus: Option<String>,
@@ -306,6 +312,12 @@ pub struct CompareArgs {
     /// loader's worker processes (0.1 = 10 %, the default).
     #[arg(long, value_name = "C")]
     pub contention: Option<f64>,
+    /// prefetch_inputs: the DataLoader's worker processes (default 4).
+    #[arg(long, value_name = "N")]
+    pub workers: Option<f64>,
+    /// prefetch_inputs: the host's CPU cores (unknown by default).
+    #[arg(long, value_name = "N")]
+    pub cores: Option<f64>,
     #[command(flatten)]
     pub output: OutputArgs,
 }

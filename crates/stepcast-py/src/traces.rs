@@ -122,6 +122,8 @@ impl<'py> Params<'py> {
             copy: self.take("copy")?,
             fraction: self.take("fraction")?,
             contention: self.take("contention")?,
+            workers: self.take("workers")?,
+            cores: self.take("cores")?,
         })
     }
 
@@ -239,6 +241,8 @@ impl Trace {
             model_params.copy,
             model_params.fraction,
             model_params.contention,
+            model_params.workers,
+            model_params.cores,
         ]
         .iter()
         .any(Option::is_some);

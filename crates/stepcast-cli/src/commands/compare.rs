@@ -18,6 +18,8 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<super::Answer> {
         copy: args.copy,
         fraction: args.fraction,
         contention: args.contention,
+        workers: args.workers,
+        cores: args.cores,
     };
     let models = jobs::compare_models(&args.models, &params)?;
     let progress = Terminal::new();

@@ -18,6 +18,8 @@ pub fn run(args: &WhatIfArgs) -> anyhow::Result<super::Answer> {
         copy: args.copy,
         fraction: args.fraction,
         contention: args.contention,
+        workers: args.workers,
+        cores: args.cores,
     };
     let ddp = DdpOptions {
         gpus: args.gpus.clone(),

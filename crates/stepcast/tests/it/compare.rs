@@ -676,6 +676,8 @@ const H100_TO_H200: ModelParams = ModelParams {
     copy: Some(1.0),
     fraction: None,
     contention: None,
+    workers: None,
+    cores: None,
 };
 
 const HOST_DIFFERS: &str = "the host differs too: the same steps ran 1.4-1.6× faster on the \

@@ -36,7 +36,10 @@ pub use cuda_graphs::{GRAPH_LAUNCH_NS_PER_NODE, cuda_graphs};
 pub use fused_optimizer::fused_optimizer;
 pub use gist::{COMPRESSION, elementwise_throughput, gist, gist_memory};
 pub use hardware::faster_hardware;
-pub use input_overlap::{loader_in_workers, prefetch_inputs};
+pub use input_overlap::{
+    LoaderWork, WORKER_TENSOR_SLOWDOWN, core_share, delivery_ns, loader_in_workers, loader_work,
+    prefetch_inputs,
+};
 pub use kernel_fusion::{elementwise_runs, fuse_runs, fused_chain_ns, kernel_fusion};
 pub use kernels::{Bound, KernelClass, classify_kernel, is_tensor_core_eligible};
 pub use offload::{host_copy_bandwidth, offload, offload_memory};
@@ -61,10 +64,15 @@ pub enum Model {
     KernelFusion { factor: Option<f64> },
     /// Reconstructed batch normalization: see [`reconstruct_batchnorm`].
     ReconstructBatchnorm,
-    /// Input pipeline overlap (prefetching into worker processes): see [`prefetch_inputs`].
-    /// `contention`: how much slower the training process's own host work runs beside the
-    /// workers (0.1 = 10 % slower).
-    PrefetchInputs { contention: f64 },
+    /// Input pipeline overlap (loading in `workers` worker processes): see
+    /// [`prefetch_inputs`]. `contention`: how much slower the training process's own host
+    /// work runs beside the workers (0.1 = 10 % slower); `cores`: the host's cores, where
+    /// known (they set the contention and the workers' share of the cores).
+    PrefetchInputs {
+        contention: f64,
+        workers: u32,
+        cores: Option<u32>,
+    },
     /// Activation recomputation, a memory-for-time trade: see [`recompute`].
     Recompute { fraction: f64 },
     /// vDNN offloading of activations, a memory-for-time trade: see [`offload`].
@@ -80,6 +88,28 @@ pub enum Model {
 /// 10–15 % (median 107 → 120 ms); this is the lower end. One pair on one machine: pass
 /// `--contention` for yours (0 where the host has idle cores to spare).
 pub const DEFAULT_CONTENTION: f64 = 0.1;
+
+/// `prefetch_inputs`' default number of `DataLoader` worker processes: 4, the count PyTorch's
+/// examples (ImageNet's `--workers`) and the recorded pairs use; pass `--workers` for yours.
+pub const DEFAULT_WORKERS: u32 = 4;
+
+/// `prefetch_inputs` with its defaults.
+fn prefetch_default() -> Model {
+    Model::PrefetchInputs {
+        contention: DEFAULT_CONTENTION,
+        workers: DEFAULT_WORKERS,
+        cores: None,
+    }
+}
+
+/// The training process's contention beside `workers` workers on `cores` cores: what it loses
+/// once they no longer fit ([`input_overlap::core_share`]); unknown cores: the default.
+fn contention_on(workers: u32, cores: Option<u32>) -> f64 {
+    match cores {
+        Some(_) => 1.0 / core_share(workers, cores) - 1.0,
+        None => DEFAULT_CONTENTION,
+    }
+}
 
 /// The share of the activation bytes that memory-for-time trades act on by default.
 pub const DEFAULT_FRACTION: f64 = 0.5;
@@ -121,9 +151,7 @@ impl Model {
             Model::KernelFusion { factor: None },
             Model::FasterHardware(copies_2x()),
             Model::ReconstructBatchnorm,
-            Model::PrefetchInputs {
-                contention: DEFAULT_CONTENTION,
-            },
+            prefetch_default(),
         ]
     }
 
@@ -178,11 +206,26 @@ impl Model {
             Model::KernelFusion { factor: None } => "kernel_fusion".into(),
             Model::KernelFusion { factor: Some(f) } => format!("kernel_fusion(factor={f})"),
             Model::ReconstructBatchnorm => "reconstruct_batchnorm".into(),
-            Model::PrefetchInputs { contention } if *contention == DEFAULT_CONTENTION => {
-                "prefetch_inputs".into()
-            }
-            Model::PrefetchInputs { contention } => {
-                format!("prefetch_inputs(contention={contention})")
+            Model::PrefetchInputs {
+                contention,
+                workers,
+                cores,
+            } => {
+                let mut given = Vec::new();
+                if *workers != DEFAULT_WORKERS {
+                    given.push(format!("workers={workers}"));
+                }
+                if let Some(cores) = cores {
+                    given.push(format!("cores={cores}"));
+                }
+                if *contention != contention_on(*workers, *cores) {
+                    given.push(format!("contention={contention}"));
+                }
+                if given.is_empty() {
+                    "prefetch_inputs".into()
+                } else {
+                    format!("prefetch_inputs({})", given.join(","))
+                }
             }
             Model::Recompute { fraction } => with_fraction("recompute", *fraction),
             Model::Offload { fraction } => with_fraction("offload", *fraction),
@@ -206,9 +249,7 @@ impl Model {
             "reconstruct_batchnorm" | "batchnorm" | "fuse_batchnorm" | "batchnorm_fusion" => {
                 Model::ReconstructBatchnorm
             }
-            "prefetch_inputs" | "prefetch" | "input_overlap" => Model::PrefetchInputs {
-                contention: DEFAULT_CONTENTION,
-            },
+            "prefetch_inputs" | "prefetch" | "input_overlap" => prefetch_default(),
             "recompute" | "checkpointing" | "activation_checkpointing" => Model::Recompute {
                 fraction: DEFAULT_FRACTION,
             },
@@ -267,6 +308,11 @@ impl Model {
             });
         }
         for (param, value) in params.values() {
+            if (param == "workers" || param == "cores")
+                && !(value >= 1.0 && value <= u32::MAX as f64 && value.fract() == 0.0)
+            {
+                return Err(ModelError::BadCount { param, value });
+            }
             let valid = value.is_finite()
                 && if param == "factor" || param == "contention" {
                     value >= 0.0
@@ -289,8 +335,16 @@ impl Model {
                 h.copy = params.copy.unwrap_or(h.copy);
             }
             Model::KernelFusion { factor } => *factor = params.factor.or(*factor),
-            Model::PrefetchInputs { contention } => {
-                *contention = params.contention.unwrap_or(*contention)
+            Model::PrefetchInputs {
+                contention,
+                workers,
+                cores,
+            } => {
+                *workers = params.workers.map_or(*workers, |w| w as u32);
+                *cores = params.cores.map(|c| c as u32).or(*cores);
+                *contention = params
+                    .contention
+                    .unwrap_or_else(|| contention_on(*workers, *cores));
             }
             Model::Recompute { fraction }
             | Model::Offload { fraction }
@@ -306,7 +360,7 @@ impl Model {
             Model::FusedOptimizer { .. } | Model::KernelFusion { .. } => &["factor"],
             Model::FasterHardware(_) => &["compute", "memory", "cpu", "copy"],
             Model::Recompute { .. } | Model::Offload { .. } | Model::Gist { .. } => &["fraction"],
-            Model::PrefetchInputs { .. } => &["contention"],
+            Model::PrefetchInputs { .. } => &["contention", "workers", "cores"],
             Model::CudaGraphs | Model::Amp | Model::RemoveSyncs | Model::ReconstructBatchnorm => {
                 &[]
             }
@@ -350,7 +404,7 @@ impl Model {
             Model::FasterHardware(h) => {
                 h.compute >= 1.0 && h.memory >= 1.0 && h.cpu >= 1.0 && h.copy >= 1.0
             }
-            Model::PrefetchInputs { contention } => *contention < 1.0,
+            Model::PrefetchInputs { contention, .. } => *contention < 1.0,
             Model::CudaGraphs | Model::RemoveSyncs | Model::ReconstructBatchnorm => true,
             Model::Amp | Model::Recompute { .. } | Model::Offload { .. } | Model::Gist { .. } => {
                 false
@@ -371,9 +425,7 @@ impl Model {
             Model::ReconstructBatchnorm,
             Model::KernelFusion { factor: None },
             Model::Amp,
-            Model::PrefetchInputs {
-                contention: DEFAULT_CONTENTION,
-            },
+            prefetch_default(),
             Model::CudaGraphs,
             Model::RemoveSyncs,
             Model::FasterHardware(gpu_2x()),
@@ -393,22 +445,58 @@ impl Model {
                  more workers or cheaper transforms, not prefetching, so nothing changed"
                     .to_string(),
             ],
-            Model::PrefetchInputs { contention } => vec![
-                format!(
-                    "assumes the worker processes keep up: loading takes {:.3} ms per batch \
-                     here, so N workers keep up with a step of S ms only if N ≥ that ÷ S at \
-                     this speed; a worker runs PyTorch ops on one thread (PyTorch's default in \
-                     workers), so preprocessing that ran on several intra-op threads here can \
-                     need several times more workers (docs/accuracy.md: a recorded pair where \
-                     4 workers did not keep up)",
-                    input_overlap::loading_ns_per_step(context) as f64 / 1e6
-                ),
-                format!(
-                    "charges {:.0} % worker contention on this process's host work (--contention; \
-                     the default is the lower end of the 10-15 % measured on one recorded pair)",
-                    contention * 100.0
-                ),
-            ],
+            Model::PrefetchInputs {
+                contention,
+                workers,
+                cores,
+            } => {
+                let ms = |ns: i64| ns as f64 / 1e6;
+                let work = loader_work(context);
+                let delivery = delivery_ns(context, *workers, *cores).unwrap_or(0);
+                let share = core_share(*workers, *cores);
+                vec![
+                    format!(
+                        "the step after is at least {:.3} ms, the pace of {workers} worker \
+                         processes (--workers): a batch's loading takes {:.3} ms here ({:.3} ms \
+                         of tensor ops PyTorch spread over its intra-op threads, {:.3} ms of \
+                         ops that run on one thread anyway: random draws, views, small \
+                         tensors, and {:.3} ms untraced); a worker runs it on one thread, \
+                         about {:.3} ms per batch (the spread ops ×{WORKER_TENSOR_SLOWDOWN}, \
+                         fitted on one recorded H100 pair with 16 CPUs){}",
+                        ms(delivery),
+                        ms(work.recorded_ns),
+                        ms(work.parallel_ns),
+                        ms(work.serial_ns),
+                        ms(work.untraced_ns),
+                        ms(work.in_worker_ns()),
+                        if share < 1.0 {
+                            format!(
+                                ", slowed to {:.0} % of a core each: {workers} workers and \
+                                 the training process on {} cores",
+                                share * 100.0,
+                                cores.unwrap_or(0)
+                            )
+                        } else {
+                            String::new()
+                        }
+                    ),
+                    match cores {
+                        Some(cores) => format!(
+                            "charges {:.0} % contention on this process's host work: \
+                             {workers} workers and the training process on {cores} cores \
+                             (--cores)",
+                            contention * 100.0
+                        ),
+                        None => format!(
+                            "the host's cores are unknown (the trace does not record them; \
+                             --cores): charges {:.0} % contention on this process's host \
+                             work (--contention; the default was measured on one V100 pair, \
+                             and was about 0 with 4 workers on a 16-CPU H100 host)",
+                            contention * 100.0
+                        ),
+                    },
+                ]
+            }
             Model::Amp => {
                 let units = forward_units(context).units;
                 let factors = AmpFactors::of(context);
@@ -484,7 +572,11 @@ impl Model {
             Model::RemoveSyncs => remove_syncs(context, edit),
             Model::KernelFusion { factor } => kernel_fusion(context, edit, *factor),
             Model::ReconstructBatchnorm => reconstruct_batchnorm(context, edit),
-            Model::PrefetchInputs { contention } => prefetch_inputs(context, edit, *contention),
+            Model::PrefetchInputs {
+                contention,
+                workers,
+                cores,
+            } => prefetch_inputs(context, edit, *contention, *workers, *cores),
             Model::Recompute { fraction } => recompute(context, edit, *fraction),
             Model::Offload { fraction } => offload(context, edit, *fraction),
             Model::Gist { fraction } => gist(context, edit, *fraction),
@@ -508,6 +600,11 @@ pub struct ModelParams {
     /// `prefetch_inputs`: the slow-down of the training process's host work beside the
     /// loader's workers (≥ 0; 0.1 = 10 %).
     pub contention: Option<f64>,
+    /// `prefetch_inputs`: the `DataLoader`'s worker processes (a whole number ≥ 1).
+    pub workers: Option<f64>,
+    /// `prefetch_inputs`: the host's CPU cores (a whole number ≥ 1; unknown by default: no
+    /// trace format stepcast reads records them).
+    pub cores: Option<f64>,
 }
 
 impl ModelParams {
@@ -520,6 +617,8 @@ impl ModelParams {
             ("copy", self.copy),
             ("fraction", self.fraction),
             ("contention", self.contention),
+            ("workers", self.workers),
+            ("cores", self.cores),
         ]
         .into_iter()
         .filter_map(|(name, value)| value.map(|v| (name, v)))
@@ -550,6 +649,8 @@ pub enum ModelError {
         "invalid --fraction {value}: give a share of the activation bytes, above 0 and at most 1"
     )]
     BadFraction { value: f64 },
+    #[error("invalid --{param} {value}: give a whole number, at least 1")]
+    BadCount { param: &'static str, value: f64 },
 }
 
 /// `recompute` or `recompute(fraction=0.25)`.
