@@ -32,7 +32,7 @@ pub use activations::{ActivationSource, MemoryEffect};
 pub use amp::{AmpFactors, amp, amp_with_costs};
 pub use amp_costs::AmpCosts;
 pub use batchnorm::{BatchNormRole, batch_norm_role, batchnorm_targets, reconstruct_batchnorm};
-pub use cuda_graphs::{GRAPH_LAUNCH_NS_PER_NODE, cuda_graphs};
+pub use cuda_graphs::{Capture, GRAPH_LAUNCH_NS_PER_NODE, LaunchCost, capture, cuda_graphs};
 pub use fused_optimizer::fused_optimizer;
 pub use gist::{COMPRESSION, elementwise_throughput, gist, gist_memory};
 pub use hardware::faster_hardware;
