@@ -172,6 +172,12 @@ pub struct WhatIfArgs {
     /// amp: fp16 (with a GradScaler, the default) or bf16 (no GradScaler).
     #[arg(long, value_name = "fp16|bf16", conflicts_with = "scenario")]
     pub dtype: Option<String>,
+    /// prefetch_inputs: the DataLoader's worker processes (default 4).
+    #[arg(long, value_name = "N", conflicts_with = "scenario")]
+    pub workers: Option<f64>,
+    /// prefetch_inputs: the host's CPU cores (unknown by default: traces do not record them).
+    #[arg(long, value_name = "N", conflicts_with = "scenario")]
+    pub cores: Option<f64>,
     /// ddp: world size, or a comma-separated list for a scaling sweep (8,16,32,64).
     #[arg(long, value_name = "N[,N...]", conflicts_with = "scenario")]
     pub gpus: Option<String>,
@@ -320,6 +326,12 @@ pub struct CompareArgs {
     /// amp: fp16 (with a GradScaler, the default) or bf16 (no GradScaler).
     #[arg(long, value_name = "fp16|bf16")]
     pub dtype: Option<String>,
+    /// prefetch_inputs: the DataLoader's worker processes (default 4).
+    #[arg(long, value_name = "N")]
+    pub workers: Option<f64>,
+    /// prefetch_inputs: the host's CPU cores (unknown by default).
+    #[arg(long, value_name = "N")]
+    pub cores: Option<f64>,
     #[command(flatten)]
     pub output: OutputArgs,
 }

@@ -132,6 +132,8 @@ impl<'py> Params<'py> {
                 .map(|text| stepcast::whatif::dtype_param(&text))
                 .transpose()
                 .map_err(|e| PyValueError::new_err(e.to_string()))?,
+            workers: self.take("workers")?,
+            cores: self.take("cores")?,
         })
     }
 
@@ -249,6 +251,8 @@ impl Trace {
             model_params.copy,
             model_params.fraction,
             model_params.contention,
+            model_params.workers,
+            model_params.cores,
         ]
         .iter()
         .any(Option::is_some);

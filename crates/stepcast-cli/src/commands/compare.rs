@@ -30,6 +30,8 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<super::Answer> {
             .map(stepcast::whatif::dtype_param)
             .transpose()
             .map_err(stepcast_cli::usage)?,
+        workers: args.workers,
+        cores: args.cores,
     };
     let models = jobs::compare_models(&args.models, &params)?;
     let progress = Terminal::new();

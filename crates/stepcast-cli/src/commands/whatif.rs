@@ -30,6 +30,8 @@ pub fn run(args: &WhatIfArgs) -> anyhow::Result<super::Answer> {
             .map(stepcast::whatif::dtype_param)
             .transpose()
             .map_err(stepcast_cli::usage)?,
+        workers: args.workers,
+        cores: args.cores,
     };
     let ddp = DdpOptions {
         gpus: args.gpus.clone(),

@@ -530,6 +530,16 @@ impl EditGraph {
             .any(|e| e.kind.gates_completion() && e.kind != EdgeKind::PeerArrival)
     }
 
+    /// Whether every stored edge gating `task`'s completion is CUDA's full launch queue
+    /// (`EdgeKind::LaunchQueue`): an eager launch call held until a slot frees, not a
+    /// synchronization the program asked for.
+    pub fn waits_only_for_launch_queue(&self, task: TaskId) -> bool {
+        self.preds[task.index()]
+            .iter()
+            .filter(|e| e.kind.gates_completion() && e.kind != EdgeKind::PeerArrival)
+            .all(|e| e.kind == EdgeKind::LaunchQueue)
+    }
+
     /// The live tasks that `select` accepts.
     pub fn select(&self, select: &Select, context: SelectContext<'_>) -> Selection {
         self.select_where(|task| self.matches(select, context, task))
@@ -676,6 +686,32 @@ impl EditGraph {
             }
         }
         Ok(())
+    }
+
+    /// Sets to `ns` the lag of every handoff between two selected tasks
+    /// (`EdgeKind::ThreadHandoff` from one selected task into another): the time a thread
+    /// took to wake for work another thread handed it, which a program that no longer hands
+    /// that work over (a CUDA graph's replay) does not spend. Handoffs into or out of the
+    /// selection keep their lags. Returns the lag removed, in ns.
+    pub fn set_handoff_lags_within(
+        &mut self,
+        selection: &Selection,
+        ns: i64,
+    ) -> Result<i64, EditError> {
+        if ns < 0 {
+            return Err(EditError::BadDuration { ns });
+        }
+        let mut removed = 0;
+        for &task in selection.tasks() {
+            self.check_live(task)?;
+            for edge in &mut self.preds[task.index()] {
+                if edge.kind == EdgeKind::ThreadHandoff && selection.contains(TaskId(edge.from)) {
+                    removed += (edge.lag_ns - ns).max(0);
+                    edge.lag_ns = ns;
+                }
+            }
+        }
+        Ok(removed)
     }
 
     /// Sets the cost of every selected task to `ns`. A blocking call keeps the part of its

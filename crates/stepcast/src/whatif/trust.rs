@@ -320,7 +320,7 @@ pub fn assess(
         .saturating_add(waits)
         .clamp(0, baseline_ns.max(0));
     outcome.bound_ns = Some(bound_ns);
-    outcome.anomaly = anomaly(models, outcome, bound_ns);
+    outcome.anomaly = anomaly(context, models, outcome, bound_ns);
     outcome.declined = window.declined.clone();
     outcome.rests_on = rests_on(context, outcome);
     outcome.caveats = caveats;
@@ -332,7 +332,12 @@ pub fn assess(
 /// task reaches the device first in this replay: list scheduling, which Graham (1969) showed
 /// can get slower when work gets shorter, as a GPU's block scheduler can); it is named when
 /// the replay without it keeps the invariant. Anything else is a bug, said as one.
-fn anomaly(models: &[Model], outcome: &Outcome, bound_ns: i64) -> Option<String> {
+fn anomaly(
+    context: &Context<'_>,
+    models: &[Model],
+    outcome: &Outcome,
+    bound_ns: i64,
+) -> Option<String> {
     let gain_ns = outcome.baseline.step_ns - outcome.predicted.step_ns;
     let slower =
         models.iter().all(Model::only_removes_work) && outcome.speedup < 1.0 - ANOMALY_SHARE;
@@ -353,6 +358,24 @@ fn anomaly(models: &[Model], outcome: &Outcome, bound_ns: i64) -> Option<String>
             bound_ns as f64 / 1e6
         )
     };
+    // Loading moved into worker processes is not only less work: a worker runs it on one
+    // thread, and too few workers deliver batches slower than the step used to take.
+    let paced = models.iter().find_map(|m| match m {
+        Model::PrefetchInputs { workers, cores, .. } => {
+            crate::whatif::models::delivery_ns(context, *workers, *cores)
+                .filter(|&d| d as f64 >= outcome.predicted.step_ns as f64 * (1.0 - ANOMALY_SHARE))
+                .map(|d| (d, *workers))
+        }
+        _ => None,
+    });
+    if slower && let Some((delivery, workers)) = paced {
+        return Some(format!(
+            "{what}: the {workers} loader workers deliver a batch every {:.3} ms (a worker \
+             loads on one thread, slower than the training process did on its intra-op \
+             threads), longer than the step took with the loading inside it",
+            delivery as f64 / 1e6
+        ));
+    }
     let why = match outcome.unlimited_speedup {
         Some(unlimited) if !slower || unlimited >= 1.0 - ANOMALY_SHARE => format!(
             "the device capacity model made it so: with the work reordered, a kernel that fills \

@@ -11,16 +11,25 @@ use crate::graph::{EdgeKind, NO_STEP, TaskId, TaskKind};
 
 /// Whether an op, annotation or Python frame named `name` is data loading: PyTorch's
 /// `enumerate(DataLoader)#...__next__` ranges and frames of `torch/utils/data/`.
-fn is_data_loading(name: &str) -> bool {
+pub(super) fn is_data_loading(name: &str) -> bool {
     name.contains("DataLoader") || name.contains("torch/utils/data/")
 }
 
 /// The recorded data-loading ranges of each host lane of the graph inside the steady steps:
 /// `(graph lane, start, end)`, the outermost ranges only, sorted.
 fn loading_ranges(context: &Context<'_>) -> Vec<(u32, i64, i64)> {
+    let steady = SteadySpans::new(context.window);
+    loading_ranges_where(context, |start| steady.contains(start))
+}
+
+/// The outermost data-loading ranges of each host lane whose start `keep` accepts:
+/// `(graph lane, start, end)`, sorted.
+fn loading_ranges_where(
+    context: &Context<'_>,
+    keep: impl Fn(i64) -> bool,
+) -> Vec<(u32, i64, i64)> {
     let trace = context.trace;
     let window = context.window;
-    let steady = SteadySpans::new(window);
     let mut ranges = Vec::new();
     for (graph_lane, lane) in window.graph.lanes.iter().enumerate() {
         if lane.kind != stepcast_trace::LaneKind::CpuThread {
@@ -39,7 +48,7 @@ fn loading_ranges(context: &Context<'_>) -> Vec<(u32, i64, i64)> {
                 continue;
             }
             let (start, end) = (event.start_ns, event.end_ns());
-            if steady.contains(start) {
+            if keep(start) {
                 ranges.push((graph_lane as u32, start, end));
                 outer_end = end;
             }
@@ -49,13 +58,207 @@ fn loading_ranges(context: &Context<'_>) -> Vec<(u32, i64, i64)> {
     ranges
 }
 
-/// The recorded data-loading time per steady step (the mean over the steady steps of their
-/// outermost loading ranges): what the workers must produce in a step for the model to hold.
-pub fn loading_ns_per_step(context: &Context<'_>) -> i64 {
-    let steps = context.window.steps.len();
-    let steady = steps - crate::whatif::first_steady(context.window);
-    let total: i64 = loading_ranges(context).iter().map(|&(_, s, e)| e - s).sum();
-    total / steady.max(1) as i64
+/// How much slower the loading's parallel tensor ops run in a `DataLoader` worker than they
+/// ran in the training process. PyTorch runs a worker's ops on one intra-op thread
+/// (`torch.set_num_threads(1)` in `_worker_loop`) where the training process spread them over
+/// its pool (16 CPUs on the machines that fitted this); a worker also pays what the training
+/// process did not (the batch written to and read from shared memory). **Fitted** on one pair,
+/// `testdata/kineto/stepcast/h100-pairs/loader-workers0 → loader-workers4` as traced: four
+/// workers delivered a batch every 41.9 ms (167.7 ms per batch per worker, the steady AFTER
+/// step being bound by them), against 15.0 ms of such ops and 27.2 ms of serial work per batch
+/// in the training process ([`LoaderWork`]): (167.7 − 27.2) / 15.0 = 9.4. Held out of sample
+/// on the H200 pairs (`h200-pairs/loader-workers0 → 1, 2, 4`, another machine and host) and
+/// the V100 pair (`kineto/tb_plugin` ResNet-50, where the workers keep up at any value below
+/// ~20): docs/accuracy.md.
+pub const WORKER_TENSOR_SLOWDOWN: f64 = 9.4;
+
+/// PyTorch's intra-op grain (`at::internal::GRAIN_SIZE`): an op on fewer elements runs on one
+/// thread in the training process too.
+const PARALLEL_GRAIN: i64 = 32_768;
+
+/// The recorded loading work per batch, split by how a single-threaded worker runs it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LoaderWork {
+    /// Steady batches loaded in the training process (its loading ranges).
+    pub batches: usize,
+    /// Per batch: the recorded loading (the ranges' wall time).
+    pub recorded_ns: i64,
+    /// Per batch: tensor ops PyTorch spreads over its intra-op threads (an op on at least
+    /// [`PARALLEL_GRAIN`] elements, or of unrecorded size, that is not a view, an allocation
+    /// or a random draw).
+    pub parallel_ns: i64,
+    /// Per batch: ops that run on one thread anyway: random draws from a generator (CPU
+    /// `rand`, `normal_`, ... run serially), views and allocations (their time is dispatch),
+    /// ops on fewer than [`PARALLEL_GRAIN`] elements.
+    pub serial_ns: i64,
+    /// Per batch: the untraced time inside the ranges (Python, PIL, decoding: one thread
+    /// under the GIL, in a worker as in the training process).
+    pub untraced_ns: i64,
+}
+
+impl LoaderWork {
+    /// One batch's loading in one worker: the serial and untraced work as recorded, the
+    /// parallel ops [`WORKER_TENSOR_SLOWDOWN`] times slower.
+    pub fn in_worker_ns(&self) -> i64 {
+        self.serial_ns
+            + self.untraced_ns
+            + (self.parallel_ns as f64 * WORKER_TENSOR_SLOWDOWN).round() as i64
+    }
+}
+
+/// Whether op `name` draws random numbers from a generator (PyTorch's CPU kernels for these
+/// run serially, whatever its intra-op threads).
+fn is_random_draw(name: &str) -> bool {
+    let op = name.strip_prefix("aten::").unwrap_or(name);
+    op.starts_with("rand")
+        || [
+            "uniform_",
+            "normal",
+            "bernoulli",
+            "multinomial",
+            "exponential_",
+            "cauchy_",
+            "geometric_",
+            "log_normal_",
+            "poisson",
+            "random_",
+        ]
+        .iter()
+        .any(|r| op.starts_with(r))
+}
+
+/// Whether op `name` only makes a view or allocates (its time is the dispatcher's, on the
+/// calling thread).
+fn is_view_or_allocation(name: &str) -> bool {
+    let op = name.strip_prefix("aten::").unwrap_or(name);
+    matches!(
+        op,
+        "view"
+            | "as_strided"
+            | "slice"
+            | "select"
+            | "unsqueeze"
+            | "squeeze"
+            | "narrow"
+            | "permute"
+            | "transpose"
+            | "t"
+            | "expand"
+            | "alias"
+            | "detach"
+            | "detach_"
+            | "lift_fresh"
+            | "empty"
+            | "empty_like"
+            | "empty_strided"
+            | "set_"
+            | "resize_"
+            | "unfold"
+            | "split"
+            | "chunk"
+            | "unbind"
+            | "_unsafe_view"
+    )
+}
+
+/// The recorded loading of the steady steps, per batch, split into what a single-threaded
+/// worker runs as fast as the training process did and what it runs slower: the outermost
+/// ops inside each loading range, classified by name and recorded input sizes, and the
+/// untraced time between them.
+pub fn loader_work(context: &Context<'_>) -> LoaderWork {
+    let trace = context.trace;
+    let graph = &context.window.graph;
+    let ranges = loading_ranges(context);
+    let (mut parallel, mut serial, mut recorded, mut traced) = (0i64, 0i64, 0i64, 0i64);
+    for &(lane, start, end) in &ranges {
+        recorded += end - start;
+        let trace_lane = graph.lanes[lane as usize].trace_lane;
+        let first = trace.events.partition_point(|e| e.lane < trace_lane);
+        let events = trace.lane_events(trace_lane);
+        let from = events.partition_point(|e| e.start_ns < start);
+        let mut outer: Option<(i64, bool, i64)> = None; // (end, serial, dur)
+        let mut flush = |outer: &mut Option<(i64, bool, i64)>| {
+            if let Some((_, is_serial, dur)) = outer.take() {
+                traced += dur;
+                if is_serial {
+                    serial += dur;
+                } else {
+                    parallel += dur;
+                }
+            }
+        };
+        for (i, event) in events.iter().enumerate().skip(from) {
+            if event.start_ns >= end {
+                break;
+            }
+            if event.kind != EventKind::CpuOp || event.end_ns() > end {
+                continue;
+            }
+            let name = trace.names.get(event.name);
+            if is_data_loading(name) {
+                // The range itself (an op in older traces), or a loader frame inside it.
+                continue;
+            }
+            match outer {
+                Some((outer_end, ref mut is_serial, _)) if event.start_ns < outer_end => {
+                    // Inside the outermost op: a random draw in it makes it serial.
+                    *is_serial |= is_random_draw(name);
+                }
+                _ => {
+                    flush(&mut outer);
+                    let id = stepcast_trace::EventId((first + i) as u32);
+                    let small = trace.inputs_of(id).is_some_and(|inputs| {
+                        let most = inputs
+                            .iter()
+                            .map(|input| match input {
+                                stepcast_trace::OpInput::TensorList(shapes) => shapes
+                                    .iter()
+                                    .map(|s| s.iter().product::<i64>())
+                                    .sum::<i64>(),
+                                other => other.elements().unwrap_or(0),
+                            })
+                            .max()
+                            .unwrap_or(0);
+                        most > 0 && most < PARALLEL_GRAIN
+                    });
+                    let is_serial = is_random_draw(name) || is_view_or_allocation(name) || small;
+                    outer = Some((event.end_ns(), is_serial, event.dur_ns));
+                }
+            }
+        }
+        flush(&mut outer);
+    }
+    let batches = ranges.len().max(1) as i64;
+    LoaderWork {
+        batches: ranges.len(),
+        recorded_ns: recorded / batches,
+        parallel_ns: parallel / batches,
+        serial_ns: serial / batches,
+        untraced_ns: (recorded - traced).max(0) / batches,
+    }
+}
+
+/// The share of a core each of `workers` loader processes and the training process get on a
+/// host of `cores` cores where each wants one: 1 while they fit, `cores / (workers + 1)` once
+/// they do not (the kernel shares the cores fairly). `None` (the trace does not say how many
+/// cores its host had): 1.
+pub fn core_share(workers: u32, cores: Option<u32>) -> f64 {
+    match cores {
+        Some(cores) if cores > 0 => (cores as f64 / (workers as f64 + 1.0)).min(1.0),
+        _ => 1.0,
+    }
+}
+
+/// How often `workers` worker processes deliver a batch in the steady state: one batch's
+/// loading in a worker ([`LoaderWork::in_worker_ns`], slowed by their share of the cores),
+/// divided among them. `None` without recorded loading.
+pub fn delivery_ns(context: &Context<'_>, workers: u32, cores: Option<u32>) -> Option<i64> {
+    let work = loader_work(context);
+    if work.batches == 0 || workers == 0 {
+        return None;
+    }
+    let per_batch = work.in_worker_ns() as f64 / core_share(workers, cores);
+    Some((per_batch / workers as f64).round() as i64)
 }
 
 /// Whether the trace's loader already runs in worker processes: PyTorch names the iterator
@@ -109,6 +312,8 @@ pub fn prefetch_inputs(
     context: &Context<'_>,
     edit: &mut EditGraph,
     contention: f64,
+    workers: u32,
+    cores: Option<u32>,
 ) -> Result<usize, WhatIfError> {
     if !(contention >= 0.0 && contention.is_finite()) {
         return Err(super::super::edit::EditError::BadFactor { factor: contention }.into());
@@ -228,5 +433,59 @@ pub fn prefetch_inputs(
     );
     edit.drop_inputs(&launchers, EdgeKind::HostSync)?;
     edit.drop_inputs(&launchers, EdgeKind::InferredHostSync)?;
-    Ok(changed + launchers.len())
+    let paced = pace_deliveries(context, edit, workers, cores)?;
+    Ok(changed + launchers.len() + paced)
+}
+
+/// The workers' pace: each batch the training thread takes is ready no sooner than
+/// [`delivery_ns`] after the one before. Per loading thread, the first task after each
+/// loading range (the first use of the batch `__next__` returned) cannot complete before the
+/// first task after the previous range ended plus that delivery time, once per batch between
+/// them (a `TensorWait`: the thread goes on once the batch is there). The warm-up step's
+/// batch, loaded as recorded, is where the pace starts. Returns the waits added.
+fn pace_deliveries(
+    context: &Context<'_>,
+    edit: &mut EditGraph,
+    workers: u32,
+    cores: Option<u32>,
+) -> Result<usize, WhatIfError> {
+    let Some(delivery) = delivery_ns(context, workers, cores) else {
+        return Ok(0);
+    };
+    let ranges = loading_ranges_where(context, |_| true);
+    let mut added = 0;
+    let lanes: std::collections::BTreeSet<u32> = ranges.iter().map(|r| r.0).collect();
+    for lane in lanes {
+        let tasks: Vec<TaskId> = edit
+            .lane_tasks(lane)
+            .into_iter()
+            .map(TaskId)
+            .filter(|&t| edit.is_original(t) && edit.step(t) != NO_STEP)
+            .collect();
+        let mut previous: Option<TaskId> = None;
+        let mut batches = 0i64;
+        for &(_, start, end) in ranges.iter().filter(|r| r.0 == lane) {
+            batches += 1;
+            // The first task after the range: the loading is untraced time or ops before it,
+            // so holding its completion holds everything the step does with the batch.
+            let after = tasks.partition_point(|&t| edit.rec_start_ns(t) < end.max(start + 1));
+            let Some(&handed) = tasks.get(after) else {
+                continue;
+            };
+            if let Some(before) = previous
+                && !edit.is_frozen(handed)
+            {
+                edit.add_dependency(
+                    before,
+                    handed,
+                    EdgeKind::TensorWait,
+                    delivery.saturating_mul(batches),
+                )?;
+                added += 1;
+            }
+            previous = Some(handed);
+            batches = 0;
+        }
+    }
+    Ok(added)
 }

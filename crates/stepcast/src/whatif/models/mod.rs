@@ -31,11 +31,14 @@ pub use activations::{ActivationSource, MemoryEffect};
 pub use amp::{AmpFactors, amp, amp_with_costs};
 pub use amp_costs::AmpCosts;
 pub use batchnorm::{BatchNormRole, batch_norm_role, batchnorm_targets, reconstruct_batchnorm};
-pub use cuda_graphs::{GRAPH_LAUNCH_NS_PER_NODE, cuda_graphs};
+pub use cuda_graphs::{Capture, GRAPH_LAUNCH_NS_PER_NODE, LaunchCost, capture, cuda_graphs};
 pub use fused_optimizer::fused_optimizer;
 pub use gist::{COMPRESSION, elementwise_throughput, gist, gist_memory};
 pub use hardware::{MEASURED_HOST_FACTORS, TargetRatios, faster_hardware, target_ratios};
-pub use input_overlap::{loader_in_workers, prefetch_inputs};
+pub use input_overlap::{
+    LoaderWork, WORKER_TENSOR_SLOWDOWN, core_share, delivery_ns, loader_in_workers, loader_work,
+    prefetch_inputs,
+};
 pub use kernel_fusion::{elementwise_runs, fuse_runs, fused_chain_ns, kernel_fusion};
 pub use kernels::{Bound, KernelClass, classify_kernel, is_tensor_core_eligible};
 pub use offload::{host_copy_bandwidth, offload, offload_memory};
@@ -63,10 +66,15 @@ pub enum Model {
     KernelFusion { factor: Option<f64> },
     /// Reconstructed batch normalization: see [`reconstruct_batchnorm`].
     ReconstructBatchnorm,
-    /// Input pipeline overlap (prefetching into worker processes): see [`prefetch_inputs`].
-    /// `contention`: how much slower the training process's own host work runs beside the
-    /// workers (0.1 = 10 % slower).
-    PrefetchInputs { contention: f64 },
+    /// Input pipeline overlap (loading in `workers` worker processes): see
+    /// [`prefetch_inputs`]. `contention`: how much slower the training process's own host
+    /// work runs beside the workers (0.1 = 10 % slower); `cores`: the host's cores, where
+    /// known (they set the contention and the workers' share of the cores).
+    PrefetchInputs {
+        contention: f64,
+        workers: u32,
+        cores: Option<u32>,
+    },
     /// Activation recomputation, a memory-for-time trade: see [`recompute`].
     Recompute { fraction: f64 },
     /// vDNN offloading of activations, a memory-for-time trade: see [`offload`].
@@ -82,6 +90,28 @@ pub enum Model {
 /// 10–15 % (median 107 → 120 ms); this is the lower end. One pair on one machine: pass
 /// `--contention` for yours (0 where the host has idle cores to spare).
 pub const DEFAULT_CONTENTION: f64 = 0.1;
+
+/// `prefetch_inputs`' default number of `DataLoader` worker processes: 4, the count PyTorch's
+/// examples (ImageNet's `--workers`) and the recorded pairs use; pass `--workers` for yours.
+pub const DEFAULT_WORKERS: u32 = 4;
+
+/// `prefetch_inputs` with its defaults.
+fn prefetch_default() -> Model {
+    Model::PrefetchInputs {
+        contention: DEFAULT_CONTENTION,
+        workers: DEFAULT_WORKERS,
+        cores: None,
+    }
+}
+
+/// The training process's contention beside `workers` workers on `cores` cores: what it loses
+/// once they no longer fit ([`input_overlap::core_share`]); unknown cores: the default.
+fn contention_on(workers: u32, cores: Option<u32>) -> f64 {
+    match cores {
+        Some(_) => 1.0 / core_share(workers, cores) - 1.0,
+        None => DEFAULT_CONTENTION,
+    }
+}
 
 /// The share of the activation bytes that memory-for-time trades act on by default.
 pub const DEFAULT_FRACTION: f64 = 0.5;
@@ -161,9 +191,7 @@ impl Model {
             Model::KernelFusion { factor: None },
             Model::FasterHardware(copies_2x()),
             Model::ReconstructBatchnorm,
-            Model::PrefetchInputs {
-                contention: DEFAULT_CONTENTION,
-            },
+            prefetch_default(),
         ]
     }
 
@@ -225,11 +253,26 @@ impl Model {
             Model::KernelFusion { factor: None } => "kernel_fusion".into(),
             Model::KernelFusion { factor: Some(f) } => format!("kernel_fusion(factor={f})"),
             Model::ReconstructBatchnorm => "reconstruct_batchnorm".into(),
-            Model::PrefetchInputs { contention } if *contention == DEFAULT_CONTENTION => {
-                "prefetch_inputs".into()
-            }
-            Model::PrefetchInputs { contention } => {
-                format!("prefetch_inputs(contention={contention})")
+            Model::PrefetchInputs {
+                contention,
+                workers,
+                cores,
+            } => {
+                let mut given = Vec::new();
+                if *workers != DEFAULT_WORKERS {
+                    given.push(format!("workers={workers}"));
+                }
+                if let Some(cores) = cores {
+                    given.push(format!("cores={cores}"));
+                }
+                if *contention != contention_on(*workers, *cores) {
+                    given.push(format!("contention={contention}"));
+                }
+                if given.is_empty() {
+                    "prefetch_inputs".into()
+                } else {
+                    format!("prefetch_inputs({})", given.join(","))
+                }
             }
             Model::Recompute { fraction } => with_fraction("recompute", *fraction),
             Model::Offload { fraction } => with_fraction("offload", *fraction),
@@ -254,9 +297,7 @@ impl Model {
             "reconstruct_batchnorm" | "batchnorm" | "fuse_batchnorm" | "batchnorm_fusion" => {
                 Model::ReconstructBatchnorm
             }
-            "prefetch_inputs" | "prefetch" | "input_overlap" => Model::PrefetchInputs {
-                contention: DEFAULT_CONTENTION,
-            },
+            "prefetch_inputs" | "prefetch" | "input_overlap" => prefetch_default(),
             "recompute" | "checkpointing" | "activation_checkpointing" => Model::Recompute {
                 fraction: DEFAULT_FRACTION,
             },
@@ -315,6 +356,11 @@ impl Model {
             });
         }
         for (param, value) in params.values() {
+            if (param == "workers" || param == "cores")
+                && !(value >= 1.0 && value <= u32::MAX as f64 && value.fract() == 0.0)
+            {
+                return Err(ModelError::BadCount { param, value });
+            }
             let valid = value.is_finite()
                 && if param == "factor" || param == "contention" {
                     value >= 0.0
@@ -347,8 +393,16 @@ impl Model {
             }
             Model::Amp | Model::AmpBf16 => {}
             Model::KernelFusion { factor } => *factor = params.factor.or(*factor),
-            Model::PrefetchInputs { contention } => {
-                *contention = params.contention.unwrap_or(*contention)
+            Model::PrefetchInputs {
+                contention,
+                workers,
+                cores,
+            } => {
+                *workers = params.workers.map_or(*workers, |w| w as u32);
+                *cores = params.cores.map(|c| c as u32).or(*cores);
+                *contention = params
+                    .contention
+                    .unwrap_or_else(|| contention_on(*workers, *cores));
             }
             Model::Recompute { fraction }
             | Model::Offload { fraction }
@@ -371,7 +425,7 @@ impl Model {
             Model::FasterHardware(_) => &["compute", "memory", "cpu", "copy", "to"],
             Model::Amp | Model::AmpBf16 => &["dtype"],
             Model::Recompute { .. } | Model::Offload { .. } | Model::Gist { .. } => &["fraction"],
-            Model::PrefetchInputs { .. } => &["contention"],
+            Model::PrefetchInputs { .. } => &["contention", "workers", "cores"],
             Model::CudaGraphs | Model::RemoveSyncs | Model::ReconstructBatchnorm => &[],
         }
     }
@@ -413,7 +467,7 @@ impl Model {
             Model::FasterHardware(h) => {
                 h.compute >= 1.0 && h.memory >= 1.0 && h.cpu >= 1.0 && h.copy >= 1.0
             }
-            Model::PrefetchInputs { contention } => *contention < 1.0,
+            Model::PrefetchInputs { contention, .. } => *contention < 1.0,
             Model::CudaGraphs | Model::RemoveSyncs | Model::ReconstructBatchnorm => true,
             Model::Amp
             | Model::AmpBf16
@@ -436,9 +490,7 @@ impl Model {
             Model::ReconstructBatchnorm,
             Model::KernelFusion { factor: None },
             Model::Amp,
-            Model::PrefetchInputs {
-                contention: DEFAULT_CONTENTION,
-            },
+            prefetch_default(),
             Model::CudaGraphs,
             Model::RemoveSyncs,
             Model::FasterHardware(gpu_2x()),
@@ -458,39 +510,61 @@ impl Model {
                  more workers or cheaper transforms, not prefetching, so nothing changed"
                     .to_string(),
             ],
-            Model::PrefetchInputs { contention } => vec![
-                format!(
-                    "assumes the worker processes keep up: loading takes {:.3} ms per batch \
-                     here, so N workers keep up with a step of S ms only if N ≥ that ÷ S at \
-                     this speed; a worker runs PyTorch ops on one thread (PyTorch's default in \
-                     workers), so preprocessing that ran on several intra-op threads here can \
-                     need several times more workers (docs/accuracy.md: a recorded pair where \
-                     4 workers did not keep up)",
-                    input_overlap::loading_ns_per_step(context) as f64 / 1e6
-                ),
-                format!(
-                    "charges {:.0} % worker contention on this process's host work (--contention; \
-                     the default is the lower end of the 10-15 % measured on one recorded pair)",
-                    contention * 100.0
-                ),
-            ],
+            Model::PrefetchInputs {
+                contention,
+                workers,
+                cores,
+            } => {
+                let ms = |ns: i64| ns as f64 / 1e6;
+                let work = loader_work(context);
+                let delivery = delivery_ns(context, *workers, *cores).unwrap_or(0);
+                let share = core_share(*workers, *cores);
+                vec![
+                    format!(
+                        "the step after is at least {:.3} ms, the pace of {workers} worker \
+                         processes (--workers): a batch's loading takes {:.3} ms here ({:.3} ms \
+                         of tensor ops PyTorch spread over its intra-op threads, {:.3} ms of \
+                         ops that run on one thread anyway: random draws, views, small \
+                         tensors, and {:.3} ms untraced); a worker runs it on one thread, \
+                         about {:.3} ms per batch (the spread ops ×{WORKER_TENSOR_SLOWDOWN}, \
+                         fitted on one recorded H100 pair with 16 CPUs){}",
+                        ms(delivery),
+                        ms(work.recorded_ns),
+                        ms(work.parallel_ns),
+                        ms(work.serial_ns),
+                        ms(work.untraced_ns),
+                        ms(work.in_worker_ns()),
+                        if share < 1.0 {
+                            format!(
+                                ", slowed to {:.0} % of a core each: {workers} workers and \
+                                 the training process on {} cores",
+                                share * 100.0,
+                                cores.unwrap_or(0)
+                            )
+                        } else {
+                            String::new()
+                        }
+                    ),
+                    match cores {
+                        Some(cores) => format!(
+                            "charges {:.0} % contention on this process's host work: \
+                             {workers} workers and the training process on {cores} cores \
+                             (--cores)",
+                            contention * 100.0
+                        ),
+                        None => format!(
+                            "the host's cores are unknown (the trace does not record them; \
+                             --cores): charges {:.0} % contention on this process's host \
+                             work (--contention; the default was measured on one V100 pair, \
+                             and was about 0 with 4 workers on a 16-CPU H100 host)",
+                            contention * 100.0
+                        ),
+                    },
+                ]
+            }
             Model::Amp => amp::caveats(context, AmpDtype::Fp16),
             Model::AmpBf16 => amp::caveats(context, AmpDtype::Bf16),
-            Model::CudaGraphs => vec![
-                "capturing every host task between the first and last launch of a step is an \
-                 upper bound on what capture saves on the host: dynamic shapes, CPU-side control \
-                 flow on device values and allocations break capture"
-                    .to_string(),
-                "the device's own gaps between kernels are kept as recorded in eager mode; a \
-                 graph's nodes can follow each other faster, so on a device-bound graph the \
-                 gain can exceed this (docs/accuracy.md has a recorded pair where it did)"
-                    .to_string(),
-                format!(
-                    "a graph launch costs the trace's launch call plus {} ns per node (a public \
-                     measurement on another GPU)",
-                    cuda_graphs::GRAPH_LAUNCH_NS_PER_NODE
-                ),
-            ],
+            Model::CudaGraphs => cuda_graphs::caveats(context),
             Model::FasterHardware(hardware) => hardware::caveats(context, hardware),
             Model::ReconstructBatchnorm => vec![batchnorm::CAVEAT.to_string()],
             _ => Vec::new(),
@@ -508,7 +582,11 @@ impl Model {
             Model::RemoveSyncs => remove_syncs(context, edit),
             Model::KernelFusion { factor } => kernel_fusion(context, edit, *factor),
             Model::ReconstructBatchnorm => reconstruct_batchnorm(context, edit),
-            Model::PrefetchInputs { contention } => prefetch_inputs(context, edit, *contention),
+            Model::PrefetchInputs {
+                contention,
+                workers,
+                cores,
+            } => prefetch_inputs(context, edit, *contention, *workers, *cores),
             Model::Recompute { fraction } => recompute(context, edit, *fraction),
             Model::Offload { fraction } => offload(context, edit, *fraction),
             Model::Gist { fraction } => gist(context, edit, *fraction),
@@ -536,6 +614,11 @@ pub struct ModelParams {
     pub to: Option<&'static str>,
     /// `amp --dtype`: FP16 with a `GradScaler` (the default) or BF16.
     pub dtype: Option<AmpDtype>,
+    /// `prefetch_inputs`: the `DataLoader`'s worker processes (a whole number ≥ 1).
+    pub workers: Option<f64>,
+    /// `prefetch_inputs`: the host's CPU cores (a whole number ≥ 1; unknown by default: no
+    /// trace format stepcast reads records them).
+    pub cores: Option<f64>,
 }
 
 impl ModelParams {
@@ -548,6 +631,8 @@ impl ModelParams {
             ("copy", self.copy),
             ("fraction", self.fraction),
             ("contention", self.contention),
+            ("workers", self.workers),
+            ("cores", self.cores),
         ]
         .into_iter()
         .filter_map(|(name, value)| value.map(|v| (name, v)))
@@ -582,6 +667,8 @@ pub enum ModelError {
         "invalid --fraction {value}: give a share of the activation bytes, above 0 and at most 1"
     )]
     BadFraction { value: f64 },
+    #[error("invalid --{param} {value}: give a whole number, at least 1")]
+    BadCount { param: &'static str, value: f64 },
     #[error(
         "faster_hardware takes --to or --{param}, not both: --to sets the GPU's factors from the datasheets (--cpu sets the host's)"
     )]
