@@ -277,6 +277,17 @@ impl Builder<'_> {
         let mut edges = Vec::new();
         // (call, delay from the call's begin, delay from its return) of work on an idle stream.
         let mut samples: Vec<(TaskId, i64, i64)> = Vec::new();
+        // Host calls that launched device work: where a thread's walk back to a stream wait
+        // stops (`after_stream_wait`).
+        let mut launches = vec![false; n];
+        for t in 0..n {
+            if self.graph.kind[t].on_device() {
+                let event = &self.trace.events[self.graph.event[t].index()];
+                if let Some(&call) = event.correlation.and_then(|c| calls.get(&c.get())) {
+                    launches[call.index()] = true;
+                }
+            }
+        }
         for t in 0..n {
             if !self.graph.kind[t].on_device() {
                 continue;
@@ -289,7 +300,11 @@ impl Builder<'_> {
                     let idle = self.graph.lane_pred(task).is_none_or(|p| {
                         self.graph.rec_end_ns[p.index()] <= self.graph.rec_start_ns[call.index()]
                     });
-                    if idle {
+                    // An idle stream that waits on another stream's event starts when that
+                    // work ends, not a latency after its launch: no sample (a side stream
+                    // waiting for the compute stream, running 8-29 ms behind the host,
+                    // put a 17 ms "launch latency" on every cudaLaunchKernel of a trace).
+                    if idle && !self.after_stream_wait(call, &launches) {
                         let start = self.graph.rec_start_ns[t];
                         samples.push((
                             call,
@@ -381,6 +396,21 @@ impl Builder<'_> {
         self.launch_latency_ns = latency;
         self.dispatch_gaps(&call_of, latency);
         Launches { edges, call_of }
+    }
+
+    /// Whether a stream-wait call (`cudaStreamWaitEvent`) ran on `call`'s thread since that
+    /// thread last launched device work: the wait then holds the work `call` launches, as
+    /// `sync_edges` reads it without sync records (the waiting stream is the one the thread
+    /// launches on next).
+    fn after_stream_wait(&self, call: TaskId, launches: &[bool]) -> bool {
+        let g = &self.graph;
+        let lane = &g.lanes[g.lane[call.index()] as usize];
+        (lane.first_task..call.0)
+            .rev()
+            .take(64)
+            .map(|t| t as usize)
+            .take_while(|&t| !launches[t])
+            .any(|t| self.names.is_stream_wait_event(g.name[t]))
     }
 
     /// Consecutive tasks on a backlogged stream are not back to back: the device takes a
