@@ -18,6 +18,7 @@ mod cow_vec;
 pub mod ddp;
 pub mod edit;
 pub mod models;
+pub mod profiler_cost;
 pub mod scenario;
 pub mod trust;
 

@@ -8,7 +8,9 @@
 
 use rustc_hash::FxHashMap;
 
+use super::Resource;
 use super::models::Model;
+use super::profiler_cost::{self, ProfilerCost};
 use super::{Baseline, Context, Outcome, Period, WhatIfError, recorded_timeline, steady_period};
 use crate::graph::NO_STEP;
 use crate::replay::{measured_span, replayed_span, tasks_by_step};
@@ -38,6 +40,9 @@ pub struct WindowTrust {
     /// Time per steady step that blocking host calls spent waiting in the baseline replay: the
     /// most that removing waits (rather than costs) can gain.
     pub blocking_wait_ns: i64,
+    /// The profiler's own cost on the host, where the trace shows it ([`profiler_cost`]):
+    /// every prediction says how far it moves it.
+    pub profiler: Option<ProfilerCost>,
 }
 
 /// The window's own caveats (see the module documentation).
@@ -191,6 +196,7 @@ pub fn window_trust_of(
         caveats,
         declined,
         blocking_wait_ns: wait_ns / steady_steps,
+        profiler: profiler_cost::estimate(context.trace, window, &steady),
     })
 }
 
@@ -277,6 +283,42 @@ fn steady_replay_error(measured: &Period, replayed: &Period) -> Option<String> {
             ANCHOR_SHARE * 100.0
         )
     })
+}
+
+/// A baseline the profiler's own cost moves by less than this share is not worth a caveat.
+const PROFILER_SHARE: f64 = 0.01;
+
+/// How far the profiler's own cost moves `outcome`: its baseline and prediction less that
+/// cost's share of their host time on the critical path (first order: the path is kept).
+fn profiler_caveat(cost: &ProfilerCost, outcome: &Outcome) -> Option<String> {
+    let host = |p: &super::Prediction| p.bottleneck.by_resource[Resource::Host as usize];
+    let baseline_ns = outcome.baseline.step_ns;
+    let baseline_without = cost.without(baseline_ns, host(&outcome.baseline));
+    let predicted_without = cost.without(outcome.predicted.step_ns, host(&outcome.predicted));
+    if ((baseline_ns - baseline_without) as f64) < PROFILER_SHARE * baseline_ns as f64 {
+        return None;
+    }
+    let recorded = if cost.options.is_empty() {
+        "every op and runtime call".to_string()
+    } else {
+        format!(
+            "every op and runtime call, with {}",
+            cost.options.join(", ")
+        )
+    };
+    Some(format!(
+        "the profiler recorded {recorded}: {} host events per step at about {:.1} µs each (the \
+         median gap between an op's child calls), {:.0} % of the steps' time; without \
+         it the baseline would be about {:.3} ms and this prediction {:.3} ms ({:.3}× instead \
+         of {:.3}×)",
+        cost.events_per_step,
+        cost.per_event_ns as f64 / 1e3,
+        cost.host_share * 100.0,
+        baseline_without as f64 / 1e6,
+        predicted_without as f64 / 1e6,
+        super::speedup(baseline_without, predicted_without),
+        outcome.speedup
+    ))
 }
 
 /// The identity check: the editable graph every transform starts from, built unchanged,
@@ -417,6 +459,9 @@ pub fn assess_kind(
 ) {
     let mut caveats = window.caveats.clone();
     caveats.extend(kind.caveats.iter().cloned());
+    if let Some(cost) = &window.profiler {
+        caveats.extend(profiler_caveat(cost, outcome));
+    }
     if let Some(other) = outcome.other_peers_speedup
         && (other - outcome.speedup).abs() > PEERS_SHARE * outcome.speedup
     {
