@@ -47,7 +47,10 @@ fn optimize_json_is_a_plan_and_the_same_on_any_thread_count() {
         let bound = trust["bound_ns"].as_i64().expect("bound_ns");
         assert!((0..=baseline).contains(&bound), "{m}");
         assert!(trust["caveats"].is_array(), "{m}");
-        assert!(trust["declined"].is_null() && trust.get("anomaly").is_some(), "{m}");
+        assert!(
+            trust["declined"].is_null() && trust.get("anomaly").is_some(),
+            "{m}"
+        );
     }
     assert!(doc["declined"].is_null(), "{doc}");
     for r in doc["references"].as_array().expect("references") {
