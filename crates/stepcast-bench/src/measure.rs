@@ -162,6 +162,8 @@ fn bench_trace(path: &Path, iterations: u32) -> anyhow::Result<TraceResult> {
     let mut replay = Samples::default();
     let mut analysis = Samples::default();
     let mut report_html = Samples::default();
+    let mut advise_time = Samples::default();
+    let mut self_checks = Samples::default();
     let mut total = Samples::default();
     let mut ingest_peak_rss_bytes = None;
     let mut replay_peak_rss_bytes = None;
@@ -220,6 +222,24 @@ fn bench_trace(path: &Path, iterations: u32) -> anyhow::Result<TraceResult> {
             .with_context(|| format!("report of {}", path.display()))?;
         let t_report = start.elapsed();
         black_box(&page);
+
+        // `advise`, whole (the baseline replayed once, the window's self-checks beside the
+        // editable window, every candidate), then the self-checks alone on that baseline:
+        // what they add to `advise` (issue #25's bar: at most 20 %).
+        let context = stepcast::whatif::Context::new(&trace, &window, &analyzed.mapping);
+        let start = Instant::now();
+        let advice = stepcast::whatif::advise(&context)
+            .with_context(|| format!("advise on {}", path.display()))?;
+        let t_advise = start.elapsed();
+        black_box(&advice);
+        let replayed = stepcast::whatif::Baseline::of(&window)
+            .with_context(|| format!("baseline of {}", path.display()))?;
+        let start = Instant::now();
+        let checks = stepcast::whatif::trust::window_trust_of(&context, &replayed)
+            .with_context(|| format!("self-checks of {}", path.display()))?;
+        let t_checks = start.elapsed();
+        black_box(&checks);
+        drop((advice, checks, replayed));
         drop((analyzed, document, text, page));
 
         if iteration == 0 {
@@ -266,6 +286,8 @@ fn bench_trace(path: &Path, iterations: u32) -> anyhow::Result<TraceResult> {
             replay.0.push(t_replay);
             analysis.0.push(t_analyze);
             report_html.0.push(t_report);
+            advise_time.0.push(t_advise);
+            self_checks.0.push(t_checks);
             total.0.push(t_ingest + t_build + t_replay);
         }
         // Freed outside the timed regions, before the next read, so that at most one trace and
@@ -315,6 +337,16 @@ fn bench_trace(path: &Path, iterations: u32) -> anyhow::Result<TraceResult> {
         Phase {
             name: "report_html",
             samples: report_html,
+            rate: Rate::MillionTasks(tasks),
+        },
+        Phase {
+            name: "advise",
+            samples: advise_time,
+            rate: Rate::MillionTasks(tasks),
+        },
+        Phase {
+            name: "self_checks",
+            samples: self_checks,
             rate: Rate::MillionTasks(tasks),
         },
         Phase {

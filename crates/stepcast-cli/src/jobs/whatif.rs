@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, anyhow};
-use stepcast::whatif::{Model, ModelParams, Peers, Scenario, what_if};
+use stepcast::whatif::{Model, ModelParams, Peers, Scenario, what_if_assessed};
 use stepcast_report::json::{WhatIfJson, whatif_json};
 
 use super::ddp::{Ddp, DdpOptions};
@@ -94,8 +94,8 @@ fn one(
 ) -> anyhow::Result<WhatIfJson> {
     let context = loaded.context(peers);
     let cannot = || format!("cannot predict {}", loaded.path.display());
-    let mut outcome = what_if(&context, |edit| apply(&context, edit)).with_context(cannot)?;
-    stepcast::whatif::trust::assess_one(&context, models, &mut outcome).with_context(cannot)?;
+    let outcome =
+        what_if_assessed(&context, models, |edit| apply(&context, edit)).with_context(cannot)?;
     let mut document = whatif_json(&loaded.trace, &loaded.window, &name, models, &outcome);
     // A memory-for-time trade reports the memory it saves (a model alone, or the first such
     // model of a scenario).

@@ -41,7 +41,18 @@ fn optimize_json_is_a_plan_and_the_same_on_any_thread_count() {
         assert!(!m["pytorch"].as_str().expect("pytorch").is_empty());
         assert!(m["alone_ns"].as_i64().is_some());
         assert!(m["gain_in_plan_ns"].as_i64().expect("gain") >= 0);
+        // Each move's trust, as `whatif`'s: a bound within the step, caveats, and the
+        // window's decline (none on this trace).
+        let trust = &m["trust"];
+        let bound = trust["bound_ns"].as_i64().expect("bound_ns");
+        assert!((0..=baseline).contains(&bound), "{m}");
+        assert!(trust["caveats"].is_array(), "{m}");
+        assert!(
+            trust["declined"].is_null() && trust.get("anomaly").is_some(),
+            "{m}"
+        );
     }
+    assert!(doc["declined"].is_null(), "{doc}");
     for r in doc["references"].as_array().expect("references") {
         assert!(
             r["plan_gain_ns"].as_i64().expect("plan_gain_ns") >= 0,

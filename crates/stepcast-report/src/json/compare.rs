@@ -332,6 +332,7 @@ fn check_json(check: &ModelCheck) -> ModelCheckJson {
             caveats: check.caveats.clone(),
             anomaly: check.anomaly.clone(),
             rests_on: check.rests_on.clone(),
+            declined: check.declined.clone(),
         },
         phases: check
             .phases

@@ -8,7 +8,7 @@ use stepcast::optimize::{Move, Optimized, PassId};
 use stepcast::whatif::Peers;
 use stepcast_trace::Trace;
 
-use super::TraceJson;
+use super::{TraceJson, TrustJson};
 
 /// The whole document.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -47,6 +47,10 @@ pub struct OptimizeJson {
     pub ranks: Vec<RankStepJson>,
     /// What limits every prediction on the leader's window.
     pub caveats: Vec<String>,
+    /// Why no prediction on the leader's window can be trusted, if none can (its baseline is
+    /// off the measured step, or a step it is built from replays more than 2 % off): the plan
+    /// is shown only beside it. `null` otherwise.
+    pub declined: Option<String>,
 }
 
 /// A pass the plan could use.
@@ -181,6 +185,10 @@ pub struct PlannedMoveJson {
     pub gain_in_plan_ns: i64,
     /// What limits this move's prediction (its model's assumptions).
     pub caveats: Vec<String>,
+    /// How far the move's prediction alone on the leader rank can be trusted, as `whatif`'s
+    /// (`trust` of the `whatif` document): its bound along that rank's critical path, the
+    /// window's and the move's caveats, an anomaly, a gain resting on one task, a decline.
+    pub trust: TrustJson,
 }
 
 /// A plan the user could have instead.
@@ -282,6 +290,7 @@ pub fn optimize_json(traces: &[&Trace], peers: Peers, optimized: &Optimized) -> 
                 after_ns: m.after_ns,
                 gain_in_plan_ns,
                 caveats: m.caveats.clone(),
+                trust: TrustJson::of(&m.trust),
             }
         })
         .collect();
@@ -365,5 +374,6 @@ pub fn optimize_json(traces: &[&Trace], peers: Peers, optimized: &Optimized) -> 
                 .collect()
         },
         caveats: optimized.caveats.clone(),
+        declined: optimized.declined.clone(),
     }
 }

@@ -4,6 +4,7 @@
 use serde::Serialize;
 use stepcast::Window;
 use stepcast::whatif::models::MemoryEffect;
+use stepcast::whatif::trust::Verdict;
 use stepcast::whatif::{Advice, Bottleneck, Candidate, Model, Outcome, Resource};
 use stepcast_trace::Trace;
 
@@ -99,6 +100,11 @@ pub struct TrustJson {
     /// kernel): which, and how much. Such a prediction is never a headline. `None` (`null`)
     /// otherwise.
     pub rests_on: Option<String>,
+    /// Why the prediction cannot be trusted at all, if it cannot: the baseline is more than
+    /// 3 % off the measured steady period, a step the baseline is built from replays more
+    /// than 2 % off its measured time, or an unchanged graph does not replay as the
+    /// baseline. The figures are then shown only beside it. `None` (`null`) otherwise.
+    pub declined: Option<String>,
 }
 
 impl TrustJson {
@@ -116,16 +122,22 @@ impl TrustJson {
 
     /// The trust of `outcome`.
     pub fn new(outcome: &Outcome) -> Self {
-        let baseline = outcome.baseline.step_ns;
+        Self::of(&Verdict::of(outcome))
+    }
+
+    /// The trust of a prediction kept as its [`Verdict`] (`optimize`'s moves).
+    pub fn of(verdict: &Verdict) -> Self {
+        let baseline = verdict.baseline_ns;
         Self {
-            bound_ns: outcome.bound_ns,
-            bound_speedup: outcome
+            bound_ns: verdict.bound_ns,
+            bound_speedup: verdict
                 .bound_ns
                 .filter(|&b| b < baseline)
                 .and_then(|b| finite(baseline as f64 / (baseline - b) as f64)),
-            caveats: outcome.caveats.clone(),
-            anomaly: outcome.anomaly.clone(),
-            rests_on: outcome.rests_on.clone(),
+            caveats: verdict.caveats.clone(),
+            anomaly: verdict.anomaly.clone(),
+            rests_on: verdict.rests_on.clone(),
+            declined: verdict.declined.clone(),
         }
     }
 }

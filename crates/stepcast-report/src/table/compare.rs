@@ -177,7 +177,18 @@ fn model_section(out: &mut String, check: &ModelCheckJson, measured: &MeasuredJs
     let speedup = check
         .predicted_speedup
         .map_or_else(|| "n/a".to_string(), |s| format!("{s:.3}×"));
-    let mut text = wrap(
+    let mut text = String::new();
+    if let Some(reason) = &check.trust.declined {
+        text.push_str(&wrap(
+            &format!(
+                "Declined: {}. The figures below are the replay's, not a prediction.",
+                sanitize(reason)
+            ),
+            "",
+        ));
+        text.push('\n');
+    }
+    text.push_str(&wrap(
         &format!(
             "Predicted from BEFORE: speedup {speedup}, step {} ms; measured AFTER {} ms; error \
              {}. Against the measured interval ({}): {}.{}",
@@ -196,7 +207,7 @@ fn model_section(out: &mut String, check: &ModelCheckJson, measured: &MeasuredJs
             },
         ),
         "",
-    );
+    ));
     text.push('\n');
     let caveats = check.trust.caveat_text();
     if !caveats.is_empty() {

@@ -48,7 +48,18 @@ pub fn optimize_text(doc: &OptimizeJson) -> String {
         [one] => one.clone(),
         many => format!("{} ranks ({} …)", many.len(), many[0]),
     };
-    let mut out = wrap(
+    let mut out = String::new();
+    if let Some(reason) = &doc.declined {
+        out.push_str(&wrap(
+            &format!(
+                "Declined: {}. The plan's figures below are the replay's, not a prediction.",
+                sanitize(reason)
+            ),
+            "",
+        ));
+        out.push('\n');
+    }
+    out.push_str(&wrap(
         &format!(
             "Plan for {}: step {} ms now, {} ms with the plan ({:.3}×, {} ms less per step); \
              {} moves replayed in {} rounds, {} left out off the critical path and {} pruned by \
@@ -65,7 +76,7 @@ pub fn optimize_text(doc: &OptimizeJson) -> String {
             doc.search.stopped.replace('_', " "),
         ),
         "",
-    );
+    ));
     out.push('\n');
     if doc.moves.is_empty() {
         push_section(
@@ -171,5 +182,19 @@ pub fn optimize_text(doc: &OptimizeJson) -> String {
         }
     }
     push_notes(&mut out, "Caveats", &caveats);
+    // What `whatif` would say of a move's prediction beyond its caveats: it responds as no
+    // machine would, or its gain rests on one task.
+    let warnings: Vec<String> = doc
+        .moves
+        .iter()
+        .flat_map(|m| {
+            let name = move_label(&m.step);
+            [&m.trust.anomaly, &m.trust.rests_on]
+                .into_iter()
+                .flatten()
+                .map(move |w| format!("{name}: {w}"))
+        })
+        .collect();
+    push_notes(&mut out, "Warnings", &warnings);
     out
 }

@@ -24,7 +24,7 @@ use crate::analyze::host_time;
 use crate::analyze::mapping::{Mapping, Phase};
 use crate::graph::NO_STEP;
 use crate::replay::relative_error;
-use crate::whatif::{Model, Outcome, PhaseTime, WhatIfError, what_if};
+use crate::whatif::{Model, Outcome, PhaseTime, WhatIfError};
 
 /// One phase, predicted against measured (ns per steady step).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,6 +102,8 @@ pub struct ModelCheck {
     pub anomaly: Option<String>,
     /// Where its gain rests mostly on one task ([`Outcome::rests_on`]).
     pub rests_on: Option<String>,
+    /// Why the prediction cannot be trusted at all, if it cannot ([`Outcome::declined`]).
+    pub declined: Option<String>,
 }
 
 /// Applies `model` to BEFORE, and checks its prediction against AFTER.
@@ -113,8 +115,7 @@ pub fn check_model(
     model: &Model,
 ) -> Result<ModelCheck, WhatIfError> {
     let context = before.context();
-    let mut outcome = what_if(&context, |edit| model.apply(&context, edit).map(|_| ()))?;
-    crate::whatif::trust::assess_one(&context, std::slice::from_ref(model), &mut outcome)?;
+    let outcome = crate::whatif::apply_models(&context, std::slice::from_ref(model))?;
     Ok(check_outcome(
         model.name(),
         &outcome,
@@ -167,6 +168,7 @@ pub fn check_outcome(
         caveats: outcome.caveats.clone(),
         anomaly: outcome.anomaly.clone(),
         rests_on: outcome.rests_on.clone(),
+        declined: outcome.declined.clone(),
         predicted_speedup: outcome.speedup,
         predicted_step_ns,
         measured_step_ns: after_steps.period_ns,

@@ -33,9 +33,10 @@ use crate::graph::TaskId;
 use crate::whatif::advise::advise;
 use crate::whatif::edit::EditGraph;
 use crate::whatif::models::Model;
-use crate::whatif::trust::window_trust;
+use crate::whatif::trust::{Verdict, WindowTrust, assess_kind, window_trust_of};
 use crate::whatif::{
-    Context, Prediction, WhatIfError, predict, replay_with_ids, replay_with_peers,
+    Baseline, Context, Prediction, Prepared, WhatIfError, predict, replay_with_ids,
+    replay_with_peers, what_if_prepared,
 };
 
 pub use passes::{Facts, Move, PassId};
@@ -121,6 +122,22 @@ impl Rank<'_> {
         Ok((predicted.step_ns, on_path))
     }
 
+    /// How far `m`'s prediction alone on this rank can be trusted: the prediction of
+    /// `whatif`, assessed as its models' would be ([`passes::kind`]).
+    fn verdict(
+        &self,
+        prepared: &Prepared,
+        window: &WindowTrust,
+        m: &Move,
+    ) -> Result<Verdict, WhatIfError> {
+        let mut outcome = what_if_prepared(&self.context, prepared, |edit| {
+            passes::apply(&self.context, &self.facts, std::slice::from_ref(m), edit)
+        })?;
+        let kind = passes::kind(&self.context, &self.facts, m);
+        assess_kind(&self.context, window, &kind, &mut outcome);
+        Ok(Verdict::of(&outcome))
+    }
+
     fn predict(&self, plan: &[Move]) -> Result<i64, WhatIfError> {
         if plan.is_empty() {
             return Ok(self.baseline.step_ns);
@@ -155,6 +172,10 @@ pub struct PlannedMove {
     /// What to do in PyTorch.
     pub pytorch: String,
     pub caveats: Vec<String>,
+    /// How far its prediction alone on the leader rank can be trusted, as `whatif`'s: the
+    /// bound of what it cuts along that rank's critical path, the window's and the move's
+    /// caveats, an anomaly, a gain resting on one task, the window's decline.
+    pub trust: Verdict,
 }
 
 /// A plan the user could have instead: a default, or `advise`'s best candidate.
@@ -219,6 +240,10 @@ pub struct Optimized {
     pub search: SearchStats,
     /// The leader window's caveats.
     pub caveats: Vec<String>,
+    /// Why no prediction on the leader's window can be trusted, if none can
+    /// (`trust::WindowTrust::declined`): the plan is still searched, its figures shown only
+    /// beside this reason.
+    pub declined: Option<String>,
 }
 
 impl<'a> Optimizer<'a> {
@@ -433,6 +458,15 @@ impl<'a> Optimizer<'a> {
         }
         let plan: Vec<Move> = best.moves.iter().map(|(m, _)| m.clone()).collect();
         let leader = self.leader();
+        // The leader's baseline, replayed once for every move's trust and the window's
+        // self-checks.
+        let replayed = Baseline::of(leader.context.window)?;
+        let prepared = Prepared::of(&leader.context, &replayed).figures_only();
+        let window = window_trust_of(&leader.context, &replayed)?;
+        let verdicts: Vec<Verdict> = plan
+            .par_iter()
+            .map(|m| leader.verdict(&prepared, &window, m))
+            .collect::<Result<_, _>>()?;
         let alone: Vec<i64> = plan
             .par_iter()
             .map(|m| self.job_ns(std::slice::from_ref(m)))
@@ -442,13 +476,15 @@ impl<'a> Optimizer<'a> {
             .iter()
             .zip(&best.after_ns)
             .zip(alone)
-            .map(|(((m, bound), &after_ns), alone_ns)| PlannedMove {
+            .zip(verdicts)
+            .map(|((((m, bound), &after_ns), alone_ns), trust)| PlannedMove {
                 step: m.clone(),
                 bound_ns: *bound,
                 alone_ns,
                 after_ns,
                 pytorch: passes::pytorch(&leader.facts, m),
                 caveats: passes::caveats(&leader.context, &leader.facts, m),
+                trust,
             })
             .collect();
         let (memory, memory_note) = if self.options.passes.contains(&PassId::Memory) {
@@ -466,6 +502,7 @@ impl<'a> Optimizer<'a> {
                 bound_ns: 0,
                 pytorch: passes::pytorch(&leader.facts, &chosen),
                 caveats: passes::caveats(&leader.context, &leader.facts, &chosen),
+                trust: leader.verdict(&prepared, &window, &chosen)?,
                 step: chosen,
             });
         }
@@ -485,7 +522,8 @@ impl<'a> Optimizer<'a> {
             memory,
             memory_note,
             search: stats,
-            caveats: window_trust(&leader.context)?.caveats,
+            caveats: window.caveats,
+            declined: window.declined,
         })
     }
 

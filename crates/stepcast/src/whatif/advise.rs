@@ -15,8 +15,8 @@
 use rayon::prelude::*;
 
 use super::models::{MemoryEffect, Model};
-use super::trust::{WindowTrust, assess, window_trust};
-use super::{Context, Outcome, Prediction, Prepared, WhatIfError, predict, what_if_prepared};
+use super::trust::{WindowTrust, assess, window_trust_of};
+use super::{Baseline, Context, Outcome, Prediction, Prepared, WhatIfError, what_if_prepared};
 
 /// A model (or combination) helps when it speeds the step up by at least this (0.5 %: below
 /// the replay's own error on steady steps, so not worth a change).
@@ -75,17 +75,15 @@ pub struct Advice {
 /// parallel over one baseline, and ranks them: highest speedup first, ties by name. The
 /// result does not depend on the number of threads.
 pub fn advise(context: &Context<'_>) -> Result<Advice, WhatIfError> {
-    // The baseline and the editable window every candidate clones, beside the window's
-    // trust (its own replay): independent, each about half of what precedes the candidates.
+    // The baseline, replayed once; then the editable window every candidate clones, beside
+    // the window's self-checks on that replay: independent.
+    let replayed = Baseline::of(context.window)?;
     let (prepared, window) = rayon::join(
-        || {
-            predict(context.window, &context.window.graph)
-                .map(|baseline| Prepared::new(context, &baseline).figures_only())
-        },
-        || window_trust(context),
+        || Prepared::of(context, &replayed).figures_only(),
+        || window_trust_of(context, &replayed),
     );
-    let (prepared, window) = (prepared?, window?);
-    let baseline = prepared.baseline().clone();
+    let window = window?;
+    let baseline = replayed.prediction;
     if let Some(reason) = &window.declined {
         return Ok(Advice {
             baseline,

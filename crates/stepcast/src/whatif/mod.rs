@@ -18,6 +18,7 @@ mod cow_vec;
 pub mod ddp;
 pub mod edit;
 pub mod models;
+pub mod profiler_cost;
 pub mod record;
 pub mod scenario;
 pub mod trust;
@@ -261,18 +262,40 @@ pub fn predict(window: &Window, graph: &Graph) -> Result<Prediction, WhatIfError
     measure(window, graph, &timeline)
 }
 
+/// The baseline every prediction on a window starts from: the replay of the window's graph
+/// without edges inferred from timing ([`predict`]'s), its measures and its whole critical
+/// path. Replayed once and shared by the predictions, their bound ([`WholePath`]) and the
+/// window's self-checks ([`trust::window_trust_of`]): each used to replay it again.
+#[derive(Clone, Debug)]
+pub struct Baseline {
+    pub prediction: Prediction,
+    pub timeline: Timeline,
+    /// The whole critical path of the replay, what every prediction's bound is measured along.
+    pub path: WholePath,
+}
+
+impl Baseline {
+    /// Replays `window`'s graph once (without inferred edges) and measures it.
+    pub fn of(window: &Window) -> Result<Baseline, WhatIfError> {
+        let graph = &window.graph;
+        let options = SimOptions {
+            without_inferred: true,
+            ..SimOptions::default()
+        };
+        let timeline = simulate(graph, &RecordedOrder, options)?;
+        let (prediction, path) = measure_and_path(window, graph, &timeline, true)?;
+        Ok(Baseline {
+            prediction,
+            timeline,
+            path: path.unwrap_or_default(),
+        })
+    }
+}
+
 /// The whole critical path of the baseline replay ([`predict`]'s), what every prediction's
 /// bound is measured along.
 fn baseline_path(window: &Window) -> Result<WholePath, WhatIfError> {
-    let graph = &window.graph;
-    let options = SimOptions {
-        without_inferred: true,
-        ..SimOptions::default()
-    };
-    let timeline = simulate(graph, &RecordedOrder, options)?;
-    Ok(measure_and_path(window, graph, &timeline, true)?
-        .1
-        .unwrap_or_default())
+    Ok(Baseline::of(window)?.path)
 }
 
 /// The steady-state period of one timeline of a window graph (see the module documentation).
@@ -611,8 +634,8 @@ pub fn what_if(
     context: &Context<'_>,
     transform: impl FnOnce(&mut EditGraph) -> Result<(), WhatIfError>,
 ) -> Result<Outcome, WhatIfError> {
-    let baseline = predict(context.window, &context.window.graph)?;
-    what_if_against(context, &baseline, transform)
+    let baseline = Baseline::of(context.window)?;
+    what_if_prepared(context, &Prepared::of(context, &baseline), transform)
 }
 
 /// [`what_if`] with a baseline already computed (to run many what-ifs on one window).
@@ -670,6 +693,14 @@ impl Prepared {
             unedited: std::sync::OnceLock::new(),
             path: std::sync::OnceLock::new(),
         }
+    }
+
+    /// [`Prepared::new`] from a [`Baseline`], whose whole critical path it keeps: no replay
+    /// of the baseline on the first prediction.
+    pub fn of(context: &Context<'_>, baseline: &Baseline) -> Prepared {
+        let prepared = Prepared::new(context, &baseline.prediction);
+        let _ = prepared.path.set(baseline.path.clone());
+        prepared
     }
 
     /// Outcomes without their transformed graph ([`Outcome::graph`] empty): for a caller that
@@ -1003,13 +1034,25 @@ fn phase_times(
 /// Applies built-in models in order (their effects compose: dPRO) and predicts the result,
 /// with its bound and caveats.
 pub fn apply_models(context: &Context<'_>, models: &[Model]) -> Result<Outcome, WhatIfError> {
-    let mut outcome = what_if(context, |edit| {
+    what_if_assessed(context, models, |edit| {
         for model in models {
             model.apply(context, edit)?;
         }
         Ok(())
-    })?;
-    let window = trust::window_trust(context)?;
+    })
+}
+
+/// [`what_if`] with `transform` applying `models` (a scenario's, or the models themselves),
+/// assessed ([`trust::assess`]): the baseline replayed once for the prediction, its bound
+/// and the window's self-checks.
+pub fn what_if_assessed(
+    context: &Context<'_>,
+    models: &[Model],
+    transform: impl FnOnce(&mut EditGraph) -> Result<(), WhatIfError>,
+) -> Result<Outcome, WhatIfError> {
+    let baseline = Baseline::of(context.window)?;
+    let mut outcome = what_if_prepared(context, &Prepared::of(context, &baseline), transform)?;
+    let window = trust::window_trust_of(context, &baseline)?;
     trust::assess(context, &window, models, &mut outcome);
     Ok(outcome)
 }

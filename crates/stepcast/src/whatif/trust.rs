@@ -8,8 +8,10 @@
 
 use rustc_hash::FxHashMap;
 
+use super::Resource;
 use super::models::Model;
-use super::{Context, Outcome, Period, WhatIfError, measure, recorded_timeline, steady_period};
+use super::profiler_cost::{self, ProfilerCost};
+use super::{Baseline, Context, Outcome, Period, WhatIfError, recorded_timeline, steady_period};
 use crate::graph::NO_STEP;
 use crate::replay::{measured_span, replayed_span, tasks_by_step};
 use crate::simulate::{RecordedOrder, SimOptions, simulate};
@@ -30,17 +32,29 @@ const PEERS_SHARE: f64 = 0.01;
 pub struct WindowTrust {
     pub caveats: Vec<String>,
     /// Why no prediction on this window can be trusted, if none can: the baseline the
-    /// predictions start from is not the measured step ([`ANCHOR_SHARE`]), or the graph a
+    /// predictions start from is not the measured step ([`ANCHOR_SHARE`]), a step it is built
+    /// from replays more than [`SELF_REPLAY_SHARE`] off its measured time, or the graph a
     /// transform starts from does not replay as the baseline (identity). Every prediction
     /// is then declined with this reason.
     pub declined: Option<String>,
     /// Time per steady step that blocking host calls spent waiting in the baseline replay: the
     /// most that removing waits (rather than costs) can gain.
     pub blocking_wait_ns: i64,
+    /// The profiler's own cost on the host, where the trace shows it ([`profiler_cost`]):
+    /// every prediction says how far it moves it.
+    pub profiler: Option<ProfilerCost>,
 }
 
 /// The window's own caveats (see the module documentation).
 pub fn window_trust(context: &Context<'_>) -> Result<WindowTrust, WhatIfError> {
+    window_trust_of(context, &Baseline::of(context.window)?)
+}
+
+/// [`window_trust`] of the window's baseline replay, already made.
+pub fn window_trust_of(
+    context: &Context<'_>,
+    baseline: &Baseline,
+) -> Result<WindowTrust, WhatIfError> {
     let window = context.window;
     let graph = &window.graph;
     let trace = context.trace;
@@ -96,47 +110,67 @@ pub fn window_trust(context: &Context<'_>) -> Result<WindowTrust, WhatIfError> {
             capture.join(", ")
         ));
     }
-    // The baseline replay (without inferred edges, as every prediction is), once.
-    let timeline = simulate(
-        graph,
-        &RecordedOrder,
-        SimOptions {
-            without_inferred: true,
-            ..SimOptions::default()
-        },
-    )?;
-    let baseline = measure(window, graph, &timeline)?;
-    let step_ns = baseline.step_ns.max(1);
+    // The baseline replay (without inferred edges, as every prediction is).
+    let timeline = &baseline.timeline;
+    let step_ns = baseline.prediction.step_ns.max(1);
     // The same measure on the recorded times and on the baseline replay.
     let (Some(measured), Some(replayed)) = (
         steady_period(window, graph, &recorded_timeline(graph)),
-        steady_period(window, graph, &timeline),
+        steady_period(window, graph, timeline),
     ) else {
         return Err(WhatIfError::NoSteps);
     };
+    // Each step the baseline is built from, replayed, against its measured time: the
+    // self-replay's per-step error as `replay` reports it (`replayed_without_inferred_ns`).
+    // With it, the replay with edges inferred from timing, where the graph has any (else the
+    // same replay): what those edges hold of a step.
+    let inferred = graph.pred_kind.iter().any(|kind| kind.is_inferred())
+        || graph.dur_ns != graph.dur_without_inferred_ns;
+    let with = if inferred {
+        Some(simulate(graph, &RecordedOrder, SimOptions::default())?)
+    } else {
+        None
+    };
+    let steady = baseline.prediction.steady.clone();
+    let by_step = tasks_by_step(graph, window.steps.len());
+    let mut worst: Option<StepError> = None;
+    let mut held = 0.0f64;
+    for s in steady.clone() {
+        let step = &window.steps[s];
+        if by_step[s].is_empty() || step.teardown {
+            continue;
+        }
+        let measured_ns = measured_span(graph, step, &by_step[s]);
+        let (replayed_ns, _, _) = replayed_span(graph, timeline, step, &by_step[s]);
+        if measured_ns > 0 {
+            let error = replayed_ns as f64 / measured_ns as f64 - 1.0;
+            if worst.as_ref().is_none_or(|w| error.abs() > w.error.abs()) {
+                worst = Some(StepError {
+                    number: step.number,
+                    measured_ns,
+                    replayed_ns,
+                    error,
+                });
+            }
+        }
+        if let Some(with) = &with {
+            let (held_with, _, _) = replayed_span(graph, with, step, &by_step[s]);
+            held = held.max((held_with - replayed_ns).abs() as f64 / measured_ns.max(1) as f64);
+        }
+    }
     let mut declined = anchor(&measured, &replayed);
+    if declined.is_none() {
+        declined = worst.as_ref().and_then(StepError::declines);
+    }
     caveats.extend(steady_replay_error(&measured, &replayed));
     if declined.is_none() {
-        declined = identity(context, baseline.step_ns)?;
+        declined = identity(context, baseline.prediction.step_ns)?;
     }
     if let Some(outlier) = cold_start(context, step_ns) {
         caveats.push(outlier);
     }
     // Waits only the recorded clock explained: held in the self-replay of a steady step (its
     // span with them less its span without), left out of every prediction.
-    let with = simulate(graph, &RecordedOrder, SimOptions::default())?;
-    let steady = baseline.steady.clone();
-    let by_step = tasks_by_step(graph, window.steps.len());
-    let held = steady
-        .clone()
-        .map(|s| {
-            let step = &window.steps[s];
-            let (held_with, _, _) = replayed_span(graph, &with, step, &by_step[s]);
-            let (held_without, _, _) = replayed_span(graph, &timeline, step, &by_step[s]);
-            let measured = measured_span(graph, step, &by_step[s]).max(1);
-            (held_with - held_without).abs() as f64 / measured as f64
-        })
-        .fold(0.0, f64::max);
     if held > INFERRED_HELD_SHARE {
         caveats.push(format!(
             "edges inferred from timing hold up to {:.1} % of a steady step in the self-replay; \
@@ -162,6 +196,7 @@ pub fn window_trust(context: &Context<'_>) -> Result<WindowTrust, WhatIfError> {
         caveats,
         declined,
         blocking_wait_ns: wait_ns / steady_steps,
+        profiler: profiler_cost::estimate(context.trace, window, &steady),
     })
 }
 
@@ -173,6 +208,42 @@ pub const ANCHOR_SHARE: f64 = 0.03;
 /// A steady step whose replay is off its measured time by more than this is said beside
 /// every prediction.
 const STEP_ERROR_SHARE: f64 = 0.02;
+/// A step the baseline is built from whose self-replay (without edges inferred from timing)
+/// is off its measured span by more than this declines every prediction on the window: the
+/// graph does not explain that step, so no change to it can be predicted from it. The bar
+/// `../shared/tools/replay_accuracy.py` holds the self-replay to, with the same measure
+/// (`replay`'s `replayed_without_inferred_ns` against `measured_ns`).
+pub const SELF_REPLAY_SHARE: f64 = 0.02;
+
+/// The self-replay of one step the baseline is built from, against its measured span.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct StepError {
+    /// The step's number (its `ProfilerStep#N`).
+    number: u64,
+    measured_ns: i64,
+    replayed_ns: i64,
+    /// `replayed_ns / measured_ns - 1`.
+    error: f64,
+}
+
+impl StepError {
+    /// Why every prediction is declined, if this step's error is above [`SELF_REPLAY_SHARE`].
+    fn declines(&self) -> Option<String> {
+        (self.error.abs() > SELF_REPLAY_SHARE).then(|| {
+            format!(
+                "the self-replay of step {} is {:+.1} % off its measured time ({:.3} ms replayed, \
+                 {:.3} ms measured; the worst of the steps the baseline is built from), more \
+                 than {:.0} %: the graph does not explain this trace's steps well enough to \
+                 predict from",
+                self.number,
+                self.error * 100.0,
+                self.replayed_ns as f64 / 1e6,
+                self.measured_ns as f64 / 1e6,
+                SELF_REPLAY_SHARE * 100.0
+            )
+        })
+    }
+}
 
 /// The anchored check: `Some(reason)` when the baseline (`replayed`) is more than
 /// [`ANCHOR_SHARE`] off the `measured` steady period.
@@ -212,6 +283,42 @@ fn steady_replay_error(measured: &Period, replayed: &Period) -> Option<String> {
             ANCHOR_SHARE * 100.0
         )
     })
+}
+
+/// A baseline the profiler's own cost moves by less than this share is not worth a caveat.
+const PROFILER_SHARE: f64 = 0.01;
+
+/// How far the profiler's own cost moves `outcome`: its baseline and prediction less that
+/// cost's share of their host time on the critical path (first order: the path is kept).
+fn profiler_caveat(cost: &ProfilerCost, outcome: &Outcome) -> Option<String> {
+    let host = |p: &super::Prediction| p.bottleneck.by_resource[Resource::Host as usize];
+    let baseline_ns = outcome.baseline.step_ns;
+    let baseline_without = cost.without(baseline_ns, host(&outcome.baseline));
+    let predicted_without = cost.without(outcome.predicted.step_ns, host(&outcome.predicted));
+    if ((baseline_ns - baseline_without) as f64) < PROFILER_SHARE * baseline_ns as f64 {
+        return None;
+    }
+    let recorded = if cost.options.is_empty() {
+        "every op and runtime call".to_string()
+    } else {
+        format!(
+            "every op and runtime call, with {}",
+            cost.options.join(", ")
+        )
+    };
+    Some(format!(
+        "the profiler recorded {recorded}: {} host events per step at about {:.1} µs each (the \
+         median gap between an op's child calls), {:.0} % of the steps' time; without \
+         it the baseline would be about {:.3} ms and this prediction {:.3} ms ({:.3}× instead \
+         of {:.3}×)",
+        cost.events_per_step,
+        cost.per_event_ns as f64 / 1e3,
+        cost.host_share * 100.0,
+        baseline_without as f64 / 1e6,
+        predicted_without as f64 / 1e6,
+        super::speedup(baseline_without, predicted_without),
+        outcome.speedup
+    ))
 }
 
 /// The identity check: the editable graph every transform starts from, built unchanged,
@@ -269,6 +376,75 @@ fn cold_start(context: &Context<'_>, step_ns: i64) -> Option<String> {
     ))
 }
 
+/// How far one prediction can be trusted, as a report carries it beside its figures
+/// (`optimize`'s moves): what [`assess`] filled in its [`Outcome`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Verdict {
+    /// The baseline step the prediction is against (what the bound is a share of).
+    pub baseline_ns: i64,
+    /// [`Outcome::bound_ns`].
+    pub bound_ns: Option<i64>,
+    /// [`Outcome::caveats`].
+    pub caveats: Vec<String>,
+    /// [`Outcome::anomaly`].
+    pub anomaly: Option<String>,
+    /// [`Outcome::rests_on`].
+    pub rests_on: Option<String>,
+    /// [`Outcome::declined`].
+    pub declined: Option<String>,
+}
+
+impl Verdict {
+    pub fn of(outcome: &Outcome) -> Verdict {
+        Verdict {
+            baseline_ns: outcome.baseline.step_ns,
+            bound_ns: outcome.bound_ns,
+            caveats: outcome.caveats.clone(),
+            anomaly: outcome.anomaly.clone(),
+            rests_on: outcome.rests_on.clone(),
+            declined: outcome.declined.clone(),
+        }
+    }
+}
+
+/// What assessing a prediction needs of its transform besides the outcome: the models'
+/// (or `optimize` moves') own caveats and what kind of change it is.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TransformKind {
+    /// What limits the transform's prediction, one sentence each (`Model::caveats`).
+    pub caveats: Vec<String>,
+    /// It removes waits (dependencies), not only costs ([`Model::removes_waits`]).
+    pub removes_waits: bool,
+    /// It only removes or shortens work ([`Model::only_removes_work`]): a slower step is an
+    /// anomaly.
+    pub only_removes_work: bool,
+    /// More than one change composed: the waits a wait-removing change removes are then the
+    /// changed graph's.
+    pub combined: bool,
+    /// Loading moved into worker processes: the pace at which they deliver a batch and how
+    /// many they are (`prefetch_inputs`), what can make such a change slower.
+    pub loader_pace: Option<(i64, u32)>,
+}
+
+impl TransformKind {
+    /// The kind of `models` applied in order.
+    pub fn of_models(context: &Context<'_>, models: &[Model]) -> TransformKind {
+        TransformKind {
+            caveats: models.iter().flat_map(|m| m.caveats(context)).collect(),
+            removes_waits: models.iter().any(Model::removes_waits),
+            only_removes_work: models.iter().all(Model::only_removes_work),
+            combined: models.len() > 1,
+            loader_pace: models.iter().find_map(|m| match m {
+                Model::PrefetchInputs { workers, cores, .. } => {
+                    crate::whatif::models::delivery_ns(context, *workers, *cores)
+                        .map(|d| (d, *workers))
+                }
+                _ => None,
+            }),
+        }
+    }
+}
+
 /// Fills `outcome`'s caveats and bound for `models` (see [`Outcome::bound_ns`]).
 pub fn assess(
     context: &Context<'_>,
@@ -276,9 +452,25 @@ pub fn assess(
     models: &[Model],
     outcome: &mut Outcome,
 ) {
+    assess_kind(
+        context,
+        window,
+        &TransformKind::of_models(context, models),
+        outcome,
+    );
+}
+
+/// [`assess`] for a transform described by its [`TransformKind`] (an `optimize` move).
+pub fn assess_kind(
+    context: &Context<'_>,
+    window: &WindowTrust,
+    kind: &TransformKind,
+    outcome: &mut Outcome,
+) {
     let mut caveats = window.caveats.clone();
-    for model in models {
-        caveats.extend(model.caveats(context));
+    caveats.extend(kind.caveats.iter().cloned());
+    if let Some(cost) = &window.profiler {
+        caveats.extend(profiler_caveat(cost, outcome));
     }
     if let Some(other) = outcome.other_peers_speedup
         && (other - outcome.speedup).abs() > PEERS_SHARE * outcome.speedup
@@ -302,9 +494,9 @@ pub fn assess(
     // that graph's, not the baseline's (a faster host waits longer at each sync); they are
     // then bounded by what a wait is spent on: a host thread's waits are disjoint stretches
     // of its step while the device works, so they total at most the step's device time.
-    let waits = if models.iter().any(Model::removes_waits) {
+    let waits = if kind.removes_waits {
         let recorded = window.blocking_wait_ns.saturating_add(outcome.path_wait_ns);
-        if models.len() > 1 {
+        if kind.combined {
             let device_ns: i64 = outcome.phases.iter().map(|p| p.device_before_ns).sum();
             recorded.max(device_ns)
         } else {
@@ -320,7 +512,7 @@ pub fn assess(
         .saturating_add(waits)
         .clamp(0, baseline_ns.max(0));
     outcome.bound_ns = Some(bound_ns);
-    outcome.anomaly = anomaly(context, models, outcome, bound_ns);
+    outcome.anomaly = anomaly(kind, outcome, bound_ns);
     outcome.declined = window.declined.clone();
     outcome.rests_on = rests_on(context, outcome);
     outcome.caveats = caveats;
@@ -332,15 +524,9 @@ pub fn assess(
 /// task reaches the device first in this replay: list scheduling, which Graham (1969) showed
 /// can get slower when work gets shorter, as a GPU's block scheduler can); it is named when
 /// the replay without it keeps the invariant. Anything else is a bug, said as one.
-fn anomaly(
-    context: &Context<'_>,
-    models: &[Model],
-    outcome: &Outcome,
-    bound_ns: i64,
-) -> Option<String> {
+fn anomaly(kind: &TransformKind, outcome: &Outcome, bound_ns: i64) -> Option<String> {
     let gain_ns = outcome.baseline.step_ns - outcome.predicted.step_ns;
-    let slower =
-        models.iter().all(Model::only_removes_work) && outcome.speedup < 1.0 - ANOMALY_SHARE;
+    let slower = kind.only_removes_work && outcome.speedup < 1.0 - ANOMALY_SHARE;
     let above = gain_ns > bound_ns.saturating_add(ANOMALY_TOLERANCE_NS);
     if !slower && !above {
         return None;
@@ -360,13 +546,8 @@ fn anomaly(
     };
     // Loading moved into worker processes is not only less work: a worker runs it on one
     // thread, and too few workers deliver batches slower than the step used to take.
-    let paced = models.iter().find_map(|m| match m {
-        Model::PrefetchInputs { workers, cores, .. } => {
-            crate::whatif::models::delivery_ns(context, *workers, *cores)
-                .filter(|&d| d as f64 >= outcome.predicted.step_ns as f64 * (1.0 - ANOMALY_SHARE))
-                .map(|d| (d, *workers))
-        }
-        _ => None,
+    let paced = kind.loader_pace.filter(|&(delivery_ns, _)| {
+        delivery_ns as f64 >= outcome.predicted.step_ns as f64 * (1.0 - ANOMALY_SHARE)
     });
     if slower && let Some((delivery, workers)) = paced {
         return Some(format!(
@@ -442,14 +623,3 @@ fn rests_on(context: &Context<'_>, outcome: &Outcome) -> Option<String> {
 const ANOMALY_SHARE: f64 = 0.005;
 /// A gain this far above its bound is an anomaly (rounding of per-step means).
 const ANOMALY_TOLERANCE_NS: i64 = 1_000;
-
-/// [`assess`] for one what-if: computes the window's trust, then the outcome's.
-pub fn assess_one(
-    context: &Context<'_>,
-    models: &[Model],
-    outcome: &mut Outcome,
-) -> Result<(), WhatIfError> {
-    let window = window_trust(context)?;
-    assess(context, &window, models, outcome);
-    Ok(())
-}

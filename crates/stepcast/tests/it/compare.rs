@@ -1180,7 +1180,11 @@ const PAIRS: &[Pair] = &[
     on_h200(
         "stepcast/h100-pairs/resnet-fp32.json.gz",
         "stepcast/h200-pairs/resnet-fp32.json.gz",
-        &[to_h200("h200-pairs", Bar::Missed(&Bar::Traced(0.15)), HOST_BOUND_THERE)],
+        &[to_h200(
+            "h200-pairs",
+            Bar::Missed(&Bar::Traced(0.15)),
+            HOST_BOUND_THERE,
+        )],
     ),
     on_h200(
         "stepcast/h100-pairs/transformer-fp32.json.gz",

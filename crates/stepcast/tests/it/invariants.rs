@@ -7,7 +7,10 @@
 //!   `anomaly` names the constraint that made it so;
 //! - bound: the gain never exceeds the bound, and the bound never exceeds the step;
 //! - anchored: the baseline is within 3 % of the measured steady period, or every prediction
-//!   is declined with the reason.
+//!   is declined with the reason;
+//! - self-replay: every step the baseline is built from replays (without inferred edges)
+//!   within 2 % of its measured span, as `replay` reports it, or every prediction is declined
+//!   naming the step.
 //!
 //! `../shared/tools/invariants.py` checks the same from outside, through the CLI.
 
@@ -90,6 +93,34 @@ fn violations(path: &Path) -> Option<Vec<String>> {
             identity.baseline.step_ns,
             off * 100.0
         ));
+    }
+    // Self-replay: the steps the baseline is built from, as `replay` measures them.
+    let report = stepcast::replay::self_replay(&window).expect("replays");
+    let worst = report
+        .steps
+        .iter()
+        .filter(|s| s.steady && s.measured_ns > 0)
+        .max_by(|a, b| {
+            a.error_without_inferred()
+                .abs()
+                .total_cmp(&b.error_without_inferred().abs())
+        });
+    if let Some(worst) = worst
+        && worst.error_without_inferred().abs() > 0.02
+    {
+        let named = format!("step {}", worst.number);
+        match &identity.declined {
+            None => out.push(format!(
+                "{name}: self-replay: step {} is {:+.1} % off without inferred edges, and \
+                 nothing is declined",
+                worst.number,
+                worst.error_without_inferred() * 100.0
+            )),
+            Some(reason) if off.abs() <= 0.03 && !reason.contains(&named) => out.push(format!(
+                "{name}: self-replay: declined without naming {named}: {reason}"
+            )),
+            Some(_) => {}
+        }
     }
     if let Some(reason) = &identity.declined {
         assert!(!reason.is_empty());

@@ -17,6 +17,7 @@ mod nsys;
 mod off_cpu;
 mod optimize;
 mod pairs;
+mod profiler_cost;
 mod ranks;
 mod steps;
 mod trust;

@@ -114,6 +114,24 @@ fn check_plan(name: &str, ranks: &[&Loaded]) {
         );
         previous = m.after_ns;
         assert!(!m.pytorch.is_empty(), "{name}");
+        // Each move carries its trust, as `whatif`'s: a bound within the step, not exceeded
+        // by the move's gain on the leader unless an anomaly says why.
+        let bound = m.trust.bound_ns.expect("assessed");
+        assert!(
+            (0..=m.trust.baseline_ns).contains(&bound),
+            "{name}: {:?}: bound {bound} ns on a {} ns step",
+            m.step,
+            m.trust.baseline_ns
+        );
+        let leader_gain = plan.per_rank[plan.leader].0 - m.alone_ns;
+        if ranks.len() == 1 && m.trust.anomaly.is_none() {
+            assert!(
+                leader_gain <= bound + 1_000,
+                "{name}: {:?} gains {leader_gain} ns alone, its bound is {bound} ns",
+                m.step
+            );
+        }
+        assert_eq!(m.trust.declined, plan.declined, "{name}");
     }
     assert_eq!(previous, plan.planned_ns, "{name}");
     assert!(plan.planned_ns < plan.baseline_ns, "{name}");

@@ -145,3 +145,42 @@ fn large_predictions_carry_their_caveats() {
         }
     }
 }
+
+/// The self-replay bar on the user's own trace: a step the baseline is built from replayed
+/// more than 2 % off its measured span (`replay`'s `replayed_without_inferred_ns`, the measure
+/// of `../shared/tools/replay_accuracy.py`) declines every prediction, naming that step and
+/// its error; `advise` then offers nothing. Rank 2 of the 4-process gloo job on one GPU: its
+/// host-bound steps share the CPU with three other processes.
+#[test]
+fn a_step_replayed_more_than_2_percent_off_declines_every_prediction() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/kineto/stepcast/h200-pairs/ddp-gloo-w4/rank2.json.gz"
+    );
+    let trace = stepcast_trace::read_trace(std::path::Path::new(path)).expect("reads");
+    let window = stepcast::graph::build(&trace, &stepcast::graph::BuildOptions::default());
+    let report = stepcast::replay::self_replay(&window).expect("replays");
+    let worst = report
+        .steps
+        .iter()
+        .filter(|s| s.steady)
+        .max_by(|a, b| {
+            a.error_without_inferred()
+                .abs()
+                .total_cmp(&b.error_without_inferred().abs())
+        })
+        .expect("steady steps");
+    assert!(worst.error_without_inferred().abs() > 0.02, "{worst:?}");
+    let mapping = map(&trace, &window);
+    let context = Context::new(&trace, &window, &mapping);
+    let outcome = apply_models(&context, &[Model::CudaGraphs]).expect("predicts");
+    let reason = outcome.declined.expect("declined");
+    let error = format!("{:+.1} %", worst.error_without_inferred() * 100.0);
+    assert!(
+        reason.contains(&format!("step {} ", worst.number)) && reason.contains(&error),
+        "{reason} (worst: step {} {error})",
+        worst.number
+    );
+    let advice = advise(&context).expect("advises");
+    assert!(advice.candidates.is_empty() && advice.declined.is_some());
+}

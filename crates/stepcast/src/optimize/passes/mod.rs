@@ -13,6 +13,7 @@ pub mod tensor_partition;
 use crate::analyze::mapping::Phase;
 use crate::graph::TaskId;
 use crate::whatif::edit::EditGraph;
+use crate::whatif::trust::TransformKind;
 use crate::whatif::{Context, WhatIfError};
 
 use memory::MemoryFacts;
@@ -305,6 +306,33 @@ pub fn pytorch(facts: &Facts, m: &Move) -> String {
             "torch.autograd.graph.save_on_cpu(pin_memory=True) around the modules that keep \
              the first {percent} % of the activation bytes of the forward pass"
         ),
+    }
+}
+
+/// What [`crate::whatif::trust::assess_kind`] needs of `m`: its caveats, and whether it only
+/// removes work (fusion, a program model that does) or removes waits (a program model that
+/// does). Merging or splitting all-reduces and memory trades are neither: a merged all-reduce
+/// starts when its last member is ready, a trade adds work.
+pub fn kind(context: &Context<'_>, facts: &Facts, m: &Move) -> TransformKind {
+    let (only_removes_work, removes_waits) = match m {
+        Move::FuseOps { .. } | Move::FuseAllElementwise => (true, false),
+        Move::Model { name } => crate::whatif::models::Model::by_name(name)
+            .map_or((false, false), |model| {
+                (model.only_removes_work(), model.removes_waits())
+            }),
+        Move::MergeBuckets { .. }
+        | Move::BucketCap { .. }
+        | Move::Partition { .. }
+        | Move::Recompute { .. }
+        | Move::Offload { .. } => (false, false),
+    };
+    TransformKind {
+        caveats: caveats(context, facts, m),
+        removes_waits,
+        only_removes_work,
+        combined: false,
+        // No move moves the loading into workers.
+        loader_pace: None,
     }
 }
 

@@ -1,0 +1,130 @@
+//! Issue #25: the profiler's own cost, read from a trace, against the same program's steps
+//! timed without the profiler (`*.timing.json` beside the H100 and H200 pairs: an independent
+//! reference, measured with the profiler off).
+//!
+//! The bar: where the traced steady step exceeds the step timed without the profiler by more
+//! than 10 %, the baseline less the estimated cost is closer to the timed step than the traced
+//! one; and where the traced step is at least the timed one, the correction never takes it
+//! more than 10 % below the timed step. (The second part was first written for every baseline
+//! within 10 % of the timed step; it failed on the H200 `loader` traces, whose traced steps are
+//! shorter than the steps timed without the profiler: 98.7 ms traced, 94.2 ms less the
+//! profiler, 105.2 ms timed; the data loading varies more between runs than the profiler
+//! costs, so there the timing tells nothing of the profiler.)
+
+use std::path::{Path, PathBuf};
+
+use stepcast::analyze::mapping::map;
+use stepcast::graph::{BuildOptions, build};
+use stepcast::whatif::profiler_cost::estimate;
+use stepcast::whatif::{Baseline, Context, Resource, apply_models, models::Model};
+
+fn pairs() -> Vec<PathBuf> {
+    let root = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/kineto/stepcast"
+    ));
+    let mut out = Vec::new();
+    for dir in ["h100-pairs", "h200-pairs"] {
+        let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
+            continue;
+        };
+        let mut files: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
+            .filter(|p| timing_of(p).is_some())
+            .collect();
+        files.sort();
+        out.extend(files);
+    }
+    out
+}
+
+/// The median step timed without the profiler, in ns.
+fn timing_of(trace: &Path) -> Option<i64> {
+    let name = trace.to_string_lossy().replace(".json.gz", ".timing.json");
+    let text = std::fs::read_to_string(name).ok()?;
+    let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+    Some((value["median_ms"].as_f64()? * 1e6).round() as i64)
+}
+
+#[test]
+fn the_profilers_cost_moves_baselines_toward_steps_timed_without_it() {
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for path in pairs() {
+        let timed_ns = timing_of(&path).expect("timed");
+        let trace = stepcast_trace::read_trace(&path).expect("reads");
+        let window = build(&trace, &BuildOptions::default());
+        let baseline = Baseline::of(&window).expect("replays").prediction;
+        let Some(cost) = estimate(&trace, &window, &baseline.steady) else {
+            continue;
+        };
+        let host_ns = baseline.bottleneck.by_resource[Resource::Host as usize];
+        let traced_ns = baseline.step_ns;
+        let without_ns = cost.without(traced_ns, host_ns);
+        let name = path.file_name().map(|n| n.to_string_lossy().to_string());
+        let ms = |ns: i64| ns as f64 / 1e6;
+        let line = format!(
+            "{name:?}: traced {:.3} ms, less the profiler {:.3} ms, timed without it {:.3} ms",
+            ms(traced_ns),
+            ms(without_ns),
+            ms(timed_ns)
+        );
+        assert!(without_ns <= traced_ns, "{line}");
+        if traced_ns as f64 > 1.1 * timed_ns as f64 {
+            checked += 1;
+            if (without_ns - timed_ns).abs() >= (traced_ns - timed_ns).abs() {
+                failures.push(format!("not closer: {line}"));
+            }
+        }
+        if traced_ns >= timed_ns && (without_ns as f64) < 0.9 * timed_ns as f64 {
+            failures.push(format!("overcorrected: {line}"));
+        }
+    }
+    // The host-bound `mlp`, `resnet`, `transformer-amp` configurations of both machines.
+    assert!(checked >= 15, "only {checked} host-bound traces checked");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn options_are_read_from_the_trace_and_said_beside_each_prediction() {
+    let root = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/kineto/stepcast/h200-pairs/"
+    );
+    for (file, options) in [
+        ("mlp-fp32-prof_minimal.json.gz", vec![]),
+        ("mlp-fp32.json.gz", vec!["record_shapes"]),
+        (
+            "mlp-fp32-prof_stack.json.gz",
+            vec!["record_shapes", "with_stack"],
+        ),
+        (
+            "mlp-fp32-prof_memory.json.gz",
+            vec!["record_shapes", "profile_memory"],
+        ),
+        (
+            "mlp-fp32-prof_all.json.gz",
+            vec!["record_shapes", "with_stack", "profile_memory"],
+        ),
+    ] {
+        let trace = stepcast_trace::read_trace(Path::new(&format!("{root}{file}"))).expect("reads");
+        let window = build(&trace, &BuildOptions::default());
+        let baseline = Baseline::of(&window).expect("replays").prediction;
+        let cost = estimate(&trace, &window, &baseline.steady).expect("a cost");
+        assert_eq!(cost.options, options, "{file}");
+        // Python frames are events too: with_stack records more per step.
+        assert!(cost.per_event_ns > 0 && cost.events_per_step > 0, "{file}");
+        let mapping = map(&trace, &window);
+        let context = Context::new(&trace, &window, &mapping);
+        let outcome = apply_models(&context, &[Model::CudaGraphs]).expect("predicts");
+        assert!(
+            outcome
+                .caveats
+                .iter()
+                .any(|c| c.starts_with("the profiler recorded") && c.contains("instead of")),
+            "{file}: {:?}",
+            outcome.caveats
+        );
+    }
+}
