@@ -326,8 +326,9 @@ fn builtin_model_speedups() {
         (NCCL_DATA, "fused_optimizer", 1.01, 1.1),
         (NCCL_DATA, "cuda_graphs", 1.1, 1.5),
         (RESNET50, "cuda_graphs", 1.1, 1.5),
-        // Host-bound: the casts' and the scaler's host time outweigh the faster kernels.
-        (RESNET50, "amp", 0.98, 1.0),
+        // Host-bound: the casts' and the scaler's host time (36 eager ops' worth a step,
+        // `SCALER_HOST_OPS`) outweigh the faster kernels.
+        (RESNET50, "amp", 0.95, 1.0),
         (RESNET50, "faster_gpu", 1.005, 1.2),
         (DF_INDEX_RESOLVER, "kernel_fusion", 1.1, 1.25),
         (NCCL_DATA, "kernel_fusion", 1.05, 1.4),
