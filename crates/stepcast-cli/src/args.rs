@@ -164,6 +164,14 @@ pub struct WhatIfArgs {
     /// loader's worker processes (0.1 = 10 %, the default; 0 for a host with cores to spare).
     #[arg(long, value_name = "C", conflicts_with = "scenario")]
     pub contention: Option<f64>,
+    /// faster_hardware: the GPU to predict for (h100, h100-pcie, h200, a100, v100, l40s, l4,
+    /// a10, t4): kernel and copy factors from its datasheet against the trace's GPU; the host
+    /// stays as recorded unless --cpu is given.
+    #[arg(long, value_name = "GPU", conflicts_with = "scenario")]
+    pub to: Option<String>,
+    /// amp: fp16 (with a GradScaler, the default) or bf16 (no GradScaler).
+    #[arg(long, value_name = "fp16|bf16", conflicts_with = "scenario")]
+    pub dtype: Option<String>,
     /// ddp: world size, or a comma-separated list for a scaling sweep (8,16,32,64).
     #[arg(long, value_name = "N[,N...]", conflicts_with = "scenario")]
     pub gpus: Option<String>,
@@ -306,6 +314,12 @@ pub struct CompareArgs {
     /// loader's worker processes (0.1 = 10 %, the default).
     #[arg(long, value_name = "C")]
     pub contention: Option<f64>,
+    /// faster_hardware: the GPU to predict for (h100, h200, a100...; see `whatif --help`).
+    #[arg(long, value_name = "GPU")]
+    pub to: Option<String>,
+    /// amp: fp16 (with a GradScaler, the default) or bf16 (no GradScaler).
+    #[arg(long, value_name = "fp16|bf16")]
+    pub dtype: Option<String>,
     #[command(flatten)]
     pub output: OutputArgs,
 }

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use pyo3::conversion::FromPyObjectOwned;
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use stepcast::whatif::{ModelParams, Peers};
@@ -122,6 +122,16 @@ impl<'py> Params<'py> {
             copy: self.take("copy")?,
             fraction: self.take("fraction")?,
             contention: self.take("contention")?,
+            to: self
+                .take::<String>("to")?
+                .map(|name| stepcast::whatif::target_param(&name))
+                .transpose()
+                .map_err(|e| PyValueError::new_err(e.to_string()))?,
+            dtype: self
+                .take::<String>("dtype")?
+                .map(|text| stepcast::whatif::dtype_param(&text))
+                .transpose()
+                .map_err(|e| PyValueError::new_err(e.to_string()))?,
         })
     }
 

@@ -18,6 +18,18 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<super::Answer> {
         copy: args.copy,
         fraction: args.fraction,
         contention: args.contention,
+        to: args
+            .to
+            .as_deref()
+            .map(stepcast::whatif::target_param)
+            .transpose()
+            .map_err(stepcast_cli::usage)?,
+        dtype: args
+            .dtype
+            .as_deref()
+            .map(stepcast::whatif::dtype_param)
+            .transpose()
+            .map_err(stepcast_cli::usage)?,
     };
     let models = jobs::compare_models(&args.models, &params)?;
     let progress = Terminal::new();

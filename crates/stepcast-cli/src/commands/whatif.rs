@@ -18,6 +18,18 @@ pub fn run(args: &WhatIfArgs) -> anyhow::Result<super::Answer> {
         copy: args.copy,
         fraction: args.fraction,
         contention: args.contention,
+        to: args
+            .to
+            .as_deref()
+            .map(stepcast::whatif::target_param)
+            .transpose()
+            .map_err(stepcast_cli::usage)?,
+        dtype: args
+            .dtype
+            .as_deref()
+            .map(stepcast::whatif::dtype_param)
+            .transpose()
+            .map_err(stepcast_cli::usage)?,
     };
     let ddp = DdpOptions {
         gpus: args.gpus.clone(),

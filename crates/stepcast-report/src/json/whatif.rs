@@ -899,8 +899,12 @@ fn effect(candidate: &Candidate) -> String {
         Model::CudaGraphs => {
             format!("CUDA graphs take away the CPU cost of {changed} host tasks per step: {saved}")
         }
-        Model::Amp if nothing => "no FP32 kernel that mixed precision would speed up".to_string(),
-        Model::Amp => format!("mixed precision shortens {changed} kernels per step: {saved}"),
+        Model::Amp | Model::AmpBf16 if nothing => {
+            "no FP32 kernel that mixed precision would speed up".to_string()
+        }
+        Model::Amp | Model::AmpBf16 => {
+            format!("mixed precision shortens {changed} kernels per step: {saved}")
+        }
         Model::RemoveSyncs if nothing => "no explicit synchronization to remove".to_string(),
         Model::RemoveSyncs => format!("removes {removed} synchronizing calls per step"),
         Model::KernelFusion { .. } if nothing => {

@@ -91,12 +91,14 @@ pub fn build(trace: &Trace, options: &BuildOptions) -> Window {
     };
     let host_calls = b.tasks();
     let calls = b.call_index(&host_calls);
-    let launcher = b.launch_edges(&calls);
+    let mut launcher = b.launch_edges(&calls);
     let mut steps = b.assign_steps(&launcher);
     b.mark_teardown(&mut steps);
-    let mut edges = launcher.edges;
+    let mut edges = std::mem::take(&mut launcher.edges);
     let device_lanes = DeviceLanes::new(trace, &b.graph, &launcher.call_of);
     b.sync_edges(&calls, &launcher.call_of, &device_lanes, &mut edges);
+    // After the sync edges: a launch-latency sample held by a wait is not one.
+    b.launch_lags(&launcher, &mut edges);
     b.blocking_launches(&mut edges);
     b.event_wait_latency(&mut edges);
     // After the calibrations that read launch lags as recorded (it shortens the lags of the
@@ -130,9 +132,24 @@ struct Builder<'t> {
 }
 
 struct Launches {
+    /// One per launched device task, its lag set by [`Builder::launch_lags`] once the
+    /// waits that could have held the work are known.
     edges: Vec<PendingEdge>,
     /// For each task: the call that launched it (device tasks) or `NONE`.
     call_of: Vec<TaskId>,
+    /// Work that started on an idle stream: the launch latency's candidate samples.
+    idle_starts: Vec<IdleStart>,
+}
+
+/// A device task whose stream was idle when its call began: its start measures the launch
+/// latency, unless a wait on another stream held it (`Builder::launch_lags` decides).
+struct IdleStart {
+    task: TaskId,
+    call: TaskId,
+    /// From the call's begin to the task's start.
+    after_begin_ns: i64,
+    /// From the call's return to the task's start.
+    after_return_ns: i64,
 }
 
 impl Builder<'_> {
@@ -275,8 +292,7 @@ impl Builder<'_> {
         let n = self.graph.task_count();
         let mut call_of = vec![TaskId::NONE; n];
         let mut edges = Vec::new();
-        // (call, delay from the call's begin, delay from its return) of work on an idle stream.
-        let mut samples: Vec<(TaskId, i64, i64)> = Vec::new();
+        let mut idle_starts = Vec::new();
         for t in 0..n {
             if !self.graph.kind[t].on_device() {
                 continue;
@@ -291,12 +307,19 @@ impl Builder<'_> {
                     });
                     if idle {
                         let start = self.graph.rec_start_ns[t];
-                        samples.push((
+                        idle_starts.push(IdleStart {
+                            task,
                             call,
-                            start - self.graph.rec_start_ns[call.index()],
-                            start - self.graph.rec_end_ns[call.index()],
-                        ));
+                            after_begin_ns: start - self.graph.rec_start_ns[call.index()],
+                            after_return_ns: start - self.graph.rec_end_ns[call.index()],
+                        });
                     }
+                    edges.push(PendingEdge {
+                        from: call,
+                        to: task,
+                        kind: EdgeKind::Launch,
+                        lag_ns: 0,
+                    });
                 }
                 None => {
                     // Launched before the window opened (or by an untraced call): a boundary
@@ -306,81 +329,11 @@ impl Builder<'_> {
                 }
             }
         }
-        // Launch latency, calibrated on this trace: how long after a launch call begins its
-        // work starts on an idle stream (median). Only calls that launch one task count: the
-        // kernels of a graph launch start one after another, not after a latency. With too
-        // few samples nothing is calibrated and work is ready when its call returns.
-        let mut tasks_per_call = vec![0u32; n];
-        for &call in call_of.iter().filter(|&&c| c != TaskId::NONE) {
-            tasks_per_call[call.index()] += 1;
+        Launches {
+            edges,
+            call_of,
+            idle_starts,
         }
-        let single: Vec<(TaskId, i64, i64)> = samples
-            .into_iter()
-            .filter(|(call, _, _)| tasks_per_call[call.index()] == 1)
-            .collect();
-        let mut delays: Vec<i64> = single.iter().map(|&(_, delay, _)| delay).collect();
-        let calibrated = delays.len() >= MIN_LATENCY_SAMPLES;
-        let latency = if calibrated {
-            median(&mut delays).max(0)
-        } else {
-            i64::MAX
-        };
-        self.report.launch_latency_ns = if calibrated { latency } else { 0 };
-        self.report.launch_latency_samples = if calibrated { delays.len() as u64 } else { 0 };
-        // A call that launches one task queues it when it returns: its work starts a moment
-        // after (median 1-2 µs on every trace in testdata, whatever the call lasted), while the
-        // delay from the call's begin is the call's own length: 8 µs into a `cudaLaunchKernel`
-        // but 17 µs into a `cudaMemcpyAsync` on df_index_resolver. Calibrated per call name
-        // where the name has enough samples, then over all single launches.
-        let mut after_return: Vec<i64> = single.iter().map(|&(_, _, d)| d).collect();
-        let after_return_ns =
-            (after_return.len() >= MIN_LATENCY_SAMPLES).then(|| median(&mut after_return));
-        let mut by_name: FxHashMap<stepcast_trace::NameId, Vec<i64>> = FxHashMap::default();
-        for &(call, _, delay) in &single {
-            by_name
-                .entry(self.graph.name[call.index()])
-                .or_default()
-                .push(delay);
-        }
-        let after_return_of: FxHashMap<stepcast_trace::NameId, i64> = by_name
-            .into_iter()
-            .filter(|(_, d)| d.len() >= MIN_LATENCY_SAMPLES)
-            .map(|(name, mut d)| (name, median(&mut d)))
-            .collect();
-        self.report.launch_after_return_ns = after_return_ns.unwrap_or(0).max(0);
-        for t in 0..n {
-            let call = call_of[t];
-            if call == TaskId::NONE {
-                continue;
-            }
-            let call_dur =
-                self.graph.rec_end_ns[call.index()] - self.graph.rec_start_ns[call.index()];
-            // Where work starts before its call returns (as on traces whose clocks put the
-            // kernel ahead of the call's end), the call does not queue it as it returns: the
-            // begin latency stands.
-            let after_return = after_return_of
-                .get(&self.graph.name[call.index()])
-                .copied()
-                .or(after_return_ns)
-                .filter(|&d| d > 0);
-            let lag_ns = match after_return {
-                // Queued as the call returns (a call that blocks on its own work is moved back
-                // to the begin-latency once the sync edges are known: `blocking_launches`).
-                Some(after) if tasks_per_call[call.index()] == 1 => call_dur + after,
-                // Ready `latency` after the call begins, but never after the call has
-                // returned: by then the work is queued.
-                _ => latency.min(call_dur),
-            };
-            edges.push(PendingEdge {
-                from: call,
-                to: TaskId(t as u32),
-                kind: EdgeKind::Launch,
-                lag_ns,
-            });
-        }
-        self.launch_latency_ns = latency;
-        self.dispatch_gaps(&call_of, latency);
-        Launches { edges, call_of }
     }
 
     /// Consecutive tasks on a backlogged stream are not back to back: the device takes a

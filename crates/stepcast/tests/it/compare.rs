@@ -687,6 +687,9 @@ struct Check {
     model: &'static str,
     /// The model's parameters (`None`: its defaults).
     params: Option<&'static ModelParams>,
+    /// `faster_hardware --cpu`, given: the host factor of the two machines measured on other
+    /// configurations than the pair's ([`host_factor`]).
+    host_from: Option<HostFrom>,
     bar: Bar,
     /// The predicted step must move the way the measured one did (gain or loss), as traced
     /// and, where timed, without the profiler (issue #11: `amp` must not predict a gain where
@@ -709,55 +712,176 @@ const fn held(model: &'static str, bar: Bar, direction: bool, note: &'static str
     Check {
         model,
         params: None,
+        host_from: None,
         bar,
         direction,
         note,
     }
 }
 
-/// H100 SXM → H200 from their datasheets: the same GH100 multiprocessors at the same clocks
-/// (132 SMs, 1,980 MHz: both `nvidia-smi`s in `versions*.txt` say so), HBM3 3.35 TB/s →
-/// HBM3e 4.8 TB/s (×1.43). The host is not the GPU's to change: ×1.
-const H100_TO_H200: ModelParams = ModelParams {
+/// [`held`] with parameters.
+const fn held_with(
+    model: &'static str,
+    params: &'static ModelParams,
+    bar: Bar,
+    direction: bool,
+    note: &'static str,
+) -> Check {
+    Check {
+        model,
+        params: Some(params),
+        host_from: None,
+        bar,
+        direction,
+        note,
+    }
+}
+
+const BF16: ModelParams = ModelParams {
     factor: None,
-    compute: Some(1.0),
-    memory: Some(1.43),
-    cpu: Some(1.0),
-    copy: Some(1.0),
+    compute: None,
+    memory: None,
+    cpu: None,
+    copy: None,
     fraction: None,
     contention: None,
+    to: None,
+    dtype: Some(stepcast::whatif::AmpDtype::Bf16),
 };
 
-const HOST_DIFFERS: &str = "the host differs too: the same steps ran 1.4-1.6× faster on the \
-     H200's machine where the host bounds them (both report 16 cores of an \"Intel Xeon \
-     Processor\"), and two H100 machines differed by up to 16 % (the timing of the second H100 \
-     run beside the pair's): no GPU datasheet ratio stands for that, so no bar";
+/// Where a host factor is measured: the same configurations recorded on the two machines
+/// (`h100-pairs/<config>` and `<machine>/<config>`), all but the pair's own.
+#[derive(Clone, Copy)]
+struct HostFrom {
+    machine: &'static str,
+    configs: &'static [&'static str],
+}
 
-/// A program traced on an H100 and on an H200: `faster_hardware` with the datasheet ratios
-/// stands for the change, held where the device bounds the step (`note` empty).
-const fn on_h200(before: &'static str, after: &'static str, note: &'static str) -> Pair {
+/// The configurations recorded on the H100 and on both H200 machines.
+const HOST_CONFIGS: &[&str] = &[
+    "mlp-fp32",
+    "resnet-fp32",
+    "transformer-fp32",
+    "transformer-amp",
+];
+
+/// Median host time of each op name (`cpu_op` events, five or more), read with serde_json.
+fn op_medians(relative: &str) -> BTreeMap<String, f64> {
+    let mut by_name: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for e in raw_events(relative) {
+        if e["cat"].as_str() == Some("cpu_op")
+            && let Some(name) = e["name"].as_str()
+        {
+            by_name
+                .entry(name.to_string())
+                .or_default()
+                .push(micros(&e, "dur"));
+        }
+    }
+    by_name
+        .into_iter()
+        .filter(|(_, v)| v.len() >= 5)
+        .map(|(name, mut v)| {
+            v.sort_by(f64::total_cmp);
+            (name, v[v.len() / 2])
+        })
+        .collect()
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// How much faster `machine`'s host ran the same ops than the H100's: over the
+/// configurations of `from` other than `config`, the median (over configurations) of the
+/// median (over op names in both traces) ratio of the ops' median host times. What a user
+/// would give as `--cpu` from having timed other programs on both machines.
+fn host_factor(from: HostFrom, config: &str) -> f64 {
+    median(
+        from.configs
+            .iter()
+            .filter(|&&c| c != config)
+            .map(|c| {
+                let h100 = op_medians(&format!("{H100}/{c}.json.gz"));
+                let other = op_medians(&format!("stepcast/{}/{c}.json.gz", from.machine));
+                median(
+                    h100.iter()
+                        .filter_map(|(name, a)| other.get(name).map(|b| a / b))
+                        .filter(|r| r.is_finite() && *r > 0.0)
+                        .collect(),
+                )
+            })
+            .collect(),
+    )
+}
+
+/// The GPU named from its datasheet (H100 SXM → H200: the same GH100 multiprocessors at the
+/// same clocks, 132 SMs at 1,980 MHz as both `nvidia-smi`s in `versions*.txt` say, HBM3 3.35
+/// TB/s → HBM3e 4.8 TB/s).
+const TO_H200: ModelParams = ModelParams {
+    factor: None,
+    compute: None,
+    memory: None,
+    cpu: None,
+    copy: None,
+    fraction: None,
+    contention: None,
+    to: Some("H200 SXM"),
+    dtype: None,
+};
+
+/// `faster_hardware --to h200` with the host factor of `machine` given ([`host_factor`],
+/// measured on the other configurations recorded on both machines). The bar (±15 % where the
+/// host is given) was fixed before these rows were computed (`h200-pairs/README.md`).
+const fn to_h200(machine: &'static str, bar: Bar, note: &'static str) -> Check {
+    Check {
+        model: "faster_hardware",
+        params: Some(&TO_H200),
+        host_from: Some(HostFrom {
+            machine,
+            configs: HOST_CONFIGS,
+        }),
+        bar,
+        // A missed row's traced step is host-bound where the unprofiled one is not: its
+        // direction is not held.
+        direction: !matches!(bar, Bar::Missed(_)),
+        note,
+    }
+}
+
+/// A program traced on an H100 (`h100-pairs/<config>`) and on an H200 machine
+/// (`<machine>/<config>`).
+const fn on_h200(before: &'static str, after: &'static str, checks: &'static [Check]) -> Pair {
     Pair {
         before,
         after,
-        change: "the same program on an H200 instead of an H100",
+        change: "the same program on an H200 machine instead of an H100 machine",
         timed: true,
-        checks: if note.is_empty() {
-            &[Check {
-                model: "faster_hardware",
-                params: Some(&H100_TO_H200),
-                bar: Bar::Traced(0.15),
-                direction: true,
-                note: "",
-            }]
-        } else {
-            &[Check {
-                model: "faster_hardware",
-                params: Some(&H100_TO_H200),
-                bar: Bar::Unheld,
-                direction: false,
-                note: HOST_DIFFERS,
-            }]
-        },
+        checks,
+    }
+}
+
+const HOST_BOUND_THERE: &str = "without the profiler the H200 machine ran this program \
+     faster (×1.086: device-bound on both, HBM3e), as predicted; traced, its step was host-bound \
+     (20.9 ms against 13.8 without the profiler): the profiler's per-op cost on a host 1.2-1.3× \
+     slower (1.2 measured on the other configurations, 1.31 on this one's own ops), which the \
+     H100's device-bound trace, whose host kept ahead of its device, does not expose";
+
+/// A pair recorded on the second H200 machine (`stepcast/h200-pairs/`), its bars fixed
+/// before it was recorded (its README).
+const fn h200(
+    before: &'static str,
+    after: &'static str,
+    change: &'static str,
+    checks: &'static [Check],
+) -> Pair {
+    Pair {
+        before,
+        after,
+        change,
+        timed: true,
+        checks,
     }
 }
 
@@ -845,9 +969,9 @@ const PAIRS: &[Pair] = &[
             "held against AFTER as traced: without the profiler the AMP step is 22 ms, not \
              34; in the trace its host is the bottleneck (the profiler's per-op cost), a cost \
              the prediction inherits from its profiled BEFORE. On the device the prediction is \
-             20.7 ms per step against 16.0 ms measured: the FP32 attention kernels \
-             (`fmha_cutlass*_f32`, 11 ms), whose math path the name does not say, are divided \
-             by the TF32 ratio 2 and ran ~8× faster",
+             17.5 ms per step against 16.2 ms measured: the FP32 attention kernels \
+             (`fmha_cutlass*_f32`, 16 ms, 3xTF32) are divided by 6 (three times the TF32 \
+             ratio) and ran ~15× faster (FP16 selects cuDNN's flash attention)",
         )],
     ),
     h100(
@@ -856,13 +980,16 @@ const PAIRS: &[Pair] = &[
         "FP32 (TF32 convolutions) → autocast FP16 + `GradScaler` (ResNet-18, H100)",
         &[held(
             "amp",
-            Bar::Unheld,
+            Bar::Missed(&Bar::Traced(0.15)),
             true,
-            "the loss is predicted (a gain was, before autocast's casts of every listed op's \
-             inputs and their backward were charged), not its size: in AFTER the host ops AMP \
-             does not touch ran 40-80 % slower than in BEFORE (`batch_norm` 57 → 86 µs, \
-             `add_` 12.7 → 18.5 µs), which nothing in BEFORE predicts, and cuDNN's batch-norm \
-             kernels did not get faster in FP16 (×0.97 measured, ×0.5 charged)",
+            "the loss is predicted, not its size as traced: the AFTER run's host was slower \
+             than BEFORE's everywhere, autocast or not: `Optimizer.step` (outside autocast, the \
+             same ops) 1.70 → 2.71 ms, `zero_grad` 71 → 112 µs, `add_` 12.1 → 17.5 µs, while \
+             on the H200 machine's pair the same ops did not move (2.96 → 2.85 ms, 124 → 124 \
+             µs, 18.5 → 19.1 µs) and the H100 trace recorded next (`resnet-sync`) had the fast \
+             host again (`Optimizer.step` 1.92 ms). Autocast's own dispatch on the ops it does \
+             not cast measured +0-9 % there: not charged. On the device the prediction is \
+             3.3 + 7.4 ms (forward + backward) against 3.3 + 6.6 measured",
         )],
     ),
     h100(
@@ -923,28 +1050,86 @@ const PAIRS: &[Pair] = &[
             Bar::Traced(0.15),
             true,
             "Inductor also fuses across reductions and GEMM epilogues, which the model \
-             does not",
+             does not; the model fuses only chains whose kernels read what the one before \
+             wrote (one op's kernels, or the previous op's output shape among the next op's \
+             inputs)",
         )],
-    ),
-    on_h200(
-        "stepcast/h100-pairs/transformer-fp32.json.gz",
-        "stepcast/h200/transformer-fp32.json.gz",
-        "",
-    ),
-    on_h200(
-        "stepcast/h100-pairs/resnet-fp32.json.gz",
-        "stepcast/h200/resnet-fp32.json.gz",
-        "",
     ),
     on_h200(
         "stepcast/h100-pairs/mlp-fp32.json.gz",
         "stepcast/h200/mlp-fp32.json.gz",
-        HOST_DIFFERS,
+        &[to_h200("h200", Bar::Traced(0.15), "")],
+    ),
+    on_h200(
+        "stepcast/h100-pairs/resnet-fp32.json.gz",
+        "stepcast/h200/resnet-fp32.json.gz",
+        &[to_h200("h200", Bar::Traced(0.15), "")],
+    ),
+    on_h200(
+        "stepcast/h100-pairs/transformer-fp32.json.gz",
+        "stepcast/h200/transformer-fp32.json.gz",
+        &[to_h200("h200", Bar::Traced(0.15), "")],
     ),
     on_h200(
         "stepcast/h100-pairs/transformer-amp.json.gz",
         "stepcast/h200/transformer-amp.json.gz",
-        HOST_DIFFERS,
+        &[to_h200("h200", Bar::Traced(0.15), "")],
+    ),
+    on_h200(
+        "stepcast/h100-pairs/mlp-fp32.json.gz",
+        "stepcast/h200-pairs/mlp-fp32.json.gz",
+        &[to_h200("h200-pairs", Bar::Traced(0.15), "")],
+    ),
+    on_h200(
+        "stepcast/h100-pairs/resnet-fp32.json.gz",
+        "stepcast/h200-pairs/resnet-fp32.json.gz",
+        &[to_h200("h200-pairs", Bar::Missed(&Bar::Traced(0.15)), HOST_BOUND_THERE)],
+    ),
+    on_h200(
+        "stepcast/h100-pairs/transformer-fp32.json.gz",
+        "stepcast/h200-pairs/transformer-fp32.json.gz",
+        &[to_h200("h200-pairs", Bar::Traced(0.15), "")],
+    ),
+    on_h200(
+        "stepcast/h100-pairs/transformer-amp.json.gz",
+        "stepcast/h200-pairs/transformer-amp.json.gz",
+        &[to_h200("h200-pairs", Bar::Traced(0.15), "")],
+    ),
+    h200(
+        "stepcast/h200-pairs/mlp-fp32.json.gz",
+        "stepcast/h200-pairs/mlp-amp.json.gz",
+        "FP32 → autocast FP16 + `GradScaler` (launch-bound MLP, H200)",
+        &[held("amp", Bar::Traced(0.15), true, "")],
+    ),
+    h200(
+        "stepcast/h200-pairs/mlp-fp32.json.gz",
+        "stepcast/h200-pairs/mlp-bf16.json.gz",
+        "FP32 → autocast BF16 (launch-bound MLP, H200)",
+        &[held_with("amp", &BF16, Bar::Traced(0.15), true, "")],
+    ),
+    h200(
+        "stepcast/h200-pairs/transformer-fp32.json.gz",
+        "stepcast/h200-pairs/transformer-amp.json.gz",
+        "FP32 → autocast FP16 + `GradScaler` (FP32 GEMMs, H200)",
+        &[held("amp", Bar::Traced(0.15), true, "")],
+    ),
+    h200(
+        "stepcast/h200-pairs/transformer-fp32.json.gz",
+        "stepcast/h200-pairs/transformer-bf16.json.gz",
+        "FP32 → autocast BF16 (FP32 GEMMs, H200)",
+        &[held_with("amp", &BF16, Bar::Traced(0.15), true, "")],
+    ),
+    h200(
+        "stepcast/h200-pairs/resnet-fp32.json.gz",
+        "stepcast/h200-pairs/resnet-amp.json.gz",
+        "FP32 → autocast FP16 + `GradScaler` (ResNet-18, H200)",
+        &[held("amp", Bar::Traced(0.15), true, "")],
+    ),
+    h200(
+        "stepcast/h200-pairs/resnet-fp32.json.gz",
+        "stepcast/h200-pairs/resnet-bf16.json.gz",
+        "FP32 → autocast BF16 (ResNet-18, H200)",
+        &[held_with("amp", &BF16, Bar::Traced(0.15), true, "")],
     ),
     // Recorded on this machine's CPU; the bars are those its README fixed before recording.
     cpu(
@@ -1110,7 +1295,16 @@ fn accuracy_markdown() -> Accuracy {
             None => String::new(),
         };
         for c in pair.checks {
-            let params = c.params.copied().unwrap_or_default();
+            let mut params = c.params.copied().unwrap_or_default();
+            if let Some(from) = c.host_from {
+                let config = pair
+                    .before
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or(pair.before)
+                    .trim_end_matches(".json.gz");
+                params.cpu = Some((host_factor(from, config) * 100.0).round() / 100.0);
+            }
             let check = check_with(&before, &after, &comparison, c.model, &params);
             let unprofiled_error = unprofiled.map(|u| u / check.predicted_speedup - 1.0);
             let bar = c.bar.text();
@@ -1159,7 +1353,14 @@ fn accuracy_markdown() -> Accuracy {
                     comparison.speedup
                 );
                 if let Some(u) = unprofiled {
-                    assert_eq!(gain(check.predicted_speedup), gain(u), "without profiler");
+                    assert_eq!(
+                        gain(check.predicted_speedup),
+                        gain(u),
+                        "{} on {} without profiler: predicted ×{:.3}, measured ×{u:.3}",
+                        c.model,
+                        pair.before,
+                        check.predicted_speedup
+                    );
                 }
             }
             let note = match c.note {
@@ -1233,7 +1434,9 @@ fn accuracy_markdown() -> Accuracy {
          measured loss or the reverse (traced and without the profiler); a bar marked \
          **missed** was fixed before the pair was recorded and the model misses it today (the \
          test fails once it meets it). *Out of sample*: no constant of the model was measured \
-         or fitted on this pair (`stepcast::whatif::record::FITTED`).\n\
+         or fitted on this pair (`stepcast::whatif::record::FITTED`). `faster_hardware` rows give \
+         the host factor as `--cpu`: the median ratio of the same ops' host times between the two \
+         machines, measured on the other configurations recorded on both (never the pair's own).\n\
          \n\
          | pair (under `testdata/kineto/`) | change | model | predicted | measured (traced) | error | measured without profiler | error | bar | out of sample |\n\
          |---|---|---|---|---|---|---|---|---|---|\n\

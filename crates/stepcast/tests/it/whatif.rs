@@ -615,7 +615,9 @@ fn model_params_are_checked() {
             compute: 2.0,
             memory: 1.5,
             cpu: 1.2,
-            copy: 1.0
+            copy: 1.0,
+            target: None,
+            cpu_given: true,
         })
     );
     let fused = Model::with_params(
@@ -1176,4 +1178,194 @@ fn an_unwritten_clone_is_told_from_a_written_one() {
     assert!(!rewritten.is_unedited_clone_of(&base));
     // Unchanged figures all the same: the same graph is built.
     assert_eq!(rewritten.gap_ns(task), base.gap_ns(task));
+}
+
+/// `--to` and `--dtype`: the parameters as the models take them, and their refusals.
+#[test]
+fn target_gpu_and_amp_dtype_params() {
+    use stepcast::whatif::{AmpDtype, dtype_param, target_param};
+    assert_eq!(target_param("h200"), Ok("H200 SXM"));
+    assert_eq!(target_param("H100-PCIe"), Ok("H100 PCIe"));
+    assert_eq!(target_param("a100"), Ok("A100"));
+    assert!(target_param("b200").is_err_and(|e| e.to_string().contains("the GPUs are")));
+    assert_eq!(dtype_param("bfloat16"), Ok(AmpDtype::Bf16));
+    assert!(dtype_param("fp8").is_err());
+    let to = |cpu: Option<f64>, compute: Option<f64>| {
+        Model::with_params(
+            "faster_hardware",
+            &ModelParams {
+                to: Some("H200 SXM"),
+                cpu,
+                compute,
+                ..ModelParams::default()
+            },
+        )
+    };
+    let Ok(Model::FasterHardware(h)) = to(None, None) else {
+        panic!("faster_hardware --to h200");
+    };
+    assert!(h.target == Some("H200 SXM") && !h.cpu_given && h.cpu == 1.0);
+    let Ok(Model::FasterHardware(h)) = to(Some(1.5), None) else {
+        panic!("faster_hardware --to h200 --cpu 1.5");
+    };
+    assert!(h.cpu_given && h.cpu == 1.5);
+    assert!(to(None, Some(2.0)).is_err_and(|e| e.to_string().contains("not both")));
+    let bf16 = ModelParams {
+        dtype: Some(AmpDtype::Bf16),
+        ..ModelParams::default()
+    };
+    assert_eq!(Model::with_params("amp", &bf16), Ok(Model::AmpBf16));
+    assert!(
+        Model::with_params("cuda_graphs", &bf16).is_err_and(|e| e.to_string().contains("--dtype"))
+    );
+}
+
+/// `faster_hardware --to h200` on an H100 trace: the kernels take the datasheets' ratios (the
+/// same SMs and clocks, HBM3e ×1.43), so the step gains at most ×1.43; with the host unknown
+/// the caveats give the step at both ends of the measured host factors, around the prediction
+/// (×1), and a host given moves the prediction the way it says. A V100 trace to an A100 gains
+/// at most the largest datasheet ratio (FP16 tensor 312/125 = 2.5).
+#[test]
+fn faster_hardware_to_a_named_gpu() {
+    let loaded = load_mapped("stepcast/h100-pairs/mlp-fp32.json.gz");
+    let context = context(&loaded);
+    let with = |cpu: Option<f64>| {
+        let model = Model::with_params(
+            "faster_hardware",
+            &ModelParams {
+                to: Some("H200 SXM"),
+                cpu,
+                ..ModelParams::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        apply_models(&context, &[model]).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let unknown = with(None);
+    assert!(
+        unknown.speedup >= 1.0 && unknown.speedup <= 1.43 + 1e-9,
+        "{}",
+        unknown.speedup
+    );
+    let range = unknown
+        .caveats
+        .iter()
+        .find(|c| c.contains("the host is unknown"))
+        .unwrap_or_else(|| panic!("{:?}", unknown.caveats));
+    let numbers: Vec<f64> = range
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    // "... which gives SLOW to FAST ms per step": the two numbers before "ms".
+    let (slow_ms, fast_ms) = (numbers[numbers.len() - 2], numbers[numbers.len() - 1]);
+    let step_ms = unknown.predicted.step_ns as f64 / 1e6;
+    assert!(
+        slow_ms > step_ms && step_ms > fast_ms,
+        "{range} vs {step_ms}"
+    );
+    let faster_host = with(Some(1.5));
+    assert!(faster_host.speedup > unknown.speedup);
+    assert!(
+        !faster_host
+            .caveats
+            .iter()
+            .any(|c| c.contains("the host is unknown"))
+    );
+    // A V100 trace (the ResNet-50 sample) predicted on an A100.
+    let v100 = loaded_context_speedup(RESNET50, "A100");
+    assert!((1.0..=312.0 / 125.0 + 1e-9).contains(&v100), "{v100}");
+}
+
+fn loaded_context_speedup(relative: &'static str, to: &'static str) -> f64 {
+    let loaded = loaded(relative);
+    let context = context(loaded);
+    let model = Model::with_params(
+        "faster_hardware",
+        &ModelParams {
+            to: Some(to),
+            cpu: Some(1.0),
+            ..ModelParams::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    apply_models(&context, &[model])
+        .unwrap_or_else(|e| panic!("{e}"))
+        .speedup
+}
+
+/// Kernel fusion joins only kernels that depend on each other: on the recorded transformer
+/// (every op's inputs recorded), some element-wise kernels adjacent on a stream are not one
+/// chain, and in every chain each kernel's op takes a tensor of the shape of the previous
+/// op's output, or both are one op's kernels (read here from the ops' recorded inputs).
+#[test]
+fn kernel_fusion_fuses_only_dependent_kernels() {
+    use stepcast::whatif::models::elementwise_runs;
+    let loaded = load_mapped("stepcast/h100-pairs/transformer-fp32.json.gz");
+    let context = context(&loaded);
+    let edit = context.edit();
+    let runs = elementwise_runs(&context, &edit);
+    assert!(!runs.is_empty());
+    let trace = &loaded.trace;
+    let shapes = |t: TaskId| -> (Option<stepcast_trace::EventId>, Vec<Vec<i64>>) {
+        let ops: Vec<_> = loaded
+            .mapping
+            .stack(t)
+            .into_iter()
+            .filter(|e| trace.events[e.index()].kind == stepcast_trace::EventKind::CpuOp)
+            .collect();
+        let inputs = ops
+            .iter()
+            .rev()
+            .find_map(|&e| trace.inputs_of(e).filter(|i| !i.is_empty()))
+            .unwrap_or(&[]);
+        let tensors = inputs
+            .iter()
+            .filter_map(|i| match i {
+                stepcast_trace::OpInput::Tensor { shape, .. } => Some(shape.clone()),
+                _ => None,
+            })
+            .collect();
+        (ops.first().copied(), tensors)
+    };
+    let mut fused_pairs = 0;
+    for (_, run) in &runs {
+        for pair in run.tasks().windows(2) {
+            let (op_a, a) = shapes(pair[0]);
+            let (op_b, b) = shapes(pair[1]);
+            let out = a.iter().max_by_key(|s| s.iter().product::<i64>());
+            assert!(
+                op_a == op_b || out.is_some_and(|o| b.contains(o)),
+                "{:?} → {:?}",
+                a,
+                b
+            );
+            fused_pairs += 1;
+        }
+    }
+    // Adjacency alone would have joined more: the check cut some runs.
+    let names = &trace.names;
+    let g = &loaded.window.graph;
+    let adjacent: usize = (0..g.lanes.len() as u32)
+        .map(|lane| {
+            let tasks: Vec<u32> = edit.lane_tasks(lane);
+            tasks
+                .windows(2)
+                .filter(|w| {
+                    w.iter().all(|&t| {
+                        let t = TaskId(t);
+                        g.kind[t.index()] == TaskKind::Kernel
+                            && matches!(
+                                loaded.mapping.phase[t.index()],
+                                stepcast::analyze::mapping::Phase::Forward
+                                    | stepcast::analyze::mapping::Phase::Backward
+                            )
+                            && names.get(g.name[t.index()]).contains("elementwise")
+                    }) && g.step[w[0] as usize] == g.step[w[1] as usize]
+                        && loaded.mapping.phase[w[0] as usize]
+                            == loaded.mapping.phase[w[1] as usize]
+                })
+                .count()
+        })
+        .sum();
+    assert!(fused_pairs < adjacent, "{fused_pairs} of {adjacent}");
 }

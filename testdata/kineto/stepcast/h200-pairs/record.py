@@ -279,8 +279,22 @@ def make_step(workload, variant):
     raise SystemExit(f"unknown variant {variant}")
 
 
+# What the profiler records besides the default of this folder (`record_shapes=True`): a
+# configuration `<workload>-<variant>-prof_<option>` is the same program traced with these
+# options, so the profiler's own cost per option is measured (the steps timed without the
+# profiler are the same program's).
+PROFILER_OPTIONS = {
+    "": dict(record_shapes=True),
+    "minimal": dict(record_shapes=False),
+    "stack": dict(record_shapes=True, with_stack=True),
+    "memory": dict(record_shapes=True, profile_memory=True),
+    "all": dict(record_shapes=True, with_stack=True, profile_memory=True, with_flops=True),
+}
+
+
 def record(outdir, workload, variant):
     name = f"{workload}-{variant}"
+    variant, _, option = variant.partition("-prof_")
     step = make_step(workload, variant)
     for i in range(5):
         step(i)
@@ -291,7 +305,7 @@ def record(outdir, workload, variant):
     with torch.profiler.profile(
         activities=activities,
         schedule=torch.profiler.schedule(**SCHEDULE),
-        record_shapes=True,
+        **PROFILER_OPTIONS[option],
         on_trace_ready=lambda p: p.export_chrome_trace(path),
     ) as prof:
         for i in range(steps):

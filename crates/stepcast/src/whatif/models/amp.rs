@@ -1,10 +1,15 @@
-//! Automatic mixed precision (Daydream A.1).
+//! Automatic mixed precision (Daydream A.1, refined): which kernels get faster and by how
+//! much, and what the model says about it (its caveats).
 
 use std::collections::BTreeMap;
 
 use super::super::edit::{EditGraph, Select, Selection};
 use super::super::{Context, WhatIfError};
+use super::AmpDtype;
+use super::activations::forward_units;
 use super::amp_costs::{AmpCosts, charge};
+use super::autocast::{List, StepCasts, list};
+use super::gist::elementwise_throughput;
 use super::kernels::{Bound, classify_kernel};
 use super::peaks::peaks;
 use crate::analyze::mapping::Phase;
@@ -27,9 +32,13 @@ pub struct AmpFactors {
     pub simt: f64,
     /// Already on TF32 tensor cores: FP16 tensor peak / TF32 tensor peak.
     pub tf32: f64,
-    /// FP32 whose math path the name does not tell (a convolution, a fused attention kernel):
-    /// the low end, the TF32 ratio, where the GPU has TF32 (cuDNN uses it by default, and
-    /// CUTLASS's FP32 attention kernels use 3xTF32); the SIMT ratio where it has none.
+    /// FP32 emulated with three TF32 products (CUTLASS's `OpMultiplyAddFastF32`, which the
+    /// FP32 kernels of PyTorch's memory-efficient attention, `fmha_cutlass*_f32`, use on
+    /// compute capability ≥ 8.0): three times the TF32 ratio; the SIMT ratio without TF32.
+    pub fast_f32: f64,
+    /// FP32 whose math path the name does not tell (a convolution): the low end, the TF32
+    /// ratio, where the GPU has TF32 (cuDNN uses it by default); the SIMT ratio where it has
+    /// none.
     pub unknown: f64,
     /// Where the factors come from, for the caveats.
     pub source: String,
@@ -44,6 +53,7 @@ impl AmpFactors {
             return AmpFactors {
                 simt: 1.0,
                 tf32: 1.0,
+                fast_f32: 1.0,
                 unknown: 1.0,
                 source: "no tensor cores before compute capability 7.0".to_string(),
             };
@@ -55,6 +65,11 @@ impl AmpFactors {
                 AmpFactors {
                     simt,
                     tf32,
+                    fast_f32: if p.tf32_tflops.is_some() {
+                        3.0 * tf32
+                    } else {
+                        simt
+                    },
                     unknown: tf32,
                     source: format!(
                         "{}: FP16 tensor {:.0}, TF32 tensor {}, FP32 {:.1} TFLOP/s (peak ratios)",
@@ -69,6 +84,7 @@ impl AmpFactors {
             None => AmpFactors {
                 simt: 3.0,
                 tf32: 2.0,
+                fast_f32: 3.0,
                 unknown: 3.0,
                 source: "GPU not identified: Daydream's 3 (2 for TF32 kernels)".to_string(),
             },
@@ -76,29 +92,130 @@ impl AmpFactors {
     }
 }
 
-/// **Automatic mixed precision** (Daydream A.1, refined). Forward and backward kernels only:
-/// the optimizer keeps FP32 master weights, collectives reduce FP32 gradients, input copies
-/// are unchanged. Per kernel, by name:
+/// A memory-bound kernel's factor under autocast: half the bytes (× 0.5) where its op runs in
+/// half precision, × 1 where it stays FP32 (an op on autocast's FP32 lists, its backward, the
+/// gradients' accumulation into FP32 parameters) and for cuDNN's own memory-bound kernels
+/// (batch norm, layout transforms), which are not bandwidth-bound at these sizes: on the
+/// recorded ResNet-18 pairs cuDNN's batch-norm kernels ran ×1.25 (H100) and ×1.07 (H200)
+/// faster in FP16 and its layout transforms ×1.15, not ×2.
+const HALF_BYTES: f64 = 0.5;
+
+/// Whether forward or backward kernel `t` of `edit` works on half-precision tensors under
+/// autocast: its forward op's dtype ([`StepCasts`], by autocast's lists), or for a backward
+/// kernel, the dtype of the forward op its backward node is the gradient of
+/// ([`forward_op_of_node`]).
+struct HalfOps {
+    /// Forward kernels (input task ids) whose op runs in half precision.
+    forward: BTreeMap<TaskId, bool>,
+    /// Whether any forward op of the window is on autocast's FP16 list: an unlisted op's
+    /// backward then works on FP16 gradients.
+    any_half: bool,
+}
+
+impl HalfOps {
+    fn of(context: &Context<'_>) -> HalfOps {
+        let trace = context.trace;
+        let mut forward = BTreeMap::new();
+        let mut step = (u32::MAX, StepCasts::default());
+        let mut any_half = false;
+        for unit in forward_units(context).units {
+            if step.0 != unit.step {
+                step = (unit.step, StepCasts::default());
+            }
+            let op_name = trace.name(trace.events[unit.op.index()].name);
+            let _ = step.1.casts(op_name, trace.inputs_of(unit.op));
+            let half = match list(op_name) {
+                List::Half => true,
+                List::Float | List::FloatInPlace => false,
+                List::Unlisted => step.1.is_half(),
+            };
+            any_half |= list(op_name) == List::Half;
+            for t in unit.tasks {
+                forward.insert(t, half);
+            }
+        }
+        HalfOps { forward, any_half }
+    }
+
+    fn is_half(&self, context: &Context<'_>, edit: &EditGraph, t: TaskId) -> bool {
+        if let Some(&half) = self.forward.get(&t) {
+            return half;
+        }
+        if !edit.is_original(t) || context.mapping.phase[t.index()] != Phase::Backward {
+            return false;
+        }
+        let names = &context.trace.names;
+        let node = context.mapping.stack(t).into_iter().find_map(|e| {
+            let name = names.get(context.trace.events[e.index()].name);
+            forward_op_of_node(name)
+        });
+        match node {
+            Some(Some(op)) => match list(&op) {
+                List::Half => true,
+                List::Float | List::FloatInPlace => false,
+                List::Unlisted => self.any_half,
+            },
+            // The gradients' accumulation into the FP32 parameters, or no backward node.
+            Some(None) | None => false,
+        }
+    }
+}
+
+/// The forward op a backward node is the gradient of, in autocast's spelling
+/// (`autograd::engine::evaluate_function: NativeLayerNormBackward0` → `native_layer_norm`);
+/// `Some(None)` for the gradients' accumulation (`AccumulateGrad`: FP32 parameters), `None`
+/// when `name` is not a backward node.
+fn forward_op_of_node(name: &str) -> Option<Option<String>> {
+    let node = name.rsplit(": ").next().unwrap_or(name);
+    if node.contains("AccumulateGrad") {
+        return Some(None);
+    }
+    let stem = node.trim_end_matches(|c: char| c.is_ascii_digit());
+    let stem = stem.strip_suffix("Backward")?;
+    let mut snake = String::new();
+    for (i, c) in stem.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                snake.push('_');
+            }
+            snake.push(c.to_ascii_lowercase());
+        } else {
+            snake.push(c);
+        }
+    }
+    Some(Some(snake))
+}
+
+/// **Automatic mixed precision** (Daydream A.1, refined), FP16 with a `GradScaler` or BF16
+/// without. Forward and backward kernels only: the optimizer keeps FP32 master weights,
+/// collectives reduce FP32 gradients, input copies are unchanged. Per kernel, by name
+/// ([`classify_kernel`], memory-bound names first):
 /// - already half precision (`f16`, `bf16`, `h884`, `nvjet_sm90_hsh`...): unchanged;
 /// - tensor-core eligible (GEMM, convolution): duration / the peak ratio of its math path
-///   ([`AmpFactors`]: FP32 on CUDA cores, TF32, or not told by the name), from the trace's
-///   GPU (`deviceProperties`): datasheet peaks bound what the kernel gains;
-/// - memory-bound element-wise, normalization, reduction kernels: × 0.5 (half the bytes);
+///   ([`AmpFactors`]: FP32 on CUDA cores, TF32, 3xTF32, or not told by the name), from the
+///   trace's GPU (`deviceProperties`);
+/// - memory-bound (element-wise, normalization, reduction): × 0.5 where its op runs in half
+///   precision under autocast's lists, else × 1; cuDNN's memory-bound kernels × 1
+///   ([`HALF_BYTES`]);
 /// - anything else: unchanged.
 ///
-/// Kernels are classified by [`classify_kernel`], memory-bound names first (cuDNN's
-/// batch-norm kernels are memory-bound, not convolutions), the classifier `faster_hardware`
-/// uses. Then what AMP costs is charged ([`charge`]): the casts, the gradient scaler's
-/// kernels, its per-step host synchronization and the host time of dispatching them. On a
-/// host-bound step those costs can outweigh the faster kernels: AMP can slow a step down.
-pub fn amp(context: &Context<'_>, edit: &mut EditGraph) -> Result<usize, WhatIfError> {
-    amp_with_costs(context, edit).map(|(changed, _)| changed)
+/// Then what AMP costs is charged ([`charge`]): the casts, and in FP16 the gradient
+/// scaler's kernels, its per-step host synchronization and the host time of dispatching them.
+/// On a host-bound step those costs can outweigh the faster kernels: AMP can slow a step
+/// down.
+pub fn amp(
+    context: &Context<'_>,
+    edit: &mut EditGraph,
+    dtype: AmpDtype,
+) -> Result<usize, WhatIfError> {
+    amp_with_costs(context, edit, dtype).map(|(changed, _)| changed)
 }
 
 /// [`amp`], also returning what it charged.
 pub fn amp_with_costs(
     context: &Context<'_>,
     edit: &mut EditGraph,
+    dtype: AmpDtype,
 ) -> Result<(usize, AmpCosts), WhatIfError> {
     let factors = AmpFactors::of(context);
     let select = Select {
@@ -108,16 +225,20 @@ pub fn amp_with_costs(
     };
     let selection = edit.select(&select, context.select_context());
     let names = &context.trace.names;
+    let half_ops = HalfOps::of(context);
     let mut by_factor: BTreeMap<u64, Vec<TaskId>> = BTreeMap::new();
     for &t in selection.tasks() {
-        let class = classify_kernel(names.get(edit.name(t)));
+        let name = names.get(edit.name(t));
+        let class = classify_kernel(name);
         let factor = match class.bound {
             _ if class.half => continue,
             Bound::Compute if class.tf32 => 1.0 / factors.tf32,
             Bound::Compute if class.simt => 1.0 / factors.simt,
+            Bound::Compute if class.fast_f32 => 1.0 / factors.fast_f32,
             Bound::Compute => 1.0 / factors.unknown,
-            Bound::Memory => 0.5,
-            Bound::Other => continue,
+            Bound::Memory if is_cudnn(name) => continue,
+            Bound::Memory if half_ops.is_half(context, edit, t) => HALF_BYTES,
+            Bound::Memory | Bound::Other => continue,
         };
         by_factor.entry(f64::to_bits(factor)).or_default().push(t);
     }
@@ -126,6 +247,93 @@ pub fn amp_with_costs(
         changed += tasks.len();
         edit.scale(&Selection::new(tasks), f64::from_bits(bits))?;
     }
-    let costs = charge(context, edit)?;
+    let costs = charge(context, edit, dtype)?;
     Ok((changed + costs.casts + costs.scaler_tasks, costs))
+}
+
+/// cuDNN's own kernels (`cudnn::bn_fw_tr_1C11_kernel_NCHW`,
+/// `cudnn::engines_precompiled::nchwToNhwcKernel`).
+fn is_cudnn(name: &str) -> bool {
+    name.contains("cudnn")
+}
+
+/// What `amp` assumes and leaves out on this trace, with the numbers.
+pub fn caveats(context: &Context<'_>, dtype: AmpDtype) -> Vec<String> {
+    let units = forward_units(context).units;
+    let factors = AmpFactors::of(context);
+    let mut out = vec![
+        format!(
+            "FP32 GEMMs/convolutions on CUDA cores (ffma, sgemm) ÷ {:.1}, on TF32 ÷ {:.1}, \
+             3xTF32 attention (fmha_cutlass f32) ÷ {:.1}, FP32 kernels whose math path the name \
+             does not tell ÷ {:.1} (the low end); {}: datasheet peak ratios, not a bound either \
+             way: on the recorded pairs the achieved ratios were ×20 for large SIMT GEMMs \
+             (transformer, H100: above the peak ratio), ×3.4 for small ones (1024×1024 at \
+             batch 64: latency-bound, far below it) and ×2.7 for TF32 convolutions (ResNet-18)",
+            factors.simt, factors.tf32, factors.fast_f32, factors.unknown, factors.source
+        ),
+        format!(
+            "charges the casts autocast's op lists make (every FP32 input of an FP16-list op: \
+             weights, biases, FP32 activations; a loss's half-precision input), a \
+             ToCopyBackward0 for each that needs a gradient{}, each at this trace's own per-op \
+             host cost; not charged: autocast's dispatch on the ops it does not cast (+0-9 % \
+             per op on the recorded H200 pairs, e.g. batch_norm 84.6 → 92.5 µs, add_ 18.5 → \
+             19.1 µs), the gradient casts of an unlisted op mixing half and FP32 inputs (a \
+             residual addition), fewer launches of cuBLAS's half-precision kernels",
+            match dtype {
+                AmpDtype::Fp16 => ", GradScaler's eight ops and its found_inf synchronization",
+                AmpDtype::Bf16 => " (BF16: no GradScaler)",
+            }
+        ),
+        "memory-bound kernels take half their time (half the bytes) only where their op runs in \
+         half precision under autocast's lists; cuDNN's batch norm and layout kernels keep \
+         theirs (measured ×1.07-1.25 and ×1.15 faster in FP16 on the recorded ResNet-18 pairs)"
+            .to_string(),
+    ];
+    if dtype == AmpDtype::Bf16 {
+        out.push(
+            "BF16 batch norm: cuDNN's batch-norm kernels take no BF16 on the recorded PyTorch \
+             (2.11); PyTorch's own kernels ran instead, ×0.73 (slower) than cuDNN's FP32 ones \
+             on the recorded H200 ResNet-18 pair: not charged"
+                .to_string(),
+        );
+    }
+    let mut edit = context.edit();
+    if let Ok((_, costs)) = amp_with_costs(context, &mut edit, dtype)
+        && costs.scaler_skipped > 0
+    {
+        out.push(format!(
+            "GradScaler's ops and synchronization are left out of {} steady steps (its blocking \
+             read back would close a cycle in this trace's graph): optimistic there",
+            costs.scaler_skipped
+        ));
+    }
+    if elementwise_throughput(context, &units).is_none() {
+        out.push(
+            "no element-wise throughput in this trace: each cast costs a median element-wise \
+             kernel"
+                .to_string(),
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::forward_op_of_node;
+
+    #[test]
+    fn backward_nodes_name_their_forward_op() {
+        let op = |n: &str| forward_op_of_node(n).flatten();
+        assert_eq!(
+            op("autograd::engine::evaluate_function: NativeLayerNormBackward0").as_deref(),
+            Some("native_layer_norm")
+        );
+        assert_eq!(op("MseLossBackward0").as_deref(), Some("mse_loss"));
+        assert_eq!(op("LogSoftmaxBackward0").as_deref(), Some("log_softmax"));
+        assert_eq!(
+            forward_op_of_node("torch::autograd::AccumulateGrad"),
+            Some(None)
+        );
+        assert_eq!(forward_op_of_node("aten::mm"), None);
+    }
 }

@@ -188,6 +188,11 @@ pub(super) struct StepCasts {
 }
 
 impl StepCasts {
+    /// Whether activations are in half precision now (after the latest listed op).
+    pub(super) fn is_half(&self) -> bool {
+        self.half == Some(true)
+    }
+
     /// The casts autocast adds before `op_name`, given its recorded inputs (`None`: not
     /// recorded; then a parameter op's weight and an FP32 activation are assumed).
     pub(super) fn casts(&mut self, op_name: &str, inputs: Option<&[OpInput]>) -> Vec<Cast> {

@@ -119,3 +119,10 @@ pub fn batchnorm_targets(context: &Context<'_>, edit: &EditGraph) -> (Selection,
     }
     (Selection::new(batch_norm), Selection::new(removed))
 }
+
+/// What the model's ½ stands on, for its caveats: a figure, not a measurement.
+pub const CAVEAT: &str = "every batch-norm kernel takes ½ its time and the element-wise \
+     kernels beside it go: Daydream's figure (half the input loaded), not a measurement; \
+     Daydream itself predicted 12.7 % for DenseNet-121 and measured 7 % with the real \
+     implementation (§6.4), whose new kernels and copies this does not model: expect about half \
+     the predicted gain";

@@ -3,60 +3,216 @@
 use super::super::edit::{EditGraph, Selection};
 use super::super::{Context, WhatIfError};
 use super::Hardware;
-use super::kernels::is_tensor_core_eligible;
+use super::kernels::{Bound, classify_kernel};
+use super::peaks::{Datasheet, datasheet, products};
 use crate::graph::{TaskId, TaskKind};
+
+/// How much faster the host of another machine ran the same programs, measured between the
+/// lent machines (`testdata/kineto/stepcast/`): the median ratio of the same ops' host times
+/// (`aten::*` cpu ops recorded in both traces) of H100 traces against H200 traces of the same
+/// configuration, ×0.77–0.83 towards the second H200 machine (`h200-pairs/`, a slower host)
+/// and ×1.48–1.64 towards the first (`h200/`, a faster one). A GPU's name says nothing of its
+/// host: where `--cpu` is not given, a prediction for another machine reports the step at
+/// these two ends as well.
+pub const MEASURED_HOST_FACTORS: (f64, f64) = (0.77, 1.64);
+
+/// The speed-ups of `--to TARGET` from the trace's GPU, per kind of work, from the two
+/// datasheets.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TargetRatios {
+    pub from: Datasheet,
+    pub to: Datasheet,
+    /// FP32 on CUDA cores, TF32 tensor, FP16/BF16 tensor: peak ratios.
+    pub fp32: f64,
+    pub tf32: f64,
+    pub fp16: f64,
+    /// Memory bandwidth ratio: memory-bound kernels and memsets.
+    pub memory: f64,
+    /// Host link (PCIe generation) ratio: copies.
+    pub copy: f64,
+}
+
+/// The ratios of `--to target` from the trace's GPU (its name read from the trace).
+pub fn target_ratios(context: &Context<'_>, target: &str) -> Result<TargetRatios, WhatIfError> {
+    let known = || products().join(", ");
+    let to = datasheet(target).ok_or_else(|| WhatIfError::UnknownGpu {
+        gpu: target.to_string(),
+        known: known(),
+    })?;
+    let from = context
+        .trace
+        .devices
+        .iter()
+        .find_map(|d| datasheet(&d.name))
+        .ok_or_else(|| WhatIfError::UnknownGpu {
+            gpu: context
+                .trace
+                .devices
+                .first()
+                .map_or_else(|| "none recorded".to_string(), |d| d.name.clone()),
+            known: known(),
+        })?;
+    let fp16 = to.peaks.fp16_tflops / from.peaks.fp16_tflops;
+    let tf32 = match (to.peaks.tf32_tflops, from.peaks.tf32_tflops) {
+        (Some(t), Some(f)) => t / f,
+        // TF32 kernels recorded on a GPU that has it run as FP32 on one that has not.
+        (None, Some(f)) => to.peaks.fp32_tflops / f,
+        _ => fp16,
+    };
+    Ok(TargetRatios {
+        fp32: to.peaks.fp32_tflops / from.peaks.fp32_tflops,
+        tf32,
+        fp16,
+        memory: to.memory_tb_s / from.memory_tb_s,
+        copy: to.host_link_gb_s / from.host_link_gb_s,
+        from,
+        to,
+    })
+}
 
 /// **Faster hardware**: every task's cost divided by the factor of its resource (tensor-core
 /// eligible kernels by `compute`, other kernels and memsets by `memory`, copies by `copy`,
 /// host tasks and the untraced host time by `cpu`; where scheduler events say a thread was off
 /// its CPU, only its on-CPU time). Kernels are classified as `amp` does
 /// ([`super::classify_kernel`]: memory-bound names first). Collectives are unchanged (the network
-/// is not the hardware changed here). The factors are the user's (a datasheet ratio).
+/// is not the hardware changed here). The factors are the user's (a datasheet ratio), or with
+/// `--to` ([`Hardware::target`]) the ratios of the two GPUs' datasheets ([`target_ratios`]):
+/// compute-bound kernels by the peak of their math path (FP32 on CUDA cores, TF32, FP16), the
+/// others by memory bandwidth, copies by the host link. The host stays `cpu` (1 unless given:
+/// a GPU's name says nothing of the machine's host; the caveats then give the step at the
+/// host factors measured between machines, [`MEASURED_HOST_FACTORS`]).
 pub fn faster_hardware(
     context: &Context<'_>,
     edit: &mut EditGraph,
     hardware: &Hardware,
 ) -> Result<usize, WhatIfError> {
+    let ratios = match hardware.target {
+        Some(target) => Some(target_ratios(context, target)?),
+        None => None,
+    };
     let names = &context.trace.names;
-    let mut groups: [Vec<TaskId>; 4] = Default::default();
+    // Tasks by the factor they are divided by (bits of the f64), host tasks apart.
+    let mut host: Vec<TaskId> = Vec::new();
+    let mut by_speed: std::collections::BTreeMap<u64, Vec<TaskId>> = Default::default();
     let all = edit.select_where(|_| true);
     for &t in all.tasks() {
-        let group = match edit.kind(t) {
-            TaskKind::ApiCall | TaskKind::CpuOp => 0,
-            TaskKind::Kernel if is_tensor_core_eligible(names.get(edit.name(t))) => 1,
-            TaskKind::Kernel | TaskKind::Memset => 2,
-            TaskKind::Memcpy => 3,
+        let speed = match edit.kind(t) {
+            TaskKind::ApiCall | TaskKind::CpuOp => {
+                host.push(t);
+                continue;
+            }
+            TaskKind::Kernel => {
+                let class = classify_kernel(names.get(edit.name(t)));
+                match (&ratios, class.bound) {
+                    (Some(r), Bound::Compute) if class.half => r.fp16,
+                    (Some(r), Bound::Compute) if class.simt => r.fp32,
+                    (Some(r), Bound::Compute) if class.tf32 || class.fast_f32 => r.tf32,
+                    (Some(r), Bound::Compute) => r.fp16,
+                    (Some(r), _) => r.memory,
+                    (None, Bound::Compute) => hardware.compute,
+                    (None, _) => hardware.memory,
+                }
+            }
+            TaskKind::Memset => ratios.as_ref().map_or(hardware.memory, |r| r.memory),
+            TaskKind::Memcpy => ratios.as_ref().map_or(hardware.copy, |r| r.copy),
             TaskKind::Collective => continue,
         };
-        groups[group].push(t);
+        by_speed.entry(speed.to_bits()).or_default().push(t);
     }
-    let factors = [
+    for speed in [
         hardware.cpu,
         hardware.compute,
         hardware.memory,
         hardware.copy,
-    ];
-    let mut changed = 0;
-    for (index, (group, speed)) in groups.into_iter().zip(factors).enumerate() {
+    ]
+    .into_iter()
+    .chain(by_speed.keys().map(|&b| f64::from_bits(b)))
+    {
         if speed <= 0.0 || !speed.is_finite() {
             return Err(super::super::edit::EditError::BadFactor { factor: speed }.into());
         }
+    }
+    let mut changed = 0;
+    for (bits, group) in by_speed {
+        let speed = f64::from_bits(bits);
         if speed == 1.0 {
             continue;
         }
         changed += group.len();
-        if index == 0 && !context.trace.off_cpu.is_empty() {
-            scale_on_cpu_time(context, edit, group, speed)?;
-            continue;
-        }
-        let selection = Selection::new(group);
-        edit.scale(&selection, 1.0 / speed)?;
-        if index == 0 {
+        edit.scale(&Selection::new(group), 1.0 / speed)?;
+    }
+    let speed = hardware.cpu;
+    if speed != 1.0 {
+        changed += host.len();
+        if !context.trace.off_cpu.is_empty() {
+            scale_on_cpu_time(context, edit, host, speed)?;
+        } else {
+            let selection = Selection::new(host);
+            edit.scale(&selection, 1.0 / speed)?;
             // Host tasks: the untraced host time after them runs on the same CPU.
             edit.scale_gaps(&selection, 1.0 / speed)?;
         }
     }
     Ok(changed)
+}
+/// What `faster_hardware` assumes on this trace, and with `--to` and no `--cpu`, the step at
+/// the host factors measured between machines ([`MEASURED_HOST_FACTORS`]).
+pub fn caveats(context: &Context<'_>, hardware: &Hardware) -> Vec<String> {
+    let mut out = vec![
+        "kernels are split into compute- and memory-bound by name (memory-bound names first)"
+            .to_string(),
+    ];
+    if let Some(target) = hardware.target
+        && let Ok(r) = target_ratios(context, target)
+    {
+        out.push(format!(
+            "{} → {} from the datasheets: FP16 tensor ×{:.2}, TF32 ×{:.2}, FP32 ×{:.2} (by              each compute-bound kernel's math path), memory bandwidth ×{:.2} (the other              kernels and memsets), host link ×{:.2} (copies): peak ratios, which kernels reach              only in part",
+            r.from.peaks.source.trim_end_matches(" datasheet"),
+            r.to.peaks.source.trim_end_matches(" datasheet"),
+            r.fp16,
+            r.tf32,
+            r.fp32,
+            r.memory,
+            r.copy
+        ));
+        if !hardware.cpu_given {
+            out.push(host_range(context, hardware));
+        }
+    }
+    if hardware.cpu != 1.0 && !context.trace.off_cpu.is_empty() {
+        let off_ns: i64 = context.trace.off_cpu.iter().map(|o| o.dur_ns).sum();
+        out.push(format!(
+            "the scheduler's events put traced host threads off their CPU for {:.3} ms in all              (blocked or waiting for a CPU): that time is kept as recorded; where it is a wait              for another thread that also runs faster, the gain is larger",
+            off_ns as f64 / 1e6
+        ));
+    }
+    out
+}
+
+/// The host of the target machine is unknown: the step with the host as recorded and at the
+/// two ends of the host factors measured between the lent machines.
+fn host_range(context: &Context<'_>, hardware: &Hardware) -> String {
+    let (slow, fast) = MEASURED_HOST_FACTORS;
+    let step_at = |cpu: f64| -> Option<f64> {
+        let with_host = Hardware { cpu, ..*hardware };
+        let outcome = super::super::what_if(context, |edit| {
+            faster_hardware(context, edit, &with_host).map(|_| ())
+        })
+        .ok()?;
+        Some(outcome.predicted.step_ns as f64 / 1e6)
+    };
+    match (step_at(slow), step_at(fast)) {
+        (Some(at_slow), Some(at_fast)) => format!(
+            "the host is unknown (give --cpu): the prediction keeps it as recorded (×1); \
+             between the lent machines the same ops' host times moved by ×{slow} to ×{fast} \
+             (docs/accuracy.md), which gives {at_slow:.3} to {at_fast:.3} ms per step: the step \
+             is only known within that range where the host bounds it"
+        ),
+        _ => format!(
+            "the host is unknown (give --cpu): the prediction keeps it as recorded (×1); \
+             between the lent machines the same ops' host times moved by ×{slow} to ×{fast}"
+        ),
+    }
 }
 
 /// A faster CPU where the trace says when host threads were off their CPU (scheduler events):

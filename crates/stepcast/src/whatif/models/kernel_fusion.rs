@@ -1,20 +1,29 @@
 //! Fusion of element-wise kernel chains (`torch.compile`).
 
+use stepcast_trace::{EventId, EventKind, OpInput};
+
 use super::super::edit::{EditGraph, FusedCost, HostGaps, Select, Selection};
 use super::super::{Context, WhatIfError};
 use crate::analyze::mapping::Phase;
-use crate::graph::TaskKind;
+use crate::graph::{TaskId, TaskKind};
 
 /// **Kernel fusion of element-wise chains** (what `torch.compile`'s Inductor does): every
 /// run of element-wise kernels (PyTorch's `elementwise_kernel`, `vectorized_elementwise_kernel`,
 /// `unrolled_elementwise_kernel`, `pointwise` kernels) adjacent on one stream in one step of
 /// the forward or backward pass becomes one kernel; the launch calls of the fused-away kernels
-/// go with the host time after them (the eager dispatch of those ops).
+/// go with the host time after them (the eager dispatch of those ops). Adjacent is not enough:
+/// each kernel of a chain must read what the one before it wrote ([`depends_on`]: launched
+/// by the same op, or its op takes a tensor of the shape the previous op's output has), so
+/// two independent element-wise ops that happen to follow each other on the stream are not
+/// fused (a compiler fuses along data edges, not stream order).
 ///
 /// Cost: see [`fused_chain_ns`]. `factor` replaces the chain estimate by a fixed share of the
 /// sum. The durations are this trace's own.
 ///
-/// Not modeled: fusion across reductions or GEMM epilogues, and compile-time guards.
+/// Not modeled: fusion across reductions or GEMM epilogues (Inductor folds a bias, an
+/// activation or a residual addition into the GEMM's epilogue and fuses element-wise work
+/// into reductions such as a norm's statistics), the eager dispatch of the other ops that
+/// `torch.compile` also removes, and compile-time guards.
 pub fn kernel_fusion(
     context: &Context<'_>,
     edit: &mut EditGraph,
@@ -47,14 +56,100 @@ pub fn elementwise_runs(context: &Context<'_>, edit: &EditGraph) -> Vec<(Phase, 
                 .filter(|&t| super::is_elementwise(names.get(edit.name(t))))
                 .collect(),
         );
-        runs.extend(
-            edit.runs(&elementwise)
-                .into_iter()
-                .filter(|run| run.len() >= 2)
-                .map(|run| (phase, run)),
-        );
+        for run in edit.runs(&elementwise) {
+            runs.extend(
+                split_at_independent(context, edit, run.tasks())
+                    .into_iter()
+                    .filter(|chain| chain.len() >= 2)
+                    .map(|chain| (phase, Selection::new(chain))),
+            );
+        }
     }
     runs
+}
+
+/// `run` (adjacent element-wise kernels) cut wherever a kernel does not depend on the one
+/// before it ([`depends_on`]).
+fn split_at_independent(
+    context: &Context<'_>,
+    edit: &EditGraph,
+    run: &[TaskId],
+) -> Vec<Vec<TaskId>> {
+    let mut chains: Vec<Vec<TaskId>> = Vec::new();
+    for &t in run {
+        match chains.last_mut() {
+            Some(chain)
+                if chain
+                    .last()
+                    .is_some_and(|&p| depends_on(context, edit, p, t)) =>
+            {
+                chain.push(t)
+            }
+            _ => chains.push(vec![t]),
+        }
+    }
+    chains
+}
+
+/// The ops on a kernel's launching stack: the outermost (`aten::dropout`,
+/// `autograd::engine::evaluate_function: ReluBackward0`) and the innermost with recorded
+/// tensor inputs.
+fn ops_of(
+    context: &Context<'_>,
+    edit: &EditGraph,
+    t: TaskId,
+) -> (Option<EventId>, Option<EventId>) {
+    if !edit.is_original(t) {
+        return (None, None);
+    }
+    let trace = context.trace;
+    let ops: Vec<EventId> = context
+        .mapping
+        .stack(t)
+        .into_iter()
+        .filter(|e| trace.events[e.index()].kind == EventKind::CpuOp)
+        .collect();
+    let with_inputs = ops.iter().rev().copied().find(|&e| {
+        trace
+            .inputs_of(e)
+            .is_some_and(|i| i.iter().any(|x| matches!(x, OpInput::Tensor { .. })))
+    });
+    (ops.first().copied(), with_inputs)
+}
+
+/// Whether kernel `second` reads what kernel `first` wrote, as far as the trace tells: both
+/// launched by one op (its kernels work on its tensors), or the op of `second` takes a tensor
+/// of the shape of `first`'s op's output (an element-wise op's output has the shape of its
+/// largest input). Where neither op has recorded inputs (`record_shapes` off), adjacency on
+/// the stream is all there is and is taken as the dependency.
+pub fn depends_on(context: &Context<'_>, edit: &EditGraph, first: TaskId, second: TaskId) -> bool {
+    let (outer_a, shaped_a) = ops_of(context, edit, first);
+    let (outer_b, shaped_b) = ops_of(context, edit, second);
+    if outer_a.is_some() && outer_a == outer_b {
+        return true;
+    }
+    let tensors = |op: Option<EventId>| -> Option<Vec<Vec<i64>>> {
+        let inputs = context.trace.inputs_of(op?)?;
+        Some(
+            inputs
+                .iter()
+                .filter_map(|i| match i {
+                    OpInput::Tensor { shape, .. } => Some(shape.clone()),
+                    _ => None,
+                })
+                .collect(),
+        )
+    };
+    match (tensors(shaped_a), tensors(shaped_b)) {
+        (Some(a), Some(b)) => {
+            let output = a
+                .iter()
+                .max_by_key(|shape| shape.iter().product::<i64>())
+                .cloned();
+            output.is_some_and(|out| b.contains(&out))
+        }
+        _ => true,
+    }
 }
 
 /// The fused kernel's cost, from the parts' own durations: element-wise kernels are

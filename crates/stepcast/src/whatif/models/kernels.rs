@@ -26,6 +26,10 @@ pub struct KernelClass {
     /// FP32 arithmetic on CUDA cores by name (`ffma`, `sgemm`, `simt`, cuDNN's `scudnn`): no
     /// tensor cores, so FP16 tensor cores gain the whole FP16-tensor / FP32 peak ratio.
     pub simt: bool,
+    /// FP32 emulated with three TF32 products: the FP32 kernels of PyTorch's memory-efficient
+    /// attention (`fmha_cutlassF_f32_aligned_64x64_rf_sm80`), built on CUTLASS's
+    /// `OpMultiplyAddFastF32` for compute capability ≥ 8.0.
+    pub fast_f32: bool,
 }
 
 static HALF_PRECISION: LazyLock<Regex> = LazyLock::new(|| {
@@ -34,6 +38,14 @@ static HALF_PRECISION: LazyLock<Regex> = LazyLock::new(|| {
 });
 static SIMT: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)(ffma|sgemm|simt|scudnn)").expect("valid regex"));
+static FAST_F32: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)fmha_cutlass[a-z]*_f32").expect("valid regex"));
+/// GEMMs and convolutions whatever else their names say: cuDNN's `indexed` implicit GEMMs
+/// (`sm90_xmma_wgrad_indexed_implicit_gemm_f32f32_tf32f32...`) would otherwise read as
+/// memory-bound by `index`.
+static GEMM: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(implicit_gemm|xmma_gemm|_sgemm|sgemm_|hgemm|s\d+gemm)").expect("valid regex")
+});
 static TF32: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)(tf32|nvjet_sm\d+[a-z]?_t)").expect("valid regex"));
 /// Names that are memory-bound whatever library they come from: tested first, because cuDNN's
@@ -60,7 +72,9 @@ static MEMORY_WORDS: LazyLock<Regex> = LazyLock::new(|| {
 /// Classifies a kernel by its name: memory-bound patterns first, then tensor-core eligible
 /// (GEMMs and convolutions of cuBLAS, cuDNN, CUTLASS), then weaker memory-bound words.
 pub fn classify_kernel(name: &str) -> KernelClass {
-    let bound = if MEMORY_BOUND.is_match(name) {
+    let bound = if GEMM.is_match(name) {
+        Bound::Compute
+    } else if MEMORY_BOUND.is_match(name) {
         Bound::Memory
     } else if TENSOR_CORE.is_match(name) {
         Bound::Compute
@@ -74,6 +88,7 @@ pub fn classify_kernel(name: &str) -> KernelClass {
         half: HALF_PRECISION.is_match(name),
         tf32: TF32.is_match(name),
         simt: SIMT.is_match(name),
+        fast_f32: FAST_F32.is_match(name),
     }
 }
 
@@ -121,6 +136,15 @@ mod tests {
             "sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize256x64x32_warpgroupsize1x1x1_g1_execute_segment_k_off_kernel__5x_cudnn",
         );
         assert!(tf32.tf32 && !tf32.simt && tf32.bound == Bound::Compute);
+        // cuDNN's indexed implicit GEMMs are convolutions; PyTorch's FP32 attention is 3xTF32.
+        let wgrad = classify_kernel(
+            "sm90_xmma_wgrad_indexed_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize128x128x32_warpgroupsize1x1x1_g1_execute_segment_k_off_kernel__5x_cudnn",
+        );
+        assert!(wgrad.bound == Bound::Compute && wgrad.tf32);
+        let fmha = classify_kernel(
+            "fmha_cutlassB_f32_aligned_64x64_k64_sm80(PyTorchMemEffAttention::AttentionBackwardKernel<cutlass::arch::Sm80, float, true, false, false, 64, 64, 64, false>::Params)",
+        );
+        assert!(fmha.bound == Bound::Compute && fmha.fast_f32 && !fmha.tf32 && !fmha.simt);
         // cuBLAS's nvjet kernels name their types after the architecture: `hsh` = FP16.
         assert!(classify_kernel("nvjet_sm90_hsh_256x128_64x4_1x2_h_bz_coopA_NNT").half);
     }

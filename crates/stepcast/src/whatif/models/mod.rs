@@ -27,7 +27,6 @@ use regex::Regex;
 use super::edit::EditGraph;
 use super::{Context, WhatIfError};
 
-use activations::forward_units;
 pub use activations::{ActivationSource, MemoryEffect};
 pub use amp::{AmpFactors, amp, amp_with_costs};
 pub use amp_costs::AmpCosts;
@@ -35,11 +34,12 @@ pub use batchnorm::{BatchNormRole, batch_norm_role, batchnorm_targets, reconstru
 pub use cuda_graphs::{GRAPH_LAUNCH_NS_PER_NODE, cuda_graphs};
 pub use fused_optimizer::fused_optimizer;
 pub use gist::{COMPRESSION, elementwise_throughput, gist, gist_memory};
-pub use hardware::faster_hardware;
+pub use hardware::{MEASURED_HOST_FACTORS, TargetRatios, faster_hardware, target_ratios};
 pub use input_overlap::{loader_in_workers, prefetch_inputs};
 pub use kernel_fusion::{elementwise_runs, fuse_runs, fused_chain_ns, kernel_fusion};
 pub use kernels::{Bound, KernelClass, classify_kernel, is_tensor_core_eligible};
 pub use offload::{host_copy_bandwidth, offload, offload_memory};
+pub use peaks::{datasheet, product_named};
 pub use recompute::{recompute, recompute_memory};
 pub use syncs::remove_syncs;
 
@@ -50,8 +50,10 @@ pub enum Model {
     FusedOptimizer { factor: f64 },
     /// CUDA graphs: see [`cuda_graphs`].
     CudaGraphs,
-    /// Automatic mixed precision: see [`amp`].
+    /// Automatic mixed precision, FP16 with a `GradScaler`: see [`amp`].
     Amp,
+    /// Automatic mixed precision in BF16 (no `GradScaler`): see [`amp`].
+    AmpBf16,
     /// Faster hardware: see [`faster_hardware`].
     FasterHardware(Hardware),
     /// Remove host synchronizations: see [`remove_syncs`].
@@ -95,6 +97,13 @@ pub struct Hardware {
     pub cpu: f64,
     /// Host↔device and device↔device copies.
     pub copy: f64,
+    /// `--to`: the GPU to predict for (a product of `models/peaks.rs`, its canonical name):
+    /// kernels, memsets and copies then take the ratios of its datasheet to the trace's GPU's
+    /// instead of `compute`, `memory` and `copy`.
+    pub target: Option<&'static str>,
+    /// Whether `cpu` was given: with a target GPU and no host factor, the host is unknown and
+    /// the caveats give the step at the host factors measured between machines.
+    pub cpu_given: bool,
 }
 
 impl Default for Hardware {
@@ -104,6 +113,37 @@ impl Default for Hardware {
             memory: 1.0,
             cpu: 1.0,
             copy: 1.0,
+            target: None,
+            cpu_given: false,
+        }
+    }
+}
+
+/// The precision `amp` predicts for (`--dtype`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AmpDtype {
+    /// `torch.autocast(dtype=torch.float16)` with a `GradScaler` (loss scaling).
+    #[default]
+    Fp16,
+    /// `torch.autocast(dtype=torch.bfloat16)`: BF16 keeps FP32's exponent range, so no
+    /// `GradScaler` (no loss scaling, no `found_inf` synchronization).
+    Bf16,
+}
+
+impl AmpDtype {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AmpDtype::Fp16 => "fp16",
+            AmpDtype::Bf16 => "bf16",
+        }
+    }
+
+    /// `fp16`/`float16`/`half`, `bf16`/`bfloat16`.
+    pub fn parse(text: &str) -> Option<AmpDtype> {
+        match text.to_ascii_lowercase().as_str() {
+            "fp16" | "float16" | "half" => Some(AmpDtype::Fp16),
+            "bf16" | "bfloat16" => Some(AmpDtype::Bf16),
+            _ => None,
         }
     }
 }
@@ -167,13 +207,20 @@ impl Model {
             Model::FusedOptimizer { factor } => format!("fused_optimizer(factor={factor})"),
             Model::CudaGraphs => "cuda_graphs".into(),
             Model::Amp => "amp".into(),
+            Model::AmpBf16 => "amp(dtype=bf16)".into(),
             Model::FasterHardware(h) if *h == gpu_2x() => "faster_gpu".into(),
             Model::FasterHardware(h) if *h == cpu_2x() => "faster_cpu".into(),
             Model::FasterHardware(h) if *h == copies_2x() => "faster_copies".into(),
-            Model::FasterHardware(h) => format!(
-                "faster_hardware(compute={},memory={},cpu={},copy={})",
-                h.compute, h.memory, h.cpu, h.copy
-            ),
+            Model::FasterHardware(h) => match h.target {
+                Some(target) if h.cpu_given => {
+                    format!("faster_hardware(to={target},cpu={})", h.cpu)
+                }
+                Some(target) => format!("faster_hardware(to={target})"),
+                None => format!(
+                    "faster_hardware(compute={},memory={},cpu={},copy={})",
+                    h.compute, h.memory, h.cpu, h.copy
+                ),
+            },
             Model::RemoveSyncs => "remove_syncs".into(),
             Model::KernelFusion { factor: None } => "kernel_fusion".into(),
             Model::KernelFusion { factor: Some(f) } => format!("kernel_fusion(factor={f})"),
@@ -197,6 +244,7 @@ impl Model {
             "fused_optimizer" | "fused_adam" => Model::FusedOptimizer { factor: 1.0 },
             "cuda_graphs" | "cuda_graph" => Model::CudaGraphs,
             "amp" | "mixed_precision" => Model::Amp,
+            "amp_bf16" => Model::AmpBf16,
             "faster_gpu" => Model::FasterHardware(gpu_2x()),
             "faster_cpu" => Model::FasterHardware(cpu_2x()),
             "faster_hardware" => Model::FasterHardware(Hardware::default()),
@@ -280,6 +328,13 @@ impl Model {
                 return Err(ModelError::BadValue { param, value });
             }
         }
+        if params.to.is_some()
+            && let Some(&param) = ["compute", "memory", "copy"]
+                .iter()
+                .find(|p| given.contains(p))
+        {
+            return Err(ModelError::TargetAndFactor { param });
+        }
         match &mut model {
             Model::FusedOptimizer { factor } => *factor = params.factor.unwrap_or(*factor),
             Model::FasterHardware(h) => {
@@ -287,7 +342,10 @@ impl Model {
                 h.memory = params.memory.unwrap_or(h.memory);
                 h.cpu = params.cpu.unwrap_or(h.cpu);
                 h.copy = params.copy.unwrap_or(h.copy);
+                h.target = params.to.or(h.target);
+                h.cpu_given |= params.cpu.is_some();
             }
+            Model::Amp | Model::AmpBf16 => {}
             Model::KernelFusion { factor } => *factor = params.factor.or(*factor),
             Model::PrefetchInputs { contention } => {
                 *contention = params.contention.unwrap_or(*contention)
@@ -295,7 +353,13 @@ impl Model {
             Model::Recompute { fraction }
             | Model::Offload { fraction }
             | Model::Gist { fraction } => *fraction = params.fraction.unwrap_or(*fraction),
-            Model::CudaGraphs | Model::Amp | Model::RemoveSyncs | Model::ReconstructBatchnorm => {}
+            Model::CudaGraphs | Model::RemoveSyncs | Model::ReconstructBatchnorm => {}
+        }
+        if let (Model::Amp | Model::AmpBf16, Some(dtype)) = (&model, params.dtype) {
+            model = match dtype {
+                AmpDtype::Fp16 => Model::Amp,
+                AmpDtype::Bf16 => Model::AmpBf16,
+            };
         }
         Ok(model)
     }
@@ -304,12 +368,11 @@ impl Model {
     pub fn params(&self) -> &'static [&'static str] {
         match self {
             Model::FusedOptimizer { .. } | Model::KernelFusion { .. } => &["factor"],
-            Model::FasterHardware(_) => &["compute", "memory", "cpu", "copy"],
+            Model::FasterHardware(_) => &["compute", "memory", "cpu", "copy", "to"],
+            Model::Amp | Model::AmpBf16 => &["dtype"],
             Model::Recompute { .. } | Model::Offload { .. } | Model::Gist { .. } => &["fraction"],
             Model::PrefetchInputs { .. } => &["contention"],
-            Model::CudaGraphs | Model::Amp | Model::RemoveSyncs | Model::ReconstructBatchnorm => {
-                &[]
-            }
+            Model::CudaGraphs | Model::RemoveSyncs | Model::ReconstructBatchnorm => &[],
         }
     }
 
@@ -318,7 +381,7 @@ impl Model {
         match self {
             Model::FusedOptimizer { .. } => "fused_optimizer",
             Model::CudaGraphs => "cuda_graphs",
-            Model::Amp => "amp",
+            Model::Amp | Model::AmpBf16 => "amp",
             Model::FasterHardware(_) => "faster_hardware",
             Model::RemoveSyncs => "remove_syncs",
             Model::KernelFusion { .. } => "kernel_fusion",
@@ -352,9 +415,11 @@ impl Model {
             }
             Model::PrefetchInputs { contention } => *contention < 1.0,
             Model::CudaGraphs | Model::RemoveSyncs | Model::ReconstructBatchnorm => true,
-            Model::Amp | Model::Recompute { .. } | Model::Offload { .. } | Model::Gist { .. } => {
-                false
-            }
+            Model::Amp
+            | Model::AmpBf16
+            | Model::Recompute { .. }
+            | Model::Offload { .. }
+            | Model::Gist { .. } => false,
         }
     }
 
@@ -409,48 +474,8 @@ impl Model {
                     contention * 100.0
                 ),
             ],
-            Model::Amp => {
-                let units = forward_units(context).units;
-                let factors = AmpFactors::of(context);
-                let mut out = vec![
-                    format!(
-                        "FP32 GEMMs/convolutions on CUDA cores (ffma, sgemm) ÷ {:.1}, on TF32 \
-                         ÷ {:.1}, FP32 kernels whose math path the name does not tell ÷ {:.1} \
-                         (the low end); {}: peaks bound the gain (achieved throughput is lower)",
-                        factors.simt, factors.tf32, factors.unknown, factors.source
-                    ),
-                    "charges the casts autocast's op lists make (every FP32 input of an FP16-list \
-                     op: weights, biases, FP32 activations; a loss's FP16 input), a \
-                     ToCopyBackward0 for each that needs a gradient, GradScaler's eight ops and \
-                     its found_inf synchronization, each at this trace's own per-op host cost; \
-                     not charged: autocast's dispatch on the ops it does not cast, the gradient \
-                     casts of an unlisted op mixing FP16 and FP32 inputs (a residual addition), \
-                     fewer launches of cuBLAS's FP16 kernels"
-                        .to_string(),
-                    "memory-bound kernels take half their time (half the bytes): cuDNN's batch \
-                     norm, which is not bandwidth-bound, gained nothing on a recorded H100 pair"
-                        .to_string(),
-                ];
-                let mut edit = context.edit();
-                if let Ok((_, costs)) = amp_with_costs(context, &mut edit)
-                    && costs.scaler_skipped > 0
-                {
-                    out.push(format!(
-                        "GradScaler's ops and synchronization are left out of {} steady steps \
-                         (its blocking read back would close a cycle in this trace's graph): \
-                         optimistic there",
-                        costs.scaler_skipped
-                    ));
-                }
-                if elementwise_throughput(context, &units).is_none() {
-                    out.push(
-                        "no element-wise throughput in this trace: each cast costs a median \
-                         element-wise kernel"
-                            .to_string(),
-                    );
-                }
-                out
-            }
+            Model::Amp => amp::caveats(context, AmpDtype::Fp16),
+            Model::AmpBf16 => amp::caveats(context, AmpDtype::Bf16),
             Model::CudaGraphs => vec![
                 "capturing every host task between the first and last launch of a step is an \
                  upper bound on what capture saves on the host: dynamic shapes, CPU-side control \
@@ -466,24 +491,8 @@ impl Model {
                     cuda_graphs::GRAPH_LAUNCH_NS_PER_NODE
                 ),
             ],
-            Model::FasterHardware(hardware) => {
-                let mut out = vec![
-                    "kernels are split into compute- and memory-bound by name (memory-bound \
-                     names first)"
-                        .to_string(),
-                ];
-                if hardware.cpu != 1.0 && !context.trace.off_cpu.is_empty() {
-                    let off_ns: i64 = context.trace.off_cpu.iter().map(|o| o.dur_ns).sum();
-                    out.push(format!(
-                        "the scheduler's events put traced host threads off their CPU for \
-                         {:.3} ms in all (blocked or waiting for a CPU): that time is kept as \
-                         recorded; where it is a wait for another thread that also runs faster, \
-                         the gain is larger",
-                        off_ns as f64 / 1e6
-                    ));
-                }
-                out
-            }
+            Model::FasterHardware(hardware) => hardware::caveats(context, hardware),
+            Model::ReconstructBatchnorm => vec![batchnorm::CAVEAT.to_string()],
             _ => Vec::new(),
         }
     }
@@ -493,7 +502,8 @@ impl Model {
         match self {
             Model::FusedOptimizer { factor } => fused_optimizer(context, edit, *factor),
             Model::CudaGraphs => cuda_graphs(context, edit),
-            Model::Amp => amp(context, edit),
+            Model::Amp => amp(context, edit, AmpDtype::Fp16),
+            Model::AmpBf16 => amp(context, edit, AmpDtype::Bf16),
             Model::FasterHardware(hardware) => faster_hardware(context, edit, hardware),
             Model::RemoveSyncs => remove_syncs(context, edit),
             Model::KernelFusion { factor } => kernel_fusion(context, edit, *factor),
@@ -522,6 +532,10 @@ pub struct ModelParams {
     /// `prefetch_inputs`: the slow-down of the training process's host work beside the
     /// loader's workers (≥ 0; 0.1 = 10 %).
     pub contention: Option<f64>,
+    /// `faster_hardware --to`: the GPU to predict for ([`product_named`]'s canonical name).
+    pub to: Option<&'static str>,
+    /// `amp --dtype`: FP16 with a `GradScaler` (the default) or BF16.
+    pub dtype: Option<AmpDtype>,
 }
 
 impl ModelParams {
@@ -541,7 +555,11 @@ impl ModelParams {
     }
 
     fn given(&self) -> Vec<&'static str> {
-        self.values().into_iter().map(|(name, _)| name).collect()
+        let mut given: Vec<&'static str> =
+            self.values().into_iter().map(|(name, _)| name).collect();
+        given.extend(self.to.map(|_| "to"));
+        given.extend(self.dtype.map(|_| "dtype"));
+        given
     }
 }
 
@@ -564,6 +582,28 @@ pub enum ModelError {
         "invalid --fraction {value}: give a share of the activation bytes, above 0 and at most 1"
     )]
     BadFraction { value: f64 },
+    #[error(
+        "faster_hardware takes --to or --{param}, not both: --to sets the GPU's factors from the datasheets (--cpu sets the host's)"
+    )]
+    TargetAndFactor { param: &'static str },
+    #[error("unknown GPU `{name}` for --to; the GPUs are: {}", peaks::products().join(", "))]
+    UnknownTarget { name: String },
+    #[error("invalid --dtype `{text}`: give fp16 or bf16")]
+    BadDtype { text: String },
+}
+
+/// `--to NAME` as [`ModelParams::to`] holds it (the product's canonical name).
+pub fn target_param(name: &str) -> Result<&'static str, ModelError> {
+    product_named(name).ok_or_else(|| ModelError::UnknownTarget {
+        name: name.to_string(),
+    })
+}
+
+/// `--dtype TEXT` as [`ModelParams::dtype`] holds it.
+pub fn dtype_param(text: &str) -> Result<AmpDtype, ModelError> {
+    AmpDtype::parse(text).ok_or_else(|| ModelError::BadDtype {
+        text: text.to_string(),
+    })
 }
 
 /// `recompute` or `recompute(fraction=0.25)`.

@@ -22,24 +22,86 @@ pub struct Peaks {
     pub source: String,
 }
 
-/// (words of the product name, FP32, TF32, FP16 tensor TFLOP/s, product)
-type Product = (&'static [&'static str], f64, Option<f64>, f64, &'static str);
+/// (words of the product name, FP32, TF32, FP16 tensor TFLOP/s, product, memory TB/s, host
+/// link GB/s per direction: PCIe 3/4/5 x16 = 16/32/64)
+type Product = (
+    &'static [&'static str],
+    f64,
+    Option<f64>,
+    f64,
+    &'static str,
+    f64,
+    f64,
+);
 /// (compute capability, FP32, TF32, FP16 tensor FLOP per SM and clock, architecture)
 type Architecture = ((i64, i64), f64, Option<f64>, f64, &'static str);
 
 /// Datasheet figures by product name (NVIDIA's data sheets; dense, boost clock). Checked in
 /// order: `A100` before `A10`, `L40S` before `L4`, `H100 PCIe` before `H100`.
+/// Memory bandwidth: HBM3 3.35 TB/s (H100 SXM), HBM2e 2.0 (H100 PCIe, A100 80GB SXM 2.04),
+/// HBM3e 4.8 (H200), HBM2 0.9 (V100), GDDR6 0.864/0.3/0.6/0.32 (L40S/L4/A10/T4).
 const PRODUCTS: &[Product] = &[
-    (&["H100", "PCIE"], 51.2, Some(378.0), 756.0, "H100 PCIe"),
-    (&["H100"], 67.0, Some(494.7), 989.4, "H100 SXM"),
-    (&["H200"], 67.0, Some(494.7), 989.4, "H200 SXM"),
-    (&["A100"], 19.5, Some(156.0), 312.0, "A100"),
-    (&["V100"], 15.7, None, 125.0, "V100 SXM2"),
-    (&["L40S"], 91.6, Some(183.0), 362.0, "L40S"),
-    (&["L4"], 30.3, Some(60.0), 121.0, "L4"),
-    (&["A10"], 31.2, Some(62.5), 125.0, "A10"),
-    (&["T4"], 8.1, None, 65.0, "T4"),
+    (
+        &["H100", "PCIE"],
+        51.2,
+        Some(378.0),
+        756.0,
+        "H100 PCIe",
+        2.0,
+        64.0,
+    ),
+    (&["H100"], 67.0, Some(494.7), 989.4, "H100 SXM", 3.35, 64.0),
+    (&["H200"], 67.0, Some(494.7), 989.4, "H200 SXM", 4.8, 64.0),
+    (&["A100"], 19.5, Some(156.0), 312.0, "A100", 2.04, 32.0),
+    (&["V100"], 15.7, None, 125.0, "V100 SXM2", 0.9, 16.0),
+    (&["L40S"], 91.6, Some(183.0), 362.0, "L40S", 0.864, 32.0),
+    (&["L4"], 30.3, Some(60.0), 121.0, "L4", 0.3, 32.0),
+    (&["A10"], 31.2, Some(62.5), 125.0, "A10", 0.6, 32.0),
+    (&["T4"], 8.1, None, 65.0, "T4", 0.32, 16.0),
 ];
+
+/// A GPU's datasheet figures, for `faster_hardware --to`: its peaks, memory bandwidth and
+/// host link.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Datasheet {
+    pub peaks: Peaks,
+    pub memory_tb_s: f64,
+    pub host_link_gb_s: f64,
+}
+
+/// The datasheet of the product named `name` (`h200`, `A100`, `NVIDIA H100 80GB HBM3`):
+/// the first of [`PRODUCTS`] whose words are all in it (`None`: not one of them).
+pub fn datasheet(name: &str) -> Option<Datasheet> {
+    let upper = name.to_ascii_uppercase().replace('-', " ");
+    let &(_, fp32, tf32, fp16, source, memory_tb_s, host_link_gb_s) = PRODUCTS
+        .iter()
+        .find(|(words, ..)| has_words(&upper, words))?;
+    Some(Datasheet {
+        peaks: Peaks {
+            fp32_tflops: fp32,
+            tf32_tflops: tf32,
+            fp16_tflops: fp16,
+            source: format!("{source} datasheet"),
+        },
+        memory_tb_s,
+        host_link_gb_s,
+    })
+}
+
+/// The canonical name of the product `name` designates (`h200` → `H200 SXM`), what
+/// `faster_hardware --to` keeps.
+pub fn product_named(name: &str) -> Option<&'static str> {
+    let upper = name.to_ascii_uppercase();
+    PRODUCTS
+        .iter()
+        .find(|(words, ..)| has_words(&upper, words))
+        .map(|p| p.4)
+}
+
+/// The product names [`datasheet`] knows, for messages.
+pub fn products() -> Vec<&'static str> {
+    PRODUCTS.iter().map(|p| p.4).collect()
+}
 
 /// Per multiprocessor and clock (FLOP), from the architecture whitepapers, where the product
 /// is not in [`PRODUCTS`]: the ratios do not depend on the SM count or clock.
@@ -67,7 +129,7 @@ fn has_words(name: &str, words: &[&str]) -> bool {
 /// The peaks of `device`: by product name, else by compute capability (per-SM rates times the
 /// trace's SM count, so the absolute figures are per clock GHz); `None` when neither is known.
 pub fn peaks(device: &DeviceInfo) -> Option<Peaks> {
-    if let Some(&(_, fp32, tf32, fp16, source)) = PRODUCTS
+    if let Some(&(_, fp32, tf32, fp16, source, ..)) = PRODUCTS
         .iter()
         .find(|(words, ..)| has_words(&device.name, words))
     {
