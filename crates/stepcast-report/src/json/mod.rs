@@ -54,8 +54,9 @@ pub use replay::{
     CriticalPathJson, ReplayJson, StepReplayJson, SummaryJson, TypicalJson, replay_json,
 };
 pub use whatif::{
-    AdviseJson, BottleneckJson, CandidateJson, MemorySavedJson, PathItemJson, PeersJson, PhaseJson,
-    TasksJson, TrustJson, WhatIfJson, advise_json, memory_saved_json, whatif_json,
+    AdviseJson, BottleneckJson, CandidateJson, MemorySavedJson, ModelRecordJson, PathItemJson,
+    PeersJson, PhaseJson, TasksJson, TrustJson, WhatIfJson, advise_json, memory_saved_json,
+    whatif_json,
 };
 pub use whatif::{CalibrationJson, DdpConfigJson, DdpJson, FitJson, SweepRowJson, ddp_json};
 

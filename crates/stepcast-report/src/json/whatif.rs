@@ -609,6 +609,44 @@ pub struct CandidateJson {
     /// Memory-for-time trades only: the memory saved. Absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemorySavedJson>,
+    /// How each of its models did on the recorded before/after pairs of `docs/accuracy.md`
+    /// (a model without a recorded pair is left out, so `[]`: no record).
+    pub record: Vec<ModelRecordJson>,
+}
+
+/// A model's record on the recorded before/after pairs (`stepcast::whatif::record`): its
+/// error on the pairs none of its constants were fitted on.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ModelRecordJson {
+    /// The model's name.
+    pub model: String,
+    /// Recorded pairs it was checked on.
+    pub pairs: u32,
+    /// Of them, pairs none of its constants were fitted on.
+    pub out_of_sample: u32,
+    /// Median |predicted / measured speedup − 1| on those, as traced (`null`: no
+    /// out-of-sample pair, so unknown).
+    pub out_of_sample_median_error: Option<f64>,
+    /// Largest |predicted / measured speedup − 1| on those, as traced.
+    pub out_of_sample_max_error: Option<f64>,
+}
+
+impl ModelRecordJson {
+    fn of(models: &[Model]) -> Vec<Self> {
+        models
+            .iter()
+            .filter_map(|m| {
+                let r = stepcast::whatif::record::model_record(&m.name())?;
+                Some(Self {
+                    model: m.name(),
+                    pairs: r.pairs,
+                    out_of_sample: r.out_of_sample(),
+                    out_of_sample_median_error: r.out_of_sample_median_error,
+                    out_of_sample_max_error: r.out_of_sample_max_error,
+                })
+            })
+            .collect()
+    }
 }
 
 impl CandidateJson {
@@ -757,6 +795,7 @@ fn candidate_json(advice: &Advice, c: &Candidate) -> CandidateJson {
         tasks: TasksJson::new(&c.outcome),
         bound_after: c.outcome.predicted.bottleneck.bound().as_str(),
         memory: c.memory.as_ref().map(memory_saved_json),
+        record: ModelRecordJson::of(&c.models),
     }
 }
 

@@ -4,7 +4,7 @@
 use super::{
     bytes, count, ms, new_table, percent, push_notes, push_section, sanitize, step_list, wrap,
 };
-use crate::json::{AdviseJson, BottleneckJson, DeviceJson, TraceJson, WhatIfJson};
+use crate::json::{AdviseJson, BottleneckJson, CandidateJson, DeviceJson, TraceJson, WhatIfJson};
 
 /// `of FILE on DEVICE`.
 fn source(trace: &TraceJson, device: Option<&DeviceJson>) -> String {
@@ -322,6 +322,28 @@ fn signed_ms(ns: i64) -> String {
     format!("{:+.3}", ns as f64 / 1e6)
 }
 
+/// How a one-model candidate's model did on the recorded pairs: `±12% (max 30%), 3 pairs`
+/// (median and largest |error| out of sample); `none` without a recorded pair, `-` for a
+/// combination (no pair records one).
+fn record_cell(c: &CandidateJson) -> String {
+    if c.models.len() != 1 {
+        return "-".to_string();
+    }
+    match c.record.first() {
+        Some(r) => match (r.out_of_sample_median_error, r.out_of_sample_max_error) {
+            (Some(median), Some(max)) => format!(
+                "±{:.0}% (max {:.0}%), {} pair{}",
+                median * 100.0,
+                max * 100.0,
+                r.out_of_sample,
+                if r.out_of_sample == 1 { "" } else { "s" }
+            ),
+            _ => format!("in sample only ({} pairs)", r.pairs),
+        },
+        None => "none".to_string(),
+    }
+}
+
 /// The `advise` document as text: a ranked table, then what to try first and what is not
 /// worth it.
 pub fn advise_text(doc: &AdviseJson) -> String {
@@ -387,6 +409,7 @@ pub fn advise_text(doc: &AdviseJson) -> String {
             "speedup",
             "saves ms",
             "then bound by",
+            "record (pairs)",
         ],
         3,
     );
@@ -408,10 +431,13 @@ pub fn advise_text(doc: &AdviseJson) -> String {
             speedup(c.speedup),
             ms(c.gain_ns),
             c.bound_after.to_string(),
+            record_cell(c),
         ]);
     }
-    if let Some(column) = table.column_mut(6) {
-        column.set_cell_alignment(comfy_table::CellAlignment::Left);
+    for i in [6, 7] {
+        if let Some(column) = table.column_mut(i) {
+            column.set_cell_alignment(comfy_table::CellAlignment::Left);
+        }
     }
     push_section(
         &mut out,

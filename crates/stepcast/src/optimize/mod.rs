@@ -109,6 +109,8 @@ impl Rank<'_> {
         let mut edit = self.base.clone();
         passes::apply(&self.context, &self.facts, plan, &mut edit)?;
         let (_, predicted, new_id) = replay_with_ids(&self.context, &edit, self.context.peers)?;
+        // Measured as every what-if is (`Prediction::measured_against`).
+        let predicted = predicted.measured_against(&self.baseline);
         let on_path: Vec<TaskId> = (0..new_id.len())
             .filter(|&t| {
                 let id = new_id[t];
@@ -126,7 +128,7 @@ impl Rank<'_> {
         let mut edit = self.base.clone();
         passes::apply(&self.context, &self.facts, plan, &mut edit)?;
         let (_, predicted) = replay_with_peers(&self.context, &edit, self.context.peers)?;
-        Ok(predicted.step_ns)
+        Ok(predicted.measured_against(&self.baseline).step_ns)
     }
 }
 

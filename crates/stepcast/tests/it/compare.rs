@@ -424,8 +424,19 @@ fn every_pair_is_one_workload_and_its_speedup_has_its_spread() {
         let after_path = after_path(pair);
         let before = Loaded::new(pair.before);
         let after = Loaded::new(&after_path);
-        let comparison = compare(&before.side(), &after.side())
-            .unwrap_or_else(|e| panic!("{} → {after_path}: {e}", pair.before));
+        // On a CPU, Inductor's C++ replaces the aten ops of a compiled model and no kernel
+        // is left to match: `compare` may refuse such a pair (a known limit, said in
+        // docs/accuracy.md); forced, it is compared.
+        let cpu_compiled = pair.before.starts_with(CPU) && after_path.contains("compiled");
+        let comparison = match compare(&before.side(), &after.side()) {
+            Err(CompareError::NotOneWorkload { .. }) if cpu_compiled => compare_with(
+                &before.side(),
+                &after.side(),
+                CompareOptions { force: true },
+            )
+            .unwrap_or_else(|e| panic!("{e}")),
+            other => other.unwrap_or_else(|e| panic!("{} → {after_path}: {e}", pair.before)),
+        };
         let m = comparison.measured;
         assert!(m.low <= m.high, "{m:?}");
         assert!(m.contains(comparison.speedup), "{}: {m:?}", pair.before);
@@ -437,7 +448,14 @@ fn every_pair_is_one_workload_and_its_speedup_has_its_spread() {
             .iter()
             .any(|f| f.kind == FindingKind::Devices);
         assert_eq!(devices, after_path.contains("/h200/"), "{after_path}");
-        assert!(comparison.workload.findings.iter().all(|f| !f.refuses));
+        assert!(
+            comparison
+                .workload
+                .findings
+                .iter()
+                .all(|f| !f.refuses || (cpu_compiled && f.kind == FindingKind::Names)),
+            "{after_path}"
+        );
     }
 }
 
@@ -630,6 +648,38 @@ enum Bar {
     Unprofiled(f64),
     /// None: a known limitation of the model, said in the `note`.
     Unheld,
+    /// The model is a ceiling: it must predict no less gain than measured, as traced (error
+    /// at most this share above 0, for noise); its error is reported, not held.
+    Ceiling(f64),
+    /// The bar, fixed before the pair was recorded, that the model misses today: the row
+    /// says so and the test fails once the model meets it (the bar then becomes the row's).
+    Missed(&'static Bar),
+}
+
+impl Bar {
+    /// How the table states the bar.
+    fn text(&self) -> String {
+        match self {
+            Bar::Traced(bar) => format!("±{:.0}% traced", bar * 100.0),
+            Bar::Unprofiled(bar) => format!("±{:.0}% without profiler", bar * 100.0),
+            Bar::Unheld => "none (see note)".to_string(),
+            Bar::Ceiling(tolerance) => {
+                format!("a ceiling (error ≤ +{:.0}% traced)", tolerance * 100.0)
+            }
+            Bar::Missed(bar) => format!("{}: **missed**", bar.text()),
+        }
+    }
+
+    /// Whether `error` (traced) and `unprofiled_error` meet the bar; `None`: nothing is held.
+    fn met(&self, error: f64, unprofiled_error: Option<f64>) -> Option<bool> {
+        match self {
+            Bar::Traced(bar) => Some(error.abs() <= *bar),
+            Bar::Unprofiled(bar) => unprofiled_error.map(|e| e.abs() <= *bar),
+            Bar::Unheld => None,
+            Bar::Ceiling(tolerance) => Some(error <= *tolerance),
+            Bar::Missed(bar) => bar.met(error, unprofiled_error),
+        }
+    }
 }
 
 /// One model standing for a pair's change.
@@ -762,7 +812,7 @@ const fn loader_check(params: &'static ModelParams, direction: bool) -> Check {
     Check {
         model: "prefetch_inputs",
         params: Some(params),
-        bar: Bar::Unheld,
+        bar: Bar::Missed(&Bar::Traced(0.15)),
         direction,
         note: H200_LOADER,
     }
@@ -778,6 +828,51 @@ const LOADER_4: &[Check] = &[loader_check(&WORKERS_4, true)];
 const fn h200_loader(after: &'static str, change: &'static str, checks: &'static [Check]) -> Pair {
     Pair {
         before: "stepcast/h200-pairs/loader-workers0.json.gz",
+        after,
+        change,
+        timed: true,
+        checks,
+    }
+}
+
+const CPU: &str = "stepcast/cpu-pairs";
+
+const SHARED_CORES: &str = "two threads on the two cores other processes were using (other \
+     engineers compiled: load average 3 to 10 during the recording, `versions.txt`): OpenMP's \
+     threads wait for each other at every op, and the step ran 4-16× slower than on one \
+     thread. `faster_cpu` is the ceiling a second core could give (all host work ÷ 2), not an \
+     estimate of a second thread on a busy machine";
+
+const FUSED_ON_CPU: &str = "the model fuses the optimizer's device kernels and a CPU-only \
+     trace has none, so it predicts ×1.000. On the CPU `foreach` Adam runs per tensor (192 \
+     `aten::sqrt` in 6 steps, as in the loop) and `fused=True` runs one `aten::_fused_adam_` \
+     per step (1.4 ms traced): what a host-side version of the model must predict";
+
+const COMPILED_ON_CPU: &str = "the model fuses element-wise device kernels and a CPU-only \
+     trace has none, so it predicts ×1.000 (a row within its bar says only that the gain was \
+     small). Inductor's C++ on a CPU also replaces the eager dispatch of the ops it fuses, \
+     and `compare` can refuse such a pair as two workloads (time-weighted op similarity 0.19 \
+     on the transformer, no kernel to match); the table forces the comparison";
+
+const WORKERS_ON_SHARED_CORES: &str = "held with `--workers N` as the bar says: the \
+     model's worker runs the loading's parallel tensor ops ×9.4 slower (`WORKER_TENSOR_SLOWDOWN`, \
+     fitted on a 16-CPU H100 host), a loss; on this shared 2-core CPU the training process had \
+     at most two intra-op threads, so a worker cannot be that much slower: the constant does \
+     not travel between hosts (the H200 pairs say so too). The workers also shared two cores \
+     with the training process and other engineers' compilers (load average 3 to 10), and \
+     without the profiler `num_workers=1` and `2` were slower than loading in the training \
+     process (the spread of the rounds straddles ×1)";
+
+/// A pair recorded on this machine's CPU (`testdata/kineto/stepcast/cpu-pairs/`: its README
+/// fixed the bars before the recording), `before` and `after` configurations of that folder.
+const fn cpu(
+    before: &'static str,
+    after: &'static str,
+    change: &'static str,
+    checks: &'static [Check],
+) -> Pair {
+    Pair {
+        before,
         after,
         change,
         timed: true,
@@ -920,7 +1015,7 @@ const PAIRS: &[Pair] = &[
         timed: true,
         checks: &[held(
             "cuda_graphs",
-            Bar::Unheld,
+            Bar::Missed(&Bar::Unprofiled(0.15)),
             true,
             "out of sample. The bar fixed before recording (`h200-pairs/README.md`) was ±15 % \
              without the profiler, and the prediction misses it (−21.5 %: ×6.36 predicted, ×4.99 \
@@ -949,6 +1044,106 @@ const PAIRS: &[Pair] = &[
         "stepcast/h200/transformer-amp.json.gz",
         HOST_DIFFERS,
     ),
+    // Recorded on this machine's CPU; the bars are those its README fixed before recording.
+    cpu(
+        "stepcast/cpu-pairs/mlp-threads1.json.gz",
+        "stepcast/cpu-pairs/mlp-threads2.json.gz",
+        "`torch.set_num_threads(1)` → `2` (MLP, shared 2-core CPU)",
+        &[held("faster_cpu", Bar::Ceiling(0.05), false, SHARED_CORES)],
+    ),
+    cpu(
+        "stepcast/cpu-pairs/cnn-threads1.json.gz",
+        "stepcast/cpu-pairs/cnn-threads2.json.gz",
+        "`torch.set_num_threads(1)` → `2` (small CNN, shared 2-core CPU)",
+        &[held("faster_cpu", Bar::Ceiling(0.05), false, SHARED_CORES)],
+    ),
+    cpu(
+        "stepcast/cpu-pairs/transformer-threads1.json.gz",
+        "stepcast/cpu-pairs/transformer-threads2.json.gz",
+        "`torch.set_num_threads(1)` → `2` (transformer, shared 2-core CPU)",
+        &[held("faster_cpu", Bar::Ceiling(0.05), false, SHARED_CORES)],
+    ),
+    cpu(
+        "stepcast/cpu-pairs/mlp-loop.json.gz",
+        "stepcast/cpu-pairs/mlp-fused.json.gz",
+        "`Adam(foreach=False)` → `Adam(fused=True)` (MLP, CPU)",
+        &[held(
+            "fused_optimizer",
+            Bar::Missed(&Bar::Traced(0.15)),
+            false,
+            FUSED_ON_CPU,
+        )],
+    ),
+    cpu(
+        "stepcast/cpu-pairs/mlp-base.json.gz",
+        "stepcast/cpu-pairs/mlp-fused.json.gz",
+        "`Adam()` (foreach) → `Adam(fused=True)` (MLP, CPU)",
+        &[held(
+            "fused_optimizer",
+            Bar::Missed(&Bar::Traced(0.15)),
+            false,
+            FUSED_ON_CPU,
+        )],
+    ),
+    cpu(
+        "stepcast/cpu-pairs/mlp-base.json.gz",
+        "stepcast/cpu-pairs/mlp-compiled.json.gz",
+        "eager → `torch.compile(model)` (MLP, CPU)",
+        &[held(
+            "kernel_fusion",
+            Bar::Missed(&Bar::Traced(0.15)),
+            false,
+            COMPILED_ON_CPU,
+        )],
+    ),
+    cpu(
+        "stepcast/cpu-pairs/cnn-base.json.gz",
+        "stepcast/cpu-pairs/cnn-compiled.json.gz",
+        "eager → `torch.compile(model)` (small CNN, CPU)",
+        &[held(
+            "kernel_fusion",
+            Bar::Traced(0.15),
+            false,
+            COMPILED_ON_CPU,
+        )],
+    ),
+    cpu(
+        "stepcast/cpu-pairs/transformer-base.json.gz",
+        "stepcast/cpu-pairs/transformer-compiled.json.gz",
+        "eager → `torch.compile(model)` (transformer, CPU)",
+        &[held(
+            "kernel_fusion",
+            Bar::Missed(&Bar::Traced(0.15)),
+            false,
+            COMPILED_ON_CPU,
+        )],
+    ),
+    cpu(
+        "stepcast/cpu-pairs/loader-workers0.json.gz",
+        "stepcast/cpu-pairs/loader-workers1.json.gz",
+        "`DataLoader(num_workers=0)` → `num_workers=1` (small CNN, CPU-side preprocessing, \
+         shared 2-core CPU)",
+        &[Check {
+            model: "prefetch_inputs",
+            params: Some(&WORKERS_1),
+            bar: Bar::Missed(&Bar::Traced(0.10)),
+            direction: false,
+            note: WORKERS_ON_SHARED_CORES,
+        }],
+    ),
+    cpu(
+        "stepcast/cpu-pairs/loader-workers0.json.gz",
+        "stepcast/cpu-pairs/loader-workers2.json.gz",
+        "`DataLoader(num_workers=0)` → `num_workers=2` (small CNN, CPU-side preprocessing, \
+         shared 2-core CPU)",
+        &[Check {
+            model: "prefetch_inputs",
+            params: Some(&WORKERS_2),
+            bar: Bar::Missed(&Bar::Traced(0.10)),
+            direction: false,
+            note: WORKERS_ON_SHARED_CORES,
+        }],
+    ),
 ];
 
 const ACCURACY_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/accuracy.md");
@@ -969,7 +1164,7 @@ fn after_path(pair: &Pair) -> String {
     }
 }
 
-fn accuracy_markdown() -> String {
+fn accuracy_markdown() -> Accuracy {
     let mut noise = String::new();
     for config in [
         "mlp-fp32",
@@ -988,35 +1183,70 @@ fn accuracy_markdown() -> String {
     }
     let mut rows = String::new();
     let mut notes = String::new();
+    let mut errors = Vec::new();
     for pair in PAIRS {
         let after_path = after_path(pair);
         let before = Loaded::new(pair.before);
         let after = Loaded::new(&after_path);
-        let comparison = compared(&before, &after);
+        // Each pair is one workload by construction (its script changes one thing), and
+        // `compare` refuses one of them: on a CPU, Inductor replaces the aten ops of a
+        // `torch.compile`d model by its own (op similarity 0.19 on the transformer).
+        let comparison = compare_with(
+            &before.side(),
+            &after.side(),
+            CompareOptions { force: true },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         let unprofiled = pair.timed.then(|| {
             unprofiled_step_ns(pair.before) as f64 / unprofiled_step_ns(&after_path) as f64
         });
+        let spread = match interleaved_speedups(pair.before, &after_path) {
+            Some(speedups) => format!(
+                " (×{:.3}–×{:.3} in {} rounds)",
+                speedups[0],
+                speedups[speedups.len() - 1],
+                speedups.len()
+            ),
+            None => String::new(),
+        };
         for c in pair.checks {
             let params = c.params.copied().unwrap_or_default();
             let check = check_with(&before, &after, &comparison, c.model, &params);
             let unprofiled_error = unprofiled.map(|u| u / check.predicted_speedup - 1.0);
-            let (held, bar) = match c.bar {
-                Bar::Traced(bar) => (Some(check.error), format!("±{:.0}% traced", bar * 100.0)),
-                Bar::Unprofiled(bar) => (
-                    unprofiled_error,
-                    format!("±{:.0}% without profiler", bar * 100.0),
-                ),
-                Bar::Unheld => (None, "none (see note)".to_string()),
-            };
-            if let (Some(error), Bar::Traced(bar) | Bar::Unprofiled(bar)) = (held, c.bar) {
-                assert!(
-                    error.abs() <= bar,
-                    "{} on {}: error {:+.2}% beyond {bar:.2}",
+            let bar = c.bar.text();
+            match (c.bar, c.bar.met(check.error, unprofiled_error)) {
+                (Bar::Missed(_), Some(met)) => assert!(
+                    !met,
+                    "{} on {}: error {:+.2}% now meets its bar {}: hold it (Bar::Missed → its bar)",
                     c.model,
                     pair.before,
-                    error * 100.0,
-                );
+                    check.error * 100.0,
+                    c.bar.text(),
+                ),
+                (_, Some(met)) => assert!(
+                    met,
+                    "{} on {}: error {:+.2}% (without profiler {:?}) beyond its bar {}",
+                    c.model,
+                    pair.before,
+                    check.error * 100.0,
+                    unprofiled_error.map(|e| e * 100.0),
+                    c.bar.text(),
+                ),
+                (_, None) => {}
             }
+            let fitted: Vec<&str> =
+                stepcast::whatif::record::fitted_on(c.model, pair.before, &after_path).collect();
+            let sample = if fitted.is_empty() {
+                "yes".to_string()
+            } else {
+                format!("no: `{}` fitted here", fitted.join("`, `"))
+            };
+            errors.push(RowError {
+                model: c.model,
+                in_sample: !fitted.is_empty(),
+                error: check.error,
+                unprofiled_error,
+            });
             if c.direction {
                 let gain = |speedup: f64| speedup > 1.0;
                 assert_eq!(
@@ -1049,11 +1279,11 @@ fn accuracy_markdown() -> String {
                 }
             };
             let no_profiler = match (unprofiled, unprofiled_error) {
-                (Some(u), Some(e)) => format!("×{u:.3} | {:+.1}%", e * 100.0),
+                (Some(u), Some(e)) => format!("×{u:.3}{spread} | {:+.1}%", e * 100.0),
                 _ => "– | –".to_string(),
             };
             rows.push_str(&format!(
-                "| `{}` → `{}` | {} | `{}` | ×{:.3} ({} ms) | ×{:.3} ({} → {} ms) | {:+.1}% | {no_profiler} | {bar}{note} |\n",
+                "| `{}` → `{}` | {} | `{}` | ×{:.3} ({} ms) | ×{:.3} ({} → {} ms) | {:+.1}% | {no_profiler} | {bar}{note} | {sample} |\n",
                 pair.before,
                 match pair.after.strip_prefix("stepcast/") {
                     Some(after) => after.trim_end_matches(".json.gz"),
@@ -1070,7 +1300,19 @@ fn accuracy_markdown() -> String {
             ));
         }
     }
-    format!(
+    let ddp = {
+        let single = unprofiled_step_ns(&format!("{CPU}/ddp-single.json.gz"));
+        let ranks = unprofiled_step_ns(&format!("{CPU}/ddp-gloo2-rank0.json.gz"));
+        format!(
+            "×{:.3} ({} → {} ms a step)",
+            single as f64 / ranks as f64,
+            ms(single),
+            ms(ranks)
+        )
+    };
+    let records = model_records(&errors);
+    let summary = records_markdown(&records);
+    let markdown = format!(
         "# Prediction accuracy on real before/after pairs\n\
          \n\
          <!-- Generated by `accuracy_table_is_current` in crates/stepcast/tests/it/compare.rs: \
@@ -1084,16 +1326,33 @@ fn accuracy_markdown() -> String {
          BEFORE's period divided by the model's predicted speedup; error = predicted / measured − 1 \
          (positive: the model predicted too small a gain). The pairs recorded here on an H100 \
          (`testdata/kineto/stepcast/h100-pairs/`) also carry the same steps timed with the \
-         profiler off: the outcome a user gets, and the second error. The test fails when an \
-         error leaves its bar or, where marked, when a predicted gain is a measured loss or the \
-         reverse (traced and without the profiler).\n\
+         profiler off: the outcome a user gets, and the second error; those recorded on this \
+         project's shared 2-core CPU (`testdata/kineto/stepcast/cpu-pairs/`, BEFORE and AFTER \
+         timed in interleaved rounds) also the spread of that speedup over the rounds. The \
+         test fails when an error leaves its bar or, where marked, when a predicted gain is a \
+         measured loss or the reverse (traced and without the profiler); a bar marked \
+         **missed** was fixed before the pair was recorded and the model misses it today (the \
+         test fails once it meets it). *Out of sample*: no constant of the model was measured \
+         or fitted on this pair (`stepcast::whatif::record::FITTED`).\n\
          \n\
-         | pair (under `testdata/kineto/`) | change | model | predicted | measured (traced) | error | measured without profiler | error | bar |\n\
-         |---|---|---|---|---|---|---|---|---|\n\
+         | pair (under `testdata/kineto/`) | change | model | predicted | measured (traced) | error | measured without profiler | error | bar | out of sample |\n\
+         |---|---|---|---|---|---|---|---|---|---|\n\
          {rows}\n\
          ## Notes\n\
          \n\
          {notes}\n\
+         ## Each model, in sample and out of sample\n\
+         \n\
+         Per model, over the rows above: the pairs, those a constant of the model was fitted \
+         on (in sample) and the others (out of sample), with the median and largest \
+         |error| against AFTER as traced, and the same without the profiler where the pair was \
+         timed. `advise` and `whatif` show the out-of-sample figures beside a prediction \
+         (`stepcast::whatif::record::RECORDS`, generated with this file and checked against \
+         it).\n\
+         \n\
+         | model | pairs | in sample | in-sample \\|error\\| (median) | out of sample | out-of-sample \\|error\\| traced, median / max | without profiler, median / max |\n\
+         |---|---|---|---|---|---|---|\n\
+         {summary}\n\
          ## Pairs looked for and left out\n\
          \n\
          - HolisticTraceAnalysis `tests/data/trace_diff/control/control.json.gz` and \
@@ -1104,6 +1363,12 @@ fn accuracy_markdown() -> String {
          collection.\n\
          - Data-parallel training (`ddp`) and the memory trades: their pairs need several GPUs \
          or a memory budget to compare against; one GPU at a time was lent (15 minutes in all).\n\
+         - `stepcast/cpu-pairs/ddp-single` → `ddp-gloo2/` (job folder of 2 ranks): the `mlp` in \
+         one process, then under `DistributedDataParallel` over gloo in two (one thread each, \
+         the same batch per process), measured {ddp} without the profiler. `whatif ddp --gpus \
+         2` refuses a CPU-only trace (\"no backward pass found in the steps: nothing produces \
+         gradients\"), and `replay` of the job folder matches no collective (gloo's are CPU \
+         ops): recorded for when it can.\n\
          \n\
          ## How much a measured outcome moves between two machines of one kind\n\
          \n\
@@ -1114,20 +1379,233 @@ fn accuracy_markdown() -> String {
          | configuration | first H100 (ms) | second H100 (ms) | difference |\n\
          |---|---|---|---|\n\
          {noise}"
-    )
+    );
+    Accuracy {
+        markdown,
+        records: records_rust(&records),
+    }
+}
+
+/// One row's error, for the per-model summary.
+struct RowError {
+    model: &'static str,
+    in_sample: bool,
+    error: f64,
+    unprofiled_error: Option<f64>,
+}
+
+/// The two documents generated from the pairs: `docs/accuracy.md` and the library's table of
+/// each model's record (`crates/stepcast/src/whatif/record_table.rs`).
+struct Accuracy {
+    markdown: String,
+    records: String,
+}
+
+const RECORD_TABLE_RS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/whatif/record_table.rs");
+
+/// The median and the largest of the absolute values (`None`: none).
+fn median_max(values: impl Iterator<Item = f64>) -> (Option<f64>, Option<f64>) {
+    let mut abs: Vec<f64> = values.map(f64::abs).collect();
+    abs.sort_by(f64::total_cmp);
+    if abs.is_empty() {
+        return (None, None);
+    }
+    let n = abs.len();
+    let median = if n % 2 == 1 {
+        abs[n / 2]
+    } else {
+        (abs[n / 2 - 1] + abs[n / 2]) / 2.0
+    };
+    (Some(median), abs.last().copied())
+}
+
+/// Each model's record over `errors`, by name; the errors rounded to 0.1 % as the table
+/// shows them, so the library's table and the document say the same.
+fn model_records(
+    errors: &[RowError],
+) -> Vec<(
+    stepcast::whatif::record::ModelRecord,
+    (Option<f64>, Option<f64>),
+)> {
+    let round = |x: Option<f64>| x.map(|x| (x * 1000.0).round() / 1000.0);
+    let mut models: Vec<&str> = errors.iter().map(|e| e.model).collect();
+    models.sort_unstable();
+    models.dedup();
+    models
+        .into_iter()
+        .map(|model| {
+            let rows = || errors.iter().filter(move |e| e.model == model);
+            let (in_median, _) = median_max(rows().filter(|e| e.in_sample).map(|e| e.error));
+            let (out_median, out_max) =
+                median_max(rows().filter(|e| !e.in_sample).map(|e| e.error));
+            let unprofiled = median_max(
+                rows()
+                    .filter(|e| !e.in_sample)
+                    .filter_map(|e| e.unprofiled_error),
+            );
+            (
+                stepcast::whatif::record::ModelRecord {
+                    model,
+                    pairs: rows().count() as u32,
+                    in_sample: rows().filter(|e| e.in_sample).count() as u32,
+                    in_sample_median_error: round(in_median),
+                    out_of_sample_median_error: round(out_median),
+                    out_of_sample_max_error: round(out_max),
+                },
+                (round(unprofiled.0), round(unprofiled.1)),
+            )
+        })
+        .collect()
+}
+
+fn percent(x: Option<f64>) -> String {
+    x.map_or("–".to_string(), |x| format!("{:.1}%", x * 100.0))
+}
+
+fn records_markdown(
+    records: &[(
+        stepcast::whatif::record::ModelRecord,
+        (Option<f64>, Option<f64>),
+    )],
+) -> String {
+    records
+        .iter()
+        .map(|(r, (u_median, u_max))| {
+            let unprofiled = match (u_median, u_max) {
+                (Some(_), Some(_)) => format!("{} / {}", percent(*u_median), percent(*u_max)),
+                _ => "–".to_string(),
+            };
+            format!(
+                "| `{}` | {} | {} | {} | {} | {} | {unprofiled} |\n",
+                r.model,
+                r.pairs,
+                r.in_sample,
+                percent(r.in_sample_median_error),
+                r.out_of_sample(),
+                match (r.out_of_sample_median_error, r.out_of_sample_max_error) {
+                    (Some(_), Some(_)) => format!(
+                        "{} / {}",
+                        percent(r.out_of_sample_median_error),
+                        percent(r.out_of_sample_max_error)
+                    ),
+                    _ => "unknown".to_string(),
+                },
+            )
+        })
+        .collect()
+}
+
+fn records_rust(
+    records: &[(
+        stepcast::whatif::record::ModelRecord,
+        (Option<f64>, Option<f64>),
+    )],
+) -> String {
+    let option = |x: Option<f64>| x.map_or("None".to_string(), |x| format!("Some({x:?})"));
+    let mut out = String::from(
+        "// Generated by `accuracy_table_is_current` in crates/stepcast/tests/it/compare.rs from the rows of\n\
+         // docs/accuracy.md: do not edit. Regenerate with\n\
+         // `STEPCAST_WRITE_ACCURACY=1 cargo test --release -p stepcast --test it accuracy`.\n\
+         \n\
+         pub const RECORDS: &[ModelRecord] = &[\n",
+    );
+    for (r, _) in records {
+        out.push_str(&format!(
+            "    ModelRecord {{\n        model: {:?},\n        pairs: {},\n        in_sample: {},\n        \
+             in_sample_median_error: {},\n        out_of_sample_median_error: {},\n        \
+             out_of_sample_max_error: {},\n    }},\n",
+            r.model,
+            r.pairs,
+            r.in_sample,
+            option(r.in_sample_median_error),
+            option(r.out_of_sample_median_error),
+            option(r.out_of_sample_max_error),
+        ));
+    }
+    out.push_str("];\n");
+    out
+}
+
+/// The speedup of each interleaved round, BEFORE's round over AFTER's (sorted), where both
+/// were timed in the same rounds (`interleaved_with` in their `.timing.json`).
+fn interleaved_speedups(before: &str, after: &str) -> Option<Vec<f64>> {
+    let timing = |relative: &str| -> Option<serde_json::Value> {
+        let path = super::testdata(relative)
+            .with_extension("")
+            .with_extension("timing.json");
+        serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+    };
+    let (b, a) = (timing(before)?, timing(after)?);
+    let partners = a["interleaved_with"].as_array()?;
+    if !partners.iter().any(|p| p == &b["config"]) {
+        return None;
+    }
+    let rounds = |t: &serde_json::Value| -> Option<Vec<f64>> {
+        t["rounds_ms"]
+            .as_array()?
+            .iter()
+            .map(|r| r.as_f64())
+            .collect()
+    };
+    let (b, a) = (rounds(&b)?, rounds(&a)?);
+    if b.len() != a.len() || b.is_empty() {
+        return None;
+    }
+    let mut speedups: Vec<f64> = b.iter().zip(&a).map(|(b, a)| b / a).collect();
+    speedups.sort_by(f64::total_cmp);
+    Some(speedups)
 }
 
 #[test]
 fn accuracy_table_is_current() {
     let generated = accuracy_markdown();
     if std::env::var_os("STEPCAST_WRITE_ACCURACY").is_some() {
-        std::fs::write(ACCURACY_MD, &generated).unwrap_or_else(|e| panic!("{ACCURACY_MD}: {e}"));
+        std::fs::write(ACCURACY_MD, &generated.markdown)
+            .unwrap_or_else(|e| panic!("{ACCURACY_MD}: {e}"));
+        std::fs::write(RECORD_TABLE_RS, &generated.records)
+            .unwrap_or_else(|e| panic!("{RECORD_TABLE_RS}: {e}"));
         return;
     }
     let committed = std::fs::read_to_string(ACCURACY_MD).unwrap_or_default();
     assert!(
-        committed == generated,
+        committed == generated.markdown,
         "docs/accuracy.md is out of date: regenerate it with STEPCAST_WRITE_ACCURACY=1 \
          cargo test --release -p stepcast --test it accuracy"
     );
+    // The library's record of each model is the same rows' (what `advise` shows).
+    let committed = std::fs::read_to_string(RECORD_TABLE_RS).unwrap_or_default();
+    assert!(
+        committed == generated.records,
+        "crates/stepcast/src/whatif/record_table.rs is out of date: regenerate it with \
+         STEPCAST_WRITE_ACCURACY=1 cargo test --release -p stepcast --test it accuracy"
+    );
+}
+
+/// The library's records, as compiled, are those of the committed table: a model's record
+/// has its out-of-sample error wherever it has an out-of-sample pair.
+#[test]
+fn every_model_with_a_pair_has_its_record() {
+    use stepcast::whatif::record::{RECORDS, model_record};
+    assert!(!RECORDS.is_empty());
+    for r in RECORDS {
+        assert!(r.pairs >= 1 && r.in_sample <= r.pairs, "{r:?}");
+        assert_eq!(
+            r.out_of_sample_median_error.is_some(),
+            r.out_of_sample() > 0,
+            "{r:?}"
+        );
+        assert_eq!(model_record(r.model), Some(r));
+    }
+    // Each row of docs/accuracy.md names a model the records know.
+    let committed = std::fs::read_to_string(ACCURACY_MD).unwrap_or_default();
+    for pair in PAIRS {
+        for c in pair.checks {
+            assert!(model_record(c.model).is_some(), "{} has no record", c.model);
+            assert!(
+                committed.contains(&format!("| `{}` |", c.model)),
+                "{}",
+                c.model
+            );
+        }
+    }
 }

@@ -1,0 +1,346 @@
+"""Records the before/after pairs beside this script on this machine's CPU: one workload, one
+change, both traced with the PyTorch profiler (Kineto, CPU activity only), so a what-if
+predicted from BEFORE can be checked against AFTER as measured.
+
+    python3 record.py OUTDIR WORKLOAD [VARIANT ...]
+    python3 record.py OUTDIR ddp              # spawns the two gloo ranks itself
+
+A configuration is `<workload>-<variant>`; a pair is two variants of one workload that differ
+by exactly one change (README.md beside this script lists them and their bars). Modeled on
+`../h100-pairs/record.py`, with what a shared 2-core CPU needs:
+
+- Every variant of a workload is built in one process (each with a fresh model, seed 0) and
+  warmed up; each is then traced alone: `torch.profiler` with schedule wait 2 / warmup 3 /
+  active 6 and `record_shapes=True` (OUTDIR/<workload>-<variant>.json.gz, gzipped unchanged).
+- Then the variants are timed with the profiler off, **interleaved**: ROUNDS rounds, each
+  running every variant once (the order rotated each round), each run being a few untimed
+  steps (a loader's prefetched batches used up) and then TIMED_STEPS steps timed by the wall
+  clock. Other processes share this machine's two cores, so interleaving makes their load fall
+  on BEFORE and AFTER alike. OUTDIR/<config>.timing.json: every round's mean step, and their
+  min / median / max (`median_ms`: the outcome a user gets).
+
+Threads: every variant runs with `torch.set_num_threads(1)` except the `threads2` variants
+(2, the machine's cores), so a pair differs by its one change only. A thread-count pair
+(`threads1` → `threads2`, `threads1` being the same program as `base`) runs in a process of its
+own: after a round on two threads, OpenMP's idle thread keeps spinning for a while and slowed
+the next variant's round in the first recording. The `ddp` workload runs
+two processes (gloo, one thread each): rank 0 alone trains the plain `mlp` (`ddp-single`,
+rank 1 waiting at a barrier), then both ranks train it under `DistributedDataParallel`, each
+on its own batch of the same size (`ddp-gloo2/rank0`, `rank1`: a job folder, one trace per
+rank; their timing beside it, `ddp-gloo2-rank0.timing.json`), rounds alternating in the same
+two processes.
+"""
+
+import gzip
+import json
+import os
+import shutil
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+SCHEDULE = dict(wait=2, warmup=3, active=6)
+WARMUP_STEPS = 5
+ROUNDS = 7
+TIMED_STEPS = 15
+
+
+# --- workloads ----------------------------------------------------------------------------------
+
+
+def mlp():
+    """16 linear layers of width 256, batch 64: 32 parameter tensors (the optimizer's loop)."""
+    layers = []
+    for _ in range(16):
+        layers += [nn.Linear(256, 256), nn.ReLU()]
+    model = nn.Sequential(*layers[:-1])
+    x = torch.randn(64, 256)
+    y = torch.randn(64, 256)
+    return model, (x, y), F.mse_loss
+
+
+def transformer():
+    """2 encoder layers, d_model 256, 4 heads, FFN 1024, 4 × 64 tokens."""
+    layer = nn.TransformerEncoderLayer(
+        d_model=256, nhead=4, dim_feedforward=1024, dropout=0.0, batch_first=True
+    )
+    model = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+    x = torch.randn(4, 64, 256)
+    y = torch.randn(4, 64, 256)
+    return model, (x, y), F.mse_loss
+
+
+def small_cnn():
+    """Five 3 × 3 convolutions (32 to 128 channels, two of stride 2), each with batch norm and
+    ReLU, global average pooling and a linear classifier."""
+
+    def block(cin, cout, stride):
+        return [
+            nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False),
+            nn.BatchNorm2d(cout),
+            nn.ReLU(),
+        ]
+
+    return nn.Sequential(
+        *block(3, 32, 1),
+        *block(32, 64, 2),
+        *block(64, 64, 1),
+        *block(64, 128, 2),
+        *block(128, 128, 1),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(128, 10),
+    )
+
+
+def cnn():
+    """`small_cnn`, batch 8 at 32 × 32: convolutions and batch norm."""
+    x = torch.randn(8, 3, 32, 32)
+    y = torch.randint(0, 10, (8,))
+    return small_cnn(), (x, y), F.cross_entropy
+
+
+class Images(torch.utils.data.Dataset):
+    """CPU-side preprocessing of a synthetic image: decode-like work, crop, flip, normalize."""
+
+    def __len__(self):
+        return 1 << 20
+
+    def __getitem__(self, i):
+        g = torch.Generator().manual_seed(i)
+        img = torch.rand(3, 128, 128, generator=g)
+        img = F.avg_pool2d(img.unsqueeze(0), 9, stride=1, padding=4).squeeze(0)
+        img = img[:, 48:80, 48:80]
+        if i % 2:
+            img = img.flip(-1)
+        img = (img - 0.45) / 0.225
+        return img, i % 10
+
+
+# --- variants: the one change of each pair -------------------------------------------------------
+
+
+class Config:
+    """One configuration: its step (one training iteration), its threads, its untimed lead-in."""
+
+    def __init__(self, name, step, threads=1, lead_in=2):
+        self.name = name
+        self.step = step
+        self.threads = threads
+        self.lead_in = lead_in
+
+
+def training_step(model, batch, loss_fn, opt, forward=None):
+    x, y = batch
+    forward = model if forward is None else forward
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss_fn(forward(x), y).backward()
+        opt.step()
+
+    return step
+
+
+def make_config(workload, variant):
+    torch.manual_seed(0)
+    name = f"{workload}-{variant}"
+    if workload == "loader":
+        workers = {"workers0": 0, "workers1": 1, "workers2": 2}[variant]
+        model = small_cnn()
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        loader = torch.utils.data.DataLoader(Images(), batch_size=8, num_workers=workers)
+        it = iter(loader)
+
+        def step():
+            img, label = next(it)
+            opt.zero_grad(set_to_none=True)
+            F.cross_entropy(model(img), label).backward()
+            opt.step()
+
+        # The workers' prefetched batches (2 per worker) are used up before a timed round.
+        return Config(name, step, lead_in=2 * workers + 2)
+
+    model, batch, loss_fn = {"mlp": mlp, "transformer": transformer, "cnn": cnn}[workload]()
+    optim_args = {
+        "base": {},
+        "threads1": {},
+        "threads2": {},
+        "loop": {"foreach": False},
+        "fused": {"fused": True},
+        "compiled": {},
+    }[variant]
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4, **optim_args)
+    forward = torch.compile(model) if variant == "compiled" else model
+    step = training_step(model, batch, loss_fn, opt, forward)
+    return Config(name, step, threads=2 if variant == "threads2" else 1)
+
+
+# --- tracing and interleaved timing -------------------------------------------------------------
+
+
+def trace(outdir, config):
+    """Traces SCHEDULE's steps of `config` into OUTDIR/<name>.json.gz (gzipped unchanged)."""
+    torch.set_num_threads(config.threads)
+    path = os.path.join(outdir, f"{config.name}.json")
+    steps = sum(SCHEDULE.values())
+    with torch.profiler.profile(
+        activities=[torch.profiler.ProfilerActivity.CPU],
+        schedule=torch.profiler.schedule(**SCHEDULE),
+        record_shapes=True,
+        on_trace_ready=lambda p: p.export_chrome_trace(path),
+    ) as prof:
+        for _ in range(steps):
+            config.step()
+            prof.step()
+    with open(path, "rb") as src, gzip.open(path + ".gz", "wb", compresslevel=9) as dst:
+        shutil.copyfileobj(src, dst)
+    os.remove(path)
+
+
+def timed_round(config, before=None, after=None):
+    """One round of `config`: its lead-in untimed, then TIMED_STEPS steps; the mean step in ms.
+    `before`/`after` run around the timed steps (the ranks' barrier in `ddp`)."""
+    torch.set_num_threads(config.threads)
+    for _ in range(config.lead_in):
+        config.step()
+    if before:
+        before()
+    t0 = time.perf_counter()
+    for _ in range(TIMED_STEPS):
+        config.step()
+    if after:
+        after()
+    return (time.perf_counter() - t0) * 1e3 / TIMED_STEPS
+
+
+def write_timing(outdir, name, rounds_ms, interleaved_with, extra=None, path=None):
+    """OUTDIR/<name>.timing.json, or `path` (a job folder holds rank traces only)."""
+    timing = {
+        "config": name,
+        "steps_per_round": TIMED_STEPS,
+        "rounds_ms": rounds_ms,
+        "min_ms": min(rounds_ms),
+        "median_ms": statistics.median(rounds_ms),
+        "max_ms": max(rounds_ms),
+        "interleaved_with": interleaved_with,
+        "threads": extra.get("threads") if extra else None,
+        "torch": torch.__version__,
+        "device": "cpu",
+    }
+    if extra:
+        timing.update(extra)
+    with open(path or os.path.join(outdir, f"{name}.timing.json"), "w") as f:
+        json.dump(timing, f, indent=1)
+    print(
+        f"{name}: median {timing['median_ms']:.3f} ms "
+        f"(min {timing['min_ms']:.3f}, max {timing['max_ms']:.3f}; no profiler)",
+        flush=True,
+    )
+
+
+def record_workload(outdir, workload, variants):
+    configs = []
+    for variant in variants:
+        config = make_config(workload, variant)
+        torch.set_num_threads(config.threads)
+        for _ in range(WARMUP_STEPS):
+            config.step()
+        configs.append(config)
+    for config in configs:
+        trace(outdir, config)
+        print(f"{config.name}: traced", flush=True)
+    rounds = {c.name: [] for c in configs}
+    for r in range(ROUNDS):
+        order = configs[r % len(configs) :] + configs[: r % len(configs)]
+        for config in order:
+            rounds[config.name].append(timed_round(config))
+    names = [c.name for c in configs]
+    for config in configs:
+        others = [n for n in names if n != config.name]
+        write_timing(outdir, config.name, rounds[config.name], others, {"threads": config.threads})
+
+
+# --- data-parallel on gloo: two processes of one thread each -------------------------------------
+
+
+def ddp_rank(rank, world, outdir, port):
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+
+    # BEFORE: the plain model in one process (rank 0; rank 1 waits at the barrier).
+    single = None
+    if rank == 0:
+        model, batch, loss_fn = mlp()
+        opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+        single = Config("ddp-single", training_step(model, batch, loss_fn, opt))
+    # AFTER: the same model and per-rank batch under DDP on both ranks.
+    torch.manual_seed(0)
+    model, (x, y), loss_fn = mlp()
+    torch.manual_seed(rank + 1)
+    batch = (torch.randn_like(x), torch.randn_like(y))
+    ddp_model = DistributedDataParallel(model)
+    opt = torch.optim.Adam(ddp_model.parameters(), lr=1e-4)
+    pair = Config(f"rank{rank}", training_step(ddp_model, batch, loss_fn, opt))
+    job = os.path.join(outdir, "ddp-gloo2")
+    os.makedirs(job, exist_ok=True)
+
+    if rank == 0:
+        for _ in range(WARMUP_STEPS):
+            single.step()
+    for _ in range(WARMUP_STEPS):
+        pair.step()
+    dist.barrier()
+    if rank == 0:
+        trace(outdir, single)
+        print("ddp-single: traced", flush=True)
+    dist.barrier()
+    trace(job, pair)
+    print(f"ddp-gloo2/{pair.name}: traced", flush=True)
+    dist.barrier()
+
+    single_ms, pair_ms = [], []
+    for r in range(ROUNDS):
+        for which in ("single", "pair") if r % 2 == 0 else ("pair", "single"):
+            if which == "single":
+                if rank == 0:
+                    single_ms.append(timed_round(single))
+                dist.barrier()
+            else:
+                pair_ms.append(timed_round(pair, before=dist.barrier))
+                dist.barrier()
+    if rank == 0:
+        write_timing(outdir, "ddp-single", single_ms, ["ddp-gloo2"], {"threads": 1})
+    write_timing(
+        job,
+        pair.name,
+        pair_ms,
+        ["ddp-single"],
+        {"threads": 1, "world_size": world},
+        path=os.path.join(outdir, f"ddp-gloo2-{pair.name}.timing.json"),
+    )
+    dist.destroy_process_group()
+
+
+def record_ddp(outdir):
+    import torch.multiprocessing as mp
+
+    mp.spawn(ddp_rank, args=(2, outdir, 29517), nprocs=2, join=True)
+
+
+if __name__ == "__main__":
+    outdir, workload, variants = sys.argv[1], sys.argv[2], sys.argv[3:]
+    os.makedirs(outdir, exist_ok=True)
+    if workload == "ddp":
+        record_ddp(outdir)
+    else:
+        record_workload(outdir, workload, variants)
