@@ -111,7 +111,9 @@ fn prefetch_inputs_leaves_a_loader_in_workers_alone() {
     let context0 = Context::new(&trace0, &window0, &mapping0);
     let caveats = prefetch(0.25).caveats(&context0);
     assert!(
-        caveats.iter().any(|c| c.contains("charges 25 % contention")),
+        caveats
+            .iter()
+            .any(|c| c.contains("charges 25 % contention")),
         "{caveats:?}"
     );
     assert!(
@@ -257,13 +259,18 @@ fn loader_work_is_the_recorded_loading_per_batch() {
         .filter(|e| e["ph"] == "X" && e["name"] == name)
         .filter(|e| {
             let ts = e["ts"].as_f64().unwrap_or(0.0);
-            steps[1..].iter().any(|&(start, end, _)| start <= ts && ts < end)
+            steps[1..]
+                .iter()
+                .any(|&(start, end, _)| start <= ts && ts < end)
         })
         .map(|e| e["dur"].as_f64().unwrap_or(0.0))
         .collect();
     assert_eq!(work.batches, durations.len());
     let mean_ns = durations.iter().sum::<f64>() * 1000.0 / durations.len() as f64;
-    assert!((work.recorded_ns as f64 - mean_ns).abs() <= 1_000.0, "{work:?} vs {mean_ns}");
+    assert!(
+        (work.recorded_ns as f64 - mean_ns).abs() <= 1_000.0,
+        "{work:?} vs {mean_ns}"
+    );
     let parts = work.parallel_ns + work.serial_ns + work.untraced_ns;
     assert!((parts - work.recorded_ns).abs() <= 2, "{work:?}");
     // The image's random draw (`aten::rand` with a generator: 24 ms of 42) is serial.
@@ -316,7 +323,11 @@ fn cuda_graphs_replay_runs_no_host_work_inside_the_region() {
     let outcome = apply_models(&context, &[Model::CudaGraphs]).unwrap_or_else(|e| panic!("{e}"));
     let device_ns: i64 = outcome.phases.iter().map(|p| p.device_after_ns).sum();
     assert!(outcome.predicted.step_ns >= device_ns);
-    assert!(outcome.predicted.step_ns < 2 * device_ns, "{}", outcome.predicted.step_ns);
+    assert!(
+        outcome.predicted.step_ns < 2 * device_ns,
+        "{}",
+        outcome.predicted.step_ns
+    );
     let mut edit = context.edit();
     let captured = capture(&context, &mut edit).unwrap_or_else(|e| panic!("{e}"));
     assert!(captured.handoff_removed_ns > 0, "{captured:?}");

@@ -809,12 +809,15 @@ fn prefetch_inputs_keeps_the_copies_and_never_lengthens_the_step() {
     for relative in [RESNET50, RESNET_KINETO, DF_INDEX_RESOLVER] {
         let loaded = loaded(relative);
         let context = context(loaded);
-        let outcome = apply_models(&context, &[Model::PrefetchInputs {
-            contention: 0.0,
-            workers: stepcast::whatif::models::DEFAULT_WORKERS,
-            cores: None,
-        }])
-            .unwrap_or_else(|e| panic!("{relative}: {e}"));
+        let outcome = apply_models(
+            &context,
+            &[Model::PrefetchInputs {
+                contention: 0.0,
+                workers: stepcast::whatif::models::DEFAULT_WORKERS,
+                cores: None,
+            }],
+        )
+        .unwrap_or_else(|e| panic!("{relative}: {e}"));
         assert!(outcome.speedup >= 1.0, "{relative}: {}", outcome.speedup);
         assert_eq!(outcome.changes.removed, 0, "{relative}");
         assert_eq!(outcome.device_saved_ns(), 0, "{relative}: copies stay");
@@ -835,12 +838,15 @@ fn prefetch_inputs_keeps_the_copies_and_never_lengthens_the_step() {
     }
     // ResNet-50 loads its batches on the main thread (num_workers=0): that time goes.
     let context = context(loaded(RESNET50));
-    let outcome = apply_models(&context, &[Model::PrefetchInputs {
+    let outcome = apply_models(
+        &context,
+        &[Model::PrefetchInputs {
             contention: 0.0,
             workers: stepcast::whatif::models::DEFAULT_WORKERS,
             cores: None,
-        }])
-        .unwrap_or_else(|e| panic!("{e}"));
+        }],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     assert!(outcome.host_saved_ns() > 0);
 }
 

@@ -24,10 +24,7 @@ fn loading_ranges(context: &Context<'_>) -> Vec<(u32, i64, i64)> {
 
 /// The outermost data-loading ranges of each host lane whose start `keep` accepts:
 /// `(graph lane, start, end)`, sorted.
-fn loading_ranges_where(
-    context: &Context<'_>,
-    keep: impl Fn(i64) -> bool,
-) -> Vec<(u32, i64, i64)> {
+fn loading_ranges_where(context: &Context<'_>, keep: impl Fn(i64) -> bool) -> Vec<(u32, i64, i64)> {
     let trace = context.trace;
     let window = context.window;
     let mut ranges = Vec::new();
