@@ -25,12 +25,20 @@ pub struct Fitted {
 
 /// Every constant fitted on a pair. Add a row when a model's constant is chosen from a
 /// pair's outcome: that pair then stops counting as an out-of-sample test of the model.
-pub const FITTED: &[Fitted] = &[Fitted {
-    model: "prefetch_inputs",
-    constant: "DEFAULT_CONTENTION",
-    before: "kineto/tb_plugin/samples/resnet50_profiler_api_num_workers_0/worker0.pt.trace.json.gz",
-    after: "kineto/tb_plugin/samples/resnet50_profiler_api_num_workers_4/worker0.pt.trace.json.gz",
-}];
+pub const FITTED: &[Fitted] = &[
+    Fitted {
+        model: "prefetch_inputs",
+        constant: "DEFAULT_CONTENTION",
+        before: "kineto/tb_plugin/samples/resnet50_profiler_api_num_workers_0/worker0.pt.trace.json.gz",
+        after: "kineto/tb_plugin/samples/resnet50_profiler_api_num_workers_4/worker0.pt.trace.json.gz",
+    },
+    Fitted {
+        model: "prefetch_inputs",
+        constant: "WORKER_TENSOR_SLOWDOWN",
+        before: "stepcast/h100-pairs/loader-workers0.json.gz",
+        after: "stepcast/h100-pairs/loader-workers4.json.gz",
+    },
+];
 
 /// The constants of `model` fitted on the pair `before` → `after` (empty: the pair is out of
 /// sample for it).
