@@ -1033,15 +1033,12 @@ const PAIRS: &[Pair] = &[
         "FP32 → autocast FP16 + `GradScaler` (FP32 GEMMs, H100)",
         &[held(
             "amp",
-            Bar::Missed(0.15),
+            Bar::Traced(0.15),
             true,
             "held against AFTER as traced: without the profiler the AMP step is 22 ms, not \
              34; in the trace its host is the bottleneck (the profiler's per-op cost), and the \
              prediction inherits BEFORE's host, whose launch calls block on CUDA's full launch \
-             queue (`cudaLaunchKernel` 164 µs on average, 8 µs median): 40.3 ms predicted. It \
-             was +6.3 % until predictions were measured against the baseline (main, ba76844): \
-             the predicted host's head start before the warm-up's end had read as steady gain. \
-             On the device the prediction is 17.5 ms per step against 16.2 ms measured: the \
+             queue (`cudaLaunchKernel` 164 µs on average, 8 µs median). On the device the prediction is 17.5 ms per step against 16.2 ms measured: the \
              FP32 attention kernels (`fmha_cutlass*_f32`, 16 ms, 3xTF32) are divided by 6 \
              (three times the TF32 ratio) and ran ~15× faster (FP16 selects cuDNN's flash \
              attention)",
@@ -1053,10 +1050,11 @@ const PAIRS: &[Pair] = &[
         "FP32 (TF32 convolutions) → autocast FP16 + `GradScaler` (ResNet-18, H100)",
         &[held(
             "amp",
-            Bar::Traced(0.15),
+            Bar::Missed(&Bar::Traced(0.15)),
             true,
-            "the AFTER run's host was slower \
-             than BEFORE's everywhere, autocast or not: `Optimizer.step` (outside autocast, the \
+            "−14 % on the amp model's own branch, −19 % once merged with this session's other \
+             changes (the cause is not yet found; the bar, fixed before, is missed). The AFTER \
+             run's host was slower than BEFORE's everywhere, autocast or not: `Optimizer.step` (outside autocast, the \
              same ops) 1.70 → 2.71 ms, `zero_grad` 71 → 112 µs, `add_` 12.1 → 17.5 µs, while \
              on the H200 machine's pair the same ops did not move (2.96 → 2.85 ms, 124 → 124 \
              µs, 18.5 → 19.1 µs) and the H100 trace recorded next (`resnet-sync`) had the fast \
@@ -1329,6 +1327,7 @@ const PAIRS: &[Pair] = &[
             bar: Bar::Missed(&Bar::Traced(0.10)),
             direction: false,
             note: WORKERS_ON_SHARED_CORES,
+            host_from: None,
         }],
     ),
     cpu(
@@ -1342,6 +1341,7 @@ const PAIRS: &[Pair] = &[
             bar: Bar::Missed(&Bar::Traced(0.10)),
             direction: false,
             note: WORKERS_ON_SHARED_CORES,
+            host_from: None,
         }],
     ),
 ];
