@@ -648,8 +648,6 @@ enum Bar {
     /// profiler's own per-op cost weighs unequally on BEFORE and AFTER (the reason is in the
     /// check's `note`).
     Unprofiled(f64),
-    /// None: a known limitation of the model, said in the `note`.
-    Unheld,
     /// The model is a ceiling: it must predict no less gain than measured, as traced (error
     /// at most this share above 0, for noise); its error is reported, not held.
     Ceiling(f64),
@@ -664,7 +662,6 @@ impl Bar {
         match self {
             Bar::Traced(bar) => format!("±{:.0}% traced", bar * 100.0),
             Bar::Unprofiled(bar) => format!("±{:.0}% without profiler", bar * 100.0),
-            Bar::Unheld => "none (see note)".to_string(),
             Bar::Ceiling(tolerance) => {
                 format!("a ceiling (error ≤ +{:.0}% traced)", tolerance * 100.0)
             }
@@ -677,7 +674,6 @@ impl Bar {
         match self {
             Bar::Traced(bar) => Some(error.abs() <= *bar),
             Bar::Unprofiled(bar) => unprofiled_error.map(|e| e.abs() <= *bar),
-            Bar::Unheld => None,
             Bar::Ceiling(tolerance) => Some(error <= *tolerance),
             Bar::Missed(bar) => bar.met(error, unprofiled_error),
         }
