@@ -18,18 +18,8 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<super::Answer> {
         copy: args.copy,
         fraction: args.fraction,
         contention: args.contention,
-        to: args
-            .to
-            .as_deref()
-            .map(stepcast::whatif::target_param)
-            .transpose()
-            .map_err(stepcast_cli::usage)?,
-        dtype: args
-            .dtype
-            .as_deref()
-            .map(stepcast::whatif::dtype_param)
-            .transpose()
-            .map_err(stepcast_cli::usage)?,
+        to: super::target(args.to.as_deref())?,
+        dtype: super::dtype(args.dtype.as_deref())?,
         workers: args.workers,
         cores: args.cores,
     };

@@ -104,3 +104,18 @@ fn to_json(value: &impl serde::Serialize) -> anyhow::Result<String> {
     text.push('\n');
     Ok(text)
 }
+
+/// `--to GPU` as the models take it; a name no datasheet has is a usage error.
+fn target(to: Option<&str>) -> anyhow::Result<Option<&'static str>> {
+    to.map(stepcast::whatif::target_param)
+        .transpose()
+        .map_err(stepcast_cli::usage)
+}
+
+/// `--dtype fp16|bf16` as the models take it.
+fn dtype(dtype: Option<&str>) -> anyhow::Result<Option<stepcast::whatif::AmpDtype>> {
+    dtype
+        .map(stepcast::whatif::dtype_param)
+        .transpose()
+        .map_err(stepcast_cli::usage)
+}
