@@ -101,7 +101,7 @@ pub struct TrustJson {
     /// otherwise.
     pub rests_on: Option<String>,
     /// Why the prediction cannot be trusted at all, if it cannot: the baseline is more than
-    /// 3 % off the measured steady period, a step the baseline is built from replays more
+    /// 3 % off the measured steady period, a step of the window (warm-up too) replays more
     /// than 2 % off its measured time, or an unchanged graph does not replay as the
     /// baseline. The figures are then shown only beside it. `None` (`null`) otherwise.
     pub declined: Option<String>,

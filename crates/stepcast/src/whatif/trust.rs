@@ -120,7 +120,7 @@ pub fn window_trust_of(
     ) else {
         return Err(WhatIfError::NoSteps);
     };
-    // Each step the baseline is built from, replayed, against its measured time: the
+    // Each step of the window, replayed, against its measured time: the
     // self-replay's per-step error as `replay` reports it (`replayed_without_inferred_ns`).
     // With it, the replay with edges inferred from timing, where the graph has any (else the
     // same replay): what those edges hold of a step.
@@ -135,9 +135,13 @@ pub fn window_trust_of(
     let by_step = tasks_by_step(graph, window.steps.len());
     let mut worst: Option<StepError> = None;
     let mut held = 0.0f64;
-    for s in steady.clone() {
+    // Every step of the window, warm-up and teardown too (as `replay` and its bar count them):
+    // a step the graph cannot explain (another process time-slicing the GPU, work nothing
+    // recorded) says the graph misses a mechanism of this trace, which the steady steps may
+    // hide by chance.
+    for s in 0..window.steps.len() {
         let step = &window.steps[s];
-        if by_step[s].is_empty() || step.teardown {
+        if by_step[s].is_empty() {
             continue;
         }
         let measured_ns = measured_span(graph, step, &by_step[s]);
@@ -153,7 +157,7 @@ pub fn window_trust_of(
                 });
             }
         }
-        if let Some(with) = &with {
+        if let Some(with) = with.as_ref().filter(|_| steady.contains(&s)) {
             let (held_with, _, _) = replayed_span(graph, with, step, &by_step[s]);
             held = held.max((held_with - replayed_ns).abs() as f64 / measured_ns.max(1) as f64);
         }
@@ -208,14 +212,14 @@ pub const ANCHOR_SHARE: f64 = 0.03;
 /// A steady step whose replay is off its measured time by more than this is said beside
 /// every prediction.
 const STEP_ERROR_SHARE: f64 = 0.02;
-/// A step the baseline is built from whose self-replay (without edges inferred from timing)
+/// A step of the window (warm-up included) whose self-replay (without edges inferred from timing)
 /// is off its measured span by more than this declines every prediction on the window: the
 /// graph does not explain that step, so no change to it can be predicted from it. The bar
 /// `../shared/tools/replay_accuracy.py` holds the self-replay to, with the same measure
 /// (`replay`'s `replayed_without_inferred_ns` against `measured_ns`).
 pub const SELF_REPLAY_SHARE: f64 = 0.02;
 
-/// The self-replay of one step the baseline is built from, against its measured span.
+/// The self-replay of one step of the window, against its measured span.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct StepError {
     /// The step's number (its `ProfilerStep#N`).
@@ -232,7 +236,7 @@ impl StepError {
         (self.error.abs() > SELF_REPLAY_SHARE).then(|| {
             format!(
                 "the self-replay of step {} is {:+.1} % off its measured time ({:.3} ms replayed, \
-                 {:.3} ms measured; the worst of the steps the baseline is built from), more \
+                 {:.3} ms measured; the worst of the window's steps), more \
                  than {:.0} %: the graph does not explain this trace's steps well enough to \
                  predict from",
                 self.number,

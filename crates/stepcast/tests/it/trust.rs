@@ -146,7 +146,7 @@ fn large_predictions_carry_their_caveats() {
     }
 }
 
-/// The self-replay bar on the user's own trace: a step the baseline is built from replayed
+/// The self-replay bar on the user's own trace: a step of the window replayed
 /// more than 2 % off its measured span (`replay`'s `replayed_without_inferred_ns`, the measure
 /// of `../shared/tools/replay_accuracy.py`) declines every prediction, naming that step and
 /// its error; `advise` then offers nothing. Rank 2 of the 4-process gloo job on one GPU: its
