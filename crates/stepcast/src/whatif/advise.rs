@@ -196,6 +196,14 @@ fn try_all(
                 source: Box::new(source),
             })?;
             assess(context, window, &models, &mut outcome);
+            // The window's self-checks passed (else no candidate is tried): a candidate
+            // declined here failed its own (a gain its bound cannot explain).
+            if let Some(reason) = outcome.declined.take() {
+                return Err(WhatIfError::Model {
+                    name: name(&models),
+                    source: Box::new(WhatIfError::Declined(reason)),
+                });
+            }
             let memory = match models.as_slice() {
                 [model] => model.memory_effect(context),
                 _ => None,

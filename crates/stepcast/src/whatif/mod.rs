@@ -56,6 +56,10 @@ pub enum WhatIfError {
         "the trace's GPU ({gpu}) is not one whose datasheet stepcast knows ({known}): give --compute, --memory and --copy instead of --to"
     )]
     UnknownGpu { gpu: String, known: String },
+    /// A prediction that failed its own checks (`trust::assess`): its figures are no
+    /// prediction.
+    #[error("declined: {0}")]
+    Declined(String),
     #[error("model {name}: {source}")]
     Model {
         name: String,

@@ -180,22 +180,7 @@ fn violations(path: &Path) -> Option<Vec<String>> {
 /// Violations found and not yet fixed, each with its trace, the start of its message after the
 /// trace's name, and what is known of its cause. The test fails on any other violation, and on
 /// a listed one that no longer occurs (then remove it here): the list only shrinks.
-const KNOWN_OPEN: &[(&str, &str, &str)] = &[
-    (
-        "h200-pairs/mlp-amp.json.gz",
-        "bound: kernel_fusion + faster_cpu gains",
-        "the combined gain exceeds the cut along the baseline's critical path by 19 µs (0.2 %): \
-         the host-bound step turns device-bound and some saving off that path is not counted \
-         (issue #25, open; stepcast names it in trust.anomaly)",
-    ),
-    (
-        "h200-pairs/resnet-fp32-prof_minimal.json.gz",
-        "uniform: everything ×4 faster predicts",
-        "4.03×: the host runs ahead, and part of the first steady step runs before the recorded \
-         warm-up ends; a faster host fits more of it there, a head start paid once that the \
-         period from the warm-up's end reads as steady gain (`Prediction::measured_against`)",
-    ),
-];
+const KNOWN_OPEN: &[(&str, &str, &str)] = &[];
 
 #[test]
 fn predictions_respond_to_change_as_a_machine_would() {

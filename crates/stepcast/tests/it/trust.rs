@@ -184,3 +184,45 @@ fn a_step_replayed_more_than_2_percent_off_declines_every_prediction() {
     let advice = advise(&context).expect("advises");
     assert!(advice.candidates.is_empty() && advice.declined.is_some());
 }
+
+/// A change of machine whose every cost is at most k× shorter predicts at most k×. On this
+/// host-bound ResNet the host runs ahead of the device at the end of the warm-up step, which
+/// a prediction keeps as recorded: a 4× faster host fits more of the first steady step before
+/// the recorded warm-up ends, and the replay's period reads that head start, paid once, as
+/// steady gain (above 4×). The prediction is held at 4× and the caveat says what the replay
+/// read.
+#[test]
+fn a_machine_k_times_faster_predicts_at_most_k_times() {
+    use stepcast::whatif::Hardware;
+    let (trace, window) = load("stepcast/h200-pairs/resnet-fp32-prof_minimal.json.gz");
+    let mapping = map(&trace, &window);
+    let context = Context::new(&trace, &window, &mapping);
+    let uniform = |k: f64| {
+        Model::FasterHardware(Hardware {
+            compute: k,
+            memory: k,
+            cpu: k,
+            copy: k,
+            ..Hardware::default()
+        })
+    };
+    let held = apply_models(&context, &[uniform(4.0)]).expect("predicts");
+    assert!(held.speedup <= 4.0 + 1e-6, "{}", held.speedup);
+    let caveat = held
+        .caveats
+        .iter()
+        .find(|c| c.starts_with("held at 4.000×"))
+        .unwrap_or_else(|| panic!("no limit said: {:?}", held.caveats));
+    // The replay's own reading, above the limit, is in the caveat.
+    let read: f64 = caveat
+        .split("the replay read ")
+        .nth(1)
+        .and_then(|rest| rest.split('×').next())
+        .and_then(|n| n.parse().ok())
+        .expect("the replay's reading");
+    assert!(read > 4.0, "{caveat}");
+    // A machine no faster changes nothing, and nothing is held.
+    let same = apply_models(&context, &[uniform(1.0)]).expect("predicts");
+    assert_eq!(same.predicted.step_ns, same.baseline.step_ns);
+    assert!(!same.caveats.iter().any(|c| c.starts_with("held at")));
+}

@@ -331,8 +331,9 @@ pub fn kind(context: &Context<'_>, facts: &Facts, m: &Move) -> TransformKind {
         removes_waits,
         only_removes_work,
         combined: false,
-        // No move moves the loading into workers.
+        // No move moves the loading into workers, nor changes the machine.
         loader_pace: None,
+        machine_speed: None,
     }
 }
 

@@ -481,6 +481,31 @@ impl Model {
         matches!(self, Model::FasterHardware(_))
     }
 
+    /// A change of machine: the largest factor any of its costs is divided by (its factors,
+    /// or with `--to` the datasheet ratios, and the host's). No step on that machine can be
+    /// more than this many times faster. `None` for a change of program (or a target this
+    /// trace's GPU has no datasheet for).
+    pub fn largest_speed(&self, context: &Context<'_>) -> Option<f64> {
+        let Model::FasterHardware(hardware) = self else {
+            return None;
+        };
+        let factors = match hardware.target {
+            Some(target) => {
+                let r = target_ratios(context, target).ok()?;
+                [hardware.cpu, r.fp32, r.tf32, r.fp16, r.memory, r.copy]
+            }
+            None => [
+                hardware.compute,
+                hardware.memory,
+                hardware.cpu,
+                hardware.copy,
+                1.0,
+                1.0,
+            ],
+        };
+        factors.into_iter().reduce(f64::max)
+    }
+
     /// The models `advise` tries, in the order their effects compose in: program changes
     /// first (fewer kernels, then cheaper kernels, then fewer launches and syncs), hardware
     /// last.
