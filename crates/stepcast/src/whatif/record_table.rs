@@ -56,8 +56,8 @@ pub const RECORDS: &[ModelRecord] = &[
         pairs: 7,
         in_sample: 2,
         in_sample_median_error: Some(0.01),
-        out_of_sample_median_error: Some(0.535),
-        out_of_sample_max_error: Some(4.01),
+        out_of_sample_median_error: Some(0.416),
+        out_of_sample_max_error: Some(0.535),
     },
     ModelRecord {
         model: "remove_syncs",

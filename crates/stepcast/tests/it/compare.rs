@@ -921,14 +921,15 @@ const COMPILED_ON_CPU: &str = "the model fuses element-wise device kernels and a
      and `compare` can refuse such a pair as two workloads (time-weighted op similarity 0.19 \
      on the transformer, no kernel to match); the table forces the comparison";
 
-const WORKERS_ON_SHARED_CORES: &str = "held with `--workers N` as the bar says: the \
-     model's worker runs the loading's parallel tensor ops ×9.4 slower (`WORKER_TENSOR_SLOWDOWN`, \
-     fitted on a 16-CPU H100 host), a loss; on this shared 2-core CPU the training process had \
-     at most two intra-op threads, so a worker cannot be that much slower: the constant does \
-     not travel between hosts (the H200 pairs say so too). The workers also shared two cores \
-     with the training process and other engineers' compilers (load average 3 to 10), and \
-     without the profiler `num_workers=1` and `2` were slower than loading in the training \
-     process (the spread of the rounds straddles ×1)";
+const WORKERS_ON_SHARED_CORES: &str = "with `--workers N --cores 2` (the bar named \
+     `--workers`; the machine has 2 cores): a worker runs the loading's parallel tensor ops on \
+     one thread, at most as many times slower as the cores the training process spread them \
+     over (`worker_slowdown`: ×2 here, not the ×9.4 fitted on a 16-CPU H100 host). That cap was \
+     added after these rows were seen missing by +401 % and +107 % with ×9.4: the rows are no \
+     blind test of it. The workers also shared two cores with the training process and other \
+     engineers' compilers (load average 3 to 10), and without the profiler `num_workers=1` and \
+     `2` were slower than loading in the training process (the spread of the rounds straddles \
+     ×1)";
 
 /// A pair recorded on this machine's CPU (`testdata/kineto/stepcast/cpu-pairs/`: its README
 /// fixed the bars before the recording), `before` and `after` configurations of that folder.
@@ -966,6 +967,15 @@ const fn workers(n: f64) -> ModelParams {
 
 const WORKERS_1: ModelParams = workers(1.0);
 const WORKERS_2: ModelParams = workers(2.0);
+/// `--workers N --cores 2`: the CPU loader pairs, recorded on this 2-core machine.
+const WORKERS_1_ON_2_CORES: ModelParams = ModelParams {
+    cores: Some(2.0),
+    ..workers(1.0)
+};
+const WORKERS_2_ON_2_CORES: ModelParams = ModelParams {
+    cores: Some(2.0),
+    ..workers(2.0)
+};
 const WORKERS_4: ModelParams = workers(4.0);
 
 const H200_LOADER: &str = "out of sample (`WORKER_TENSOR_SLOWDOWN` was fitted on the H100 \
@@ -1319,7 +1329,7 @@ const PAIRS: &[Pair] = &[
          shared 2-core CPU)",
         &[Check {
             model: "prefetch_inputs",
-            params: Some(&WORKERS_1),
+            params: Some(&WORKERS_1_ON_2_CORES),
             bar: Bar::Missed(&Bar::Traced(0.10)),
             direction: false,
             note: WORKERS_ON_SHARED_CORES,
@@ -1333,8 +1343,8 @@ const PAIRS: &[Pair] = &[
          shared 2-core CPU)",
         &[Check {
             model: "prefetch_inputs",
-            params: Some(&WORKERS_2),
-            bar: Bar::Missed(&Bar::Traced(0.10)),
+            params: Some(&WORKERS_2_ON_2_CORES),
+            bar: Bar::Traced(0.10),
             direction: false,
             note: WORKERS_ON_SHARED_CORES,
             host_from: None,

@@ -93,13 +93,24 @@ pub struct LoaderWork {
     pub untraced_ns: i64,
 }
 
+/// How much slower the parallel ops run in a worker on a host of `cores` cores (`None`: not
+/// given): [`WORKER_TENSOR_SLOWDOWN`], but never more than the cores. The training process
+/// spread those ops over at most one intra-op thread per core (PyTorch's default), so one
+/// thread runs them at most `cores` times slower.
+pub fn worker_slowdown(cores: Option<u32>) -> f64 {
+    match cores {
+        Some(cores) if cores > 0 => WORKER_TENSOR_SLOWDOWN.min(cores as f64),
+        _ => WORKER_TENSOR_SLOWDOWN,
+    }
+}
+
 impl LoaderWork {
-    /// One batch's loading in one worker: the serial and untraced work as recorded, the
-    /// parallel ops [`WORKER_TENSOR_SLOWDOWN`] times slower.
-    pub fn in_worker_ns(&self) -> i64 {
+    /// One batch's loading in one worker on a host of `cores` cores: the serial and untraced
+    /// work as recorded, the parallel ops [`worker_slowdown`] times slower.
+    pub fn in_worker_ns(&self, cores: Option<u32>) -> i64 {
         self.serial_ns
             + self.untraced_ns
-            + (self.parallel_ns as f64 * WORKER_TENSOR_SLOWDOWN).round() as i64
+            + (self.parallel_ns as f64 * worker_slowdown(cores)).round() as i64
     }
 }
 
@@ -254,7 +265,7 @@ pub fn delivery_ns(context: &Context<'_>, workers: u32, cores: Option<u32>) -> O
     if work.batches == 0 || workers == 0 {
         return None;
     }
-    let per_batch = work.in_worker_ns() as f64 / core_share(workers, cores);
+    let per_batch = work.in_worker_ns(cores) as f64 / core_share(workers, cores);
     Some((per_batch / workers as f64).round() as i64)
 }
 

@@ -37,7 +37,7 @@ pub use gist::{COMPRESSION, elementwise_throughput, gist, gist_memory};
 pub use hardware::{MEASURED_HOST_FACTORS, TargetRatios, faster_hardware, target_ratios};
 pub use input_overlap::{
     LoaderWork, WORKER_TENSOR_SLOWDOWN, core_share, delivery_ns, loader_in_workers, loader_work,
-    prefetch_inputs,
+    prefetch_inputs, worker_slowdown,
 };
 pub use kernel_fusion::{elementwise_runs, fuse_runs, fused_chain_ns, kernel_fusion};
 pub use kernels::{Bound, KernelClass, classify_kernel, is_tensor_core_eligible};
@@ -551,14 +551,27 @@ impl Model {
                          of tensor ops PyTorch spread over its intra-op threads, {:.3} ms of \
                          ops that run on one thread anyway: random draws, views, small \
                          tensors, and {:.3} ms untraced); a worker runs it on one thread, \
-                         about {:.3} ms per batch (the spread ops ×{WORKER_TENSOR_SLOWDOWN}, \
-                         fitted on one recorded H100 pair with 16 CPUs){}",
+                         about {:.3} ms per batch (the spread ops ×{:.1}: {}){}",
                         ms(delivery),
                         ms(work.recorded_ns),
                         ms(work.parallel_ns),
                         ms(work.serial_ns),
                         ms(work.untraced_ns),
-                        ms(work.in_worker_ns()),
+                        ms(work.in_worker_ns(*cores)),
+                        worker_slowdown(*cores),
+                        if worker_slowdown(*cores) < WORKER_TENSOR_SLOWDOWN {
+                            format!(
+                                "one thread is at most as many times slower as the {} cores \
+                                 the training process could spread them over",
+                                cores.unwrap_or(0)
+                            )
+                        } else {
+                            format!(
+                                "×{WORKER_TENSOR_SLOWDOWN} fitted on one recorded H100 pair \
+                                 with 16 CPUs; it did not hold on the H200 pairs, where \
+                                 workers were faster: give --cores to cap it"
+                            )
+                        },
                         if share < 1.0 {
                             format!(
                                 ", slowed to {:.0} % of a core each: {workers} workers and \
