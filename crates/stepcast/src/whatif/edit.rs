@@ -151,7 +151,11 @@ impl Select {
 pub enum HostGaps {
     /// Keep it on the lane (the framework work between calls still happens): Daydream's remove.
     Keep,
-    /// Drop it with the call (the Python/dispatcher work that issued the call is gone too).
+    /// Drop it with the call (the Python/dispatcher work that issued the call is gone too),
+    /// up to what calls of its name typically leave after them: a gap more than 50 times
+    /// that (a wait for a DataLoader worker inside `_MultiProcessingDataLoaderIter.__next__`
+    /// after the optimizer's last call, 189 ms on `h200-pairs/loader-workers2`) keeps all but
+    /// the typical part on the lane.
     Drop,
 }
 
@@ -223,6 +227,37 @@ pub struct EditGraph {
     launch_latency_ns: i64,
     /// Calibrated dispatch gap (gap after inserted device tasks).
     dispatch_gap_ns: i64,
+    /// Per name of host task seen [`TYPICAL_GAP_MIN_INSTANCES`] times or more, the median
+    /// untraced gap after it: what the Python and dispatcher work around such a call takes
+    /// (see [`HostGaps::Drop`]).
+    typical_gap_ns: Arc<HashMap<NameId, i64>>,
+}
+
+/// A name's typical gap needs this many host tasks of that name.
+const TYPICAL_GAP_MIN_INSTANCES: usize = 5;
+/// A gap this many times its name's typical one is not that call's dispatch work.
+const UNTYPICAL_GAP_FACTOR: i64 = 50;
+
+/// The median untraced gap after the host tasks of each name seen at least
+/// [`TYPICAL_GAP_MIN_INSTANCES`] times.
+fn typical_gaps(graph: &Graph) -> HashMap<NameId, i64> {
+    let mut by_name: HashMap<NameId, Vec<i64>> = HashMap::new();
+    for t in 0..graph.task_count() {
+        if !graph.kind[t].on_device() {
+            by_name
+                .entry(graph.name[t])
+                .or_default()
+                .push(graph.gap_ns[t]);
+        }
+    }
+    by_name
+        .into_iter()
+        .filter(|(_, gaps)| gaps.len() >= TYPICAL_GAP_MIN_INSTANCES)
+        .map(|(name, mut gaps)| {
+            let middle = gaps.len() / 2;
+            (name, *gaps.select_nth_unstable(middle).1)
+        })
+        .collect()
 }
 
 impl EditGraph {
@@ -303,6 +338,7 @@ impl EditGraph {
             original_tasks: n,
             launch_latency_ns,
             dispatch_gap_ns,
+            typical_gap_ns: Arc::new(typical_gaps(graph)),
         }
     }
 
@@ -918,15 +954,28 @@ impl EditGraph {
             self.succs[e.from as usize].retain(|&s| s != task.0);
         }
 
-        if !on_device && gaps == HostGaps::Keep && cost.gap_ns > 0 {
+        // What stays on the lane of the untraced gap after a removed host task: all of it
+        // (`Keep`), or (`Drop`) what is beyond its name's typical gap when the gap is far
+        // beyond it: a wait for a DataLoader worker, a peer or the step's own Python after
+        // the last call is not the dispatch work that issued that call.
+        let kept_gap_ns = match gaps {
+            HostGaps::Keep => cost.gap_ns,
+            HostGaps::Drop => match self.typical_gap_ns.get(&row.name) {
+                Some(&typical) if cost.gap_ns > typical.max(1) * UNTYPICAL_GAP_FACTOR => {
+                    cost.gap_ns - typical
+                }
+                _ => 0,
+            },
+        };
+        if !on_device && kept_gap_ns > 0 {
             match (lane_prev, lane_next) {
-                (Some(p), _) => self.costs[p as usize].gap_ns += cost.gap_ns,
+                (Some(p), _) => self.costs[p as usize].gap_ns += kept_gap_ns,
                 (None, Some(n)) => {
                     let next = &mut self.rows[n as usize];
                     if row.not_before_ns != NO_TIME {
                         next.not_before_ns = next
                             .not_before_ns
-                            .max(row.not_before_ns + cost.dur_ns + cost.gap_ns);
+                            .max(row.not_before_ns + cost.dur_ns + kept_gap_ns);
                     }
                 }
                 (None, None) => {}
@@ -1301,6 +1350,7 @@ impl EditGraph {
             original_tasks,
             launch_latency_ns,
             dispatch_gap_ns,
+            typical_gap_ns,
         } = self;
         rows.shares_all_with(&base.rows)
             && costs.shares_all_with(&base.costs)
@@ -1324,6 +1374,7 @@ impl EditGraph {
             && *original_tasks == base.original_tasks
             && *launch_latency_ns == base.launch_latency_ns
             && *dispatch_gap_ns == base.dispatch_gap_ns
+            && Arc::ptr_eq(typical_gap_ns, &base.typical_gap_ns)
     }
 
     /// Rebuilds a [`Graph`]: live tasks numbered lane by lane, edges sorted by (target, kind,
