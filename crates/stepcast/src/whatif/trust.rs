@@ -431,6 +431,12 @@ pub struct TransformKind {
     /// A change of machine only: the most any cost is divided by, the product over its
     /// models ([`Model::largest_speed`]): the step cannot get more times faster.
     pub machine_speed: Option<f64>,
+    /// The loader already runs in worker processes and the training process waits for them
+    /// (its mean wait per batch, `models::workers_wait_ns`), and the transform leaves the
+    /// loader as it is: the workers' pace, which nothing in the training process changes,
+    /// floors the step. With it, how many times faster the host is (its workers run on it
+    /// too).
+    pub workers_wait: Option<(i64, f64)>,
 }
 
 impl TransformKind {
@@ -453,8 +459,25 @@ impl TransformKind {
                 .map(|m| m.largest_speed(context))
                 .try_fold(1.0, |product, speed| Some(product * speed?))
                 .filter(|_| !models.is_empty()),
+            workers_wait: models
+                .iter()
+                .all(|m| !matches!(m, Model::PrefetchInputs { .. }))
+                .then(|| crate::whatif::models::workers_wait_ns(context))
+                .flatten()
+                .map(|wait_ns| (wait_ns, host_speed(models))),
         }
     }
+}
+
+/// How many times faster `models` make the host: the product of their host factors.
+fn host_speed(models: &[Model]) -> f64 {
+    models
+        .iter()
+        .map(|m| match m {
+            Model::FasterHardware(hardware) => hardware.cpu,
+            _ => 1.0,
+        })
+        .product()
 }
 
 /// Fills `outcome`'s caveats and bound for `models` (see [`Outcome::bound_ns`]).
@@ -483,6 +506,9 @@ pub fn assess_kind(
     caveats.extend(kind.caveats.iter().cloned());
     if let Some(speed) = kind.machine_speed {
         caveats.extend(machine_limit(outcome, speed));
+    }
+    if let Some((wait_ns, host_speed)) = kind.workers_wait {
+        caveats.extend(workers_pace(outcome, wait_ns, host_speed));
     }
     if let Some(cost) = &window.profiler {
         caveats.extend(profiler_caveat(cost, outcome));
@@ -562,6 +588,53 @@ fn machine_limit(outcome: &mut Outcome, speed: f64) -> Option<String> {
         "held at {speed:.3}×, the most a machine whose costs are at most {speed:.3}× shorter \
          gives: the replay read {replayed:.3}×, the excess a head start the host's recorded lead \
          over the warm-up step gives the first steady step, paid once"
+    ))
+}
+
+/// The training process waits this share of its step or more for its `DataLoader` workers:
+/// the workers set the step's pace.
+const WORKERS_BOUND_SHARE: f64 = 0.05;
+
+/// Where the training process waits for its `DataLoader` workers (`wait_ns` per batch, at
+/// least [`WORKERS_BOUND_SHARE`] of the step), the workers deliver a batch per measured step:
+/// a faster training process waits longer for them, and the step stays at their pace, or
+/// that pace over `host_speed` where the host (which runs the workers too) is faster. A
+/// prediction below it is held there, and says so. The replay cannot see this on its own:
+/// the wait is untraced time inside `_MultiProcessingDataLoaderIter.__next__`, host time to
+/// the graph (`h200-pairs/loader-workers2`: two workers, 189 ms of waiting every other step;
+/// `cuda_graphs` read 1.23× there).
+fn workers_pace(outcome: &mut Outcome, wait_ns: i64, host_speed: f64) -> Option<String> {
+    let baseline_ns = outcome.baseline.step_ns;
+    if (wait_ns as f64) < WORKERS_BOUND_SHARE * baseline_ns as f64 || host_speed <= 0.0 {
+        return None;
+    }
+    let pace_ns = (baseline_ns as f64 / host_speed).ceil() as i64;
+    let wait = format!(
+        "the training process waits {:.3} ms per batch for its DataLoader workers \
+         (`_MultiProcessingDataLoaderIter`): they deliver a batch per {:.3} ms step",
+        wait_ns as f64 / 1e6,
+        baseline_ns as f64 / 1e6
+    );
+    if outcome.predicted.step_ns >= pace_ns {
+        return Some(format!(
+            "{wait}, a pace the prediction does not go below; more workers \
+             (prefetch_inputs --workers) or cheaper loading would move it"
+        ));
+    }
+    let replayed = outcome.speedup;
+    outcome.predicted.step_ns = pace_ns;
+    outcome.speedup = super::speedup(baseline_ns, pace_ns);
+    Some(format!(
+        "held at {:.3}×, the workers' pace: {wait}{}, and a faster training process only \
+         waits longer for them (the replay, which takes the wait for host work, read \
+         {replayed:.3}×); more workers (prefetch_inputs --workers) or cheaper loading would \
+         move it",
+        outcome.speedup,
+        if host_speed != 1.0 {
+            format!(", on a host {host_speed}× faster (the workers run on it too)")
+        } else {
+            String::new()
+        }
     ))
 }
 

@@ -226,3 +226,71 @@ fn a_machine_k_times_faster_predicts_at_most_k_times() {
     assert_eq!(same.predicted.step_ns, same.baseline.step_ns);
     assert!(!same.caveats.iter().any(|c| c.starts_with("held at")));
 }
+
+/// A step paced by its `DataLoader` workers is not made faster by a faster training process:
+/// on `h100-pairs/loader-workers4` the training process waits for its four workers (inside
+/// `_MultiProcessingDataLoaderIter.__next__`, more than 5 % of the step, counted here from
+/// the trace's own ranges), so no program change gains anything there (they read up to 6.2×
+/// before, taking the wait for host work), each says why, and a 2× faster host (whose
+/// workers run 2× faster too) gains at most 2×.
+#[test]
+fn a_step_paced_by_its_loader_workers_keeps_their_pace() {
+    let (trace, window) = load("stepcast/h100-pairs/loader-workers4.json.gz");
+    // Independent reading: the waits inside the multiprocess loader's `__next__` ranges of
+    // the steady steps, against the steady steps' time.
+    let steady = &window.steps[1..];
+    let in_steady = |ns: i64| {
+        steady
+            .iter()
+            .any(|s| s.start_ns <= ns && ns < s.marker_end_ns)
+    };
+    let wait_ns: i64 = trace
+        .events
+        .iter()
+        .filter(|e| {
+            trace
+                .name(e.name)
+                .contains("_MultiProcessingDataLoaderIter.__next__")
+        })
+        .filter(|e| in_steady(e.start_ns))
+        .map(|e| e.end_ns() - e.start_ns)
+        .sum();
+    let steps_ns: i64 = steady.iter().map(|s| s.marker_end_ns - s.start_ns).sum();
+    assert!(wait_ns * 20 > steps_ns, "{wait_ns} of {steps_ns}");
+    let mapping = map(&trace, &window);
+    let advice = advise(&Context::new(&trace, &window, &mapping)).expect("advises");
+    assert!(!advice.candidates.is_empty());
+    for c in &advice.candidates {
+        let faster_host = c
+            .models
+            .iter()
+            .any(|m| matches!(m, Model::FasterHardware(h) if h.cpu != 1.0));
+        if faster_host {
+            assert!(
+                c.outcome.speedup <= 2.0 + 1e-6,
+                "{}: {}",
+                c.name(),
+                c.outcome.speedup
+            );
+        } else if !matches!(c.models.as_slice(), [Model::PrefetchInputs { .. }]) {
+            assert!(
+                c.outcome.speedup <= 1.0 + 1e-9,
+                "{}: {}",
+                c.name(),
+                c.outcome.speedup
+            );
+        }
+        assert!(
+            c.models
+                .iter()
+                .any(|m| matches!(m, Model::PrefetchInputs { .. }))
+                || c.outcome
+                    .caveats
+                    .iter()
+                    .any(|cv| cv.contains("DataLoader workers")),
+            "{}: {:?}",
+            c.name(),
+            c.outcome.caveats
+        );
+    }
+}

@@ -334,6 +334,8 @@ pub fn kind(context: &Context<'_>, facts: &Facts, m: &Move) -> TransformKind {
         // No move moves the loading into workers, nor changes the machine.
         loader_pace: None,
         machine_speed: None,
+        // Every move leaves the loader as it is: workers that pace the step still do.
+        workers_wait: crate::whatif::models::workers_wait_ns(context).map(|wait| (wait, 1.0)),
     }
 }
 

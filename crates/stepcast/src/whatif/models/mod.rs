@@ -37,7 +37,7 @@ pub use gist::{COMPRESSION, elementwise_throughput, gist, gist_memory};
 pub use hardware::{MEASURED_HOST_FACTORS, TargetRatios, faster_hardware, target_ratios};
 pub use input_overlap::{
     LoaderWork, WORKER_TENSOR_SLOWDOWN, core_share, delivery_ns, loader_in_workers, loader_work,
-    prefetch_inputs, worker_slowdown,
+    prefetch_inputs, worker_slowdown, workers_wait_ns,
 };
 pub use kernel_fusion::{elementwise_runs, fuse_runs, fused_chain_ns, kernel_fusion};
 pub use kernels::{Bound, KernelClass, classify_kernel, is_tensor_core_eligible};
