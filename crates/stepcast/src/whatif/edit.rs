@@ -231,6 +231,9 @@ pub struct EditGraph {
     /// untraced gap after it: what the Python and dispatcher work around such a call takes
     /// (see [`HostGaps::Drop`]).
     typical_gap_ns: Arc<HashMap<NameId, i64>>,
+    /// Per task, the untraced gaps of removed tasks' lane predecessors that removals moved
+    /// into its incoming edges' lags (see [`EditGraph::carried_gap_ns`]). Lookups only.
+    carried_gap_ns: HashMap<u32, i64>,
 }
 
 /// A name's typical gap needs this many host tasks of that name.
@@ -339,6 +342,7 @@ impl EditGraph {
             launch_latency_ns,
             dispatch_gap_ns,
             typical_gap_ns: Arc::new(typical_gaps(graph)),
+            carried_gap_ns: HashMap::new(),
         }
     }
 
@@ -525,6 +529,17 @@ impl EditGraph {
                     .map(|e| (old.lag_ns - e.lag_ns).max(0))
             })
             .sum()
+    }
+
+    /// What removals moved into `task`'s incoming lags from the path before it: a removed
+    /// task's lane predecessor gated it after its untraced gap, and the edge that now
+    /// bypasses the removed task carries that gap in its lag. The gap was on the path already
+    /// (the predecessor's), so it is not lag added; a later model that scales the edge (a
+    /// faster host scaling a handoff) cuts it there. A bound that compares the lags coming
+    /// in ([`super::Outcome::path_cut_ns`]) adds it back (kernel fusion then a faster CPU on
+    /// `h200-pairs/mlp-amp` otherwise gained 24 µs a step above its bound).
+    pub fn carried_gap_ns(&self, task: TaskId) -> i64 {
+        self.carried_gap_ns.get(&task.0).copied().unwrap_or(0)
     }
 
     /// The lags of `task`'s incoming stored edges, summed: what leaves a path with the task
@@ -880,12 +895,12 @@ impl EditGraph {
             into_end.push(e);
         }
         // The lane predecessor gates the begin (after its gap).
-        if let Some(p) = lane_prev {
-            let e = Edge {
-                from: p,
-                kind: EdgeKind::EventWait,
-                lag_ns: self.costs[p as usize].gap_ns,
-            };
+        let lane_edge = lane_prev.map(|p| Edge {
+            from: p,
+            kind: EdgeKind::EventWait,
+            lag_ns: self.costs[p as usize].gap_ns,
+        });
+        if let Some(e) = lane_edge {
             into_begin.push(e);
             into_end.push(e);
         }
@@ -919,6 +934,9 @@ impl EditGraph {
                         continue;
                     }
                     let kind = compose(inp.kind, out.kind);
+                    if Some(inp) == lane_edge && inp.lag_ns > 0 {
+                        *self.carried_gap_ns.entry(s).or_default() += inp.lag_ns;
+                    }
                     self.add_edge(inp.from, s, kind, inp.lag_ns + out.lag_ns);
                 }
             }
@@ -1351,6 +1369,7 @@ impl EditGraph {
             launch_latency_ns,
             dispatch_gap_ns,
             typical_gap_ns,
+            carried_gap_ns,
         } = self;
         rows.shares_all_with(&base.rows)
             && costs.shares_all_with(&base.costs)
@@ -1375,6 +1394,7 @@ impl EditGraph {
             && *launch_latency_ns == base.launch_latency_ns
             && *dispatch_gap_ns == base.dispatch_gap_ns
             && Arc::ptr_eq(typical_gap_ns, &base.typical_gap_ns)
+            && *carried_gap_ns == base.carried_gap_ns
     }
 
     /// Rebuilds a [`Graph`]: live tasks numbered lane by lane, edges sorted by (target, kind,

@@ -946,7 +946,7 @@ fn path_cut(base: &EditGraph, edit: &EditGraph, t: TaskId, peers: Peers) -> i64 
     // (another source) count in the difference of the lags coming in.
     let lags = edit
         .lag_saved_ns(base, t)
-        .max(base.in_lag_ns(t) - edit.in_lag_ns(t));
+        .max(base.in_lag_ns(t) - edit.in_lag_ns(t) + edit.carried_gap_ns(t));
     let peer_after = match peers {
         Peers::Balanced => 0,
         Peers::Skew => edit.peer_wait_ns(t),

@@ -294,3 +294,25 @@ fn a_step_paced_by_its_loader_workers_keeps_their_pace() {
         );
     }
 }
+
+/// Kernel fusion removes launch calls; the edge that then bypasses a removed call on the
+/// autograd thread's handoff carries its lane predecessor's untraced gap in its lag, and a
+/// faster CPU applied next scales that lag with the handoff. The gap was on the path already:
+/// the bound adds it back (`EditGraph::carried_gap_ns`), so the combination's gain stays
+/// within its bound with no anomaly (it was 24 µs a step above, and declined as a defect).
+#[test]
+fn a_gap_moved_into_a_bypass_edge_stays_in_the_bound() {
+    let (trace, window) = load("stepcast/h200-pairs/mlp-amp.json.gz");
+    let mapping = map(&trace, &window);
+    let context = Context::new(&trace, &window, &mapping);
+    let models = [
+        Model::by_name("kernel_fusion").expect("model"),
+        Model::by_name("faster_cpu").expect("model"),
+    ];
+    let outcome = apply_models(&context, &models).expect("predicts");
+    let gain = outcome.baseline.step_ns - outcome.predicted.step_ns;
+    let bound = outcome.bound_ns.expect("assessed");
+    assert!(gain > 0 && gain <= bound, "gain {gain} bound {bound}");
+    assert!(outcome.anomaly.is_none(), "{:?}", outcome.anomaly);
+    assert!(outcome.declined.is_none(), "{:?}", outcome.declined);
+}
