@@ -286,15 +286,16 @@ pub fn loader_in_workers(context: &Context<'_>) -> bool {
     })
 }
 
-/// The training process's mean wait per batch for its `DataLoader` workers (the recorded
-/// `_MultiProcessingDataLoaderIter.__next__` ranges of the steady steps), where the loader
+/// The training process's mean wait per batch for its `DataLoader` workers (the untraced
+/// time inside the `_MultiProcessingDataLoaderIter.__next__` ranges of the steady steps: ops
+/// recorded there are work, the rest is the wait on the workers' queue), where the loader
 /// already runs in worker processes; `None` otherwise.
 pub fn workers_wait_ns(context: &Context<'_>) -> Option<i64> {
     if !loader_in_workers(context) {
         return None;
     }
     let work = loader_work(context);
-    (work.batches > 0).then_some(work.recorded_ns)
+    (work.batches > 0).then_some(work.untraced_ns)
 }
 
 /// **Input pipeline overlap** (prefetching: `DataLoader(num_workers>0, pin_memory=True,
