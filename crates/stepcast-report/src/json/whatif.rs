@@ -570,6 +570,9 @@ pub struct AdviseJson {
     pub bottleneck: BottleneckJson,
     /// The speedup from which a candidate counts as useful.
     pub useful_speedup: f64,
+    /// Where the `DataLoader` workers pace the step, the sentence that says so: no change
+    /// that leaves the loader goes below their pace. `None` (`null`) otherwise.
+    pub paced_by: Option<String>,
     /// Every candidate, best first: by speedup, then by name.
     pub candidates: Vec<CandidateJson>,
     /// Memory-for-time trades (usually slower), each with the memory it saves; not ranked.
@@ -768,6 +771,7 @@ pub fn advise_json(trace: &Trace, window: &Window, advice: &Advice) -> AdviseJso
         steady_steps: steady_steps(window),
         bottleneck: BottleneckJson::new(trace, &advice.baseline.bottleneck),
         useful_speedup: stepcast::whatif::advise::USEFUL_SPEEDUP,
+        paced_by: advice.paced_by.clone(),
         candidates: advice
             .candidates
             .iter()

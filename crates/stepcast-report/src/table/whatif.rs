@@ -383,22 +383,11 @@ pub fn advise_text(doc: &AdviseJson) -> String {
                 n => format!("; {n} caveats below"),
             }
         )),
-        None => {
-            // Why, where the DataLoader workers hold every program change at their pace.
-            let paced = doc.candidates.iter().find_map(|c| {
-                c.trust
-                    .caveats
-                    .iter()
-                    .find(|caveat| caveat.contains("the workers' pace"))
-            });
-            notes.push(match paced.and_then(|c| c.split(": ").nth(1)) {
-                Some(why) => format!(
-                    "No change to the program is predicted to help: {}.",
-                    why.split(", and a faster").next().unwrap_or(why)
-                ),
-                None => "No change to the program is predicted to help.".to_string(),
-            });
-        }
+        // Why, where the DataLoader workers hold every program change at their pace.
+        None => notes.push(match &doc.paced_by {
+            Some(why) => format!("No change to the program is predicted to help: {why}."),
+            None => "No change to the program is predicted to help.".to_string(),
+        }),
     }
     let useless: Vec<&str> = doc
         .candidates

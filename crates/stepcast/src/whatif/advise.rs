@@ -69,6 +69,9 @@ pub struct Advice {
     /// Why no candidate is offered, if none is (`trust::WindowTrust::declined`): the
     /// candidates are then not predicted at all.
     pub declined: Option<String>,
+    /// Where the `DataLoader` workers pace the step, the sentence that says so
+    /// (`trust::workers_pacing`): no change that leaves the loader goes below their pace.
+    pub paced_by: Option<String>,
 }
 
 /// Tries every advised model and the useful combinations (see the module documentation), in
@@ -91,6 +94,7 @@ pub fn advise(context: &Context<'_>) -> Result<Advice, WhatIfError> {
             memory_trades: Vec::new(),
             failed: Vec::new(),
             declined: Some(reason.clone()),
+            paced_by: None,
         });
     }
     let mut singles: Vec<Vec<Model>> = Model::advised().into_iter().map(|m| vec![m]).collect();
@@ -151,12 +155,15 @@ pub fn advise(context: &Context<'_>) -> Result<Advice, WhatIfError> {
             .total_cmp(&a.outcome.speedup)
             .then_with(|| a.name().cmp(&b.name()))
     });
+    let paced_by = crate::whatif::models::workers_wait_ns(context)
+        .and_then(|wait_ns| super::trust::workers_pacing(wait_ns, baseline.step_ns));
     Ok(Advice {
         baseline,
         candidates,
         memory_trades,
         failed,
         declined: None,
+        paced_by,
     })
 }
 

@@ -595,6 +595,20 @@ fn machine_limit(outcome: &mut Outcome, speed: f64) -> Option<String> {
 /// the workers set the step's pace.
 const WORKERS_BOUND_SHARE: f64 = 0.05;
 
+/// Whether the training process's wait for its `DataLoader` workers (`wait_ns` per batch) is
+/// at least [`WORKERS_BOUND_SHARE`] of the `step_ns` step, so that the workers pace it: then
+/// the sentence that says so (`Advice::paced_by`, [`workers_pace`]).
+pub fn workers_pacing(wait_ns: i64, step_ns: i64) -> Option<String> {
+    ((wait_ns as f64) >= WORKERS_BOUND_SHARE * step_ns as f64 && step_ns > 0).then(|| {
+        format!(
+            "the training process waits {:.3} ms per batch for its DataLoader workers \
+             (`_MultiProcessingDataLoaderIter`): they deliver a batch per {:.3} ms step",
+            wait_ns as f64 / 1e6,
+            step_ns as f64 / 1e6
+        )
+    })
+}
+
 /// Where the training process waits for its `DataLoader` workers (`wait_ns` per batch, at
 /// least [`WORKERS_BOUND_SHARE`] of the step), the workers deliver a batch per measured step:
 /// a faster training process waits longer for them, and the step stays at their pace, or
@@ -605,16 +619,11 @@ const WORKERS_BOUND_SHARE: f64 = 0.05;
 /// `cuda_graphs` read 1.23× there).
 fn workers_pace(outcome: &mut Outcome, wait_ns: i64, host_speed: f64) -> Option<String> {
     let baseline_ns = outcome.baseline.step_ns;
-    if (wait_ns as f64) < WORKERS_BOUND_SHARE * baseline_ns as f64 || host_speed <= 0.0 {
+    if host_speed <= 0.0 {
         return None;
     }
+    let wait = workers_pacing(wait_ns, baseline_ns)?;
     let pace_ns = (baseline_ns as f64 / host_speed).ceil() as i64;
-    let wait = format!(
-        "the training process waits {:.3} ms per batch for its DataLoader workers \
-         (`_MultiProcessingDataLoaderIter`): they deliver a batch per {:.3} ms step",
-        wait_ns as f64 / 1e6,
-        baseline_ns as f64 / 1e6
-    );
     if outcome.predicted.step_ns >= pace_ns {
         return Some(format!(
             "{wait}, a pace the prediction does not go below; more workers \

@@ -260,6 +260,11 @@ fn a_step_paced_by_its_loader_workers_keeps_their_pace() {
     let mapping = map(&trace, &window);
     let advice = advise(&Context::new(&trace, &window, &mapping)).expect("advises");
     assert!(!advice.candidates.is_empty());
+    let paced_by = advice
+        .paced_by
+        .as_deref()
+        .expect("the workers pace the step");
+    assert!(paced_by.contains("DataLoader workers"), "{paced_by}");
     for c in &advice.candidates {
         let faster_host = c
             .models
@@ -293,6 +298,11 @@ fn a_step_paced_by_its_loader_workers_keeps_their_pace() {
             c.outcome.caveats
         );
     }
+    // Loading in the training process (no workers): nothing paces the step from outside.
+    let (trace, window) = load("stepcast/h100-pairs/loader-workers0.json.gz");
+    let mapping = map(&trace, &window);
+    let advice = advise(&Context::new(&trace, &window, &mapping)).expect("advises");
+    assert_eq!(advice.paced_by, None);
 }
 
 /// Kernel fusion removes launch calls; the edge that then bypasses a removed call on the
