@@ -323,17 +323,7 @@ fn check_json(check: &ModelCheck) -> ModelCheckJson {
         measured_ns: check.measured_step_ns,
         error: error(check.predicted_step_ns, check.measured_step_ns),
         placement: check.placement.as_str(),
-        trust: TrustJson {
-            bound_ns: check.bound_ns,
-            bound_speedup: check
-                .bound_ns
-                .filter(|&b| b < check.baseline_ns)
-                .and_then(|b| finite(check.baseline_ns as f64 / (check.baseline_ns - b) as f64)),
-            caveats: check.caveats.clone(),
-            anomaly: check.anomaly.clone(),
-            rests_on: check.rests_on.clone(),
-            declined: check.declined.clone(),
-        },
+        trust: TrustJson::of(&check.trust),
         phases: check
             .phases
             .iter()

@@ -91,19 +91,9 @@ pub struct ModelCheck {
     pub measured: Measured,
     /// Where `predicted_speedup` lies against it.
     pub placement: Placement,
-    /// The what-if's baseline step on BEFORE (its replay), what the bound is against.
-    pub baseline_ns: i64,
-    /// The most the model can gain per steady step ([`Outcome::bound_ns`]); `None`: not
-    /// assessed.
-    pub bound_ns: Option<i64>,
-    /// What limits the prediction ([`Outcome::caveats`]).
-    pub caveats: Vec<String>,
-    /// Why the prediction responds as no machine would, if it does ([`Outcome::anomaly`]).
-    pub anomaly: Option<String>,
-    /// Where its gain rests mostly on one task ([`Outcome::rests_on`]).
-    pub rests_on: Option<String>,
-    /// Why the prediction cannot be trusted at all, if it cannot ([`Outcome::declined`]).
-    pub declined: Option<String>,
+    /// How far the prediction can be trusted, as `whatif`'s: its baseline step on BEFORE (what
+    /// the bound is against), bound, caveats, anomaly, `rests_on` and `declined`.
+    pub trust: crate::whatif::trust::Verdict,
 }
 
 /// Applies `model` to BEFORE, and checks its prediction against AFTER.
@@ -163,12 +153,7 @@ pub fn check_outcome(
         model,
         measured: measured_interval,
         placement: Placement::of(&measured_interval, outcome.speedup),
-        baseline_ns: outcome.baseline.step_ns,
-        bound_ns: outcome.bound_ns,
-        caveats: outcome.caveats.clone(),
-        anomaly: outcome.anomaly.clone(),
-        rests_on: outcome.rests_on.clone(),
-        declined: outcome.declined.clone(),
+        trust: crate::whatif::trust::Verdict::of(outcome),
         predicted_speedup: outcome.speedup,
         predicted_step_ns,
         measured_step_ns: after_steps.period_ns,

@@ -70,7 +70,8 @@ pub struct Advice {
     /// candidates are then not predicted at all.
     pub declined: Option<String>,
     /// Where the `DataLoader` workers pace the step, the sentence that says so
-    /// (`trust::workers_pacing`): no change that leaves the loader goes below their pace.
+    /// (`trust::WindowTrust::paced_by`): no change that leaves the loader goes below their
+    /// pace.
     pub paced_by: Option<String>,
 }
 
@@ -155,8 +156,7 @@ pub fn advise(context: &Context<'_>) -> Result<Advice, WhatIfError> {
             .total_cmp(&a.outcome.speedup)
             .then_with(|| a.name().cmp(&b.name()))
     });
-    let paced_by = crate::whatif::models::workers_wait_ns(context)
-        .and_then(|wait_ns| super::trust::workers_pacing(wait_ns, baseline.step_ns));
+    let paced_by = window.paced_by.clone();
     Ok(Advice {
         baseline,
         candidates,

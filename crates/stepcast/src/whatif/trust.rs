@@ -43,6 +43,10 @@ pub struct WindowTrust {
     /// The profiler's own cost on the host, where the trace shows it ([`profiler_cost`]):
     /// every prediction says how far it moves it.
     pub profiler: Option<ProfilerCost>,
+    /// Where the loader already runs in worker processes and the training process waits for
+    /// them long enough that they pace the step ([`workers_pacing`]), the sentence that says
+    /// so: a change that leaves the loader is held at their pace ([`workers_pace`]).
+    pub paced_by: Option<String>,
 }
 
 /// The window's own caveats (see the module documentation).
@@ -201,6 +205,8 @@ pub fn window_trust_of(
         declined,
         blocking_wait_ns: wait_ns / steady_steps,
         profiler: profiler_cost::estimate(context.trace, window, &steady),
+        paced_by: crate::whatif::models::workers_wait_ns(context)
+            .and_then(|wait_ns| workers_pacing(wait_ns, baseline.prediction.step_ns)),
     })
 }
 
@@ -431,12 +437,11 @@ pub struct TransformKind {
     /// A change of machine only: the most any cost is divided by, the product over its
     /// models ([`Model::largest_speed`]): the step cannot get more times faster.
     pub machine_speed: Option<f64>,
-    /// The loader already runs in worker processes and the training process waits for them
-    /// (its mean wait per batch, `models::workers_wait_ns`), and the transform leaves the
-    /// loader as it is: the workers' pace, which nothing in the training process changes,
-    /// floors the step. With it, how many times faster the host is (its workers run on it
-    /// too).
-    pub workers_wait: Option<(i64, f64)>,
+    /// The transform leaves the loader as it is (`None` where it changes it:
+    /// `prefetch_inputs`), with how many times faster it makes the host (whose workers run
+    /// faster too): where the workers pace the step ([`WindowTrust::paced_by`]), nothing in
+    /// the training process moves their pace.
+    pub keeps_loader: Option<f64>,
 }
 
 impl TransformKind {
@@ -459,12 +464,10 @@ impl TransformKind {
                 .map(|m| m.largest_speed(context))
                 .try_fold(1.0, |product, speed| Some(product * speed?))
                 .filter(|_| !models.is_empty()),
-            workers_wait: models
+            keeps_loader: models
                 .iter()
                 .all(|m| !matches!(m, Model::PrefetchInputs { .. }))
-                .then(|| crate::whatif::models::workers_wait_ns(context))
-                .flatten()
-                .map(|wait_ns| (wait_ns, host_speed(models))),
+                .then(|| host_speed(models)),
         }
     }
 }
@@ -507,8 +510,8 @@ pub fn assess_kind(
     if let Some(speed) = kind.machine_speed {
         caveats.extend(machine_limit(outcome, speed));
     }
-    if let Some((wait_ns, host_speed)) = kind.workers_wait {
-        caveats.extend(workers_pace(outcome, wait_ns, host_speed));
+    if let (Some(paced_by), Some(host_speed)) = (&window.paced_by, kind.keeps_loader) {
+        caveats.extend(workers_pace(outcome, paced_by, host_speed));
     }
     if let Some(cost) = &window.profiler {
         caveats.extend(profiler_caveat(cost, outcome));
@@ -597,8 +600,8 @@ const WORKERS_BOUND_SHARE: f64 = 0.05;
 
 /// Whether the training process's wait for its `DataLoader` workers (`wait_ns` per batch) is
 /// at least [`WORKERS_BOUND_SHARE`] of the `step_ns` step, so that the workers pace it: then
-/// the sentence that says so (`Advice::paced_by`, [`workers_pace`]).
-pub fn workers_pacing(wait_ns: i64, step_ns: i64) -> Option<String> {
+/// the sentence that says so ([`WindowTrust::paced_by`]).
+fn workers_pacing(wait_ns: i64, step_ns: i64) -> Option<String> {
     ((wait_ns as f64) >= WORKERS_BOUND_SHARE * step_ns as f64 && step_ns > 0).then(|| {
         format!(
             "the training process waits {:.3} ms per batch for its DataLoader workers \
@@ -609,20 +612,19 @@ pub fn workers_pacing(wait_ns: i64, step_ns: i64) -> Option<String> {
     })
 }
 
-/// Where the training process waits for its `DataLoader` workers (`wait_ns` per batch, at
-/// least [`WORKERS_BOUND_SHARE`] of the step), the workers deliver a batch per measured step:
-/// a faster training process waits longer for them, and the step stays at their pace, or
-/// that pace over `host_speed` where the host (which runs the workers too) is faster. A
-/// prediction below it is held there, and says so. The replay cannot see this on its own:
-/// the wait is untraced time inside `_MultiProcessingDataLoaderIter.__next__`, host time to
-/// the graph (`h200-pairs/loader-workers2`: two workers, 189 ms of waiting every other step;
+/// Where the training process waits for its `DataLoader` workers (`wait` says how
+/// long, [`workers_pacing`]), the workers deliver a batch per measured step: a faster
+/// training process waits longer for them, and the step stays at their pace, or that pace
+/// over `host_speed` where the host (which runs the workers too) is faster. A prediction
+/// below it is held there, and says so. The replay cannot see this on its own: the wait is
+/// untraced time inside `_MultiProcessingDataLoaderIter.__next__`, host time to the graph
+/// (`h200-pairs/loader-workers2`: two workers, 189 ms of waiting every other step;
 /// `cuda_graphs` read 1.23× there).
-fn workers_pace(outcome: &mut Outcome, wait_ns: i64, host_speed: f64) -> Option<String> {
+fn workers_pace(outcome: &mut Outcome, wait: &str, host_speed: f64) -> Option<String> {
     let baseline_ns = outcome.baseline.step_ns;
     if host_speed <= 0.0 {
         return None;
     }
-    let wait = workers_pacing(wait_ns, baseline_ns)?;
     let pace_ns = (baseline_ns as f64 / host_speed).ceil() as i64;
     if outcome.predicted.step_ns >= pace_ns {
         return Some(format!(

@@ -631,9 +631,9 @@ fn model_checks_are_judged_against_the_interval_with_their_trust() {
         .unwrap_or_else(|e| panic!("{e}"));
     let outcome = stepcast::whatif::apply_models(&context, std::slice::from_ref(&model))
         .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(check.bound_ns, outcome.bound_ns);
-    assert!(check.bound_ns.is_some());
-    assert_eq!(check.caveats, outcome.caveats);
+    assert_eq!(check.trust.bound_ns, outcome.bound_ns);
+    assert!(check.trust.bound_ns.is_some());
+    assert_eq!(check.trust.caveats, outcome.caveats);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -53,7 +53,8 @@ fn traces() -> Vec<PathBuf> {
     out
 }
 
-fn everything(k: f64) -> Model {
+/// Every factor of the machine `k`: compute, memory, host and copies.
+pub(crate) fn everything(k: f64) -> Model {
     Model::FasterHardware(Hardware {
         compute: k,
         memory: k,

@@ -193,19 +193,10 @@ fn a_step_replayed_more_than_2_percent_off_declines_every_prediction() {
 /// read.
 #[test]
 fn a_machine_k_times_faster_predicts_at_most_k_times() {
-    use stepcast::whatif::Hardware;
+    use crate::invariants::everything as uniform;
     let (trace, window) = load("stepcast/h200-pairs/resnet-fp32-prof_minimal.json.gz");
     let mapping = map(&trace, &window);
     let context = Context::new(&trace, &window, &mapping);
-    let uniform = |k: f64| {
-        Model::FasterHardware(Hardware {
-            compute: k,
-            memory: k,
-            cpu: k,
-            copy: k,
-            ..Hardware::default()
-        })
-    };
     let held = apply_models(&context, &[uniform(4.0)]).expect("predicts");
     assert!(held.speedup <= 4.0 + 1e-6, "{}", held.speedup);
     let caveat = held

@@ -334,8 +334,9 @@ pub fn kind(context: &Context<'_>, facts: &Facts, m: &Move) -> TransformKind {
         // No move moves the loading into workers, nor changes the machine.
         loader_pace: None,
         machine_speed: None,
-        // Every move leaves the loader as it is: workers that pace the step still do.
-        workers_wait: crate::whatif::models::workers_wait_ns(context).map(|wait| (wait, 1.0)),
+        // Every move leaves the loader and the host as they are: workers that pace the step
+        // still do.
+        keeps_loader: Some(1.0),
     }
 }
 
