@@ -1,0 +1,67 @@
+"""Records the optimizer pairs beside this script on this machine's CPU: the same training step
+with its optimizer's update run per parameter tensor (`foreach=False`), per list of tensors
+(`foreach=True`) and in one fused kernel (`fused=True`), each traced with the PyTorch profiler
+(Kineto, CPU activity only) and timed with the profiler off, interleaved.
+
+    python3 record.py OUTDIR WORKLOAD VARIANT [VARIANT ...]
+
+The tracing and the interleaved timing are `../cpu-pairs/record.py`'s (imported, not copied):
+schedule wait 2 / warmup 3 / active 6 with `record_shapes=True`, one intra-op thread, 7 rounds
+of 15 steps, every variant of a workload once per round, the order rotated. A variant is
+`<optimizer>-<implementation>`; its configuration `<workload>-<variant>`.
+"""
+
+import os
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cpu-pairs"))
+import record as cpu_pairs  # noqa: E402
+
+OPTIMIZERS = {
+    "adam": lambda params, **kw: torch.optim.Adam(params, lr=1e-4, **kw),
+    "adamw": lambda params, **kw: torch.optim.AdamW(params, lr=1e-4, weight_decay=0.01, **kw),
+    "sgd": lambda params, **kw: torch.optim.SGD(params, lr=1e-2, momentum=0.9, **kw),
+}
+IMPLEMENTATIONS = {
+    "loop": {"foreach": False},
+    "foreach": {"foreach": True},
+    "fused": {"fused": True},
+}
+
+
+def wide_mlp():
+    """4 linear layers of width 1024, batch 32: 8 parameter tensors of up to 1 M elements each
+    (the update's arithmetic, not its dispatch, is most of its time)."""
+    layers = []
+    for _ in range(4):
+        layers += [nn.Linear(1024, 1024), nn.ReLU()]
+    model = nn.Sequential(*layers[:-1])
+    return model, (torch.randn(32, 1024), torch.randn(32, 1024)), F.mse_loss
+
+
+WORKLOADS = {
+    "mlp": cpu_pairs.mlp,
+    "widemlp": wide_mlp,
+    "cnn": cpu_pairs.cnn,
+    "transformer": cpu_pairs.transformer,
+}
+
+
+def make_config(workload, variant):
+    torch.manual_seed(0)
+    optimizer, implementation = variant.split("-")
+    model, batch, loss_fn = WORKLOADS[workload]()
+    opt = OPTIMIZERS[optimizer](model.parameters(), **IMPLEMENTATIONS[implementation])
+    step = cpu_pairs.training_step(model, batch, loss_fn, opt)
+    return cpu_pairs.Config(f"{workload}-{variant}", step)
+
+
+if __name__ == "__main__":
+    outdir, workload, variants = sys.argv[1], sys.argv[2], sys.argv[3:]
+    os.makedirs(outdir, exist_ok=True)
+    cpu_pairs.make_config = make_config
+    cpu_pairs.record_workload(outdir, workload, variants)
