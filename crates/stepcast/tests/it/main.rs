@@ -9,6 +9,7 @@ mod ddp;
 mod device_only;
 mod horovod;
 mod host_phase;
+mod host_update;
 mod hostile;
 mod invariants;
 mod launch_queue;

@@ -33,6 +33,7 @@ pub use amp_costs::AmpCosts;
 pub use batchnorm::{BatchNormRole, batch_norm_role, batchnorm_targets, reconstruct_batchnorm};
 pub use cuda_graphs::{Capture, GRAPH_LAUNCH_NS_PER_NODE, LaunchCost, capture, cuda_graphs};
 pub use fused_optimizer::fused_optimizer;
+pub use fused_optimizer::host::{Dispatch, HostStep, HostUpdates, host_updates};
 pub use gist::{COMPRESSION, elementwise_throughput, gist, gist_memory};
 pub use hardware::{MEASURED_HOST_FACTORS, TargetRatios, faster_hardware, target_ratios};
 pub use input_overlap::{
@@ -603,6 +604,7 @@ impl Model {
             Model::Amp => amp::caveats(context, AmpDtype::Fp16),
             Model::AmpBf16 => amp::caveats(context, AmpDtype::Bf16),
             Model::CudaGraphs => cuda_graphs::caveats(context),
+            Model::FusedOptimizer { .. } => fused_optimizer::caveats(context),
             Model::FasterHardware(hardware) => hardware::caveats(context, hardware),
             Model::ReconstructBatchnorm => vec![batchnorm::CAVEAT.to_string()],
             _ => Vec::new(),

@@ -1,6 +1,11 @@
-//! Fused optimizer (Daydream A.2).
+//! Fused optimizer (Daydream A.2): the update's device kernels fused here, an update run on
+//! the host (a CPU-only trace) in [`host`].
 
-use super::super::edit::{EditGraph, FusedCost, HostGaps, Select};
+pub mod host;
+
+use host::host_updates;
+
+use super::super::edit::{EditGraph, FusedCost, HostGaps, Select, Selection};
 use super::super::{Context, WhatIfError};
 use crate::analyze::mapping::Phase;
 use crate::graph::TaskKind;
@@ -18,6 +23,9 @@ use crate::graph::TaskKind;
 /// over the state that the fused kernel makes, so ~0.35 is the optimistic end. Phases come
 /// from the mapping (`analyze::mapping`); a trace whose optimizer kernels are already fused
 /// (one kernel per step and stream) is unchanged.
+///
+/// Where the update runs on the host instead (no device kernels: a CPU-only trace), its ops
+/// become one fused op per step ([`host`]); `factor` is for device kernels only.
 pub fn fused_optimizer(
     context: &Context<'_>,
     edit: &mut EditGraph,
@@ -39,5 +47,55 @@ pub fn fused_optimizer(
         changed += group.len();
         edit.fuse(&group, FusedCost::SumTimes(factor), HostGaps::Drop)?;
     }
+    if let Some(updates) = host_updates(context) {
+        for step in &updates.steps {
+            let saved_ns = step.update_ns - step.fused_ns;
+            if saved_ns <= 0 || !edit.is_alive(step.task) || edit.is_frozen(step.task) {
+                continue;
+            }
+            let dur_ns = (edit.dur_ns(step.task) - saved_ns).max(0);
+            edit.set_duration(&Selection::new(vec![step.task]), dur_ns)?;
+            changed += 1;
+        }
+    }
     Ok(changed)
+}
+
+/// What the model assumed where it fused an update run on the host (none on the device).
+pub fn caveats(context: &Context<'_>) -> Vec<String> {
+    let Some(updates) = host_updates(context) else {
+        return Vec::new();
+    };
+    let ms = |ns: i64| format!("{:.3} ms", ns as f64 / 1e6);
+    let (update_ns, fused_ns) = updates.mean_ns();
+    let how = match updates.fused_passes {
+        Some(passes) => format!(
+            "{passes} tensor passes per parameter element (reading the parameter, its \
+             gradient and state once, writing the parameter and state once) over the \
+             loop's {:.1}, from the ops' recorded shapes; where the arithmetic, not the traffic \
+             through memory, binds the update, the fused op is slower, up to the loop's time \
+             less its dispatches",
+            updates.loop_passes
+        ),
+        None => format!(
+            "`{}` is no optimizer whose state stepcast knows: the fused op is charged the \
+             loop's time less its dispatches (×1, no traffic saved)",
+            updates.optimizer
+        ),
+    };
+    vec![format!(
+        "the {} update runs on the host (no device kernels): per step, {} update ops on {} \
+         tensors ({} elements), {} with the Python loop between them, become one fused op of \
+         {}: one dispatch ({:.1} µs: {}) plus ×{:.2} of the ops' \
+         time beyond their dispatch, the fused kernel's {how}",
+        updates.optimizer,
+        updates.ops_per_step,
+        updates.parameters,
+        updates.parameter_elements,
+        ms(update_ns),
+        ms(fused_ns),
+        updates.dispatch_ns as f64 / 1e3,
+        updates.dispatch_from.describe(),
+        updates.traffic_ratio,
+    )]
 }

@@ -1,0 +1,118 @@
+//! `fused_optimizer` where the update runs on the host: what it reads of the update, checked
+//! against the program that was recorded (`cpu-optimizer-pairs/record.py`: the layers, so the
+//! parameters) and PyTorch's algorithms (the ops per parameter and the tensors each reads and
+//! writes), and what it changes in the graph.
+
+use stepcast::analyze::mapping::map;
+use stepcast::whatif::models::host_updates;
+use stepcast::whatif::{Context, Model, apply_models};
+
+use crate::load;
+
+const PAIRS: &str = "stepcast/cpu-optimizer-pairs";
+
+/// `mlp` of the recording: 16 linear layers 256 → 256 (a weight and a bias each).
+const MLP_PARAMETERS: usize = 32;
+const MLP_ELEMENTS: i64 = 16 * (256 * 256 + 256);
+
+fn updates_of(config: &str) -> (Option<stepcast::whatif::models::HostUpdates>, f64) {
+    let (trace, window) = load(&format!("{PAIRS}/{config}.json.gz"));
+    let mapping = map(&trace, &window);
+    let context = Context::new(&trace, &window, &mapping);
+    let updates = host_updates(&context);
+    let outcome = apply_models(&context, &[Model::FusedOptimizer { factor: 1.0 }])
+        .unwrap_or_else(|e| panic!("{config}: {e}"));
+    (updates, outcome.speedup)
+}
+
+#[test]
+fn a_per_tensor_adam_update_is_read_op_by_op() {
+    let (updates, _) = updates_of("mlp-adam-loop");
+    let updates = updates.expect("an update on the host");
+    assert_eq!(updates.optimizer, "Adam");
+    assert_eq!(updates.parameters, MLP_PARAMETERS);
+    assert_eq!(updates.parameter_elements, MLP_ELEMENTS);
+    // `_single_tensor_adam`: lerp_, mul_, addcmul_, sqrt, div, add_, addcdiv_ per parameter
+    // (the step count's `add_` is on a one-element tensor: bookkeeping).
+    assert_eq!(updates.ops_per_step, 7 * MLP_PARAMETERS);
+    // Elements each reads and writes per parameter element: lerp_(m, g) 3, mul_(v) 2,
+    // addcmul_(v, g, g) 4, sqrt(v) 2, div 2, add_ 2, addcdiv_(p, m, d) 4; the fused kernel
+    // reads p, g, m, v and writes p, m, v. (One-element tensor operands, a step's scalars,
+    // add a few elements in a million.)
+    assert!(
+        (updates.loop_passes - 19.0).abs() < 1e-3,
+        "{}",
+        updates.loop_passes
+    );
+    assert_eq!(updates.fused_passes, Some(7));
+    assert!((updates.traffic_ratio - 7.0 / 19.0).abs() < 1e-4);
+    for step in &updates.steps {
+        assert!(
+            step.fused_ns > 0 && step.fused_ns < step.update_ns,
+            "{step:?}"
+        );
+    }
+}
+
+#[test]
+fn a_foreach_update_takes_its_parameters_from_the_gradients() {
+    // PyTorch records no shapes for a `_foreach_` op's lists: the gradients accumulated
+    // before the update size them.
+    let (updates, speedup) = updates_of("mlp-adam-foreach");
+    let updates = updates.expect("an update on the host");
+    assert_eq!(updates.parameters, MLP_PARAMETERS);
+    assert_eq!(updates.parameter_elements, MLP_ELEMENTS);
+    assert!(speedup > 1.0, "{speedup}");
+}
+
+#[test]
+fn an_sgd_update_with_momentum_keeps_one_state_tensor() {
+    let (updates, _) = updates_of("mlp-sgd-loop");
+    let updates = updates.expect("an update on the host");
+    assert_eq!(updates.optimizer, "SGD");
+    // `_single_tensor_sgd` with momentum: mul_(buf) 2, add_(buf, g) 3, add_(p, buf) 3; fused:
+    // reads p, g, buf and writes p, buf.
+    assert_eq!(updates.ops_per_step, 3 * MLP_PARAMETERS);
+    assert!(
+        (updates.loop_passes - 8.0).abs() < 1e-3,
+        "{}",
+        updates.loop_passes
+    );
+    assert_eq!(updates.fused_passes, Some(5));
+}
+
+#[test]
+fn an_update_already_fused_is_left_as_recorded() {
+    for config in ["mlp-adam-fused", "mlp-sgd-fused"] {
+        let (updates, speedup) = updates_of(config);
+        assert!(updates.is_none(), "{config}");
+        assert_eq!(speedup, 1.0, "{config}");
+    }
+}
+
+#[test]
+fn a_cpu_only_step_gains_what_the_fused_update_saves() {
+    // One thread does all the work: the step gains what the update loses, no more, no less.
+    let (trace, window) = load(&format!("{PAIRS}/transformer-adamw-loop.json.gz"));
+    let mapping = map(&trace, &window);
+    let context = Context::new(&trace, &window, &mapping);
+    let updates = host_updates(&context).expect("an update on the host");
+    let outcome =
+        apply_models(&context, &[Model::FusedOptimizer { factor: 1.0 }]).expect("predicts");
+    let steady: Vec<_> = updates
+        .steps
+        .iter()
+        .filter(|s| {
+            let step = window.graph.step[s.task.index()] as usize;
+            outcome.baseline.steady.contains(&step)
+        })
+        .collect();
+    assert_eq!(steady.len(), outcome.steady_steps);
+    let saved_ns: i64 =
+        steady.iter().map(|s| s.update_ns - s.fused_ns).sum::<i64>() / steady.len() as i64;
+    let gained_ns = outcome.baseline.step_ns - outcome.predicted.step_ns;
+    assert!(
+        (gained_ns - saved_ns).abs() < saved_ns / 50,
+        "gained {gained_ns} ns a step, the update saves {saved_ns}"
+    );
+}
