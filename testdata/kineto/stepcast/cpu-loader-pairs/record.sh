@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Records every pair of this folder into OUTDIR (record.py), and the versions and the machine
+# used. Run with a Python that has torch (CPU is enough): PYTHON=/path/to/python record.sh OUTDIR
+set -uo pipefail
+out=${1:?OUTDIR}
+py=${PYTHON:-python3}
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$out"
+{ "$py" -c 'import torch, platform; print("torch", torch.__version__, "python", platform.python_version())'
+  lscpu | grep -E '^(Model name|CPU\(s\)|Thread|Core|Socket|Hypervisor)'
+  uname -sr
+  echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+} > "$out/versions.txt" 2>&1
+PYTHONUNBUFFERED=1 "$py" "$here/record.py" "$out" loader workers0 workers1 workers2 workers4
+status=$?
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/versions.txt"
+exit $status
