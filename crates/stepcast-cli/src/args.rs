@@ -178,6 +178,10 @@ pub struct WhatIfArgs {
     /// prefetch_inputs: the host's CPU cores (unknown by default: traces do not record them).
     #[arg(long, value_name = "N", conflicts_with = "scenario")]
     pub cores: Option<f64>,
+    /// prefetch_inputs: the training process's intra-op threads, torch.get_num_threads()
+    /// (unknown by default: one per core where --cores is given).
+    #[arg(long, value_name = "N", conflicts_with = "scenario")]
+    pub threads: Option<f64>,
     /// ddp: world size, or a comma-separated list for a scaling sweep (8,16,32,64).
     #[arg(long, value_name = "N[,N...]", conflicts_with = "scenario")]
     pub gpus: Option<String>,
@@ -332,6 +336,9 @@ pub struct CompareArgs {
     /// prefetch_inputs: the host's CPU cores (unknown by default).
     #[arg(long, value_name = "N")]
     pub cores: Option<f64>,
+    /// prefetch_inputs: the training process's intra-op threads (unknown by default).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<f64>,
     #[command(flatten)]
     pub output: OutputArgs,
 }

@@ -134,6 +134,7 @@ impl<'py> Params<'py> {
                 .map_err(|e| PyValueError::new_err(e.to_string()))?,
             workers: self.take("workers")?,
             cores: self.take("cores")?,
+            threads: self.take("threads")?,
         })
     }
 
@@ -253,6 +254,7 @@ impl Trace {
             model_params.contention,
             model_params.workers,
             model_params.cores,
+            model_params.threads,
         ]
         .iter()
         .any(Option::is_some);

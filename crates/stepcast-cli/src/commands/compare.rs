@@ -22,6 +22,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<super::Answer> {
         dtype: super::dtype(args.dtype.as_deref())?,
         workers: args.workers,
         cores: args.cores,
+        threads: args.threads,
     };
     let models = jobs::compare_models(&args.models, &params)?;
     let progress = Terminal::new();

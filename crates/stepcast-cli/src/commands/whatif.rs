@@ -22,6 +22,7 @@ pub fn run(args: &WhatIfArgs) -> anyhow::Result<super::Answer> {
         dtype: super::dtype(args.dtype.as_deref())?,
         workers: args.workers,
         cores: args.cores,
+        threads: args.threads,
     };
     let ddp = DdpOptions {
         gpus: args.gpus.clone(),

@@ -453,8 +453,8 @@ impl TransformKind {
             only_removes_work: models.iter().all(Model::only_removes_work),
             combined: models.len() > 1,
             loader_pace: models.iter().find_map(|m| match m {
-                Model::PrefetchInputs { workers, cores, .. } => {
-                    crate::whatif::models::delivery_ns(context, *workers, *cores)
+                Model::PrefetchInputs { workers, host, .. } => {
+                    crate::whatif::models::delivery_ns(context, *workers, *host)
                         .map(|d| (d, *workers))
                 }
                 _ => None,

@@ -747,6 +747,7 @@ const BF16: ModelParams = ModelParams {
     dtype: Some(stepcast::whatif::AmpDtype::Bf16),
     workers: None,
     cores: None,
+    threads: None,
 };
 
 /// Where a host factor is measured: the same configurations recorded on the two machines
@@ -831,6 +832,7 @@ const TO_H200: ModelParams = ModelParams {
     dtype: None,
     workers: None,
     cores: None,
+    threads: None,
 };
 
 /// `faster_hardware --to h200` with the host factor of `machine` given ([`host_factor`],
@@ -910,6 +912,15 @@ const SHARED_CORES: &str = "two threads on the two cores other processes were us
      thread. `faster_cpu` is the ceiling a second core could give (all host work ÷ 2), not an \
      estimate of a second thread on a busy machine";
 
+const WORKERS_ON_QUIET_CORES: &str = "with `--workers N --cores 2 --threads 1`, on a machine \
+     recorded as quiet (load average 0.9 to 1.3). **Not a blind test of what meets the bar**: \
+     as the bar named it (`--workers N --cores 2`) the model missed by +54.1 %, +37.9 % and \
+     +29.5 % (1, 2, 4 workers): it took the training process to have spread the loading's \
+     tensor ops over both cores (a worker ×2 slower) where the script had set one thread, and \
+     it shared the cores out fairly among N + 1 processes (×1.000 with 4 workers). `--threads` \
+     (a worker ×1 with one thread) and the cores as a bound on the CPU work of a step \
+     (training and loading over the cores) were added after those errors were seen";
+
 const FUSED_ON_CPU: &str = "recorded under a load average of 3 to 10 (`versions.txt`). The \
      host-side model (`whatif/models/fused_optimizer/host.rs`) was built on these two pairs, \
      then held to `cpu-optimizer-pairs/` (below); no constant of it is fitted. Here the BEFORE \
@@ -940,15 +951,15 @@ const COMPILED_ON_CPU: &str = "the model fuses element-wise device kernels and a
      and `compare` can refuse such a pair as two workloads (time-weighted op similarity 0.19 \
      on the transformer, no kernel to match); the table forces the comparison";
 
-const WORKERS_ON_SHARED_CORES: &str = "with `--workers N --cores 2` (the bar named \
-     `--workers`; the machine has 2 cores): a worker runs the loading's parallel tensor ops on \
-     one thread, at most as many times slower as the cores the training process spread them \
-     over (`worker_slowdown`: ×2 here, not the ×9.4 fitted on a 16-CPU H100 host). That cap was \
-     added after these rows were seen missing by +401 % and +107 % with ×9.4: the rows are no \
-     blind test of it. The workers also shared two cores with the training process and other \
-     engineers' compilers (load average 3 to 10), and without the profiler `num_workers=1` and \
-     `2` were slower than loading in the training process (the spread of the rounds straddles \
-     ×1)";
+const WORKERS_ON_SHARED_CORES: &str = "with `--workers N --cores 2 --threads 1` (the \
+     machine's 2 cores; the script set one intra-op thread). Recorded while other engineers' \
+     compilers shared the two cores (load average 3 to 10): the CPU the model takes the two \
+     cores to give, the training process and its workers did not get, and the prediction \
+     expects more gain than came (without the profiler `num_workers=1` and `2` were slower \
+     than loading in the training process: the spread of the rounds straddles ×1). The same \
+     program on the machine quiet (`cpu-loader-pairs/`, below) meets the bar. History: with \
+     ×9.4 these rows missed by +401 % and +107 %; capped at the cores (×2) they read +15 % and \
+     −4 %, a cap added after seeing them";
 
 /// A pair recorded on this machine's CPU (`testdata/kineto/stepcast/cpu-pairs/`: its README
 /// fixed the bars before the recording), `before` and `after` configurations of that folder.
@@ -981,18 +992,27 @@ const fn workers(n: f64) -> ModelParams {
         dtype: None,
         workers: Some(n),
         cores: None,
+        threads: None,
     }
 }
 
 const WORKERS_1: ModelParams = workers(1.0);
 const WORKERS_2: ModelParams = workers(2.0);
-/// `--workers N --cores 2`: the CPU loader pairs, recorded on this 2-core machine.
+/// `--workers N --cores 2 --threads 1`: the CPU loader pairs, recorded on this 2-core machine
+/// by scripts that set one intra-op thread (`torch.set_num_threads(1)`).
 const WORKERS_1_ON_2_CORES: ModelParams = ModelParams {
     cores: Some(2.0),
+    threads: Some(1.0),
     ..workers(1.0)
+};
+const WORKERS_4_ON_2_CORES: ModelParams = ModelParams {
+    cores: Some(2.0),
+    threads: Some(1.0),
+    ..workers(4.0)
 };
 const WORKERS_2_ON_2_CORES: ModelParams = ModelParams {
     cores: Some(2.0),
+    threads: Some(1.0),
     ..workers(2.0)
 };
 const WORKERS_4: ModelParams = workers(4.0);
@@ -1363,7 +1383,7 @@ const PAIRS: &[Pair] = &[
         &[Check {
             model: "prefetch_inputs",
             params: Some(&WORKERS_2_ON_2_CORES),
-            bar: Bar::Traced(0.10),
+            bar: Bar::Missed(&Bar::Traced(0.10)),
             direction: false,
             note: WORKERS_ON_SHARED_CORES,
             host_from: None,
@@ -1434,6 +1454,48 @@ const PAIRS: &[Pair] = &[
             true,
             FUSED_OUT_OF_SAMPLE,
         )],
+    ),
+    cpu(
+        "stepcast/cpu-loader-pairs/loader-workers0.json.gz",
+        "stepcast/cpu-loader-pairs/loader-workers1.json.gz",
+        "`DataLoader(num_workers=0)` → `num_workers=1` (small CNN, CPU-side \
+         preprocessing, quiet 2-core CPU)",
+        &[Check {
+            model: "prefetch_inputs",
+            params: Some(&WORKERS_1_ON_2_CORES),
+            bar: Bar::Traced(0.10),
+            direction: false,
+            note: WORKERS_ON_QUIET_CORES,
+            host_from: None,
+        }],
+    ),
+    cpu(
+        "stepcast/cpu-loader-pairs/loader-workers0.json.gz",
+        "stepcast/cpu-loader-pairs/loader-workers2.json.gz",
+        "`DataLoader(num_workers=0)` → `num_workers=2` (small CNN, CPU-side \
+         preprocessing, quiet 2-core CPU)",
+        &[Check {
+            model: "prefetch_inputs",
+            params: Some(&WORKERS_2_ON_2_CORES),
+            bar: Bar::Traced(0.10),
+            direction: false,
+            note: WORKERS_ON_QUIET_CORES,
+            host_from: None,
+        }],
+    ),
+    cpu(
+        "stepcast/cpu-loader-pairs/loader-workers0.json.gz",
+        "stepcast/cpu-loader-pairs/loader-workers4.json.gz",
+        "`DataLoader(num_workers=0)` → `num_workers=4` (more workers than cores) (small CNN, CPU-side \
+         preprocessing, quiet 2-core CPU)",
+        &[Check {
+            model: "prefetch_inputs",
+            params: Some(&WORKERS_4_ON_2_CORES),
+            bar: Bar::Traced(0.10),
+            direction: false,
+            note: WORKERS_ON_QUIET_CORES,
+            host_from: None,
+        }],
     ),
 ];
 

@@ -5,7 +5,8 @@ use stepcast::analyze::mapping::map;
 use stepcast::graph::{BuildOptions, build};
 use stepcast::replay::self_replay;
 use stepcast::whatif::models::{
-    DEFAULT_CONTENTION, amp_with_costs, capture, delivery_ns, loader_in_workers, loader_work,
+    DEFAULT_CONTENTION, LoaderHost, amp_with_costs, capture, delivery_ns, loader_in_workers,
+    loader_work,
 };
 use stepcast::whatif::{AmpDtype, Context, Model, ModelParams, apply_models};
 use stepcast_trace::read_trace;
@@ -291,7 +292,8 @@ fn prefetch_inputs_is_bounded_by_the_workers_pace() {
     let mut previous = i64::MAX;
     for n in [1, 2, 4, 8, 64] {
         let outcome = apply_models(&context, &[workers(n)]).unwrap_or_else(|e| panic!("{e}"));
-        let pace = delivery_ns(&context, n, None).unwrap_or_else(|| panic!("no loading"));
+        let pace =
+            delivery_ns(&context, n, LoaderHost::default()).unwrap_or_else(|| panic!("no loading"));
         // The pace starts from the warm-up step's batch: within 3 % over five steps.
         assert!(
             outcome.predicted.step_ns as f64 >= 0.97 * pace as f64,
@@ -308,7 +310,7 @@ fn prefetch_inputs_is_bounded_by_the_workers_pace() {
     }
     // Enough workers: the step without its loading (the pace no longer binds).
     let unbound = apply_models(&context, &[workers(64)]).unwrap_or_else(|e| panic!("{e}"));
-    let pace = delivery_ns(&context, 64, None).unwrap_or(0);
+    let pace = delivery_ns(&context, 64, LoaderHost::default()).unwrap_or(0);
     assert!(unbound.predicted.step_ns > 2 * pace);
 }
 

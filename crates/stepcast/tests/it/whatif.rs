@@ -817,7 +817,7 @@ fn prefetch_inputs_keeps_the_copies_and_never_lengthens_the_step() {
             &[Model::PrefetchInputs {
                 contention: 0.0,
                 workers: stepcast::whatif::models::DEFAULT_WORKERS,
-                cores: None,
+                host: Default::default(),
             }],
         )
         .unwrap_or_else(|e| panic!("{relative}: {e}"));
@@ -846,7 +846,7 @@ fn prefetch_inputs_keeps_the_copies_and_never_lengthens_the_step() {
         &[Model::PrefetchInputs {
             contention: 0.0,
             workers: stepcast::whatif::models::DEFAULT_WORKERS,
-            cores: None,
+            host: Default::default(),
         }],
     )
     .unwrap_or_else(|e| panic!("{e}"));

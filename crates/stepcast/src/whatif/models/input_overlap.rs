@@ -4,7 +4,7 @@ use crate::analyze::host_time::inside_ns;
 use stepcast_trace::EventKind;
 
 use super::super::edit::{EditGraph, Selection};
-use super::super::{Context, WhatIfError};
+use super::super::{Context, WhatIfError, first_steady};
 use super::steady::SteadySpans;
 use crate::analyze::mapping::Phase;
 use crate::graph::{EdgeKind, NO_STEP, TaskId, TaskKind};
@@ -91,26 +91,40 @@ pub struct LoaderWork {
     /// Per batch: the untraced time inside the ranges (Python, PIL, decoding: one thread
     /// under the GIL, in a worker as in the training process).
     pub untraced_ns: i64,
+    /// Per batch: the training process's own host time outside the loading (its steady
+    /// steps' host spans less the loading): the CPU it keeps needing beside the workers.
+    pub training_ns: i64,
 }
 
-/// How much slower the parallel ops run in a worker on a host of `cores` cores (`None`: not
-/// given): [`WORKER_TENSOR_SLOWDOWN`], but never more than the cores. The training process
-/// spread those ops over at most one intra-op thread per core (PyTorch's default), so one
-/// thread runs them at most `cores` times slower.
-pub fn worker_slowdown(cores: Option<u32>) -> f64 {
-    match cores {
-        Some(cores) if cores > 0 => WORKER_TENSOR_SLOWDOWN.min(cores as f64),
+/// What `prefetch_inputs` knows of the host the workers would run on: neither number is in
+/// any trace format stepcast reads, so both are given (`--cores`, `--threads`) or unknown.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoaderHost {
+    /// The host's CPU cores.
+    pub cores: Option<u32>,
+    /// The training process's intra-op threads (`torch.get_num_threads()`; PyTorch's default
+    /// is one per physical core).
+    pub threads: Option<u32>,
+}
+
+/// How much slower the parallel ops run in a worker on `host`: [`WORKER_TENSOR_SLOWDOWN`], but
+/// never more than the intra-op threads the training process spread them over (`threads`,
+/// else one per core, PyTorch's default): one thread runs them at most that many times
+/// slower. A training process on one thread ran them as a worker does (×1).
+pub fn worker_slowdown(host: LoaderHost) -> f64 {
+    match host.threads.or(host.cores) {
+        Some(threads) if threads > 0 => WORKER_TENSOR_SLOWDOWN.min(threads as f64),
         _ => WORKER_TENSOR_SLOWDOWN,
     }
 }
 
 impl LoaderWork {
-    /// One batch's loading in one worker on a host of `cores` cores: the serial and untraced
-    /// work as recorded, the parallel ops [`worker_slowdown`] times slower.
-    pub fn in_worker_ns(&self, cores: Option<u32>) -> i64 {
+    /// One batch's loading in one worker on `host`: the serial and untraced work as recorded,
+    /// the parallel ops [`worker_slowdown`] times slower.
+    pub fn in_worker_ns(&self, host: LoaderHost) -> i64 {
         self.serial_ns
             + self.untraced_ns
-            + (self.parallel_ns as f64 * worker_slowdown(cores)).round() as i64
+            + (self.parallel_ns as f64 * worker_slowdown(host)).round() as i64
     }
 }
 
@@ -237,36 +251,41 @@ pub fn loader_work(context: &Context<'_>) -> LoaderWork {
         flush(&mut outer);
     }
     let batches = ranges.len().max(1) as i64;
+    let steps = &context.window.steps;
+    let steady_ns: i64 = steps[first_steady(context.window).min(steps.len())..]
+        .iter()
+        .map(|step| (step.marker_end_ns - step.start_ns).max(0))
+        .sum();
     LoaderWork {
         batches: ranges.len(),
         recorded_ns: recorded / batches,
         parallel_ns: parallel / batches,
         serial_ns: serial / batches,
         untraced_ns: (recorded - traced).max(0) / batches,
-    }
-}
-
-/// The share of a core each of `workers` loader processes and the training process get on a
-/// host of `cores` cores where each wants one: 1 while they fit, `cores / (workers + 1)` once
-/// they do not (the kernel shares the cores fairly). `None` (the trace does not say how many
-/// cores its host had): 1.
-pub fn core_share(workers: u32, cores: Option<u32>) -> f64 {
-    match cores {
-        Some(cores) if cores > 0 => (cores as f64 / (workers as f64 + 1.0)).min(1.0),
-        _ => 1.0,
+        training_ns: ((steady_ns - recorded) / batches).max(0),
     }
 }
 
 /// How often `workers` worker processes deliver a batch in the steady state: one batch's
-/// loading in a worker ([`LoaderWork::in_worker_ns`], slowed by their share of the cores),
-/// divided among them. `None` without recorded loading.
-pub fn delivery_ns(context: &Context<'_>, workers: u32, cores: Option<u32>) -> Option<i64> {
+/// loading in a worker ([`LoaderWork::in_worker_ns`]) divided among them, and, where the
+/// host's cores are known, no faster than those cores can run the batch's loading and the
+/// training process's own host work together (`(training + loading) / cores`: the kernel
+/// keeps every core busy while anything waits for one, so the CPU work of a step, not a fixed
+/// share per process, is what the cores bound; a worker whose batch is ready sleeps).
+/// Assumption: the training process's host time is CPU time on one core (a training process
+/// on several intra-op threads needs more). `None` without recorded loading.
+pub fn delivery_ns(context: &Context<'_>, workers: u32, host: LoaderHost) -> Option<i64> {
     let work = loader_work(context);
     if work.batches == 0 || workers == 0 {
         return None;
     }
-    let per_batch = work.in_worker_ns(cores) as f64 / core_share(workers, cores);
-    Some((per_batch / workers as f64).round() as i64)
+    let per_batch = work.in_worker_ns(host);
+    let pace = per_batch as f64 / workers as f64;
+    let cpu_bound = match host.cores {
+        Some(cores) if cores > 0 => (work.training_ns + per_batch) as f64 / cores as f64,
+        _ => 0.0,
+    };
+    Some(pace.max(cpu_bound).round() as i64)
 }
 
 /// Whether the trace's loader already runs in worker processes: PyTorch names the iterator
@@ -324,7 +343,8 @@ pub fn workers_wait_ns(context: &Context<'_>) -> Option<i64> {
 ///   than the loading the thread no longer does: the workers contend for the CPU only while
 ///   they load, and they load what the thread did. Where there is little loading to take off
 ///   (a step that loads nothing), there is little contention to charge, and the step is never
-///   slower than before.
+///   slower than before. Where the host's cores are given, none is charged: the cores bound
+///   the workers' pace instead ([`delivery_ns`]).
 /// - A loader **already in worker processes** ([`loader_in_workers`]): its recorded range is
 ///   the wait for a batch the workers did not have ready; prefetching does not shorten it
 ///   (more workers or cheaper transforms would), so nothing changes.
@@ -333,7 +353,7 @@ pub fn prefetch_inputs(
     edit: &mut EditGraph,
     contention: f64,
     workers: u32,
-    cores: Option<u32>,
+    host: LoaderHost,
 ) -> Result<usize, WhatIfError> {
     if !(contention >= 0.0 && contention.is_finite()) {
         return Err(super::super::edit::EditError::BadFactor { factor: contention }.into());
@@ -453,7 +473,7 @@ pub fn prefetch_inputs(
     );
     edit.drop_inputs(&launchers, EdgeKind::HostSync)?;
     edit.drop_inputs(&launchers, EdgeKind::InferredHostSync)?;
-    let paced = pace_deliveries(context, edit, workers, cores)?;
+    let paced = pace_deliveries(context, edit, workers, host)?;
     Ok(changed + launchers.len() + paced)
 }
 
@@ -467,9 +487,9 @@ fn pace_deliveries(
     context: &Context<'_>,
     edit: &mut EditGraph,
     workers: u32,
-    cores: Option<u32>,
+    host: LoaderHost,
 ) -> Result<usize, WhatIfError> {
-    let Some(delivery) = delivery_ns(context, workers, cores) else {
+    let Some(delivery) = delivery_ns(context, workers, host) else {
         return Ok(0);
     };
     let ranges = loading_ranges_where(context, |_| true);

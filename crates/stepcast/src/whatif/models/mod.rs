@@ -37,7 +37,7 @@ pub use fused_optimizer::host::{Dispatch, HostStep, HostUpdates, host_updates};
 pub use gist::{COMPRESSION, elementwise_throughput, gist, gist_memory};
 pub use hardware::{MEASURED_HOST_FACTORS, TargetRatios, faster_hardware, target_ratios};
 pub use input_overlap::{
-    LoaderWork, WORKER_TENSOR_SLOWDOWN, core_share, delivery_ns, loader_in_workers, loader_work,
+    LoaderHost, LoaderWork, WORKER_TENSOR_SLOWDOWN, delivery_ns, loader_in_workers, loader_work,
     prefetch_inputs, worker_slowdown, workers_wait_ns,
 };
 pub use kernel_fusion::{elementwise_runs, fuse_runs, fused_chain_ns, kernel_fusion};
@@ -69,12 +69,13 @@ pub enum Model {
     ReconstructBatchnorm,
     /// Input pipeline overlap (loading in `workers` worker processes): see
     /// [`prefetch_inputs`]. `contention`: how much slower the training process's own host
-    /// work runs beside the workers (0.1 = 10 % slower); `cores`: the host's cores, where
-    /// known (they set the contention and the workers' share of the cores).
+    /// work runs beside the workers (0.1 = 10 % slower); `host`: its cores and the training
+    /// process's intra-op threads, where known (the cores bound the workers' pace, the threads
+    /// how much slower a worker's one thread runs the loading).
     PrefetchInputs {
         contention: f64,
         workers: u32,
-        cores: Option<u32>,
+        host: LoaderHost,
     },
     /// Activation recomputation, a memory-for-time trade: see [`recompute`].
     Recompute { fraction: f64 },
@@ -101,15 +102,15 @@ fn prefetch_default() -> Model {
     Model::PrefetchInputs {
         contention: DEFAULT_CONTENTION,
         workers: DEFAULT_WORKERS,
-        cores: None,
+        host: LoaderHost::default(),
     }
 }
 
-/// The training process's contention beside `workers` workers on `cores` cores: what it loses
-/// once they no longer fit ([`input_overlap::core_share`]); unknown cores: the default.
-fn contention_on(workers: u32, cores: Option<u32>) -> f64 {
+/// The training process's contention beside the workers: none where the host's cores are
+/// known (they bound the workers' pace instead: [`delivery_ns`]); else the default.
+fn contention_on(cores: Option<u32>) -> f64 {
     match cores {
-        Some(_) => 1.0 / core_share(workers, cores) - 1.0,
+        Some(_) => 0.0,
         None => DEFAULT_CONTENTION,
     }
 }
@@ -257,16 +258,19 @@ impl Model {
             Model::PrefetchInputs {
                 contention,
                 workers,
-                cores,
+                host,
             } => {
                 let mut given = Vec::new();
                 if *workers != DEFAULT_WORKERS {
                     given.push(format!("workers={workers}"));
                 }
-                if let Some(cores) = cores {
+                if let Some(cores) = host.cores {
                     given.push(format!("cores={cores}"));
                 }
-                if *contention != contention_on(*workers, *cores) {
+                if let Some(threads) = host.threads {
+                    given.push(format!("threads={threads}"));
+                }
+                if *contention != contention_on(host.cores) {
                     given.push(format!("contention={contention}"));
                 }
                 if given.is_empty() {
@@ -357,7 +361,7 @@ impl Model {
             });
         }
         for (param, value) in params.values() {
-            if (param == "workers" || param == "cores")
+            if (param == "workers" || param == "cores" || param == "threads")
                 && !(value >= 1.0 && value <= u32::MAX as f64 && value.fract() == 0.0)
             {
                 return Err(ModelError::BadCount { param, value });
@@ -397,13 +401,14 @@ impl Model {
             Model::PrefetchInputs {
                 contention,
                 workers,
-                cores,
+                host,
             } => {
                 *workers = params.workers.map_or(*workers, |w| w as u32);
-                *cores = params.cores.map(|c| c as u32).or(*cores);
+                host.cores = params.cores.map(|c| c as u32).or(host.cores);
+                host.threads = params.threads.map(|t| t as u32).or(host.threads);
                 *contention = params
                     .contention
-                    .unwrap_or_else(|| contention_on(*workers, *cores));
+                    .unwrap_or_else(|| contention_on(host.cores));
             }
             Model::Recompute { fraction }
             | Model::Offload { fraction }
@@ -426,7 +431,7 @@ impl Model {
             Model::FasterHardware(_) => &["compute", "memory", "cpu", "copy", "to"],
             Model::Amp | Model::AmpBf16 => &["dtype"],
             Model::Recompute { .. } | Model::Offload { .. } | Model::Gist { .. } => &["fraction"],
-            Model::PrefetchInputs { .. } => &["contention", "workers", "cores"],
+            Model::PrefetchInputs { .. } => &["contention", "workers", "cores", "threads"],
             Model::CudaGraphs | Model::RemoveSyncs | Model::ReconstructBatchnorm => &[],
         }
     }
@@ -539,67 +544,66 @@ impl Model {
             Model::PrefetchInputs {
                 contention,
                 workers,
-                cores,
+                host,
             } => {
                 let ms = |ns: i64| ns as f64 / 1e6;
                 let work = loader_work(context);
-                let delivery = delivery_ns(context, *workers, *cores).unwrap_or(0);
-                let share = core_share(*workers, *cores);
-                vec![
-                    format!(
-                        "the step after is at least {:.3} ms, the pace of {workers} worker \
-                         processes (--workers): a batch's loading takes {:.3} ms here ({:.3} ms \
-                         of tensor ops PyTorch spread over its intra-op threads, {:.3} ms of \
-                         ops that run on one thread anyway: random draws, views, small \
-                         tensors, and {:.3} ms untraced); a worker runs it on one thread, \
-                         about {:.3} ms per batch (the spread ops ×{:.1}: {}){}",
-                        ms(delivery),
-                        ms(work.recorded_ns),
-                        ms(work.parallel_ns),
-                        ms(work.serial_ns),
-                        ms(work.untraced_ns),
-                        ms(work.in_worker_ns(*cores)),
-                        worker_slowdown(*cores),
-                        if worker_slowdown(*cores) < WORKER_TENSOR_SLOWDOWN {
-                            format!(
-                                "one thread is at most as many times slower as the {} cores \
-                                 the training process could spread them over",
-                                cores.unwrap_or(0)
-                            )
-                        } else {
-                            format!(
-                                "×{WORKER_TENSOR_SLOWDOWN} fitted on one recorded H100 pair \
-                                 with 16 CPUs; it did not hold on the H200 pairs, where \
-                                 workers were faster: give --cores to cap it"
-                            )
-                        },
-                        if share < 1.0 {
-                            format!(
-                                ", slowed to {:.0} % of a core each: {workers} workers and \
-                                 the training process on {} cores",
-                                share * 100.0,
-                                cores.unwrap_or(0)
-                            )
-                        } else {
-                            String::new()
-                        }
+                let delivery = delivery_ns(context, *workers, *host).unwrap_or(0);
+                let in_worker = work.in_worker_ns(*host);
+                let slowdown = worker_slowdown(*host);
+                let why_slower = match (host.threads, host.cores) {
+                    _ if slowdown >= WORKER_TENSOR_SLOWDOWN => format!(
+                        "×{WORKER_TENSOR_SLOWDOWN} fitted on one recorded H100 pair with 16 \
+                         CPUs; it did not hold on the H200 pairs, where workers were faster: \
+                         give --threads (the training process's intra-op threads) or --cores \
+                         to cap it"
                     ),
-                    match cores {
-                        Some(cores) => format!(
-                            "charges {:.0} % contention on this process's host work: \
-                             {workers} workers and the training process on {cores} cores \
-                             (--cores)",
-                            contention * 100.0
-                        ),
-                        None => format!(
-                            "the host's cores are unknown (the trace does not record them; \
-                             --cores): charges {:.0} % contention on this process's host \
-                             work (--contention; the default was measured on one V100 pair, \
-                             and was about 0 with 4 workers on a 16-CPU H100 host)",
-                            contention * 100.0
-                        ),
-                    },
-                ]
+                    (Some(threads), _) => format!(
+                        "one thread is at most as many times slower as the {threads} intra-op \
+                         threads the training process spread them over (--threads)"
+                    ),
+                    (None, cores) => format!(
+                        "one thread is at most as many times slower as the {} intra-op threads \
+                         the training process had by default, one per core (--threads if it \
+                         had fewer)",
+                        cores.unwrap_or(0)
+                    ),
+                };
+                let cpu_bound = match host.cores {
+                    Some(cores) => format!(
+                        ", and {cores} cores (--cores) run the training process's own {:.3} ms \
+                         of host work per batch and the worker's {:.3} ms in no less than \
+                         {:.3} ms; no contention is charged beside that",
+                        ms(work.training_ns),
+                        ms(in_worker),
+                        ms(work.training_ns + in_worker) / cores.max(1) as f64
+                    ),
+                    None => String::new(),
+                };
+                let mut caveats = vec![format!(
+                    "the step after is at least {:.3} ms, the pace of {workers} worker \
+                     processes (--workers): a batch's loading takes {:.3} ms here ({:.3} ms of \
+                     tensor ops PyTorch spread over its intra-op threads, {:.3} ms of ops that \
+                     run on one thread anyway: random draws, views, small tensors, and {:.3} \
+                     ms untraced); a worker runs it on one thread, about {:.3} ms per batch \
+                     (the spread ops ×{slowdown:.1}: {why_slower}){cpu_bound}",
+                    ms(delivery),
+                    ms(work.recorded_ns),
+                    ms(work.parallel_ns),
+                    ms(work.serial_ns),
+                    ms(work.untraced_ns),
+                    ms(in_worker),
+                )];
+                if host.cores.is_none() {
+                    caveats.push(format!(
+                        "the host's cores are unknown (the trace does not record them; \
+                         --cores): charges {:.0} % contention on this process's host work \
+                         (--contention; the default was measured on one V100 pair, and was \
+                         about 0 with 4 workers on a 16-CPU H100 host)",
+                        contention * 100.0
+                    ));
+                }
+                caveats
             }
             Model::Amp => amp::caveats(context, AmpDtype::Fp16),
             Model::AmpBf16 => amp::caveats(context, AmpDtype::Bf16),
@@ -625,8 +629,8 @@ impl Model {
             Model::PrefetchInputs {
                 contention,
                 workers,
-                cores,
-            } => prefetch_inputs(context, edit, *contention, *workers, *cores),
+                host,
+            } => prefetch_inputs(context, edit, *contention, *workers, *host),
             Model::Recompute { fraction } => recompute(context, edit, *fraction),
             Model::Offload { fraction } => offload(context, edit, *fraction),
             Model::Gist { fraction } => gist(context, edit, *fraction),
@@ -659,6 +663,10 @@ pub struct ModelParams {
     /// `prefetch_inputs`: the host's CPU cores (a whole number ≥ 1; unknown by default: no
     /// trace format stepcast reads records them).
     pub cores: Option<f64>,
+    /// `prefetch_inputs`: the training process's intra-op threads (`torch.get_num_threads()`;
+    /// a whole number ≥ 1; unknown by default: one per core, PyTorch's default, where
+    /// `cores` is given).
+    pub threads: Option<f64>,
 }
 
 impl ModelParams {
@@ -673,6 +681,7 @@ impl ModelParams {
             ("contention", self.contention),
             ("workers", self.workers),
             ("cores", self.cores),
+            ("threads", self.threads),
         ]
         .into_iter()
         .filter_map(|(name, value)| value.map(|v| (name, v)))
