@@ -11,7 +11,12 @@ mkdir -p "$out"
   uname -sr
   echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 } > "$out/versions.txt" 2>&1
-PYTHONUNBUFFERED=1 "$py" "$here/record.py" "$out" loader workers0 workers1 workers2 workers4
-status=$?
+status=0
+for workload in "loader workers0 workers1 workers2 workers4" \
+    "heavyloader workers0 workers1 workers2 workers4" "loader2t workers0 workers1 workers2"; do
+    # shellcheck disable=SC2086
+    PYTHONUNBUFFERED=1 "$py" "$here/record.py" "$out" $workload || status=1
+    echo "load average after $workload: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/versions.txt"
+done
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/versions.txt"
 exit $status
