@@ -921,6 +921,22 @@ const WORKERS_ON_QUIET_CORES: &str = "with `--workers N --cores 2 --threads 1`, 
      (a worker ×1 with one thread) and the cores as a bound on the CPU work of a step \
      (training and loading over the cores) were added after those errors were seen";
 
+const WORKERS_BLIND: &str = "a blind test of `--threads` and the cores' bound: this pair's \
+     bar was committed after they were added and before it was recorded (load average 1.0 to \
+     1.6), three times the loading per batch of `loader`, so that one worker's own pace binds";
+
+const WORKERS_BLIND_OVERSUBSCRIBED: &str = "a blind test of `--threads` and the cores' bound \
+     (as `heavyloader-workers2`). Traced, four workers made the step slower than two did \
+     (86.5 ms against 66.7); without the profiler they did not (a median 80.1 ms against \
+     83.2), and against that outcome the prediction is 1.4 % off: the profiler's cost in five \
+     processes on two cores, which the model does not charge";
+
+const WORKERS_BLIND_TWO_THREADS: &str = "a blind test of `--threads` and the cores' bound \
+     (bar committed before recording; load average up to 2.1). The training process ran its \
+     ops on two intra-op threads: while they run it needs both cores, and the model counts its \
+     host time as CPU time on one core (its documented assumption), so it expects the \
+     workers to find a core free that they did not";
+
 const FUSED_ON_CPU: &str = "recorded under a load average of 3 to 10 (`versions.txt`). The \
      host-side model (`whatif/models/fused_optimizer/host.rs`) was built on these two pairs, \
      then held to `cpu-optimizer-pairs/` (below); no constant of it is fitted. Here the BEFORE \
@@ -1009,6 +1025,15 @@ const WORKERS_4_ON_2_CORES: ModelParams = ModelParams {
     cores: Some(2.0),
     threads: Some(1.0),
     ..workers(4.0)
+};
+/// `--workers N --cores 2 --threads 2`: `cpu-loader-pairs/loader2t`, trained on two threads.
+const WORKERS_1_ON_2_CORES_2_THREADS: ModelParams = ModelParams {
+    threads: Some(2.0),
+    ..WORKERS_1_ON_2_CORES
+};
+const WORKERS_2_ON_2_CORES_2_THREADS: ModelParams = ModelParams {
+    threads: Some(2.0),
+    ..WORKERS_2_ON_2_CORES
 };
 const WORKERS_2_ON_2_CORES: ModelParams = ModelParams {
     cores: Some(2.0),
@@ -1494,6 +1519,76 @@ const PAIRS: &[Pair] = &[
             bar: Bar::Traced(0.10),
             direction: false,
             note: WORKERS_ON_QUIET_CORES,
+            host_from: None,
+        }],
+    ),
+    cpu(
+        "stepcast/cpu-loader-pairs/heavyloader-workers0.json.gz",
+        "stepcast/cpu-loader-pairs/heavyloader-workers1.json.gz",
+        "`DataLoader(num_workers=0)` → `num_workers=1` (small CNN, 224 × 224 images, quiet 2-core \
+         CPU)",
+        &[Check {
+            model: "prefetch_inputs",
+            params: Some(&WORKERS_1_ON_2_CORES),
+            bar: Bar::Traced(0.10),
+            direction: false,
+            note: WORKERS_BLIND,
+            host_from: None,
+        }],
+    ),
+    cpu(
+        "stepcast/cpu-loader-pairs/heavyloader-workers0.json.gz",
+        "stepcast/cpu-loader-pairs/heavyloader-workers2.json.gz",
+        "`DataLoader(num_workers=0)` → `num_workers=2` (small CNN, 224 × 224 images, quiet 2-core \
+         CPU)",
+        &[Check {
+            model: "prefetch_inputs",
+            params: Some(&WORKERS_2_ON_2_CORES),
+            bar: Bar::Missed(&Bar::Traced(0.10)),
+            direction: false,
+            note: WORKERS_BLIND,
+            host_from: None,
+        }],
+    ),
+    cpu(
+        "stepcast/cpu-loader-pairs/heavyloader-workers0.json.gz",
+        "stepcast/cpu-loader-pairs/heavyloader-workers4.json.gz",
+        "`DataLoader(num_workers=0)` → `num_workers=4` (small CNN, 224 × 224 images, quiet 2-core \
+         CPU)",
+        &[Check {
+            model: "prefetch_inputs",
+            params: Some(&WORKERS_4_ON_2_CORES),
+            bar: Bar::Missed(&Bar::Traced(0.10)),
+            direction: false,
+            note: WORKERS_BLIND_OVERSUBSCRIBED,
+            host_from: None,
+        }],
+    ),
+    cpu(
+        "stepcast/cpu-loader-pairs/loader2t-workers0.json.gz",
+        "stepcast/cpu-loader-pairs/loader2t-workers1.json.gz",
+        "`DataLoader(num_workers=0)` → `num_workers=1` (small CNN, training on two intra-op threads, quiet 2-core \
+         CPU)",
+        &[Check {
+            model: "prefetch_inputs",
+            params: Some(&WORKERS_1_ON_2_CORES_2_THREADS),
+            bar: Bar::Missed(&Bar::Traced(0.10)),
+            direction: false,
+            note: WORKERS_BLIND_TWO_THREADS,
+            host_from: None,
+        }],
+    ),
+    cpu(
+        "stepcast/cpu-loader-pairs/loader2t-workers0.json.gz",
+        "stepcast/cpu-loader-pairs/loader2t-workers2.json.gz",
+        "`DataLoader(num_workers=0)` → `num_workers=2` (small CNN, training on two intra-op threads, quiet 2-core \
+         CPU)",
+        &[Check {
+            model: "prefetch_inputs",
+            params: Some(&WORKERS_2_ON_2_CORES_2_THREADS),
+            bar: Bar::Missed(&Bar::Traced(0.10)),
+            direction: false,
+            note: WORKERS_BLIND_TWO_THREADS,
             host_from: None,
         }],
     ),
