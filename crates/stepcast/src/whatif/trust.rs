@@ -442,6 +442,9 @@ pub struct TransformKind {
     /// faster too): where the workers pace the step ([`WindowTrust::paced_by`]), nothing in
     /// the training process moves their pace.
     pub keeps_loader: Option<f64>,
+    /// Why the trace and the model's inputs fall outside what the model stands for
+    /// ([`Model::outside_domain`]): the prediction is then declined with this reason.
+    pub outside_domain: Option<String>,
 }
 
 impl TransformKind {
@@ -464,6 +467,7 @@ impl TransformKind {
                 .map(|m| m.largest_speed(context))
                 .try_fold(1.0, |product, speed| Some(product * speed?))
                 .filter(|_| !models.is_empty()),
+            outside_domain: models.iter().find_map(|m| m.outside_domain(context)),
             keeps_loader: models
                 .iter()
                 .all(|m| !matches!(m, Model::PrefetchInputs { .. }))
@@ -565,6 +569,7 @@ pub fn assess_kind(
     outcome.declined = window
         .declined
         .clone()
+        .or_else(|| kind.outside_domain.clone())
         .or_else(|| anomaly.clone().filter(|_| !explained));
     outcome.anomaly = anomaly;
     outcome.rests_on = rests_on(context, outcome);
@@ -677,10 +682,13 @@ fn anomaly(kind: &TransformKind, outcome: &Outcome, bound_ns: i64) -> Option<(St
         )
     };
     // Loading moved into worker processes is not only less work: a worker runs it on one
-    // thread, and too few workers deliver batches slower than the step used to take.
-    let paced = kind.loader_pace.filter(|&(delivery_ns, _)| {
-        delivery_ns as f64 >= outcome.predicted.step_ns as f64 * (1.0 - ANOMALY_SHARE)
-    });
+    // thread, and too few workers deliver batches slower than the step used to take. The
+    // paced step is that pace plus what the training process does with a batch before the
+    // next step's handoff can begin (a millisecond over the pace on `loader2t-workers0`):
+    // the pace explains a slower step where it alone is longer than the step was.
+    let paced = kind
+        .loader_pace
+        .filter(|&(delivery_ns, _)| delivery_ns >= outcome.baseline.step_ns);
     if slower && let Some((delivery, workers)) = paced {
         return Some((
             format!(

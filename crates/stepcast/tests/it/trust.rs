@@ -317,3 +317,36 @@ fn a_gap_moved_into_a_bypass_edge_stays_in_the_bound() {
     assert!(outcome.anomaly.is_none(), "{:?}", outcome.anomaly);
     assert!(outcome.declined.is_none(), "{:?}", outcome.declined);
 }
+
+/// Workers that could only run on cores the training process's intra-op threads use, beside
+/// parallel ops that matter, decline the prediction (on the recorded pairs the step got
+/// slower, where the CPU work alone predicts a gain); one thread fewer than the cores does not.
+#[test]
+fn workers_that_displace_intra_op_threads_decline() {
+    use stepcast::whatif::ModelParams;
+    let (trace, window) = load("stepcast/cpu-loader-pairs/loader2t-workers0.json.gz");
+    let mapping = map(&trace, &window);
+    let context = Context::new(&trace, &window, &mapping);
+    let prefetch = |cores: Option<f64>, threads: Option<f64>| {
+        let params = ModelParams {
+            workers: Some(1.0),
+            cores,
+            threads,
+            ..ModelParams::default()
+        };
+        let model = Model::with_params("prefetch_inputs", &params).expect("a model");
+        apply_models(&context, &[model]).expect("predicts")
+    };
+    for (cores, threads) in [(Some(2.0), Some(2.0)), (Some(2.0), None)] {
+        let outcome = prefetch(cores, threads);
+        let why = outcome.declined.unwrap_or_default();
+        assert!(
+            why.contains("intra-op threads"),
+            "{cores:?} {threads:?}: {why}"
+        );
+    }
+    for (cores, threads) in [(Some(2.0), Some(1.0)), (None, None)] {
+        let outcome = prefetch(cores, threads);
+        assert_eq!(outcome.declined, None, "{cores:?} {threads:?}");
+    }
+}

@@ -337,6 +337,7 @@ pub fn kind(context: &Context<'_>, facts: &Facts, m: &Move) -> TransformKind {
         // Every move leaves the loader and the host as they are: workers that pace the step
         // still do.
         keeps_loader: Some(1.0),
+        outside_domain: None,
     }
 }
 

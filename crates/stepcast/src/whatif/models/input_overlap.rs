@@ -94,6 +94,9 @@ pub struct LoaderWork {
     /// Per batch: the training process's own host time outside the loading (its steady
     /// steps' host spans less the loading): the CPU it keeps needing beside the workers.
     pub training_ns: i64,
+    /// Per batch: the part of `training_ns` in tensor ops PyTorch spreads over its intra-op
+    /// threads (classified as `parallel_ns` is).
+    pub training_parallel_ns: i64,
 }
 
 /// What `prefetch_inputs` knows of the host the workers would run on: neither number is in
@@ -183,29 +186,34 @@ fn is_view_or_allocation(name: &str) -> bool {
     )
 }
 
-/// The recorded loading of the steady steps, per batch, split into what a single-threaded
-/// worker runs as fast as the training process did and what it runs slower: the outermost
-/// ops inside each loading range, classified by name and recorded input sizes, and the
-/// untraced time between them.
-pub fn loader_work(context: &Context<'_>) -> LoaderWork {
-    let trace = context.trace;
-    let graph = &context.window.graph;
-    let ranges = loading_ranges(context);
-    let (mut parallel, mut serial, mut recorded, mut traced) = (0i64, 0i64, 0i64, 0i64);
-    for &(lane, start, end) in &ranges {
-        recorded += end - start;
-        let trace_lane = graph.lanes[lane as usize].trace_lane;
+/// The outermost ops of a lane inside a time range, split by how a single thread runs them:
+/// tensor ops PyTorch spreads over its intra-op threads, and the rest (random draws, views and
+/// allocations, ops on fewer than [`PARALLEL_GRAIN`] elements). Data-loading ranges and
+/// frames themselves are containers, not ops.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct OpSplit {
+    parallel_ns: i64,
+    serial_ns: i64,
+}
+
+impl OpSplit {
+    fn of(
+        trace: &stepcast_trace::Trace,
+        trace_lane: stepcast_trace::LaneId,
+        start: i64,
+        end: i64,
+    ) -> OpSplit {
+        let mut split = OpSplit::default();
         let first = trace.events.partition_point(|e| e.lane < trace_lane);
         let events = trace.lane_events(trace_lane);
         let from = events.partition_point(|e| e.start_ns < start);
         let mut outer: Option<(i64, bool, i64)> = None; // (end, serial, dur)
         let mut flush = |outer: &mut Option<(i64, bool, i64)>| {
             if let Some((_, is_serial, dur)) = outer.take() {
-                traced += dur;
                 if is_serial {
-                    serial += dur;
+                    split.serial_ns += dur;
                 } else {
-                    parallel += dur;
+                    split.parallel_ns += dur;
                 }
             }
         };
@@ -249,6 +257,49 @@ pub fn loader_work(context: &Context<'_>) -> LoaderWork {
             }
         }
         flush(&mut outer);
+        split
+    }
+}
+
+/// The training process's own tensor ops that PyTorch spreads over its intra-op threads, per
+/// steady step: those of the loading lanes' steady steps outside the loading.
+fn training_parallel_ns(context: &Context<'_>, loading_parallel_ns: i64, batches: usize) -> i64 {
+    let graph = &context.window.graph;
+    let lanes: std::collections::BTreeSet<u32> =
+        loading_ranges(context).iter().map(|r| r.0).collect();
+    let steps = &context.window.steps;
+    let steady = &steps[first_steady(context.window).min(steps.len())..];
+    let mut parallel = 0i64;
+    for &lane in &lanes {
+        let trace_lane = graph.lanes[lane as usize].trace_lane;
+        for step in steady {
+            parallel += OpSplit::of(context.trace, trace_lane, step.start_ns, step.marker_end_ns)
+                .parallel_ns;
+        }
+    }
+    let batches = batches.max(1) as i64;
+    ((parallel - loading_parallel_ns * batches) / batches).max(0)
+}
+
+/// The recorded loading of the steady steps, per batch, split into what a single-threaded
+/// worker runs as fast as the training process did and what it runs slower: the outermost
+/// ops inside each loading range, classified by name and recorded input sizes, and the
+/// untraced time between them.
+pub fn loader_work(context: &Context<'_>) -> LoaderWork {
+    let graph = &context.window.graph;
+    let ranges = loading_ranges(context);
+    let (mut parallel, mut serial, mut recorded, mut traced) = (0i64, 0i64, 0i64, 0i64);
+    for &(lane, start, end) in &ranges {
+        recorded += end - start;
+        let split = OpSplit::of(
+            context.trace,
+            graph.lanes[lane as usize].trace_lane,
+            start,
+            end,
+        );
+        parallel += split.parallel_ns;
+        serial += split.serial_ns;
+        traced += split.parallel_ns + split.serial_ns;
     }
     let batches = ranges.len().max(1) as i64;
     let steps = &context.window.steps;
@@ -263,7 +314,45 @@ pub fn loader_work(context: &Context<'_>) -> LoaderWork {
         serial_ns: serial / batches,
         untraced_ns: (recorded - traced).max(0) / batches,
         training_ns: ((steady_ns - recorded) / batches).max(0),
+        training_parallel_ns: training_parallel_ns(context, parallel / batches, ranges.len()),
     }
+}
+
+/// The training process's intra-op threads leave no core to the workers, and they matter: a
+/// reason to decline, or `None`. With `threads` (else one per core) intra-op threads on
+/// `cores` cores, a worker runs on a core one of those threads uses; OpenMP's threads wait
+/// for each other at the end of every parallel op, so an op waits for the thread the worker
+/// displaced, a slowdown beyond the CPU work [`delivery_ns`] counts, and one this model does
+/// not predict. It matters where those ops are at least a tenth of the training process's host
+/// time (a GPU job's host ops are mostly too small to be spread).
+pub fn oversubscribed(context: &Context<'_>, workers: u32, host: LoaderHost) -> Option<String> {
+    let cores = host.cores.filter(|&c| c > 0)?;
+    let threads = host.threads.or(host.cores)?;
+    if threads < cores || loader_in_workers(context) {
+        return None;
+    }
+    let work = loader_work(context);
+    if work.batches == 0 || work.training_parallel_ns * 10 < work.training_ns {
+        return None;
+    }
+    let fewer = match cores - 1 {
+        0 => "one core leaves none to a worker".to_string(),
+        n => format!("predict --threads {n} (torch.set_num_threads({n})) instead"),
+    };
+    Some(format!(
+        "the training process spreads {:.1} ms of each step's tensor ops over {threads} \
+         intra-op threads (--threads{}) on {cores} cores (--cores): its {workers} workers \
+         would run on cores those threads use, and each parallel op would wait for the thread \
+         a worker displaced, a slowdown stepcast does not model (on this project's 2-core CPU \
+         pairs, 1 and 2 workers beside 2 threads made the step ×0.74 and ×0.89 as traced); \
+         {fewer}",
+        work.training_parallel_ns as f64 / 1e6,
+        if host.threads.is_none() {
+            ", one per core by default"
+        } else {
+            ""
+        },
+    ))
 }
 
 /// How often `workers` worker processes deliver a batch in the steady state: one batch's

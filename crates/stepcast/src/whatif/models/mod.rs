@@ -530,6 +530,17 @@ impl Model {
         ]
     }
 
+    /// Why this trace and the model's inputs fall outside what the model stands for, if they
+    /// do: the prediction is then declined ([`super::trust::TransformKind::outside_domain`]).
+    pub fn outside_domain(&self, context: &Context<'_>) -> Option<String> {
+        match self {
+            Model::PrefetchInputs { workers, host, .. } => {
+                input_overlap::oversubscribed(context, *workers, *host)
+            }
+            _ => None,
+        }
+    }
+
     /// How far the model's prediction on this trace can be trusted: the assumptions that
     /// matter here and what the model leaves out, one sentence each (empty when it states
     /// nothing beyond its documentation). For reports next to the speedup.
