@@ -954,9 +954,14 @@ const FUSED_OUT_OF_SAMPLE: &str = "recorded after its bar and before the host-si
      traffic (7 of 19 passes per element for Adam) of their time; on the optimizer phase alone \
      it is pessimistic on Adam: 8.0 ms predicted against 3.6 measured (MLP), 9.6 against 5.8 \
      (wide MLP). The fused kernel ran at 1.1-1.6 ns per parameter element, where the loop's \
-     ops took 4.4 ns per element on the wide MLP's tensors and 16 on the small MLP's (whose \
-     `sqrt` and `div` took 570 and 276 µs per 65 k elements as traced, 53 µs for that `sqrt` \
-     timed alone: cause not found)";
+     ops took 4.4 ns per element on the wide MLP's tensors and 16 on the small MLP's, whose \
+     `sqrt` and `div` took 570 and 276 µs per 65 k elements as traced. Cause, found by \
+     rerunning the program: the deep MLP's dead ReLU units leave `exp_avg_sq` exactly 0 in 25 \
+     to 77 % of a tensor's elements (every sixth tensor sampled after 8 steps; none in the \
+     first layer), and PyTorch's CPU `sqrt` took 39-47 µs on the tensor without zeros and \
+     102-213 µs on those with them (`cpu-optimizer-pairs/zeros_in_sqrt.py`), while the \
+     fused kernel did not slow down: a cost that depends on the values, which no trace \
+     records";
 
 const FUSED_PHASE_HELD: &str = "the optimizer phase itself was predicted within 14 % (CNN: \
      1.55 ms against 1.80) and 26 % (SGD: 1.46 against 1.98); the forward and backward, which \
