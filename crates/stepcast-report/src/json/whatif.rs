@@ -908,6 +908,12 @@ fn effect(candidate: &Candidate) -> String {
         Model::FusedOptimizer { .. } if nothing => {
             "no optimizer step of several kernels to fuse".to_string()
         }
+        // On a CPU-only trace the update's ops are fused on the host: tasks shortened, none
+        // removed.
+        Model::FusedOptimizer { .. } if outcome.changes.removed == 0 => format!(
+            "fusing the optimizer's update into one op per step shortens {changed} host \
+             task(s) per step: {saved}"
+        ),
         Model::FusedOptimizer { .. } => format!(
             "fusing the optimizer removes {removed} kernels and launch calls per step: {saved}"
         ),

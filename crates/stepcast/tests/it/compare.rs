@@ -970,10 +970,11 @@ const FUSED_PHASE_HELD: &str = "the optimizer phase itself was predicted within 
      either (the rounds' spread straddles ×1)";
 
 const COMPILED_ON_CPU: &str = "the model fuses element-wise device kernels and a CPU-only \
-     trace has none, so it predicts ×1.000 (a row within its bar says only that the gain was \
-     small). Inductor's C++ on a CPU also replaces the eager dispatch of the ops it fuses, \
-     and `compare` can refuse such a pair as two workloads (time-weighted op similarity 0.19 \
-     on the transformer, no kernel to match); the table forces the comparison";
+     trace has none: it declines (the figures are the replay's, ×1.000; a row within its bar \
+     says only that the gain was small). Inductor's C++ on a CPU also replaces the eager \
+     dispatch of the ops it fuses, and `compare` can refuse such a pair as two workloads \
+     (time-weighted op similarity 0.19 on the transformer, no kernel to match); the table \
+     forces the comparison";
 
 const WORKERS_ON_SHARED_CORES: &str = "with `--workers N --cores 2 --threads 1` (the \
      machine's 2 cores; the script set one intra-op thread). Recorded while other engineers' \

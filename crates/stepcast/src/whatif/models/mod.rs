@@ -533,9 +533,29 @@ impl Model {
     /// Why this trace and the model's inputs fall outside what the model stands for, if they
     /// do: the prediction is then declined ([`super::trust::TransformKind::outside_domain`]).
     pub fn outside_domain(&self, context: &Context<'_>) -> Option<String> {
+        let device_free = || {
+            let graph = &context.window.graph;
+            !graph.kind.iter().any(|kind| kind.on_device())
+        };
+        let on_a_cpu = |what: &str| {
+            format!(
+                "the trace records no device work (a CPU-only run): {} rewrites device kernels, \
+                 and what {what} does on a CPU is not modelled",
+                self.name()
+            )
+        };
         match self {
             Model::PrefetchInputs { workers, host, .. } => {
                 input_overlap::oversubscribed(context, *workers, *host)
+            }
+            Model::KernelFusion { .. } if device_free() => Some(on_a_cpu(
+                "`torch.compile` (Inductor's C++ code, which also replaces the eager dispatch)",
+            )),
+            Model::Amp | Model::AmpBf16 if device_free() => Some(on_a_cpu(
+                "autocast (`torch.autocast(\"cpu\")`, BF16 CPU kernels)",
+            )),
+            Model::CudaGraphs if device_free() => {
+                Some(on_a_cpu("capturing the step (no CUDA graph runs on a CPU)"))
             }
             _ => None,
         }
