@@ -25,4 +25,5 @@ pub mod export;
 pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod names;
 pub mod table;

@@ -776,8 +776,18 @@ fn statistics_sections(out: &mut String, analyze: &AnalyzeJson) {
         let mut header = vec![first];
         header.extend(duration_header);
         let mut table = new_table(&header, 1);
-        for (name, durations) in rows {
-            let mut row = vec![ellipsize(&sanitize(name), NAME_WIDTH)];
+        // Kernels by their short names (the full ones are in JSON and CSV); ops as named.
+        let names: Vec<String> = if first == "kernel" {
+            let full: Vec<String> = rows.iter().map(|(name, _)| sanitize(name)).collect();
+            let full: Vec<&str> = full.iter().map(String::as_str).collect();
+            crate::names::short_names(&full, NAME_WIDTH)
+        } else {
+            rows.iter()
+                .map(|(name, _)| ellipsize(&sanitize(name), NAME_WIDTH))
+                .collect()
+        };
+        for (name, (_, durations)) in names.into_iter().zip(rows) {
+            let mut row = vec![name];
             row.extend(duration_cells(durations));
             table.add_row(row);
         }

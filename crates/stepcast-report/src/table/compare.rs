@@ -97,7 +97,8 @@ pub fn compare_text(doc: &CompareJson) -> String {
         ("By op, device", &doc.ops_device),
         ("By kernel", &doc.kernels),
     ] {
-        push_section(&mut out, title, &diff_table(table));
+        let kernels = std::ptr::eq(table, &doc.kernels);
+        push_section(&mut out, title, &diff_table(table, kernels));
     }
     for check in &doc.models {
         model_section(&mut out, check, &doc.measured);
@@ -150,22 +151,35 @@ fn signed_ms(ns: i64) -> String {
     }
 }
 
-fn diff_table(table: &DiffTableJson) -> String {
+/// A diff table; `kernels`: its names are kernels', shown short (`crate::names`; the full
+/// names are in JSON and CSV).
+fn diff_table(table: &DiffTableJson, kernels: bool) -> String {
     let mut out = new_table(&["name", "before", "after", "delta", "status"], 1);
-    let rows = table
+    let rows: Vec<&DiffRowJson> = table
         .rows
         .iter()
         .chain(table.others.iter())
-        .chain([&table.remainder, &table.total]);
-    for row in rows {
-        out.add_row(diff_row(row));
+        .chain([&table.remainder, &table.total])
+        .collect();
+    let names: Vec<String> = rows.iter().map(|row| sanitize(&row.name)).collect();
+    let names = if kernels {
+        let full: Vec<&str> = names.iter().map(String::as_str).collect();
+        crate::names::short_names(&full, KERNEL_NAME_WIDTH)
+    } else {
+        names
+    };
+    for (row, name) in rows.into_iter().zip(names) {
+        out.add_row(diff_row(row, name));
     }
     out.to_string()
 }
 
-fn diff_row(row: &DiffRowJson) -> Vec<String> {
+/// The widest a kernel's short name is shown.
+const KERNEL_NAME_WIDTH: usize = 60;
+
+fn diff_row(row: &DiffRowJson, name: String) -> Vec<String> {
     vec![
-        sanitize(&row.name),
+        name,
         ms(row.before_ns),
         ms(row.after_ns),
         signed_ms(row.delta_ns),
