@@ -21,10 +21,10 @@ pub const RECORDS: &[ModelRecord] = &[
     },
     ModelRecord {
         model: "faster_cpu",
-        pairs: 3,
+        pairs: 6,
         in_sample: 0,
         in_sample_median_error: None,
-        out_of_sample_median_error: Some(0.905),
+        out_of_sample_median_error: Some(0.673),
         out_of_sample_max_error: Some(0.935),
     },
     ModelRecord {

@@ -940,6 +940,11 @@ const WORKERS_BLIND_TWO_THREADS: &str = "a blind test of `--threads` and the cor
      and their parallel ops are a tenth of the training process's host time or more \
      (`input_overlap::oversubscribed`): the figures shown are the replay's, declined";
 
+const FREE_CORES: &str = "the same programs as `cpu-pairs/`'s thread-count pairs, recorded \
+     with the machine quiet (load average 0.7 to 1.1): a second intra-op thread on a free \
+     core. `faster_cpu` divides all host work by 2, Python's dispatch included, which the \
+     second thread does not run: the ceiling, not an estimate";
+
 const FUSED_ON_CPU: &str = "recorded under a load average of 3 to 10 (`versions.txt`). The \
      host-side model (`whatif/models/fused_optimizer/host.rs`) was built on these two pairs, \
      then held to `cpu-optimizer-pairs/` (below); no constant of it is fitted. Here the BEFORE \
@@ -1600,6 +1605,24 @@ const PAIRS: &[Pair] = &[
             note: WORKERS_BLIND_TWO_THREADS,
             host_from: None,
         }],
+    ),
+    cpu(
+        "stepcast/cpu-thread-pairs/mlp-threads1.json.gz",
+        "stepcast/cpu-thread-pairs/mlp-threads2.json.gz",
+        "`torch.set_num_threads(1)` → `2` (MLP, quiet 2-core CPU)",
+        &[held("faster_cpu", Bar::Ceiling(0.05), false, FREE_CORES)],
+    ),
+    cpu(
+        "stepcast/cpu-thread-pairs/cnn-threads1.json.gz",
+        "stepcast/cpu-thread-pairs/cnn-threads2.json.gz",
+        "`torch.set_num_threads(1)` → `2` (small CNN, quiet 2-core CPU)",
+        &[held("faster_cpu", Bar::Ceiling(0.05), false, FREE_CORES)],
+    ),
+    cpu(
+        "stepcast/cpu-thread-pairs/transformer-threads1.json.gz",
+        "stepcast/cpu-thread-pairs/transformer-threads2.json.gz",
+        "`torch.set_num_threads(1)` → `2` (transformer, quiet 2-core CPU)",
+        &[held("faster_cpu", Bar::Ceiling(0.05), false, FREE_CORES)],
     ),
 ];
 
