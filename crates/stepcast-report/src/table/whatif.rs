@@ -206,9 +206,22 @@ pub fn whatif_text(doc: &WhatIfJson) -> String {
     );
 
     let mut top = new_table(&["on the new critical path", "kind", "resource", "ms"], 3);
-    for item in &doc.bottleneck_after.top {
+    // Device work by its kernel's short name (the full one is in JSON); host calls and ops as
+    // named.
+    let full: Vec<String> = doc
+        .bottleneck_after
+        .top
+        .iter()
+        .map(|item| sanitize(&item.name))
+        .collect();
+    let short = crate::names::short_names(
+        &full.iter().map(String::as_str).collect::<Vec<_>>(),
+        KERNEL_NAME_WIDTH,
+    );
+    for ((item, full), short) in doc.bottleneck_after.top.iter().zip(full).zip(short) {
+        let on_host = matches!(item.kind, "api_call" | "cpu_op");
         top.add_row(vec![
-            sanitize(&item.name),
+            if on_host { full } else { short },
             item.kind.to_string(),
             item.resource.to_string(),
             ms(item.ns),
@@ -516,3 +529,6 @@ pub fn advise_text(doc: &AdviseJson) -> String {
     push_notes(&mut out, "Could not be predicted on this trace", &failed);
     out
 }
+
+/// The widest a kernel's short name is shown.
+const KERNEL_NAME_WIDTH: usize = 60;
