@@ -214,8 +214,13 @@ impl UpdateOp {
             return None;
         }
         // Every input read once; the result (in place: the first input) written once.
-        let read: i64 = tensors.iter().map(|&(_, n)| n).sum();
-        let written: i64 = first_input.iter().sum();
+        // Saturating: shapes come from the file, and a hostile one must not wrap.
+        let read = tensors
+            .iter()
+            .fold(0i64, |sum, &(_, n)| sum.saturating_add(n));
+        let written = first_input
+            .iter()
+            .fold(0i64, |sum, &n| sum.saturating_add(n));
         Some(UpdateOp {
             name,
             event,
@@ -286,7 +291,9 @@ impl UpdateOps {
 
     /// Elements read and written by the loop's ops.
     fn traffic(&self) -> i64 {
-        self.ops.iter().map(|op| op.traffic).sum()
+        self.ops
+            .iter()
+            .fold(0i64, |sum, op| sum.saturating_add(op.traffic))
     }
 
     /// Parameters and their elements: the op name that appears least often (once per
@@ -296,7 +303,10 @@ impl UpdateOps {
         for op in &self.ops {
             let entry = by_name.entry(op.name).or_default();
             entry.0 += op.first_input.len();
-            entry.1 += op.first_input.iter().sum::<i64>();
+            entry.1 = op
+                .first_input
+                .iter()
+                .fold(entry.1, |sum, &n| sum.saturating_add(n));
         }
         by_name
             .into_values()
@@ -334,6 +344,11 @@ pub fn host_updates(context: &Context<'_>) -> Option<HostUpdates> {
     let trace = context.trace;
     let graph = &context.window.graph;
     let parents = &context.mapping.parent;
+    // Only a thread that makes no runtime calls has CPU-op tasks to shorten (a GPU trace's
+    // host tasks are its calls): nothing to read elsewhere.
+    if !graph.kind.contains(&TaskKind::CpuOp) {
+        return None;
+    }
     let gradients = accumulated_gradients(trace);
     let mut previous_end_ns = i64::MIN;
     let mut ranges = Vec::new();
