@@ -8,7 +8,7 @@ use stepcast_trace::{EventKind, LaneKind, ReadError, Runtime, Trace};
 use crate::{FileKind, corpus};
 
 /// Kineto traces and Execution Traces under `testdata/kineto/` (see `testdata/README.md`).
-const KINETO_FILES: usize = 120;
+const KINETO_FILES: usize = 148;
 const EXECUTION_TRACES: usize = 4;
 
 /// Checks that hold for any successfully read trace. Returns the problems found.
@@ -247,6 +247,28 @@ const EXPECT: &[Expect] = &[
     Expect { file: "param/et_replay/tests/inputs/dlrm_kineto__extracted/dlrm_kineto/worker5_step_12.1694128201549.pt.trace.json", records: 3250, runtime: Runtime::Cuda, steps: 1, kernels: 245, syncs: 0, distributed: Dist::Present(Some(5), Some(8)) },
     Expect { file: "param/et_replay/tests/inputs/dlrm_kineto__extracted/dlrm_kineto/worker6_step_12.1694128201553.pt.trace.json", records: 3272, runtime: Runtime::Cuda, steps: 1, kernels: 246, syncs: 0, distributed: Dist::Present(Some(6), Some(8)) },
     Expect { file: "param/et_replay/tests/inputs/dlrm_kineto__extracted/dlrm_kineto/worker7_step_12.1694128201553.pt.trace.json", records: 3250, runtime: Runtime::Cuda, steps: 1, kernels: 246, syncs: 0, distributed: Dist::Present(Some(7), Some(8)) },
+Expect { file: "stepcast/cpu-loader-pairs/heavyloader-workers0.json.gz", records: 4475, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-loader-pairs/heavyloader-workers1.json.gz", records: 3299, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-loader-pairs/heavyloader-workers2.json.gz", records: 3299, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-loader-pairs/heavyloader-workers4.json.gz", records: 3299, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-loader-pairs/loader-workers0.json.gz", records: 4475, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-loader-pairs/loader-workers1.json.gz", records: 3299, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-loader-pairs/loader-workers2.json.gz", records: 3299, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-loader-pairs/loader-workers4.json.gz", records: 3299, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-loader-pairs/loader2t-workers0.json.gz", records: 4475, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-loader-pairs/loader2t-workers1.json.gz", records: 3299, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-loader-pairs/loader2t-workers2.json.gz", records: 3299, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-optimizer-pairs/cnn-adam-fused.json.gz", records: 3383, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-optimizer-pairs/cnn-adam-loop.json.gz", records: 5207, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-optimizer-pairs/mlp-adam-foreach.json.gz", records: 10655, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-optimizer-pairs/mlp-adam-fused.json.gz", records: 6941, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-optimizer-pairs/mlp-adam-loop.json.gz", records: 10385, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-optimizer-pairs/mlp-sgd-fused.json.gz", records: 5399, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-optimizer-pairs/mlp-sgd-loop.json.gz", records: 6737, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-optimizer-pairs/transformer-adamw-fused.json.gz", records: 8471, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-optimizer-pairs/transformer-adamw-loop.json.gz", records: 11771, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-optimizer-pairs/widemlp-adam-fused.json.gz", records: 1835, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-optimizer-pairs/widemlp-adam-loop.json.gz", records: 2687, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-pairs/cnn-base.json.gz", records: 5207, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-pairs/cnn-compiled.json.gz", records: 3833, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-pairs/cnn-threads1.json.gz", records: 5207, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
@@ -267,6 +289,12 @@ const EXPECT: &[Expect] = &[
     Expect { file: "stepcast/cpu-pairs/transformer-compiled.json.gz", records: 5837, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-pairs/transformer-threads1.json.gz", records: 11051, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-pairs/transformer-threads2.json.gz", records: 11087, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-thread-pairs/cnn-threads1.json.gz", records: 5207, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-thread-pairs/cnn-threads2.json.gz", records: 5207, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-thread-pairs/mlp-threads1.json.gz", records: 10385, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-thread-pairs/mlp-threads2.json.gz", records: 10385, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-thread-pairs/transformer-threads1.json.gz", records: 11051, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-thread-pairs/transformer-threads2.json.gz", records: 11087, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/h200-pairs/ddp-gloo-w1/rank0.json.gz", records: 13369, runtime: Runtime::Cuda, steps: 6, kernels: 1104, syncs: 0, distributed: Dist::Present(Some(0), Some(1)) },
     Expect { file: "stepcast/h200-pairs/ddp-gloo-w2/rank0.json.gz", records: 13377, runtime: Runtime::Cuda, steps: 6, kernels: 1107, syncs: 0, distributed: Dist::Present(Some(0), Some(2)) },
     Expect { file: "stepcast/h200-pairs/ddp-gloo-w2/rank1.json.gz", records: 13371, runtime: Runtime::Cuda, steps: 6, kernels: 1104, syncs: 0, distributed: Dist::Present(Some(1), Some(2)) },
