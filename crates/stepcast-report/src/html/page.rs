@@ -101,6 +101,8 @@ pub(super) fn note(text: &str) -> String {
 pub(super) struct Cell {
     text: String,
     sort: Option<f64>,
+    /// Shown on hover: the full text of a shortened one.
+    title: Option<String>,
 }
 
 impl Cell {
@@ -108,6 +110,17 @@ impl Cell {
     pub fn text(text: impl Into<String>) -> Cell {
         Cell {
             text: text.into(),
+            sort: None,
+            title: None,
+        }
+    }
+
+    /// A shortened name, its full text shown on hover (where they differ).
+    pub fn named(short: impl Into<String>, full: &str) -> Cell {
+        let short = short.into();
+        Cell {
+            title: (short != full).then(|| full.to_string()),
+            text: short,
             sort: None,
         }
     }
@@ -117,6 +130,7 @@ impl Cell {
         Cell {
             text: text.into(),
             sort: value.is_finite().then_some(value),
+            title: None,
         }
     }
 
@@ -165,9 +179,19 @@ impl Table {
                             escape(&cell.text)
                         );
                     }
-                    None => {
-                        let _ = write!(out, "<td>{}</td>", escape(&cell.text));
-                    }
+                    None => match &cell.title {
+                        Some(title) => {
+                            let _ = write!(
+                                out,
+                                "<td title=\"{}\">{}</td>",
+                                escape(title),
+                                escape(&cell.text)
+                            );
+                        }
+                        None => {
+                            let _ = write!(out, "<td>{}</td>", escape(&cell.text));
+                        }
+                    },
                 }
             }
             out.push_str("</tr>\n");
@@ -205,6 +229,19 @@ pub(super) fn bytes(n: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shortened_name_keeps_its_full_text_on_hover() {
+        let mut table = Table::new(&["name"]);
+        table.row(vec![Cell::named("k<float>", "void ns::k<float>(int)")]);
+        table.row(vec![Cell::named("same", "same")]);
+        let html = table.render();
+        assert!(
+            html.contains("<td title=\"void ns::k&lt;float&gt;(int)\">k&lt;float&gt;</td>"),
+            "{html}"
+        );
+        assert!(html.contains("<td>same</td>"), "{html}");
+    }
 
     #[test]
     fn escape_covers_markup_and_quotes() {

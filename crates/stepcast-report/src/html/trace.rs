@@ -438,7 +438,12 @@ fn breakdowns(analyze: &AnalyzeJson) -> Section {
     }
 }
 
-fn name_stats_table(rows: &[NameStatsJson]) -> String {
+/// The widest a kernel's short name is shown (its full name on hover).
+const KERNEL_NAME_WIDTH: usize = 72;
+
+/// A table of names and their durations; `kernels`: the names are kernels', shown short
+/// (`crate::names`) with the full name on hover.
+fn name_stats_table(rows: &[NameStatsJson], kernels: bool) -> String {
     let mut table = Table::new(&[
         "name",
         "count",
@@ -449,10 +454,16 @@ fn name_stats_table(rows: &[NameStatsJson]) -> String {
         "max",
         "per step (mean)",
     ]);
-    for row in rows {
+    let full: Vec<&str> = rows.iter().map(|row| row.name.as_str()).collect();
+    let shown: Vec<String> = if kernels {
+        crate::names::short_names(&full, KERNEL_NAME_WIDTH)
+    } else {
+        full.iter().map(|name| name.to_string()).collect()
+    };
+    for (row, shown) in rows.iter().zip(shown) {
         let d = &row.instances;
         table.row(vec![
-            Cell::text(&row.name),
+            Cell::named(shown, &row.name),
             Cell::number(d.count.to_string(), d.count as f64),
             Cell::ms(d.total_ns),
             Cell::ms(d.mean_ns.round() as i64),
@@ -471,13 +482,13 @@ fn top_tables(analyze: &AnalyzeJson) -> Section {
     if stats.top_kernels.is_empty() {
         body.push_str(&note("No kernels recorded."));
     } else {
-        body.push_str(&name_stats_table(&stats.top_kernels));
+        body.push_str(&name_stats_table(&stats.top_kernels, true));
     }
     body.push_str("<h3>Top ops (inclusive time)</h3>\n");
     if stats.top_ops.is_empty() {
         body.push_str(&note("No cpu_op events recorded."));
     } else {
-        body.push_str(&name_stats_table(&stats.top_ops));
+        body.push_str(&name_stats_table(&stats.top_ops, false));
     }
     if !stats.kernels_per_launch_api.is_empty() {
         body.push_str("<h3>Device work by launch API</h3>\n");
