@@ -16,6 +16,6 @@ pub fn advise(
         .with_context(|| format!("cannot advise on {}", loaded.path.display()))?;
     progress.update("advising", 1, 1);
     let mut document = advise_json(&loaded.trace, &loaded.window, &advice);
-    document.trace.file = loaded.file();
+    document.set_file(loaded.file());
     Ok(document)
 }

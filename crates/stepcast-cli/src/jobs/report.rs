@@ -101,7 +101,7 @@ fn advice(
     let document = match &advice {
         Ok(advice) => {
             let mut document = advise_json(&loaded.trace, &loaded.window, advice);
-            document.trace.file = loaded.file();
+            document.set_file(loaded.file());
             Ok(document)
         }
         Err(error) => Err(error.to_string()),

@@ -22,6 +22,7 @@
 //! here. The one path, [`TraceJson::file`], is filled in by the caller.
 
 mod analyze;
+mod answer;
 mod compare;
 mod info;
 mod optimize;
@@ -41,6 +42,7 @@ pub use analyze::{
     StepSpanJson, StepVariabilityJson, StretchJson, TOP_LAYERS, TasksNsJson, ThreadJson,
     TypicalStepJson, UnmappedJson, VariabilityJson, WindowJson, analyze_json,
 };
+pub use answer::{AnswerChangeJson, AnswerJson, KindItemJson, StepTimeJson, answer, kind_words};
 pub use compare::{
     CompareJson, DiffRowJson, DiffTableJson, MeasuredJson, ModelCheckJson, NoiseJson,
     PhaseCheckJson, SideJson, StepTimesJson, WarningJson, WorkloadJson, compare_json,

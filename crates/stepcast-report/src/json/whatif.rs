@@ -8,6 +8,7 @@ use stepcast::whatif::trust::Verdict;
 use stepcast::whatif::{Advice, Bottleneck, Candidate, Model, Outcome, Resource};
 use stepcast_trace::Trace;
 
+use super::answer::{AnswerJson, StepTimeJson, answer};
 use super::{DeviceJson, TraceJson, devices, finite, main_device};
 
 /// The `whatif` document: one model, combination or scenario applied to the window's graph,
@@ -579,6 +580,18 @@ pub struct AdviseJson {
     pub memory_trades: Vec<CandidateJson>,
     /// Candidates that could not be predicted on this trace, with why.
     pub failed: Vec<FailedCandidateJson>,
+    /// What kind of time bounds the steady step: CPU work, blocking waits, data loading...
+    pub step_time: StepTimeJson,
+    /// The answer a person reads first, the same in every output (`json::answer`).
+    pub answer: AnswerJson,
+}
+
+impl AdviseJson {
+    /// Sets the input file as the user named it, and the answer's next command with it.
+    pub fn set_file(&mut self, file: Option<String>) {
+        self.trace.file = file;
+        self.answer = answer(self);
+    }
 }
 
 /// A candidate `advise` tried and could not predict.
@@ -762,7 +775,7 @@ pub fn whatif_json(
 
 /// The `advise` document of `advice`, on `window` (built from `trace`).
 pub fn advise_json(trace: &Trace, window: &Window, advice: &Advice) -> AdviseJson {
-    AdviseJson {
+    let mut document = AdviseJson {
         schema: "stepcast.advise/1",
         trace: TraceJson::new(trace),
         device: main_device(&devices(trace)),
@@ -790,7 +803,11 @@ pub fn advise_json(trace: &Trace, window: &Window, advice: &Advice) -> AdviseJso
                 error: error.clone(),
             })
             .collect(),
-    }
+        step_time: StepTimeJson::new(trace, &advice.step_time),
+        answer: AnswerJson::default(),
+    };
+    document.answer = answer(&document);
+    document
 }
 
 fn candidate_json(advice: &Advice, c: &Candidate) -> CandidateJson {

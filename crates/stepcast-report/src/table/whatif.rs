@@ -357,19 +357,15 @@ fn record_cell(c: &CandidateJson) -> String {
     }
 }
 
-/// The `advise` document as text: a ranked table, then what to try first and what is not
-/// worth it.
+/// The `advise` document as text: the answer first, then the program changes ranked, the
+/// hardware what-ifs ranked apart, and what is not worth it.
 pub fn advise_text(doc: &AdviseJson) -> String {
-    let mut out = wrap(
-        &format!(
-            "Advice for {}: step {} ms now (steady steps {}); {}.",
-            source(&doc.trace, doc.device.as_ref()),
-            ms(doc.baseline_ns),
-            step_list(&doc.steady_steps),
-            bound_sentence(&doc.bottleneck),
-        ),
+    let mut out = wrap(&doc.answer.sentence, "");
+    out.push('\n');
+    out.push_str(&wrap(
+        &format!("Advice for {}.", source(&doc.trace, doc.device.as_ref()),),
         "",
-    );
+    ));
     out.push('\n');
     let mut notes = Vec::new();
     if let Some(reason) = &doc.declined {
@@ -380,27 +376,46 @@ pub fn advise_text(doc: &AdviseJson) -> String {
         out.push('\n');
         return out;
     }
-    match doc
-        .candidates
-        .iter()
-        .find(|c| c.can_headline() && !c.hardware)
-    {
-        Some(best) => notes.push(format!(
-            "Try first: {} ({}, {} ms less per step{}).",
-            best.name,
-            speedup(best.speedup),
-            ms(best.gain_ns),
-            match best.trust.caveats.len() {
-                0 => String::new(),
-                1 => "; 1 caveat below".to_string(),
-                n => format!("; {n} caveats below"),
+    let answer = &doc.answer;
+    match &answer.change {
+        Some(best) => {
+            let mut note = format!(
+                "Try first: {} ({}, {} ms less per step{})",
+                best.name,
+                speedup(best.speedup),
+                ms(doc.baseline_ns - best.predicted_ns),
+                match best.caveats {
+                    0 => String::new(),
+                    1 => "; 1 caveat below".to_string(),
+                    n => format!("; {n} caveats below"),
+                }
+            );
+            if let Some(together) = &answer.together {
+                note.push_str(&format!(
+                    "; with more changes: {} ({})",
+                    together.name,
+                    speedup(together.speedup)
+                ));
             }
+            note.push('.');
+            notes.push(note);
+        }
+        None => notes.push(format!(
+            "{}.",
+            capitalized(
+                answer
+                    .no_change
+                    .as_deref()
+                    .unwrap_or("no change is offered")
+            )
         )),
-        // Why, where the DataLoader workers hold every program change at their pace.
-        None => notes.push(match &doc.paced_by {
-            Some(why) => format!("No change to the program is predicted to help: {why}."),
-            None => "No change to the program is predicted to help.".to_string(),
-        }),
+    }
+    if let Some(hardware) = &answer.hardware {
+        notes.push(format!(
+            "A faster machine (not a change to the program): {} would give {}.",
+            hardware.name,
+            speedup(hardware.speedup)
+        ));
     }
     let useless: Vec<&str> = doc
         .candidates
@@ -417,50 +432,35 @@ pub fn advise_text(doc: &AdviseJson) -> String {
     }
     push_notes(&mut out, "Summary", &notes);
 
-    let mut table = new_table(
-        &[
-            "#",
-            "candidate",
-            "kind",
-            "step ms",
-            "speedup",
-            "saves ms",
-            "then bound by",
-            "record (pairs)",
-        ],
-        3,
-    );
-    let mut rank = 0;
     let mut reasons = Vec::new();
-    for c in &doc.candidates {
-        let label = if c.useful {
-            rank += 1;
-            rank.to_string()
-        } else {
-            "-".to_string()
-        };
-        reasons.push(format!("{label} {}: {}", c.name, c.reason));
-        table.add_row(vec![
-            label,
-            c.name.clone(),
-            if c.hardware { "hardware" } else { "program" }.to_string(),
-            ms(c.predicted_ns),
-            speedup(c.speedup),
-            ms(c.gain_ns),
-            c.bound_after.to_string(),
-            record_cell(c),
-        ]);
-    }
-    for i in [6, 7] {
-        if let Some(column) = table.column_mut(i) {
-            column.set_cell_alignment(comfy_table::CellAlignment::Left);
+    let mut same = Vec::new();
+    for (hardware, title) in [
+        (
+            false,
+            "Changes to the program, best first (-: not worth it; 4=3: the same step as row 3)",
+        ),
+        (
+            true,
+            "A faster machine: what it would buy, best first (not a change to the program)",
+        ),
+    ] {
+        let rows: Vec<&CandidateJson> = doc
+            .candidates
+            .iter()
+            .filter(|c| c.hardware == hardware)
+            .collect();
+        if rows.is_empty() {
+            continue;
         }
+        let table = candidate_table(
+            &rows,
+            if hardware { "H" } else { "" },
+            &mut reasons,
+            &mut same,
+        );
+        push_section(&mut out, title, &table);
     }
-    push_section(
-        &mut out,
-        "Candidates, best first (-: not worth it)",
-        &table.to_string(),
-    );
+    push_notes(&mut out, "Same predicted step", &same);
     push_notes(&mut out, "Why", &reasons);
     // Caveats: those of the window (every candidate carries them) once, then each useful
     // candidate's own.
@@ -528,6 +528,79 @@ pub fn advise_text(doc: &AdviseJson) -> String {
         .collect();
     push_notes(&mut out, "Could not be predicted on this trace", &failed);
     out
+}
+
+/// One ranked table of candidates (rows `P1`, `P2`... numbered with `prefix`), with each
+/// row's reason into `reasons` and, where rows predict the very same step, why into `same`.
+fn candidate_table(
+    rows: &[&CandidateJson],
+    prefix: &str,
+    reasons: &mut Vec<String>,
+    same: &mut Vec<String>,
+) -> String {
+    let mut table = new_table(
+        &[
+            "#",
+            "candidate",
+            "step ms",
+            "speedup",
+            "saves ms",
+            "then bound by",
+            "record (pairs)",
+        ],
+        2,
+    );
+    let mut rank = 0;
+    // The first row of each predicted step: later rows with the same step name it.
+    let mut first_of: Vec<(i64, String, String)> = Vec::new();
+    for c in rows {
+        let label = if c.useful {
+            rank += 1;
+            format!("{prefix}{rank}")
+        } else {
+            "-".to_string()
+        };
+        reasons.push(format!("{label} {}: {}", c.name, c.reason));
+        let shown = match first_of.iter().find(|(ns, _, _)| *ns == c.predicted_ns) {
+            Some((_, first, first_label)) if c.useful => {
+                same.push(format!(
+                    "{} predicts the same step as {first} ({} ms): the step is then bound by \
+                     {} work that neither changes further",
+                    c.name,
+                    ms(c.predicted_ns),
+                    c.bound_after
+                ));
+                format!("{label}={first_label}")
+            }
+            _ => {
+                first_of.push((c.predicted_ns, c.name.clone(), label.clone()));
+                label
+            }
+        };
+        table.add_row(vec![
+            shown,
+            c.name.clone(),
+            ms(c.predicted_ns),
+            speedup(c.speedup),
+            ms(c.gain_ns),
+            c.bound_after.to_string(),
+            record_cell(c),
+        ]);
+    }
+    for i in [5, 6] {
+        if let Some(column) = table.column_mut(i) {
+            column.set_cell_alignment(comfy_table::CellAlignment::Left);
+        }
+    }
+    table.to_string()
+}
+
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
 }
 
 /// The widest a kernel's short name is shown.

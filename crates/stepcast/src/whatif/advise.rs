@@ -16,7 +16,9 @@ use rayon::prelude::*;
 
 use super::models::{MemoryEffect, Model};
 use super::trust::{WindowTrust, assess, window_trust_of};
-use super::{Baseline, Context, Outcome, Prediction, Prepared, WhatIfError, what_if_prepared};
+use super::{
+    Baseline, Context, Outcome, Prediction, Prepared, StepTime, WhatIfError, what_if_prepared,
+};
 
 /// A model (or combination) helps when it speeds the step up by at least this (0.5 %: below
 /// the replay's own error on steady steps, so not worth a change).
@@ -73,6 +75,8 @@ pub struct Advice {
     /// (`trust::WindowTrust::paced_by`): no change that leaves the loader goes below their
     /// pace.
     pub paced_by: Option<String>,
+    /// What kind of time bounds the baseline's steady step.
+    pub step_time: StepTime,
 }
 
 /// Tries every advised model and the useful combinations (see the module documentation), in
@@ -87,6 +91,7 @@ pub fn advise(context: &Context<'_>) -> Result<Advice, WhatIfError> {
         || window_trust_of(context, &replayed),
     );
     let window = window?;
+    let step_time = StepTime::of(context, &replayed);
     let baseline = replayed.prediction;
     if let Some(reason) = &window.declined {
         return Ok(Advice {
@@ -96,6 +101,7 @@ pub fn advise(context: &Context<'_>) -> Result<Advice, WhatIfError> {
             failed: Vec::new(),
             declined: Some(reason.clone()),
             paced_by: None,
+            step_time,
         });
     }
     let mut singles: Vec<Vec<Model>> = Model::advised().into_iter().map(|m| vec![m]).collect();
@@ -164,6 +170,7 @@ pub fn advise(context: &Context<'_>) -> Result<Advice, WhatIfError> {
         failed,
         declined: None,
         paced_by,
+        step_time,
     })
 }
 

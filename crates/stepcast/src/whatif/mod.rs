@@ -21,6 +21,7 @@ pub mod models;
 pub mod profiler_cost;
 pub mod record;
 pub mod scenario;
+pub mod step_time;
 pub mod trust;
 
 use stepcast_trace::Trace;
@@ -29,8 +30,10 @@ use crate::Window;
 use crate::analyze::host_time;
 use crate::analyze::mapping::{Mapping, Phase};
 use crate::graph::{Graph, NO_STEP, TaskId};
-use crate::replay::{replayed_marker_end, replayed_span};
-use crate::simulate::{RecordedOrder, SimError, SimOptions, Timeline, critical_path, simulate};
+use crate::replay::replayed_span;
+use crate::simulate::{
+    CriticalPath, RecordedOrder, SimError, SimOptions, Timeline, critical_path, simulate,
+};
 
 pub use advise::{Advice, Candidate, advise};
 pub use bottleneck::{Bottleneck, PathItem, Resource};
@@ -41,6 +44,7 @@ pub use edit::{
 };
 pub use models::{AmpDtype, Hardware, Model, ModelError, ModelParams, dtype_param, target_param};
 pub use scenario::{Scenario, ScenarioError};
+pub use step_time::{KindItem, StepTime, TimeKind};
 
 /// Why a what-if failed.
 #[derive(Debug, thiserror::Error)]
@@ -276,6 +280,9 @@ pub struct Baseline {
     pub timeline: Timeline,
     /// The whole critical path of the replay, what every prediction's bound is measured along.
     pub path: WholePath,
+    /// The critical path of the steady span (what [`Prediction::bottleneck`] sums), stretch
+    /// by stretch: what [`StepTime::of`] reads the kind of time from.
+    pub steady_path: CriticalPath,
 }
 
 impl Baseline {
@@ -287,11 +294,12 @@ impl Baseline {
             ..SimOptions::default()
         };
         let timeline = simulate(graph, &RecordedOrder, options)?;
-        let (prediction, path) = measure_and_path(window, graph, &timeline, true)?;
+        let (prediction, path, steady_path) = measure_and_path(window, graph, &timeline, true)?;
         Ok(Baseline {
             prediction,
             timeline,
             path: path.unwrap_or_default(),
+            steady_path,
         })
     }
 }
@@ -359,15 +367,21 @@ fn period_of(
     by_step: &[Vec<TaskId>],
 ) -> Option<Period> {
     let n_steps = window.steps.len();
-    // A step ends when its last task does, or when its marker does (the host working on
-    // after its last launch), whichever is later.
+    // A step ends when its last device task does, or when its marker thread's work does (the
+    // host working on after its last launch), whichever is later: as `replay` measures it.
+    // Another host thread's tasks do not end it: a thread that polls on its own clock (NCCL's
+    // watchdog querying events every 100 ms) would hold every prediction to its recorded
+    // sleeps; work of another thread that the step needs reaches the device or the marker
+    // thread through an edge.
     let step_end_ns: Vec<Option<i64>> = by_step
         .iter()
         .zip(&window.steps)
         .map(|(tasks, step)| {
-            let last = tasks.iter().map(|t| timeline.end_ns[t.index()]).max()?;
-            let (_, _, start) = replayed_span(graph, timeline, step, tasks);
-            Some(last.max(replayed_marker_end(graph, timeline, step, tasks, start)))
+            if tasks.is_empty() {
+                return None;
+            }
+            let (span, _, start) = replayed_span(graph, timeline, step, tasks);
+            Some(start.saturating_add(span))
         })
         .collect();
     let first = first_steady(window);
@@ -418,7 +432,7 @@ fn measure_and_path(
     graph: &Graph,
     timeline: &Timeline,
     whole_path: bool,
-) -> Result<(Prediction, Option<WholePath>), WhatIfError> {
+) -> Result<(Prediction, Option<WholePath>, CriticalPath), WhatIfError> {
     let by_step = tasks_by_step(window, graph);
     let period = period_of(window, graph, timeline, &by_step).ok_or(WhatIfError::NoSteps)?;
     let Period {
@@ -476,7 +490,7 @@ fn measure_and_path(
         critical_tasks,
         span_start_ns: span_start,
     };
-    Ok((prediction, whole_path))
+    Ok((prediction, whole_path, path))
 }
 
 /// The time `tasks` (a critical path) waited beyond their lane and edges for their device: see

@@ -174,7 +174,12 @@ fn check_plan(name: &str, ranks: &[&Loaded]) {
             other => panic!("{name}: {other:?} is no advise model"),
         })
         .collect();
-    // advise applies its models in `Model::advised` order, and so do the passes.
+    // The passes apply op fusion (`kernel_fusion`) first, then the program models in
+    // `Model::advised` order, as advise applies them.
+    let (mut models, program): (Vec<Model>, Vec<Model>) = models
+        .into_iter()
+        .partition(|m| matches!(m, Model::KernelFusion { .. }));
+    models.extend(program);
     assert_eq!(advised.step_ns, whatif_job_ns(ranks, &models), "{name}");
     // The plan's graph, replayed on its own, predicts what the search said (every rank).
     let moves: Vec<Move> = plan.moves.iter().map(|m| m.step.clone()).collect();

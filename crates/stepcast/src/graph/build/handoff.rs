@@ -14,7 +14,9 @@
 //!
 //! A handoff is only taken where the evidence is unambiguous: the engine thread is known by
 //! its ops, and the caller (the thread of the step markers) ran nothing while the backward
-//! pass ran.
+//! pass ran. PyTorch 1.8 and before recorded the engine's ops by their autograd node's name
+//! alone (`NllLossBackward`, `ReluBackward1`): a thread other than the caller's running such
+//! ops is the engine thread too.
 
 use stepcast_trace::{LaneId, LaneKind, NameId, Trace};
 
@@ -149,10 +151,23 @@ fn step_thread(trace: &Trace) -> Option<LaneId> {
     trace.steps.first().map(|s| s.lane)
 }
 
+/// Whether `name` is an autograd node's class name as PyTorch 1.8 recorded it: CamelCase
+/// ending in `Backward`, maybe numbered (`CudnnConvolutionBackward`, `AddBackward0`).
+fn is_backward_node(name: &str) -> bool {
+    let stem = name.trim_end_matches(|c: char| c.is_ascii_digit());
+    stem.len() > "Backward".len()
+        && stem.ends_with("Backward")
+        && name.starts_with(|c: char| c.is_ascii_uppercase())
+        && name.chars().all(|c| c.is_ascii_alphanumeric())
+}
+
 /// Host threads that run autograd engine ops.
 fn engine_threads(trace: &Trace) -> Vec<LaneId> {
     let engine_name: Vec<bool> = (0..trace.names.len() as u32)
-        .map(|id| trace.name(NameId(id)).starts_with(ENGINE_OP_PREFIX))
+        .map(|id| {
+            let name = trace.name(NameId(id));
+            name.starts_with(ENGINE_OP_PREFIX) || is_backward_node(name)
+        })
         .collect();
     if !engine_name.contains(&true) {
         return Vec::new();
@@ -177,4 +192,30 @@ fn graph_lane(g: &Graph, lane: LaneId) -> Option<usize> {
     g.lanes
         .iter()
         .position(|l| l.trace_lane == lane && l.task_count > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_backward_node;
+
+    #[test]
+    fn backward_nodes_are_known_by_their_class_names() {
+        for name in [
+            "NllLossBackward",
+            "ReluBackward1",
+            "CudnnConvolutionBackward",
+            "AddBackward0",
+        ] {
+            assert!(is_backward_node(name), "{name}");
+        }
+        for name in [
+            "Backward",
+            "aten::convolution_backward",
+            "nll_loss_backward",
+            "Backward0",
+            "My Backward",
+        ] {
+            assert!(!is_backward_node(name), "{name}");
+        }
+    }
 }

@@ -1,0 +1,329 @@
+//! The answer a person reads first, the same in every output: what kind of time bounds the
+//! step, the one change to the program predicted to help most with its speedup and bound, and
+//! the next command to run. Built from the `advise` document alone, so `advise`, `analyze`,
+//! the report and the Python package say the same words.
+//!
+//! Hardware what-ifs answer another question (what a faster machine would buy) and are never
+//! "try first"; a combination is named beside the single change it extends, not instead of
+//! it: a person changes one thing at a time.
+
+use serde::Serialize;
+use stepcast::whatif::{StepTime, TimeKind};
+use stepcast_trace::Trace;
+
+use super::whatif::{AdviseJson, CandidateJson};
+use crate::names::short_name;
+
+/// What kind of time bounds the steady step (`stepcast::whatif::StepTime`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StepTimeJson {
+    /// The kind with the most critical-path time: `cpu_work`, `blocking_wait` (the host
+    /// blocked inside a runtime call), `data_loading`, `compute`, `copies`, `communication`
+    /// or `latency` (launch latency, stream waits); `None` (`null`) for an empty path.
+    pub bound: Option<&'static str>,
+    /// Critical-path time per steady step, by kind, in that order.
+    pub by_kind_ns: super::NsMap,
+    /// Per kind, the names with the most of it, most first.
+    pub top: Vec<KindItemJson>,
+}
+
+/// A name that takes critical-path time of one kind.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct KindItemJson {
+    /// The kind of time, as in `bound`.
+    pub kind: &'static str,
+    /// The task's full name (a kernel, a runtime call, a CPU op).
+    pub name: String,
+    /// The op it ran in, if any.
+    pub op: Option<String>,
+    /// Path time per steady step.
+    pub ns: i64,
+}
+
+impl StepTimeJson {
+    /// The document of `step_time`, with `trace`'s names.
+    pub fn new(trace: &Trace, step_time: &StepTime) -> StepTimeJson {
+        StepTimeJson {
+            bound: step_time.bound().map(TimeKind::as_str),
+            by_kind_ns: super::NsMap(
+                TimeKind::ALL
+                    .iter()
+                    .map(|&k| (k.as_str(), step_time.ns(k)))
+                    .collect(),
+            ),
+            top: TimeKind::ALL
+                .iter()
+                .flat_map(|&kind| {
+                    step_time.top[kind as usize]
+                        .iter()
+                        .map(move |item| KindItemJson {
+                            kind: kind.as_str(),
+                            name: trace.name(item.name).to_string(),
+                            op: item.op.map(|op| trace.name(op).to_string()),
+                            ns: item.ns,
+                        })
+                })
+                .collect(),
+        }
+    }
+
+    fn length_ns(&self) -> i64 {
+        self.by_kind_ns.total()
+    }
+}
+
+/// One change the answer names.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AnswerChangeJson {
+    /// The models' names joined by ` + ` (as `advise` lists it).
+    pub name: String,
+    /// Its predicted steady-state period.
+    pub predicted_ns: i64,
+    /// `step_ns / predicted_ns`.
+    pub speedup: Option<f64>,
+    /// The most the change can gain, as a speedup (`trust.bound_speedup`).
+    pub bound_speedup: Option<f64>,
+    /// How many caveats its prediction carries.
+    pub caveats: usize,
+}
+
+impl AnswerChangeJson {
+    fn new(c: &CandidateJson) -> AnswerChangeJson {
+        AnswerChangeJson {
+            name: c.name.clone(),
+            predicted_ns: c.predicted_ns,
+            speedup: c.speedup,
+            bound_speedup: c.trust.bound_speedup,
+            caveats: c.trust.caveats.len(),
+        }
+    }
+}
+
+/// The answer first (see the module documentation).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct AnswerJson {
+    /// The sentence every output leads with.
+    pub sentence: String,
+    /// The step time every command names: the steady-state period of the recording (the mean
+    /// time between the ends of consecutive steady steps), what every prediction divides.
+    pub step_ns: i64,
+    /// The steady steps it is measured over.
+    pub steady_steps: Vec<u64>,
+    /// What kind of time bounds it (`step_time.bound`).
+    pub bound: Option<&'static str>,
+    /// The bound's share of the critical path, in `[0, 1]`.
+    pub bound_share: Option<f64>,
+    /// The one change to the program predicted to help most; `None` (`null`) when none does,
+    /// or no prediction is offered.
+    pub change: Option<AnswerChangeJson>,
+    /// A combination of program changes, with `change`, predicted to help more; `None`
+    /// (`null`) when none does.
+    pub together: Option<AnswerChangeJson>,
+    /// What the best hardware what-if would buy (a faster machine, not a change to make).
+    pub hardware: Option<AnswerChangeJson>,
+    /// Why no change is offered, when none is: predictions declined on this trace, or the
+    /// `DataLoader` workers pace the step.
+    pub no_change: Option<String>,
+    /// The command to run next.
+    pub next: String,
+}
+
+/// `1.234×`, or `n/a`.
+fn times(speedup: Option<f64>) -> String {
+    speedup.map_or_else(|| "n/a".to_string(), |s| format!("{s:.3}×"))
+}
+
+fn ms(ns: i64) -> String {
+    format!("{:.3} ms", ns as f64 / 1e6)
+}
+
+/// What a kind of time is called in the sentence.
+pub fn kind_words(kind: &str) -> &'static str {
+    match kind {
+        "cpu_work" => "CPU work",
+        "blocking_wait" => "the host blocked in runtime calls",
+        "data_loading" => "data loading on the host",
+        "compute" => "device compute",
+        "copies" => "memory copies",
+        "communication" => "communication",
+        "latency" => "waiting (launch latency, stream waits)",
+        _ => "nothing",
+    }
+}
+
+/// `` `cudaLaunchKernel` in `aten::copy_` ``: a name of the bound's kind as a reader knows
+/// it.
+fn item_words(item: &KindItemJson) -> String {
+    let name = readable(&item.name);
+    match &item.op {
+        Some(op) if *op != item.name => format!("`{name}` in `{}`", readable(op)),
+        _ => format!("`{name}`"),
+    }
+}
+
+/// The widest a name is shown in the sentence.
+const NAME_WIDTH: usize = 60;
+
+/// A name as the sentence shows it: as recorded when short (`aten::copy_`), else its short
+/// form (demangled, templates collapsed), cut in the middle if still too long.
+fn readable(name: &str) -> String {
+    if name.chars().count() <= NAME_WIDTH && !name.starts_with("_Z") {
+        return name.to_string();
+    }
+    let short = short_name(name);
+    let chars: Vec<char> = short.chars().collect();
+    if chars.len() <= NAME_WIDTH {
+        return short;
+    }
+    let half = (NAME_WIDTH - 1) / 2;
+    let head: String = chars[..half].iter().collect();
+    let tail: String = chars[chars.len() - half..].iter().collect();
+    format!("{head}…{tail}")
+}
+
+/// Where a step number list is shown.
+fn steps(numbers: &[u64]) -> String {
+    let list = crate::table::step_list(numbers);
+    if numbers.len() == 1 {
+        format!("step {list}")
+    } else {
+        format!("steps {list}")
+    }
+}
+
+/// A change as the sentence names it: `cuda_graphs: 4.331× (at most 30.854×; 4 caveats)`.
+fn change_words(c: &AnswerChangeJson) -> String {
+    let bound = c
+        .bound_speedup
+        .map_or_else(|| "no bound".to_string(), |b| format!("at most {b:.3}×"));
+    let caveats = match c.caveats {
+        0 => "no caveat".to_string(),
+        1 => "1 caveat".to_string(),
+        n => format!("{n} caveats"),
+    };
+    format!(
+        "{}, predicted {} ({bound}; {caveats})",
+        c.name,
+        times(c.speedup)
+    )
+}
+
+/// The file as a command line names it (`TRACE` where the document knows no path).
+fn file_arg(doc: &AdviseJson) -> String {
+    let file = doc.trace.file.as_deref().unwrap_or("TRACE");
+    if file
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
+    {
+        file.to_string()
+    } else {
+        format!("'{}'", file.replace('\'', r"'\''"))
+    }
+}
+
+/// The answer of an `advise` document.
+pub fn answer(doc: &AdviseJson) -> AnswerJson {
+    let time = &doc.step_time;
+    let length = time.length_ns();
+    let bound = time.bound;
+    let bound_share =
+        bound.and_then(|b| (length > 0).then(|| time.by_kind_ns.get(b) as f64 / length as f64));
+    let helps = |c: &&CandidateJson| c.can_headline() && c.trust.declined.is_none();
+    let change = doc
+        .candidates
+        .iter()
+        .filter(helps)
+        .find(|c| !c.hardware && c.models.len() == 1);
+    let together = change.and_then(|single| {
+        doc.candidates
+            .iter()
+            .filter(helps)
+            .filter(|c| !c.hardware && c.models.len() > 1)
+            .filter(|c| c.models.contains(&single.models[0]))
+            .find(|c| c.speedup > single.speedup)
+    });
+    // What a faster machine buys: a hardware model alone first, a mix only without one.
+    let hardware = doc
+        .candidates
+        .iter()
+        .filter(helps)
+        .find(|c| c.hardware && c.models.iter().all(|m| is_hardware_model(m)))
+        .or_else(|| doc.candidates.iter().filter(helps).find(|c| c.hardware));
+    let no_change = match (&doc.declined, change) {
+        (Some(reason), _) => Some(format!("no prediction is offered on this trace: {reason}")),
+        (None, None) => Some(match &doc.paced_by {
+            Some(why) => format!("no change to the program is predicted to help: {why}"),
+            None => format!(
+                "no change to the program is predicted to help (none reaches {})",
+                times(Some(doc.useful_speedup))
+            ),
+        }),
+        (None, Some(_)) => None,
+    };
+    let file = file_arg(doc);
+    let next = match change {
+        Some(c) => format!("stepcast whatif {file} {}", c.models[0]),
+        None => format!("stepcast report {file} -o report.html"),
+    };
+    let mut sentence = format!(
+        "The step takes {} (the steady-state period, {})",
+        ms(doc.baseline_ns),
+        steps(&doc.steady_steps)
+    );
+    match (bound, bound_share) {
+        (Some(kind), Some(share)) => {
+            sentence.push_str(&format!(
+                " and is bound by {} ({:.0}% of its critical path",
+                kind_words(kind),
+                share * 100.0
+            ));
+            let of_kind = time.by_kind_ns.get(kind);
+            match time.top.iter().find(|i| i.kind == kind) {
+                Some(item) if of_kind > 0 => sentence.push_str(&format!(
+                    "; the most of it: {}, {:.0}%)",
+                    item_words(item),
+                    item.ns as f64 * 100.0 / of_kind as f64
+                )),
+                _ => sentence.push(')'),
+            }
+        }
+        _ => sentence.push_str(" and has no critical path"),
+    }
+    let change = change.map(AnswerChangeJson::new);
+    let together = together.map(AnswerChangeJson::new);
+    match (&change, &no_change) {
+        (Some(c), _) => {
+            sentence.push_str(&format!(". Try first: {}", change_words(c)));
+            if let Some(t) = &together {
+                sentence.push_str(&format!("; {} together: {}", t.name, times(t.speedup)));
+            }
+        }
+        (None, Some(why)) => sentence.push_str(&format!(". {}{}", capital(why), "")),
+        (None, None) => {}
+    }
+    sentence.push_str(&format!(". Next: `{next}`."));
+    AnswerJson {
+        sentence,
+        step_ns: doc.baseline_ns,
+        steady_steps: doc.steady_steps.clone(),
+        bound,
+        bound_share,
+        change,
+        together,
+        hardware: hardware.map(AnswerChangeJson::new),
+        no_change,
+        next,
+    }
+}
+
+fn is_hardware_model(name: &str) -> bool {
+    stepcast::whatif::Model::by_name(name).is_some_and(|m| m.is_hardware())
+}
+
+fn capital(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
