@@ -394,7 +394,8 @@ pub struct ReportArgs {
     #[arg(value_name = "TRACE | DIR", required = true, num_args = 1..)]
     pub traces: Vec<PathBuf>,
     /// The what-if whose predicted timeline is drawn under the replay: a built-in model (as
-    /// `whatif` takes it). Default: the best useful candidate of `advise`.
+    /// `whatif` takes it). Default: the change the answer names (`advise`'s best single change to
+    /// the program).
     #[arg(long, value_name = "MODEL")]
     pub model: Option<String>,
     /// GPU counts of the data-parallel scaling curve (`whatif TRACE ddp --gpus`).

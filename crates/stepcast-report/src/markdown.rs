@@ -41,6 +41,9 @@ pub fn analyze_markdown(analyze: &AnalyzeJson) -> String {
     let mut out = String::new();
     let file = analyze.trace.file.as_deref().unwrap_or("the trace");
     let _ = writeln!(out, "## stepcast analyze: `{}`\n", cell(file));
+    if let Some(answer) = &analyze.answer {
+        let _ = writeln!(out, "**{}**\n", answer.sentence);
+    }
     for sentence in summary_sentences(analyze) {
         let _ = writeln!(out, "{sentence}\n");
     }
@@ -160,8 +163,10 @@ fn top_table(out: &mut String, title: &str, rows: &[NameStatsJson]) {
     }
     let _ = writeln!(out, "\n### {title}\n");
     out.push_str("| name | count | total ms | mean µs |\n|---|---:|---:|---:|\n");
-    for row in rows.iter().take(TOP) {
-        let name: String = row.name.chars().take(80).collect();
+    let rows = &rows[..rows.len().min(TOP)];
+    let full: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+    let names = crate::names::short_names(&full, 80);
+    for (row, name) in rows.iter().zip(names) {
         let _ = writeln!(
             out,
             "| `{}` | {} | {} | {:.1} |",
@@ -178,18 +183,18 @@ pub fn advise_markdown(advise: &AdviseJson) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "\n## What to try (stepcast advise)\n\nBaseline: {} ms per steady step (steps {}); the \
-         critical path is mostly {}. Speedups are predicted by replaying the transformed graph; \
-         the bound is the most a change can gain, from the trace.\n",
+        "\n## What to try (stepcast advise)\n\n**{}**\n\nBaseline: {} ms per steady step (the \
+         steady-state period, steps {}). Speedups are predicted by replaying the transformed \
+         graph; the bound is the most a change can gain, from the trace.\n",
+        advise.answer.sentence,
         ms(advise.baseline_ns),
         step_list(&advise.steady_steps),
-        advise.bottleneck.bound
     );
-    out.push_str("| # | what-if | predicted ms | speedup | bound | caveats |\n|---:|---|---:|---:|---:|---|\n");
+    out.push_str("Changes to the program:\n\n| # | what-if | predicted ms | speedup | bound | caveats |\n|---:|---|---:|---:|---:|---|\n");
     for (rank, candidate) in advise
         .candidates
         .iter()
-        .filter(|c| c.useful)
+        .filter(|c| c.useful && !c.hardware)
         .take(2 * TOP)
         .enumerate()
     {
@@ -202,6 +207,20 @@ pub fn advise_markdown(advise: &AdviseJson) -> String {
             speedup(candidate.speedup),
             speedup(candidate.trust.bound_speedup),
             cell(&candidate.trust.caveat_text())
+        );
+    }
+    let hardware: Vec<String> = advise
+        .candidates
+        .iter()
+        .filter(|c| c.useful && c.hardware)
+        .take(TOP)
+        .map(|c| format!("- {}: {}", cell(&c.name), speedup(c.speedup)))
+        .collect();
+    if !hardware.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nA faster machine (what it would buy, not a change to the program):\n\n{}",
+            hardware.join("\n")
         );
     }
     let useless = advise.candidates.iter().filter(|c| !c.useful).count();

@@ -1,7 +1,8 @@
 //! `analyze`: where the step's time goes.
 
 use anyhow::Context as _;
-use stepcast_report::json::{AnalyzeJson, analyze_json};
+use stepcast::whatif::Peers;
+use stepcast_report::json::{AnalyzeJson, AnswerJson, advise_json, analyze_json};
 
 use super::{Loaded, Progress};
 
@@ -22,5 +23,17 @@ pub fn analyze(
     progress.update("analyzing", 1, 1);
     let mut document = analyze_json(&loaded.trace, &loaded.window, &analysis, step);
     document.trace.file = loaded.file();
+    document.answer = answer(loaded, progress);
     Ok(document)
+}
+
+/// The answer `advise` gives, which `analyze` leads with too; `None` where advise cannot run
+/// on the trace (the analysis stands without it).
+pub fn answer(loaded: &Loaded, progress: &dyn Progress) -> Option<AnswerJson> {
+    progress.update("ranking the what-ifs (advise)", 0, 1);
+    let advice = stepcast::whatif::advise(&loaded.context(Peers::Skew)).ok()?;
+    progress.update("ranking the what-ifs (advise)", 1, 1);
+    let mut document = advise_json(&loaded.trace, &loaded.window, &advice);
+    document.set_file(loaded.file());
+    Some(document.answer)
 }

@@ -15,8 +15,7 @@ use super::{Loaded, Progress};
 
 /// What `report` is asked for, checked before the trace is read (a typo fails fast).
 pub struct ReportOptions {
-    /// The what-if whose predicted timeline is drawn; by default the best useful candidate of
-    /// `advise`.
+    /// The what-if whose predicted timeline is drawn; by default the change the answer names.
     model: Option<Model>,
     /// The data-parallel scaling sweep.
     ddp: Ddp,
@@ -111,8 +110,9 @@ fn advice(
 
 /// The digest of one trace: `analyze` and `advise` (with `peers`).
 pub fn digest(loaded: &Loaded, peers: Peers, progress: &dyn Progress) -> anyhow::Result<Digest> {
-    let (_, analyze) = analysis(loaded, progress)?;
+    let (_, mut analyze) = analysis(loaded, progress)?;
     let (_, advise) = advice(loaded, peers, progress);
+    analyze.answer = advise.as_ref().ok().map(|a| a.answer.clone());
     Ok(Digest { analyze, advise })
 }
 
@@ -132,8 +132,9 @@ pub fn report(
     options: &ReportOptions,
     progress: &dyn Progress,
 ) -> anyhow::Result<TracePage> {
-    let (analysis, analyze) = analysis(loaded, progress)?;
+    let (analysis, mut analyze) = analysis(loaded, progress)?;
     let (advice, advise) = advice(loaded, options.peers, progress);
+    analyze.answer = advise.as_ref().ok().map(|a| a.answer.clone());
     progress.update("predicting data-parallel scaling", 0, 1);
     let scaling = options
         .ddp
@@ -156,15 +157,20 @@ pub fn report(
                 )
             };
             let mut view = TimelineView::new(trace, window, &replayed, index, title);
-            // The what-if drawn: the one asked for, else the best useful candidate.
-            let models = match (&options.model, &advice) {
-                (Some(model), _) => Some(vec![model.clone()]),
-                (None, Ok(advice)) => advice
+            // The what-if drawn: the one asked for, else the change the answer names.
+            let change = analyze
+                .answer
+                .as_ref()
+                .and_then(|a| a.change.as_ref())
+                .map(|c| c.name.clone());
+            let models = match (&options.model, &advice, change) {
+                (Some(model), _, _) => Some(vec![model.clone()]),
+                (None, Ok(advice), Some(change)) => advice
                     .candidates
                     .iter()
-                    .find(|candidate| candidate.is_useful())
+                    .find(|candidate| candidate.name() == change)
                     .map(|candidate| candidate.models.clone()),
-                (None, Err(_)) => None,
+                (None, _, _) => None,
             };
             if let Some(models) = models {
                 let names: Vec<String> = models.iter().map(|m| m.name()).collect();

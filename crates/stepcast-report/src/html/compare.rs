@@ -197,7 +197,7 @@ fn models(compare: &CompareJson) -> Section {
                 Some(bound) => Cell::ms(bound),
                 None => Cell::text("–"),
             },
-            Cell::text(check.trust.caveat_text()),
+            super::trace::caveats_cell(&check.trust),
         ]);
     }
     let mut body = String::new();

@@ -103,6 +103,9 @@ pub(super) struct Cell {
     sort: Option<f64>,
     /// Shown on hover: the full text of a shortened one.
     title: Option<String>,
+    /// Folded under `text` (a `<details>` list), shown on a click: long prose such as a
+    /// prediction's caveats, which would otherwise fill the table.
+    folded: Vec<String>,
 }
 
 impl Cell {
@@ -112,6 +115,21 @@ impl Cell {
             text: text.into(),
             sort: None,
             title: None,
+            folded: Vec::new(),
+        }
+    }
+
+    /// `summary` (`3 caveats`) with `items` folded under it; `none` without items.
+    pub fn folded(summary: impl Into<String>, items: Vec<String>) -> Cell {
+        Cell {
+            text: if items.is_empty() {
+                "none".to_string()
+            } else {
+                summary.into()
+            },
+            sort: None,
+            title: None,
+            folded: items,
         }
     }
 
@@ -122,6 +140,7 @@ impl Cell {
             title: (short != full).then(|| full.to_string()),
             text: short,
             sort: None,
+            folded: Vec::new(),
         }
     }
 
@@ -131,6 +150,7 @@ impl Cell {
             text: text.into(),
             sort: value.is_finite().then_some(value),
             title: None,
+            folded: Vec::new(),
         }
     }
 
@@ -178,6 +198,17 @@ impl Table {
                             "<td class=\"num\" data-v=\"{value}\">{}</td>",
                             escape(&cell.text)
                         );
+                    }
+                    None if !cell.folded.is_empty() => {
+                        let _ = write!(
+                            out,
+                            "<td><details><summary>{}</summary><ul>",
+                            escape(&cell.text)
+                        );
+                        for item in &cell.folded {
+                            let _ = write!(out, "<li>{}</li>", escape(item));
+                        }
+                        out.push_str("</ul></details></td>");
                     }
                     None => match &cell.title {
                         Some(title) => {

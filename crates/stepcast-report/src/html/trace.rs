@@ -11,7 +11,7 @@ use super::page::{
 };
 use super::{MemoryCurve, TimelineView, TraceReport};
 use crate::json::{
-    AdviseJson, AnalyzeJson, BreakdownJson, CandidateJson, LayersJson, NameStatsJson, NsMap,
+    AdviseJson, AnalyzeJson, AnswerChangeJson, BreakdownJson, LayersJson, NameStatsJson, NsMap,
     StepAnalysisJson, WhatIfJson,
 };
 use crate::table::summary_sentences;
@@ -71,57 +71,73 @@ fn bound_label(bound: &str) -> &'static str {
 
 fn answer(report: &TraceReport<'_>) -> Section {
     let analyze = report.analyze;
-    let mut body = String::from("<div class=\"headlines\">");
-    let step = analyzed(analyze);
-    match step.map(|s| &s.critical_path_breakdown) {
-        Some(path) => {
-            let bound = path.bound.unwrap_or("none");
-            // Host time on the path spent loading data is named as such: the fix differs.
-            let loading = path.by_phase.get("data_loading");
-            let label = if bound == "cpu" && loading * 2 > path.length_ns {
-                "data loading (host)"
-            } else {
-                bound_label(bound)
-            };
-            let detail = format!(
-                "{} of the critical path of {} (replayed, {} long); {} of the path is data loading",
-                path.bound_share.map_or_else(|| "n/a".to_string(), percent),
-                step.map_or_else(String::new, |s| if s.synthetic {
-                    "the window".to_string()
-                } else {
-                    format!("step {}", s.number)
-                }),
-                ms(path.length_ns),
-                if path.length_ns > 0 {
-                    percent(loading as f64 / path.length_ns as f64)
-                } else {
-                    "none".to_string()
-                }
-            );
-            body.push_str(&headline("bound by", label, &detail));
-        }
-        None => body.push_str(&headline("bound by", "n/a", "the trace has no steps")),
+    let answer = report.advise.as_ref().ok().map(|a| &a.answer);
+    let mut body = String::new();
+    // The sentence every output leads with, then the cards that detail it.
+    if let Some(answer) = answer {
+        let _ = write!(body, "<p class=\"answer\">{}</p>", escape(&answer.sentence));
     }
-    match &analyze.typical {
-        Some(typical) => {
-            let detail = match typical.predicted_ns {
-                Some(predicted) => format!(
-                    "median of steady steps; replayed typical step {} ({} off)",
-                    ms(predicted),
-                    signed_percent(typical.error)
-                ),
-                None => format!(
-                    "median of steady steps; no typical step offered: {}",
-                    typical.reason.as_deref().unwrap_or("no reason given")
-                ),
-            };
-            body.push_str(&headline(
-                "typical step",
-                &ms(typical.measured_median_ns),
-                &detail,
-            ));
+    body.push_str("<div class=\"headlines\">");
+    match answer.and_then(|a| a.bound.zip(a.bound_share)) {
+        Some((kind, share)) => body.push_str(&headline(
+            "bound by",
+            crate::json::kind_words(kind),
+            &format!(
+                "{} of the critical path of the steady steps",
+                percent(share)
+            ),
+        )),
+        None => {
+            let step = analyzed(analyze);
+            match step.map(|s| &s.critical_path_breakdown) {
+                Some(path) => body.push_str(&headline(
+                    "bound by",
+                    bound_label(path.bound.unwrap_or("none")),
+                    &format!(
+                        "{} of the critical path ({} long)",
+                        path.bound_share.map_or_else(|| "n/a".to_string(), percent),
+                        ms(path.length_ns)
+                    ),
+                )),
+                None => body.push_str(&headline("bound by", "n/a", "the trace has no steps")),
+            }
         }
-        None => body.push_str(&headline("typical step", "n/a", "no step has tasks")),
+    }
+    let median_span = analyze.typical.as_ref().map(|t| {
+        let replayed = match t.predicted_ns {
+            Some(predicted) => format!(
+                "replayed typical step {} ({} off)",
+                ms(predicted),
+                signed_percent(t.error)
+            ),
+            None => format!(
+                "no typical step offered: {}",
+                t.reason.as_deref().unwrap_or("no reason given")
+            ),
+        };
+        format!(
+            "median steady step span {}; {replayed}",
+            ms(t.measured_median_ns)
+        )
+    });
+    match answer {
+        Some(answer) => body.push_str(&headline(
+            "step",
+            &ms(answer.step_ns),
+            &format!(
+                "the steady-state period, steps {}{}",
+                step_numbers(&answer.steady_steps),
+                median_span.map_or_else(String::new, |m| format!("; {m}"))
+            ),
+        )),
+        None => match &analyze.typical {
+            Some(typical) => body.push_str(&headline(
+                "step",
+                &ms(typical.measured_median_ns),
+                &median_span.unwrap_or_default(),
+            )),
+            None => body.push_str(&headline("step", "n/a", "no step has tasks")),
+        },
     }
     let errors: Vec<f64> = analyze.steps.iter().filter_map(|s| s.error).collect();
     let max_abs = errors
@@ -135,33 +151,27 @@ fn answer(report: &TraceReport<'_>) -> Section {
         "replay error",
         &signed_percent(median),
         &format!(
-            "median over {} step(s); largest {}; replayed / measured − 1 of each step's span",
+            "median over {} step{}; largest {}; replayed / measured − 1 of each step's span",
             errors.len(),
+            if errors.len() == 1 { "" } else { "s" },
             max_abs.map_or_else(|| "n/a".to_string(), |e| format!("±{:.2}%", e * 100.0))
         ),
     ));
-    match &report.advise {
-        Ok(advise) if advise.declined.is_some() => body.push_str(&headline(
-            "best what-if",
-            "declined",
-            advise.declined.as_deref().unwrap_or_default(),
-        )),
-        Ok(advise) => match advise.candidates.iter().find(|c| c.can_headline()) {
-            Some(best) => body.push_str(&headline(
-                "best what-if",
-                &format!("{} → {}", best.name, speedup(best.speedup)),
-                &trust_line(best),
+    match (&report.advise, answer) {
+        (Ok(_), Some(answer)) => match &answer.change {
+            Some(change) => body.push_str(&headline(
+                "try first",
+                &format!("{} → {}", change.name, speedup(change.speedup)),
+                &change_trust(change),
             )),
             None => body.push_str(&headline(
-                "best what-if",
-                "none useful",
-                &format!(
-                    "no built-in optimization reaches {} on this trace",
-                    speedup(Some(advise.useful_speedup))
-                ),
+                "try first",
+                "nothing",
+                answer.no_change.as_deref().unwrap_or_default(),
             )),
         },
-        Err(reason) => body.push_str(&headline("best what-if", "n/a", reason)),
+        (Err(reason), _) => body.push_str(&headline("try first", "n/a", reason)),
+        (Ok(_), None) => {}
     }
     body.push_str("</div>\n");
     for sentence in summary_sentences(analyze) {
@@ -185,13 +195,27 @@ fn answer(report: &TraceReport<'_>) -> Section {
     }
 }
 
-/// `bound ≤ 1.234×; 2 caveats`.
-fn trust_line(candidate: &CandidateJson) -> String {
-    let bound = candidate
-        .trust
+/// A prediction's caveats, each once, folded under their count.
+pub(super) fn caveats_cell(trust: &crate::json::TrustJson) -> Cell {
+    let mut items: Vec<String> = Vec::new();
+    for caveat in &trust.caveats {
+        if !items.contains(caveat) {
+            items.push(caveat.clone());
+        }
+    }
+    let summary = match items.len() {
+        1 => "1 caveat".to_string(),
+        n => format!("{n} caveats"),
+    };
+    Cell::folded(summary, items)
+}
+
+/// `at most 1.234×; 2 caveats`.
+fn change_trust(change: &AnswerChangeJson) -> String {
+    let bound = change
         .bound_speedup
         .map_or_else(|| "no bound".to_string(), |b| format!("at most {b:.3}×"));
-    match candidate.trust.caveats.len() {
+    match change.caveats {
         0 => format!("{bound}; no caveat"),
         1 => format!("{bound}; 1 caveat"),
         n => format!("{bound}; {n} caveats"),
@@ -207,6 +231,12 @@ fn candidates(advise: &AdviseJson) -> String {
         escape(&step_numbers(&advise.steady_steps)),
         escape(advise.bottleneck.bound)
     );
+    let program: Vec<_> = advise.candidates.iter().filter(|c| !c.hardware).collect();
+    let hardware: Vec<_> = advise
+        .candidates
+        .iter()
+        .filter(|c| c.hardware && c.useful)
+        .collect();
     let mut table = Table::new(&[
         "#",
         "what-if",
@@ -216,7 +246,7 @@ fn candidates(advise: &AdviseJson) -> String {
         "useful",
         "caveats",
     ]);
-    for (rank, candidate) in advise.candidates.iter().take(ANSWER_CANDIDATES).enumerate() {
+    for (rank, candidate) in program.iter().take(ANSWER_CANDIDATES).enumerate() {
         table.row(vec![
             Cell::number((rank + 1).to_string(), (rank + 1) as f64),
             Cell::text(&candidate.name),
@@ -227,15 +257,34 @@ fn candidates(advise: &AdviseJson) -> String {
                 candidate.trust.bound_speedup.unwrap_or(0.0),
             ),
             Cell::text(if candidate.useful { "yes" } else { "no" }),
-            Cell::text(candidate.trust.caveat_text()),
+            caveats_cell(&candidate.trust),
         ]);
     }
     out.push_str(&table.render());
-    if advise.candidates.len() > ANSWER_CANDIDATES {
+    if program.len() > ANSWER_CANDIDATES {
         out.push_str(&note(&format!(
             "{} more candidates in `stepcast advise`.",
-            advise.candidates.len() - ANSWER_CANDIDATES
+            program.len() - ANSWER_CANDIDATES
         )));
+    }
+    if !hardware.is_empty() {
+        out.push_str(
+            "<h3>A faster machine</h3>\n<p>What faster hardware would buy, alone or with the \
+             changes above: not a change to the program.</p>\n",
+        );
+        let mut machines = Table::new(&["what-if", "predicted step", "speedup", "bound"]);
+        for candidate in hardware.iter().take(ANSWER_CANDIDATES / 2) {
+            machines.row(vec![
+                Cell::text(&candidate.name),
+                Cell::ms(candidate.predicted_ns),
+                Cell::number(speedup(candidate.speedup), candidate.speedup.unwrap_or(0.0)),
+                Cell::number(
+                    speedup(candidate.trust.bound_speedup),
+                    candidate.trust.bound_speedup.unwrap_or(0.0),
+                ),
+            ]);
+        }
+        out.push_str(&machines.render());
     }
     if !advise.memory_trades.is_empty() {
         out.push_str("<h3>Memory-for-time trades</h3>\n");
@@ -255,7 +304,7 @@ fn candidates(advise: &AdviseJson) -> String {
                     || Cell::text("n/a"),
                     |m| Cell::number(bytes(m.saved_bytes), m.saved_bytes as f64),
                 ),
-                Cell::text(trade.trust.caveat_text()),
+                caveats_cell(&trade.trust),
             ]);
         }
         out.push_str(&trades.render());

@@ -71,6 +71,9 @@ pub struct AnalyzeJson {
     pub memory: Vec<MemoryJson>,
     /// Facts about how the graph was built, one sentence each.
     pub notes: Vec<String>,
+    /// The answer a person reads first, as `advise` gives it (`json::answer`); `None`
+    /// (`null`) where the caller did not ask `advise` or it could not run.
+    pub answer: Option<super::AnswerJson>,
 }
 
 /// A step's host thread off its CPU (`stepcast::analyze::off_cpu`).
@@ -794,6 +797,7 @@ pub fn analyze_json(
             .map(|memory| names.memory(memory))
             .collect(),
         notes: window.report.notes.clone(),
+        answer: None,
     }
 }
 

@@ -22,7 +22,12 @@ const TOP_ROWS: usize = 10;
 pub fn analyze_text(analyze: &AnalyzeJson) -> String {
     let words = Words::new(analyze);
     let analyzed = analyzed(analyze);
-    let mut out = wrap(&overview(analyze, &words), "");
+    let mut out = String::new();
+    if let Some(answer) = &analyze.answer {
+        out.push_str(&wrap(&answer.sentence, ""));
+        out.push_str("\n\n");
+    }
+    out.push_str(&wrap(&overview(analyze, &words), ""));
     out.push('\n');
     if let Some(step) = analyzed {
         out.push('\n');
@@ -192,13 +197,14 @@ fn overview(analyze: &AnalyzeJson, words: &Words) -> String {
             ));
             match &analyze.typical {
                 Some(typical) if typical.predicted_ns.is_none() => text.push_str(&format!(
-                    "A steady-state step takes {} ms; no typical step is offered: {}.",
+                    "The median steady step spans {} ms; no typical step is offered: {}.",
                     ms(typical.measured_median_ns),
                     typical.reason.as_deref().unwrap_or("no reason given")
                 )),
                 Some(typical) => text.push_str(&format!(
-                    "A steady-state step takes {} ms (median of {} {}); the replayed typical \
-                     step takes {} ms ({}).",
+                    "The median steady step spans {} ms (of {} {}; the step time every command \
+                     names is the steady-state period above); the replayed typical step takes \
+                     {} ms ({}).",
                     ms(typical.measured_median_ns),
                     if steady_numbers(analyze).len() == 1 {
                         "step"
