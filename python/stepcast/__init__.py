@@ -22,7 +22,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 
 def _result(text: str) -> Result:
-    return Result(json.loads(text))
+    return Result.from_json(text)
 
 
 class _Loaded:

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 import stepcast
-from conftest import NCCL, RESNET_BEFORE, cli_json
+from conftest import DLRM_JOB, NCCL, RESNET_AFTER, RESNET_BEFORE, cli_json, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +30,37 @@ def test_tables(trace):
     assert "steps" in tables
     assert "statistics.top_kernels" in tables
     assert "candidates" in trace.advise().tables()
+
+
+def _csv_files(tmp_path, *args):
+    """The tables `stepcast ARGS --format csv` writes, by name (file name less `.csv`)."""
+    out = tmp_path / "-".join(str(a).split("/")[-1] for a in args[:1]) / "csv"
+    done = run_cli(*args, "--format", "csv", "-o", out)
+    assert done.returncode == 0, done.stderr
+    return {p.name[: -len(".csv")] for p in out.iterdir() if p.name.endswith(".csv")}
+
+
+def test_tables_are_the_csv_files(trace, tmp_path):
+    pandas = pytest.importorskip("pandas")
+    job = stepcast.load(DLRM_JOB)
+    cases = [
+        (trace.analyze(), ("analyze", NCCL)),
+        (trace.advise(), ("advise", NCCL)),
+        (trace.replay(), ("replay", NCCL)),
+        (job.replay(), ("replay", DLRM_JOB)),
+        (stepcast.compare(RESNET_BEFORE, RESNET_AFTER), ("compare", RESNET_BEFORE, RESNET_AFTER)),
+    ]
+    for result, args in cases:
+        tables = result.tables()
+        assert set(tables) == _csv_files(tmp_path, *args), args
+        for name in tables:
+            frame = result.to_pandas(name)
+            assert isinstance(frame, pandas.DataFrame), (args, name)
+    # A notebook's view: short, with the answer first.
+    analysis = trace.analyze()
+    assert len(repr(analysis)) < 1000
+    assert analysis.answer and analysis.answer[:100] in repr(analysis)
+    assert analysis.answer[:50] in analysis._repr_html_()
 
 
 def test_to_pandas(trace):

@@ -19,5 +19,18 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<traces::Trace>()?;
     module.add_class::<traces::Job>()?;
     module.add_function(wrap_pyfunction!(traces::compare, module)?)?;
+    module.add_function(wrap_pyfunction!(csv_tables, module)?)?;
     Ok(())
+}
+
+/// Every table of a `--json` document as `(name, CSV text)`, the files `--format csv` writes
+/// (`name.csv`): `Result.tables()` and `Result.to_pandas()` read the same tables.
+#[pyfunction]
+fn csv_tables(document: &str) -> PyResult<Vec<(String, String)>> {
+    let value: serde_json::Value = serde_json::from_str(document).map_err(|e| {
+        pyo3::exceptions::PyValueError::new_err(format!("not a JSON document: {e}"))
+    })?;
+    let tables = stepcast_report::csv::tables(&value)
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("cannot tabulate: {e}")))?;
+    Ok(tables.into_iter().map(|t| (t.name, t.text)).collect())
 }

@@ -1,6 +1,7 @@
 //! Runs the `stepcast` binary as a user would, on a small real trace and on broken inputs.
 
 mod analyze;
+mod answer;
 mod bad_input;
 mod byteps;
 mod compare;

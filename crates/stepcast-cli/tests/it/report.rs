@@ -168,6 +168,11 @@ fn check_page(name: &str, loaded: &Loaded, sections: &[&str]) {
         layout["page_width"].as_f64().expect("page width") <= viewport,
         "{name}: the page is wider than the window: {layout}"
     );
+    assert_eq!(
+        layout["overflowing"],
+        serde_json::json!([]),
+        "{name}: elements stick out of their container"
+    );
     let found = layout["sections"].as_array().expect("sections");
     let ids: Vec<&str> = found.iter().filter_map(|s| s["id"].as_str()).collect();
     assert_eq!(ids, sections, "{name}: sections");
@@ -388,18 +393,13 @@ fn report_is_deterministic_and_shows_the_clis_numbers() {
         "typical step"
     );
     let advise = stepcast(&["advise", "--json", NCCL]).json();
-    let best = advise["candidates"]
-        .as_array()
-        .expect("candidates")
-        .iter()
-        .find(|c| c["useful"] == true)
-        .expect("a useful candidate");
+    let best = &advise["answer"]["change"];
     let headline = format!(
         "{} → {:.3}×",
         best["name"].as_str().expect("name"),
         best["speedup"].as_f64().expect("speedup")
     );
-    assert!(html.contains(&headline), "best what-if {headline}");
+    assert!(html.contains(&headline), "try first {headline}");
     // The timeline is the analyzed step's, its replayed span the replay's.
     let number = analyze["analyzed_step"].as_u64().expect("a step");
     let step = analyze["steps"]
@@ -448,4 +448,75 @@ fn report_rejects_a_bad_model_before_reading() {
     assert_eq!(run.code, Some(2));
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
     assert!(run.stderr.contains("warp_drive"), "{}", run.stderr);
+}
+
+/// The report at a desktop's and a phone's size (1400 × 900, 390 × 844): nothing sticks out
+/// of its container (read through the page's own DOM) and the first screen holds the answer
+/// sentence. Headless Chromium's window is at least 500 pixels wide, so the page is laid out
+/// in a frame of each size, whose layout the frame's parent reads back.
+#[test]
+#[allow(clippy::print_stderr)] // the skip message
+fn the_first_screen_holds_the_answer_at_desktop_and_phone_sizes() {
+    let Some(chromium) = chromium() else {
+        eprintln!("skipping the browser test: Chromium not found");
+        return;
+    };
+    let dir = TempDir::new("report-sizes");
+    let profile = dir.path().join("profile");
+    for relative in [
+        "kineto/HolisticTraceAnalysis/tests/data/nccl_parser_config/nccl_data.json.gz",
+        "kineto/TraceLens/tests/traces/torch_compile_triton/trace.json.gz",
+        "kineto/TraceLens/tests/traces/perf_model/normalization/normalization_layer_test.json.gz",
+        "kineto/kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz",
+    ] {
+        let trace = format!("{TESTDATA}/{relative}");
+        let page = dir.path().join("report.html");
+        stepcast(&["report", &trace, "-o", path_str(&page)]).assert_success();
+        for (width, height) in [(1400, 900), (390, 844)] {
+            let frame = dir.path().join("frame.html");
+            std::fs::write(
+                &frame,
+                format!(
+                    "<!doctype html><html><body style=\"margin:0\"><iframe id=\"f\" \
+                     src=\"report.html\" width=\"{width}\" height=\"{height}\" \
+                     style=\"border:0\"></iframe><script>window.addEventListener(\"load\", \
+                     function () {{ var inner = document.getElementById(\"f\").contentDocument\
+                     .documentElement; document.documentElement.setAttribute(\"data-layout\", \
+                     inner.getAttribute(\"data-layout\")); }});</script></body></html>"
+                ),
+            )
+            .expect("write the frame");
+            let output = browser(&chromium, &profile)
+                .args([
+                    "--window-size=1500,1000",
+                    "--allow-file-access-from-files",
+                    "--dump-dom",
+                ])
+                .arg(format!("file://{}", frame.display()))
+                .output()
+                .expect("chromium runs");
+            let dom = String::from_utf8_lossy(&output.stdout);
+            let layout: serde_json::Value = root_attribute(&dom, "data-layout")
+                .and_then(|text| serde_json::from_str(&text).ok())
+                .unwrap_or_else(|| panic!("{relative} at {width}: no layout recorded"));
+            let name = format!("{relative} at {width} × {height}");
+            assert_eq!(layout["viewport"], width, "{name}");
+            assert!(
+                layout["page_width"].as_f64() <= Some(f64::from(width)),
+                "{name}: wider than the window: {layout}"
+            );
+            assert_eq!(
+                layout["overflowing"],
+                serde_json::json!([]),
+                "{name}: elements stick out of their container"
+            );
+            let bottom = layout["answer_bottom"]
+                .as_f64()
+                .expect("an answer sentence");
+            assert!(
+                bottom <= f64::from(height),
+                "{name}: the answer ends at {bottom} px, below the first screen"
+            );
+        }
+    }
 }

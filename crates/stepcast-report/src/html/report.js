@@ -229,8 +229,28 @@
       return { id: section.id, top: Math.round(box.top + window.scrollY), height: Math.round(box.height),
         width: Math.round(box.width), shown: section.offsetParent !== null };
     });
+    // Elements that stick out of their container (a scrolling table's contents excepted:
+    // its box scrolls them), named for the browser test.
+    var overflowing = [];
+    Array.prototype.forEach.call(document.querySelectorAll("section.card *"), function (el) {
+      var parent = el.parentElement;
+      if (!parent || el.closest(".scroll") && el.closest(".scroll") !== el) return;
+      if (el.offsetParent === null && getComputedStyle(el).position !== "fixed") return;
+      var box = el.getBoundingClientRect(), outer = parent.getBoundingClientRect();
+      if (box.width === 0 || box.height === 0) return;
+      if (box.right > outer.right + 1 || box.left < outer.left - 1) {
+        overflowing.push(el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") +
+          (el.className && typeof el.className === "string" ? "." + el.className.split(" ")[0] : "") +
+          " " + Math.round(box.right - outer.right) + "px");
+      }
+    });
+    var answer = document.querySelector("p.answer");
+    var answerBox = answer && answer.getBoundingClientRect();
     root.setAttribute("data-layout", JSON.stringify({
-      sections: layout, viewport: window.innerWidth, page_width: document.documentElement.scrollWidth }));
+      sections: layout, viewport: window.innerWidth, page_width: document.documentElement.scrollWidth,
+      overflowing: overflowing.slice(0, 20),
+      answer_bottom: answerBox ? Math.round(answerBox.bottom + window.scrollY) : null,
+      viewport_height: window.innerHeight }));
     root.setAttribute("data-load-ms", performance.now().toFixed(1));
   });
 })();

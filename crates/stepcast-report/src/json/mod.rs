@@ -138,7 +138,9 @@ impl TraceJson {
 pub struct DeviceJson {
     /// Device index, as in the trace header and the device lanes' `pid`.
     pub id: i64,
-    /// Product name, if the trace header gives one.
+    /// Product name, if the trace header gives one; for a device the header does not list,
+    /// the one product it lists, if it lists one, marked `(as the trace's header names its
+    /// other devices)`.
     pub name: Option<String>,
     /// NVIDIA compute capability as `major.minor` (e.g. `9.0`), if known.
     pub compute_capability: Option<String>,
@@ -177,6 +179,18 @@ fn devices(trace: &Trace) -> Vec<DeviceJson> {
     }
     devices.sort_by_key(|device| device.id);
     devices.dedup_by_key(|device| device.id);
+    // A header that lists only some of the machine's devices (Kineto on ROCm lists device 0
+    // while the work ran on device 2) names the others by the one product it lists, said
+    // so: the devices of one machine are alike.
+    let mut named: Vec<&str> = devices.iter().filter_map(|d| d.name.as_deref()).collect();
+    named.sort_unstable();
+    named.dedup();
+    if let [product] = named.as_slice() {
+        let product = format!("{product} (as the trace's header names its other devices)");
+        for device in devices.iter_mut().filter(|d| d.name.is_none()) {
+            device.name = Some(product.clone());
+        }
+    }
     devices
 }
 

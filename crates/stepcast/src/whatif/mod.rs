@@ -2,8 +2,10 @@
 //! ([`edit`]), replay it, and compare the predicted step time with the baseline.
 //!
 //! The step time compared is the **steady-state period of the whole-window replay**: the mean
-//! time between the ends of consecutive steady steps (the end of a step is when its last task
-//! ends), `(end of last steady step - end of the step before the first steady one) / count`.
+//! time between the ends of consecutive steady steps (the end of a step is when its last
+//! device task or its marker thread's work ends, as `replay` measures a step; a thread that
+//! runs on its own clock does not end one), `(end of last steady step - end of the step
+//! before the first steady one) / count`.
 //! It measures throughput whatever the regime (host-bound, device-bound, synchronized or not),
 //! where a step's span from its host start would grow as a faster host runs ahead of the
 //! device. Baseline and prediction use the same measure on the same replay engine, so the

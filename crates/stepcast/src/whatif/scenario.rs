@@ -190,8 +190,10 @@ impl Scenario {
                         source,
                         Some(model.span()),
                         format!(
-                            "unknown model `{}`; the models are: {}",
+                            "unknown model `{}`{}; the models are: {}",
                             model.get_ref(),
+                            Model::suggestion(model.get_ref())
+                                .map_or_else(String::new, |m| format!(" (did you mean `{m}`?)")),
                             Model::NAMES.join(", ")
                         ),
                     ));

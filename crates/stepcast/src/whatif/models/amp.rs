@@ -337,3 +337,65 @@ mod tests {
         assert_eq!(forward_op_of_node("aten::mm"), None);
     }
 }
+
+/// The ops whose inputs' type says the precision the matrix products ran in.
+const MATRIX_OPS: &[&str] = &[
+    "aten::mm",
+    "aten::addmm",
+    "aten::bmm",
+    "aten::baddbmm",
+    "aten::matmul",
+    "aten::linear",
+    "aten::convolution",
+    "aten::_convolution",
+    "aten::cudnn_convolution",
+    "aten::miopen_convolution",
+    "aten::scaled_dot_product_attention",
+];
+
+/// Why `amp` does not apply to the recorded program, if it does not: the model is training's
+/// autocast with a `GradScaler`, so a trace without a backward pass (inference) is outside it,
+/// and a program whose matrix products already take 16- or 8-bit inputs has nothing for
+/// autocast to cast (more than half of those whose inputs were recorded with their types).
+pub(super) fn not_applicable(context: &Context<'_>) -> Option<String> {
+    let trace = context.trace;
+    let phases = &context.mapping.phase;
+    let has_device = context.window.graph.kind.iter().any(|k| k.on_device());
+    if has_device && !phases.iter().any(|&p| p == Phase::Backward) {
+        return Some(
+            "the trace has no backward pass (inference, or a window without one): amp models \
+             training's autocast with a GradScaler; reduced precision for inference is not \
+             modelled"
+                .to_string(),
+        );
+    }
+    let (mut reduced, mut typed) = (0usize, 0usize);
+    for (event, inputs) in &trace.op_inputs {
+        let Some(e) = trace.events.get(event.index()) else {
+            continue;
+        };
+        if !MATRIX_OPS.contains(&trace.name(e.name)) {
+            continue;
+        }
+        if let Some(stepcast_trace::OpInput::Tensor {
+            dtype: Some(dtype), ..
+        }) = inputs.first()
+        {
+            typed += 1;
+            if matches!(
+                dtype,
+                stepcast_trace::Dtype::Float16
+                    | stepcast_trace::Dtype::BFloat16
+                    | stepcast_trace::Dtype::Float8
+            ) {
+                reduced += 1;
+            }
+        }
+    }
+    (typed > 0 && reduced * 2 > typed).then(|| {
+        format!(
+            "the matrix products already run in reduced precision: {reduced} of the {typed} \
+             recorded with their types take 16- or 8-bit inputs, so autocast has nothing to cast"
+        )
+    })
+}

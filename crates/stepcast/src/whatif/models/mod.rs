@@ -286,27 +286,26 @@ impl Model {
     }
 
     /// The model named `name` with default parameters (`faster_gpu`: GPU ×2, `faster_cpu`:
-    /// CPU ×2, `faster_hardware`: nothing faster until given factors).
+    /// CPU ×2, `faster_hardware`: nothing faster until given factors). Names are exact: one
+    /// close to a model's is suggested ([`Model::suggestion`]), never taken for it.
     pub fn by_name(name: &str) -> Option<Model> {
-        Some(match name.replace('-', "_").as_str() {
-            "fused_optimizer" | "fused_adam" => Model::FusedOptimizer { factor: 1.0 },
-            "cuda_graphs" | "cuda_graph" => Model::CudaGraphs,
-            "amp" | "mixed_precision" => Model::Amp,
+        Some(match name {
+            "fused_optimizer" => Model::FusedOptimizer { factor: 1.0 },
+            "cuda_graphs" => Model::CudaGraphs,
+            "amp" => Model::Amp,
             "amp_bf16" => Model::AmpBf16,
             "faster_gpu" => Model::FasterHardware(gpu_2x()),
             "faster_cpu" => Model::FasterHardware(cpu_2x()),
             "faster_hardware" => Model::FasterHardware(Hardware::default()),
             "faster_copies" => Model::FasterHardware(copies_2x()),
             "remove_syncs" => Model::RemoveSyncs,
-            "kernel_fusion" | "fuse_elementwise" => Model::KernelFusion { factor: None },
-            "reconstruct_batchnorm" | "batchnorm" | "fuse_batchnorm" | "batchnorm_fusion" => {
-                Model::ReconstructBatchnorm
-            }
-            "prefetch_inputs" | "prefetch" | "input_overlap" => prefetch_default(),
-            "recompute" | "checkpointing" | "activation_checkpointing" => Model::Recompute {
+            "kernel_fusion" => Model::KernelFusion { factor: None },
+            "reconstruct_batchnorm" => Model::ReconstructBatchnorm,
+            "prefetch_inputs" => prefetch_default(),
+            "recompute" => Model::Recompute {
                 fraction: DEFAULT_FRACTION,
             },
-            "offload" | "vdnn" => Model::Offload {
+            "offload" => Model::Offload {
                 fraction: DEFAULT_FRACTION,
             },
             "gist" => Model::Gist {
@@ -314,6 +313,36 @@ impl Model {
             },
             _ => return None,
         })
+    }
+
+    /// The model a mistyped or other-named `name` most likely means: what the literature
+    /// calls it (`fused_adam`, `activation_checkpointing`, `vdnn`), a dash for an underscore,
+    /// a letter or two off (`cuda_graph`).
+    pub fn suggestion(name: &str) -> Option<&'static str> {
+        const OTHER_NAMES: &[(&str, &str)] = &[
+            ("fused_adam", "fused_optimizer"),
+            ("mixed_precision", "amp"),
+            ("fuse_elementwise", "kernel_fusion"),
+            ("batchnorm", "reconstruct_batchnorm"),
+            ("fuse_batchnorm", "reconstruct_batchnorm"),
+            ("batchnorm_fusion", "reconstruct_batchnorm"),
+            ("prefetch", "prefetch_inputs"),
+            ("input_overlap", "prefetch_inputs"),
+            ("checkpointing", "recompute"),
+            ("activation_checkpointing", "recompute"),
+            ("vdnn", "offload"),
+            ("hip_graphs", "cuda_graphs"),
+        ];
+        let key = name.trim().to_ascii_lowercase().replace('-', "_");
+        if let Some(&(_, model)) = OTHER_NAMES.iter().find(|(other, _)| *other == key) {
+            return Some(model);
+        }
+        Model::NAMES
+            .iter()
+            .map(|&known| (edit_distance(&key, known), known))
+            .filter(|&(distance, known)| distance <= 2.min(known.len() / 3))
+            .min()
+            .map(|(_, known)| known)
     }
 
     /// The names [`Model::by_name`] knows.
@@ -554,6 +583,7 @@ impl Model {
             Model::Amp | Model::AmpBf16 if device_free() => Some(on_a_cpu(
                 "autocast (`torch.autocast(\"cpu\")`, BF16 CPU kernels)",
             )),
+            Model::Amp | Model::AmpBf16 => amp::not_applicable(context),
             Model::CudaGraphs if device_free() => {
                 Some(on_a_cpu("capturing the step (no CUDA graph runs on a CPU)"))
             }
@@ -731,7 +761,11 @@ impl ModelParams {
 /// A model named or parameterized wrongly.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ModelError {
-    #[error("unknown model `{name}`; the models are: {}", Model::NAMES.join(", "))]
+    #[error(
+        "unknown model `{name}`{}; the models are: {} (and `ddp`, the data-parallel sweep, in `whatif`)",
+        Model::suggestion(name).map_or_else(String::new, |m| format!(" (did you mean `{m}`?)")),
+        Model::NAMES.join(", ")
+    )]
     Unknown { name: String },
     #[error("{model} takes no --{param}; {accepted}")]
     NoSuchParam {
@@ -812,4 +846,56 @@ static ELEMENTWISE: LazyLock<Regex> =
 /// kernels. What kernel fusion fuses, batch-norm reconstruction removes and Gist costs by.
 pub(super) fn is_elementwise(name: &str) -> bool {
     ELEMENTWISE.is_match(name)
+}
+
+/// The Levenshtein distance between two names (a handful of bytes: no table is kept).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Model;
+
+    #[test]
+    fn names_are_exact_and_near_misses_are_suggested() {
+        for name in Model::NAMES {
+            let model = Model::by_name(name).unwrap_or_else(|| panic!("{name}"));
+            // A model's name starts with the name it is asked by (`faster_hardware(...)`
+            // adds its factors).
+            assert!(model.name().starts_with(name), "{name}: {}", model.name());
+        }
+        for (typed, meant) in [
+            ("cuda_graph", "cuda_graphs"),
+            ("cuda-graphs", "cuda_graphs"),
+            ("fused_adam", "fused_optimizer"),
+            ("activation_checkpointing", "recompute"),
+            ("kernal_fusion", "kernel_fusion"),
+        ] {
+            assert!(
+                Model::by_name(typed).is_none(),
+                "{typed} is taken for a model"
+            );
+            assert_eq!(Model::suggestion(typed), Some(meant), "{typed}");
+        }
+        assert_eq!(Model::suggestion("zero_redundancy"), None);
+        let message = super::ModelError::Unknown {
+            name: "cuda_graph".to_string(),
+        }
+        .to_string();
+        assert!(message.contains("did you mean `cuda_graphs`?"), "{message}");
+    }
 }
