@@ -68,10 +68,12 @@ fn every_output_leads_with_the_same_answer() {
                 .as_array()
                 .expect("candidates")
                 .iter()
-                .filter(|c| c["hardware"] == false && c["models"].as_array().unwrap().len() == 1)
+                .filter(|c| {
+                    c["hardware"] == false && c["models"].as_array().expect("models").len() == 1
+                })
                 .filter(|c| c["useful"] == true && c["trust"]["anomaly"].is_null())
                 .filter(|c| c["trust"]["rests_on"].is_null() && c["trust"]["declined"].is_null())
-                .map(|c| c["name"].as_str().unwrap().to_string())
+                .map(|c| c["name"].as_str().expect("name").to_string())
                 .next();
             assert_eq!(best_single.as_deref(), Some(name), "{trace}");
         } else {

@@ -78,6 +78,9 @@ pub struct KindItem {
     pub ns: i64,
 }
 
+/// A name's time of one kind: the kind, the task's name, the op it ran in.
+type ItemKey = (TimeKind, NameId, Option<NameId>);
+
 /// The baseline's steady critical path by kind of time, per steady step.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StepTime {
@@ -149,8 +152,7 @@ impl StepTime {
             }
         }
         let mut top: [Vec<KindItem>; 7] = Default::default();
-        let mut items: Vec<((TimeKind, NameId, Option<NameId>), i64)> =
-            by_name.into_iter().collect();
+        let mut items: Vec<(ItemKey, i64)> = by_name.into_iter().collect();
         // Most time first; ties by kind and names, so the order never depends on hashing.
         items.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         for ((kind, name, op), ns) in items {

@@ -317,27 +317,6 @@ pub fn caveats(context: &Context<'_>, dtype: AmpDtype) -> Vec<String> {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::forward_op_of_node;
-
-    #[test]
-    fn backward_nodes_name_their_forward_op() {
-        let op = |n: &str| forward_op_of_node(n).flatten();
-        assert_eq!(
-            op("autograd::engine::evaluate_function: NativeLayerNormBackward0").as_deref(),
-            Some("native_layer_norm")
-        );
-        assert_eq!(op("MseLossBackward0").as_deref(), Some("mse_loss"));
-        assert_eq!(op("LogSoftmaxBackward0").as_deref(), Some("log_softmax"));
-        assert_eq!(
-            forward_op_of_node("torch::autograd::AccumulateGrad"),
-            Some(None)
-        );
-        assert_eq!(forward_op_of_node("aten::mm"), None);
-    }
-}
-
 /// The ops whose inputs' type says the precision the matrix products ran in.
 const MATRIX_OPS: &[&str] = &[
     "aten::mm",
@@ -361,7 +340,7 @@ pub(super) fn not_applicable(context: &Context<'_>) -> Option<String> {
     let trace = context.trace;
     let phases = &context.mapping.phase;
     let has_device = context.window.graph.kind.iter().any(|k| k.on_device());
-    if has_device && !phases.iter().any(|&p| p == Phase::Backward) {
+    if has_device && !phases.contains(&Phase::Backward) {
         return Some(
             "the trace has no backward pass (inference, or a window without one): amp models \
              training's autocast with a GradScaler; reduced precision for inference is not \
@@ -398,4 +377,25 @@ pub(super) fn not_applicable(context: &Context<'_>) -> Option<String> {
              recorded with their types take 16- or 8-bit inputs, so autocast has nothing to cast"
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::forward_op_of_node;
+
+    #[test]
+    fn backward_nodes_name_their_forward_op() {
+        let op = |n: &str| forward_op_of_node(n).flatten();
+        assert_eq!(
+            op("autograd::engine::evaluate_function: NativeLayerNormBackward0").as_deref(),
+            Some("native_layer_norm")
+        );
+        assert_eq!(op("MseLossBackward0").as_deref(), Some("mse_loss"));
+        assert_eq!(op("LogSoftmaxBackward0").as_deref(), Some("log_softmax"));
+        assert_eq!(
+            forward_op_of_node("torch::autograd::AccumulateGrad"),
+            Some(None)
+        );
+        assert_eq!(forward_op_of_node("aten::mm"), None);
+    }
 }
