@@ -32,9 +32,8 @@ def test_tables(trace):
     assert "candidates" in trace.advise().tables()
 
 
-def _csv_files(tmp_path, *args):
-    """The tables `stepcast ARGS --format csv` writes, by name (file name less `.csv`)."""
-    out = tmp_path / "-".join(str(a).split("/")[-1] for a in args[:1]) / "csv"
+def _csv_files(out, *args):
+    """The tables `stepcast ARGS --format csv -o OUT` writes, by name (file name less `.csv`)."""
     done = run_cli(*args, "--format", "csv", "-o", out)
     assert done.returncode == 0, done.stderr
     return {p.name[: -len(".csv")] for p in out.iterdir() if p.name.endswith(".csv")}
@@ -50,9 +49,9 @@ def test_tables_are_the_csv_files(trace, tmp_path):
         (job.replay(), ("replay", DLRM_JOB)),
         (stepcast.compare(RESNET_BEFORE, RESNET_AFTER), ("compare", RESNET_BEFORE, RESNET_AFTER)),
     ]
-    for result, args in cases:
+    for number, (result, args) in enumerate(cases):
         tables = result.tables()
-        assert set(tables) == _csv_files(tmp_path, *args), args
+        assert set(tables) == _csv_files(tmp_path / f"csv-{number}", *args), args
         for name in tables:
             frame = result.to_pandas(name)
             assert isinstance(frame, pandas.DataFrame), (args, name)

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser as _};
 use clap::{Args as ClapArgs, Parser, Subcommand, ValueEnum};
 
 const AFTER_HELP: &str = "\
@@ -60,6 +61,7 @@ pub enum Command {
 }
 
 #[derive(Debug, ClapArgs)]
+#[command(mut_arg("format", |arg| arg.value_parser(formats(&[Format::Text, Format::Json, Format::Csv]))))]
 pub struct InfoArgs {
     /// A trace: PyTorch profiler .json or .json.gz, rocprofv3 JSON, XPlane .xplane.pb, or an
     /// Nsight Systems .sqlite export.
@@ -70,6 +72,7 @@ pub struct InfoArgs {
 }
 
 #[derive(Debug, ClapArgs)]
+#[command(mut_arg("format", |arg| arg.value_parser(formats(&[Format::Text, Format::Json, Format::Csv]))))]
 pub struct ReplayArgs {
     /// A trace (PyTorch profiler .json or .json.gz, rocprofv3 JSON, XPlane .xplane.pb, Nsight
     /// Systems .sqlite export). Several traces, or a directory of them, one per rank of the
@@ -90,6 +93,7 @@ pub struct ReplayArgs {
 }
 
 #[derive(Debug, ClapArgs)]
+#[command(mut_arg("format", |arg| arg.value_parser(formats(&[Format::Text, Format::Json, Format::Csv, Format::Md]))))]
 pub struct AnalyzeArgs {
     /// A trace: PyTorch profiler .json or .json.gz, rocprofv3 JSON, XPlane .xplane.pb, or an
     /// Nsight Systems .sqlite export.
@@ -128,6 +132,7 @@ pub struct ExportArgs {
 }
 
 #[derive(Debug, ClapArgs)]
+#[command(mut_arg("format", |arg| arg.value_parser(formats(&[Format::Text, Format::Json, Format::Csv]))))]
 pub struct WhatIfArgs {
     /// A trace: PyTorch profiler .json or .json.gz, rocprofv3 JSON, XPlane .xplane.pb, or an
     /// Nsight Systems .sqlite export.
@@ -251,6 +256,7 @@ impl PeersArgs {
 }
 
 #[derive(Debug, ClapArgs)]
+#[command(mut_arg("format", |arg| arg.value_parser(formats(&[Format::Text, Format::Json, Format::Csv, Format::Md]))))]
 pub struct AdviseArgs {
     /// A trace: PyTorch profiler .json or .json.gz, rocprofv3 JSON, XPlane .xplane.pb, or an
     /// Nsight Systems .sqlite export.
@@ -263,6 +269,7 @@ pub struct AdviseArgs {
 }
 
 #[derive(Debug, ClapArgs)]
+#[command(mut_arg("format", |arg| arg.value_parser(formats(&[Format::Text, Format::Json, Format::Csv]))))]
 pub struct OptimizeArgs {
     /// A trace (PyTorch profiler .json or .json.gz, rocprofv3 JSON, XPlane .xplane.pb, Nsight
     /// Systems .sqlite export). Several traces, or a directory of them, one per rank of the
@@ -287,6 +294,7 @@ pub struct OptimizeArgs {
 }
 
 #[derive(Debug, ClapArgs)]
+#[command(mut_arg("format", |arg| arg.value_parser(formats(&[Format::Text, Format::Json, Format::Csv, Format::Html]))))]
 pub struct CompareArgs {
     /// The trace before the change (any format `info` reads).
     #[arg(value_name = "BEFORE")]
@@ -349,9 +357,8 @@ pub struct OutputArgs {
     /// Write JSON (a stable schema: see docs/json-schema.md) instead of text: `--format json`.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
-    /// text (default); json (as --json); csv: every table of the JSON document as a CSV file,
-    /// into the directory -o DIR; md: a compact Markdown digest (analyze, advise); html: a
-    /// self-contained page (compare).
+    /// The output's format (text by default; json as --json; csv: every table of the JSON
+    /// document as a CSV file, into the directory -o DIR).
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub format: Option<Format>,
     /// Write to FILE instead of stdout: replaced whole or not at all (a symlink's target; a
@@ -370,6 +377,27 @@ impl OutputArgs {
             (None, false) => Format::Text,
         }
     }
+}
+
+/// The value parser of `--format` for a command that writes `accepted`: its help lists
+/// those formats only, and any other is refused by name.
+fn formats(accepted: &[Format]) -> impl clap::builder::TypedValueParser<Value = Format> {
+    let values: Vec<PossibleValue> = accepted
+        .iter()
+        .filter_map(|format| format.to_possible_value())
+        .collect();
+    let accepted = accepted.to_vec();
+    PossibleValuesParser::new(values).map(move |name| {
+        accepted
+            .iter()
+            .copied()
+            .find(|format| {
+                format
+                    .to_possible_value()
+                    .is_some_and(|value| value.matches(&name, false))
+            })
+            .unwrap_or(Format::Text)
+    })
 }
 
 /// An output format.

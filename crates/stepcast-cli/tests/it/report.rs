@@ -513,9 +513,11 @@ fn the_first_screen_holds_the_answer_at_desktop_and_phone_sizes() {
             let bottom = layout["answer_bottom"]
                 .as_f64()
                 .expect("an answer sentence");
+            // With a fifth of the screen to spare: another machine's fonts set the same
+            // words taller.
             assert!(
-                bottom <= f64::from(height),
-                "{name}: the answer ends at {bottom} px, below the first screen"
+                bottom <= 0.8 * f64::from(height),
+                "{name}: the answer ends at {bottom} px, not well inside the first screen"
             );
         }
     }
