@@ -55,9 +55,19 @@ class Trace(_Loaded):
         """Every step replayed against the recording (``stepcast replay --json``)."""
         return _result(self._native.replay(step, progress=self._callback(progress)))
 
-    def analyze(self, step: Optional[int] = None, *, progress: Progress = None) -> Result:
-        """Where the step's time goes (``stepcast analyze --json``)."""
-        return _result(self._native.analyze(step, progress=self._callback(progress)))
+    def analyze(
+        self,
+        step: Optional[int] = None,
+        *,
+        top: Optional[int] = 20,
+        progress: Progress = None,
+    ) -> Result:
+        """Where the step's time goes (``stepcast analyze --json``): ``top`` kernels, ops and
+        queue latencies in the statistics, ``None`` for every one (``--top all``)."""
+        if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
+            raise ValueError(f"top must be a positive number of rows or None, not {top!r}")
+        text = self._native.analyze(step, top, progress=self._callback(progress))
+        return _result(text)
 
     def whatif(
         self,

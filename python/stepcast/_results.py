@@ -21,7 +21,8 @@ _DEFAULT_TABLE = {
 
 class Result(dict):
     """A ``stepcast ... --json`` document: a plain dict (``==`` to the parsed JSON), plus
-    ``tables()`` and ``to_pandas()``, a short ``repr`` and an HTML one for notebooks."""
+    ``tables()`` and ``to_pandas()``, ``plot()`` (with matplotlib: ``plot_kinds()`` lists what
+    the document can draw), a short ``repr`` and an HTML one for notebooks."""
 
     _text: Optional[str] = None
     _csv: Optional[List[Tuple[str, str]]] = None
@@ -84,6 +85,22 @@ class Result(dict):
                 raise KeyError(f"{table} is not a table of {self.schema}; its tables: {names}")
             raise KeyError(f"{table} is not in the document; its tables: {names}")
         return pandas.read_csv(io.StringIO(text), keep_default_na=False, na_values=[""])
+
+    def plot_kinds(self) -> List[str]:
+        """The plots ``plot(kind)`` can draw from this document, its default first: ``analyze``
+        ``phases``, ``idle``, ``timeline``; ``whatif("ddp", gpus=[...])`` ``scaling``;
+        ``advise`` ``candidates``. Empty where none applies."""
+        from . import _plots
+
+        return _plots.kinds(self)
+
+    def plot(self, kind: Optional[str] = None, ax: Any = None) -> Any:
+        """Draws the document with matplotlib into ``ax`` (a new figure when ``None``) and
+        returns the Axes; ``kind`` is one of ``plot_kinds()`` (default: the first). Raises
+        ``ValueError`` naming the kinds when ``kind`` does not apply. Needs matplotlib."""
+        from . import _plots
+
+        return _plots.plot(self, kind, ax)
 
     def __repr__(self) -> str:
         tables = [name for name, _ in self._tables_csv()]

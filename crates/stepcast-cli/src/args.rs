@@ -103,8 +103,25 @@ pub struct AnalyzeArgs {
     /// whose measured time is closest to the median.
     #[arg(long, value_name = "N")]
     pub step: Option<u64>,
+    /// Keep the N kernels, ops and queue latencies that take the most time (`all`: every one)
+    #[arg(long, value_name = "N|all", default_value = "20", value_parser = parse_top)]
+    pub top: TopRows,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// How many rows the statistics keep: `None` for every one.
+#[derive(Clone, Copy, Debug)]
+pub struct TopRows(pub Option<usize>);
+
+fn parse_top(text: &str) -> Result<TopRows, String> {
+    if text == "all" {
+        return Ok(TopRows(None));
+    }
+    match text.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(TopRows(Some(n))),
+        _ => Err(format!("{text:?} is not a positive number of rows or `all`")),
+    }
 }
 
 #[derive(Debug, ClapArgs)]

@@ -217,14 +217,16 @@ impl Trace {
         detached(py, progress, |p| jobs::replay(&self.loaded, step, p))
     }
 
-    #[pyo3(signature = (step=None, progress=None))]
+    /// `top`: the rows the statistics keep (`None`: every one).
+    #[pyo3(signature = (step=None, top=None, progress=None))]
     fn analyze(
         &self,
         py: Python<'_>,
         step: Option<u64>,
+        top: Option<usize>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<String> {
-        detached(py, progress, |p| jobs::analyze(&self.loaded, step, p))
+        detached(py, progress, |p| jobs::analyze(&self.loaded, step, top, p))
     }
 
     /// `whatif MODEL` (`ddp` included) or `whatif --scenario FILE`, with the CLI's options

@@ -215,7 +215,20 @@ pub fn short_names(names: &[&str], width: usize) -> Vec<String> {
             }
         }
     }
-    // Still alike: number them.
+    number_alike(names, &mut shown, width);
+    shown
+}
+
+/// Op and other plain names within `width` characters each (cut in the middle, namespaces
+/// kept: `aten::copy_` says more than `copy_`), no two different names shown alike.
+pub fn short_labels(names: &[&str], width: usize) -> Vec<String> {
+    let mut shown: Vec<String> = names.iter().map(|name| fit(name, width)).collect();
+    number_alike(names, &mut shown, width);
+    shown
+}
+
+/// Different names still shown alike get numbers in the order they come (`#2`, `#3`).
+fn number_alike(names: &[&str], shown: &mut [String], width: usize) {
     let mut seen: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for (i, text) in shown.iter_mut().enumerate() {
         let same = seen.entry(text.clone()).or_default();
@@ -232,7 +245,6 @@ pub fn short_names(names: &[&str], width: usize) -> Vec<String> {
             *text = format!("{}{suffix}", fit(text, room));
         }
     }
-    shown
 }
 
 #[cfg(test)]
@@ -279,5 +291,16 @@ mod tests {
         assert_ne!(shown[2], shown[3]);
         assert_eq!(shown[0], shown[4], "one name reads one way");
         assert!(shown.iter().all(|s| s.chars().count() <= 40), "{shown:?}");
+    }
+
+    #[test]
+    fn op_names_keep_their_namespace_and_stay_distinct() {
+        let long_a = format!("{}::forward_a", "module".repeat(20));
+        let long_b = format!("{}::forward_b", "module".repeat(20));
+        let shown = short_labels(&["aten::copy_", &long_a, &long_b, &long_a], 30);
+        assert_eq!(shown[0], "aten::copy_");
+        assert_ne!(shown[1], shown[2]);
+        assert_eq!(shown[1], shown[3]);
+        assert!(shown.iter().all(|s| s.chars().count() <= 30), "{shown:?}");
     }
 }

@@ -10,7 +10,7 @@ use crate::progress::Terminal;
 pub fn run(args: &AnalyzeArgs) -> anyhow::Result<super::Answer> {
     let progress = Terminal::new();
     let loaded = Loaded::load(&args.trace, super::read_options(), &progress)?;
-    let document = jobs::analyze(&loaded, args.step, &progress)?;
+    let document = jobs::analyze(&loaded, args.step, args.top.0, &progress)?;
     drop(progress);
     super::render(
         &args.output,

@@ -7,10 +7,11 @@ use stepcast_report::json::{AnalyzeJson, AnswerJson, advise_json, analyze_json};
 use super::{Loaded, Progress};
 
 /// The analysis of the window, with `step` (a `ProfilerStep` number) in detail; by default
-/// the steady step closest to the median.
+/// the steady step closest to the median. Its statistics keep `top` names (`None`: all).
 pub fn analyze(
     loaded: &Loaded,
     step: Option<u64>,
+    top: Option<usize>,
     progress: &dyn Progress,
 ) -> anyhow::Result<AnalyzeJson> {
     let step_index = match step {
@@ -18,7 +19,7 @@ pub fn analyze(
         None => None,
     };
     progress.update("analyzing", 0, 1);
-    let analysis = stepcast::analyze::analyze(&loaded.trace, &loaded.window, step_index)
+    let analysis = stepcast::analyze::analyze_top(&loaded.trace, &loaded.window, step_index, top)
         .with_context(|| format!("cannot analyze {}", loaded.path.display()))?;
     progress.update("analyzing", 1, 1);
     let mut document = analyze_json(&loaded.trace, &loaded.window, &analysis, step);

@@ -426,7 +426,16 @@ fn check_contract(expected: &Expected) {
         for key in ["pid", "tid", "ts", "dur", "name"] {
             assert!(!event[key].is_null(), "{trace}: critical_path[].{key}");
         }
+        // The same duration in the document's unit as in the file's.
+        let dur_us = event["dur"].as_f64().expect("dur");
+        let dur_ns = int(&event["dur_ns"]);
+        assert!((dur_us * 1000.0 - dur_ns as f64).abs() <= 1.0, "{trace}: {event}");
     }
+    assert!(
+        path.windows(2)
+            .all(|pair| int(&pair[0]["start_ns"]) <= int(&pair[1]["start_ns"])),
+        "{trace}: critical_path is in time order"
+    );
 
     let mapping = &json["mapping"];
     let fraction = mapping["gpu_time_mapped_fraction"]
@@ -732,4 +741,43 @@ fn decimals_compare_exactly() {
         decimal("1707417525509335.124")
     );
     assert_eq!(decimal("1e3"), None);
+}
+
+/// `--top N` keeps the N names that take the most time, `--top all` every one: the default's
+/// 20 rows are the first 20 of all, and every kernel the trace ran is listed once.
+#[test]
+fn top_keeps_the_largest_names_and_all_keeps_every_one() {
+    let rows = |top: &str| {
+        let run = stepcast(&["analyze", super::NCCL, "--top", top, "--json"]);
+        run.assert_success();
+        let mut statistics = run.json()["statistics"].clone();
+        // A short name is kept distinct within its column, so it depends on the rows listed.
+        for table in ["top_kernels", "top_ops", "queue_latency"] {
+            for row in statistics[table].as_array_mut().expect(table) {
+                row.as_object_mut().expect("a row").remove("short_name");
+            }
+        }
+        statistics
+    };
+    let (all, default, three) = (rows("all"), rows("20"), rows("3"));
+    for table in ["top_kernels", "top_ops", "queue_latency"] {
+        let all = all[table].as_array().expect(table);
+        assert!(all.len() > 20, "{table}: {} rows", all.len());
+        assert_eq!(default[table].as_array().map(Vec::as_slice), Some(&all[..20]));
+        assert_eq!(three[table].as_array().map(Vec::as_slice), Some(&all[..3]));
+    }
+    // Every kernel name once, their instances adding up to every kernel of the window (as
+    // `info` counts the file's kernel events).
+    let kernels = all["top_kernels"].as_array().expect("kernels");
+    let names: std::collections::BTreeSet<&str> =
+        kernels.iter().filter_map(|k| k["name"].as_str()).collect();
+    assert_eq!(names.len(), kernels.len());
+    let instances: i64 = kernels.iter().map(|k| int(&k["count"])).sum();
+    let info = stepcast(&["info", super::NCCL, "--json"]);
+    info.assert_success();
+    let info = info.json();
+    // This trace's window holds every kernel event of the file.
+    assert_eq!(instances, int(&info["events_by_kind"]["kernel"]));
+    let bad = stepcast(&["analyze", super::NCCL, "--top", "0"]);
+    assert_eq!(bad.code, Some(2), "{}", bad.stderr);
 }

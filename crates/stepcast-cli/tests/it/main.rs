@@ -11,6 +11,7 @@ mod export;
 mod formats;
 mod info;
 mod mxnet;
+mod names;
 mod optimize;
 mod output_formats;
 mod outputs;

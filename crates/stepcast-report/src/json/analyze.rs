@@ -463,6 +463,18 @@ impl FileId {
     }
 }
 
+/// The most characters a `short_name` has.
+pub const SHORT_NAME_WIDTH: usize = 80;
+
+/// How a column's names are shortened: `names::short_names` (kernels) or `short_labels` (ops).
+type ShortColumn = fn(&[&str], usize) -> Vec<String>;
+
+/// The short names of one table's column (no two different names alike).
+fn short_column(names: &[String], shorten: ShortColumn) -> Vec<String> {
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    shorten(&names, SHORT_NAME_WIDTH)
+}
+
 /// A recorded event, in the input file's ids and units.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct FileEventJson {
@@ -476,6 +488,11 @@ pub struct FileEventJson {
     pub dur: FileMicros,
     /// `name` as in the file.
     pub name: String,
+    /// Its start in the document's own unit and origin (ns since the trace's origin, as every
+    /// other `start_ns`): `ts` and `dur` find the event in the file, these compare it.
+    pub start_ns: i64,
+    /// Its duration, ns.
+    pub dur_ns: i64,
 }
 
 /// Device work by mapping over the whole window.
@@ -622,8 +639,11 @@ pub struct DurationsJson {
 /// A kernel or op name and its durations.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct NameStatsJson {
-    /// The name.
+    /// The name, in full.
     pub name: String,
+    /// The name as tables show it: demangled and shortened, at most
+    /// [`SHORT_NAME_WIDTH`] characters, distinct from every other row's (`crate::names`).
+    pub short_name: String,
     /// Over every instance.
     #[serde(flatten)]
     pub instances: DurationsJson,
@@ -634,8 +654,10 @@ pub struct NameStatsJson {
 /// A name and a set of durations.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct NamedDurationsJson {
-    /// The name.
+    /// The name, in full.
     pub name: String,
+    /// The name as tables show it (as [`NameStatsJson::short_name`]).
+    pub short_name: String,
     /// The durations.
     #[serde(flatten)]
     pub durations: DurationsJson,
@@ -931,6 +953,8 @@ impl Names<'_> {
                     ts: FileMicros(trace.origin_ns + event.start_ns - trace.file_time_base_ns),
                     dur: FileMicros(event.dur_ns),
                     name: self.name(event.name),
+                    start_ns: event.start_ns,
+                    dur_ns: event.dur_ns,
                 }
             })
             .collect()
@@ -984,20 +1008,36 @@ impl Names<'_> {
     }
 
     fn statistics(&self, statistics: &Statistics) -> StatisticsJson {
-        let name_stats = |stats: &NameStats| NameStatsJson {
-            name: self.name(stats.name),
-            instances: DurationsJson::new(&stats.instances),
-            per_step: DurationsJson::new(&stats.per_step),
+        let name_stats = |rows: &[NameStats], shorten: ShortColumn| {
+            let full: Vec<String> = rows.iter().map(|stats| self.name(stats.name)).collect();
+            let short = short_column(&full, shorten);
+            rows.iter()
+                .zip(full.into_iter().zip(short))
+                .map(|(stats, (name, short_name))| NameStatsJson {
+                    name,
+                    short_name,
+                    instances: DurationsJson::new(&stats.instances),
+                    per_step: DurationsJson::new(&stats.per_step),
+                })
+                .collect()
         };
         let steps = &statistics.steps;
+        let queue_names: Vec<String> = statistics
+            .queue_latency
+            .iter()
+            .map(|queue| self.name(queue.name))
+            .collect();
+        let queue_short = short_column(&queue_names, crate::names::short_names);
         StatisticsJson {
-            top_kernels: statistics.top_kernels.iter().map(name_stats).collect(),
-            top_ops: statistics.top_ops.iter().map(name_stats).collect(),
+            top_kernels: name_stats(&statistics.top_kernels, crate::names::short_names),
+            top_ops: name_stats(&statistics.top_ops, crate::names::short_labels),
             queue_latency: statistics
                 .queue_latency
                 .iter()
-                .map(|queue| NamedDurationsJson {
-                    name: self.name(queue.name),
+                .zip(queue_names.into_iter().zip(queue_short))
+                .map(|(queue, (name, short_name))| NamedDurationsJson {
+                    name,
+                    short_name,
                     durations: DurationsJson::new(&queue.latency),
                 })
                 .collect(),

@@ -47,8 +47,18 @@ pub struct Analysis {
 }
 
 /// Analyzes the window of `trace`. `step` picks the analyzed step (an index into
-/// `window.steps`); `None` picks the most typical one.
+/// `window.steps`); `None` picks the most typical one. The statistics keep [`TOP`] names.
 pub fn analyze(trace: &Trace, window: &Window, step: Option<usize>) -> Result<Analysis, SimError> {
+    analyze_top(trace, window, step, Some(TOP))
+}
+
+/// [`analyze`], its statistics keeping `top` kernels, ops and latencies (`None`: every one).
+pub fn analyze_top(
+    trace: &Trace,
+    window: &Window,
+    step: Option<usize>,
+    top: Option<usize>,
+) -> Result<Analysis, SimError> {
     let launch_calls = launches::launch_calls(trace, &window.graph);
     let mapping = mapping::map_with(trace, window, &launch_calls);
     let (replay, timeline) = self_replay_with_timeline(window)?;
@@ -70,7 +80,7 @@ pub fn analyze(trace: &Trace, window: &Window, step: Option<usize>) -> Result<An
         breakdowns,
         typical_breakdown,
         hta: hta::temporal_breakdown(trace),
-        statistics: stats::statistics_with(trace, window, TOP, &launch_calls),
+        statistics: stats::statistics_with(trace, window, top.unwrap_or(usize::MAX), &launch_calls),
         memory: memory::memory(trace, window, &mapping),
         mapping,
         replay,
