@@ -381,7 +381,7 @@ def candidates(document: Mapping[str, Any], ax: Any = None) -> Any:
     rows = [c for c in document["candidates"] if c.get("speedup") is not None]
     ax = _axes(ax, 11.0, 1.8 + 0.32 * len(rows))
     for kind in ("program", "hardware"):
-        ys = [y for y, c in enumerate(rows) if ("hardware" if c.get("hardware") else "program") == kind]
+        ys = [y for y, candidate in enumerate(rows) if _change(candidate) == kind]
         if ys:
             ax.barh(ys, [rows[y]["speedup"] - 1.0 for y in ys], left=1.0, height=0.6,
                     color=colour(kind), label=f"{kind} change")
@@ -404,6 +404,11 @@ def candidates(document: Mapping[str, Any], ax: Any = None) -> Any:
     )
     ax.legend(loc="lower right", fontsize="small")
     return ax
+
+
+def _change(candidate: Mapping[str, Any]) -> str:
+    """What a candidate changes: ``hardware`` where a model of it does, else ``program``."""
+    return "hardware" if candidate.get("hardware") else "program"
 
 
 def _speedup_axis(ax: Any) -> None:

@@ -133,7 +133,9 @@ def test_timeline_is_the_critical_paths_events(analyses):
         assert lanes_named <= set(drawn)
         # Every event of the path, and nothing else, in its lane (lanes in first-visit order).
         for (label, spans), lane_spans in zip(drawn.items(), expected.values()):
-            assert sorted(spans) == pytest.approx(sorted(lane_spans)), label
+            assert len(spans) == len(lane_spans), label
+            flat = [value for span in sorted(spans) for value in span]
+            assert flat == pytest.approx([value for span in sorted(lane_spans) for value in span])
         assert ax.get_xlabel().endswith("(ms)")
     # The ResNet step's path runs on the GPU too: its device lane has the device colour.
     ax = analyses[1].plot("timeline")
@@ -160,7 +162,9 @@ def test_scaling_is_the_ddp_sweep(nccl):
 
 
 def test_scaling_draws_a_line_per_network(nccl):
-    result = nccl.whatif("ddp", gpus=[1, 8, 16], net=["100Gbps", "400Gbps"])
+    # At 64 GPUs over 1 Gbps the communication outgrows the host-bound step: the lines differ.
+    result = nccl.whatif("ddp", gpus=[1, 8, 16, 64], net=["1Gbps", "100Gbps"])
+    assert len({point["predicted_ns"] for point in result["sweep"]}) > 1
     ax = result.plot("scaling")
     predicted = [line for line in ax.lines if line.get_label().startswith("predicted")]
     nets = sorted({config["inter_bus_gb_s"] for config in result["ddp"]["configs"]})
@@ -182,12 +186,14 @@ def test_candidates_are_advises_ranking(nccl):
     rows = [c for c in advice["candidates"] if c["speedup"] is not None]
     assert tick_labels(ax.yaxis) == [c["name"] for c in rows]
     bars = sorted(
-        (round(p.get_y() + p.get_height() / 2), p.get_x() + p.get_width(), hex_colour(p.get_facecolor()))
+        (round(p.get_y() + p.get_height() / 2), p.get_x() + p.get_width(), p.get_facecolor())
         for p in ax.patches
     )
-    assert len(bars) == len(rows)
-    # Each bar ends at the candidate's speedup, coloured by what it changes.
-    for (y, end, colour), candidate in zip(bars, rows):
+    # A bar per candidate, best first (top), each ending at its speedup, coloured by what it
+    # changes.
+    assert [y for y, _, _ in bars] == list(range(len(rows)))
+    for (_, end, facecolor), candidate in zip(bars, rows):
+        colour = hex_colour(facecolor)
         assert end == pytest.approx(candidate["speedup"]), candidate["name"]
         kind = "hardware" if candidate["hardware"] else "program"
         assert colour == _plots.COLOURS[kind].lower()
@@ -207,11 +213,12 @@ def test_a_category_has_one_colour_in_every_plot(analyses):
     colours = {}
     for analysis in analyses:
         for container in analysis.plot("phases").containers:
-            phase = container.get_label().replace(" ", "_")
-            colours.setdefault(phase, set()).update(hex_colour(p.get_facecolor()) for p in container)
+            seen = colours.setdefault(container.get_label().replace(" ", "_"), set())
+            seen.update(hex_colour(patch.get_facecolor()) for patch in container)
         ax = analysis.plot("idle")
         for cause, patch in zip(tick_labels(ax.yaxis), ax.patches):
-            colours.setdefault(cause.replace(" ", "_"), set()).add(hex_colour(patch.get_facecolor()))
+            seen = colours.setdefault(cause.replace(" ", "_"), set())
+            seen.add(hex_colour(patch.get_facecolor()))
     # Both traces have backward time and idle time caused by late launches.
     assert "backward" in colours and "host_launch" in colours
     for category, seen in colours.items():

@@ -134,3 +134,12 @@ def test_gil_is_released_during_work():
     worker.join()
     assert spins > 1000, f"the main thread ran only {spins} times while advise worked"
     assert results["advice"] == cli_json("advise", RESNET_BEFORE)
+
+
+def test_top_none_keeps_every_row(trace):
+    every = trace.analyze(top=None)
+    assert every == cli_json("analyze", NCCL, "--top", "all")
+    default = trace.analyze()
+    assert len(every["statistics"]["top_kernels"]) > len(default["statistics"]["top_kernels"]) == 20
+    with pytest.raises(ValueError, match="top"):
+        trace.analyze(top=0)

@@ -83,6 +83,9 @@ pub struct Assembly {
     /// Ranges `step_range` matched, numbered in start order by `finish`.
     step_ranges: Vec<PendingStep>,
     step_range: Option<StepRange>,
+    /// What a step-range pattern is matched against in this format (the first `what` given
+    /// to `steps_from_ranges`), for [`Trace::step_range_events`].
+    step_range_events: Option<&'static str>,
     /// Sync records, with absolute times.
     syncs: Vec<SyncEvent>,
     memory: Vec<NewMemory>,
@@ -122,6 +125,7 @@ impl Assembly {
     /// start order, instead of the format's own step markers; `what` names those events
     /// (`NVTX ranges`) in the note `info` shows.
     pub fn steps_from_ranges(&mut self, pattern: Option<&regex::Regex>, what: &'static str) {
+        self.step_range_events.get_or_insert(what);
         self.step_range = pattern.map(|pattern| StepRange {
             pattern: pattern.clone(),
             what,
@@ -271,6 +275,7 @@ impl Assembly {
             mut steps,
             mut step_ranges,
             step_range,
+            step_range_events,
             mut syncs,
             memory,
             devices,
@@ -491,6 +496,7 @@ impl Assembly {
             off_cpu: Vec::new(),
             comm_tensors: Vec::new(),
             links: Vec::new(),
+            step_range_events,
         })
     }
 }

@@ -416,6 +416,10 @@ pub struct Trace {
     /// When traced host threads were off their CPU, from the kernel scheduler's events (a CTF
     /// trace with `sched_switch`), sorted by lane and start; empty when the trace has none.
     pub off_cpu: Vec<OffCpu>,
+    /// What `ReadOptions::step_range` makes steps of in this format (`NVTX ranges`), where
+    /// it applies; `None` where steps are the format's own markers only (Kineto's
+    /// `ProfilerStep#N`). Said to a user whose trace has no step markers.
+    pub step_range_events: Option<&'static str>,
     /// The tensors a communication library's stage moves (Horovod's timeline: a fused
     /// all-reduce carries several), sorted by event.
     pub comm_tensors: Vec<(EventId, Vec<CommTensor>)>,

@@ -54,7 +54,12 @@ fn every_output_leads_with_the_same_answer() {
         let sentence = answer["sentence"].as_str().expect("a sentence");
         // One step time: the period advise predicts from, named as such.
         assert_eq!(answer["step_ns"], advise["baseline_ns"], "{trace}");
-        assert!(sentence.contains("the steady-state period"), "{trace}");
+        let named = if advise["no_step_markers"] == true {
+            "The whole window takes"
+        } else {
+            "the steady-state period"
+        };
+        assert!(sentence.contains(named), "{trace}");
         // The change is one change to the program, the best single one that may headline.
         let change = &answer["change"];
         if let Some(name) = change["name"].as_str() {
@@ -163,4 +168,43 @@ fn the_answer_names_the_kind_of_time() {
         mi300["blocking_wait"].as_i64() > mi300["cpu_work"].as_i64(),
         "{mi300}"
     );
+}
+
+/// A trace without step markers says its whole window stands as one step and how to get
+/// steps: `--step-range` where the format has ranges to make them of (an Nsight Systems
+/// export's NVTX ranges), recording markers where it has not (Kineto); with steps, no hint.
+#[test]
+fn a_trace_without_steps_gets_the_way_to_steps() {
+    let nsys = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/nsys/nsys-ai/tests/fixtures/h100_2gpu_1s.sqlite"
+    );
+    let kineto = format!(
+        "{TESTDATA}/HolisticTraceAnalysis/tests/data/critical_path/end_to_end/simple_add/input/trace.json.gz"
+    );
+    let cases: [(&[&str], Option<&str>); 4] = [
+        (&[nsys], Some("--step-range REGEX")),
+        (&[&kineto], Some("prof.step()")),
+        (&[nsys, "--step-range", "^aten::mul, op_id = 32"], None),
+        (&[NCCL], None),
+    ];
+    for (args, hint) in cases {
+        let run = stepcast(&[&["advise"], args, &["--json"]].concat());
+        run.assert_success();
+        let document = run.json();
+        let answer = &document["answer"];
+        let sentence = answer["sentence"].as_str().expect("a sentence");
+        assert_eq!(document["no_step_markers"], hint.is_some(), "{args:?}");
+        match hint {
+            Some(hint) => {
+                assert!(sentence.starts_with("The whole window takes"), "{sentence}");
+                let said = answer["steps_hint"].as_str().expect("a hint");
+                assert!(said.contains(hint) && sentence.contains(hint), "{sentence}");
+            }
+            None => {
+                assert!(answer["steps_hint"].is_null(), "{args:?}");
+                assert!(sentence.contains("the steady-state period"), "{sentence}");
+            }
+        }
+    }
 }

@@ -5,7 +5,8 @@
 use std::fmt::Write as _;
 
 use super::chart::{Axis, grouped_bars, nice_ticks, stacked_bar};
-use super::page::{Cell, Section, Table, ms, paragraph, signed_percent};
+use super::page::{Cell, Section, Table, ms, note, paragraph, signed_percent};
+use crate::table::plural;
 use crate::json::ranks::RanksJson;
 
 pub(super) fn sections(ranks: &RanksJson) -> Vec<Section> {
@@ -20,33 +21,42 @@ pub(super) fn sections(ranks: &RanksJson) -> Vec<Section> {
 
 fn answer(ranks: &RanksJson) -> Section {
     let path = &ranks.critical_path;
+    // The collective its peers waited longest for: the largest spread in the stragglers
+    // table below, so the headline and the table agree.
     let late = ranks
         .stragglers
         .iter()
-        .max_by_key(|s| (s.lead_ns, std::cmp::Reverse(s.collective)));
+        .max_by_key(|s| (s.spread_ns, std::cmp::Reverse(s.collective)));
     let mut body = paragraph(&format!(
-        "{} ranks replayed as one graph, collectives released when their last peer arrives; \
+        "{} replayed as one graph, collectives released when their last peer arrives; \
          every rank's steps within {} of their measured span (largest error). Clock offsets \
-         from {} matched collectives ({}).",
-        ranks.ranks.len(),
+         from {} ({}).",
+        plural(ranks.ranks.len() as u64, "rank"),
         ranks
             .max_abs_error
             .map_or_else(|| "n/a".to_string(), |e| format!("{:.2}%", e * 100.0)),
-        ranks.clock_alignment.collectives_used,
+        plural(ranks.clock_alignment.collectives_used, "matched collective"),
         ranks.clock_alignment.status
     ));
     body.push_str(&paragraph(&format!(
-        "The critical path across ranks is {} long, {} tasks, crossing ranks {} times.",
+        "The critical path across ranks is {} long, {}, {}.",
         ms(path.length_ns),
-        path.tasks,
-        path.rank_crossings
+        plural(path.tasks, "task"),
+        match path.rank_crossings {
+            0 => "on one rank".to_string(),
+            1 => "crossing ranks once".to_string(),
+            n => format!("crossing ranks {n} times"),
+        }
     )));
     if let Some(straggler) = late {
         body.push_str(&paragraph(&format!(
-            "The largest straggler: rank {} started {} `{}` {} after the first rank{}.",
+            "The longest wait for a straggler: rank {} started {} `{}` (collective {}) {} after \
+             the first rank, {} after the next-to-last{}.",
             straggler.last_rank,
             straggler.group,
             straggler.op,
+            straggler.collective,
+            ms(straggler.spread_ns),
             ms(straggler.lead_ns),
             straggler
                 .doing
@@ -217,7 +227,14 @@ fn stragglers(ranks: &RanksJson) -> Section {
     let body = if table.is_empty() {
         paragraph("No matched collective.")
     } else {
-        table.render()
+        let mut body = note(
+            "Per matched collective, on aligned clocks: the last rank started it last; \
+             spread is how long after the first rank it started (the others' wait), \
+             lead how long after the next-to-last; cause says whether its launch \
+             came late (host) or its stream was busy (stream), doing what it ran meanwhile.",
+        );
+        body.push_str(&table.render());
+        body
     };
     Section {
         id: "stragglers",

@@ -126,6 +126,9 @@ pub struct AnswerJson {
     pub no_change: Option<String>,
     /// The command to run next.
     pub next: String,
+    /// How to get steps, where the trace has no step markers and its whole window stands as
+    /// one step; `None` (`null`) otherwise.
+    pub steps_hint: Option<String>,
 }
 
 /// `1.234×`, or `n/a`.
@@ -265,11 +268,25 @@ pub fn answer(doc: &AdviseJson) -> AnswerJson {
         Some(c) => format!("stepcast whatif {file} {}", c.models[0]),
         None => format!("stepcast report {file} -o report.html"),
     };
-    let mut sentence = format!(
-        "The step takes {} (the steady-state period, {})",
-        ms(doc.baseline_ns),
-        steps(&doc.steady_steps)
-    );
+    let steps_hint = doc.no_step_markers.then(|| match doc.step_range_events {
+        Some(events) => format!(
+            "`--step-range REGEX` makes steps of the {events} whose name matches REGEX"
+        ),
+        None => "record step markers to see steps (PyTorch: `prof.step()` once per iteration)"
+            .to_string(),
+    });
+    let mut sentence = if doc.no_step_markers {
+        format!(
+            "The whole window takes {} (one step: the trace has no step markers)",
+            ms(doc.baseline_ns)
+        )
+    } else {
+        format!(
+            "The step takes {} (the steady-state period, {})",
+            ms(doc.baseline_ns),
+            steps(&doc.steady_steps)
+        )
+    };
     match (bound, bound_share) {
         (Some(kind), Some(share)) => {
             sentence.push_str(&format!(
@@ -301,6 +318,9 @@ pub fn answer(doc: &AdviseJson) -> AnswerJson {
         (None, Some(why)) => sentence.push_str(&format!(". {}{}", capital(why), "")),
         (None, None) => {}
     }
+    if let Some(hint) = &steps_hint {
+        sentence.push_str(&format!(". {}", capital(hint)));
+    }
     sentence.push_str(&format!(". Next: `{next}`."));
     AnswerJson {
         sentence,
@@ -313,6 +333,7 @@ pub fn answer(doc: &AdviseJson) -> AnswerJson {
         hardware: hardware.map(AnswerChangeJson::new),
         no_change,
         next,
+        steps_hint,
     }
 }
 

@@ -567,6 +567,11 @@ pub struct AdviseJson {
     pub baseline_ns: i64,
     /// Numbers of the steady steps the figures are measured over.
     pub steady_steps: Vec<u64>,
+    /// The trace has no step markers: its whole window stands as one step.
+    pub no_step_markers: bool,
+    /// What `--step-range` makes steps of in the trace's format (`NVTX ranges`); `None`
+    /// (`null`) where steps are the format's own markers only.
+    pub step_range_events: Option<&'static str>,
     /// What the critical path of the untransformed replay is made of.
     pub bottleneck: BottleneckJson,
     /// The speedup from which a candidate counts as useful.
@@ -782,6 +787,8 @@ pub fn advise_json(trace: &Trace, window: &Window, advice: &Advice) -> AdviseJso
         declined: advice.declined.clone(),
         baseline_ns: advice.baseline.step_ns,
         steady_steps: steady_steps(window),
+        no_step_markers: matches!(window.steps.as_slice(), [step] if step.synthetic),
+        step_range_events: trace.step_range_events,
         bottleneck: BottleneckJson::new(trace, &advice.baseline.bottleneck),
         useful_speedup: stepcast::whatif::advise::USEFUL_SPEEDUP,
         paced_by: advice.paced_by.clone(),

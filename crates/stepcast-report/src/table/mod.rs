@@ -44,6 +44,14 @@ fn new_table(header: &[&str], text_columns: usize) -> Table {
     table
 }
 
+/// `table` with its last column, prose after the numbers, wrapped left-aligned.
+fn with_prose_last(mut table: Table) -> Table {
+    if let Some(column) = table.column_iter_mut().last() {
+        column.set_cell_alignment(CellAlignment::Left);
+    }
+    table
+}
+
 /// Appends a titled section to `out`: a blank line, the title, then `body`.
 fn push_section(out: &mut String, title: &str, body: &str) {
     out.push('\n');
@@ -155,7 +163,7 @@ fn count(n: u64) -> String {
 }
 
 /// `n` followed by `noun`, in the plural unless `n` is 1.
-fn plural(n: u64, noun: &str) -> String {
+pub(crate) fn plural(n: u64, noun: &str) -> String {
     if n == 1 {
         format!("1 {noun}")
     } else if let Some(stem) = noun.strip_suffix('y') {

@@ -1,7 +1,9 @@
 //! A multi-rank `replay` as text: a summary, the per-rank table, clock offsets, stragglers and
 //! the critical path across ranks.
 
-use super::{ms, new_table, push_notes, push_section, sanitize, signed_percent, us, wrap};
+use super::{
+    ms, new_table, push_notes, push_section, sanitize, signed_percent, us, with_prose_last, wrap,
+};
 
 /// Nanoseconds as microseconds with one decimal, no unit (the column header has it).
 fn micros(ns: i64) -> String {
@@ -154,7 +156,7 @@ pub fn ranks_text(doc: &RanksJson) -> String {
     }
     push_section(&mut out, "Ranks", &ranks_section);
 
-    let mut stragglers = new_table(
+    let mut stragglers = with_prose_last(new_table(
         &[
             "#",
             "collective",
@@ -164,7 +166,7 @@ pub fn ranks_text(doc: &RanksJson) -> String {
             "what it was doing",
         ],
         2,
-    );
+    ));
     for s in doc
         .stragglers
         .iter()
@@ -213,6 +215,10 @@ pub fn ranks_text(doc: &RanksJson) -> String {
         &mut out,
         "Stragglers (rank that started each collective last, aligned clocks)",
         &stragglers.to_string(),
+    );
+    out.push_str(
+        "spread: how long after the first rank the last one started (the others' wait); lead: \
+         how long after the next-to-last.\n",
     );
 
     let path = &doc.critical_path;

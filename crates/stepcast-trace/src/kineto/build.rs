@@ -947,6 +947,7 @@ impl TraceBuilder {
             off_cpu: Vec::new(),
             comm_tensors: Vec::new(),
             links: Vec::new(),
+            step_range_events: None,
         }
     }
 }

@@ -159,6 +159,8 @@ pub fn read(bytes: &[u8], path: &Path, options: &ReadOptions) -> Result<Trace, R
     let mut assembly = Assembly::default();
     let mut file_index = 0u32;
     let mut summary = Summary::default();
+    // What a step-range pattern matches here, said first (the fallback below names its own).
+    assembly.steps_from_ranges(None, "host events");
     if let Some(pattern) = &options.step_range {
         assembly.steps_from_ranges(Some(pattern), "host events");
     } else if !space
