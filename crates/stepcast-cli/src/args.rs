@@ -11,10 +11,11 @@ EXIT STATUS:
     1  error: the trace could not be read or replayed, or the output could not be written
     2  the command line is invalid";
 
-/// Replays PyTorch profiler traces, step by step.
+/// Why is a training step slow, and what would a change buy? Answered from profiler traces.
 ///
-/// stepcast rebuilds the dependency graph of each training step recorded in a Kineto trace and
-/// checks that replaying the graph reproduces the recorded step.
+/// stepcast rebuilds the dependency graph of each training step a trace records (PyTorch
+/// profiler, Nsight Systems, rocprofv3, XPlane, Horovod and MXNet timelines, CTF), checks that
+/// replaying it reproduces the measured step, then diagnoses it and predicts what-ifs on it.
 #[derive(Debug, Parser)]
 #[command(name = "stepcast", version, after_help = AFTER_HELP)]
 pub struct Args {
@@ -434,7 +435,8 @@ pub enum Format {
 
 #[derive(Debug, ClapArgs)]
 pub struct ReportArgs {
-    /// A PyTorch profiler (Kineto) trace (.json or .json.gz); or a directory of one job's rank
+    /// A trace (PyTorch profiler .json or .json.gz, rocprofv3 JSON, XPlane .xplane.pb, an
+    /// Nsight Systems .sqlite export, a CTF directory); or a directory of one job's rank
     /// traces, or several trace files, for the ranks side by side.
     #[arg(value_name = "TRACE | DIR", required = true, num_args = 1..)]
     pub traces: Vec<PathBuf>,

@@ -344,3 +344,42 @@ fn memory_trades_report_the_memory_they_save() {
     text.assert_success();
     assert!(text.stdout.contains("Memory-for-time trades"));
 }
+
+/// On ROCm, CUDA graphs are HIP graphs: `advise` names the model `hip_graphs`, `whatif` takes
+/// either name for the same prediction, and a CUDA trace keeps `cuda_graphs`.
+#[test]
+fn hip_traces_name_hip_graphs() {
+    let amd = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/kineto/HolisticTraceAnalysis/tests/data/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz"
+    );
+    let names = |trace: &str| {
+        let run = stepcast(&["advise", trace, "--json"]);
+        run.assert_success();
+        let json = run.json();
+        let names: Vec<String> = json["candidates"]
+            .as_array()
+            .expect("candidates")
+            .iter()
+            .filter_map(|c| c["name"].as_str().map(str::to_string))
+            .collect();
+        names
+    };
+    let on_amd = names(amd);
+    assert!(on_amd.iter().any(|n| n == "hip_graphs"), "{on_amd:?}");
+    assert!(!on_amd.iter().any(|n| n.contains("cuda_graphs")), "{on_amd:?}");
+    let on_nvidia = names(NCCL);
+    assert!(on_nvidia.iter().any(|n| n == "cuda_graphs"), "{on_nvidia:?}");
+    assert!(!on_nvidia.iter().any(|n| n.contains("hip_graphs")), "{on_nvidia:?}");
+    let predicted = |model: &str| {
+        let run = stepcast(&["whatif", amd, model, "--json"]);
+        run.assert_success();
+        let json = run.json();
+        (json["predicted_ns"].clone(), json["name"].clone())
+    };
+    let (hip, hip_name) = predicted("hip_graphs");
+    let (cuda, cuda_name) = predicted("cuda_graphs");
+    assert_eq!(hip, cuda);
+    assert_eq!(hip_name, "hip_graphs");
+    assert_eq!(cuda_name, "hip_graphs");
+}

@@ -6,7 +6,7 @@ use stepcast::Window;
 use stepcast::whatif::models::MemoryEffect;
 use stepcast::whatif::trust::Verdict;
 use stepcast::whatif::{Advice, Bottleneck, Candidate, Model, Outcome, Resource};
-use stepcast_trace::Trace;
+use stepcast_trace::{Runtime, Trace};
 
 use super::answer::{AnswerJson, StepTimeJson, answer};
 use super::{DeviceJson, TraceJson, devices, finite, main_device};
@@ -744,8 +744,11 @@ pub fn whatif_json(
         schema: "stepcast.whatif/1",
         trace: TraceJson::new(trace),
         device: main_device(&devices(trace)),
-        name: name.to_string(),
-        models: models.iter().map(Model::name).collect(),
+        name: runtime_name(trace, name.to_string()),
+        models: models
+            .iter()
+            .map(|m| runtime_name(trace, m.name()))
+            .collect(),
         scenario: None,
         declined: outcome.declined.clone(),
         baseline_ns: outcome.baseline.step_ns,
@@ -795,12 +798,12 @@ pub fn advise_json(trace: &Trace, window: &Window, advice: &Advice) -> AdviseJso
         candidates: advice
             .candidates
             .iter()
-            .map(|c| candidate_json(advice, c))
+            .map(|c| candidate_json(trace, advice, c))
             .collect(),
         memory_trades: advice
             .memory_trades
             .iter()
-            .map(|c| candidate_json(advice, c))
+            .map(|c| candidate_json(trace, advice, c))
             .collect(),
         failed: advice
             .failed
@@ -817,10 +820,24 @@ pub fn advise_json(trace: &Trace, window: &Window, advice: &Advice) -> AdviseJso
     document
 }
 
-fn candidate_json(advice: &Advice, c: &Candidate) -> CandidateJson {
+/// A model's name as the trace's runtime calls the thing: on ROCm, CUDA graphs are HIP
+/// graphs (`hip_graphs`, which `whatif` takes too).
+fn runtime_name(trace: &Trace, name: String) -> String {
+    if trace.runtime == Some(Runtime::Rocm) {
+        name.replace("cuda_graphs", "hip_graphs")
+    } else {
+        name
+    }
+}
+
+fn candidate_json(trace: &Trace, advice: &Advice, c: &Candidate) -> CandidateJson {
     CandidateJson {
-        name: c.name(),
-        models: c.models.iter().map(Model::name).collect(),
+        name: runtime_name(trace, c.name()),
+        models: c
+            .models
+            .iter()
+            .map(|m| runtime_name(trace, m.name()))
+            .collect(),
         predicted_ns: c.outcome.predicted.step_ns,
         speedup: finite(c.outcome.speedup),
         gain_ns: c.outcome.baseline.step_ns - c.outcome.predicted.step_ns,

@@ -410,6 +410,21 @@ pub fn advise_text(doc: &AdviseJson) -> String {
             )
         )),
     }
+    // A candidate ranked higher that the answer passes over says why: a prediction that rests
+    // on one task or on an anomaly never leads.
+    for c in doc
+        .candidates
+        .iter()
+        .filter(|c| !c.hardware && c.useful && !c.can_headline())
+    {
+        if let Some(why) = c.trust.anomaly.as_ref().or(c.trust.rests_on.as_ref()) {
+            notes.push(format!(
+                "Not offered first: {} ({}): {why}.",
+                c.name,
+                speedup(c.speedup)
+            ));
+        }
+    }
     if let Some(hardware) = &answer.hardware {
         notes.push(format!(
             "A faster machine (not a change to the program): {} would give {}.",
@@ -420,7 +435,7 @@ pub fn advise_text(doc: &AdviseJson) -> String {
     let useless: Vec<&str> = doc
         .candidates
         .iter()
-        .filter(|c| !c.useful)
+        .filter(|c| !c.useful && !c.hardware)
         .map(|c| c.name.as_str())
         .collect();
     if !useless.is_empty() {

@@ -291,7 +291,8 @@ impl Model {
     pub fn by_name(name: &str) -> Option<Model> {
         Some(match name {
             "fused_optimizer" => Model::FusedOptimizer { factor: 1.0 },
-            "cuda_graphs" => Model::CudaGraphs,
+            // HIP graphs are ROCm's CUDA graphs: one model, named as the trace's runtime does.
+            "cuda_graphs" | "hip_graphs" => Model::CudaGraphs,
             "amp" => Model::Amp,
             "amp_bf16" => Model::AmpBf16,
             "faster_gpu" => Model::FasterHardware(gpu_2x()),
@@ -331,7 +332,7 @@ impl Model {
             ("checkpointing", "recompute"),
             ("activation_checkpointing", "recompute"),
             ("vdnn", "offload"),
-            ("hip_graphs", "cuda_graphs"),
+            ("hip_graph", "hip_graphs"),
         ];
         let key = name.trim().to_ascii_lowercase().replace('-', "_");
         if let Some(&(_, model)) = OTHER_NAMES.iter().find(|(other, _)| *other == key) {
