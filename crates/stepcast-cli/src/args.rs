@@ -121,7 +121,9 @@ fn parse_top(text: &str) -> Result<TopRows, String> {
     }
     match text.parse::<usize>() {
         Ok(n) if n > 0 => Ok(TopRows(Some(n))),
-        _ => Err(format!("{text:?} is not a positive number of rows or `all`")),
+        _ => Err(format!(
+            "{text:?} is not a positive number of rows or `all`"
+        )),
     }
 }
 

@@ -432,7 +432,10 @@ fn check_contract(expected: &Expected) {
         // The same duration in the document's unit as in the file's.
         let dur_us = event["dur"].as_f64().expect("dur");
         let dur_ns = int(&event["dur_ns"]);
-        assert!((dur_us * 1000.0 - dur_ns as f64).abs() <= 1.0, "{trace}: {event}");
+        assert!(
+            (dur_us * 1000.0 - dur_ns as f64).abs() <= 1.0,
+            "{trace}: {event}"
+        );
     }
     assert!(
         path.windows(2)
@@ -766,7 +769,10 @@ fn top_keeps_the_largest_names_and_all_keeps_every_one() {
     for table in ["top_kernels", "top_ops", "queue_latency"] {
         let all = all[table].as_array().expect(table);
         assert!(all.len() > 20, "{table}: {} rows", all.len());
-        assert_eq!(default[table].as_array().map(Vec::as_slice), Some(&all[..20]));
+        assert_eq!(
+            default[table].as_array().map(Vec::as_slice),
+            Some(&all[..20])
+        );
         assert_eq!(three[table].as_array().map(Vec::as_slice), Some(&all[..3]));
     }
     // Every kernel name once, their instances adding up to every kernel of the window (as

@@ -73,5 +73,8 @@ fn kernel_names_in_tables_are_short_distinct_and_full_in_json() {
             }
         }
     }
-    assert!(long_names_seen >= 5, "only {long_names_seen} long kernel names checked");
+    assert!(
+        long_names_seen >= 5,
+        "only {long_names_seen} long kernel names checked"
+    );
 }

@@ -522,3 +522,62 @@ fn the_first_screen_holds_the_answer_at_desktop_and_phone_sizes() {
         }
     }
 }
+
+/// Every legend of the trace, job and compare pages: one colour per category across all the
+/// charts of all the pages, no part of zero size listed, and the timeline's colours named.
+#[test]
+fn a_category_has_one_colour_everywhere_and_no_empty_part_is_listed() {
+    let dir = TempDir::new("report-colours");
+    let mut pages = Vec::new();
+    for (name, args) in [
+        ("trace", vec!["report", NCCL]),
+        ("job", vec!["report", DLRM]),
+        (
+            "compare",
+            vec!["compare", BEFORE, AFTER, "--format", "html"],
+        ),
+    ] {
+        let page = dir.path().join(format!("{name}.html"));
+        let mut args = args.clone();
+        args.extend(["-o", path_str(&page)]);
+        stepcast(&args).assert_success();
+        pages.push((name, std::fs::read_to_string(&page).expect("the page")));
+    }
+    let mut color_of: std::collections::BTreeMap<String, (String, &str)> = Default::default();
+    let mut items = 0;
+    for (page, html) in &pages {
+        for item in html.split("<li><i style=\"background:").skip(1) {
+            let Some((color, rest)) = item.split_once("\"></i>") else {
+                continue;
+            };
+            let label = rest.split(" <b>").next().unwrap_or(rest);
+            let label = label
+                .split("</li>")
+                .next()
+                .unwrap_or(label)
+                .trim()
+                .to_string();
+            items += 1;
+            assert!(
+                !rest.starts_with(&format!("{label} <b>0.000 ms</b>")),
+                "{page}: {label} is listed at zero"
+            );
+            if let Some((before, where_)) = color_of.get(&label) {
+                assert_eq!(
+                    before, color,
+                    "{label}: {before} on the {where_} page, {color} on the {page} page"
+                );
+            } else {
+                color_of.insert(label, (color.to_string(), page));
+            }
+        }
+    }
+    assert!(items >= 30, "only {items} legend items");
+    let trace = &pages[0].1;
+    for kind in ["runtime call", "kernel", "on the replayed critical path"] {
+        assert!(
+            trace.contains(&format!("</i>{kind}</li>")),
+            "no timeline legend for {kind}"
+        );
+    }
+}

@@ -367,10 +367,19 @@ fn hip_traces_name_hip_graphs() {
     };
     let on_amd = names(amd);
     assert!(on_amd.iter().any(|n| n == "hip_graphs"), "{on_amd:?}");
-    assert!(!on_amd.iter().any(|n| n.contains("cuda_graphs")), "{on_amd:?}");
+    assert!(
+        !on_amd.iter().any(|n| n.contains("cuda_graphs")),
+        "{on_amd:?}"
+    );
     let on_nvidia = names(NCCL);
-    assert!(on_nvidia.iter().any(|n| n == "cuda_graphs"), "{on_nvidia:?}");
-    assert!(!on_nvidia.iter().any(|n| n.contains("hip_graphs")), "{on_nvidia:?}");
+    assert!(
+        on_nvidia.iter().any(|n| n == "cuda_graphs"),
+        "{on_nvidia:?}"
+    );
+    assert!(
+        !on_nvidia.iter().any(|n| n.contains("hip_graphs")),
+        "{on_nvidia:?}"
+    );
     let predicted = |model: &str| {
         let run = stepcast(&["whatif", amd, model, "--json"]);
         run.assert_success();

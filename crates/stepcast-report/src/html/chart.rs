@@ -6,21 +6,82 @@ use std::fmt::Write as _;
 
 use super::page::{escape, ms, percent};
 
-/// Colors of successive parts and series (Okabe–Ito, readable by color-blind readers), then
-/// grays.
-const PALETTE: [&str; 10] = [
-    "#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#f0e442", "#000000",
-    "#999999", "#cccccc",
+/// The colour of each category the report's charts and its timeline name, one meaning per
+/// colour on every chart of every page (Okabe–Ito and Tol's colours, readable by colour-blind
+/// readers): phases, what the host and the device do, and the kinds of the timeline's tasks.
+/// No category is red: red marks the critical path.
+/// Labels are matched as the charts write them (`cpu only`, `data loading`).
+const CATEGORY_COLORS: &[(&str, &str)] = &[
+    // Phases.
+    ("forward", "#0072b2"),
+    ("backward", "#e69f00"),
+    ("optimizer", "#009e73"),
+    ("communication", "#cc79a7"),
+    ("collective", "#cc79a7"),
+    ("exposed", "#cc79a7"),
+    ("data loading", "#56b4e9"),
+    // Nothing running, or nothing known.
+    ("idle", "#dddddd"),
+    ("neither", "#dddddd"),
+    ("other", "#999999"),
+    ("other layers", "#999999"),
+    ("unexplained", "#999999"),
+    // The host.
+    ("cpu", "#8c510a"),
+    ("cpu only", "#8c510a"),
+    ("cpu_op", "#8c510a"),
+    ("host launch", "#dfc27d"),
+    ("api_call", "#dfc27d"),
+    // The device.
+    ("gpu compute", "#332288"),
+    ("gpu only", "#332288"),
+    ("compute only", "#332288"),
+    ("kernel", "#332288"),
+    ("overlap", "#882255"),
+    ("overlapped", "#882255"),
+    ("memory copies", "#f0e442"),
+    ("memcpy", "#f0e442"),
+    ("memset", "#e7e1a0"),
+    ("synchronization", "#000000"),
+    ("other stream", "#44aa99"),
 ];
 
-fn color(index: usize) -> &'static str {
-    PALETTE[index.min(PALETTE.len() - 1)]
+/// Colours for the parts of a chart whose labels name no category (layers, series), in
+/// order, after those its categories took.
+/// Tol's bright colours, apart from the categories' (a run, a step, a layer is no phase).
+const FREE_COLORS: [&str; 8] = [
+    "#4477aa", "#ee6677", "#228833", "#ccbb44", "#66ccee", "#aa3377", "#117733", "#999933",
+];
+
+/// The colour a category always has, if `label` names one.
+pub(super) fn category_color(label: &str) -> Option<&'static str> {
+    CATEGORY_COLORS
+        .iter()
+        .find(|(name, _)| *name == label)
+        .map(|(_, color)| *color)
+}
+
+/// The colours of one chart's parts: each category its own, the other labels the free
+/// colours its categories left, in order (then gray).
+pub(super) fn colors<'a>(labels: impl IntoIterator<Item = &'a str>) -> Vec<&'static str> {
+    let labels: Vec<&str> = labels.into_iter().collect();
+    let taken: Vec<&str> = labels.iter().filter_map(|l| category_color(l)).collect();
+    let mut free = FREE_COLORS.iter().filter(|c| !taken.contains(c));
+    labels
+        .iter()
+        .map(|label| {
+            category_color(label)
+                .or_else(|| free.next().copied())
+                .unwrap_or("#bbbbbb")
+        })
+        .collect()
 }
 
 /// A span split into parts: one horizontal bar, and a legend giving each part's time and
-/// share. Parts of zero time are left out of the bar but kept in the legend, so the legend
-/// always sums to `total_ns`.
+/// share. Parts of zero time are left out of both (they change no sum).
 pub(super) fn stacked_bar(parts: &[(String, i64)], total_ns: i64) -> String {
+    let parts: Vec<&(String, i64)> = parts.iter().filter(|(_, ns)| *ns > 0).collect();
+    let palette = colors(parts.iter().map(|(label, _)| label.as_str()));
     let width = 1000.0;
     let mut out = String::from(
         "<svg class=\"bar\" viewBox=\"0 0 1000 26\" preserveAspectRatio=\"none\" role=\"img\">",
@@ -36,7 +97,7 @@ pub(super) fn stacked_bar(parts: &[(String, i64)], total_ns: i64) -> String {
         let _ = write!(
             out,
             "<rect x=\"{x:.2}\" y=\"0\" width=\"{w:.2}\" height=\"26\" fill=\"{}\"><title>{}: {}</title></rect>",
-            color(index),
+            palette[index],
             escape(label),
             ms(*ns)
         );
@@ -52,7 +113,7 @@ pub(super) fn stacked_bar(parts: &[(String, i64)], total_ns: i64) -> String {
         let _ = write!(
             out,
             "<li><i style=\"background:{}\"></i>{} <b>{}</b> ({share})</li>",
-            color(index),
+            palette[index],
             escape(label),
             ms(*ns)
         );
@@ -65,6 +126,8 @@ pub(super) fn stacked_bar(parts: &[(String, i64)], total_ns: i64) -> String {
 pub(super) struct Series {
     pub name: String,
     pub points: Vec<(f64, f64)>,
+    /// A reference line (drawn dashed, under the others, so a series equal to it shows).
+    pub reference: bool,
 }
 
 /// An axis: its title and the ticks to label (value, text). The axis spans its ticks and
@@ -151,14 +214,13 @@ fn frame(out: &mut String, x: &Axis, y: &Axis, sx: &dyn Fn(f64) -> f64, sy: &dyn
     );
 }
 
-fn legend(names: impl Iterator<Item = String>) -> String {
+fn legend(names: &[&str], palette: &[&str]) -> String {
     let mut out = String::from("<ul class=\"legend\">");
-    for (index, name) in names.enumerate() {
+    for (name, color) in names.iter().zip(palette) {
         let _ = write!(
             out,
-            "<li><i style=\"background:{}\"></i>{}</li>",
-            color(index),
-            escape(&name)
+            "<li><i style=\"background:{color}\"></i>{}</li>",
+            escape(name)
         );
     }
     out.push_str("</ul>\n");
@@ -180,16 +242,27 @@ pub(super) fn line_chart(series: &[Series], x: &Axis, y: &Axis, marker: Option<&
     let sy = |v: f64| CHART_H - BOTTOM - (v - y0) / (y1 - y0) * (CHART_H - TOP - BOTTOM);
     let mut out = format!("<svg class=\"chart\" viewBox=\"0 0 {CHART_W} {CHART_H}\" role=\"img\">");
     frame(&mut out, x, y, &sx, &sy);
-    for (index, line) in series.iter().enumerate() {
+    let names: Vec<&str> = series.iter().map(|s| s.name.as_str()).collect();
+    let palette = colors(names.iter().copied());
+    // References first: what is drawn later lies on top.
+    let mut order: Vec<usize> = (0..series.len()).collect();
+    order.sort_by_key(|&i| !series[i].reference);
+    for index in order {
+        let line = &series[index];
         let mut points = String::new();
         for &(px, py) in &line.points {
             let _ = write!(points, "{:.1},{:.1} ", sx(px), sy(py));
         }
         let _ = write!(
             out,
-            "<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>",
+            "<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"{}/>",
             points.trim_end(),
-            color(index)
+            palette[index],
+            if line.reference {
+                " stroke-dasharray=\"6 4\""
+            } else {
+                ""
+            }
         );
         if line.points.len() <= 40 {
             for &(px, py) in &line.points {
@@ -198,7 +271,7 @@ pub(super) fn line_chart(series: &[Series], x: &Axis, y: &Axis, marker: Option<&
                     "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3.5\" fill=\"{}\"/>",
                     sx(px),
                     sy(py),
-                    color(index)
+                    palette[index]
                 );
             }
         }
@@ -217,7 +290,7 @@ pub(super) fn line_chart(series: &[Series], x: &Axis, y: &Axis, marker: Option<&
         );
     }
     out.push_str("</svg>\n");
-    out.push_str(&legend(series.iter().map(|s| s.name.clone())));
+    out.push_str(&legend(&names, &palette));
     out
 }
 
@@ -249,6 +322,8 @@ pub(super) fn grouped_bars(
     let sx = |i: f64| LEFT + (i + 0.5) * group_w;
     let mut out = format!("<svg class=\"chart\" viewBox=\"0 0 {CHART_W} {CHART_H}\" role=\"img\">");
     frame(&mut out, &x_axis, y, &sx, &sy);
+    let names: Vec<&str> = series.iter().map(|(name, _)| name.as_str()).collect();
+    let palette = colors(names.iter().copied());
     for (s, (name, values)) in series.iter().enumerate() {
         for (i, value) in values.iter().enumerate() {
             if !value.is_finite() {
@@ -259,7 +334,7 @@ pub(super) fn grouped_bars(
             let _ = write!(
                 out,
                 "<rect x=\"{x:.1}\" y=\"{top:.1}\" width=\"{bar_w:.1}\" height=\"{h:.1}\" fill=\"{}\"><title>{} {}: {value}</title></rect>",
-                color(s),
+                palette[s],
                 escape(name),
                 escape(labels.get(i).map_or("", String::as_str)),
                 h = (CHART_H - BOTTOM - top).max(0.0)
@@ -267,7 +342,7 @@ pub(super) fn grouped_bars(
         }
     }
     out.push_str("</svg>\n");
-    out.push_str(&legend(series.iter().map(|(name, _)| name.clone())));
+    out.push_str(&legend(&names, &palette));
     out
 }
 
@@ -312,7 +387,7 @@ mod tests {
     }
 
     #[test]
-    fn stacked_bar_legend_keeps_zero_parts() {
+    fn stacked_bar_leaves_out_zero_parts() {
         let parts = vec![
             ("a".to_string(), 3),
             ("b".to_string(), 0),
@@ -320,7 +395,21 @@ mod tests {
         ];
         let svg = stacked_bar(&parts, 4);
         assert_eq!(svg.matches("<rect").count(), 2);
-        assert_eq!(svg.matches("<li>").count(), 3);
+        assert_eq!(svg.matches("<li>").count(), 2);
+        assert!(!svg.contains(">b <b>"));
         assert!(svg.contains("(75.0%)"));
+    }
+
+    #[test]
+    fn a_category_has_one_colour_on_every_chart() {
+        let one = colors(["forward", "backward", "idle"]);
+        let other = colors(["layer1", "idle", "backward", "layer2"]);
+        assert_eq!(one[1], other[2]);
+        assert_eq!(one[2], other[1]);
+        // Labels naming no category take colours no category of their chart took.
+        assert!(!one.contains(&other[0]) || other[0] != one[1]);
+        assert_ne!(other[0], other[3]);
+        assert!(![other[1], other[2]].contains(&other[0]));
+        assert!(![other[1], other[2]].contains(&other[3]));
     }
 }

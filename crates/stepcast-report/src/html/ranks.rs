@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 
 use super::chart::{Axis, grouped_bars, nice_ticks, stacked_bar};
 use super::page::{Cell, Section, Table, ms, note, paragraph, signed_percent};
-use crate::table::plural;
 use crate::json::ranks::RanksJson;
+use crate::table::plural;
 
 pub(super) fn sections(ranks: &RanksJson) -> Vec<Section> {
     vec![

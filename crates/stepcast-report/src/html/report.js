@@ -50,7 +50,7 @@
     var context = canvas.getContext("2d");
     var info = document.getElementById("tl-info");
     var ROW_H = 12, ROW_GAP = 2, LANE_GAP = 8, LABEL_W = 240, AXIS_H = 24;
-    var KIND_COLORS = ["#8da0cb", "#a6d854", "#0072b2", "#e69f00", "#cc79a7", "#009e73"];
+    var KIND_COLORS = data.kind_colors;
     var CRITICAL = "#d62728";
     var rows = data.rows;
     var laneH = rows.length * (ROW_H + ROW_GAP) + LANE_GAP;

@@ -25,6 +25,8 @@ pub struct TimelineView {
     pub lanes: Vec<String>,
     /// Kind names, indexed by the slices (the order of [`KINDS`]).
     pub kinds: [&'static str; 6],
+    /// Their colours, as every chart of the report colours the category.
+    pub kind_colors: [&'static str; 6],
     /// Recorded, replayed, then any predictions.
     pub rows: Vec<RowView>,
     #[serde(skip)]
@@ -120,6 +122,7 @@ impl TimelineView {
             names: Vec::new(),
             lanes: Vec::new(),
             kinds: KINDS,
+            kind_colors: KINDS.map(|kind| super::chart::category_color(kind).unwrap_or("#999999")),
             rows: Vec::new(),
             lane_index: BTreeMap::new(),
             name_index: BTreeMap::new(),

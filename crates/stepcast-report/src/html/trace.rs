@@ -339,6 +339,7 @@ fn timeline_section(timeline: &TimelineView) -> Section {
          <span id=\"tl-info\" class=\"note\"></span></div>\n\
          <div class=\"tl-wrap\"><canvas id=\"tl-canvas\" height=\"200\"></canvas></div>\n",
     );
+    body.push_str(&timeline_legend(timeline));
     // A `<` in a name (`</script>`, `<!--`) could end or confuse the script element: JSON
     // strings may write it as `\u003c`, and `<` appears nowhere else in JSON.
     let json = serde_json::to_string(timeline)
@@ -353,6 +354,32 @@ fn timeline_section(timeline: &TimelineView) -> Section {
         title: "Timeline of the typical step".to_string(),
         body,
     }
+}
+
+/// The timeline's colours: each task kind as the charts colour its category, and the
+/// critical path.
+fn timeline_legend(timeline: &TimelineView) -> String {
+    let words = |kind: &'static str| match kind {
+        "api_call" => "runtime call",
+        "cpu_op" => "op (host)",
+        "kernel" => "kernel",
+        "memcpy" => "copy",
+        "memset" => "memset",
+        "collective" => "collective",
+        other => other,
+    };
+    let mut out = String::from("<ul class=\"legend\">");
+    for (kind, color) in timeline.kinds.iter().zip(&timeline.kind_colors) {
+        let _ = write!(
+            out,
+            "<li><i style=\"background:{color}\"></i>{}</li>",
+            escape(words(kind))
+        );
+    }
+    out.push_str(
+        "<li><i style=\"background:var(--critical)\"></i>on the replayed critical path</li></ul>\n",
+    );
+    out
 }
 
 fn map_parts(map: &NsMap) -> Vec<(String, i64)> {
@@ -439,10 +466,13 @@ fn breakdowns(analyze: &AnalyzeJson) -> Section {
     match (&analyze.typical_step, analyzed(analyze)) {
         (Some(typical), _) => {
             body.push_str(&paragraph(&format!(
-                "The typical step: steps {} averaged part by part ({} per step). Every chart \
+                "The typical step: {} averaged part by part ({} per step). Every chart \
                  partitions the step's span, except idle by cause, which partitions the \
                  device's idle time.",
-                step_numbers(&typical.steps_used),
+                match typical.steps_used.as_slice() {
+                    [one] => format!("step {one}"),
+                    many => format!("steps {}", step_numbers(many)),
+                },
                 ms(typical.span_ns)
             )));
             breakdown_charts(&mut body, &typical.breakdown, typical.span_ns);
@@ -634,6 +664,7 @@ fn memory(analyze: &AnalyzeJson, curves: &[MemoryCurve]) -> Section {
                     .iter()
                     .map(|&(t, b)| (x_ms(t), mib(b as f64)))
                     .collect(),
+                reference: false,
             };
             let marker = Marker {
                 x: x_ms(peak.peak_at_ns).clamp(low, high),
@@ -781,10 +812,12 @@ fn scaling(scaling: &Result<&WhatIfJson, &str>) -> Section {
                         Series {
                             name: "predicted step (ms)".to_string(),
                             points,
+                            reference: false,
                         },
                         Series {
-                            name: "this trace's step (ms)".to_string(),
+                            name: "this trace's step (ms): perfect scaling".to_string(),
                             points: ideal,
+                            reference: true,
                         },
                     ],
                     &Axis {

@@ -269,9 +269,9 @@ pub fn answer(doc: &AdviseJson) -> AnswerJson {
         None => format!("stepcast report {file} -o report.html"),
     };
     let steps_hint = doc.no_step_markers.then(|| match doc.step_range_events {
-        Some(events) => format!(
-            "`--step-range REGEX` makes steps of the {events} whose name matches REGEX"
-        ),
+        Some(events) => {
+            format!("`--step-range REGEX` makes steps of the {events} whose name matches REGEX")
+        }
         None => "record step markers to see steps (PyTorch: `prof.step()` once per iteration)"
             .to_string(),
     });
