@@ -212,6 +212,21 @@ pub(crate) fn measured_span(graph: &Graph, step: &Step, tasks: &[TaskId]) -> i64
 /// then the host works on for the recorded time after it (untraced host work, e.g. Python
 /// after the last launch), scaled as that task's untraced gap was in this graph. A step without
 /// host tasks on its thread keeps its marker's recorded length from `start_ns`.
+/// The step marker's thread's last task as recorded (any host task's for a step without a
+/// marker thread).
+fn marker_thread_last(graph: &Graph, step: &Step, tasks: &[TaskId]) -> Option<TaskId> {
+    tasks
+        .iter()
+        .copied()
+        .filter(|t| {
+            !graph.kind[t.index()].on_device()
+                && step
+                    .trace_lane
+                    .is_none_or(|l| graph.lanes[graph.lane[t.index()] as usize].trace_lane == l)
+        })
+        .max_by_key(|t| (graph.rec_end_ns[t.index()], t.0))
+}
+
 pub(crate) fn replayed_marker_end(
     graph: &Graph,
     timeline: &Timeline,
@@ -219,17 +234,7 @@ pub(crate) fn replayed_marker_end(
     tasks: &[TaskId],
     start_ns: i64,
 ) -> i64 {
-    let on_marker_thread = |t: &&TaskId| {
-        !graph.kind[t.index()].on_device()
-            && step
-                .trace_lane
-                .is_none_or(|l| graph.lanes[graph.lane[t.index()] as usize].trace_lane == l)
-    };
-    let Some(&last) = tasks
-        .iter()
-        .filter(on_marker_thread)
-        .max_by_key(|t| (graph.rec_end_ns[t.index()], t.0))
-    else {
+    let Some(last) = marker_thread_last(graph, step, tasks) else {
         return start_ns + (step.marker_end_ns - step.start_ns);
     };
     let recorded_tail = (step.marker_end_ns - graph.rec_end_ns[last.index()]).max(0);
@@ -276,16 +281,13 @@ pub fn replayed_span(
         .max_by_key(|t| (timeline.end_ns[t.index()], std::cmp::Reverse(t.0)));
     let device_end = last.map_or(i64::MIN, |t| timeline.end_ns[t.index()]);
     let marker_end = replayed_marker_end(graph, timeline, step, tasks, start);
-    // The task that ends the step: its last device work, else its marker thread's last task.
+    // The task that ends the step: its last device work, else its marker thread's last task
+    // (the one `replayed_marker_end` measures from: another thread's, a watchdog polling on
+    // its own clock, ends no step).
     let ending = if device_end >= marker_end {
         last
     } else {
-        tasks
-            .iter()
-            .copied()
-            .filter(|t| !graph.kind[t.index()].on_device())
-            .max_by_key(|t| (timeline.end_ns[t.index()], std::cmp::Reverse(t.0)))
-            .or(last)
+        marker_thread_last(graph, step, tasks).or(last)
     };
     (device_end.max(marker_end) - start, ending, start)
 }

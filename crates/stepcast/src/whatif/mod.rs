@@ -447,18 +447,18 @@ fn measure_and_path(
     let window_end_ns = timeline.end_ns.iter().copied().max().unwrap_or(0);
     let last_end = step_end_ns[last].unwrap_or(0);
     let steps = (last - first + 1) as i64;
-    // The task that ends the last steady step (the latest end; the lowest id on a tie), or,
-    // when its marker ends later, the marker thread's last task, then the host time after it.
-    let latest = by_step[last]
-        .iter()
-        .copied()
-        .max_by_key(|t| (timeline.end_ns[t.index()], std::cmp::Reverse(t.0)))
-        .ok_or(WhatIfError::NoSteps)?;
+    // The path runs back from the task that ends the last steady step as the period measures
+    // it: its last device task, or its marker thread's last task (then the host time after
+    // it); never another thread's later task (a watchdog's poll is no part of the step).
     let (_, ending, _) = replayed_span(graph, timeline, &window.steps[last], &by_step[last]);
-    let last_task = match ending {
-        Some(t) if timeline.end_ns[t.index()] < last_end => t,
-        _ => latest,
-    };
+    let last_task = ending
+        .or_else(|| {
+            by_step[last]
+                .iter()
+                .copied()
+                .max_by_key(|t| (timeline.end_ns[t.index()], std::cmp::Reverse(t.0)))
+        })
+        .ok_or(WhatIfError::NoSteps)?;
     let mut path = critical_path(graph, timeline, last_task, span_start);
     let mut critical_tasks = path.tasks.clone();
     critical_tasks.sort_unstable();
