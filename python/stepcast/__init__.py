@@ -14,9 +14,10 @@ from typing import Any, Callable, Iterable, Optional, Sequence, Union
 from . import _native
 from ._native import StepcastError
 from ._progress import Progress, progress_callback
+from ._ranks import RankAnalyses
 from ._results import Result
 
-__all__ = ["Job", "Result", "StepcastError", "Trace", "compare", "load"]
+__all__ = ["Job", "RankAnalyses", "Result", "StepcastError", "Trace", "compare", "load"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -180,6 +181,24 @@ class Job(_Loaded):
         """Every rank replayed as one graph (``stepcast replay DIR --json``)."""
         callback = self._callback(progress)
         return _result(self._native.replay(step, progress=callback))
+
+    def analyze(self, *, top: Optional[int] = 20, progress: Progress = None) -> RankAnalyses:
+        """Every rank analyzed on its own (``stepcast analyze RANK_TRACE --json`` of each
+        file), by rank: ``to_pandas()`` is one row per rank, ``to_pandas(table)`` a table of
+        every rank stacked. The ranks as one graph are ``replay()``'s. Reads each rank's
+        trace again (a ``Job`` keeps their graphs only)."""
+        analyses = RankAnalyses()
+        for index, file in enumerate(self.files):
+            trace = load(file, progress=self._progress if progress is None else progress)
+            if not isinstance(trace, Trace):
+                raise StepcastError(
+                    f"{file} holds several processes: analyze them with "
+                    "stepcast.load(file).replay(), or export one trace per rank"
+                )
+            result = trace.analyze(top=top)
+            rank = result.get("trace", {}).get("rank")
+            analyses[rank if isinstance(rank, int) and rank not in analyses else index] = result
+        return analyses
 
     def optimize(
         self,

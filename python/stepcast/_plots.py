@@ -13,39 +13,43 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 NS_PER_MS = 1e6
 
-# The Okabe-Ito palette (Okabe & Ito 2008), distinguishable with every common colour-vision
-# deficiency. Fixed per category name, never by position, so that a phase or a cause keeps its
-# colour whichever other categories a document has.
-_BLUE = "#0072B2"
-_ORANGE = "#E69F00"
-_GREEN = "#009E73"
-_VERMILLION = "#D55E00"
-_PURPLE = "#CC79A7"
-_SKY = "#56B4E9"
-_YELLOW = "#F0E442"
+# One colour per category name, never by position, so that a phase or a cause keeps its colour
+# whichever other categories a document has; the same colours as the HTML report's charts
+# (`crates/stepcast-report/src/html/chart.rs`, `CATEGORY_COLORS`; a test holds them equal),
+# from Okabe & Ito's and Tol's palettes, readable with the common colour-vision deficiencies.
+_BLUE = "#0072b2"
+_ORANGE = "#e69f00"
+_GREEN = "#009e73"
+_PINK = "#cc79a7"
+_SKY = "#56b4e9"
 _BLACK = "#000000"
-_GREY = "#BBBBBB"
+_LIGHT_GREY = "#dddddd"
+_GREY = "#999999"
+_TAN = "#dfc27d"
+_BROWN = "#8c510a"
+_INDIGO = "#332288"
+_TEAL = "#44aa99"
 _DARK_GREY = "#777777"
 
-# By the document's own names (a key less its `_ns`). Different categories share a colour only
-# where no plot shows them together.
+# By the document's own names (a key less its `_ns`).
 COLOURS: Dict[str, str] = {
     # Phases: analyze's `device_time_by_phase` and `host_time_by_phase`.
     "forward": _BLUE,
     "backward": _ORANGE,
     "optimizer": _GREEN,
-    "communication": _VERMILLION,
-    "data_loading": _PURPLE,
-    "other": _SKY,
-    "idle": _GREY,
+    "communication": _PINK,
+    "data_loading": _SKY,
+    "other": _GREY,
+    "idle": _LIGHT_GREY,
     # Why the device idled: analyze's `device_idle_by_cause` (`communication` as the phase).
-    "host_launch": _YELLOW,
+    "host_launch": _TAN,
     "synchronization": _BLACK,
-    "other_stream": _SKY,
-    "unexplained": _DARK_GREY,
-    # Lanes of the critical path: host work as host_launch (both are the host's time).
-    "host": _YELLOW,
-    "device": _BLUE,
+    "other_stream": _TEAL,
+    "unexplained": _GREY,
+    # Lanes of the critical path: the host's ops and the device's kernels, as the report's
+    # timeline colours them.
+    "host": _BROWN,
+    "device": _INDIGO,
     # advise's candidates.
     "program": _BLUE,
     "hardware": _ORANGE,
@@ -55,7 +59,7 @@ COLOURS: Dict[str, str] = {
 _UNKNOWN = _DARK_GREY
 
 # Series without a category name (one line per network of a DDP sweep), in this order.
-_SERIES = [_BLUE, _ORANGE, _GREEN, _VERMILLION, _PURPLE, _SKY, _YELLOW, _BLACK]
+_SERIES = ["#4477aa", "#ee6677", "#228833", "#ccbb44", "#66ccee", "#aa3377", "#117733", "#999933"]
 
 
 def colour(category: str) -> str:

@@ -261,3 +261,21 @@ def test_without_matplotlib(analyses, monkeypatch):
     assert analyses[0].plot_kinds() == ["phases", "idle", "timeline"]
     with pytest.raises(ImportError, match=r"pip install matplotlib \(or stepcast\[plot\]\)"):
         analyses[0].plot()
+
+
+def test_plot_colours_are_the_html_reports(nccl, tmp_path):
+    """A category the HTML report's charts also show has the same colour in both (read from the
+    legends of the report `trace.report` writes)."""
+    import re
+
+    page = tmp_path / "report.html"
+    nccl.report(page)
+    html = page.read_text()
+    legend = {
+        label.strip(): colour
+        for colour, label in re.findall(r'<li><i style="background:(#[0-9a-f]{6})"></i>([^<]+?) <b>', html)
+    }
+    shared = {key: legend[key.replace("_", " ")] for key in _plots.COLOURS if key.replace("_", " ") in legend}
+    assert {"forward", "backward", "idle", "host_launch"} <= set(shared), sorted(legend)
+    for key, colour in shared.items():
+        assert _plots.COLOURS[key].lower() == colour, key

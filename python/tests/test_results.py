@@ -143,3 +143,25 @@ def test_top_none_keeps_every_row(trace):
     assert len(every["statistics"]["top_kernels"]) > len(default["statistics"]["top_kernels"]) == 20
     with pytest.raises(ValueError, match="top"):
         trace.analyze(top=0)
+
+
+def test_job_analyze_is_each_ranks_analysis():
+    job = stepcast.load(DLRM_JOB)
+    analyses = job.analyze()
+    assert analyses.ranks == list(range(len(job.files)))
+    # Each rank's document is the CLI's analyze of its trace.
+    for rank in (0, analyses.ranks[-1]):
+        document = analyses[rank]
+        assert document == cli_json("analyze", document["trace"]["file"])
+        assert document["trace"]["rank"] == rank
+    pytest.importorskip("pandas")
+    frame = analyses.to_pandas()
+    assert frame["rank"].tolist() == analyses.ranks
+    assert frame["answer.step_ns"].tolist() == [
+        analyses[rank]["answer"]["step_ns"] for rank in analyses.ranks
+    ]
+    kernels = analyses.to_pandas("statistics.top_kernels")
+    assert len(kernels) == sum(
+        len(analyses[rank]["statistics"]["top_kernels"]) for rank in analyses.ranks
+    )
+    assert "stepcast.RankAnalyses(8 ranks" in repr(analyses)

@@ -150,6 +150,10 @@ const LEFT: f64 = 80.0;
 const RIGHT: f64 = 20.0;
 const TOP: f64 = 16.0;
 const BOTTOM: f64 = 44.0;
+/// The width of a tick label's character (11 px text), for telling whether labels fit.
+const LABEL_CHAR_W: f64 = 6.5;
+/// The height slanted tick labels add below a chart.
+const SLANT_EXTRA_H: f64 = 110.0;
 
 /// The range of `values` and `ticks` together; a zero-width range is widened by one.
 fn domain(values: impl Iterator<Item = f64>, ticks: &[(f64, String)]) -> (f64, f64) {
@@ -320,8 +324,54 @@ pub(super) fn grouped_bars(
             .collect(),
     };
     let sx = |i: f64| LEFT + (i + 0.5) * group_w;
-    let mut out = format!("<svg class=\"chart\" viewBox=\"0 0 {CHART_W} {CHART_H}\" role=\"img\">");
-    frame(&mut out, &x_axis, y, &sx, &sy);
+    // Labels wider than their group would overlap: they are then drawn slanted below the
+    // axis, each cut to what the extra height holds (the full label on hover).
+    let slanted = x_axis
+        .ticks
+        .iter()
+        .any(|(_, label)| label.chars().count() as f64 * LABEL_CHAR_W > group_w * every as f64);
+    let extra_h = if slanted { SLANT_EXTRA_H } else { 0.0 };
+    let mut out = format!(
+        "<svg class=\"chart\" viewBox=\"0 0 {CHART_W} {}\" role=\"img\">",
+        CHART_H + extra_h
+    );
+    if slanted {
+        let plain = Axis {
+            title: String::new(),
+            ticks: x_axis
+                .ticks
+                .iter()
+                .map(|(value, _)| (*value, String::new()))
+                .collect(),
+        };
+        frame(&mut out, &plain, y, &sx, &sy);
+        let room = (SLANT_EXTRA_H / LABEL_CHAR_W * 1.2) as usize;
+        for (value, label) in &x_axis.ticks {
+            let (px, py) = (sx(*value), CHART_H - BOTTOM + 12.0);
+            let shown: String = if label.chars().count() > room {
+                let head: String = label.chars().take(room.saturating_sub(1)).collect();
+                format!("{head}…")
+            } else {
+                label.clone()
+            };
+            let _ = write!(
+                out,
+                "<text x=\"{px:.1}\" y=\"{py:.1}\" text-anchor=\"end\" \
+                 transform=\"rotate(-40 {px:.1} {py:.1})\"><title>{}</title>{}</text>",
+                escape(label),
+                escape(&shown)
+            );
+        }
+        let _ = write!(
+            out,
+            "<text x=\"{cx}\" y=\"{by}\" text-anchor=\"middle\" class=\"title\">{}</text>",
+            escape(&x_axis.title),
+            cx = (LEFT + CHART_W - RIGHT) / 2.0,
+            by = CHART_H + extra_h - 6.0,
+        );
+    } else {
+        frame(&mut out, &x_axis, y, &sx, &sy);
+    }
     let names: Vec<&str> = series.iter().map(|(name, _)| name.as_str()).collect();
     let palette = colors(names.iter().copied());
     for (s, (name, values)) in series.iter().enumerate() {
@@ -398,6 +448,24 @@ mod tests {
         assert_eq!(svg.matches("<li>").count(), 2);
         assert!(!svg.contains(">b <b>"));
         assert!(svg.contains("(75.0%)"));
+    }
+
+    #[test]
+    fn crowded_labels_are_slanted_and_sparse_ones_are_not() {
+        let y = Axis {
+            title: "ms".to_string(),
+            ticks: nice_ticks(0.0, 10.0),
+        };
+        let series = |n: usize| vec![("before".to_string(), vec![1.0; n])];
+        let long: Vec<String> = (0..16)
+            .map(|i| format!("aten::cudnn_convolution_backward_weight_{i}"))
+            .collect();
+        let svg = grouped_bars(&long, &series(16), &y, "op");
+        assert_eq!(svg.matches("rotate(-40").count(), 16);
+        assert!(svg.contains("<title>aten::cudnn_convolution_backward_weight_3</title>"));
+        let short: Vec<String> = ["before", "after"].map(String::from).to_vec();
+        let svg = grouped_bars(&short, &series(2), &y, "run");
+        assert!(!svg.contains("rotate(-40"));
     }
 
     #[test]

@@ -306,8 +306,10 @@ fn bound_sentence(step: &StepAnalysisJson, words: &Words) -> String {
         && path.length_ns > 0
     {
         let name = op.op.as_deref().unwrap_or_default();
+        // By op (the answer above names the calls): the share is of the whole path, so a
+        // reader can set it beside the bound's.
         text.push_str(&format!(
-            ", mostly `{}` ({}){}",
+            "; the op holding the most of it: `{}` ({} of the path{})",
             ellipsize(&sanitize(name), NAME_WIDTH),
             whole_percent(op.ns as f64 / path.length_ns as f64),
             phase_phrase(op.phase)
