@@ -475,7 +475,6 @@ mod tests {
         assert_eq!(one[1], other[2]);
         assert_eq!(one[2], other[1]);
         // Labels naming no category take colours no category of their chart took.
-        assert!(!one.contains(&other[0]) || other[0] != one[1]);
         assert_ne!(other[0], other[3]);
         assert!(![other[1], other[2]].contains(&other[0]));
         assert!(![other[1], other[2]].contains(&other[3]));

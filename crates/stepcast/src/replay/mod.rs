@@ -208,10 +208,6 @@ pub(crate) fn measured_span(graph: &Graph, step: &Step, tasks: &[TaskId]) -> i64
     device_end.max(step.marker_end_ns).max(step.start_ns) - step.start_ns
 }
 
-/// When the step's marker ends in a replay: its last host task on the marker's thread ends,
-/// then the host works on for the recorded time after it (untraced host work, e.g. Python
-/// after the last launch), scaled as that task's untraced gap was in this graph. A step without
-/// host tasks on its thread keeps its marker's recorded length from `start_ns`.
 /// The step marker's thread's last task as recorded (any host task's for a step without a
 /// marker thread).
 fn marker_thread_last(graph: &Graph, step: &Step, tasks: &[TaskId]) -> Option<TaskId> {
@@ -227,6 +223,10 @@ fn marker_thread_last(graph: &Graph, step: &Step, tasks: &[TaskId]) -> Option<Ta
         .max_by_key(|t| (graph.rec_end_ns[t.index()], t.0))
 }
 
+/// When the step's marker ends in a replay: its last host task on the marker's thread ends,
+/// then the host works on for the recorded time after it (untraced host work, e.g. Python
+/// after the last launch), scaled as that task's untraced gap was in this graph. A step without
+/// host tasks on its thread keeps its marker's recorded length from `start_ns`.
 pub(crate) fn replayed_marker_end(
     graph: &Graph,
     timeline: &Timeline,
