@@ -790,3 +790,59 @@ fn top_keeps_the_largest_names_and_all_keeps_every_one() {
     let bad = stepcast(&["analyze", super::NCCL, "--top", "0"]);
     assert_eq!(bad.code, Some(2), "{}", bad.stderr);
 }
+
+/// The op model's matrix products against the trace file itself: every `aten::mm` event's
+/// `Input Dims` (read here with serde_json) gives `2·M·K·N` FLOPs; their sum and count are the
+/// document's, and the achieved TFLOP/s is those FLOPs over the kernels' time.
+#[test]
+fn op_model_flops_are_the_recorded_shapes() {
+    use std::io::Read as _;
+    let trace = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/kineto/stepcast/h100-pairs/transformer-fp32.json.gz"
+    );
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(trace).expect("the trace"))
+        .read_to_string(&mut text)
+        .expect("gzip");
+    let file: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let (mut count, mut flops) = (0u64, 0.0f64);
+    for event in file["traceEvents"].as_array().expect("events") {
+        if event["name"] != "aten::mm" || event["cat"] != "cpu_op" {
+            continue;
+        }
+        let dims = &event["args"]["Input Dims"];
+        let size = |i: usize, j: usize| dims[i][j].as_f64().expect("a size");
+        count += 1;
+        flops += 2.0 * size(0, 0) * size(0, 1) * size(1, 1);
+    }
+    let run = stepcast(&["analyze", trace, "--json"]);
+    run.assert_success();
+    let model = &run.json()["op_model"];
+    let mm = model["ops"]
+        .as_array()
+        .expect("ops")
+        .iter()
+        .find(|op| op["name"] == "aten::mm")
+        .expect("aten::mm is modeled");
+    assert_eq!(mm["instances"].as_u64(), Some(count));
+    assert!((mm["flops"].as_f64().expect("flops") - flops).abs() <= flops * 1e-12);
+    let tflops = flops / mm["device_ns"].as_f64().expect("ns") / 1e3;
+    assert!((mm["tflops"].as_f64().expect("tflops") - tflops).abs() < 1e-9);
+    // Against the H100's FP32 peak, and no efficiency above 100 %.
+    assert_eq!(model["peaks"]["fp32_tflops"], 67.0);
+    for op in model["ops"].as_array().expect("ops") {
+        let efficiency = op["efficiency"].as_f64().expect("efficiency");
+        assert!((0.0..=1.0).contains(&efficiency), "{op}");
+    }
+    let fraction = model["coverage"]["modeled_fraction"]
+        .as_f64()
+        .expect("fraction");
+    assert!(fraction > 0.8, "{fraction}");
+    // A trace without shapes says so and models nothing.
+    let run = stepcast(&["analyze", super::NCCL, "--json"]);
+    run.assert_success();
+    let coverage = &run.json()["op_model"]["coverage"];
+    assert_eq!(coverage["modeled_ns"], 0);
+    assert_eq!(coverage["no_shapes_ns"], coverage["device_ns"]);
+}

@@ -71,6 +71,9 @@ pub struct AnalyzeJson {
     pub memory: Vec<MemoryJson>,
     /// Facts about how the graph was built, one sentence each.
     pub notes: Vec<String>,
+    /// How close each op runs to the hardware: FLOPs and bytes from recorded shapes, achieved
+    /// throughput and efficiency, per step MFU (`json::op_model`).
+    pub op_model: super::op_model::OpModelJson,
     /// The answer a person reads first, as `advise` gives it (`json::answer`); `None`
     /// (`null`) where the caller did not ask `advise` or it could not run.
     pub answer: Option<super::AnswerJson>,
@@ -819,6 +822,7 @@ pub fn analyze_json(
             .map(|memory| names.memory(memory))
             .collect(),
         notes: window.report.notes.clone(),
+        op_model: super::op_model::OpModelJson::new(trace, window, analysis),
         answer: None,
     }
 }

@@ -25,6 +25,7 @@ mod analyze;
 mod answer;
 mod compare;
 mod info;
+mod op_model;
 mod optimize;
 pub mod ranks;
 mod replay;
@@ -48,6 +49,9 @@ pub use compare::{
     PhaseCheckJson, SideJson, StepTimesJson, WarningJson, WorkloadJson, compare_json,
 };
 pub use info::{GraphJson, InfoJson, LaneJson, StepInfoJson, info_json};
+pub use op_model::{
+    CoverageJson, NamedNsJson, OpModelJson, OpThroughputJson, PeaksJson, StepFlopsJson, TOP_OPS,
+};
 pub use optimize::{
     MemoryOptionJson, MemoryPlanJson, MoveJson, OptimizeJson, PassJson, PlannedMoveJson,
     RankStepJson, ReferenceJson, SearchJson, optimize_json,

@@ -80,6 +80,7 @@ pub fn analyze_text(analyze: &AnalyzeJson) -> String {
     }
     hta_section(&mut out, analyze);
     statistics_sections(&mut out, analyze);
+    super::op_model::op_model_section(&mut out, analyze);
     memory_section(&mut out, analyze);
     mapping_section(&mut out, analyze, &words);
     push_notes(&mut out, "Notes", &notes(analyze, analyzed, &words));

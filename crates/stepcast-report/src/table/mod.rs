@@ -8,6 +8,7 @@
 mod analyze;
 mod compare;
 mod info;
+mod op_model;
 mod optimize;
 pub mod ranks;
 mod replay;

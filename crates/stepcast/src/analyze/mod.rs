@@ -9,6 +9,7 @@ mod launches;
 pub mod mapping;
 pub mod memory;
 pub mod off_cpu;
+pub mod op_model;
 pub mod stats;
 pub mod typical;
 
@@ -41,6 +42,9 @@ pub struct Analysis {
     /// Per step: where its host thread was off its CPU and why (the kernel scheduler's
     /// events); `None` when the trace has none.
     pub off_cpu: Option<Vec<off_cpu::StepOffCpu>>,
+    /// How close each op runs to the hardware: FLOPs and bytes from recorded shapes,
+    /// achieved throughput, the steps' FLOPs.
+    pub op_model: op_model::OpModel,
     /// The step the detailed report is about: the one asked for, else the steady-state step
     /// whose measured time is closest to the median (the whole window without step markers).
     pub analyzed_step: Option<usize>,
@@ -82,6 +86,7 @@ pub fn analyze_top(
         hta: hta::temporal_breakdown(trace),
         statistics: stats::statistics_with(trace, window, top.unwrap_or(usize::MAX), &launch_calls),
         memory: memory::memory(trace, window, &mapping),
+        op_model: op_model::op_model(trace, window, &mapping),
         mapping,
         replay,
         critical,

@@ -15,7 +15,7 @@ mod input_overlap;
 mod kernel_fusion;
 mod kernels;
 mod offload;
-mod peaks;
+pub(crate) mod peaks;
 mod recompute;
 mod steady;
 mod syncs;

@@ -1,0 +1,560 @@
+//! How close each op runs to the hardware: its FLOPs and bytes from the shapes and types the
+//! profiler recorded (`Trace::op_inputs`, `record_shapes=True`), its device time from the
+//! mapping (the kernels its calls launched), its achieved throughput against the datasheet
+//! peaks of the trace's device, and the step's model FLOPs utilization (MFU).
+//!
+//! The formulas, per op family (`OpCost::formula` names the one used):
+//! - **GEMM** (`mm`, `addmm`, `bmm`, `baddbmm`, `linear`): `2·M·K·N` FLOPs (a multiply and an add
+//!   per product term; `addmm`'s bias addition, `M·N`, is left out, as FLOP counters do), bytes
+//!   the operands read and the result written once each.
+//! - **Element-wise** (`add`, `mul`, `relu`, `threshold_backward`...): one FLOP per element of
+//!   the largest input; bytes every tensor input read and the result written (in place, `_`:
+//!   into its first input). `copy_`, `fill_` and `zero_` move bytes and compute nothing.
+//! - **Reductions** (`sum`, `mean`): one FLOP per input element, the input read.
+//! - **Normalization** (`native_layer_norm`, `native_batch_norm`, `cudnn_batch_norm` and their
+//!   backward ops): 5 FLOPs per element (mean, variance, normalize, scale, shift; the backward
+//!   about as many), the input read twice and the output written once forward; the input and
+//!   the incoming gradient read twice and the gradient written once backward.
+//!
+//! An op whose kernels ran but which records no shapes, or whose name has no formula here, is
+//! counted with its device time (`Coverage`), never guessed. Convolutions are not modeled:
+//! their strides and padding are recorded as number lists the reader does not type.
+
+use std::collections::BTreeMap;
+
+use stepcast_trace::{Dtype, EventId, NameId, OpInput, Trace};
+
+use super::mapping::{Mapping, Op};
+use crate::graph::NO_STEP;
+use crate::whatif::models::peaks::{Datasheet, datasheet};
+use crate::window::Window;
+
+/// FLOPs and bytes of one op instance.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OpCost {
+    pub flops: f64,
+    pub bytes: f64,
+    pub category: Category,
+    /// The formula used, in words.
+    pub formula: &'static str,
+    /// The element type of its first tensor input, which picks its peak.
+    pub dtype: Option<Dtype>,
+}
+
+/// Op families, each with its formula.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Category {
+    Gemm,
+    Elementwise,
+    Reduction,
+    Normalization,
+}
+
+impl Category {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::Gemm => "gemm",
+            Category::Elementwise => "elementwise",
+            Category::Reduction => "reduction",
+            Category::Normalization => "normalization",
+        }
+    }
+
+    /// Whether its speed is set by the multiply units (else by memory bandwidth).
+    pub fn is_compute(self) -> bool {
+        self == Category::Gemm
+    }
+}
+
+/// Why an op with device time has no cost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unmodeled {
+    /// The profiler recorded no tensor shapes for it (`record_shapes=False`).
+    NoShapes,
+    /// No formula here for its name (or its inputs are not the shapes the formula takes).
+    NoFormula,
+}
+
+const ELEMENTWISE: &[&str] = &[
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "relu",
+    "gelu",
+    "silu",
+    "sigmoid",
+    "tanh",
+    "neg",
+    "exp",
+    "log",
+    "sqrt",
+    "rsqrt",
+    "pow",
+    "clamp",
+    "where",
+    "threshold",
+    "threshold_backward",
+    "gelu_backward",
+    "silu_backward",
+    "sigmoid_backward",
+    "tanh_backward",
+    "native_dropout",
+    "native_dropout_backward",
+    "masked_fill",
+    "addcmul",
+    "addcdiv",
+    "lerp",
+    "maximum",
+    "minimum",
+    "hardtanh",
+    "leaky_relu",
+    "elu",
+];
+const MOVES: &[&str] = &["copy", "fill", "zero"];
+const REDUCTIONS: &[&str] = &["sum", "mean"];
+const NORMS_FORWARD: &[&str] = &["native_layer_norm", "native_batch_norm", "cudnn_batch_norm"];
+const NORMS_BACKWARD: &[&str] = &[
+    "native_layer_norm_backward",
+    "native_batch_norm_backward",
+    "cudnn_batch_norm_backward",
+];
+
+/// The tensors among `inputs`: (sizes, element type).
+fn tensors(inputs: &[OpInput]) -> Vec<(&[i64], Option<Dtype>)> {
+    inputs
+        .iter()
+        .filter_map(|input| match input {
+            OpInput::Tensor { shape, dtype } => Some((shape.as_slice(), *dtype)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn elements(shape: &[i64]) -> Option<f64> {
+    stepcast_trace::shape_elements(shape).map(|n| n as f64)
+}
+
+/// The cost of the op `name` (an `aten::` name; other namespaces have no formula) on `inputs`.
+pub fn op_cost(name: &str, inputs: &[OpInput]) -> Result<OpCost, Unmodeled> {
+    let base = name.strip_prefix("aten::").ok_or(Unmodeled::NoFormula)?;
+    let tensors = tensors(inputs);
+    if tensors.is_empty() {
+        return Err(Unmodeled::NoShapes);
+    }
+    let dtype = tensors.iter().find_map(|t| t.1);
+    let size = |dtype: Option<Dtype>| dtype.map_or(4.0, |d| d.bytes() as f64);
+    let cost = |flops: f64, bytes: f64, category, formula| OpCost {
+        flops,
+        bytes,
+        category,
+        formula,
+        dtype,
+    };
+    let in_place = base.ends_with('_');
+    let stem = base.trim_end_matches('_');
+    let bytes_of = |shape: &[i64], dtype: Option<Dtype>| elements(shape).map(|n| n * size(dtype));
+    match stem {
+        "mm" | "addmm" | "bmm" | "baddbmm" => {
+            // The two matrix operands are the last two tensors (`addmm`'s bias comes first).
+            let [.., (a, a_type), (b, b_type)] = tensors.as_slice() else {
+                return Err(Unmodeled::NoFormula);
+            };
+            let (batch, m, k, n) = match (*a, *b) {
+                ([m, k], [k2, n]) if k == k2 => (1, *m, *k, *n),
+                ([batch, m, k], [b2, k2, n]) if k == k2 && batch == b2 => (*batch, *m, *k, *n),
+                _ => return Err(Unmodeled::NoFormula),
+            };
+            let (batch, m, k, n) = (batch as f64, m as f64, k as f64, n as f64);
+            let bytes =
+                batch * (m * k * size(*a_type) + k * n * size(*b_type) + m * n * size(*a_type));
+            Ok(cost(
+                2.0 * batch * m * k * n,
+                bytes,
+                Category::Gemm,
+                "2·M·K·N",
+            ))
+        }
+        "linear" => {
+            let [(x, x_type), (w, w_type), ..] = tensors.as_slice() else {
+                return Err(Unmodeled::NoFormula);
+            };
+            let (&[.., k], &[n, k2]) = (*x, *w) else {
+                return Err(Unmodeled::NoFormula);
+            };
+            if k != k2 || k == 0 {
+                return Err(Unmodeled::NoFormula);
+            }
+            let rows = elements(x).ok_or(Unmodeled::NoFormula)? / k as f64;
+            let (k, n) = (k as f64, n as f64);
+            let bytes = rows * k * size(*x_type) + k * n * size(*w_type) + rows * n * size(*x_type);
+            Ok(cost(2.0 * rows * k * n, bytes, Category::Gemm, "2·M·K·N"))
+        }
+        _ if MOVES.contains(&stem) => {
+            let first = bytes_of(tensors[0].0, tensors[0].1).ok_or(Unmodeled::NoFormula)?;
+            let bytes = if stem == "copy" {
+                tensors
+                    .iter()
+                    .take(2)
+                    .map(|t| bytes_of(t.0, t.1))
+                    .sum::<Option<f64>>()
+                    .ok_or(Unmodeled::NoFormula)?
+            } else {
+                first
+            };
+            Ok(cost(
+                0.0,
+                bytes,
+                Category::Elementwise,
+                "bytes read and written, no FLOPs",
+            ))
+        }
+        _ if ELEMENTWISE.contains(&stem) => {
+            let largest = tensors
+                .iter()
+                .filter_map(|t| elements(t.0))
+                .fold(0.0, f64::max);
+            let read: f64 = tensors
+                .iter()
+                .map(|t| bytes_of(t.0, t.1))
+                .sum::<Option<f64>>()
+                .ok_or(Unmodeled::NoFormula)?;
+            let written = if in_place {
+                bytes_of(tensors[0].0, tensors[0].1).ok_or(Unmodeled::NoFormula)?
+            } else {
+                largest * size(dtype)
+            };
+            Ok(cost(
+                largest,
+                read + written,
+                Category::Elementwise,
+                "1 FLOP per element; inputs read, output written",
+            ))
+        }
+        _ if REDUCTIONS.contains(&stem) => {
+            let (shape, dtype) = tensors[0];
+            let n = elements(shape).ok_or(Unmodeled::NoFormula)?;
+            Ok(cost(
+                n,
+                n * size(dtype),
+                Category::Reduction,
+                "1 FLOP per input element; input read",
+            ))
+        }
+        _ if NORMS_FORWARD.contains(&stem) => {
+            let (shape, dtype) = tensors[0];
+            let n = elements(shape).ok_or(Unmodeled::NoFormula)?;
+            Ok(cost(
+                5.0 * n,
+                3.0 * n * size(dtype),
+                Category::Normalization,
+                "5 FLOPs per element; input read twice, output written",
+            ))
+        }
+        _ if NORMS_BACKWARD.contains(&stem) => {
+            let (shape, dtype) = tensors[0];
+            let n = elements(shape).ok_or(Unmodeled::NoFormula)?;
+            Ok(cost(
+                5.0 * n,
+                5.0 * n * size(dtype),
+                Category::Normalization,
+                "5 FLOPs per element; input and gradient read twice, gradient written",
+            ))
+        }
+        _ => Err(Unmodeled::NoFormula),
+    }
+}
+
+/// One op name's instances of one element type over the window, summed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpThroughput {
+    pub name: NameId,
+    pub category: Category,
+    pub formula: &'static str,
+    pub dtype: Option<Dtype>,
+    pub instances: u64,
+    pub flops: f64,
+    pub bytes: f64,
+    /// Time of the kernels its instances launched.
+    pub device_ns: i64,
+}
+
+impl OpThroughput {
+    /// Achieved TFLOP/s (FLOPs per ns are GFLOP/s).
+    pub fn tflops(&self) -> f64 {
+        if self.device_ns > 0 {
+            self.flops / self.device_ns as f64 / 1e3
+        } else {
+            0.0
+        }
+    }
+
+    /// Achieved TB/s.
+    pub fn tb_s(&self) -> f64 {
+        if self.device_ns > 0 {
+            self.bytes / self.device_ns as f64 / 1e3
+        } else {
+            0.0
+        }
+    }
+
+    /// FLOPs per byte moved.
+    pub fn intensity(&self) -> f64 {
+        if self.bytes > 0.0 {
+            self.flops / self.bytes
+        } else {
+            0.0
+        }
+    }
+
+    /// The compute peak its element type runs at on `sheet` (FP32 on CUDA cores for `float`:
+    /// PyTorch's default, `allow_tf32=False` for matrix products), TFLOP/s.
+    pub fn peak_tflops(&self, sheet: &Datasheet) -> f64 {
+        match self.dtype {
+            Some(Dtype::Float16 | Dtype::BFloat16) => sheet.peaks.fp16_tflops,
+            _ => sheet.peaks.fp32_tflops,
+        }
+    }
+
+    /// Its roofline: the most it could achieve at its intensity, TFLOP/s, or TB/s for an op
+    /// that computes nothing.
+    pub fn efficiency(&self, sheet: &Datasheet) -> f64 {
+        if self.flops <= 0.0 || !self.category.is_compute() {
+            return self.tb_s() / sheet.memory_tb_s;
+        }
+        let roof = self
+            .peak_tflops(sheet)
+            .min(self.intensity() * sheet.memory_tb_s);
+        if roof > 0.0 {
+            self.tflops() / roof
+        } else {
+            0.0
+        }
+    }
+}
+
+/// How much device time the model covers.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Coverage {
+    /// Kernel and memset time over the window (copies and collectives are no op's math).
+    pub device_ns: i64,
+    pub modeled_ns: i64,
+    /// Device time of ops that recorded no shapes.
+    pub no_shapes_ns: i64,
+    /// Device time of ops without a formula, and of kernels mapped to no op; the largest
+    /// names.
+    pub no_formula_ns: i64,
+    pub top_unmodeled: Vec<(NameId, i64)>,
+}
+
+/// The model over a window.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OpModel {
+    /// Per op name, most device time first.
+    pub ops: Vec<OpThroughput>,
+    pub coverage: Coverage,
+    /// Per step of the window: FLOPs of its modeled ops (where their kernels ran in it).
+    pub step_flops: Vec<f64>,
+    /// The trace's device's datasheet, if it has one.
+    pub sheet: Option<Datasheet>,
+}
+
+/// The op model of `window`.
+pub fn op_model(trace: &Trace, window: &Window, mapping: &Mapping) -> OpModel {
+    let g = &window.graph;
+    // Device time per op event, and per (op event, step).
+    let mut by_op: BTreeMap<EventId, (i64, Vec<(usize, i64)>)> = BTreeMap::new();
+    let mut coverage = Coverage::default();
+    let mut unmodeled: BTreeMap<NameId, i64> = BTreeMap::new();
+    for t in 0..g.task_count() {
+        use crate::graph::TaskKind;
+        if !matches!(g.kind[t], TaskKind::Kernel | TaskKind::Memset) {
+            continue;
+        }
+        let ns = g.rec_end_ns[t] - g.rec_start_ns[t];
+        coverage.device_ns += ns;
+        match mapping.op[t] {
+            Some(Op::Event(event)) => {
+                let entry = by_op.entry(event).or_default();
+                entry.0 += ns;
+                if g.step[t] != NO_STEP {
+                    entry.1.push((g.step[t] as usize, ns));
+                }
+            }
+            _ => {
+                coverage.no_formula_ns += ns;
+                *unmodeled.entry(g.name[t]).or_default() += ns;
+            }
+        }
+    }
+    // Per name and element type: an `add_` of a float activation and of an integer counter
+    // run at different peaks.
+    let mut by_name: BTreeMap<(NameId, Category, Option<Dtype>), OpThroughput> = BTreeMap::new();
+    let mut step_flops = vec![0.0; window.steps.len()];
+    for (event, (ns, steps)) in by_op {
+        let name = trace.events[event.index()].name;
+        let inputs = trace.inputs_of(event).unwrap_or(&[]);
+        match op_cost(trace.names.get(name), inputs) {
+            Ok(cost) => {
+                coverage.modeled_ns += ns;
+                let entry = by_name
+                    .entry((name, cost.category, cost.dtype))
+                    .or_insert_with(|| OpThroughput {
+                        name,
+                        category: cost.category,
+                        formula: cost.formula,
+                        dtype: cost.dtype,
+                        instances: 0,
+                        flops: 0.0,
+                        bytes: 0.0,
+                        device_ns: 0,
+                    });
+                entry.instances += 1;
+                entry.flops += cost.flops;
+                entry.bytes += cost.bytes;
+                entry.device_ns += ns;
+                // An instance's FLOPs go to the steps its kernels ran in, by their time.
+                for (step, step_ns) in steps {
+                    if let Some(flops) = step_flops.get_mut(step) {
+                        *flops += cost.flops * step_ns as f64 / ns.max(1) as f64;
+                    }
+                }
+            }
+            Err(why) => {
+                match why {
+                    Unmodeled::NoShapes => coverage.no_shapes_ns += ns,
+                    Unmodeled::NoFormula => coverage.no_formula_ns += ns,
+                }
+                *unmodeled.entry(name).or_default() += ns;
+            }
+        }
+    }
+    let mut ops: Vec<OpThroughput> = by_name.into_values().collect();
+    ops.sort_by(|a, b| b.device_ns.cmp(&a.device_ns).then(a.name.cmp(&b.name)));
+    let mut top: Vec<(NameId, i64)> = unmodeled.into_iter().collect();
+    top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    top.truncate(10);
+    coverage.top_unmodeled = top;
+    let sheet = trace
+        .devices
+        .iter()
+        .find_map(|device| datasheet(&device.name));
+    OpModel {
+        ops,
+        coverage,
+        step_flops,
+        sheet,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tensor(shape: &[i64], dtype: Dtype) -> OpInput {
+        OpInput::Tensor {
+            shape: shape.to_vec(),
+            dtype: Some(dtype),
+        }
+    }
+
+    #[test]
+    fn a_matrix_product_is_two_flops_per_term() {
+        let cost = op_cost(
+            "aten::mm",
+            &[
+                tensor(&[8192, 1024], Dtype::Float32),
+                tensor(&[1024, 4096], Dtype::Float32),
+            ],
+        )
+        .expect("a cost");
+        assert_eq!(cost.flops, 2.0 * 8192.0 * 1024.0 * 4096.0);
+        assert_eq!(
+            cost.bytes,
+            4.0 * (8192.0 * 1024.0 + 1024.0 * 4096.0 + 8192.0 * 4096.0)
+        );
+        // `addmm`: the bias first, then the same product.
+        let addmm = op_cost(
+            "aten::addmm",
+            &[
+                tensor(&[4096], Dtype::Float16),
+                tensor(&[8192, 1024], Dtype::Float16),
+                tensor(&[1024, 4096], Dtype::Float16),
+                OpInput::Scalar,
+            ],
+        )
+        .expect("a cost");
+        assert_eq!(addmm.flops, cost.flops);
+        assert_eq!(addmm.dtype, Some(Dtype::Float16));
+        // `linear` over a batch of rows: input [B, S, K], weight [N, K].
+        let linear = op_cost(
+            "aten::linear",
+            &[
+                tensor(&[16, 512, 1024], Dtype::Float32),
+                tensor(&[3072, 1024], Dtype::Float32),
+            ],
+        )
+        .expect("a cost");
+        assert_eq!(linear.flops, 2.0 * 16.0 * 512.0 * 1024.0 * 3072.0);
+        let bmm = op_cost(
+            "aten::bmm",
+            &[
+                tensor(&[8, 64, 32], Dtype::BFloat16),
+                tensor(&[8, 32, 16], Dtype::BFloat16),
+            ],
+        )
+        .expect("a cost");
+        assert_eq!(bmm.flops, 2.0 * 8.0 * 64.0 * 32.0 * 16.0);
+    }
+
+    #[test]
+    fn mismatched_or_missing_shapes_are_said_not_guessed() {
+        let mismatched = op_cost(
+            "aten::mm",
+            &[
+                tensor(&[8, 3], Dtype::Float32),
+                tensor(&[4, 5], Dtype::Float32),
+            ],
+        );
+        assert_eq!(mismatched, Err(Unmodeled::NoFormula));
+        assert_eq!(op_cost("aten::mm", &[]), Err(Unmodeled::NoShapes));
+        assert_eq!(
+            op_cost(
+                "aten::convolution",
+                &[tensor(&[1, 3, 8, 8], Dtype::Float32)]
+            ),
+            Err(Unmodeled::NoFormula)
+        );
+        assert_eq!(
+            op_cost("MyOp", &[tensor(&[4], Dtype::Float32)]),
+            Err(Unmodeled::NoFormula)
+        );
+    }
+
+    #[test]
+    fn element_wise_ops_move_their_bytes() {
+        let shape = [16, 512, 1024];
+        let n = 16.0 * 512.0 * 1024.0;
+        let add_ = op_cost(
+            "aten::add_",
+            &[
+                tensor(&shape, Dtype::Float32),
+                tensor(&shape, Dtype::Float32),
+                OpInput::Scalar,
+            ],
+        )
+        .expect("a cost");
+        assert_eq!(add_.flops, n);
+        assert_eq!(add_.bytes, 3.0 * 4.0 * n, "two read, one written in place");
+        let copy = op_cost(
+            "aten::copy_",
+            &[
+                tensor(&shape, Dtype::Float16),
+                tensor(&shape, Dtype::Float32),
+            ],
+        )
+        .expect("a cost");
+        assert_eq!(copy.flops, 0.0);
+        assert_eq!(copy.bytes, 2.0 * n + 4.0 * n);
+    }
+}
