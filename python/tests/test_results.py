@@ -165,3 +165,15 @@ def test_job_analyze_is_each_ranks_analysis():
         len(analyses[rank]["statistics"]["top_kernels"]) for rank in analyses.ranks
     )
     assert "stepcast.RankAnalyses(8 ranks" in repr(analyses)
+
+
+def test_op_model_frames_are_the_documents():
+    from conftest import DATA
+
+    pytest.importorskip("pandas")
+    analysis = stepcast.load(str(DATA / "stepcast/h100-pairs/transformer-fp32.json.gz")).analyze()
+    ops = analysis.to_pandas("op_model.ops")
+    assert ops["name"].tolist() == [op["name"] for op in analysis["op_model"]["ops"]]
+    assert ops["tflops"].tolist() == pytest.approx([op["tflops"] for op in analysis["op_model"]["ops"]])
+    steps = analysis.to_pandas("op_model.steps")
+    assert steps["mfu"].tolist() == pytest.approx([s["mfu"] for s in analysis["op_model"]["steps"]])

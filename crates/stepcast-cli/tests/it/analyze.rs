@@ -839,6 +839,28 @@ fn op_model_flops_are_the_recorded_shapes() {
         .as_f64()
         .expect("fraction");
     assert!(fraction > 0.8, "{fraction}");
+    // The same figures in the CSV tables and the report.
+    let dir = TempDir::new("op-model");
+    let csv = dir.path().join("csv");
+    stepcast(&["analyze", trace, "--format", "csv", "-o", path_str(&csv)]).assert_success();
+    let ops = std::fs::read_to_string(csv.join("op_model.ops.csv")).expect("op_model.ops.csv");
+    assert_eq!(
+        ops.lines().count() - 1,
+        model["ops"].as_array().map_or(0, Vec::len)
+    );
+    let steps = std::fs::read_to_string(csv.join("op_model.steps.csv")).expect("steps");
+    assert!(
+        steps.lines().next().is_some_and(|h| h.contains("mfu")),
+        "{steps}"
+    );
+    let page = dir.path().join("report.html");
+    stepcast(&["report", trace, "-o", path_str(&page)]).assert_success();
+    let html = std::fs::read_to_string(&page).expect("the report");
+    let mfu = model["steps"][0]["mfu"].as_f64().expect("an MFU");
+    assert!(
+        html.contains(&format!("{:.1}%", mfu * 100.0)) && html.contains("Model FLOPs utilization"),
+        "the report shows the MFU"
+    );
     // A trace without shapes says so and models nothing.
     let run = stepcast(&["analyze", super::NCCL, "--json"]);
     run.assert_success();

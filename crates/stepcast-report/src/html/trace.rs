@@ -593,11 +593,92 @@ fn top_tables(analyze: &AnalyzeJson) -> Section {
         }
         body.push_str(&table.render());
     }
+    body.push_str(&op_model_tables(analyze));
     Section {
         id: "tables",
         title: "Top kernels and ops".to_string(),
         body,
     }
+}
+
+/// How close the ops run to the hardware (`json::op_model`): what is modeled, the ops'
+/// achieved throughput and efficiency, the steps' MFU.
+fn op_model_tables(analyze: &AnalyzeJson) -> String {
+    let model = &analyze.op_model;
+    let coverage = &model.coverage;
+    let mut body = String::from("<h3>How close the ops run to the hardware</h3>\n");
+    if coverage.modeled_ns == 0 {
+        body.push_str(&note(if coverage.no_shapes_ns > 0 {
+            "Not modeled: the trace records no op shapes (profile with record_shapes=True)."
+        } else {
+            "Not modeled: no op with device time has a formula (matrix products, element-wise \
+             ops, reductions, normalization)."
+        }));
+        return body;
+    }
+    body.push_str(&paragraph(&format!(
+        "FLOPs and bytes from each op's recorded shapes, by a named formula; {} of the device's \
+         kernel time is modeled ({} of {}; the most of the rest: {}). {}",
+        percent(coverage.modeled_fraction),
+        ms(coverage.modeled_ns),
+        ms(coverage.device_ns),
+        coverage.top_unmodeled.first().map_or_else(
+            || "none".to_string(),
+            |top| format!("{}, {}", top.name, ms(top.ns))
+        ),
+        match &model.peaks {
+            Some(peaks) => format!(
+                "Efficiency is achieved over the roofline of the {} ({} TFLOP/s FP32, {} \
+                 FP16/BF16, {} TB/s).",
+                peaks.source, peaks.fp32_tflops, peaks.fp16_tflops, peaks.memory_tb_s
+            ),
+            None => "No datasheet for this device: throughputs without efficiency.".to_string(),
+        }
+    )));
+    let mut table = Table::new(&[
+        "op",
+        "kind",
+        "dtype",
+        "count",
+        "device time",
+        "TFLOP/s",
+        "TB/s",
+        "FLOP/B",
+        "efficiency",
+    ]);
+    for op in &model.ops {
+        table.row(vec![
+            Cell::text(&op.name),
+            Cell::text(op.category),
+            Cell::text(op.dtype.unwrap_or("?")),
+            Cell::number(op.instances.to_string(), op.instances as f64),
+            Cell::ms(op.device_ns),
+            Cell::number(format!("{:.2}", op.tflops), op.tflops),
+            Cell::number(format!("{:.3}", op.tb_s), op.tb_s),
+            Cell::number(format!("{:.1}", op.intensity), op.intensity),
+            match op.efficiency {
+                Some(e) => Cell::number(percent(e), e),
+                None => Cell::text("n/a"),
+            },
+        ]);
+    }
+    body.push_str(&table.render());
+    let mfu: Vec<String> = model
+        .steps
+        .iter()
+        .filter_map(|step| {
+            step.mfu
+                .map(|m| format!("step {} {}", step.number, percent(m)))
+        })
+        .collect();
+    if !mfu.is_empty() {
+        body.push_str(&note(&format!(
+            "Model FLOPs utilization (the modeled ops' FLOPs over the step, against the peak of \
+             its matrix products' type): {}.",
+            mfu.join(", ")
+        )));
+    }
+    body
 }
 
 fn memory(analyze: &AnalyzeJson, curves: &[MemoryCurve]) -> Section {
