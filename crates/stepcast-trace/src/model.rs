@@ -611,8 +611,15 @@ pub enum OpInput {
     /// A list of tensors (`_foreach_` ops, `cat`): each tensor's sizes. Profilers record no
     /// element type for a list.
     TensorList(Vec<Vec<i64>>),
-    /// A number (`Scalar`, `Int`, `Double`, `Bool`).
+    /// A number (`Scalar`, `Int`, `Double`, `Bool`) whose value is not an integer recorded
+    /// by value.
     Scalar,
+    /// An integer recorded by value (`Concrete Inputs`, newer PyTorch): a convolution's
+    /// `groups`.
+    Int(i64),
+    /// A list of integers recorded by value (`Concrete Inputs` of a `ScalarList`): a
+    /// convolution's strides, padding and dilation.
+    Ints(Vec<i64>),
     /// Anything else: an absent optional tensor, a list of numbers, a string, or an input
     /// whose record could not be read as a shape (counted in `Diagnostics::args_unread`).
     Other,

@@ -861,6 +861,30 @@ fn op_model_flops_are_the_recorded_shapes() {
         html.contains(&format!("{:.1}%", mfu * 100.0)) && html.contains("Model FLOPs utilization"),
         "the report shows the MFU"
     );
+    // Convolutions (strides and padding recorded by value): FP32 ones against TF32, cuDNN's
+    // default, so no efficiency above 100 %; most of the ResNet's device time modeled.
+    let resnet = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/kineto/stepcast/h100-pairs/resnet-fp32.json.gz"
+    );
+    let run = stepcast(&["analyze", resnet, "--json"]);
+    run.assert_success();
+    let model = &run.json()["op_model"];
+    let convolutions: Vec<&serde_json::Value> = model["ops"]
+        .as_array()
+        .expect("ops")
+        .iter()
+        .filter(|op| op["category"] == "convolution")
+        .collect();
+    assert!(convolutions.len() >= 2, "{model}");
+    for op in &convolutions {
+        let efficiency = op["efficiency"].as_f64().expect("efficiency");
+        assert!(efficiency > 0.0 && efficiency <= 1.0, "{op}");
+    }
+    let fraction = model["coverage"]["modeled_fraction"]
+        .as_f64()
+        .expect("fraction");
+    assert!(fraction > 0.85, "{fraction}");
     // A trace without shapes says so and models nothing.
     let run = stepcast(&["analyze", super::NCCL, "--json"]);
     run.assert_success();

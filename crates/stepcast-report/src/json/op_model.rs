@@ -30,6 +30,8 @@ pub struct PeaksJson {
     pub source: String,
     /// FP32 on CUDA cores, TFLOP/s.
     pub fp32_tflops: f64,
+    /// TF32 on tensor cores, dense, TFLOP/s (`null` for a device without TF32).
+    pub tf32_tflops: Option<f64>,
     /// FP16 and BF16 on tensor cores, dense, TFLOP/s.
     pub fp16_tflops: f64,
     /// Memory bandwidth, TB/s.
@@ -171,6 +173,7 @@ impl OpModelJson {
             peaks: sheet.map(|s| PeaksJson {
                 source: s.peaks.source.clone(),
                 fp32_tflops: s.peaks.fp32_tflops,
+                tf32_tflops: s.peaks.tf32_tflops,
                 fp16_tflops: s.peaks.fp16_tflops,
                 memory_tb_s: s.memory_tb_s,
             }),

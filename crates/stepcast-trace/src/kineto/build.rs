@@ -482,6 +482,7 @@ impl TraceBuilder {
             && let Some(inputs) = super::inputs::op_inputs(
                 dims.0,
                 args.input_type.map(|t| t.0),
+                args.concrete_inputs.map(|t| t.0),
                 &mut self.diagnostics,
             )
         {

@@ -152,6 +152,7 @@ fn args<'a>(
             A::WarpsPerSm => args.warps_per_sm = Some(c.raw_json()?),
             A::OccupancyPct => args.occupancy_pct = Some(c.raw_json()?),
             A::InputType => args.input_type = Some(c.raw_json()?),
+            A::ConcreteInputs => args.concrete_inputs = Some(c.raw_json()?),
             _ => c.skip_value()?,
         }
         Ok(())
@@ -229,6 +230,7 @@ enum ArgMember {
     WarpsPerSm,
     OccupancyPct,
     InputType,
+    ConcreteInputs,
     EvIdx,
     Cbid,
     Addr,
@@ -273,6 +275,7 @@ impl ArgMember {
             b"warps per SM" => Self::WarpsPerSm,
             b"est. achieved occupancy %" => Self::OccupancyPct,
             b"Input type" => Self::InputType,
+            b"Concrete Inputs" => Self::ConcreteInputs,
             b"Ev Idx" => Self::EvIdx,
             b"cbid" => Self::Cbid,
             b"Addr" => Self::Addr,

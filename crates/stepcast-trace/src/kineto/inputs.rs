@@ -108,12 +108,15 @@ const UNKNOWN_DTYPE: &str = "tensor inputs of an `Input type` not in the dtype t
 const BAD_TYPES: &str = "op inputs whose `Input type` is not a list of strings";
 const MISSING_TYPES: &str = "op inputs without `Input type`";
 
-/// The typed inputs of an op from its `Input Dims` and `Input type` text (JSON, as written),
-/// one per `Input Dims` entry. `None` (counted) when `Input Dims` is not a JSON list; an entry
-/// that cannot be read becomes [`OpInput::Other`], counted when its type says it is a tensor.
+/// The typed inputs of an op from its `Input Dims`, `Input type` and `Concrete Inputs` text
+/// (JSON, as written), one per `Input Dims` entry. `None` (counted) when `Input Dims` is not a
+/// JSON list; an entry that cannot be read becomes [`OpInput::Other`], counted when its type
+/// says it is a tensor. A number or number list recorded by value as integers becomes
+/// [`OpInput::Int`] or [`OpInput::Ints`].
 pub fn op_inputs(
     dims: &str,
     types: Option<&str>,
+    concrete: Option<&str>,
     diagnostics: &mut Diagnostics,
 ) -> Option<Vec<OpInput>> {
     let Some(entries) = parse_dims(dims) else {
@@ -134,15 +137,38 @@ pub fn op_inputs(
             Vec::new()
         }
     };
+    // The values, where recorded: strings without escapes (`"[2, 2]"`, `"1"`, `""`); anything
+    // else is no value, not an error (the shapes stand without them).
+    let values: Vec<&str> = concrete.and_then(plain_strings).unwrap_or_default();
     let inputs = entries
         .into_iter()
         .enumerate()
         .map(|(k, entry)| {
             let name = types.get(k).map_or("", |t| t.as_ref());
-            typed_input(entry, name, diagnostics)
+            match (typed_input(entry, name, diagnostics), values.get(k)) {
+                (OpInput::Scalar, Some(value)) if name != "Double" => {
+                    value.trim().parse().map_or(OpInput::Scalar, OpInput::Int)
+                }
+                (OpInput::Other, Some(value)) if name == "ScalarList" => {
+                    integer_list(value).map_or(OpInput::Other, OpInput::Ints)
+                }
+                (input, _) => input,
+            }
         })
         .collect();
     Some(inputs)
+}
+
+/// `[2, 2]` as its integers; `None` for anything else.
+fn integer_list(text: &str) -> Option<Vec<i64>> {
+    let inner = text.trim().strip_prefix('[')?.strip_suffix(']')?.trim();
+    if inner.is_empty() {
+        return Some(Vec::new());
+    }
+    inner
+        .split(',')
+        .map(|part| part.trim().parse().ok())
+        .collect()
 }
 
 fn typed_input(entry: DimsEntry, name: &str, diagnostics: &mut Diagnostics) -> OpInput {
@@ -429,6 +455,7 @@ mod tests {
         let inputs = op_inputs(
             "[[9223372036854775807, 2], [-1, 4], [99999999999999999999], [3]]",
             Some(r#"["float", "c10::Half", "double", "c10::Float9"]"#),
+            None,
             &mut diagnostics,
         )
         .unwrap_or_default();
@@ -453,6 +480,7 @@ mod tests {
         let inputs = op_inputs(
             "[[2, 3], [], [], [[4], [5]], [], [2]]",
             Some(r#"["c10::BFloat16", "Scalar", "", "TensorList", "Int", "ScalarList"]"#),
+            None,
             &mut diagnostics,
         );
         assert_eq!(

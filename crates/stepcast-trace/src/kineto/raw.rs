@@ -91,6 +91,10 @@ pub struct RawArgs<'a> {
     pub occupancy_pct: Option<RawJson<'a>>,
     #[serde(rename = "Input type", borrow)]
     pub input_type: Option<RawJson<'a>>,
+    /// The values of an op's number and number-list inputs as text (`"[2, 2]"`, `"1"`), one
+    /// per input, `""` for the others.
+    #[serde(rename = "Concrete Inputs", borrow)]
+    pub concrete_inputs: Option<RawJson<'a>>,
 }
 
 /// A string value as bytes, not yet checked as UTF-8 where it was read without escapes (the

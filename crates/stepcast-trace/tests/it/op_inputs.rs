@@ -74,16 +74,36 @@ fn check(relative: &str) -> (usize, usize) {
             .cloned()
             .unwrap_or_default();
         assert_eq!(inputs.len(), dims.len(), "{relative}: {record}");
+        let concrete = record["args"]["Concrete Inputs"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         for (k, input) in inputs.iter().enumerate() {
             let name = types.get(k).and_then(Value::as_str).unwrap_or("");
             let context = || format!("{relative}: input {k} of {record}");
+            // The value as written, read here as JSON: `"[2, 2]"` a list, `"1"` a number.
+            let value: Option<Value> = concrete
+                .get(k)
+                .and_then(Value::as_str)
+                .and_then(|text| serde_json::from_str(text).ok());
             match name {
-                "" | "ScalarList" | "GenericList" => {
-                    assert_eq!(input, &OpInput::Other, "{}", context())
+                "ScalarList" => {
+                    let ints: Option<Vec<i64>> = value
+                        .as_ref()
+                        .and_then(Value::as_array)
+                        .and_then(|list| list.iter().map(Value::as_i64).collect());
+                    let expected = ints.map_or(OpInput::Other, OpInput::Ints);
+                    assert_eq!(input, &expected, "{}", context())
                 }
-                "Scalar" | "Int" | "Double" | "Bool" => {
-                    assert_eq!(input, &OpInput::Scalar, "{}", context())
+                "" | "GenericList" => assert_eq!(input, &OpInput::Other, "{}", context()),
+                "Scalar" | "Int" | "Bool" => {
+                    let expected = value
+                        .as_ref()
+                        .and_then(Value::as_i64)
+                        .map_or(OpInput::Scalar, OpInput::Int);
+                    assert_eq!(input, &expected, "{}", context())
                 }
+                "Double" => assert_eq!(input, &OpInput::Scalar, "{}", context()),
                 "TensorList" => {
                     let shapes: Vec<Vec<i64>> = dims[k]
                         .as_array()

@@ -16,9 +16,18 @@
 //!   about as many), the input read twice and the output written once forward; the input and
 //!   the incoming gradient read twice and the gradient written once backward.
 //!
+//! - **Convolution** (`convolution`, `_convolution`, `cudnn_convolution`, `miopen_convolution`,
+//!   `mkldnn_convolution`; any number of spatial dimensions, groups by the weight's channels):
+//!   `2·N·O·(output positions)·(C/groups)·(kernel positions)` FLOPs, the output positions from
+//!   the input's, the strides, padding and dilation recorded by value (`Concrete Inputs`,
+//!   PyTorch 2); `convolution_backward` twice that (the input's and the weight's gradients,
+//!   its `grad_output` giving the output positions). Bytes: input, weight and output once
+//!   each forward; backward the output gradient twice, input and weight read and their
+//!   gradients written.
+//!
 //! An op whose kernels ran but which records no shapes, or whose name has no formula here, is
-//! counted with its device time (`Coverage`), never guessed. Convolutions are not modeled:
-//! their strides and padding are recorded as number lists the reader does not type.
+//! counted with its device time (`Coverage`), never guessed (a transposed convolution, a
+//! convolution whose strides were not recorded by value).
 
 use std::collections::BTreeMap;
 
@@ -45,6 +54,7 @@ pub struct OpCost {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Category {
     Gemm,
+    Convolution,
     Elementwise,
     Reduction,
     Normalization,
@@ -54,6 +64,7 @@ impl Category {
     pub fn as_str(self) -> &'static str {
         match self {
             Category::Gemm => "gemm",
+            Category::Convolution => "convolution",
             Category::Elementwise => "elementwise",
             Category::Reduction => "reduction",
             Category::Normalization => "normalization",
@@ -62,7 +73,7 @@ impl Category {
 
     /// Whether its speed is set by the multiply units (else by memory bandwidth).
     pub fn is_compute(self) -> bool {
-        self == Category::Gemm
+        matches!(self, Category::Gemm | Category::Convolution)
     }
 }
 
@@ -190,6 +201,32 @@ pub fn op_cost(name: &str, inputs: &[OpInput]) -> Result<OpCost, Unmodeled> {
             let bytes = rows * k * size(*x_type) + k * n * size(*w_type) + rows * n * size(*x_type);
             Ok(cost(2.0 * rows * k * n, bytes, Category::Gemm, "2·M·K·N"))
         }
+        "convolution" | "_convolution" | "cudnn_convolution" | "miopen_convolution"
+        | "mkldnn_convolution" => convolution(stem, inputs, &tensors).map(|(flops, bytes)| {
+            cost(
+                flops,
+                bytes,
+                Category::Convolution,
+                "2·N·O·out·(C/g)·kernel",
+            )
+        }),
+        "convolution_backward" => {
+            let [(grad_out, g_type), (input, i_type), (weight, w_type), ..] = tensors.as_slice()
+            else {
+                return Err(Unmodeled::NoFormula);
+            };
+            let forward = conv_flops(input, weight, grad_out.get(2..).unwrap_or_default())
+                .ok_or(Unmodeled::NoFormula)?;
+            let bytes = 2.0 * bytes_of(grad_out, *g_type).ok_or(Unmodeled::NoFormula)?
+                + 2.0 * bytes_of(input, *i_type).ok_or(Unmodeled::NoFormula)?
+                + 2.0 * bytes_of(weight, *w_type).ok_or(Unmodeled::NoFormula)?;
+            Ok(cost(
+                2.0 * forward,
+                bytes,
+                Category::Convolution,
+                "2 × forward (input and weight gradients)",
+            ))
+        }
         _ if MOVES.contains(&stem) => {
             let first = bytes_of(tensors[0].0, tensors[0].1).ok_or(Unmodeled::NoFormula)?;
             let bytes = if stem == "copy" {
@@ -265,6 +302,88 @@ pub fn op_cost(name: &str, inputs: &[OpInput]) -> Result<OpCost, Unmodeled> {
     }
 }
 
+/// A convolution's FLOPs with `output` positions per spatial dimension: input
+/// `[N, C, s...]`, weight `[O, C/groups, k...]`.
+fn conv_flops(input: &[i64], weight: &[i64], output: &[i64]) -> Option<f64> {
+    let (&[n, _, ref spatial @ ..], &[o, c_per_group, ref kernel @ ..]) = (input, weight) else {
+        return None;
+    };
+    if spatial.is_empty() || spatial.len() != kernel.len() || output.len() != kernel.len() {
+        return None;
+    }
+    let out = elements(output)?;
+    let window = elements(kernel)?;
+    Some(2.0 * n as f64 * o as f64 * out * c_per_group as f64 * window)
+}
+
+/// A forward convolution's FLOPs and bytes: its output positions from the input's and the
+/// strides, padding and dilation (in the op's own argument order).
+fn convolution(
+    stem: &str,
+    inputs: &[OpInput],
+    tensors: &[(&[i64], Option<Dtype>)],
+) -> Result<(f64, f64), Unmodeled> {
+    let [(input, i_type), (weight, w_type), ..] = tensors else {
+        return Err(Unmodeled::NoFormula);
+    };
+    let lists: Vec<&Vec<i64>> = inputs
+        .iter()
+        .filter_map(|i| match i {
+            OpInput::Ints(values) => Some(values),
+            _ => None,
+        })
+        .collect();
+    // `convolution(input, weight, bias, stride, padding, dilation, ...)`; the backends'
+    // `cudnn_convolution(input, weight, padding, stride, dilation, ...)`.
+    let (stride, padding, dilation) = match (stem, lists.as_slice()) {
+        ("convolution" | "_convolution", [stride, padding, dilation, ..]) => {
+            (stride, padding, dilation)
+        }
+        (
+            "cudnn_convolution" | "miopen_convolution" | "mkldnn_convolution",
+            [padding, stride, dilation, ..],
+        ) => (stride, padding, dilation),
+        _ => return Err(Unmodeled::NoFormula),
+    };
+    let dims = input.len().saturating_sub(2);
+    let at = |list: &Vec<i64>, i: usize| match list.as_slice() {
+        [one] => Some(*one),
+        all => all.get(i).copied(),
+    };
+    let mut output = Vec::with_capacity(dims);
+    for i in 0..dims {
+        let (size, k) = (
+            input[i + 2],
+            *weight.get(i + 2).ok_or(Unmodeled::NoFormula)?,
+        );
+        let (s, p, d) = (
+            at(stride, i).ok_or(Unmodeled::NoFormula)?,
+            at(padding, i).ok_or(Unmodeled::NoFormula)?,
+            at(dilation, i).ok_or(Unmodeled::NoFormula)?,
+        );
+        if s <= 0 {
+            return Err(Unmodeled::NoFormula);
+        }
+        let span = size
+            .checked_add(p.checked_mul(2).ok_or(Unmodeled::NoFormula)?)
+            .and_then(|v| v.checked_sub(d.checked_mul(k - 1)?))
+            .and_then(|v| v.checked_sub(1))
+            .ok_or(Unmodeled::NoFormula)?;
+        if span < 0 {
+            return Err(Unmodeled::NoFormula);
+        }
+        output.push(span / s + 1);
+    }
+    let flops = conv_flops(input, weight, &output).ok_or(Unmodeled::NoFormula)?;
+    let size = |dtype: &Option<Dtype>| dtype.map_or(4.0, |d| d.bytes() as f64);
+    let out_elements =
+        input[0] as f64 * weight[0] as f64 * elements(&output).ok_or(Unmodeled::NoFormula)?;
+    let bytes = elements(input).ok_or(Unmodeled::NoFormula)? * size(i_type)
+        + elements(weight).ok_or(Unmodeled::NoFormula)? * size(w_type)
+        + out_elements * size(i_type);
+    Ok((flops, bytes))
+}
+
 /// One op name's instances of one element type over the window, summed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OpThroughput {
@@ -307,11 +426,15 @@ impl OpThroughput {
         }
     }
 
-    /// The compute peak its element type runs at on `sheet` (FP32 on CUDA cores for `float`:
-    /// PyTorch's default, `allow_tf32=False` for matrix products), TFLOP/s.
+    /// The compute peak its element type runs at on `sheet`, TFLOP/s, as PyTorch's defaults
+    /// run `float`: matrix products on CUDA cores (`allow_tf32=False`), convolutions in TF32
+    /// where the device has it (`cudnn.allow_tf32=True`).
     pub fn peak_tflops(&self, sheet: &Datasheet) -> f64 {
-        match self.dtype {
-            Some(Dtype::Float16 | Dtype::BFloat16) => sheet.peaks.fp16_tflops,
+        match (self.dtype, self.category) {
+            (Some(Dtype::Float16 | Dtype::BFloat16), _) => sheet.peaks.fp16_tflops,
+            (_, Category::Convolution) => {
+                sheet.peaks.tf32_tflops.unwrap_or(sheet.peaks.fp32_tflops)
+            }
             _ => sheet.peaks.fp32_tflops,
         }
     }
@@ -527,6 +650,71 @@ mod tests {
         );
         assert_eq!(
             op_cost("MyOp", &[tensor(&[4], Dtype::Float32)]),
+            Err(Unmodeled::NoFormula)
+        );
+    }
+
+    #[test]
+    fn a_convolution_counts_its_output_positions() {
+        // ResNet's first layer: 7×7, stride 2, padding 3 on 224×224 gives 112×112.
+        let image = tensor(&[64, 3, 224, 224], Dtype::Float32);
+        let weight = tensor(&[64, 3, 7, 7], Dtype::Float32);
+        let flops = 2.0 * 64.0 * 64.0 * 112.0 * 112.0 * 3.0 * 49.0;
+        let aten = op_cost(
+            "aten::convolution",
+            &[
+                image.clone(),
+                weight.clone(),
+                OpInput::Other,
+                OpInput::Ints(vec![2, 2]),
+                OpInput::Ints(vec![3, 3]),
+                OpInput::Ints(vec![1, 1]),
+                OpInput::Scalar,
+                OpInput::Ints(vec![0, 0]),
+                OpInput::Int(1),
+            ],
+        )
+        .expect("a cost");
+        assert_eq!(aten.flops, flops);
+        // cuDNN's own op takes padding first.
+        let cudnn = op_cost(
+            "aten::cudnn_convolution",
+            &[
+                image,
+                weight,
+                OpInput::Ints(vec![3, 3]),
+                OpInput::Ints(vec![2, 2]),
+                OpInput::Ints(vec![1, 1]),
+                OpInput::Int(1),
+            ],
+        )
+        .expect("a cost");
+        assert_eq!(cudnn.flops, flops);
+        // The backward pass: both gradients, the output positions from `grad_output`.
+        let backward = op_cost(
+            "aten::convolution_backward",
+            &[
+                tensor(&[64, 512, 7, 7], Dtype::Float32),
+                tensor(&[64, 512, 7, 7], Dtype::Float32),
+                tensor(&[512, 512, 3, 3], Dtype::Float32),
+                OpInput::Ints(vec![0]),
+            ],
+        )
+        .expect("a cost");
+        assert_eq!(
+            backward.flops,
+            2.0 * 2.0 * 64.0 * 512.0 * 49.0 * 512.0 * 9.0
+        );
+        // Without its strides recorded by value: said, not guessed.
+        assert_eq!(
+            op_cost(
+                "aten::cudnn_convolution",
+                &[
+                    tensor(&[64, 3, 224, 224], Dtype::Float32),
+                    tensor(&[64, 3, 7, 7], Dtype::Float32),
+                    OpInput::Other,
+                ],
+            ),
             Err(Unmodeled::NoFormula)
         );
     }
