@@ -88,6 +88,19 @@ pub(super) fn op_model_section(out: &mut String, analyze: &AnalyzeJson) {
     }
     body.push_str(&table.to_string());
     body.push('\n');
+    if model
+        .ops
+        .iter()
+        .any(|op| op.efficiency.is_some_and(|e| e > 1.0))
+    {
+        body.push_str(&wrap(
+            "Above 100 %: the bytes count each recorded input once from memory, so an input \
+             passed twice (`addcmul_(g, g)`) or held in the L2 cache reads faster than the \
+             memory bandwidth allows.",
+            "",
+        ));
+        body.push('\n');
+    }
     let steady: Vec<String> = model
         .steps
         .iter()

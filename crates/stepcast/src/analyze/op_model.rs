@@ -24,6 +24,13 @@
 //!   its `grad_output` giving the output positions). Bytes: input, weight and output once
 //!   each forward; backward the output gradient twice, input and weight read and their
 //!   gradients written.
+//! - **Attention** (`scaled_dot_product_attention` and its efficient, flash and cuDNN ops,
+//!   `_cudnn_attention_*`, `[batch, heads, sequence, head dim]`; `_efficient_attention_*` and `_flash_attention_*`,
+//!   `[batch, sequence, heads, head dim]`): `2·B·H·Sq·Sk·(D + Dv)` FLOPs forward (`Q·Kᵀ` and
+//!   the product with `V`), 2.5 times that backward (five products of that size, as
+//!   FlashAttention counts them); no causal mask assumed (one does about half the work) but
+//!   where `_efficient_attention_forward` records its mask type. Bytes: the inputs read and the
+//!   output written forward; backward the inputs read and the gradients of Q, K, V written.
 //!
 //! An op whose kernels ran but which records no shapes, or whose name has no formula here, is
 //! counted with its device time (`Coverage`), never guessed (a transposed convolution, a
@@ -55,6 +62,7 @@ pub struct OpCost {
 pub enum Category {
     Gemm,
     Convolution,
+    Attention,
     Elementwise,
     Reduction,
     Normalization,
@@ -65,6 +73,7 @@ impl Category {
         match self {
             Category::Gemm => "gemm",
             Category::Convolution => "convolution",
+            Category::Attention => "attention",
             Category::Elementwise => "elementwise",
             Category::Reduction => "reduction",
             Category::Normalization => "normalization",
@@ -73,7 +82,10 @@ impl Category {
 
     /// Whether its speed is set by the multiply units (else by memory bandwidth).
     pub fn is_compute(self) -> bool {
-        matches!(self, Category::Gemm | Category::Convolution)
+        matches!(
+            self,
+            Category::Gemm | Category::Convolution | Category::Attention
+        )
     }
 }
 
@@ -227,6 +239,16 @@ pub fn op_cost(name: &str, inputs: &[OpInput]) -> Result<OpCost, Unmodeled> {
                 "2 × forward (input and weight gradients)",
             ))
         }
+        _ if stem.contains("attention") => {
+            attention(stem, inputs, &tensors).map(|(flops, bytes)| {
+                cost(
+                    flops,
+                    bytes,
+                    Category::Attention,
+                    "2·B·H·Sq·Sk·(D+Dv), ×2.5 backward",
+                )
+            })
+        }
         _ if MOVES.contains(&stem) => {
             let first = bytes_of(tensors[0].0, tensors[0].1).ok_or(Unmodeled::NoFormula)?;
             let bytes = if stem == "copy" {
@@ -300,6 +322,72 @@ pub fn op_cost(name: &str, inputs: &[OpInput]) -> Result<OpCost, Unmodeled> {
         }
         _ => Err(Unmodeled::NoFormula),
     }
+}
+
+/// Attention's FLOPs and bytes (see the module documentation for the layouts).
+fn attention(
+    stem: &str,
+    inputs: &[OpInput],
+    tensors: &[(&[i64], Option<Dtype>)],
+) -> Result<(f64, f64), Unmodeled> {
+    const HEADS_SECOND: &[&str] = &[
+        "scaled_dot_product_attention",
+        "_scaled_dot_product_efficient_attention",
+        "_scaled_dot_product_flash_attention",
+        "_scaled_dot_product_cudnn_attention",
+        "_cudnn_attention",
+    ];
+    const SEQUENCE_SECOND: &[&str] = &["_efficient_attention", "_flash_attention"];
+    let (forward_name, backward) = match stem.strip_suffix("_backward") {
+        Some(name) => (name, true),
+        None => (stem.strip_suffix("_forward").unwrap_or(stem), false),
+    };
+    let heads_second = if HEADS_SECOND.contains(&forward_name) {
+        true
+    } else if SEQUENCE_SECOND.contains(&forward_name) {
+        false
+    } else {
+        return Err(Unmodeled::NoFormula);
+    };
+    // Backward ops take the output's gradient first, then Q, K, V.
+    let first = usize::from(backward);
+    let (Some((q, q_type)), Some((k, _)), Some((v, _))) = (
+        tensors.get(first),
+        tensors.get(first + 1),
+        tensors.get(first + 2),
+    ) else {
+        return Err(Unmodeled::NoFormula);
+    };
+    let dims = |shape: &[i64]| -> Option<(f64, f64, f64, f64)> {
+        let &[b, x, y, d] = shape else { return None };
+        let (h, s) = if heads_second { (x, y) } else { (y, x) };
+        Some((b as f64, h as f64, s as f64, d as f64))
+    };
+    let ((b, h, sq, d), (_, _, sk, _), (_, _, _, dv)) = (
+        dims(q).ok_or(Unmodeled::NoFormula)?,
+        dims(k).ok_or(Unmodeled::NoFormula)?,
+        dims(v).ok_or(Unmodeled::NoFormula)?,
+    );
+    let mut forward = 2.0 * b * h * sq * sk * (d + dv);
+    // `_efficient_attention_forward(query, key, value, bias, cu_seqlens_q, cu_seqlens_k,
+    // max_seqlen_q, max_seqlen_k, dropout_p, custom_mask_type, ...)`: 1 and 2 are causal.
+    if stem == "_efficient_attention_forward" && matches!(inputs.get(9), Some(OpInput::Int(1 | 2)))
+    {
+        forward /= 2.0;
+    }
+    let size = q_type.map_or(4.0, |t| t.bytes() as f64);
+    let qkv = [q, k, v]
+        .iter()
+        .map(|shape| elements(shape))
+        .sum::<Option<f64>>()
+        .ok_or(Unmodeled::NoFormula)?
+        * size;
+    let out = b * h * sq * dv * size;
+    Ok(if backward {
+        (2.5 * forward, 2.0 * qkv + 2.0 * out)
+    } else {
+        (forward, qkv + out)
+    })
 }
 
 /// A convolution's FLOPs with `output` positions per spatial dimension: input
@@ -428,13 +516,19 @@ impl OpThroughput {
 
     /// The compute peak its element type runs at on `sheet`, TFLOP/s, as PyTorch's defaults
     /// run `float`: matrix products on CUDA cores (`allow_tf32=False`), convolutions in TF32
-    /// where the device has it (`cudnn.allow_tf32=True`).
+    /// where the device has it (`cudnn.allow_tf32=True`), attention in 3xTF32.
     pub fn peak_tflops(&self, sheet: &Datasheet) -> f64 {
         match (self.dtype, self.category) {
             (Some(Dtype::Float16 | Dtype::BFloat16), _) => sheet.peaks.fp16_tflops,
             (_, Category::Convolution) => {
                 sheet.peaks.tf32_tflops.unwrap_or(sheet.peaks.fp32_tflops)
             }
+            // PyTorch's FP32 memory-efficient attention (CUTLASS's `OpMultiplyAddFastF32`):
+            // three TF32 products per product.
+            (_, Category::Attention) => sheet
+                .peaks
+                .tf32_tflops
+                .map_or(sheet.peaks.fp32_tflops, |tf32| tf32 / 3.0),
             _ => sheet.peaks.fp32_tflops,
         }
     }
@@ -717,6 +811,37 @@ mod tests {
             ),
             Err(Unmodeled::NoFormula)
         );
+    }
+
+    #[test]
+    fn attention_counts_its_two_products_in_either_layout() {
+        let bhsd = tensor(&[16, 16, 512, 64], Dtype::Float32);
+        let bshd = tensor(&[16, 512, 16, 64], Dtype::Float32);
+        let forward = 2.0 * 16.0 * 16.0 * 512.0 * 512.0 * (64.0 + 64.0);
+        let sdpa = op_cost(
+            "aten::_scaled_dot_product_efficient_attention",
+            &[bhsd.clone(), bhsd.clone(), bhsd.clone()],
+        )
+        .expect("a cost");
+        assert_eq!(sdpa.flops, forward);
+        let kernel = op_cost(
+            "aten::_efficient_attention_forward",
+            &[bshd.clone(), bshd.clone(), bshd.clone()],
+        )
+        .expect("a cost");
+        assert_eq!(kernel.flops, forward);
+        let backward = op_cost(
+            "aten::_efficient_attention_backward",
+            &[bshd.clone(), bshd.clone(), bshd.clone(), bshd.clone()],
+        )
+        .expect("a cost");
+        assert_eq!(backward.flops, 2.5 * forward);
+        // A causal mask recorded by value halves it.
+        let mut causal = vec![bshd.clone(), bshd.clone(), bshd];
+        causal.extend(std::iter::repeat_n(OpInput::Other, 6));
+        causal.push(OpInput::Int(1));
+        let causal = op_cost("aten::_efficient_attention_forward", &causal).expect("a cost");
+        assert_eq!(causal.flops, forward / 2.0);
     }
 
     #[test]
