@@ -348,6 +348,10 @@ pub(super) fn grouped_bars(
         let room = (SLANT_EXTRA_H / LABEL_CHAR_W * 1.2) as usize;
         for (value, label) in &x_axis.ticks {
             let (px, py) = (sx(*value), CHART_H - BOTTOM + 12.0);
+            // A slanted label runs left of its bar: never past the chart's left edge, even in
+            // a font a third wider than the estimate (cos 40° of each character).
+            let left_room = ((px - 4.0) / (LABEL_CHAR_W * 1.35 * 0.766)).max(3.0) as usize;
+            let room = room.min(left_room);
             let shown: String = if label.chars().count() > room {
                 let head: String = label.chars().take(room.saturating_sub(1)).collect();
                 format!("{head}…")

@@ -115,6 +115,8 @@ const ELEMENTWISE: &[&str] = &[
     "rsqrt",
     "pow",
     "clamp",
+    "clamp_min",
+    "clamp_max",
     "where",
     "threshold",
     "threshold_backward",
