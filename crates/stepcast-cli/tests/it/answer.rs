@@ -3,7 +3,7 @@
 //! change to the program, never a hardware what-if, with the one step time `advise` predicts
 //! from.
 
-use super::{NCCL, TempDir, path_str, stepcast};
+use super::{NCCL, TempDir, escaped, path_str, stepcast};
 
 const TESTDATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/kineto");
 
@@ -25,15 +25,6 @@ fn traces() -> Vec<String> {
 /// `text` with its line breaks and runs of spaces made single spaces (a wrapped sentence).
 fn flat(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// What HTML escaping makes of `text`.
-fn escaped(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#39;")
 }
 
 const HARDWARE: [&str; 4] = [

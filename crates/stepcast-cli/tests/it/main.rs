@@ -124,6 +124,15 @@ impl Drop for TempDir {
     }
 }
 
+/// What HTML escaping makes of `text` (as the report writes it).
+fn escaped(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
 fn path_str(path: &Path) -> &str {
     path.to_str().expect("temp paths are UTF-8")
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{NCCL, TempDir, path_str, stepcast};
+use super::{NCCL, TempDir, escaped, path_str, stepcast};
 
 const TESTDATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/kineto");
 
@@ -18,14 +18,6 @@ fn traces() -> Vec<String> {
         traces.push(format!("{TESTDATA}/{relative}"));
     }
     traces
-}
-
-fn escaped(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#39;")
 }
 
 #[test]

@@ -145,6 +145,33 @@ const NORMS_BACKWARD: &[&str] = &[
     "cudnn_batch_norm_backward",
 ];
 
+/// Ops costed per element of their first input: their names, FLOPs per element, passes over
+/// its bytes, category and formula.
+type PerElement = (&'static [&'static str], f64, f64, Category, &'static str);
+const PER_ELEMENT: &[PerElement] = &[
+    (
+        REDUCTIONS,
+        1.0,
+        1.0,
+        Category::Reduction,
+        "1 FLOP per input element; input read",
+    ),
+    (
+        NORMS_FORWARD,
+        5.0,
+        3.0,
+        Category::Normalization,
+        "5 FLOPs per element; input read twice, output written",
+    ),
+    (
+        NORMS_BACKWARD,
+        5.0,
+        5.0,
+        Category::Normalization,
+        "5 FLOPs per element; input and gradient read twice, gradient written",
+    ),
+];
+
 /// The tensors among `inputs`: (sizes, element type).
 fn tensors(inputs: &[OpInput]) -> Vec<(&[i64], Option<Dtype>)> {
     inputs
@@ -292,37 +319,20 @@ pub fn op_cost(name: &str, inputs: &[OpInput]) -> Result<OpCost, Unmodeled> {
                 "1 FLOP per element; inputs read, output written",
             ))
         }
-        _ if REDUCTIONS.contains(&stem) => {
+        _ => {
+            let (_, flops, passes, category, formula) = PER_ELEMENT
+                .iter()
+                .find(|(names, ..)| names.contains(&stem))
+                .ok_or(Unmodeled::NoFormula)?;
             let (shape, dtype) = tensors[0];
             let n = elements(shape).ok_or(Unmodeled::NoFormula)?;
             Ok(cost(
-                n,
-                n * size(dtype),
-                Category::Reduction,
-                "1 FLOP per input element; input read",
+                flops * n,
+                passes * n * size(dtype),
+                *category,
+                formula,
             ))
         }
-        _ if NORMS_FORWARD.contains(&stem) => {
-            let (shape, dtype) = tensors[0];
-            let n = elements(shape).ok_or(Unmodeled::NoFormula)?;
-            Ok(cost(
-                5.0 * n,
-                3.0 * n * size(dtype),
-                Category::Normalization,
-                "5 FLOPs per element; input read twice, output written",
-            ))
-        }
-        _ if NORMS_BACKWARD.contains(&stem) => {
-            let (shape, dtype) = tensors[0];
-            let n = elements(shape).ok_or(Unmodeled::NoFormula)?;
-            Ok(cost(
-                5.0 * n,
-                5.0 * n * size(dtype),
-                Category::Normalization,
-                "5 FLOPs per element; input and gradient read twice, gradient written",
-            ))
-        }
-        _ => Err(Unmodeled::NoFormula),
     }
 }
 
