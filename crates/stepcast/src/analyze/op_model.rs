@@ -32,6 +32,19 @@
 //!   where `_efficient_attention_forward` records its mask type. Bytes: the inputs read and the
 //!   output written forward; backward the inputs read and the gradients of Q, K, V written.
 //!
+//! - **Softmax** (`_softmax`, `_log_softmax`): 5 FLOPs per element (max, subtract, exp, sum,
+//!   divide), the input read and the output written; backward 3 FLOPs, the gradient and output
+//!   read and the gradient written.
+//! - **Pooling** (`max_pool2d_with_indices`, `avg_pool2d`, any dimensions, and their backward
+//!   ops; adaptive pooling): a comparison or addition per window position of each output, the
+//!   window's kernel, stride, padding and dilation recorded by value; a max pool's `int64`
+//!   indices written forward and read backward.
+//! - **Embedding** (`embedding`, `index_select`, `embedding_dense_backward`): the rows
+//!   gathered read and written and the indices read; no FLOPs.
+//! - Comparisons (`eq`, `lt`...) are element-wise with a `bool` written per element;
+//!   `normal_`, `uniform_`, `bernoulli_` and `clone` move bytes like `fill_` and `copy_`;
+//!   `mse_loss` is a reduction of 3 FLOPs per element over its two inputs.
+//!
 //! An op whose kernels ran but which records no shapes, or whose name has no formula here, is
 //! counted with its device time (`Coverage`), never guessed (a transposed convolution, a
 //! convolution whose strides were not recorded by value).
@@ -66,6 +79,9 @@ pub enum Category {
     Elementwise,
     Reduction,
     Normalization,
+    Softmax,
+    Pooling,
+    Embedding,
 }
 
 impl Category {
@@ -77,6 +93,9 @@ impl Category {
             Category::Elementwise => "elementwise",
             Category::Reduction => "reduction",
             Category::Normalization => "normalization",
+            Category::Softmax => "softmax",
+            Category::Pooling => "pooling",
+            Category::Embedding => "embedding",
         }
     }
 
@@ -135,15 +154,85 @@ const ELEMENTWISE: &[&str] = &[
     "hardtanh",
     "leaky_relu",
     "elu",
+    "abs",
+    "cos",
+    "sin",
+    "erf",
+    "reciprocal",
+    "square",
+    "log1p",
+    "expm1",
+    "floor",
+    "ceil",
+    "round",
+    "sign",
+    "rsub",
+    "remainder",
+    "hardswish",
+    "hardsigmoid",
+    "softplus",
+    "mse_loss_backward",
+    "logical_not",
+    "logical_and",
+    "logical_or",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_not",
 ];
-const MOVES: &[&str] = &["copy", "fill", "zero"];
-const REDUCTIONS: &[&str] = &["sum", "mean"];
-const NORMS_FORWARD: &[&str] = &["native_layer_norm", "native_batch_norm", "cudnn_batch_norm"];
+/// Element-wise ops whose result is a `bool` per element, whatever their inputs' type.
+const COMPARISONS: &[&str] = &["eq", "ne", "lt", "gt", "le", "ge", "isnan", "isinf"];
+/// Ops that write (and for `copy`, read) bytes and compute nothing counted: a random
+/// generator's arithmetic per element is not a multiply-add a peak counts.
+const MOVES: &[&str] = &[
+    "copy",
+    "fill",
+    "zero",
+    "clone",
+    "normal",
+    "uniform",
+    "bernoulli",
+    "random",
+];
+const REDUCTIONS: &[&str] = &[
+    "sum",
+    "mean",
+    "amax",
+    "amin",
+    "argmax",
+    "argmin",
+    "all",
+    "any",
+    "prod",
+    "norm",
+    "linalg_vector_norm",
+    "cumsum",
+];
+const LOSSES: &[&str] = &["mse_loss"];
+const NORMS_FORWARD: &[&str] = &[
+    "native_layer_norm",
+    "native_batch_norm",
+    "cudnn_batch_norm",
+    "miopen_batch_norm",
+    "native_group_norm",
+    "_fused_rms_norm",
+    "rms_norm",
+];
 const NORMS_BACKWARD: &[&str] = &[
     "native_layer_norm_backward",
     "native_batch_norm_backward",
     "cudnn_batch_norm_backward",
+    "miopen_batch_norm_backward",
+    "native_group_norm_backward",
+    "_fused_rms_norm_backward",
 ];
+const SOFTMAX_FORWARD: &[&str] = &[
+    "_softmax",
+    "softmax",
+    "_log_softmax",
+    "log_softmax",
+    "_safe_softmax",
+];
+const SOFTMAX_BACKWARD: &[&str] = &["_softmax_backward_data", "_log_softmax_backward_data"];
 
 /// Ops costed per element of their first input: their names, FLOPs per element, passes over
 /// its bytes, category and formula.
@@ -169,6 +258,27 @@ const PER_ELEMENT: &[PerElement] = &[
         5.0,
         Category::Normalization,
         "5 FLOPs per element; input and gradient read twice, gradient written",
+    ),
+    (
+        SOFTMAX_FORWARD,
+        5.0,
+        2.0,
+        Category::Softmax,
+        "5 FLOPs per element (max, subtract, exp, sum, divide); input read, output written",
+    ),
+    (
+        SOFTMAX_BACKWARD,
+        3.0,
+        3.0,
+        Category::Softmax,
+        "3 FLOPs per element; gradient and output read, gradient written",
+    ),
+    (
+        LOSSES,
+        3.0,
+        2.0,
+        Category::Reduction,
+        "3 FLOPs per element (subtract, square, sum); input and target read",
     ),
 ];
 
@@ -277,6 +387,41 @@ pub fn op_cost(name: &str, inputs: &[OpInput]) -> Result<OpCost, Unmodeled> {
                     "2·B·H·Sq·Sk·(D+Dv), ×2.5 backward",
                 )
             })
+        }
+        _ if stem.contains("pool") => pooling(stem, inputs, &tensors).map(|(flops, bytes)| {
+            cost(
+                flops,
+                bytes,
+                Category::Pooling,
+                "a comparison or addition per window position; input read, output written",
+            )
+        }),
+        "embedding" | "index_select" | "embedding_dense_backward" => {
+            embedding(stem, inputs, &tensors).map(|(flops, bytes)| {
+                cost(
+                    flops,
+                    bytes,
+                    Category::Embedding,
+                    "rows read and written, indices read",
+                )
+            })
+        }
+        _ if COMPARISONS.contains(&stem) => {
+            let largest = tensors
+                .iter()
+                .filter_map(|t| elements(t.0))
+                .fold(0.0, f64::max);
+            let read: f64 = tensors
+                .iter()
+                .map(|t| bytes_of(t.0, t.1))
+                .sum::<Option<f64>>()
+                .ok_or(Unmodeled::NoFormula)?;
+            Ok(cost(
+                largest,
+                read + largest,
+                Category::Elementwise,
+                "1 FLOP per element; inputs read, a bool per element written",
+            ))
         }
         _ if MOVES.contains(&stem) => {
             let first = bytes_of(tensors[0].0, tensors[0].1).ok_or(Unmodeled::NoFormula)?;
@@ -402,6 +547,191 @@ fn attention(
     })
 }
 
+/// The output positions of a window (a convolution's kernel, a pooling window) sliding over
+/// `spatial` positions: per dimension `(size + 2·padding − dilation·(kernel − 1) − 1) /
+/// stride + 1`, rounded down as `ceil_mode=False` does. A list of one value stands for every
+/// dimension, and an empty stride is the kernel (pooling's default).
+fn window_positions(
+    spatial: &[i64],
+    kernel: &[i64],
+    stride: &[i64],
+    padding: &[i64],
+    dilation: &[i64],
+) -> Option<Vec<i64>> {
+    let at = |list: &[i64], i: usize| match list {
+        [one] => Some(*one),
+        all => all.get(i).copied(),
+    };
+    if spatial.is_empty() {
+        return None;
+    }
+    let mut output = Vec::with_capacity(spatial.len());
+    for (i, &size) in spatial.iter().enumerate() {
+        let k = at(kernel, i)?;
+        let s = if stride.is_empty() { k } else { at(stride, i)? };
+        let p = if padding.is_empty() {
+            0
+        } else {
+            at(padding, i)?
+        };
+        let d = if dilation.is_empty() {
+            1
+        } else {
+            at(dilation, i)?
+        };
+        if s <= 0 || k <= 0 {
+            return None;
+        }
+        let span = size
+            .checked_add(p.checked_mul(2)?)?
+            .checked_sub(d.checked_mul(k - 1)?)?
+            .checked_sub(1)?;
+        if span < 0 {
+            return None;
+        }
+        output.push(span / s + 1);
+    }
+    Some(output)
+}
+
+/// The integer lists among `inputs` (`Concrete Inputs`), in order.
+fn int_lists(inputs: &[OpInput]) -> Vec<&[i64]> {
+    inputs
+        .iter()
+        .filter_map(|i| match i {
+            OpInput::Ints(values) => Some(values.as_slice()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A pooling op's FLOPs and bytes. Forward (`max_pool2d_with_indices(self, kernel_size,
+/// stride, padding, dilation, ceil_mode)`, `avg_pool2d(self, kernel_size, stride, padding,
+/// ...)`): a comparison or an addition per window position of each output, the input read and
+/// the output (and a max pool's `int64` indices) written. Backward (`grad_output, self,
+/// kernel_size, ...`): the output gradient (and indices) read and the input's gradient
+/// written; a max pool routes each gradient once, an average spreads it over its window.
+/// Adaptive pooling (`_adaptive_avg_pool2d(self, output_size)`): each input element added
+/// once.
+fn pooling(
+    stem: &str,
+    inputs: &[OpInput],
+    tensors: &[(&[i64], Option<Dtype>)],
+) -> Result<(f64, f64), Unmodeled> {
+    let size = |dtype: &Option<Dtype>| dtype.map_or(4.0, |d| d.bytes() as f64);
+    let count = |shape: &[i64]| elements(shape).ok_or(Unmodeled::NoFormula);
+    let backward = stem.ends_with("_backward");
+    if stem.contains("adaptive") {
+        return if backward {
+            let [(grad_out, g_type), (input, i_type), ..] = tensors else {
+                return Err(Unmodeled::NoFormula);
+            };
+            let n = count(input)?;
+            Ok((n, count(grad_out)? * size(g_type) + n * size(i_type)))
+        } else {
+            let [(input, i_type), ..] = tensors else {
+                return Err(Unmodeled::NoFormula);
+            };
+            let [output_size, ..] = int_lists(inputs)[..] else {
+                return Err(Unmodeled::NoFormula);
+            };
+            let dims = spatial_dims(stem).unwrap_or(output_size.len());
+            let leading = input.len().checked_sub(dims).filter(|&l| l > 0);
+            let leading = leading.ok_or(Unmodeled::NoFormula)?;
+            let out = match output_size {
+                [one] => one.checked_pow(dims as u32).map(|n| n as f64),
+                all => elements(all),
+            };
+            let out = count(&input[..leading])? * out.ok_or(Unmodeled::NoFormula)?;
+            let n = count(input)?;
+            Ok((n, (n + out) * size(i_type)))
+        };
+    }
+    let max = stem.starts_with("max_pool");
+    let (input, i_type) = *tensors
+        .get(usize::from(backward))
+        .ok_or(Unmodeled::NoFormula)?;
+    let lists = int_lists(inputs);
+    let (kernel, stride, padding, dilation): (&[i64], &[i64], &[i64], &[i64]) =
+        match (max, lists.as_slice()) {
+            (true, [k, s, p, d, ..]) => (k, s, p, d),
+            (false, [k, s, p, ..]) => (k, s, p, &[]),
+            _ => return Err(Unmodeled::NoFormula),
+        };
+    let dims = spatial_dims(stem).unwrap_or(kernel.len());
+    let leading = input.len().checked_sub(dims).ok_or(Unmodeled::NoFormula)?;
+    let output = window_positions(&input[leading..], kernel, stride, padding, dilation)
+        .ok_or(Unmodeled::NoFormula)?;
+    let window = count(kernel)?.max(1.0);
+    let out = count(&input[..leading])? * count(&output)?;
+    let n = count(input)?;
+    let indices = if max { out * 8.0 } else { 0.0 };
+    let element = size(&i_type);
+    Ok(if backward {
+        let flops = if max { out } else { out * window };
+        (flops, out * element + indices + n * element)
+    } else {
+        (out * window, n * element + out * element + indices)
+    })
+}
+
+/// The spatial dimensions an op's name says (`max_pool2d`: 2).
+fn spatial_dims(stem: &str) -> Option<usize> {
+    [("1d", 1), ("2d", 2), ("3d", 3)]
+        .iter()
+        .find(|(tag, _)| stem.contains(tag))
+        .map(|&(_, dims)| dims)
+}
+
+/// An embedding lookup or a gather of rows: the rows read and written, the indices read; no
+/// FLOPs. `embedding(weight, indices)`, `index_select(self, dim, index)`,
+/// `embedding_dense_backward(grad_output, indices, num_weights, ...)` (the rows' gradients
+/// read and the weight's gradient written).
+fn embedding(
+    stem: &str,
+    inputs: &[OpInput],
+    tensors: &[(&[i64], Option<Dtype>)],
+) -> Result<(f64, f64), Unmodeled> {
+    let size = |dtype: &Option<Dtype>| dtype.map_or(4.0, |d| d.bytes() as f64);
+    let count = |shape: &[i64]| elements(shape).ok_or(Unmodeled::NoFormula);
+    match (stem, tensors) {
+        ("embedding", [(weight, w_type), (indices, x_type), ..]) => {
+            let width = *weight.last().ok_or(Unmodeled::NoFormula)? as f64;
+            let rows = count(indices)?;
+            Ok((0.0, 2.0 * rows * width * size(w_type) + rows * size(x_type)))
+        }
+        ("index_select", [(table, t_type), (index, x_type), ..]) => {
+            let dim = inputs.iter().find_map(|i| match i {
+                OpInput::Int(dim) => Some(*dim),
+                _ => None,
+            });
+            let dim = dim.ok_or(Unmodeled::NoFormula)?;
+            let rank = table.len() as i64;
+            let dim = if dim < 0 { dim + rank } else { dim };
+            let along = usize::try_from(dim)
+                .ok()
+                .and_then(|d| table.get(d))
+                .filter(|&&n| n > 0)
+                .ok_or(Unmodeled::NoFormula)?;
+            let out = count(table)? / *along as f64 * count(index)?;
+            Ok((0.0, 2.0 * out * size(t_type) + count(index)? * size(x_type)))
+        }
+        ("embedding_dense_backward", [(grad, g_type), (indices, x_type), ..]) => {
+            let rows = inputs.iter().find_map(|i| match i {
+                OpInput::Int(n) => Some(*n as f64),
+                _ => None,
+            });
+            let width = *grad.last().ok_or(Unmodeled::NoFormula)? as f64;
+            let written = rows.ok_or(Unmodeled::NoFormula)? * width * size(g_type);
+            Ok((
+                count(grad)?,
+                count(grad)? * size(g_type) + count(indices)? * size(x_type) + written,
+            ))
+        }
+        _ => Err(Unmodeled::NoFormula),
+    }
+}
+
 /// A convolution's FLOPs with `output` positions per spatial dimension: input
 /// `[N, C, s...]`, weight `[O, C/groups, k...]`.
 fn conv_flops(input: &[i64], weight: &[i64], output: &[i64]) -> Option<f64> {
@@ -426,13 +756,7 @@ fn convolution(
     let [(input, i_type), (weight, w_type), ..] = tensors else {
         return Err(Unmodeled::NoFormula);
     };
-    let lists: Vec<&Vec<i64>> = inputs
-        .iter()
-        .filter_map(|i| match i {
-            OpInput::Ints(values) => Some(values),
-            _ => None,
-        })
-        .collect();
+    let lists = int_lists(inputs);
     // `convolution(input, weight, bias, stride, padding, dilation, ...)`; the backends'
     // `cudnn_convolution(input, weight, padding, stride, dilation, ...)`.
     let (stride, padding, dilation) = match (stem, lists.as_slice()) {
@@ -445,35 +769,18 @@ fn convolution(
         ) => (stride, padding, dilation),
         _ => return Err(Unmodeled::NoFormula),
     };
-    let dims = input.len().saturating_sub(2);
-    let at = |list: &Vec<i64>, i: usize| match list.as_slice() {
-        [one] => Some(*one),
-        all => all.get(i).copied(),
-    };
-    let mut output = Vec::with_capacity(dims);
-    for i in 0..dims {
-        let (size, k) = (
-            input[i + 2],
-            *weight.get(i + 2).ok_or(Unmodeled::NoFormula)?,
-        );
-        let (s, p, d) = (
-            at(stride, i).ok_or(Unmodeled::NoFormula)?,
-            at(padding, i).ok_or(Unmodeled::NoFormula)?,
-            at(dilation, i).ok_or(Unmodeled::NoFormula)?,
-        );
-        if s <= 0 {
-            return Err(Unmodeled::NoFormula);
-        }
-        let span = size
-            .checked_add(p.checked_mul(2).ok_or(Unmodeled::NoFormula)?)
-            .and_then(|v| v.checked_sub(d.checked_mul(k - 1)?))
-            .and_then(|v| v.checked_sub(1))
-            .ok_or(Unmodeled::NoFormula)?;
-        if span < 0 {
-            return Err(Unmodeled::NoFormula);
-        }
-        output.push(span / s + 1);
+    // A convolution's stride is always recorded (pooling's empty one means the kernel).
+    if stride.is_empty() {
+        return Err(Unmodeled::NoFormula);
     }
+    let output = window_positions(
+        input.get(2..).unwrap_or_default(),
+        weight.get(2..).unwrap_or_default(),
+        stride,
+        padding,
+        dilation,
+    )
+    .ok_or(Unmodeled::NoFormula)?;
     let flops = conv_flops(input, weight, &output).ok_or(Unmodeled::NoFormula)?;
     let size = |dtype: &Option<Dtype>| dtype.map_or(4.0, |d| d.bytes() as f64);
     let out_elements =
@@ -881,5 +1188,139 @@ mod tests {
         .expect("a cost");
         assert_eq!(copy.flops, 0.0);
         assert_eq!(copy.bytes, 2.0 * n + 4.0 * n);
+    }
+
+    #[test]
+    fn pooling_counts_its_windows_from_the_recorded_sizes() {
+        // ResNet's stem: a 3 × 3 max pool, stride 2, padding 1 over 112 × 112 gives 56 × 56.
+        let ints = |v: &[i64]| OpInput::Ints(v.to_vec());
+        let forward = op_cost(
+            "aten::max_pool2d_with_indices",
+            &[
+                tensor(&[64, 64, 112, 112], Dtype::Float16),
+                ints(&[3, 3]),
+                ints(&[2, 2]),
+                ints(&[1, 1]),
+                ints(&[1, 1]),
+                OpInput::Scalar,
+            ],
+        )
+        .expect("a cost");
+        let out = 64.0 * 64.0 * 56.0 * 56.0;
+        let input = 64.0 * 64.0 * 112.0 * 112.0;
+        assert_eq!(forward.category, Category::Pooling);
+        assert_eq!(forward.flops, out * 9.0);
+        assert_eq!(forward.bytes, 2.0 * input + 2.0 * out + 8.0 * out);
+        let backward = op_cost(
+            "aten::max_pool2d_with_indices_backward",
+            &[
+                tensor(&[64, 64, 56, 56], Dtype::Float16),
+                tensor(&[64, 64, 112, 112], Dtype::Float16),
+                ints(&[3, 3]),
+                ints(&[2, 2]),
+                ints(&[1, 1]),
+                ints(&[1, 1]),
+                OpInput::Scalar,
+                tensor(&[64, 64, 56, 56], Dtype::Int64),
+            ],
+        )
+        .expect("a cost");
+        assert_eq!(backward.flops, out, "each gradient routed once");
+        assert_eq!(backward.bytes, 2.0 * out + 8.0 * out + 2.0 * input);
+        // An empty stride is the kernel; an adaptive pool adds each input once.
+        let avg = op_cost(
+            "aten::avg_pool2d",
+            &[
+                tensor(&[1, 8, 8, 8], Dtype::Float32),
+                ints(&[2, 2]),
+                ints(&[]),
+                ints(&[0]),
+            ],
+        )
+        .expect("a cost");
+        assert_eq!(avg.flops, 8.0 * 4.0 * 4.0 * 4.0);
+        let adaptive = op_cost(
+            "aten::_adaptive_avg_pool2d",
+            &[tensor(&[2, 512, 7, 7], Dtype::Float32), ints(&[1, 1])],
+        )
+        .expect("a cost");
+        assert_eq!(adaptive.flops, 2.0 * 512.0 * 49.0);
+        assert_eq!(adaptive.bytes, 4.0 * (2.0 * 512.0 * 49.0 + 2.0 * 512.0));
+        // Without its window recorded by value, a pool is not guessed.
+        assert_eq!(
+            op_cost(
+                "aten::max_pool2d_with_indices",
+                &[tensor(&[64, 64, 112, 112], Dtype::Float16)]
+            ),
+            Err(Unmodeled::NoFormula)
+        );
+    }
+
+    #[test]
+    fn lookups_move_the_rows_they_gather() {
+        // BERT's word embedding: 141 tokens of a 30,522 × 512 table.
+        let embedding = op_cost(
+            "aten::embedding",
+            &[
+                tensor(&[30522, 512], Dtype::BFloat16),
+                tensor(&[1, 141], Dtype::Int64),
+            ],
+        )
+        .expect("a cost");
+        assert_eq!(embedding.category, Category::Embedding);
+        assert_eq!(embedding.flops, 0.0);
+        assert_eq!(embedding.bytes, 2.0 * 141.0 * 512.0 * 2.0 + 141.0 * 8.0);
+        let select = op_cost(
+            "aten::index_select",
+            &[
+                tensor(&[30522, 512], Dtype::BFloat16),
+                OpInput::Int(0),
+                tensor(&[141], Dtype::Int64),
+            ],
+        )
+        .expect("a cost");
+        assert_eq!(
+            select.bytes, embedding.bytes,
+            "the same rows, by dimension 0"
+        );
+        let along_last = op_cost(
+            "aten::index_select",
+            &[
+                tensor(&[4, 10], Dtype::Float32),
+                OpInput::Int(-1),
+                tensor(&[3], Dtype::Int64),
+            ],
+        )
+        .expect("a cost");
+        assert_eq!(along_last.bytes, 2.0 * 12.0 * 4.0 + 3.0 * 8.0);
+    }
+
+    #[test]
+    fn softmax_and_comparisons_have_their_own_traffic() {
+        let scores = [8, 12, 512, 512];
+        let n = 8.0 * 12.0 * 512.0 * 512.0;
+        let softmax = op_cost(
+            "aten::_softmax",
+            &[
+                tensor(&scores, Dtype::Float32),
+                OpInput::Int(-1),
+                OpInput::Scalar,
+            ],
+        )
+        .expect("a cost");
+        assert_eq!(softmax.category, Category::Softmax);
+        assert_eq!((softmax.flops, softmax.bytes), (5.0 * n, 2.0 * 4.0 * n));
+        let eq = op_cost(
+            "aten::eq",
+            &[tensor(&[1, 141], Dtype::Int64), OpInput::Scalar],
+        )
+        .expect("a cost");
+        assert_eq!(eq.bytes, 141.0 * 8.0 + 141.0, "a bool written per element");
+        let group_norm = op_cost(
+            "aten::native_group_norm",
+            &[tensor(&[8, 16, 32, 32], Dtype::Float32)],
+        )
+        .expect("a cost");
+        assert_eq!(group_norm.category, Category::Normalization);
     }
 }
