@@ -686,6 +686,9 @@ pub struct CommArgs {
 pub struct KernelFill {
     pub warps_per_sm: f64,
     pub occupancy_pct: f64,
+    /// Blocks launched (the grid's product), where recorded: a multi-tensor kernel's blocks
+    /// count the chunks of the tensors it updates.
+    pub blocks: Option<u64>,
 }
 
 /// Where a copy moves its bytes, from its name (CUPTI's `Memcpy HtoD (Pinned -> Device)`,

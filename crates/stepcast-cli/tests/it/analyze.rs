@@ -791,6 +791,45 @@ fn top_keeps_the_largest_names_and_all_keeps_every_one() {
     assert_eq!(bad.code, Some(2), "{}", bad.stderr);
 }
 
+/// PyTorch 2 records no sizes for the tensor lists of `_foreach_` ops: the op model takes them
+/// to be the step's parameters, checked against the blocks of the kernels. The MLP of
+/// `h100-pairs/record.py` has 16 `Linear(1024, 1024)` layers: 16 · (1024² + 1024) parameter
+/// elements, which every `_foreach_sqrt` (one list read, one written) and Adam's fused update
+/// (7 passes) cover.
+#[test]
+fn optimizer_lists_are_the_scripts_parameters() {
+    let parameters = 16.0 * (1024.0 * 1024.0 + 1024.0);
+    for (config, name, passes) in [
+        ("mlp-fp32", "aten::_foreach_sqrt", 2.0),
+        ("mlp-fused", "aten::_fused_adam_", 7.0),
+    ] {
+        let trace = format!(
+            "{}/../../testdata/kineto/stepcast/h100-pairs/{config}.json.gz",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let run = stepcast(&["analyze", &trace, "--json", "--top", "all"]);
+        run.assert_success();
+        let model = &run.json()["op_model"];
+        let op = model["ops"]
+            .as_array()
+            .expect("ops")
+            .iter()
+            .find(|op| op["name"] == name)
+            .unwrap_or_else(|| panic!("{name} is modeled in {config}"));
+        assert_eq!(op["category"], "optimizer");
+        let instances = op["instances"].as_f64().expect("instances");
+        let bytes = op["bytes"].as_f64().expect("bytes");
+        assert_eq!(bytes / instances, passes * 4.0 * parameters, "{config}");
+        // At most the memory's bandwidth: the list is not larger than what the kernels read.
+        let efficiency = op["efficiency"].as_f64().expect("efficiency");
+        assert!((0.3..=1.0).contains(&efficiency), "{config}: {efficiency}");
+        let fraction = model["coverage"]["modeled_fraction"]
+            .as_f64()
+            .expect("fraction");
+        assert!(fraction > 0.99, "{config}: {fraction}");
+    }
+}
+
 /// The op model's matrix products against the trace file itself: every `aten::mm` event's
 /// `Input Dims` (read here with serde_json) gives `2·M·K·N` FLOPs; their sum and count are the
 /// document's, and the achieved TFLOP/s is those FLOPs over the kernels' time.

@@ -144,12 +144,12 @@ pub(super) struct Marker {
     pub label: String,
 }
 
-const CHART_W: f64 = 900.0;
-const CHART_H: f64 = 280.0;
-const LEFT: f64 = 80.0;
-const RIGHT: f64 = 20.0;
-const TOP: f64 = 16.0;
-const BOTTOM: f64 = 44.0;
+pub(super) const CHART_W: f64 = 900.0;
+pub(super) const CHART_H: f64 = 280.0;
+pub(super) const LEFT: f64 = 80.0;
+pub(super) const RIGHT: f64 = 20.0;
+pub(super) const TOP: f64 = 16.0;
+pub(super) const BOTTOM: f64 = 44.0;
 /// The width of a tick label's character (11 px text), for telling whether labels fit.
 const LABEL_CHAR_W: f64 = 6.5;
 /// The height slanted tick labels add below a chart.
@@ -175,7 +175,13 @@ fn domain(values: impl Iterator<Item = f64>, ticks: &[(f64, String)]) -> (f64, f
 }
 
 /// Axes, grid lines and tick labels of a plot with these domains.
-fn frame(out: &mut String, x: &Axis, y: &Axis, sx: &dyn Fn(f64) -> f64, sy: &dyn Fn(f64) -> f64) {
+pub(super) fn frame(
+    out: &mut String,
+    x: &Axis,
+    y: &Axis,
+    sx: &dyn Fn(f64) -> f64,
+    sy: &dyn Fn(f64) -> f64,
+) {
     let _ = write!(
         out,
         "<line x1=\"{LEFT}\" y1=\"{b}\" x2=\"{r}\" y2=\"{b}\" class=\"axis\"/>\
@@ -218,7 +224,7 @@ fn frame(out: &mut String, x: &Axis, y: &Axis, sx: &dyn Fn(f64) -> f64, sy: &dyn
     );
 }
 
-fn legend(names: &[&str], palette: &[&str]) -> String {
+pub(super) fn legend(names: &[&str], palette: &[&str]) -> String {
     let mut out = String::from("<ul class=\"legend\">");
     for (name, color) in names.iter().zip(palette) {
         let _ = write!(

@@ -16,6 +16,7 @@ mod compare;
 mod memory;
 mod page;
 mod ranks;
+mod roofline;
 mod timeline;
 mod trace;
 

@@ -611,8 +611,9 @@ fn op_model_tables(analyze: &AnalyzeJson) -> String {
         body.push_str(&note(if coverage.no_shapes_ns > 0 {
             "Not modeled: the trace records no op shapes (profile with record_shapes=True)."
         } else {
-            "Not modeled: no op with device time has a formula (matrix products, element-wise \
-             ops, reductions, normalization)."
+            "Not modeled: no op with device time has a formula (matrix products, convolutions, \
+             attention, element-wise ops, reductions, normalization, softmax, pooling, \
+             embeddings, multi-tensor updates)."
         }));
         return body;
     }
@@ -663,6 +664,37 @@ fn op_model_tables(analyze: &AnalyzeJson) -> String {
         ]);
     }
     body.push_str(&table.render());
+    if let Some(chart) = super::roofline::roofline(model) {
+        body.push_str(&paragraph(
+            "The roofline: each op name at its FLOPs per byte and achieved TFLOP/s, under the \
+             memory bandwidth's diagonal and each compute peak (hover a point for its figures; \
+             ops that compute nothing, copies and lookups, are in the table only).",
+        ));
+        body.push_str(&chart);
+    }
+    if !model.categories.is_empty() {
+        let mut totals = Table::new(&[
+            "by",
+            "name",
+            "share of modeled time",
+            "device time",
+            "TFLOP/s",
+            "TB/s",
+        ]);
+        for (by, rows) in [("kind", &model.categories), ("phase", &model.phases)] {
+            for total in rows {
+                totals.row(vec![
+                    Cell::text(by),
+                    Cell::text(total.name),
+                    Cell::number(percent(total.share), total.share),
+                    Cell::ms(total.device_ns),
+                    Cell::number(format!("{:.2}", total.tflops), total.tflops),
+                    Cell::number(format!("{:.3}", total.tb_s), total.tb_s),
+                ]);
+            }
+        }
+        body.push_str(&totals.render());
+    }
     let mfu: Vec<String> = model
         .steps
         .iter()

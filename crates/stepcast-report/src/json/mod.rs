@@ -50,7 +50,8 @@ pub use compare::{
 };
 pub use info::{GraphJson, InfoJson, LaneJson, StepInfoJson, info_json};
 pub use op_model::{
-    CoverageJson, NamedNsJson, OpModelJson, OpThroughputJson, PeaksJson, StepFlopsJson, TOP_OPS,
+    CoverageJson, NamedNsJson, OpModelJson, OpThroughputJson, OpTotalJson, PeaksJson,
+    StepFlopsJson, TOP_OPS,
 };
 pub use optimize::{
     MemoryOptionJson, MemoryPlanJson, MoveJson, OptimizeJson, PassJson, PlannedMoveJson,

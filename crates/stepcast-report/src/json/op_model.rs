@@ -3,7 +3,7 @@
 use serde::Serialize;
 use stepcast::Window;
 use stepcast::analyze::Analysis;
-use stepcast::analyze::op_model::{OpModel, OpThroughput};
+use stepcast::analyze::op_model::{OpModel, OpThroughput, OpTotal};
 use stepcast_trace::{Dtype, Trace};
 
 /// Op names listed, most device time first.
@@ -19,6 +19,10 @@ pub struct OpModelJson {
     pub coverage: CoverageJson,
     /// Per op name with a formula, most device time first; at most [`TOP_OPS`].
     pub ops: Vec<OpThroughputJson>,
+    /// The modeled ops by category (`gemm`, `attention`...), most device time first.
+    pub categories: Vec<OpTotalJson>,
+    /// The modeled ops by phase of their kernels (`forward`, `backward`, `optimizer`...).
+    pub phases: Vec<OpTotalJson>,
     /// Per step: FLOPs of its modeled ops and the model FLOPs utilization.
     pub steps: Vec<StepFlopsJson>,
 }
@@ -69,7 +73,8 @@ pub struct NamedNsJson {
 pub struct OpThroughputJson {
     /// The op's name.
     pub name: String,
-    /// `gemm`, `elementwise`, `reduction` or `normalization`.
+    /// `gemm`, `convolution`, `attention`, `elementwise`, `reduction`, `normalization`,
+    /// `softmax`, `pooling`, `embedding` or `optimizer`.
     pub category: &'static str,
     /// The formula its FLOPs and bytes come from.
     pub formula: &'static str,
@@ -94,6 +99,25 @@ pub struct OpThroughputJson {
     /// Achieved over its roofline: `min(peak, intensity × memory bandwidth)` for a matrix
     /// product, the memory bandwidth for the others (`null` without a datasheet).
     pub efficiency: Option<f64>,
+}
+
+/// Modeled ops summed over a category or a phase.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OpTotalJson {
+    /// The category or phase.
+    pub name: &'static str,
+    /// Their kernels' time.
+    pub device_ns: i64,
+    /// `device_ns` over the modeled time of the window.
+    pub share: f64,
+    /// Their FLOPs.
+    pub flops: f64,
+    /// Their bytes read and written.
+    pub bytes: f64,
+    /// Achieved: `flops` over `device_ns`, TFLOP/s.
+    pub tflops: f64,
+    /// Achieved: `bytes` over `device_ns`, TB/s.
+    pub tb_s: f64,
 }
 
 /// A step's FLOPs and MFU.
@@ -136,6 +160,29 @@ fn dtype_name(dtype: Dtype) -> &'static str {
         Dtype::Complex32 => "complex32",
         Dtype::Complex64 => "complex64",
         Dtype::Complex128 => "complex128",
+    }
+}
+
+fn op_total(name: &'static str, total: &OpTotal, modeled_ns: i64) -> OpTotalJson {
+    let per_ns = |value: f64| {
+        if total.device_ns > 0 {
+            value / total.device_ns as f64 / 1e3
+        } else {
+            0.0
+        }
+    };
+    OpTotalJson {
+        name,
+        device_ns: total.device_ns,
+        share: if modeled_ns > 0 {
+            total.device_ns as f64 / modeled_ns as f64
+        } else {
+            0.0
+        },
+        flops: total.flops,
+        bytes: total.bytes,
+        tflops: number(per_ns(total.flops)),
+        tb_s: number(per_ns(total.bytes)),
     }
 }
 
@@ -197,6 +244,16 @@ impl OpModelJson {
                     .collect(),
             },
             ops: model.ops.iter().take(TOP_OPS).map(op).collect(),
+            categories: model
+                .categories
+                .iter()
+                .map(|(category, total)| op_total(category.as_str(), total, coverage.modeled_ns))
+                .collect(),
+            phases: model
+                .phases
+                .iter()
+                .map(|(phase, total)| op_total(phase.as_str(), total, coverage.modeled_ns))
+                .collect(),
             steps: window
                 .steps
                 .iter()

@@ -6,6 +6,17 @@ use crate::json::AnalyzeJson;
 /// Rows of the ops table.
 const TOP_ROWS: usize = 10;
 
+/// A category's or phase's share of the modeled time and its achieved rate: TFLOP/s where it
+/// computes at least one FLOP per byte it moves, TB/s otherwise.
+pub(super) fn total_words(total: &crate::json::OpTotalJson) -> String {
+    let rate = if total.bytes > 0.0 && total.flops >= total.bytes {
+        format!("{:.2} TFLOP/s", total.tflops)
+    } else {
+        format!("{:.3} TB/s", total.tb_s)
+    };
+    format!("{} {} at {rate}", total.name, percent(total.share))
+}
+
 /// The ops with a FLOPs and bytes model, their achieved throughput and efficiency, and the
 /// steps' MFU; a trace without recorded shapes gets the one line that says so.
 pub(super) fn op_model_section(out: &mut String, analyze: &AnalyzeJson) {
@@ -19,8 +30,9 @@ pub(super) fn op_model_section(out: &mut String, analyze: &AnalyzeJson) {
         let why = if coverage.no_shapes_ns > 0 {
             "the trace records no op shapes: profile with `record_shapes=True`"
         } else {
-            "no op with device time has a formula (matrix products, element-wise, reductions, \
-             normalization)"
+            "no op with device time has a formula (matrix products, convolutions, attention, \
+             element-wise, reductions, normalization, softmax, pooling, embeddings, \
+             multi-tensor updates)"
         };
         push_section(out, title, &wrap(&format!("Not modeled: {why}."), ""));
         return;
@@ -97,6 +109,17 @@ pub(super) fn op_model_section(out: &mut String, analyze: &AnalyzeJson) {
             "Above 100 %: the bytes count each recorded input once from memory, so an input \
              passed twice (`addcmul_(g, g)`) or held in the L2 cache reads faster than the \
              memory bandwidth allows.",
+            "",
+        ));
+        body.push('\n');
+    }
+    for (label, totals) in [("By kind", &model.categories), ("By phase", &model.phases)] {
+        if totals.is_empty() {
+            continue;
+        }
+        let parts: Vec<String> = totals.iter().map(total_words).collect();
+        body.push_str(&wrap(
+            &format!("{label} (share of the modeled time): {}.", parts.join(", ")),
             "",
         ));
         body.push('\n');

@@ -473,6 +473,7 @@ impl TraceBuilder {
                     crate::model::KernelFill {
                         warps_per_sm,
                         occupancy_pct,
+                        blocks: args.grid.and_then(|grid| grid_blocks(grid.0)),
                     },
                 ));
             }
@@ -955,6 +956,17 @@ impl TraceBuilder {
 
 /// Re-keys a side table from file record indices to the ids of the sorted `events`, in event
 /// order; rows whose record did not become an event are dropped.
+/// Blocks a kernel launched from its recorded grid (`[x, y, z]`): `None` for anything else, a
+/// dimension below 1, or a product past `u64`.
+fn grid_blocks(raw: &str) -> Option<u64> {
+    let dims: Vec<u64> = serde_json::from_str(raw).ok()?;
+    if dims.is_empty() || dims.contains(&0) {
+        return None;
+    }
+    dims.iter()
+        .try_fold(1u64, |blocks, &d| blocks.checked_mul(d))
+}
+
 fn follow_events<T>(events: &[Event], mut rows: Vec<(u32, T)>) -> Vec<(crate::model::EventId, T)> {
     let mut out = Vec::with_capacity(rows.len());
     if rows.is_empty() {

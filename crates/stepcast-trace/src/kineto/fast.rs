@@ -151,6 +151,7 @@ fn args<'a>(
             A::InputDims => args.input_dims = Some(c.raw_json()?),
             A::WarpsPerSm => args.warps_per_sm = Some(c.raw_json()?),
             A::OccupancyPct => args.occupancy_pct = Some(c.raw_json()?),
+            A::Grid => args.grid = Some(c.raw_json()?),
             A::InputType => args.input_type = Some(c.raw_json()?),
             A::ConcreteInputs => args.concrete_inputs = Some(c.raw_json()?),
             _ => c.skip_value()?,

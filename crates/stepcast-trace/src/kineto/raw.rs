@@ -89,6 +89,9 @@ pub struct RawArgs<'a> {
     pub warps_per_sm: Option<RawJson<'a>>,
     #[serde(rename = "est. achieved occupancy %", borrow)]
     pub occupancy_pct: Option<RawJson<'a>>,
+    /// Kernels: the grid, `[x, y, z]` as written.
+    #[serde(borrow)]
+    pub grid: Option<RawJson<'a>>,
     #[serde(rename = "Input type", borrow)]
     pub input_type: Option<RawJson<'a>>,
     /// The values of an op's number and number-list inputs as text (`"[2, 2]"`, `"1"`), one

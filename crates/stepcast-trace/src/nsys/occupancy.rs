@@ -127,6 +127,7 @@ impl SmLimits {
         Some(KernelFill {
             warps_per_sm: warps as f64 / self.sm_count as f64,
             occupancy_pct: (blocks_per_sm * warps_per_block) as f64 / self.max_warps as f64 * 100.0,
+            blocks: u64::try_from(blocks).ok(),
         })
     }
 }

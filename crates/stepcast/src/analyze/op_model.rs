@@ -45,6 +45,16 @@
 //!   `normal_`, `uniform_`, `bernoulli_` and `clone` move bytes like `fill_` and `copy_`;
 //!   `mse_loss` is a reduction of 3 FLOPs per element over its two inputs.
 //!
+//! - **Multi-tensor updates** (`_foreach_*`, `_fused_adam_`, `_fused_adamw_`,
+//!   `_amp_foreach_non_finite_check_and_unscale_`): per element of the tensors in the list,
+//!   the list inputs read and one written (in place, or the result), Adam's fused update 7
+//!   passes and about 12 FLOPs. PyTorch 2 records no sizes for a tensor list, so the list is
+//!   taken to be the parameters whose gradients autograd accumulated in the op's step (the
+//!   `detach` under each `AccumulateGrad`), and only where the op's kernels launched exactly the
+//!   blocks those tensors make in `multi_tensor_apply`'s chunks of 65,536 elements: a list
+//!   that is a subset (parameter groups, dtypes split apart) or gradients accumulated twice
+//!   fail the check, and the op counts as having no shapes.
+//!
 //! An op whose kernels ran but which records no shapes, or whose name has no formula here, is
 //! counted with its device time (`Coverage`), never guessed (a transposed convolution, a
 //! convolution whose strides were not recorded by value).
@@ -53,7 +63,7 @@ use std::collections::BTreeMap;
 
 use stepcast_trace::{Dtype, EventId, NameId, OpInput, Trace};
 
-use super::mapping::{Mapping, Op};
+use super::mapping::{Mapping, Op, Phase};
 use crate::graph::NO_STEP;
 use crate::whatif::models::peaks::{Datasheet, datasheet};
 use crate::window::Window;
@@ -82,6 +92,8 @@ pub enum Category {
     Softmax,
     Pooling,
     Embedding,
+    /// Multi-tensor updates: `_foreach_*` ops and fused optimizers over lists of tensors.
+    Optimizer,
 }
 
 impl Category {
@@ -96,6 +108,7 @@ impl Category {
             Category::Softmax => "softmax",
             Category::Pooling => "pooling",
             Category::Embedding => "embedding",
+            Category::Optimizer => "optimizer",
         }
     }
 
@@ -300,6 +313,9 @@ fn elements(shape: &[i64]) -> Option<f64> {
 /// The cost of the op `name` (an `aten::` name; other namespaces have no formula) on `inputs`.
 pub fn op_cost(name: &str, inputs: &[OpInput]) -> Result<OpCost, Unmodeled> {
     let base = name.strip_prefix("aten::").ok_or(Unmodeled::NoFormula)?;
+    if is_multi_tensor(base.trim_end_matches('_')) {
+        return multi_tensor_recorded(base.trim_end_matches('_'), inputs);
+    }
     let tensors = tensors(inputs);
     if tensors.is_empty() {
         return Err(Unmodeled::NoShapes);
@@ -791,6 +807,152 @@ fn convolution(
     Ok((flops, bytes))
 }
 
+/// Elements per block of PyTorch's `multi_tensor_apply` kernels (`kChunkSize`): each tensor of
+/// a list takes `ceil(elements / 65,536)` blocks.
+const MULTI_TENSOR_CHUNK: i64 = 65_536;
+
+/// Whether `stem` is an op over tensor lists, run by `multi_tensor_apply` kernels.
+fn is_multi_tensor(stem: &str) -> bool {
+    stem.starts_with("_foreach_")
+        || stem.starts_with("_fused_adam")
+        || stem.starts_with("_fused_sgd")
+        || stem == "_amp_foreach_non_finite_check_and_unscale"
+}
+
+/// FLOPs per element and passes over each element's bytes of a multi-tensor op with `lists`
+/// tensor-list inputs.
+fn multi_tensor_rate(stem: &str, lists: usize) -> (f64, f64) {
+    let op = stem.trim_start_matches("_foreach_");
+    if stem.starts_with("_fused_adam") {
+        // Read parameter, gradient and both moments; write the parameter and moments.
+        (12.0, 7.0)
+    } else if stem.starts_with("_fused_sgd") {
+        // Read parameter, gradient and momentum; write parameter and momentum.
+        (4.0, 5.0)
+    } else if stem.starts_with("_amp_") {
+        // Each gradient checked and unscaled in place.
+        (2.0, 2.0)
+    } else if op == "addcmul" {
+        // Its two factors are one list in Adam (`addcmul_(v, g, g)`): read once from memory,
+        // so counted once (where they differ, the bytes are understated, never a speed above
+        // the memory's).
+        (2.0, lists as f64)
+    } else if ["addcdiv", "lerp", "norm"].contains(&op) {
+        (2.0, lists as f64 + 1.0)
+    } else if ["zero", "copy"].contains(&op) {
+        (0.0, lists as f64 + if op == "zero" { 0.0 } else { 1.0 })
+    } else {
+        (1.0, lists as f64 + 1.0)
+    }
+}
+
+/// A multi-tensor op whose first list's sizes were recorded (older PyTorch); `NoShapes` where
+/// they were not (PyTorch 2: see [`multi_tensor_cost`]).
+fn multi_tensor_recorded(stem: &str, inputs: &[OpInput]) -> Result<OpCost, Unmodeled> {
+    let lists: Vec<&Vec<Vec<i64>>> = inputs
+        .iter()
+        .filter_map(|i| match i {
+            OpInput::TensorList(shapes) => Some(shapes),
+            _ => None,
+        })
+        .collect();
+    let first = lists.first().filter(|l| !l.is_empty());
+    let first = first.ok_or(Unmodeled::NoShapes)?;
+    let elements = first
+        .iter()
+        .map(|shape| elements(shape))
+        .sum::<Option<f64>>()
+        .ok_or(Unmodeled::NoFormula)?;
+    let (flops, passes) = multi_tensor_rate(stem, lists.len());
+    // Profilers record no element type for a list: 4 bytes (FP32 parameters) assumed.
+    Ok(OpCost {
+        flops: flops * elements,
+        bytes: passes * elements * 4.0,
+        category: Category::Optimizer,
+        formula: "per element of the lists (FP32 assumed)",
+        dtype: None,
+    })
+}
+
+/// The gradients autograd accumulated, each at its time: the tensor of the `aten::detach` (or
+/// any `aten::` op with one tensor input) inside an `AccumulateGrad`.
+fn accumulated_gradients(trace: &Trace, mapping: &Mapping) -> Vec<(i64, i64, Option<Dtype>)> {
+    let mut gradients = Vec::new();
+    for (event, inputs) in &trace.op_inputs {
+        let Some(Some(parent)) = mapping.parent.get(event.index()) else {
+            continue;
+        };
+        if !trace
+            .names
+            .get(trace.events[parent.index()].name)
+            .contains("AccumulateGrad")
+        {
+            continue;
+        }
+        // The `aten::` op only: its untyped inner call (`detach`) records the same tensor.
+        let [OpInput::Tensor { shape, dtype }] = inputs.as_slice() else {
+            continue;
+        };
+        if !trace
+            .names
+            .get(trace.events[event.index()].name)
+            .starts_with("aten::")
+        {
+            continue;
+        }
+        if let Some(n) = stepcast_trace::shape_elements(shape) {
+            gradients.push((trace.events[event.index()].start_ns, n, *dtype));
+        }
+    }
+    gradients.sort_by_key(|g| g.0);
+    gradients
+}
+
+/// The cost of the multi-tensor op `event` (no sizes recorded for its lists) whose kernels
+/// launched `blocks` blocks: its lists are the parameters of its step if their chunks make
+/// exactly those blocks.
+fn multi_tensor_cost(
+    trace: &Trace,
+    event: EventId,
+    stem: &str,
+    inputs: &[OpInput],
+    blocks: u64,
+    gradients: &[(i64, i64, Option<Dtype>)],
+) -> Option<OpCost> {
+    let at_ns = trace.events[event.index()].start_ns;
+    let step = trace
+        .steps
+        .iter()
+        .find(|s| s.start_ns <= at_ns && at_ns < s.start_ns + s.dur_ns)?;
+    let from = gradients.partition_point(|g| g.0 < step.start_ns);
+    let to = gradients.partition_point(|g| g.0 < at_ns);
+    let tensors = gradients.get(from..to).filter(|t| !t.is_empty())?;
+    let chunks: i64 = tensors
+        .iter()
+        .map(|t| (t.1 + MULTI_TENSOR_CHUNK - 1) / MULTI_TENSOR_CHUNK)
+        .sum();
+    if u64::try_from(chunks).ok()? != blocks {
+        return None;
+    }
+    let elements: f64 = tensors.iter().map(|t| t.1 as f64).sum();
+    let dtype = tensors[0].2;
+    let size = dtype.map_or(4.0, |d| d.bytes() as f64);
+    let lists = inputs
+        .iter()
+        .filter(|i| matches!(i, OpInput::TensorList(_)))
+        .count()
+        .max(1);
+    let (flops, passes) = multi_tensor_rate(stem, lists);
+    Some(OpCost {
+        flops: flops * elements,
+        bytes: passes * elements * size,
+        category: Category::Optimizer,
+        formula: "per element of the step's parameters (list sizes inferred from the \
+                  gradients, checked against the kernels' blocks)",
+        dtype,
+    })
+}
+
 /// One op name's instances of one element type over the window, summed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OpThroughput {
@@ -883,11 +1045,32 @@ pub struct Coverage {
     pub top_unmodeled: Vec<(NameId, i64)>,
 }
 
+/// Modeled ops' device time, FLOPs and bytes summed over a group (a category, a phase).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct OpTotal {
+    pub device_ns: i64,
+    pub flops: f64,
+    pub bytes: f64,
+}
+
+impl OpTotal {
+    fn add(&mut self, device_ns: i64, flops: f64, bytes: f64) {
+        self.device_ns += device_ns;
+        self.flops += flops;
+        self.bytes += bytes;
+    }
+}
+
 /// The model over a window.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct OpModel {
     /// Per op name, most device time first.
     pub ops: Vec<OpThroughput>,
+    /// Per category of the modeled ops, most device time first.
+    pub categories: Vec<(Category, OpTotal)>,
+    /// Per phase of the modeled ops' kernels (an op's FLOPs and bytes split by its kernels'
+    /// time in each), in [`Phase::ALL`] order, phases without modeled time left out.
+    pub phases: Vec<(Phase, OpTotal)>,
     pub coverage: Coverage,
     /// Per step of the window: FLOPs of its modeled ops (where their kernels ran in it).
     pub step_flops: Vec<f64>,
@@ -899,7 +1082,18 @@ pub struct OpModel {
 pub fn op_model(trace: &Trace, window: &Window, mapping: &Mapping) -> OpModel {
     let g = &window.graph;
     // Device time per op event, and per (op event, step).
-    let mut by_op: BTreeMap<EventId, (i64, Vec<(usize, i64)>)> = BTreeMap::new();
+    // Per op event: device time, (step, time) and (phase, time) of its kernels, and the
+    // blocks they launched (`None` where one is unrecorded).
+    type OpKernels = (i64, Vec<(usize, i64)>, Vec<(Phase, i64)>, Option<u64>);
+    let mut by_op: BTreeMap<EventId, OpKernels> = BTreeMap::new();
+    let blocks_of = |task: usize| {
+        let event = g.event[task];
+        trace
+            .kernel_fill
+            .binary_search_by_key(&event, |(e, _)| *e)
+            .ok()
+            .and_then(|i| trace.kernel_fill[i].1.blocks)
+    };
     let mut coverage = Coverage::default();
     let mut unmodeled: BTreeMap<NameId, i64> = BTreeMap::new();
     for t in 0..g.task_count() {
@@ -911,8 +1105,12 @@ pub fn op_model(trace: &Trace, window: &Window, mapping: &Mapping) -> OpModel {
         coverage.device_ns += ns;
         match mapping.op[t] {
             Some(Op::Event(event)) => {
-                let entry = by_op.entry(event).or_default();
+                let entry = by_op
+                    .entry(event)
+                    .or_insert((0, Vec::new(), Vec::new(), Some(0)));
                 entry.0 += ns;
+                entry.2.push((mapping.phase[t], ns));
+                entry.3 = entry.3.zip(blocks_of(t)).map(|(a, b)| a + b);
                 if g.step[t] != NO_STEP {
                     entry.1.push((g.step[t] as usize, ns));
                 }
@@ -927,10 +1125,29 @@ pub fn op_model(trace: &Trace, window: &Window, mapping: &Mapping) -> OpModel {
     // run at different peaks.
     let mut by_name: BTreeMap<(NameId, Category, Option<Dtype>), OpThroughput> = BTreeMap::new();
     let mut step_flops = vec![0.0; window.steps.len()];
-    for (event, (ns, steps)) in by_op {
+    let mut gradients = None;
+    let mut categories: BTreeMap<Category, OpTotal> = BTreeMap::new();
+    let mut phases: BTreeMap<Phase, OpTotal> = BTreeMap::new();
+    for (event, (ns, steps, op_phases, blocks)) in by_op {
         let name = trace.events[event.index()].name;
         let inputs = trace.inputs_of(event).unwrap_or(&[]);
-        match op_cost(trace.names.get(name), inputs) {
+        let text = trace.names.get(name);
+        let cost = match op_cost(text, inputs) {
+            Err(Unmodeled::NoShapes) => {
+                let stem = text.strip_prefix("aten::").unwrap_or_default();
+                let stem = stem.trim_end_matches('_');
+                blocks
+                    .filter(|_| is_multi_tensor(stem))
+                    .and_then(|blocks| {
+                        let gradients =
+                            gradients.get_or_insert_with(|| accumulated_gradients(trace, mapping));
+                        multi_tensor_cost(trace, event, stem, inputs, blocks, gradients)
+                    })
+                    .ok_or(Unmodeled::NoShapes)
+            }
+            other => other,
+        };
+        match cost {
             Ok(cost) => {
                 coverage.modeled_ns += ns;
                 let entry = by_name
@@ -949,6 +1166,18 @@ pub fn op_model(trace: &Trace, window: &Window, mapping: &Mapping) -> OpModel {
                 entry.flops += cost.flops;
                 entry.bytes += cost.bytes;
                 entry.device_ns += ns;
+                categories
+                    .entry(cost.category)
+                    .or_default()
+                    .add(ns, cost.flops, cost.bytes);
+                for (phase, phase_ns) in op_phases {
+                    let share = phase_ns as f64 / ns.max(1) as f64;
+                    phases.entry(phase).or_default().add(
+                        phase_ns,
+                        cost.flops * share,
+                        cost.bytes * share,
+                    );
+                }
                 // An instance's FLOPs go to the steps its kernels ran in, by their time.
                 for (step, step_ns) in steps {
                     if let Some(flops) = step_flops.get_mut(step) {
@@ -975,8 +1204,16 @@ pub fn op_model(trace: &Trace, window: &Window, mapping: &Mapping) -> OpModel {
         .devices
         .iter()
         .find_map(|device| datasheet(&device.name));
+    let mut categories: Vec<(Category, OpTotal)> = categories.into_iter().collect();
+    categories.sort_by(|a, b| b.1.device_ns.cmp(&a.1.device_ns).then(a.0.cmp(&b.0)));
+    let phases = Phase::ALL
+        .iter()
+        .filter_map(|phase| phases.get(phase).map(|total| (*phase, *total)))
+        .collect();
     OpModel {
         ops,
+        categories,
+        phases,
         coverage,
         step_flops,
         sheet,

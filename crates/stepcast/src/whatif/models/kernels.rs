@@ -33,7 +33,9 @@ pub struct KernelClass {
 }
 
 static HALF_PRECISION: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(fp16|bf16|f16|half|h884|h1688|h16816|hgemm|bfloat|nvjet_sm\d+[a-z]?_[hb])")
+    Regex::new(
+        r"(?i)(fp16|bf16|f16|half|h884|h1688|h16816|hgemm|bfloat|nvjet_sm\d+[a-z]?_[hb]|^cijk_a[a-z]{3}_b[a-z]{3}_(hh|bb))",
+    )
         .expect("valid regex")
 });
 static SIMT: LazyLock<Regex> =
@@ -43,8 +45,11 @@ static FAST_F32: LazyLock<Regex> =
 /// GEMMs and convolutions whatever else their names say: cuDNN's `indexed` implicit GEMMs
 /// (`sm90_xmma_wgrad_indexed_implicit_gemm_f32f32_tf32f32...`) would otherwise read as
 /// memory-bound by `index`.
+/// Also Tensile's GEMMs (hipBLASLt and rocBLAS on ROCm: `Cijk_Alik_Bljk_BBS_BH_...`) and
+/// Inductor's templates (`triton_tem_fused_mm_0`: matrix products Triton generated).
 static GEMM: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(implicit_gemm|xmma_gemm|_sgemm|sgemm_|hgemm|s\d+gemm)").expect("valid regex")
+    Regex::new(r"(?i)(implicit_gemm|xmma_gemm|_sgemm|sgemm_|hgemm|s\d+gemm|^cijk_|triton_tem_)")
+        .expect("valid regex")
 });
 static TF32: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)(tf32|nvjet_sm\d+[a-z]?_t)").expect("valid regex"));
@@ -52,14 +57,16 @@ static TF32: LazyLock<Regex> =
 /// batch-norm kernels (`cudnn::bn_fw_tr_1C11_kernel_NCHW`, `cudnn::bn_bw_1C11_kernel_new`) and
 /// its layout and offset helpers carry `cudnn` in their names and would otherwise read as
 /// convolutions.
+/// Inductor's pointwise and reduction kernels (`triton_poi_fused_convolution_relu_0`,
+/// `triton_red_*`, `triton_per_*`) are memory-bound whatever ops their names fused.
 static MEMORY_BOUND: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)(elementwise|vectorized|unrolled|pointwise|reduce_kernel|bn_fw|bn_bw|batch_?norm|layer_?norm|group_?norm|instance_?norm|softmax|dropout|pool|embedding|index|cat_|fill|scalepackedtensor|nchwtonhwc|nhwctonchw|offsetskernel|im2col)",
+        r"(?i)(triton_poi_|triton_red_|triton_per_|elementwise|vectorized|unrolled|pointwise|reduce_kernel|bn_fw|bn_bw|batch_?norm|layer_?norm|group_?norm|instance_?norm|softmax|dropout|pool|embedding|index|cat_|fill|scalepackedtensor|nchwtonhwc|nhwctonchw|offsetskernel|im2col)",
     )
     .expect("valid regex")
 });
 static TENSOR_CORE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(gemm|conv|cutlass|cudnn|cublas|xmma|wgrad|dgrad|fprop|matmul|volta_|turing_|ampere_|hopper_|sm\d\d_)")
+    Regex::new(r"(?i)(gemm|conv|cutlass|cudnn|cublas|xmma|wgrad|dgrad|fprop|matmul|volta_|turing_|ampere_|hopper_|sm\d\d_|fmha|flash_fwd|flash_bwd|flash_attn|attn_fwd|attn_bwd|miopen)")
         .expect("valid regex")
 });
 /// Weaker memory-bound words, tested after the tensor-core ones: a cuDNN convolution with a
@@ -122,6 +129,31 @@ mod tests {
             assert_eq!(classify_kernel(name).bound, Bound::Compute, "{name}");
         }
         assert!(classify_kernel("volta_h884gemm_64x64_ldg8_nn").half);
+        // Recorded on an MI300X with `torch.compile` (TraceLens's `torch_compile_triton`):
+        // hipBLASLt's BF16 GEMM, Triton's attention, Inductor's pointwise and reductions (one
+        // named after a convolution it fused an epilogue of).
+        let tensile = classify_kernel(
+            "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT256x192x64_MI16x16x1_SN_LDSB1_AFC1",
+        );
+        assert!(tensile.bound == Bound::Compute && tensile.half && !tensile.simt);
+        assert_eq!(
+            classify_kernel("Cijk_Ailk_Bljk_SB_MT64x64x8").bound,
+            Bound::Compute
+        );
+        assert!(!classify_kernel("Cijk_Ailk_Bljk_SB_MT64x64x8").half);
+        assert_eq!(classify_kernel("attn_fwd").bound, Bound::Compute);
+        assert_eq!(
+            classify_kernel("triton_tem_fused_addmm_0").bound,
+            Bound::Compute
+        );
+        for name in [
+            "triton_poi_fused__unsafe_view_mul_silu_2",
+            "triton_red_fused__unsafe_view_add_mean_mul_pow_rsqrt_1",
+            "triton_per_fused_native_layer_norm_3",
+            "triton_poi_fused_convolution_relu_0",
+        ] {
+            assert_eq!(classify_kernel(name).bound, Bound::Memory, "{name}");
+        }
         // Recorded on an H100 (`testdata/kineto/stepcast/h100-pairs`): FP32 GEMMs on CUDA
         // cores, a TF32 convolution, an FP16 GEMM.
         for name in [

@@ -39,7 +39,9 @@ type Architecture = ((i64, i64), f64, Option<f64>, f64, &'static str);
 /// Datasheet figures by product name (NVIDIA's data sheets; dense, boost clock). Checked in
 /// order: `A100` before `A10`, `L40S` before `L4`, `H100 PCIe` before `H100`.
 /// Memory bandwidth: HBM3 3.35 TB/s (H100 SXM), HBM2e 2.0 (H100 PCIe, A100 80GB SXM 2.04),
-/// HBM3e 4.8 (H200), HBM2 0.9 (V100), GDDR6 0.864/0.3/0.6/0.32 (L40S/L4/A10/T4).
+/// HBM3e 4.8 (H200), HBM2 0.9 (V100), GDDR6 0.864/0.3/0.6/0.32 (L40S/L4/A10/T4), HBM3e 7.7
+/// (B200), HBM3 5.3 (MI300X, MI300A), HBM3e 6.0 (MI325X), HBM2e 3.28/1.64 (MI250X and MI250,
+/// MI210).
 const PRODUCTS: &[Product] = &[
     (
         &["H100", "PCIE"],
@@ -58,6 +60,16 @@ const PRODUCTS: &[Product] = &[
     (&["L4"], 30.3, Some(60.0), 121.0, "L4", 0.3, 32.0),
     (&["A10"], 31.2, Some(62.5), 125.0, "A10", 0.6, 32.0),
     (&["T4"], 8.1, None, 65.0, "T4", 0.32, 16.0),
+    // Blackwell: HGX B200 (1,000 W), dense; TF32 and FP16 half the sparse figures.
+    (&["B200"], 75.0, Some(1100.0), 2250.0, "B200 HGX", 7.7, 64.0),
+    // AMD Instinct (AMD's data sheets, dense). FP32 is the matrix cores' rate, at which
+    // rocBLAS and hipBLASLt run FP32 products; no TF32, which PyTorch on ROCm leaves off.
+    (&["MI325X"], 163.4, None, 1307.4, "MI325X", 6.0, 64.0),
+    (&["MI300X"], 163.4, None, 1307.4, "MI300X", 5.3, 64.0),
+    (&["MI300A"], 122.6, None, 980.6, "MI300A", 5.3, 64.0),
+    (&["MI250X"], 95.7, None, 383.0, "MI250X", 3.2768, 32.0),
+    (&["MI250"], 90.5, None, 362.1, "MI250", 3.2768, 32.0),
+    (&["MI210"], 45.3, None, 181.0, "MI210", 1.6384, 32.0),
 ];
 
 /// A GPU's datasheet figures, for `faster_hardware --to`: its peaks, memory bandwidth and
@@ -182,5 +194,13 @@ mod tests {
         assert_eq!(other.fp16_tflops / other.fp32_tflops, 16.0);
         assert!(peaks(&device("Some GPU", Some((12, 0)))).is_none());
         assert!(peaks(&device("Some GPU", None)).is_none());
+        // ROCm's names, as Kineto writes them (`AMD Instinct MI250X/MI250`: the first word
+        // that names a product wins).
+        let mi210 = peaks(&device("AMD Instinct MI210", Some((9, 0)))).expect("MI210");
+        assert_eq!((mi210.fp32_tflops, mi210.tf32_tflops), (45.3, None));
+        let mi250x = datasheet("AMD Instinct MI250X/MI250").expect("MI250X");
+        assert_eq!(mi250x.peaks.fp16_tflops, 383.0);
+        assert_eq!(product_named("mi300x"), Some("MI300X"));
+        assert_eq!(datasheet("NVIDIA B200").map(|d| d.memory_tb_s), Some(7.7));
     }
 }
