@@ -1206,7 +1206,9 @@ fn target_gpu_and_amp_dtype_params() {
     assert_eq!(target_param("h200"), Ok("H200 SXM"));
     assert_eq!(target_param("H100-PCIe"), Ok("H100 PCIe"));
     assert_eq!(target_param("a100"), Ok("A100"));
-    assert!(target_param("b200").is_err_and(|e| e.to_string().contains("the GPUs are")));
+    assert_eq!(target_param("b200"), Ok("B200 HGX"));
+    assert_eq!(target_param("MI300X"), Ok("MI300X"));
+    assert!(target_param("rtx9090").is_err_and(|e| e.to_string().contains("the GPUs are")));
     assert_eq!(dtype_param("bfloat16"), Ok(AmpDtype::Bf16));
     assert!(dtype_param("fp8").is_err());
     let to = |cpu: Option<f64>, compute: Option<f64>| {
