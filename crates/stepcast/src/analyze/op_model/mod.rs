@@ -78,6 +78,23 @@ mod windows;
 pub use cost::{Category, OpCost, Unmodeled, op_cost};
 use multi_tensor::{accumulated_gradients, is_multi_tensor, multi_tensor_cost};
 
+/// The compute peak ops of `category` on `dtype` run at on `sheet`, TFLOP/s, as PyTorch's
+/// defaults run `float`: matrix products on CUDA cores (`allow_tf32=False`), convolutions in
+/// TF32 where the device has it (`cudnn.allow_tf32=True`), attention in 3xTF32.
+pub fn peak_for(dtype: Option<Dtype>, category: Category, sheet: &Datasheet) -> f64 {
+    match (dtype, category) {
+        (Some(Dtype::Float16 | Dtype::BFloat16), _) => sheet.peaks.fp16_tflops,
+        (_, Category::Convolution) => sheet.peaks.tf32_tflops.unwrap_or(sheet.peaks.fp32_tflops),
+        // PyTorch's FP32 memory-efficient attention (CUTLASS's `OpMultiplyAddFastF32`):
+        // three TF32 products per product.
+        (_, Category::Attention) => sheet
+            .peaks
+            .tf32_tflops
+            .map_or(sheet.peaks.fp32_tflops, |tf32| tf32 / 3.0),
+        _ => sheet.peaks.fp32_tflops,
+    }
+}
+
 /// One op name's instances of one element type over the window, summed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OpThroughput {
@@ -124,19 +141,7 @@ impl OpThroughput {
     /// run `float`: matrix products on CUDA cores (`allow_tf32=False`), convolutions in TF32
     /// where the device has it (`cudnn.allow_tf32=True`), attention in 3xTF32.
     pub fn peak_tflops(&self, sheet: &Datasheet) -> f64 {
-        match (self.dtype, self.category) {
-            (Some(Dtype::Float16 | Dtype::BFloat16), _) => sheet.peaks.fp16_tflops,
-            (_, Category::Convolution) => {
-                sheet.peaks.tf32_tflops.unwrap_or(sheet.peaks.fp32_tflops)
-            }
-            // PyTorch's FP32 memory-efficient attention (CUTLASS's `OpMultiplyAddFastF32`):
-            // three TF32 products per product.
-            (_, Category::Attention) => sheet
-                .peaks
-                .tf32_tflops
-                .map_or(sheet.peaks.fp32_tflops, |tf32| tf32 / 3.0),
-            _ => sheet.peaks.fp32_tflops,
-        }
+        peak_for(self.dtype, self.category, sheet)
     }
 
     /// Its roofline: the most it could achieve at its intensity, TFLOP/s, or TB/s for an op
@@ -203,14 +208,32 @@ pub struct OpModel {
     pub sheet: Option<Datasheet>,
 }
 
-/// The op model of `window`.
-pub fn op_model(trace: &Trace, window: &Window, mapping: &Mapping) -> OpModel {
+/// The kernels and memsets of one op event over the window.
+#[derive(Default)]
+struct OpKernels {
+    /// Their recorded time.
+    ns: i64,
+    /// (step, time) of those in a step.
+    steps: Vec<(usize, i64)>,
+    /// (phase, time) of each.
+    phases: Vec<(Phase, i64)>,
+    /// Blocks they launched (`None` where one is unrecorded).
+    blocks: Option<u64>,
+    /// The tasks.
+    tasks: Vec<usize>,
+}
+
+/// Device time of every kernel and memset of the window, grouped by the op event it maps to;
+/// the device time of those mapped to no op is added to `coverage` and `unmodeled`.
+fn kernels_by_op(
+    trace: &Trace,
+    window: &Window,
+    mapping: &Mapping,
+    coverage: &mut Coverage,
+    unmodeled: &mut BTreeMap<NameId, i64>,
+) -> BTreeMap<EventId, OpKernels> {
+    use crate::graph::TaskKind;
     let g = &window.graph;
-    // Device time per op event, and per (op event, step).
-    // Per op event: device time, (step, time) and (phase, time) of its kernels, and the
-    // blocks they launched (`None` where one is unrecorded).
-    type OpKernels = (i64, Vec<(usize, i64)>, Vec<(Phase, i64)>, Option<u64>);
-    let mut by_op: BTreeMap<EventId, OpKernels> = BTreeMap::new();
     let blocks_of = |task: usize| {
         let event = g.event[task];
         trace
@@ -219,10 +242,8 @@ pub fn op_model(trace: &Trace, window: &Window, mapping: &Mapping) -> OpModel {
             .ok()
             .and_then(|i| trace.kernel_fill[i].1.blocks)
     };
-    let mut coverage = Coverage::default();
-    let mut unmodeled: BTreeMap<NameId, i64> = BTreeMap::new();
+    let mut by_op: BTreeMap<EventId, OpKernels> = BTreeMap::new();
     for t in 0..g.task_count() {
-        use crate::graph::TaskKind;
         if !matches!(g.kind[t], TaskKind::Kernel | TaskKind::Memset) {
             continue;
         }
@@ -230,14 +251,16 @@ pub fn op_model(trace: &Trace, window: &Window, mapping: &Mapping) -> OpModel {
         coverage.device_ns += ns;
         match mapping.op[t] {
             Some(Op::Event(event)) => {
-                let entry = by_op
-                    .entry(event)
-                    .or_insert((0, Vec::new(), Vec::new(), Some(0)));
-                entry.0 += ns;
-                entry.2.push((mapping.phase[t], ns));
-                entry.3 = entry.3.zip(blocks_of(t)).map(|(a, b)| a + b);
+                let entry = by_op.entry(event).or_insert_with(|| OpKernels {
+                    blocks: Some(0),
+                    ..OpKernels::default()
+                });
+                entry.ns += ns;
+                entry.phases.push((mapping.phase[t], ns));
+                entry.blocks = entry.blocks.zip(blocks_of(t)).map(|(a, b)| a + b);
+                entry.tasks.push(t);
                 if g.step[t] != NO_STEP {
-                    entry.1.push((g.step[t] as usize, ns));
+                    entry.steps.push((g.step[t] as usize, ns));
                 }
             }
             _ => {
@@ -246,6 +269,94 @@ pub fn op_model(trace: &Trace, window: &Window, mapping: &Mapping) -> OpModel {
             }
         }
     }
+    by_op
+}
+
+/// The cost of the op `event` whose kernels launched `blocks`: its formula on its recorded
+/// shapes, or, for a multi-tensor op without them, its lists sized from the step's gradients
+/// (computed once, into `gradients`).
+fn event_cost(
+    trace: &Trace,
+    mapping: &Mapping,
+    event: EventId,
+    blocks: Option<u64>,
+    gradients: &mut Option<Vec<(i64, i64, Option<Dtype>)>>,
+) -> Result<OpCost, Unmodeled> {
+    let name = trace.names.get(trace.events[event.index()].name);
+    let inputs = trace.inputs_of(event).unwrap_or(&[]);
+    match op_cost(name, inputs) {
+        Err(Unmodeled::NoShapes) => {
+            let stem = name.strip_prefix("aten::").unwrap_or_default();
+            let stem = stem.trim_end_matches('_');
+            blocks
+                .filter(|_| is_multi_tensor(stem))
+                .and_then(|blocks| {
+                    let gradients =
+                        gradients.get_or_insert_with(|| accumulated_gradients(trace, mapping));
+                    multi_tensor_cost(trace, event, stem, inputs, blocks, gradients)
+                })
+                .ok_or(Unmodeled::NoShapes)
+        }
+        other => other,
+    }
+}
+
+/// One kernel's share of its op's cost (the op's FLOPs and bytes split over its kernels by
+/// their recorded time): what the what-ifs that change kernel speed bound a kernel by.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KernelCost {
+    pub flops: f64,
+    pub bytes: f64,
+    pub category: Category,
+    pub dtype: Option<Dtype>,
+}
+
+impl KernelCost {
+    /// The least time it can take on a device with these peaks: its FLOPs at `peak_tflops`
+    /// or its bytes at `memory_tb_s`, whichever is longer (its roofline), ns.
+    pub fn roofline_ns(&self, peak_tflops: f64, memory_tb_s: f64) -> f64 {
+        let compute = if peak_tflops > 0.0 {
+            self.flops / (peak_tflops * 1e3)
+        } else {
+            0.0
+        };
+        let memory = if memory_tb_s > 0.0 {
+            self.bytes / (memory_tb_s * 1e3)
+        } else {
+            0.0
+        };
+        compute.max(memory)
+    }
+}
+
+/// Per task of the window's graph: its share of its op's cost where the op is modeled.
+pub fn kernel_costs(trace: &Trace, window: &Window, mapping: &Mapping) -> Vec<Option<KernelCost>> {
+    let mut out = vec![None; window.graph.task_count()];
+    let (mut coverage, mut unmodeled) = (Coverage::default(), BTreeMap::new());
+    let mut gradients = None;
+    let g = &window.graph;
+    for (event, kernels) in kernels_by_op(trace, window, mapping, &mut coverage, &mut unmodeled) {
+        let Ok(cost) = event_cost(trace, mapping, event, kernels.blocks, &mut gradients) else {
+            continue;
+        };
+        for t in kernels.tasks {
+            let share = (g.rec_end_ns[t] - g.rec_start_ns[t]) as f64 / kernels.ns.max(1) as f64;
+            out[t] = Some(KernelCost {
+                flops: cost.flops * share,
+                bytes: cost.bytes * share,
+                category: cost.category,
+                dtype: cost.dtype,
+            });
+        }
+    }
+    out
+}
+
+/// The op model of `window`.
+pub fn op_model(trace: &Trace, window: &Window, mapping: &Mapping) -> OpModel {
+    let mut coverage = Coverage::default();
+    let mut unmodeled: BTreeMap<NameId, i64> = BTreeMap::new();
+    let by_op = kernels_by_op(trace, window, mapping, &mut coverage, &mut unmodeled);
     // Per name and element type: an `add_` of a float activation and of an integer counter
     // run at different peaks.
     let mut by_name: BTreeMap<(NameId, Category, Option<Dtype>), OpThroughput> = BTreeMap::new();
@@ -253,26 +364,10 @@ pub fn op_model(trace: &Trace, window: &Window, mapping: &Mapping) -> OpModel {
     let mut gradients = None;
     let mut categories: BTreeMap<Category, OpTotal> = BTreeMap::new();
     let mut phases: BTreeMap<Phase, OpTotal> = BTreeMap::new();
-    for (event, (ns, steps, op_phases, blocks)) in by_op {
+    for (event, kernels) in by_op {
         let name = trace.events[event.index()].name;
-        let inputs = trace.inputs_of(event).unwrap_or(&[]);
-        let text = trace.names.get(name);
-        let cost = match op_cost(text, inputs) {
-            Err(Unmodeled::NoShapes) => {
-                let stem = text.strip_prefix("aten::").unwrap_or_default();
-                let stem = stem.trim_end_matches('_');
-                blocks
-                    .filter(|_| is_multi_tensor(stem))
-                    .and_then(|blocks| {
-                        let gradients =
-                            gradients.get_or_insert_with(|| accumulated_gradients(trace, mapping));
-                        multi_tensor_cost(trace, event, stem, inputs, blocks, gradients)
-                    })
-                    .ok_or(Unmodeled::NoShapes)
-            }
-            other => other,
-        };
-        match cost {
+        let ns = kernels.ns;
+        match event_cost(trace, mapping, event, kernels.blocks, &mut gradients) {
             Ok(cost) => {
                 coverage.modeled_ns += ns;
                 let entry = by_name
@@ -295,7 +390,7 @@ pub fn op_model(trace: &Trace, window: &Window, mapping: &Mapping) -> OpModel {
                     .entry(cost.category)
                     .or_default()
                     .add(ns, cost.flops, cost.bytes);
-                for (phase, phase_ns) in op_phases {
+                for (phase, phase_ns) in kernels.phases {
                     let share = phase_ns as f64 / ns.max(1) as f64;
                     phases.entry(phase).or_default().add(
                         phase_ns,
@@ -304,7 +399,7 @@ pub fn op_model(trace: &Trace, window: &Window, mapping: &Mapping) -> OpModel {
                     );
                 }
                 // An instance's FLOPs go to the steps its kernels ran in, by their time.
-                for (step, step_ns) in steps {
+                for (step, step_ns) in kernels.steps {
                     if let Some(flops) = step_flops.get_mut(step) {
                         *flops += cost.flops * step_ns as f64 / ns.max(1) as f64;
                     }

@@ -11,8 +11,9 @@ use super::amp_costs::{AmpCosts, charge};
 use super::autocast::{List, StepCasts, list};
 use super::gist::elementwise_throughput;
 use super::kernels::{Bound, classify_kernel};
-use super::peaks::peaks;
+use super::peaks::{Datasheet, datasheet, peaks};
 use crate::analyze::mapping::Phase;
+use crate::analyze::op_model::{KernelCost, kernel_costs};
 use crate::graph::{TaskId, TaskKind};
 
 /// The compute capability major of the trace's GPU (the largest, if several).
@@ -226,16 +227,14 @@ pub fn amp_with_costs(
     let selection = edit.select(&select, context.select_context());
     let names = &context.trace.names;
     let half_ops = HalfOps::of(context);
+    let headroom = Headroom::of(context);
     let mut by_factor: BTreeMap<u64, Vec<TaskId>> = BTreeMap::new();
     for &t in selection.tasks() {
         let name = names.get(edit.name(t));
         let class = classify_kernel(name);
         let factor = match class.bound {
             _ if class.half => continue,
-            Bound::Compute if class.tf32 => 1.0 / factors.tf32,
-            Bound::Compute if class.simt => 1.0 / factors.simt,
-            Bound::Compute if class.fast_f32 => 1.0 / factors.fast_f32,
-            Bound::Compute => 1.0 / factors.unknown,
+            Bound::Compute => headroom.factor(t, edit.dur_ns(t), class, &factors).0,
             Bound::Memory if is_cudnn(name) => continue,
             Bound::Memory if half_ops.is_half(context, edit, t) => HALF_BYTES,
             Bound::Memory | Bound::Other => continue,
@@ -249,6 +248,104 @@ pub fn amp_with_costs(
     }
     let costs = charge(context, edit, dtype)?;
     Ok((changed + costs.casts + costs.scaler_tasks, costs))
+}
+
+/// How a tensor-core eligible kernel's gain was decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Gain {
+    /// Its name's math path and the datasheet's peak ratio; no shapes recorded for its op.
+    ByName,
+    /// The peak ratio, within its op's FP16 roofline (shapes recorded).
+    Modeled,
+    /// Its op's FP16 roofline: the peak ratio would have made it faster than that.
+    Floored,
+    /// Its name does not tell its math path, and it ran above the FP32 peak: TF32's ratio.
+    OnTf32,
+}
+
+/// What the op model says of each kernel's room to get faster: its share of its op's FLOPs
+/// and bytes, and the trace's GPU's datasheet.
+struct Headroom {
+    costs: Vec<Option<KernelCost>>,
+    sheet: Option<Datasheet>,
+}
+
+impl Headroom {
+    fn of(context: &Context<'_>) -> Headroom {
+        Headroom {
+            costs: kernel_costs(context.trace, context.window, context.mapping),
+            sheet: context
+                .trace
+                .devices
+                .iter()
+                .find_map(|d| datasheet(&d.name)),
+        }
+    }
+
+    /// The factor a tensor-core eligible FP32 kernel's duration `dur_ns` is multiplied by in
+    /// half precision: the peak ratio of its math path ([`AmpFactors`]), but never below its
+    /// op's FP16 roofline (its FLOPs at the FP16 peak, half its bytes at the memory's
+    /// bandwidth); a kernel whose name does not tell its path and that ran above the FP32
+    /// peak is on TF32 tensor cores.
+    fn factor(
+        &self,
+        t: TaskId,
+        dur_ns: i64,
+        class: super::kernels::KernelClass,
+        factors: &AmpFactors,
+    ) -> (f64, Gain) {
+        let by_name = if class.tf32 {
+            1.0 / factors.tf32
+        } else if class.simt {
+            1.0 / factors.simt
+        } else if class.fast_f32 {
+            1.0 / factors.fast_f32
+        } else {
+            1.0 / factors.unknown
+        };
+        let (Some(sheet), Some(Some(cost))) = (&self.sheet, self.costs.get(t.index())) else {
+            return (by_name, Gain::ByName);
+        };
+        if dur_ns <= 0 {
+            return (by_name, Gain::ByName);
+        }
+        let dur = dur_ns as f64;
+        let (mut factor, mut gain) = (by_name, Gain::Modeled);
+        let path_untold = !(class.tf32 || class.simt || class.fast_f32);
+        if path_untold && cost.flops / dur / 1e3 > sheet.peaks.fp32_tflops {
+            (factor, gain) = (1.0 / factors.tf32, Gain::OnTf32);
+        }
+        let half = KernelCost {
+            bytes: cost.bytes / 2.0,
+            ..*cost
+        };
+        let floor_ns = half.roofline_ns(sheet.peaks.fp16_tflops, sheet.memory_tb_s);
+        if dur * factor < floor_ns {
+            (factor, gain) = ((floor_ns / dur).min(1.0), Gain::Floored);
+        }
+        (factor, gain)
+    }
+
+    /// Tensor-core eligible FP32 kernels of `context`'s steps by how their gain was decided,
+    /// with their recorded time: (by name, modeled, floored, on TF32), ns.
+    fn summary(&self, context: &Context<'_>, factors: &AmpFactors) -> [i64; 4] {
+        let g = &context.window.graph;
+        let names = &context.trace.names;
+        let mut out = [0i64; 4];
+        for t in 0..g.task_count() {
+            if g.kind[t] != TaskKind::Kernel {
+                continue;
+            }
+            let class = classify_kernel(names.get(g.name[t]));
+            if class.bound != Bound::Compute || class.half {
+                continue;
+            }
+            let ns = g.rec_end_ns[t] - g.rec_start_ns[t];
+            let (_, gain) = self.factor(TaskId(t as u32), ns, class, factors);
+            out[gain as usize] += ns;
+        }
+        out
+    }
 }
 
 /// cuDNN's own kernels (`cudnn::bn_fw_tr_1C11_kernel_NCHW`,
@@ -305,6 +402,22 @@ pub fn caveats(context: &Context<'_>, dtype: AmpDtype) -> Vec<String> {
             "GradScaler's ops and synchronization are left out of {} steady steps (its blocking \
              read back would close a cycle in this trace's graph): optimistic there",
             costs.scaler_skipped
+        ));
+    }
+    let [by_name, modeled, floored, on_tf32] = Headroom::of(context).summary(context, &factors);
+    let all = by_name + modeled + floored + on_tf32;
+    if all > 0 {
+        let share = |ns: i64| ns as f64 / all as f64 * 100.0;
+        out.push(format!(
+            "of the FP32 tensor-core eligible kernel time, {:.0} % is of ops with recorded \
+             shapes, never made faster than their op's FP16 roofline on this GPU's datasheet \
+             (its FLOPs at the FP16 peak, half its bytes at the memory's bandwidth; {:.0} % \
+             held there) and taken to run on TF32 where the name does not say and the kernel \
+             ran above the FP32 peak ({:.0} %); {:.0} % by name only (no shapes recorded)",
+            share(modeled + floored + on_tf32),
+            share(floored),
+            share(on_tf32),
+            share(by_name)
         ));
     }
     if elementwise_throughput(context, &units).is_none() {

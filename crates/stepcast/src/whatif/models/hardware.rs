@@ -5,6 +5,7 @@ use super::super::{Context, WhatIfError};
 use super::Hardware;
 use super::kernels::{Bound, classify_kernel};
 use super::peaks::{Datasheet, datasheet, products};
+use crate::analyze::op_model::{KernelCost, kernel_costs, peak_for};
 use crate::graph::{TaskId, TaskKind};
 
 /// How much faster the host of another machine ran the same programs, measured between the
@@ -91,6 +92,13 @@ pub fn faster_hardware(
         None => None,
     };
     let names = &context.trace.names;
+    // With two datasheets, a kernel whose op has recorded shapes keeps its efficiency against
+    // its roofline: its time scales by its roofline's, compute or memory as its FLOPs per byte
+    // put it (a small-batch GEMM gains the memory's ratio, not the tensor cores').
+    let costs = match &ratios {
+        Some(_) => kernel_costs(context.trace, context.window, context.mapping),
+        None => Vec::new(),
+    };
     // Tasks by the factor they are divided by (bits of the f64), host tasks apart.
     let mut host: Vec<TaskId> = Vec::new();
     let mut by_speed: std::collections::BTreeMap<u64, Vec<TaskId>> = Default::default();
@@ -102,6 +110,12 @@ pub fn faster_hardware(
                 continue;
             }
             TaskKind::Kernel => {
+                if let (Some(r), Some(Some(cost))) = (&ratios, costs.get(t.index()))
+                    && let Some(speed) = roofline_speed(cost, &r.from, &r.to)
+                {
+                    by_speed.entry(speed.to_bits()).or_default().push(t);
+                    continue;
+                }
                 let class = classify_kernel(names.get(edit.name(t)));
                 match (&ratios, class.bound) {
                     (Some(r), Bound::Compute) if class.half => r.fp16,
@@ -155,16 +169,66 @@ pub fn faster_hardware(
     }
     Ok(changed)
 }
+/// How much faster a kernel of this cost runs on `to` than on `from` at the same share of its
+/// roofline: the ratio of its roofline times (its FLOPs at its type's peak or its bytes at the
+/// memory's bandwidth, whichever is longer); `None` where either is 0.
+pub fn roofline_speed(cost: &KernelCost, from: &Datasheet, to: &Datasheet) -> Option<f64> {
+    let time = |sheet: &Datasheet| {
+        cost.roofline_ns(
+            peak_for(cost.dtype, cost.category, sheet),
+            sheet.memory_tb_s,
+        )
+    };
+    let (before, after) = (time(from), time(to));
+    (before > 0.0 && after > 0.0 && before.is_finite() && after.is_finite()).then(|| before / after)
+}
+
+/// The share of the kernels' recorded time whose op has a FLOPs and bytes model (scaled by
+/// its roofline with `--to`), and the rest (scaled by name).
+fn modeled_kernel_share(context: &Context<'_>) -> f64 {
+    let g = &context.window.graph;
+    let costs = kernel_costs(context.trace, context.window, context.mapping);
+    let (mut modeled, mut all) = (0i64, 0i64);
+    for t in 0..g.task_count() {
+        if g.kind[t] != TaskKind::Kernel {
+            continue;
+        }
+        let ns = g.rec_end_ns[t] - g.rec_start_ns[t];
+        all += ns;
+        if costs[t].is_some() {
+            modeled += ns;
+        }
+    }
+    if all > 0 {
+        modeled as f64 / all as f64
+    } else {
+        0.0
+    }
+}
+
 /// What `faster_hardware` assumes on this trace, and with `--to` and no `--cpu`, the step at
 /// the host factors measured between machines ([`MEASURED_HOST_FACTORS`]).
 pub fn caveats(context: &Context<'_>, hardware: &Hardware) -> Vec<String> {
-    let mut out = vec![
-        "kernels are split into compute- and memory-bound by name (memory-bound names first)"
-            .to_string(),
-    ];
-    if let Some(target) = hardware.target
-        && let Ok(r) = target_ratios(context, target)
-    {
+    let mut out = Vec::new();
+    let ratios = hardware
+        .target
+        .and_then(|target| target_ratios(context, target).ok());
+    match &ratios {
+        Some(_) => out.push(format!(
+            "{:.0} % of the kernel time is of ops with recorded shapes: each such kernel keeps \
+             its share of its roofline, its time scaled by its roofline's on the two datasheets \
+             (by FLOPs at its type's peak or by bytes at the memory's bandwidth, as its FLOPs per \
+             byte put it); the rest is split into compute- and memory-bound by name \
+             (memory-bound names first)",
+            modeled_kernel_share(context) * 100.0
+        )),
+        None => out.push(
+            "kernels are split into compute- and memory-bound by name (memory-bound names \
+             first): the factors are the user's"
+                .to_string(),
+        ),
+    }
+    if let Some(r) = ratios {
         out.push(format!(
             "{} → {} from the datasheets: FP16 tensor ×{:.2}, TF32 ×{:.2}, FP32 ×{:.2} (by              each compute-bound kernel's math path), memory bandwidth ×{:.2} (the other              kernels and memsets), host link ×{:.2} (copies): peak ratios, which kernels reach              only in part",
             r.from.peaks.source.trim_end_matches(" datasheet"),
