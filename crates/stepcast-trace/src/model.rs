@@ -617,6 +617,9 @@ pub enum OpInput {
     /// An integer recorded by value (`Concrete Inputs`, newer PyTorch): a convolution's
     /// `groups`.
     Int(i64),
+    /// A boolean recorded by value (`Concrete Inputs` `True`/`False`): an attention op's
+    /// `is_causal`.
+    Bool(bool),
     /// A list of integers recorded by value (`Concrete Inputs` of a `ScalarList`): a
     /// convolution's strides, padding and dilation.
     Ints(Vec<i64>),

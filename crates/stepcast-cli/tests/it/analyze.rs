@@ -791,6 +791,78 @@ fn top_keeps_the_largest_names_and_all_keeps_every_one() {
     assert_eq!(bad.code, Some(2), "{}", bad.stderr);
 }
 
+/// TraceLens's performance model (`TraceLens/PerfModel/perf_model.py`), its formulas applied
+/// here to the recorded shapes read with serde_json: GEMMs `2·M·N·K` plus `M·N` for `addmm`'s
+/// bias (which stepcast leaves out: lower by `1/(2K)`), attention `2·B·H·Nq·Nkv·(d_qk + d_v)`,
+/// halved where `is_causal` is recorded `True`. On the TraceLens H100 traces, within 1 %.
+#[test]
+fn op_model_agrees_with_tracelens_formulas() {
+    use std::io::Read as _;
+    for name in [
+        "Qwen_Qwen1.5-0.5B-Chat__1016005",
+        "gaunernst_bert-small-uncased__1016001",
+        "Falconsai_nsfw_image_detection__1016002",
+    ] {
+        let trace = format!(
+            "{}/../../testdata/kineto/TraceLens/tests/traces/h100/{name}.json.gz",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(&trace).expect("the trace"))
+            .read_to_string(&mut text)
+            .expect("gzip");
+        let file: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+        let mut tracelens: std::collections::BTreeMap<&str, f64> = Default::default();
+        for event in file["traceEvents"].as_array().expect("events") {
+            let (Some(op), Some(dims)) = (
+                event["name"].as_str(),
+                event["args"]["Input Dims"].as_array(),
+            ) else {
+                continue;
+            };
+            if event["cat"] != "cpu_op" {
+                continue;
+            }
+            let size = |i: usize, j: usize| dims[i][j].as_f64().expect("a size");
+            let flops = match op {
+                "aten::mm" => 2.0 * size(0, 0) * size(1, 1) * size(0, 1),
+                "aten::addmm" => {
+                    let (m, k, n) = (size(1, 0), size(1, 1), size(2, 1));
+                    2.0 * m * n * k + m * n
+                }
+                "aten::_flash_attention_forward" => {
+                    // `[B, N, H, d]`; `is_causal` is the ninth argument.
+                    let (b, nq, h, d) = (size(0, 0), size(0, 1), size(0, 2), size(0, 3));
+                    let (nkv, dv) = (size(1, 1), size(2, 3));
+                    let causal = event["args"]["Concrete Inputs"][8] == "True";
+                    2.0 * b * h * nq * nkv * (d + dv) / if causal { 2.0 } else { 1.0 }
+                }
+                _ => continue,
+            };
+            *tracelens.entry(op).or_default() += flops;
+        }
+        let run = stepcast(&["analyze", &trace, "--json"]);
+        run.assert_success();
+        let ops = run.json()["op_model"]["ops"].clone();
+        for (op, expected) in &tracelens {
+            let ours: f64 = ops
+                .as_array()
+                .expect("ops")
+                .iter()
+                .filter(|o| o["name"] == *op)
+                .map(|o| o["flops"].as_f64().expect("flops"))
+                .sum();
+            assert!(ours > 0.0, "{name}: {op} is modeled");
+            let error = (ours - expected).abs() / expected;
+            assert!(error < 0.01, "{name}: {op} {ours} against {expected}");
+        }
+        assert!(
+            tracelens.contains_key("aten::_flash_attention_forward"),
+            "{name}"
+        );
+    }
+}
+
 /// PyTorch 2 records no sizes for the tensor lists of `_foreach_` ops: the op model takes them
 /// to be the step's parameters, checked against the blocks of the kernels. The MLP of
 /// `h100-pairs/record.py` has 16 `Linear(1024, 1024)` layers: 16 · (1024² + 1024) parameter

@@ -146,9 +146,11 @@ pub fn op_inputs(
         .map(|(k, entry)| {
             let name = types.get(k).map_or("", |t| t.as_ref());
             match (typed_input(entry, name, diagnostics), values.get(k)) {
-                (OpInput::Scalar, Some(value)) if name != "Double" => {
-                    value.trim().parse().map_or(OpInput::Scalar, OpInput::Int)
-                }
+                (OpInput::Scalar, Some(value)) if name != "Double" => match value.trim() {
+                    "True" => OpInput::Bool(true),
+                    "False" => OpInput::Bool(false),
+                    value => value.parse().map_or(OpInput::Scalar, OpInput::Int),
+                },
                 (OpInput::Other, Some(value)) if name == "ScalarList" => {
                     integer_list(value).map_or(OpInput::Other, OpInput::Ints)
                 }

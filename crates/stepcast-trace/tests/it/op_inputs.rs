@@ -97,10 +97,16 @@ fn check(relative: &str) -> (usize, usize) {
                 }
                 "" | "GenericList" => assert_eq!(input, &OpInput::Other, "{}", context()),
                 "Scalar" | "Int" | "Bool" => {
-                    let expected = value
-                        .as_ref()
-                        .and_then(Value::as_i64)
-                        .map_or(OpInput::Scalar, OpInput::Int);
+                    // Python's `True`/`False` are no JSON: read as written.
+                    let text = concrete.get(k).and_then(Value::as_str).unwrap_or("");
+                    let expected = match text {
+                        "True" => OpInput::Bool(true),
+                        "False" => OpInput::Bool(false),
+                        _ => value
+                            .as_ref()
+                            .and_then(Value::as_i64)
+                            .map_or(OpInput::Scalar, OpInput::Int),
+                    };
                     assert_eq!(input, &expected, "{}", context())
                 }
                 "Double" => assert_eq!(input, &OpInput::Scalar, "{}", context()),

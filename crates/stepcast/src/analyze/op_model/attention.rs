@@ -49,10 +49,8 @@ pub(super) fn attention(
         dims(v).ok_or(Unmodeled::NoFormula)?,
     );
     let mut forward = 2.0 * b * h * sq * sk * (d + dv);
-    // `_efficient_attention_forward(query, key, value, bias, cu_seqlens_q, cu_seqlens_k,
-    // max_seqlen_q, max_seqlen_k, dropout_p, custom_mask_type, ...)`: 1 and 2 are causal.
-    if stem == "_efficient_attention_forward" && matches!(inputs.get(9), Some(OpInput::Int(1 | 2)))
-    {
+    // A causal mask skips the upper triangle of each query-key square: half the products.
+    if is_causal(stem, inputs) && sq == sk {
         forward /= 2.0;
     }
     let size = q_type.map_or(4.0, |t| t.bytes() as f64);
@@ -68,4 +66,38 @@ pub(super) fn attention(
     } else {
         (forward, qkv + out)
     })
+}
+
+/// Where each attention op records its mask (PyTorch's `native_functions.yaml` signatures,
+/// checked on the recorded traces): the position of its `is_causal` flag, or of the
+/// memory-efficient kernels' `custom_mask_type` (1 and 2 are causal).
+const CAUSAL_FLAG: &[(&str, usize)] = &[
+    ("scaled_dot_product_attention", 5),
+    ("_scaled_dot_product_flash_attention", 4),
+    ("_scaled_dot_product_efficient_attention", 6),
+    ("_scaled_dot_product_cudnn_attention", 6),
+    ("_flash_attention_forward", 8),
+    ("_cudnn_attention_forward", 10),
+    ("_scaled_dot_product_flash_attention_backward", 11),
+    ("_flash_attention_backward", 11),
+    ("_scaled_dot_product_efficient_attention_backward", 11),
+    ("_scaled_dot_product_cudnn_attention_backward", 14),
+    ("_cudnn_attention_backward", 14),
+];
+const MASK_TYPE: &[(&str, usize)] = &[
+    ("_efficient_attention_forward", 9),
+    ("_efficient_attention_backward", 14),
+];
+
+/// Whether the op `stem` recorded a causal mask by value (`Concrete Inputs`); `false` where it
+/// recorded none.
+fn is_causal(stem: &str, inputs: &[OpInput]) -> bool {
+    let at = |table: &[(&str, usize)]| {
+        table
+            .iter()
+            .find(|(name, _)| *name == stem)
+            .and_then(|&(_, i)| inputs.get(i))
+    };
+    matches!(at(CAUSAL_FLAG), Some(OpInput::Bool(true)))
+        || matches!(at(MASK_TYPE), Some(OpInput::Int(1 | 2)))
 }

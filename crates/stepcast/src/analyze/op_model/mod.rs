@@ -28,8 +28,8 @@
 //!   `_cudnn_attention_*`, `[batch, heads, sequence, head dim]`; `_efficient_attention_*` and `_flash_attention_*`,
 //!   `[batch, sequence, heads, head dim]`): `2·B·H·Sq·Sk·(D + Dv)` FLOPs forward (`Q·Kᵀ` and
 //!   the product with `V`), 2.5 times that backward (five products of that size, as
-//!   FlashAttention counts them); no causal mask assumed (one does about half the work) but
-//!   where `_efficient_attention_forward` records its mask type. Bytes: the inputs read and the
+//!   FlashAttention counts them), halved where the op records a causal mask by value
+//!   (`is_causal=True`, or the memory-efficient kernels' mask type). Bytes: the inputs read and the
 //!   output written forward; backward the inputs read and the gradients of Q, K, V written.
 //!
 //! - **Softmax** (`_softmax`, `_log_softmax`): 5 FLOPs per element (max, subtract, exp, sum,

@@ -180,6 +180,39 @@ fn attention_counts_its_two_products_in_either_layout() {
     assert_eq!(causal.flops, forward / 2.0);
 }
 
+/// Qwen's causal attention as TraceLens's `h100` trace records it: `is_causal=True` at the
+/// flash ops' own positions (4 and 8), which halves the FLOPs as TraceLens's SDPA model does
+/// (`2·B·H·Nq·Nkv·(d_qk + d_v)`, halved when causal).
+#[test]
+fn a_recorded_causal_flag_halves_attention() {
+    let bhsd = tensor(&[16, 16, 559, 64], Dtype::BFloat16);
+    let bshd = tensor(&[16, 559, 16, 64], Dtype::BFloat16);
+    let full = 2.0 * 16.0 * 16.0 * 559.0 * 559.0 * 128.0;
+    let scalar = |value: &str| match value {
+        "True" => OpInput::Bool(true),
+        "False" => OpInput::Bool(false),
+        _ => OpInput::Scalar,
+    };
+    let sdpa_flash = |is_causal: &str| {
+        let mut inputs = vec![bhsd.clone(), bhsd.clone(), bhsd.clone(), scalar("0.")];
+        inputs.extend([scalar(is_causal), scalar("False"), scalar("0.125")]);
+        op_cost("aten::_scaled_dot_product_flash_attention", &inputs).expect("a cost")
+    };
+    assert_eq!(sdpa_flash("True").flops, full / 2.0);
+    assert_eq!(sdpa_flash("False").flops, full);
+    let mut inputs = vec![
+        bshd.clone(),
+        bshd.clone(),
+        bshd,
+        OpInput::Other,
+        OpInput::Other,
+    ];
+    inputs.extend([OpInput::Int(559), OpInput::Int(559), scalar("0.")]);
+    inputs.extend([scalar("True"), scalar("False")]);
+    let flash = op_cost("aten::_flash_attention_forward", &inputs).expect("a cost");
+    assert_eq!(flash.flops, full / 2.0);
+}
+
 #[test]
 fn element_wise_ops_move_their_bytes() {
     let shape = [16, 512, 1024];

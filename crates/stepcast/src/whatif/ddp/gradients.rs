@@ -138,7 +138,11 @@ fn input_tensors(trace: &Trace, event: EventId, input: usize) -> Option<Vec<(i64
             .iter()
             .map(|shape| Some((shape_elements(shape)?, None)))
             .collect(),
-        OpInput::Scalar | OpInput::Int(_) | OpInput::Ints(_) | OpInput::Other => None,
+        OpInput::Scalar
+        | OpInput::Int(_)
+        | OpInput::Bool(_)
+        | OpInput::Ints(_)
+        | OpInput::Other => None,
     }
 }
 

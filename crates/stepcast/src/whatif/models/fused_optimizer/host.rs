@@ -162,7 +162,11 @@ fn tensors(inputs: &[OpInput], parameters: &[i64]) -> Vec<(usize, i64)> {
                     .filter_map(|s| shape_elements(s))
                     .map(|n| (i, n)),
             ),
-            OpInput::Scalar | OpInput::Int(_) | OpInput::Ints(_) | OpInput::Other => {}
+            OpInput::Scalar
+            | OpInput::Int(_)
+            | OpInput::Bool(_)
+            | OpInput::Ints(_)
+            | OpInput::Other => {}
         }
     }
     out
