@@ -175,5 +175,8 @@ def test_op_model_frames_are_the_documents():
     ops = analysis.to_pandas("op_model.ops")
     assert ops["name"].tolist() == [op["name"] for op in analysis["op_model"]["ops"]]
     assert ops["tflops"].tolist() == pytest.approx([op["tflops"] for op in analysis["op_model"]["ops"]])
+    kinds = analysis.to_pandas("op_model.categories")
+    assert kinds["name"].tolist() == [c["name"] for c in analysis["op_model"]["categories"]]
+    assert kinds["share"].sum() == pytest.approx(1.0)
     steps = analysis.to_pandas("op_model.steps")
     assert steps["mfu"].tolist() == pytest.approx([s["mfu"] for s in analysis["op_model"]["steps"]])

@@ -899,6 +899,23 @@ fn optimizer_lists_are_the_scripts_parameters() {
             .as_f64()
             .expect("fraction");
         assert!(fraction > 0.99, "{config}: {fraction}");
+        // The totals by kind and by phase partition the modeled time.
+        let modeled = model["coverage"]["modeled_ns"].as_i64().expect("ns");
+        for by in ["categories", "phases"] {
+            let rows = model[by].as_array().expect("totals");
+            let sum: i64 = rows
+                .iter()
+                .map(|r| r["device_ns"].as_i64().expect("ns"))
+                .sum();
+            assert_eq!(sum, modeled, "{config}: {by}");
+        }
+        let optimizer = model["categories"]
+            .as_array()
+            .expect("categories")
+            .iter()
+            .find(|c| c["name"] == "optimizer")
+            .expect("an optimizer category");
+        assert!(optimizer["flops"].as_f64().expect("flops") > 0.0);
     }
 }
 

@@ -681,11 +681,15 @@ fn op_model_tables(analyze: &AnalyzeJson) -> String {
             "TFLOP/s",
             "TB/s",
         ]);
-        for (by, rows) in [("kind", &model.categories), ("phase", &model.phases)] {
+        for (by, rows) in [
+            ("kind", &model.categories),
+            ("phase", &model.phases),
+            ("layer", &model.layers),
+        ] {
             for total in rows {
                 totals.row(vec![
                     Cell::text(by),
-                    Cell::text(total.name),
+                    Cell::text(&total.name),
                     Cell::number(percent(total.share), total.share),
                     Cell::ms(total.device_ns),
                     Cell::number(format!("{:.2}", total.tflops), total.tflops),

@@ -23,6 +23,9 @@ pub struct OpModelJson {
     pub categories: Vec<OpTotalJson>,
     /// The modeled ops by phase of their kernels (`forward`, `backward`, `optimizer`...).
     pub phases: Vec<OpTotalJson>,
+    /// The modeled ops by layer (module) of their kernels, most device time first; at most
+    /// [`TOP_OPS`].
+    pub layers: Vec<OpTotalJson>,
     /// Per step: FLOPs of its modeled ops and the model FLOPs utilization.
     pub steps: Vec<StepFlopsJson>,
 }
@@ -101,11 +104,11 @@ pub struct OpThroughputJson {
     pub efficiency: Option<f64>,
 }
 
-/// Modeled ops summed over a category or a phase.
+/// Modeled ops summed over a category, a phase or a layer.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct OpTotalJson {
-    /// The category or phase.
-    pub name: &'static str,
+    /// The category, phase or layer.
+    pub name: String,
     /// Their kernels' time.
     pub device_ns: i64,
     /// `device_ns` over the modeled time of the window.
@@ -163,7 +166,7 @@ fn dtype_name(dtype: Dtype) -> &'static str {
     }
 }
 
-fn op_total(name: &'static str, total: &OpTotal, modeled_ns: i64) -> OpTotalJson {
+fn op_total(name: &str, total: &OpTotal, modeled_ns: i64) -> OpTotalJson {
     let per_ns = |value: f64| {
         if total.device_ns > 0 {
             value / total.device_ns as f64 / 1e3
@@ -172,7 +175,7 @@ fn op_total(name: &'static str, total: &OpTotal, modeled_ns: i64) -> OpTotalJson
         }
     };
     OpTotalJson {
-        name,
+        name: name.to_string(),
         device_ns: total.device_ns,
         share: if modeled_ns > 0 {
             total.device_ns as f64 / modeled_ns as f64
@@ -253,6 +256,12 @@ impl OpModelJson {
                 .phases
                 .iter()
                 .map(|(phase, total)| op_total(phase.as_str(), total, coverage.modeled_ns))
+                .collect(),
+            layers: model
+                .layers
+                .iter()
+                .take(TOP_OPS)
+                .map(|(layer, total)| op_total(trace.names.get(*layer), total, coverage.modeled_ns))
                 .collect(),
             steps: window
                 .steps

@@ -14,7 +14,11 @@ pub(super) fn total_words(total: &crate::json::OpTotalJson) -> String {
     } else {
         format!("{:.3} TB/s", total.tb_s)
     };
-    format!("{} {} at {rate}", total.name, percent(total.share))
+    format!(
+        "{} {} at {rate}",
+        sanitize(&total.name),
+        percent(total.share)
+    )
 }
 
 /// The ops with a FLOPs and bytes model, their achieved throughput and efficiency, and the
@@ -113,7 +117,12 @@ pub(super) fn op_model_section(out: &mut String, analyze: &AnalyzeJson) {
         ));
         body.push('\n');
     }
-    for (label, totals) in [("By kind", &model.categories), ("By phase", &model.phases)] {
+    let top_layers = &model.layers[..model.layers.len().min(5)];
+    for (label, totals) in [
+        ("By kind", &model.categories[..]),
+        ("By phase", &model.phases[..]),
+        ("The layers with the most of it", top_layers),
+    ] {
         if totals.is_empty() {
             continue;
         }

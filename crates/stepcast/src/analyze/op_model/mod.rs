@@ -201,6 +201,9 @@ pub struct OpModel {
     /// Per phase of the modeled ops' kernels (an op's FLOPs and bytes split by its kernels'
     /// time in each), in [`Phase::ALL`] order, phases without modeled time left out.
     pub phases: Vec<(Phase, OpTotal)>,
+    /// Per layer (module) of the modeled ops' kernels, split the same way, most device time
+    /// first; kernels without a layer are in none.
+    pub layers: Vec<(NameId, OpTotal)>,
     pub coverage: Coverage,
     /// Per step of the window: FLOPs of its modeled ops (where their kernels ran in it).
     pub step_flops: Vec<f64>,
@@ -217,6 +220,8 @@ struct OpKernels {
     steps: Vec<(usize, i64)>,
     /// (phase, time) of each.
     phases: Vec<(Phase, i64)>,
+    /// (layer, time) of each with a layer.
+    layers: Vec<(NameId, i64)>,
     /// Blocks they launched (`None` where one is unrecorded).
     blocks: Option<u64>,
     /// The tasks.
@@ -257,6 +262,9 @@ fn kernels_by_op(
                 });
                 entry.ns += ns;
                 entry.phases.push((mapping.phase[t], ns));
+                if let Some(layer) = mapping.layer[t] {
+                    entry.layers.push((layer, ns));
+                }
                 entry.blocks = entry.blocks.zip(blocks_of(t)).map(|(a, b)| a + b);
                 entry.tasks.push(t);
                 if g.step[t] != NO_STEP {
@@ -364,6 +372,7 @@ pub fn op_model(trace: &Trace, window: &Window, mapping: &Mapping) -> OpModel {
     let mut gradients = None;
     let mut categories: BTreeMap<Category, OpTotal> = BTreeMap::new();
     let mut phases: BTreeMap<Phase, OpTotal> = BTreeMap::new();
+    let mut layers: BTreeMap<NameId, OpTotal> = BTreeMap::new();
     for (event, kernels) in by_op {
         let name = trace.events[event.index()].name;
         let ns = kernels.ns;
@@ -390,6 +399,14 @@ pub fn op_model(trace: &Trace, window: &Window, mapping: &Mapping) -> OpModel {
                     .entry(cost.category)
                     .or_default()
                     .add(ns, cost.flops, cost.bytes);
+                for (layer, layer_ns) in kernels.layers {
+                    let share = layer_ns as f64 / ns.max(1) as f64;
+                    layers.entry(layer).or_default().add(
+                        layer_ns,
+                        cost.flops * share,
+                        cost.bytes * share,
+                    );
+                }
                 for (phase, phase_ns) in kernels.phases {
                     let share = phase_ns as f64 / ns.max(1) as f64;
                     phases.entry(phase).or_default().add(
@@ -430,10 +447,13 @@ pub fn op_model(trace: &Trace, window: &Window, mapping: &Mapping) -> OpModel {
         .iter()
         .filter_map(|phase| phases.get(phase).map(|total| (*phase, *total)))
         .collect();
+    let mut layers: Vec<(NameId, OpTotal)> = layers.into_iter().collect();
+    layers.sort_by(|a, b| b.1.device_ns.cmp(&a.1.device_ns).then(a.0.cmp(&b.0)));
     OpModel {
         ops,
         categories,
         phases,
+        layers,
         coverage,
         step_flops,
         sheet,
