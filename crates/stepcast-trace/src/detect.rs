@@ -116,6 +116,18 @@ pub const FORMATS: &[Format] = &[
         hint: "decompress it first (zstd -d FILE)",
     },
     Format {
+        name: "tar archive",
+        matches: crate::archive::is_tar,
+        read: Some(crate::archive::refuse),
+        hint: "",
+    },
+    Format {
+        name: "zip archive",
+        matches: crate::archive::is_zip,
+        read: Some(crate::archive::refuse),
+        hint: "",
+    },
+    Format {
         name: XPLANE,
         matches: xplane::looks_like,
         read: Some(read_xplane),
@@ -127,6 +139,13 @@ pub const FORMATS: &[Format] = &[
         name: "protobuf file",
         matches: xplane::looks_like_protobuf,
         read: Some(refuse_protobuf),
+        hint: "",
+    },
+    Format {
+        // A data stream of a CTF trace, given instead of its directory.
+        name: "CTF stream file",
+        matches: ctf::is_stream,
+        read: Some(refuse_ctf_stream),
         hint: "",
     },
     Format {
@@ -318,6 +337,25 @@ fn read_ctf(source: &Source<'_>, options: &ReadOptions) -> Result<Vec<Trace>, Re
         "a CTF trace: its steps are its `session` ranges",
     );
     Ok(vec![trace])
+}
+
+/// A CTF data stream given alone: names the directory to give, the nearest folder above it
+/// holding the trace's `metadata`.
+fn refuse_ctf_stream(source: &Source<'_>, _: &ReadOptions) -> Result<Vec<Trace>, ReadError> {
+    let directory = source
+        .path
+        .ancestors()
+        .skip(1)
+        .take(4)
+        .find(|dir| dir.join("metadata").is_file())
+        .map_or_else(
+            || " (the folder holding its `metadata` file)".to_string(),
+            |dir| format!(", {}", dir.display()),
+        );
+    Err(ReadError::CtfStream {
+        path: source.path.to_path_buf(),
+        directory,
+    })
 }
 
 fn refuse_protobuf(source: &Source<'_>, _: &ReadOptions) -> Result<Vec<Trace>, ReadError> {

@@ -112,6 +112,35 @@ pub enum ReadError {
     #[error("{path}: cannot read it as a CTF trace: {detail}")]
     Ctf { path: PathBuf, detail: String },
 
+    #[error(
+        "{path} is one stream file of a CTF (LTTng) trace: give the trace's directory{directory}"
+    )]
+    CtfStream { path: PathBuf, directory: String },
+
+    #[error(
+        "{path} is a {kind} holding {holds}: stepcast reads traces, not archives; extract it \
+         ({extract}) and give {give}"
+    )]
+    Archive {
+        path: PathBuf,
+        kind: &'static str,
+        holds: String,
+        extract: &'static str,
+        give: &'static str,
+    },
+
+    #[error(
+        "{path} is an Nsight Systems export without its {table} table, while \
+         CUPTI_ACTIVITY_KIND_RUNTIME records {calls} {what}: export the report again with \
+         every table (nsys export --type sqlite)"
+    )]
+    NsysTableMissing {
+        path: PathBuf,
+        table: &'static str,
+        calls: u64,
+        what: &'static str,
+    },
+
     #[error("{path} is not an XPlane (TensorFlow/JAX profiler protobuf): {detail}")]
     NotXPlane { path: PathBuf, detail: String },
 }

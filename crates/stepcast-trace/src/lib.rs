@@ -5,6 +5,7 @@
 //! records yields a trace plus counted [`Diagnostics`]; only an unreadable file is an error
 //! ([`ReadError`]).
 
+mod archive;
 mod assemble;
 pub mod byteps;
 mod chrome;

@@ -30,6 +30,12 @@ pub fn looks_like(head: &[u8]) -> bool {
     head.starts_with(b"/* CTF") || tsdl::is_packetized(head) || json::looks_like(head)
 }
 
+/// Whether `head` starts a CTF data stream: a packet header's magic number, `0xC1FC1FC1`, in
+/// either byte order.
+pub fn is_stream(head: &[u8]) -> bool {
+    head.starts_with(&[0xC1, 0x1F, 0xFC, 0xC1]) || head.starts_with(&[0xC1, 0xFC, 0x1F, 0xC1])
+}
+
 /// The first `max` bytes of the first CTF metadata file under directory `dir`, if it holds
 /// one: what format detection looks at for a directory.
 pub fn directory_head(dir: &Path, max: usize) -> Option<Vec<u8>> {

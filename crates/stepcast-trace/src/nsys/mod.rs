@@ -86,6 +86,9 @@ pub fn read(path: &Path, options: &ReadOptions) -> Result<Vec<Trace>, ReadError>
             },
         });
     }
+    if let Some(missing) = missing_device_table(&connection, &schema, path) {
+        return Err(missing);
+    }
     let input_bytes = std::fs::metadata(path).map_or(0, |m| m.len());
     let traces = build::read_processes(&connection, &schema, options, path, input_bytes)?;
     if traces.is_empty() {
@@ -104,4 +107,68 @@ pub fn read(path: &Path, options: &ReadOptions) -> Result<Vec<Trace>, ReadError>
         });
     }
     Ok(traces)
+}
+
+/// Each device table and the runtime calls whose records it holds (SQL `LIKE` patterns over
+/// the calls' names), in words.
+const DEVICE_RECORDS: &[(&str, &[&str], &str)] = &[
+    (
+        "CUPTI_ACTIVITY_KIND_KERNEL",
+        &[
+            "cudaLaunchKernel%",
+            "cudaLaunchCooperativeKernel%",
+            "cuLaunchKernel%",
+            "cuLaunchCooperativeKernel%",
+            "cudaGraphLaunch%",
+            "cuGraphLaunch%",
+        ],
+        "kernel launches",
+    ),
+    (
+        "CUPTI_ACTIVITY_KIND_MEMCPY",
+        &["cudaMemcpy%", "cuMemcpy%"],
+        "copies",
+    ),
+    (
+        "CUPTI_ACTIVITY_KIND_MEMSET",
+        &["cudaMemset%", "cuMemset%"],
+        "memsets",
+    ),
+];
+
+/// An export whose runtime table records calls whose device records have no table (an export
+/// made with some tables left out): read as it is, it would replay as if that work never ran.
+/// `None` where every such table is present, or the runtime calls cannot be counted.
+fn missing_device_table(
+    connection: &Connection,
+    schema: &Schema,
+    path: &Path,
+) -> Option<ReadError> {
+    if !schema.has_table("CUPTI_ACTIVITY_KIND_RUNTIME") || !schema.has_table("StringIds") {
+        return None;
+    }
+    for &(table, patterns, what) in DEVICE_RECORDS {
+        if schema.has_table(table) {
+            continue;
+        }
+        let like = vec!["s.value LIKE ?"; patterns.len()].join(" OR ");
+        let sql = format!(
+            "SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s \
+             ON r.nameId = s.id WHERE {like}"
+        );
+        let calls: i64 = connection
+            .query_row(&sql, rusqlite::params_from_iter(patterns.iter()), |row| {
+                row.get(0)
+            })
+            .ok()?;
+        if calls > 0 {
+            return Some(ReadError::NsysTableMissing {
+                path: path.to_path_buf(),
+                table,
+                calls: u64::try_from(calls).unwrap_or_default(),
+                what,
+            });
+        }
+    }
+    None
 }

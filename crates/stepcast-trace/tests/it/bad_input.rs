@@ -33,6 +33,9 @@ fn variant(e: &ReadError) -> &'static str {
         ReadError::NotNsys { .. } => "NotNsys",
         ReadError::NoCudaTrace { .. } => "NoCudaTrace",
         ReadError::Ctf { .. } => "Ctf",
+        ReadError::CtfStream { .. } => "CtfStream",
+        ReadError::Archive { .. } => "Archive",
+        ReadError::NsysTableMissing { .. } => "NsysTableMissing",
     }
 }
 

@@ -14,6 +14,7 @@ mod horovod;
 mod mxnet;
 mod nsys;
 mod op_inputs;
+mod packaged;
 mod precision;
 mod tf_timeline;
 
