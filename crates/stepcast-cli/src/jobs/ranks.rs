@@ -73,6 +73,10 @@ pub fn rank_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
 pub struct Job {
     paths: Vec<PathBuf>,
     graphs: Vec<RankGraph>,
+    /// The world size the traces record (all the same), if any records one.
+    world_size: Option<i64>,
+    /// Ranks of that world no trace was given for.
+    missing: Vec<i64>,
 }
 
 impl Job {
@@ -105,29 +109,63 @@ impl Job {
     /// The ranks of each file, in file order, numbered: the rank a trace records, else its
     /// position among them all.
     fn numbered(files: Vec<Vec<Rank>>) -> anyhow::Result<Job> {
-        let mut ranks: Vec<(PathBuf, RankGraph)> = files
+        let ranks: Vec<Rank> = files.into_iter().flatten().collect();
+        let world_size = one_world(&ranks)?;
+        let mut ranks: Vec<(PathBuf, bool, RankGraph)> = ranks
             .into_iter()
-            .flatten()
             .enumerate()
             .map(|(position, rank)| {
                 let mut graph = rank.graph;
                 graph.rank = rank.recorded.unwrap_or(position as i64);
-                (rank.file, graph)
+                (rank.file, rank.recorded.is_some(), graph)
             })
             .collect();
-        ranks.sort_by(|a, b| (a.1.rank, &a.0).cmp(&(b.1.rank, &b.0)));
+        ranks.sort_by(|a, b| (a.2.rank, &a.0).cmp(&(b.2.rank, &b.0)));
         for pair in ranks.windows(2) {
-            if pair[0].1.rank == pair[1].1.rank {
+            if pair[0].2.rank == pair[1].2.rank {
+                let how = |recorded: bool| {
+                    if recorded {
+                        "records"
+                    } else {
+                        "records no rank and is numbered by its position as"
+                    }
+                };
                 bail!(
-                    "{} and {} both record rank {}; give one trace per rank",
+                    "{} {} rank {} and {} {} rank {}; give one trace per rank",
                     pair[0].0.display(),
+                    how(pair[0].1),
+                    pair[0].2.rank,
                     pair[1].0.display(),
-                    pair[0].1.rank
+                    how(pair[1].1),
+                    pair[1].2.rank
                 );
             }
         }
-        let (paths, graphs) = ranks.into_iter().unzip();
-        Ok(Job { paths, graphs })
+        let missing = match world_size {
+            Some(world) => {
+                if let Some((file, _, graph)) = ranks.iter().find(|r| r.1 && r.2.rank >= world) {
+                    bail!(
+                        "{} records rank {} of a world of {world} ranks: not a rank of this job",
+                        file.display(),
+                        graph.rank
+                    );
+                }
+                (0..world)
+                    .filter(|r| !ranks.iter().any(|given| given.2.rank == *r))
+                    .collect()
+            }
+            None => Vec::new(),
+        };
+        let (paths, graphs) = ranks
+            .into_iter()
+            .map(|(file, _, graph)| (file, graph))
+            .unzip();
+        Ok(Job {
+            paths,
+            graphs,
+            world_size,
+            missing,
+        })
     }
 
     /// The files read, in rank order.
@@ -153,6 +191,8 @@ impl Job {
         for (rank, path) in document.ranks.iter_mut().zip(&self.paths) {
             rank.file = Some(path.display().to_string());
         }
+        document.world_size = self.world_size;
+        document.missing_ranks = self.missing.clone();
         if let Some(number) = step {
             if !document
                 .ranks
@@ -173,7 +213,52 @@ impl Job {
 struct Rank {
     file: PathBuf,
     recorded: Option<i64>,
+    world_size: Option<i64>,
     graph: RankGraph,
+}
+
+/// The world size the ranks record, checked to be one job's: traces that record different
+/// world sizes are two jobs, an error naming the files of each (fewest first, the likely
+/// strays). `None` where no trace records one.
+fn one_world(ranks: &[Rank]) -> anyhow::Result<Option<i64>> {
+    let mut worlds: std::collections::BTreeMap<i64, Vec<&Path>> = Default::default();
+    for rank in ranks {
+        if let Some(world) = rank.world_size {
+            let files = worlds.entry(world).or_default();
+            if !files.contains(&rank.file.as_path()) {
+                files.push(&rank.file);
+            }
+        }
+    }
+    if worlds.len() <= 1 {
+        return Ok(worlds.keys().next().copied());
+    }
+    let mut groups: Vec<(i64, Vec<&Path>)> = worlds.into_iter().collect();
+    groups.sort_by_key(|(world, files)| (files.len(), *world));
+    let words: Vec<String> = groups
+        .iter()
+        .map(|(world, files)| {
+            let names: Vec<String> = files
+                .iter()
+                .take(3)
+                .map(|f| f.display().to_string())
+                .collect();
+            format!(
+                "{}{} record{} a world of {world} ranks",
+                names.join(", "),
+                if files.len() > 3 {
+                    format!(" and {} more", files.len() - 3)
+                } else {
+                    String::new()
+                },
+                if files.len() == 1 { "s" } else { "" }
+            )
+        })
+        .collect();
+    bail!(
+        "these traces are not one job: {}; give the ranks of one job",
+        words.join("; ")
+    )
 }
 
 /// The processes of one file as ranks, each graph built (on every core) and its trace dropped.
@@ -186,6 +271,7 @@ fn rank_graphs(file: &Path, traces: Vec<Trace>) -> Vec<Rank> {
             Rank {
                 file: file.to_path_buf(),
                 recorded,
+                world_size: trace.distributed.as_ref().and_then(|d| d.world_size),
                 graph: RankGraph::new(recorded.unwrap_or(0), &trace, window),
             }
         })

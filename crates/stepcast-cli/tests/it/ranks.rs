@@ -241,3 +241,62 @@ fn per_rank_detail_is_opt_in_and_the_same_as_with_every_rank() {
         missing.stderr
     );
 }
+
+/// A job is one job: two of DLRM's 8 ranks replay with the 6 others named missing in every
+/// output, and a folder mixing ranks of two recorded jobs (the gloo jobs of 4 and 2 processes
+/// in `h200-pairs/`) is refused naming the files of each.
+#[test]
+fn missing_ranks_are_said_and_two_jobs_are_refused() {
+    let dir = super::TempDir::new("job-checks");
+    let two = dir.path().join("two");
+    std::fs::create_dir(&two).expect("mkdir");
+    for rank in [0, 5] {
+        let name = std::fs::read_dir(DLRM)
+            .expect("DLRM")
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .find(|n| n.starts_with(&format!("worker{rank}_")))
+            .expect("the rank's file");
+        std::fs::copy(std::path::Path::new(DLRM).join(&name), two.join(&name)).expect("copy");
+    }
+    let dir_two = super::path_str(&two);
+    let run = stepcast(&["replay", "--json", dir_two]);
+    run.assert_success();
+    let json = run.json();
+    assert_eq!(json["world_size"], 8);
+    assert_eq!(json["missing_ranks"], serde_json::json!([1, 2, 3, 4, 6, 7]));
+    let all = stepcast(&["replay", "--json", DLRM]).json();
+    assert_eq!(all["missing_ranks"], serde_json::json!([]));
+    let text = stepcast(&["replay", dir_two]);
+    text.assert_success();
+    assert!(
+        text.stdout
+            .contains("Missing: 6 of the job's 8 ranks (rank 1, 2, 3, 4, 6, 7)"),
+        "{}",
+        text.stdout
+    );
+    let page = dir.path().join("job.html");
+    stepcast(&["report", dir_two, "-o", super::path_str(&page)]).assert_success();
+    let html = std::fs::read_to_string(&page).expect("the report");
+    assert!(html.contains("Missing: 6 of the job"), "the report says it");
+
+    let pairs = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/kineto/stepcast/h200-pairs"
+    );
+    let mixed = dir.path().join("mixed");
+    std::fs::create_dir(&mixed).expect("mkdir");
+    let four = mixed.join("w4-rank0.json.gz");
+    let two_of = mixed.join("w2-rank1.json.gz");
+    std::fs::copy(format!("{pairs}/ddp-gloo-w4/rank0.json.gz"), &four).expect("copy");
+    std::fs::copy(format!("{pairs}/ddp-gloo-w2/rank1.json.gz"), &two_of).expect("copy");
+    let run = stepcast(&["replay", super::path_str(&mixed)]);
+    assert_eq!(run.code, Some(1));
+    let err = &run.stderr;
+    assert!(
+        err.contains("not one job")
+            && err.contains(&format!("{} records a world of 2 ranks", two_of.display()))
+            && err.contains(&format!("{} records a world of 4 ranks", four.display())),
+        "{err}"
+    );
+}

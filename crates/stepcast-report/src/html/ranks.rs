@@ -38,6 +38,9 @@ fn answer(ranks: &RanksJson) -> Section {
         plural(ranks.clock_alignment.collectives_used, "matched collective"),
         ranks.clock_alignment.status
     ));
+    if !ranks.missing_ranks.is_empty() {
+        body.push_str(&paragraph(&crate::table::ranks::missing_words(ranks)));
+    }
     body.push_str(&paragraph(&format!(
         "The critical path across ranks is {} long, {}, {}.",
         ms(path.length_ns),

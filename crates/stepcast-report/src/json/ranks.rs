@@ -41,6 +41,13 @@ pub struct RanksJson {
     pub critical_path: GlobalPathJson,
     /// `max |error|` over every rank's steps; `None` (`null`) if no error is defined.
     pub max_abs_error: Option<f64>,
+    /// The job's world size as its traces record it (`distributedInfo.world_size`, the same in
+    /// every trace that records one); `None` (`null`) where none does.
+    pub world_size: Option<i64>,
+    /// Ranks of that world no trace was given for. Every figure that depends on all the
+    /// ranks (the stragglers, the cross-rank critical path, the wait/transfer split) is of
+    /// the ranks given only.
+    pub missing_ranks: Vec<i64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -595,6 +602,8 @@ pub fn ranks_json(report: &RanksReport, detail: &RankDetail) -> RanksJson {
     let kind_present = |kind| alignment.constraints_of(kind).next().is_some();
     let detail_ids: Vec<RankId> = detail.iter().map(|&r| RankId(r as u32)).collect();
     RanksJson {
+        world_size: None,
+        missing_ranks: Vec::new(),
         schema: "stepcast.replay-ranks/2",
         detail_ranks: detail.iter().map(|&r| rank_of(r)).collect(),
         over_ranks,

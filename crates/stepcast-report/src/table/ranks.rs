@@ -38,6 +38,23 @@ fn shown_ranks(doc: &RanksJson) -> Vec<usize> {
     worst
 }
 
+/// The ranks of the job's world no trace was given for, and what that leaves out.
+pub(crate) fn missing_words(doc: &RanksJson) -> String {
+    let list: Vec<String> = doc.missing_ranks.iter().map(i64::to_string).collect();
+    let shown = if list.len() > 16 {
+        format!("{}, ...", list[..16].join(", "))
+    } else {
+        list.join(", ")
+    };
+    format!(
+        "Missing: {} of the job's {} ranks (rank {shown}) were not given; the stragglers, the \
+         critical path across ranks and the wait/transfer split are of the {} ranks given only.",
+        doc.missing_ranks.len(),
+        doc.world_size.unwrap_or_default(),
+        doc.ranks.len()
+    )
+}
+
 /// The multi-rank `replay` document as text for a terminal.
 pub fn ranks_text(doc: &RanksJson) -> String {
     let steps: usize = doc.ranks.iter().map(|r| r.steps.len()).sum();
@@ -67,6 +84,10 @@ pub fn ranks_text(doc: &RanksJson) -> String {
         ),
         "",
     );
+    if !doc.missing_ranks.is_empty() {
+        out.push('\n');
+        out.push_str(&wrap(&missing_words(doc), ""));
+    }
     let kinds: Vec<String> = doc
         .clock_alignment
         .constraint_kinds
