@@ -82,10 +82,10 @@ impl ConstraintKind {
 
 /// Whether a collective type (from [`super::collective_op`]) is point-to-point.
 pub fn is_point_to_point(op: &str) -> bool {
-    let op = op.to_ascii_lowercase().replace('_', "");
+    use crate::comm::Collective;
     matches!(
-        op.as_str(),
-        "sendrecv" | "send" | "recv" | "alltoall" | "alltoallv" | "alltoallbase"
+        Collective::parse(op),
+        Some(Collective::SendRecv | Collective::AllToAll)
     )
 }
 

@@ -132,9 +132,15 @@ pub struct CollectiveMatching {
     pub unmatched: Vec<UnmatchedCollective>,
 }
 
-/// The collective's type from an NCCL/RCCL kernel name: `ncclKernel_AllReduce_RING_LL_Sum_float`
-/// and `ncclDevKernel_AllReduce_Sum_f32_RING_LL` both give `AllReduce`.
+/// The collective's type from an NCCL/RCCL kernel name or a `nccl:` annotation, by the one
+/// parser of collective names ([`crate::comm::Collective::parse`]):
+/// `ncclKernel_AllReduce_RING_LL_Sum_float`, `ncclDevKernel_AllReduce_Sum_f32_RING_LL` and
+/// `nccl:all_reduce` all give `all_reduce`, so ranks that recorded one collective under two
+/// spellings match. A name that parser does not know keeps its own token.
 pub fn collective_op(kernel_name: &str) -> &str {
+    if let Some(collective) = crate::comm::Collective::parse(kernel_name) {
+        return collective.as_str();
+    }
     let name = kernel_name.split('(').next().unwrap_or(kernel_name);
     if let Some(rest) = name.strip_prefix("nccl:") {
         return rest;
@@ -481,14 +487,19 @@ mod tests {
         for (name, op) in [
             (
                 "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)",
-                "AllReduce",
+                "all_reduce",
             ),
-            ("ncclDevKernel_AllGather_RING_LL(ncclDevComm*)", "AllGather"),
+            (
+                "ncclDevKernel_AllGather_RING_LL(ncclDevComm*)",
+                "all_gather",
+            ),
             (
                 "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*)",
-                "SendRecv",
+                "send_recv",
             ),
             ("nccl:all_reduce", "all_reduce"),
+            ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "all_reduce"),
+            ("nccl:_allgather_base", "all_gather"),
         ] {
             assert_eq!(collective_op(name), op, "{name}");
         }

@@ -92,14 +92,14 @@ fn every_dlrm_collective_is_matched_across_the_8_ranks() {
     assert_eq!(
         ops,
         [
-            "SendRecv",
-            "SendRecv",
-            "SendRecv",
-            "SendRecv",
-            "AllReduce",
-            "SendRecv",
-            "AllReduce",
-            "AllReduce"
+            "send_recv",
+            "send_recv",
+            "send_recv",
+            "send_recv",
+            "all_reduce",
+            "send_recv",
+            "all_reduce",
+            "all_reduce"
         ]
     );
 }
@@ -164,7 +164,7 @@ fn send_recv_constraints_hold_after_alignment() {
     assert_eq!(alignment.constraints_involving(&all_ranks).len(), 2 * 56);
     let aligned = |r: usize, t: i64| ranks[r].1.origin_ns + t - alignment.offsets_ns[r];
     let mut pairs = 0;
-    for c in matching.matched.iter().filter(|c| c.op == "SendRecv") {
+    for c in matching.matched.iter().filter(|c| c.op == "send_recv") {
         for (sender, s_task) in c.instances.iter().enumerate() {
             for (receiver, r_task) in c.instances.iter().enumerate() {
                 if sender == receiver {
