@@ -435,7 +435,15 @@ mod tests {
         ] {
             assert_eq!(name(ctf), Some("Common Trace Format (CTF/LTTng) trace"));
         }
-        assert_eq!(name(b"PK\x03\x04"), None);
+        assert_eq!(name(b"PK\x03\x04"), Some("zip archive"));
+        let mut tar = vec![0u8; 512];
+        tar[..8].copy_from_slice(b"job/r0.j");
+        tar[257..263].copy_from_slice(b"ustar\0");
+        assert_eq!(name(&tar), Some("tar archive"));
+        assert_eq!(
+            name(&[0xc1, 0x1f, 0xfc, 0xc1, 0, 0]),
+            Some("CTF stream file")
+        );
         assert_eq!(name(b"\x7fELF\x02\x01\x01\x00\x00\x00\xff\xfe"), None);
         assert_eq!(name(b""), None);
     }

@@ -334,10 +334,25 @@ fn nsys_bad_sqlite_inputs_are_one_clear_error() {
     assert!(matches!(error, ReadError::NotNsys { .. }), "{error}");
     assert!(error.to_string().contains("users"), "{error}");
 
-    // A real export of a run without CUDA trace: the same file without its CUPTI device tables.
+    // A real export of a run without CUDA trace: the same file without its CUPTI device and
+    // runtime tables.
     let without = Scratch::new("nocuda.sqlite", &real);
     {
         let connection = Connection::open(&without.0).expect("open copy");
+        connection
+            .execute_batch(
+                "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL; DROP TABLE CUPTI_ACTIVITY_KIND_MEMCPY; \
+                 DROP TABLE CUPTI_ACTIVITY_KIND_MEMSET; DROP TABLE CUPTI_ACTIVITY_KIND_RUNTIME;",
+            )
+            .expect("drop");
+    }
+    let error = refused(&without.0);
+    assert!(matches!(error, ReadError::NoCudaTrace { .. }), "{error}");
+    // The device tables dropped but the runtime calls kept: an export with tables left out,
+    // named as such.
+    let partial = Scratch::new("partial.sqlite", &real);
+    {
+        let connection = Connection::open(&partial.0).expect("open copy");
         connection
             .execute_batch(
                 "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL; DROP TABLE CUPTI_ACTIVITY_KIND_MEMCPY; \
@@ -345,8 +360,11 @@ fn nsys_bad_sqlite_inputs_are_one_clear_error() {
             )
             .expect("drop");
     }
-    let error = refused(&without.0);
-    assert!(matches!(error, ReadError::NoCudaTrace { .. }), "{error}");
+    let error = refused(&partial.0);
+    assert!(
+        matches!(error, ReadError::NsysTableMissing { .. }),
+        "{error}"
+    );
 }
 
 #[test]
@@ -377,7 +395,12 @@ fn every_format_names_itself_when_refused() {
         .expect_err("not read from memory");
     assert!(matches!(error, ReadError::NotRead { .. }), "{error}");
     assert!(error.to_string().contains("from a file"), "{error}");
-    let unknown = Scratch::new("u.bin", b"PK\x03\x04 not a trace");
+    // A zip that is not whole is an archive whose members cannot be listed.
+    let broken = Scratch::new("u.zip", b"PK\x03\x04 not a trace");
+    let error = refused(&broken.0);
+    assert!(matches!(error, ReadError::Archive { .. }), "{error}");
+    assert!(error.to_string().contains("cannot be listed"), "{error}");
+    let unknown = Scratch::new("u.bin", b"\x7fELF\x02\x01\x01 not a trace");
     assert!(matches!(
         refused(&unknown.0),
         ReadError::UnknownFormat { .. }
