@@ -863,6 +863,74 @@ fn op_model_agrees_with_tracelens_formulas() {
     }
 }
 
+/// Collectives in the op model, against the NCCL metadata of the trace's own kernels (read
+/// here with serde_json): bytes the larger of `In msg nelems` and `Out msg nelems` times the
+/// `dtype`'s size, algorithm bandwidth their sum over the kernels' time, bus bandwidth NCCL's
+/// tests' `algbw × 2(n − 1)/n` for an all-reduce over `n` ranks, `algbw` for a broadcast.
+#[test]
+fn collectives_are_their_recorded_messages_over_their_time() {
+    use std::io::Read as _;
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(super::NCCL).expect("the trace"))
+        .read_to_string(&mut text)
+        .expect("gzip");
+    let file: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    let mut expected: std::collections::BTreeMap<(String, i64), (f64, f64, u64)> =
+        Default::default();
+    for event in file["traceEvents"].as_array().expect("events") {
+        let args = &event["args"];
+        let (Some(name), Some("kernel")) =
+            (args["Collective name"].as_str(), event["cat"].as_str())
+        else {
+            continue;
+        };
+        let size = match args["dtype"].as_str() {
+            Some("Float") => 4.0,
+            Some("Long") => 8.0,
+            other => panic!("a dtype this test knows: {other:?}"),
+        };
+        let nelems = |key: &str| args[key].as_f64().expect("nelems");
+        let elements = nelems("In msg nelems").max(nelems("Out msg nelems"));
+        let group = args["Group size"].as_i64().expect("group size");
+        let entry = expected.entry((name.to_string(), group)).or_default();
+        entry.0 += elements * size;
+        entry.1 += event["dur"].as_f64().expect("dur") * 1e3;
+        entry.2 += 1;
+    }
+    let run = stepcast(&["analyze", super::NCCL, "--json"]);
+    run.assert_success();
+    let collectives = run.json()["op_model"]["collectives"].clone();
+    let collectives = collectives.as_array().expect("collectives");
+    assert_eq!(collectives.len(), expected.len());
+    for ((name, group), (bytes, ns, count)) in &expected {
+        let kind = match name.as_str() {
+            "allreduce" => "all_reduce",
+            "broadcast" => "broadcast",
+            other => panic!("{other}"),
+        };
+        let row = collectives
+            .iter()
+            .find(|c| c["collective"] == kind && c["group_size"] == *group)
+            .unwrap_or_else(|| panic!("{kind} over {group}"));
+        assert_eq!(row["instances"].as_u64(), Some(*count));
+        assert_eq!(row["bytes"].as_f64(), Some(*bytes));
+        let algbw = bytes / ns;
+        let got = row["algbw_gb_s"].as_f64().expect("algbw");
+        assert!(
+            (got - algbw).abs() <= algbw * 1e-6,
+            "{kind}: {got} vs {algbw}"
+        );
+        let n = *group as f64;
+        let factor = if kind == "all_reduce" {
+            2.0 * (n - 1.0) / n
+        } else {
+            1.0
+        };
+        let busbw = row["busbw_gb_s"].as_f64().expect("busbw");
+        assert!((busbw - algbw * factor).abs() <= algbw * 1e-6, "{kind}");
+    }
+}
+
 /// PyTorch 2 records no sizes for the tensor lists of `_foreach_` ops: the op model takes them
 /// to be the step's parameters, checked against the blocks of the kernels. The MLP of
 /// `h100-pairs/record.py` has 16 `Linear(1024, 1024)` layers: 16 · (1024² + 1024) parameter

@@ -615,6 +615,7 @@ fn op_model_tables(analyze: &AnalyzeJson) -> String {
              attention, element-wise ops, reductions, normalization, softmax, pooling, \
              embeddings, multi-tensor updates)."
         }));
+        body.push_str(&collectives_table(model));
         return body;
     }
     body.push_str(&paragraph(&format!(
@@ -714,7 +715,39 @@ fn op_model_tables(analyze: &AnalyzeJson) -> String {
             mfu.join(", ")
         )));
     }
+    body.push_str(&collectives_table(model));
     body
+}
+
+/// The collectives' bandwidth (`json::op_model`'s `collectives`), empty without any.
+fn collectives_table(model: &crate::json::OpModelJson) -> String {
+    if model.collectives.is_empty() {
+        return String::new();
+    }
+    let mut table = Table::new(&[
+        "collective",
+        "group size",
+        "count",
+        "time",
+        "algorithm GB/s",
+        "bus GB/s",
+    ]);
+    for c in &model.collectives {
+        table.row(vec![
+            Cell::text(c.collective),
+            Cell::number(c.group_size.to_string(), f64::from(c.group_size)),
+            Cell::number(c.instances.to_string(), c.instances as f64),
+            Cell::ms(c.device_ns),
+            Cell::number(format!("{:.1}", c.algbw_gb_s), c.algbw_gb_s),
+            Cell::number(format!("{:.1}", c.busbw_gb_s), c.busbw_gb_s),
+        ]);
+    }
+    let mut out = paragraph(
+        "Collectives: message bytes over recorded time (NCCL's algorithm and bus bandwidth), \
+         their wait for the slowest peer included: lower bounds on what the links did.",
+    );
+    out.push_str(&table.render());
+    out
 }
 
 fn memory(analyze: &AnalyzeJson, curves: &[MemoryCurve]) -> Section {

@@ -26,6 +26,8 @@ pub struct OpModelJson {
     /// The modeled ops by layer (module) of their kernels, most device time first; at most
     /// [`TOP_OPS`].
     pub layers: Vec<OpTotalJson>,
+    /// The collectives by type and group size, most time first.
+    pub collectives: Vec<CollectiveJson>,
     /// Per step: FLOPs of its modeled ops and the model FLOPs utilization.
     pub steps: Vec<StepFlopsJson>,
 }
@@ -121,6 +123,27 @@ pub struct OpTotalJson {
     pub tflops: f64,
     /// Achieved: `bytes` over `device_ns`, TB/s.
     pub tb_s: f64,
+}
+
+/// One collective type over one group size, as NCCL's tests report bandwidth.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CollectiveJson {
+    /// `all_reduce`, `all_gather`, `reduce_scatter`, `broadcast`, `reduce`, `all_to_all` or
+    /// `send_recv`.
+    pub collective: &'static str,
+    /// Ranks in its process group.
+    pub group_size: u32,
+    pub instances: u64,
+    /// Of them, instances whose message size was recorded.
+    pub sized_instances: u64,
+    /// Message bytes of the sized instances (the larger of the input and the output).
+    pub bytes: f64,
+    /// Recorded time of all the instances, waiting for peers included.
+    pub device_ns: i64,
+    /// Algorithm bandwidth of the sized instances: bytes over their recorded time, GB/s.
+    pub algbw_gb_s: f64,
+    /// Bus bandwidth: `algbw_gb_s` × NCCL's factor for the collective and group size.
+    pub busbw_gb_s: f64,
 }
 
 /// A step's FLOPs and MFU.
@@ -256,6 +279,20 @@ impl OpModelJson {
                 .phases
                 .iter()
                 .map(|(phase, total)| op_total(phase.as_str(), total, coverage.modeled_ns))
+                .collect(),
+            collectives: model
+                .collectives
+                .iter()
+                .map(|c| CollectiveJson {
+                    collective: c.collective.as_str(),
+                    group_size: c.group_size,
+                    instances: c.instances,
+                    sized_instances: c.sized,
+                    bytes: c.bytes,
+                    device_ns: c.device_ns,
+                    algbw_gb_s: number(c.algbw_gb_s()),
+                    busbw_gb_s: number(c.busbw_gb_s()),
+                })
                 .collect(),
             layers: model
                 .layers

@@ -21,6 +21,40 @@ pub(super) fn total_words(total: &crate::json::OpTotalJson) -> String {
     )
 }
 
+/// The collectives' bandwidth, one line, if the trace has collectives.
+fn collectives_line(model: &crate::json::OpModelJson) -> Option<String> {
+    if model.collectives.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = model
+        .collectives
+        .iter()
+        .map(|c| {
+            format!(
+                "{} over {} ranks ×{} at {:.1} GB/s bus bandwidth ({:.1} GB/s algorithm{})",
+                c.collective,
+                c.group_size,
+                c.instances,
+                c.busbw_gb_s,
+                c.algbw_gb_s,
+                if c.sized_instances < c.instances {
+                    format!(", of the {} with recorded sizes", c.sized_instances)
+                } else {
+                    String::new()
+                }
+            )
+        })
+        .collect();
+    Some(wrap(
+        &format!(
+            "Collectives (message bytes over recorded time, their wait for peers included: \
+             lower bounds on the links): {}.",
+            parts.join("; ")
+        ),
+        "",
+    ))
+}
+
 /// The ops with a FLOPs and bytes model, their achieved throughput and efficiency, and the
 /// steps' MFU; a trace without recorded shapes gets the one line that says so.
 pub(super) fn op_model_section(out: &mut String, analyze: &AnalyzeJson) {
@@ -38,7 +72,12 @@ pub(super) fn op_model_section(out: &mut String, analyze: &AnalyzeJson) {
              element-wise, reductions, normalization, softmax, pooling, embeddings, \
              multi-tensor updates)"
         };
-        push_section(out, title, &wrap(&format!("Not modeled: {why}."), ""));
+        let mut body = wrap(&format!("Not modeled: {why}."), "");
+        if let Some(line) = collectives_line(model) {
+            body.push('\n');
+            body.push_str(&line);
+        }
+        push_section(out, title, &body);
         return;
     }
     let mut body = wrap(
@@ -131,6 +170,10 @@ pub(super) fn op_model_section(out: &mut String, analyze: &AnalyzeJson) {
             &format!("{label} (share of the modeled time): {}.", parts.join(", ")),
             "",
         ));
+        body.push('\n');
+    }
+    if let Some(line) = collectives_line(model) {
+        body.push_str(&line);
         body.push('\n');
     }
     let steady: Vec<String> = model

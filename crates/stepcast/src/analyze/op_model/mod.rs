@@ -55,6 +55,10 @@
 //!   that is a subset (parameter groups, dtypes split apart) or gradients accumulated twice
 //!   fail the check, and the op counts as having no shapes.
 //!
+//! - **Collectives** (`collectives.rs`): per type and group size, message bytes over recorded
+//!   time (NCCL's algorithm bandwidth) and NCCL's bus bandwidth; the recorded time includes
+//!   the wait for the slowest peer, so these are lower bounds on the links.
+//!
 //! An op whose kernels ran but which records no shapes, or whose name has no formula here, is
 //! counted with its device time (`Coverage`), never guessed (a transposed convolution, a
 //! convolution whose strides were not recorded by value).
@@ -69,12 +73,14 @@ use crate::whatif::models::peaks::{Datasheet, datasheet};
 use crate::window::Window;
 
 mod attention;
+mod collectives;
 mod cost;
 mod multi_tensor;
 #[cfg(test)]
 mod tests;
 mod windows;
 
+pub use collectives::{CollectiveThroughput, collective_throughput};
 pub use cost::{Category, OpCost, Unmodeled, op_cost};
 use multi_tensor::{accumulated_gradients, is_multi_tensor, multi_tensor_cost};
 
@@ -204,6 +210,8 @@ pub struct OpModel {
     /// Per layer (module) of the modeled ops' kernels, split the same way, most device time
     /// first; kernels without a layer are in none.
     pub layers: Vec<(NameId, OpTotal)>,
+    /// The collectives by type and group size: message bytes over recorded time.
+    pub collectives: Vec<CollectiveThroughput>,
     pub coverage: Coverage,
     /// Per step of the window: FLOPs of its modeled ops (where their kernels ran in it).
     pub step_flops: Vec<f64>,
@@ -454,6 +462,7 @@ pub fn op_model(trace: &Trace, window: &Window, mapping: &Mapping) -> OpModel {
         categories,
         phases,
         layers,
+        collectives: collective_throughput(trace, window, mapping),
         coverage,
         step_flops,
         sheet,
