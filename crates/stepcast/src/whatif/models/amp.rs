@@ -15,6 +15,7 @@ use super::peaks::{Datasheet, datasheet, peaks};
 use crate::analyze::mapping::Phase;
 use crate::analyze::op_model::{KernelCost, kernel_costs};
 use crate::graph::{TaskId, TaskKind};
+use stepcast_trace::Dtype;
 
 /// The compute capability major of the trace's GPU (the largest, if several).
 pub(super) fn compute_major(context: &Context<'_>) -> Option<i64> {
@@ -309,6 +310,11 @@ impl Headroom {
         if dur_ns <= 0 {
             return (by_name, Gain::ByName);
         }
+        // Its op's inputs are already half precision (a name that does not say so): autocast
+        // leaves it as it is.
+        if matches!(cost.dtype, Some(Dtype::Float16 | Dtype::BFloat16)) {
+            return (1.0, Gain::Modeled);
+        }
         let dur = dur_ns as f64;
         let (mut factor, mut gain) = (by_name, Gain::Modeled);
         let path_untold = !(class.tf32 || class.simt || class.fast_f32);
@@ -326,8 +332,8 @@ impl Headroom {
         (factor, gain)
     }
 
-    /// Tensor-core eligible FP32 kernels of `context`'s steps by how their gain was decided,
-    /// with their recorded time: (by name, modeled, floored, on TF32), ns.
+    /// The window's tensor-core eligible kernels not named half precision, by how their gain
+    /// was decided, with their recorded time: (by name, modeled, floored, on TF32), ns.
     fn summary(&self, context: &Context<'_>, factors: &AmpFactors) -> [i64; 4] {
         let g = &context.window.graph;
         let names = &context.trace.names;
