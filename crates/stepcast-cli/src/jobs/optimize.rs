@@ -101,6 +101,15 @@ pub fn load_ranks(
         loaded.push((rank, mapped));
     }
     progress.update("loading ranks", files.len(), files.len());
+    // One job, as `replay DIR` checks it: traces of two recorded world sizes are refused.
+    let worlds: Vec<(&std::path::Path, Option<i64>)> = loaded
+        .iter()
+        .map(|(_, l)| {
+            let world = l.trace.distributed.as_ref().and_then(|d| d.world_size);
+            (l.path.as_path(), world)
+        })
+        .collect();
+    super::ranks::one_world(&worlds)?;
     loaded.sort_by(|a, b| (a.0, &a.1.path).cmp(&(b.0, &b.1.path)));
     Ok(loaded.into_iter().map(|(_, mapped)| mapped).collect())
 }

@@ -110,7 +110,11 @@ impl Job {
     /// position among them all.
     fn numbered(files: Vec<Vec<Rank>>) -> anyhow::Result<Job> {
         let ranks: Vec<Rank> = files.into_iter().flatten().collect();
-        let world_size = one_world(&ranks)?;
+        let worlds: Vec<(&Path, Option<i64>)> = ranks
+            .iter()
+            .map(|r| (r.file.as_path(), r.world_size))
+            .collect();
+        let world_size = one_world(&worlds)?;
         let mut ranks: Vec<(PathBuf, bool, RankGraph)> = ranks
             .into_iter()
             .enumerate()
@@ -220,13 +224,13 @@ struct Rank {
 /// The world size the ranks record, checked to be one job's: traces that record different
 /// world sizes are two jobs, an error naming the files of each (fewest first, the likely
 /// strays). `None` where no trace records one.
-fn one_world(ranks: &[Rank]) -> anyhow::Result<Option<i64>> {
+pub(crate) fn one_world(ranks: &[(&Path, Option<i64>)]) -> anyhow::Result<Option<i64>> {
     let mut worlds: std::collections::BTreeMap<i64, Vec<&Path>> = Default::default();
-    for rank in ranks {
-        if let Some(world) = rank.world_size {
+    for &(file, world_size) in ranks {
+        if let Some(world) = world_size {
             let files = worlds.entry(world).or_default();
-            if !files.contains(&rank.file.as_path()) {
-                files.push(&rank.file);
+            if !files.contains(&file) {
+                files.push(file);
             }
         }
     }

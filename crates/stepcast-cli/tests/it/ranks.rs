@@ -299,4 +299,8 @@ fn missing_ranks_are_said_and_two_jobs_are_refused() {
             && err.contains(&format!("{} records a world of 4 ranks", four.display())),
         "{err}"
     );
+    // `optimize DIR` searches one job too.
+    let run = stepcast(&["optimize", super::path_str(&mixed)]);
+    assert_eq!(run.code, Some(1));
+    assert!(run.stderr.contains("not one job"), "{}", run.stderr);
 }

@@ -169,6 +169,7 @@ pub fn faster_hardware(
     }
     Ok(changed)
 }
+
 /// How much faster a kernel of this cost runs on `to` than on `from` at the same share of its
 /// roofline: the ratio of its roofline times (its FLOPs at its type's peak or its bytes at the
 /// memory's bandwidth, whichever is longer); `None` where either is 0.
