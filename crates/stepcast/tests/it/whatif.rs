@@ -1429,3 +1429,36 @@ fn removing_a_call_keeps_the_wait_that_follows_it() {
         outcome.speedup
     );
 }
+
+/// Where every kernel of a chain has its op's shapes recorded, the fused kernel's share of
+/// the chain's time is its bytes' (the op model's): at least one part's share of the bytes
+/// (never fewer than the largest part's), at most all of them; most chains of the transformer
+/// have every part's shapes.
+#[test]
+fn fused_chains_take_their_share_from_the_op_models_bytes() {
+    use stepcast::whatif::models::{elementwise_runs, traffic_shares};
+    let loaded = load_mapped("stepcast/h100-pairs/transformer-fp32.json.gz");
+    let context = context(&loaded);
+    let edit = context.edit();
+    let runs = elementwise_runs(&context, &edit);
+    let shares = traffic_shares(&context, &edit, &runs);
+    assert_eq!(shares.len(), runs.len());
+    let known: Vec<(usize, f64)> = runs
+        .iter()
+        .zip(&shares)
+        .filter_map(|((_, run), share)| share.map(|s| (run.len(), s)))
+        .collect();
+    assert!(
+        known.len() * 2 >= runs.len(),
+        "{} of {}",
+        known.len(),
+        runs.len()
+    );
+    for (n, share) in known {
+        assert!(share > 0.0 && share <= 1.0, "{share}");
+        assert!(
+            share >= 1.0 / n as f64 - 1e-9,
+            "at least one part's bytes: {share}"
+        );
+    }
+}

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use crate::analyze::mapping::Phase;
 use crate::whatif::edit::{EditGraph, Selection};
-use crate::whatif::models::{elementwise_runs, fuse_runs, fused_chain_ns};
+use crate::whatif::models::{elementwise_runs, fuse_runs, fused_chain_ns, traffic_shares};
 use crate::whatif::{Context, WhatIfError};
 
 use super::Move;
@@ -37,6 +37,9 @@ pub struct Region {
 #[derive(Clone, Debug, Default)]
 pub struct Regions {
     pub runs: Vec<(Phase, Selection)>,
+    /// Per run, the fused kernel's share of its parts' time by the op model's bytes, where
+    /// known ([`traffic_shares`]).
+    pub shares: Vec<Option<f64>>,
     /// Sorted by (phase, kernels).
     pub regions: Vec<Region>,
 }
@@ -44,6 +47,7 @@ pub struct Regions {
 impl Regions {
     pub fn find(context: &Context<'_>, edit: &EditGraph, steady_steps: usize) -> Regions {
         let runs = elementwise_runs(context, edit);
+        let shares = traffic_shares(context, edit, &runs);
         let trace = context.trace;
         let mut by_key: BTreeMap<(Phase, Vec<String>), Region> = BTreeMap::new();
         for (i, (phase, run)) in runs.iter().enumerate() {
@@ -53,7 +57,8 @@ impl Regions {
                 .map(|&t| trace.name(edit.name(t)).to_string())
                 .collect();
             let parts: Vec<i64> = run.tasks().iter().map(|&t| edit.dur_ns(t)).collect();
-            let device_cut = parts.iter().sum::<i64>() - fused_chain_ns(&parts, None);
+            let device_cut = parts.iter().sum::<i64>()
+                - fused_chain_ns(&parts, shares.get(i).copied().flatten());
             let host_cut: i64 = run.tasks()[1..]
                 .iter()
                 .filter_map(|&t| edit.launcher(t))
@@ -82,7 +87,11 @@ impl Regions {
         for region in &mut regions {
             region.bound_ns /= steady_steps.max(1) as i64;
         }
-        Regions { runs, regions }
+        Regions {
+            runs,
+            shares,
+            regions,
+        }
     }
 
     /// The region a [`Move::FuseOps`] names, if this window has it.
@@ -132,10 +141,11 @@ pub fn apply(regions: &Regions, plan: &[Move], edit: &mut EditGraph) -> Result<(
         }
     }
     chosen.sort_unstable();
-    let runs: Vec<(Phase, Selection)> = chosen
-        .into_iter()
-        .map(|i| regions.runs[i].clone())
+    let runs: Vec<(Phase, Selection)> = chosen.iter().map(|&i| regions.runs[i].clone()).collect();
+    let shares: Vec<Option<f64>> = chosen
+        .iter()
+        .map(|&i| regions.shares.get(i).copied().flatten())
         .collect();
-    fuse_runs(edit, &runs, None)?;
+    fuse_runs(edit, &runs, &shares)?;
     Ok(())
 }

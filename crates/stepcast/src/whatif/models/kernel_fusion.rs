@@ -17,8 +17,10 @@ use crate::graph::{TaskId, TaskKind};
 /// two independent element-wise ops that happen to follow each other on the stream are not
 /// fused (a compiler fuses along data edges, not stream order).
 ///
-/// Cost: see [`fused_chain_ns`]. `factor` replaces the chain estimate by a fixed share of the
-/// sum. The durations are this trace's own.
+/// Cost: see [`fused_chain_ns`]: the share of the parts' time is their bytes' (the op model's,
+/// [`traffic_shares`]) where every part's op recorded its shapes, else the traffic estimate
+/// by count; `factor` replaces either by a fixed share of the sum. The durations are this
+/// trace's own.
 ///
 /// Not modeled: fusion across reductions or GEMM epilogues (Inductor folds a bias, an
 /// activation or a residual addition into the GEMM's epilogue and fuses element-wise work
@@ -30,7 +32,56 @@ pub fn kernel_fusion(
     factor: Option<f64>,
 ) -> Result<usize, WhatIfError> {
     let runs = elementwise_runs(context, edit);
-    fuse_runs(edit, &runs, factor)
+    let shares: Vec<Option<f64>> = match factor {
+        Some(factor) => vec![Some(factor); runs.len()],
+        None => traffic_shares(context, edit, &runs),
+    };
+    fuse_runs(edit, &runs, &shares)
+}
+
+/// Per chain, the share of its parts' time the fused kernel takes by the op model's bytes
+/// (`analyze::op_model`), where every part's op recorded its shapes: the fused kernel reads
+/// what the chain reads from outside and writes its last result, the intermediates staying
+/// in registers; each intermediate is one element per element-wise FLOP of the op that wrote
+/// it (half the bytes of a copy), so the fused bytes are the parts' bytes less twice each
+/// intermediate (written, then read back), and never fewer than the largest part's. `None` for a chain with a part of no recorded shapes: [`fused_chain_ns`]'s
+/// default share.
+pub fn traffic_shares(
+    context: &Context<'_>,
+    edit: &EditGraph,
+    runs: &[(Phase, Selection)],
+) -> Vec<Option<f64>> {
+    use crate::analyze::op_model::{Category, kernel_costs};
+    let costs = kernel_costs(context.trace, context.window, context.mapping);
+    runs.iter()
+        .map(|(_, run)| {
+            let parts: Option<Vec<_>> = run
+                .tasks()
+                .iter()
+                .map(|&t| {
+                    let cost = edit
+                        .is_original(t)
+                        .then(|| costs.get(t.index()).copied().flatten())
+                        .flatten()?;
+                    (cost.category == Category::Elementwise && cost.bytes > 0.0).then_some(cost)
+                })
+                .collect();
+            let parts = parts?;
+            let bytes: f64 = parts.iter().map(|c| c.bytes).sum();
+            // A copy or fill computes nothing: its result is taken as half its bytes (one
+            // tensor read, one written).
+            let intermediates: f64 = parts[..parts.len().saturating_sub(1)]
+                .iter()
+                .map(|c| match c.flops {
+                    0.0 => c.bytes / 2.0,
+                    flops => flops * c.dtype.map_or(4.0, |d| d.bytes() as f64),
+                })
+                .sum();
+            let largest = parts.iter().map(|c| c.bytes).fold(0.0, f64::max);
+            let fused = (bytes - 2.0 * intermediates).max(largest);
+            (bytes > 0.0).then(|| (fused / bytes).clamp(0.0, 1.0))
+        })
+        .collect()
 }
 
 /// The chains [`kernel_fusion`] fuses: runs of two or more element-wise kernels adjacent on
@@ -166,21 +217,22 @@ pub fn fused_chain_ns(parts_ns: &[i64], factor: Option<f64>) -> i64 {
     ((sum as f64 * share).round() as i64).max(longest).min(sum)
 }
 
-/// Fuses each of `runs` (live tasks of `edit`) into one kernel costing [`fused_chain_ns`], the
-/// launch calls of the fused-away kernels dropped with the host time after them. Returns the
-/// number of kernels fused.
+/// Fuses each of `runs` (live tasks of `edit`) into one kernel costing [`fused_chain_ns`] with
+/// the run's share in `shares` (its traffic share, or the user's factor; `None`: the default),
+/// the launch calls of the fused-away kernels dropped with the host time after them. Returns
+/// the number of kernels fused.
 pub fn fuse_runs(
     edit: &mut EditGraph,
     runs: &[(Phase, Selection)],
-    factor: Option<f64>,
+    shares: &[Option<f64>],
 ) -> Result<usize, WhatIfError> {
     let mut changed = 0;
-    for (_, run) in runs {
+    for (i, (_, run)) in runs.iter().enumerate() {
         if run.len() < 2 {
             continue;
         }
         let parts: Vec<i64> = run.tasks().iter().map(|&t| edit.dur_ns(t)).collect();
-        let cost = fused_chain_ns(&parts, factor);
+        let cost = fused_chain_ns(&parts, shares.get(i).copied().flatten());
         changed += run.len();
         edit.fuse(run, FusedCost::Fixed(cost), HostGaps::Drop)?;
     }

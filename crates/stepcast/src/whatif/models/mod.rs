@@ -40,7 +40,9 @@ pub use input_overlap::{
     LoaderHost, LoaderWork, WORKER_TENSOR_SLOWDOWN, delivery_ns, loader_in_workers, loader_work,
     prefetch_inputs, worker_slowdown, workers_wait_ns,
 };
-pub use kernel_fusion::{elementwise_runs, fuse_runs, fused_chain_ns, kernel_fusion};
+pub use kernel_fusion::{
+    elementwise_runs, fuse_runs, fused_chain_ns, kernel_fusion, traffic_shares,
+};
 pub use kernels::{Bound, KernelClass, classify_kernel, is_tensor_core_eligible};
 pub use offload::{host_copy_bandwidth, offload, offload_memory};
 pub use peaks::{datasheet, product_named};
