@@ -2,7 +2,7 @@
 
 use stepcast_trace::{Dtype, OpInput};
 
-use super::cost::{Unmodeled, elements};
+use super::cost::{Unmodeled, element_bytes, elements};
 
 /// Attention's FLOPs and bytes (see the module documentation for the layouts).
 pub(super) fn attention(
@@ -53,7 +53,7 @@ pub(super) fn attention(
     if is_causal(stem, inputs) && sq == sk {
         forward /= 2.0;
     }
-    let size = q_type.map_or(4.0, |t| t.bytes() as f64);
+    let size = element_bytes(*q_type);
     let qkv = [q, k, v]
         .iter()
         .map(|shape| elements(shape))

@@ -245,6 +245,11 @@ pub(super) fn tensors(inputs: &[OpInput]) -> Vec<(&[i64], Option<Dtype>)> {
         .collect()
 }
 
+/// Bytes per element of `dtype`; 4 (FP32) where the profiler wrote no type.
+pub(crate) fn element_bytes(dtype: Option<Dtype>) -> f64 {
+    dtype.map_or(4.0, |d| d.bytes() as f64)
+}
+
 pub(super) fn elements(shape: &[i64]) -> Option<f64> {
     stepcast_trace::shape_elements(shape).map(|n| n as f64)
 }
@@ -260,7 +265,7 @@ pub fn op_cost(name: &str, inputs: &[OpInput]) -> Result<OpCost, Unmodeled> {
         return Err(Unmodeled::NoShapes);
     }
     let dtype = tensors.iter().find_map(|t| t.1);
-    let size = |dtype: Option<Dtype>| dtype.map_or(4.0, |d| d.bytes() as f64);
+    let size = element_bytes;
     let cost = |flops: f64, bytes: f64, category, formula| OpCost {
         flops,
         bytes,
@@ -361,23 +366,6 @@ pub fn op_cost(name: &str, inputs: &[OpInput]) -> Result<OpCost, Unmodeled> {
                 )
             })
         }
-        _ if COMPARISONS.contains(&stem) => {
-            let largest = tensors
-                .iter()
-                .filter_map(|t| elements(t.0))
-                .fold(0.0, f64::max);
-            let read: f64 = tensors
-                .iter()
-                .map(|t| bytes_of(t.0, t.1))
-                .sum::<Option<f64>>()
-                .ok_or(Unmodeled::NoFormula)?;
-            Ok(cost(
-                largest,
-                read + largest,
-                Category::Elementwise,
-                "1 FLOP per element; inputs read, a bool per element written",
-            ))
-        }
         _ if MOVES.contains(&stem) => {
             let first = bytes_of(tensors[0].0, tensors[0].1).ok_or(Unmodeled::NoFormula)?;
             let bytes = if stem == "copy" {
@@ -397,7 +385,7 @@ pub fn op_cost(name: &str, inputs: &[OpInput]) -> Result<OpCost, Unmodeled> {
                 "bytes read and written, no FLOPs",
             ))
         }
-        _ if ELEMENTWISE.contains(&stem) => {
+        _ if ELEMENTWISE.contains(&stem) || COMPARISONS.contains(&stem) => {
             let largest = tensors
                 .iter()
                 .filter_map(|t| elements(t.0))
@@ -407,16 +395,27 @@ pub fn op_cost(name: &str, inputs: &[OpInput]) -> Result<OpCost, Unmodeled> {
                 .map(|t| bytes_of(t.0, t.1))
                 .sum::<Option<f64>>()
                 .ok_or(Unmodeled::NoFormula)?;
-            let written = if in_place {
-                bytes_of(tensors[0].0, tensors[0].1).ok_or(Unmodeled::NoFormula)?
+            let (written, formula) = if COMPARISONS.contains(&stem) {
+                (
+                    largest,
+                    "1 FLOP per element; inputs read, a bool per element written",
+                )
+            } else if in_place {
+                (
+                    bytes_of(tensors[0].0, tensors[0].1).ok_or(Unmodeled::NoFormula)?,
+                    "1 FLOP per element; inputs read, output written",
+                )
             } else {
-                largest * size(dtype)
+                (
+                    largest * size(dtype),
+                    "1 FLOP per element; inputs read, output written",
+                )
             };
             Ok(cost(
                 largest,
                 read + written,
                 Category::Elementwise,
-                "1 FLOP per element; inputs read, output written",
+                formula,
             ))
         }
         _ => {
@@ -445,7 +444,7 @@ fn embedding(
     inputs: &[OpInput],
     tensors: &[(&[i64], Option<Dtype>)],
 ) -> Result<(f64, f64), Unmodeled> {
-    let size = |dtype: &Option<Dtype>| dtype.map_or(4.0, |d| d.bytes() as f64);
+    let size = |dtype: &Option<Dtype>| element_bytes(*dtype);
     let count = |shape: &[i64]| elements(shape).ok_or(Unmodeled::NoFormula);
     match (stem, tensors) {
         ("embedding", [(weight, w_type), (indices, x_type), ..]) => {

@@ -81,6 +81,7 @@ mod tests;
 mod windows;
 
 pub use collectives::{CollectiveThroughput, collective_throughput};
+pub(crate) use cost::element_bytes;
 pub use cost::{Category, OpCost, Unmodeled, op_cost};
 use multi_tensor::{accumulated_gradients, is_multi_tensor, multi_tensor_cost};
 
@@ -368,6 +369,23 @@ pub fn kernel_costs(trace: &Trace, window: &Window, mapping: &Mapping) -> Vec<Op
     out
 }
 
+/// Adds an op's cost to the groups its kernels ran in (`parts`: group, kernel time), split by
+/// their share of its `ns`.
+fn add_split<K: Ord>(
+    totals: &mut BTreeMap<K, OpTotal>,
+    parts: Vec<(K, i64)>,
+    ns: i64,
+    cost: &OpCost,
+) {
+    for (key, part_ns) in parts {
+        let share = part_ns as f64 / ns.max(1) as f64;
+        totals
+            .entry(key)
+            .or_default()
+            .add(part_ns, cost.flops * share, cost.bytes * share);
+    }
+}
+
 /// The op model of `window`.
 pub fn op_model(trace: &Trace, window: &Window, mapping: &Mapping) -> OpModel {
     let mut coverage = Coverage::default();
@@ -407,22 +425,8 @@ pub fn op_model(trace: &Trace, window: &Window, mapping: &Mapping) -> OpModel {
                     .entry(cost.category)
                     .or_default()
                     .add(ns, cost.flops, cost.bytes);
-                for (layer, layer_ns) in kernels.layers {
-                    let share = layer_ns as f64 / ns.max(1) as f64;
-                    layers.entry(layer).or_default().add(
-                        layer_ns,
-                        cost.flops * share,
-                        cost.bytes * share,
-                    );
-                }
-                for (phase, phase_ns) in kernels.phases {
-                    let share = phase_ns as f64 / ns.max(1) as f64;
-                    phases.entry(phase).or_default().add(
-                        phase_ns,
-                        cost.flops * share,
-                        cost.bytes * share,
-                    );
-                }
+                add_split(&mut layers, kernels.layers, ns, &cost);
+                add_split(&mut phases, kernels.phases, ns, &cost);
                 // An instance's FLOPs go to the steps its kernels ran in, by their time.
                 for (step, step_ns) in kernels.steps {
                     if let Some(flops) = step_flops.get_mut(step) {

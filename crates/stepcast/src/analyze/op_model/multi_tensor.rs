@@ -3,7 +3,7 @@
 
 use stepcast_trace::{Dtype, EventId, OpInput, Trace};
 
-use super::cost::{Category, OpCost, Unmodeled, elements};
+use super::cost::{Category, OpCost, Unmodeled, element_bytes, elements};
 use crate::analyze::mapping::Mapping;
 
 /// Elements per block of PyTorch's `multi_tensor_apply` kernels (`kChunkSize`): each tensor of
@@ -138,7 +138,7 @@ pub(super) fn multi_tensor_cost(
     }
     let elements: f64 = tensors.iter().map(|t| t.1 as f64).sum();
     let dtype = tensors[0].2;
-    let size = dtype.map_or(4.0, |d| d.bytes() as f64);
+    let size = element_bytes(dtype);
     let lists = inputs
         .iter()
         .filter(|i| matches!(i, OpInput::TensorList(_)))

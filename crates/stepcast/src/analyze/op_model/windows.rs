@@ -3,7 +3,7 @@
 
 use stepcast_trace::{Dtype, OpInput};
 
-use super::cost::{Unmodeled, elements};
+use super::cost::{Unmodeled, element_bytes, elements};
 
 /// The output positions of a window (a convolution's kernel, a pooling window) sliding over
 /// `spatial` positions: per dimension `(size + 2·padding − dilation·(kernel − 1) − 1) /
@@ -76,7 +76,7 @@ pub(super) fn pooling(
     inputs: &[OpInput],
     tensors: &[(&[i64], Option<Dtype>)],
 ) -> Result<(f64, f64), Unmodeled> {
-    let size = |dtype: &Option<Dtype>| dtype.map_or(4.0, |d| d.bytes() as f64);
+    let size = |dtype: &Option<Dtype>| element_bytes(*dtype);
     let count = |shape: &[i64]| elements(shape).ok_or(Unmodeled::NoFormula);
     let backward = stem.ends_with("_backward");
     if stem.contains("adaptive") {
@@ -191,7 +191,7 @@ pub(super) fn convolution(
     )
     .ok_or(Unmodeled::NoFormula)?;
     let flops = conv_flops(input, weight, &output).ok_or(Unmodeled::NoFormula)?;
-    let size = |dtype: &Option<Dtype>| dtype.map_or(4.0, |d| d.bytes() as f64);
+    let size = |dtype: &Option<Dtype>| element_bytes(*dtype);
     let out_elements =
         input[0] as f64 * weight[0] as f64 * elements(&output).ok_or(Unmodeled::NoFormula)?;
     let bytes = elements(input).ok_or(Unmodeled::NoFormula)? * size(i_type)

@@ -51,7 +51,7 @@ pub fn traffic_shares(
     edit: &EditGraph,
     runs: &[(Phase, Selection)],
 ) -> Vec<Option<f64>> {
-    use crate::analyze::op_model::{Category, kernel_costs};
+    use crate::analyze::op_model::{Category, element_bytes, kernel_costs};
     let costs = kernel_costs(context.trace, context.window, context.mapping);
     runs.iter()
         .map(|(_, run)| {
@@ -74,7 +74,7 @@ pub fn traffic_shares(
                 .iter()
                 .map(|c| match c.flops {
                     0.0 => c.bytes / 2.0,
-                    flops => flops * c.dtype.map_or(4.0, |d| d.bytes() as f64),
+                    flops => flops * element_bytes(c.dtype),
                 })
                 .sum();
             let largest = parts.iter().map(|c| c.bytes).fold(0.0, f64::max);
