@@ -229,7 +229,9 @@ def load(
     Systems ``.sqlite`` export) and builds its graph: a ``Trace``.
 
     A folder of traces, or a list of trace files, one per rank of a job, gives a ``Job``; a
-    list of one ``.sqlite`` export of several processes gives a ``Job`` of its processes.
+    list of one ``.sqlite`` export of several processes gives a ``Job`` of its processes; a
+    folder of reduced ranks (``stepcast reduce``, ``stepcast.distributed.reduce``) gives the
+    ``Job`` its traces would.
     ``step_range``: a regular expression; steps are the ranges (NVTX, ROCTx, XPlane host
     events) whose name it matches
     (the command line's ``--step-range``).
@@ -241,9 +243,18 @@ def load(
         paths = [os.fspath(p) for p in path]
         return Job(_native.Job.load(paths, step_range, progress=callback), progress)
     path = os.fspath(path)
-    if os.path.isdir(path):
+    if os.path.isdir(path) or _is_reduced(path):
         return Job(_native.Job.load([path], step_range, progress=callback), progress)
     return Trace(_native.Trace.load(path, step_range, progress=callback), progress)
+
+
+def _is_reduced(path: str) -> bool:
+    """Whether ``path`` is a rank reduced by ``stepcast reduce`` (a ``Job`` of one rank)."""
+    try:
+        with open(path, "rb") as file:
+            return file.read(8) == b"STEPCRNK"
+    except OSError:
+        return False
 
 
 def compare(

@@ -1,6 +1,6 @@
 # Types of the native module (crates/stepcast-py); every method answers a `--json` document
 # as JSON text, which the package parses.
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, List, Optional, Tuple
 
 ProgressCallback = Optional[Callable[[str, int, int], Any]]
 
@@ -51,7 +51,12 @@ class Trace:
 
 class Job:
     @staticmethod
-    def load(paths: List[str], progress: ProgressCallback = None) -> Job: ...
+    def load(
+        paths: List[str],
+        step_range: Optional[str] = None,
+        skip_unreadable: bool = False,
+        progress: ProgressCallback = None,
+    ) -> Job: ...
     @property
     def files(self) -> List[str]: ...
     def replay(self, step: Optional[int] = None, progress: ProgressCallback = None) -> str: ...
@@ -64,6 +69,10 @@ class Job:
         progress: ProgressCallback = None,
     ) -> str: ...
 
+REDUCED_EXTENSION: str
+
+def reduce_trace(path: str, step_range: Optional[str] = None) -> List[Tuple[str, bytes]]: ...
+def rank_files(paths: List[str]) -> List[str]: ...
 def compare(
     before: Trace,
     after: Trace,

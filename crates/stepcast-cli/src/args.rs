@@ -59,6 +59,10 @@ pub enum Command {
     /// step variability and the data-parallel scaling curve; for a job folder, the ranks side
     /// by side.
     Report(ReportArgs),
+    /// Reduce each rank of a job to its graph, one compact file per rank (.stepcast-rank), so
+    /// that `replay` and `report` of the folder read those instead of the traces: the map step
+    /// of a job too large for one machine (docs/scaling.md).
+    Reduce(ReduceArgs),
 }
 
 #[derive(Debug, ClapArgs)]
@@ -89,6 +93,10 @@ pub struct ReplayArgs {
     /// critical-path time). By default the per-rank tables and distributions only.
     #[arg(long, value_name = "all|N,M|worst:K")]
     pub ranks: Option<String>,
+    /// Several ranks: replay the job without the rank files that cannot be read (each listed
+    /// with why) instead of refusing it.
+    #[arg(long)]
+    pub skip_unreadable: bool,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -460,6 +468,25 @@ pub struct ReportArgs {
     /// replaced whole or not at all, never an input; stdout if absent (html and md).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// A job: leave out the rank files that cannot be read (each listed with why) instead of
+    /// refusing the job.
+    #[arg(long)]
+    pub skip_unreadable: bool,
+}
+
+#[derive(Debug, ClapArgs)]
+pub struct ReduceArgs {
+    /// The ranks' traces: trace files, or a directory of one job's rank traces.
+    #[arg(value_name = "TRACE | DIR", required = true, num_args = 1..)]
+    pub traces: Vec<PathBuf>,
+    /// The directory to write the reduced ranks into (new, empty, or one `reduce` wrote
+    /// before): `<trace file name>.stepcast-rank` per rank, all or none.
+    #[arg(short = 'o', long = "output", value_name = "DIR")]
+    pub output: PathBuf,
+    /// Reduce the traces that can be read and list the others with why, instead of writing
+    /// nothing.
+    #[arg(long)]
+    pub skip_unreadable: bool,
 }
 
 #[cfg(test)]

@@ -62,6 +62,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
         Command::Report(report) => {
             return write(report.output.as_deref(), &commands::report::run(report)?);
         }
+        Command::Reduce(reduce) => return commands::reduce::run(reduce),
     };
     write(output.file.as_deref(), &answer)
 }
@@ -97,6 +98,9 @@ fn destination(command: &Command) -> Option<(&Path, Shape, Vec<&Path>)> {
         Command::Report(report) => {
             let path = report.output.as_deref()?;
             return Some((path, shape(report.format), paths(&report.traces)));
+        }
+        Command::Reduce(reduce) => {
+            return Some((&reduce.output, Shape::Dir, paths(&reduce.traces)));
         }
     };
     let path = output.file.as_deref()?;

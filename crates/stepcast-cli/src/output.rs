@@ -26,7 +26,7 @@ use anyhow::{Context, anyhow, bail};
 pub const MANIFEST: &str = ".stepcast-manifest";
 
 /// The first line of a [`MANIFEST`], for a person who finds one.
-const MANIFEST_HEADER: &str = "# Written by stepcast --format csv: the files below are its own, replaced the next time it \
+const MANIFEST_HEADER: &str = "# Written by stepcast (--format csv, reduce): the files below are its own, replaced the next time it \
      writes here. Anything else in this directory stops it.";
 
 /// What an output path is to receive.
@@ -120,7 +120,7 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 /// and moved in only once all are complete: a failure while writing leaves the directory as it
 /// was. The [`MANIFEST`] is kept listing every file of ours at each moment, so an interrupted
 /// write leaves nothing the next one would take for the user's.
-pub fn write_dir(path: &Path, files: &[(String, String)]) -> anyhow::Result<()> {
+pub fn write_dir<B: AsRef<[u8]>>(path: &Path, files: &[(String, B)]) -> anyhow::Result<()> {
     let cannot = || format!("cannot write {}", path.display());
     for (name, _) in files {
         if !is_plain_name(name) {
@@ -239,13 +239,13 @@ fn manifest_text<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
 }
 
 /// A new directory: built whole beside `path`, then renamed into place.
-fn write_new_dir(path: &Path, files: &[(String, String)]) -> io::Result<()> {
+fn write_new_dir<B: AsRef<[u8]>>(path: &Path, files: &[(String, B)]) -> io::Result<()> {
     let (parent, name) = parent_and_name(path)?;
     let temp_dir = create_hidden(&parent, &name, |candidate| fs::create_dir(candidate))?;
     let manifest = manifest_text(files.iter().map(|(name, _)| name.as_str()));
     let written = files
         .iter()
-        .map(|(name, contents)| (name.as_str(), contents.as_bytes()))
+        .map(|(name, contents)| (name.as_str(), contents.as_ref()))
         .chain([(MANIFEST, manifest.as_bytes())])
         .try_for_each(|(name, contents)| write_new(&temp_dir.join(name), contents, None))
         // rename() puts a directory in place only where nothing, or an empty directory, is:
@@ -260,7 +260,11 @@ fn write_new_dir(path: &Path, files: &[(String, String)]) -> io::Result<()> {
 /// An existing directory holding nothing but `ours`: the new files are staged in a hidden
 /// folder inside it (same file system, so each moves in by a rename), then moved in, then the
 /// old files of ours that the new answer lacks are removed.
-fn write_existing_dir(dir: &Path, files: &[(String, String)], ours: &[String]) -> io::Result<()> {
+fn write_existing_dir<B: AsRef<[u8]>>(
+    dir: &Path,
+    files: &[(String, B)],
+    ours: &[String],
+) -> io::Result<()> {
     let staging = create_hidden(dir, "stepcast-staging", |candidate| {
         fs::create_dir(candidate)
     })?;
@@ -269,7 +273,7 @@ fn write_existing_dir(dir: &Path, files: &[(String, String)], ours: &[String]) -
         let previous = fs::symlink_metadata(dir.join(name))
             .ok()
             .filter(Metadata::is_file);
-        write_new(&staging.join(name), contents.as_bytes(), previous.as_ref())
+        write_new(&staging.join(name), contents.as_ref(), previous.as_ref())
     });
     if let Err(error) = staged {
         let _ = fs::remove_dir_all(&staging);

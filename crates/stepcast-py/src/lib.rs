@@ -19,6 +19,9 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<traces::Trace>()?;
     module.add_class::<traces::Job>()?;
     module.add_function(wrap_pyfunction!(traces::compare, module)?)?;
+    module.add_function(wrap_pyfunction!(traces::reduce_trace, module)?)?;
+    module.add_function(wrap_pyfunction!(traces::rank_files, module)?)?;
+    module.add("REDUCED_EXTENSION", stepcast_cli::jobs::REDUCED_EXTENSION)?;
     module.add_function(wrap_pyfunction!(csv_tables, module)?)?;
     Ok(())
 }

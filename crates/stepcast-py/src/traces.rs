@@ -357,6 +357,39 @@ pub fn compare(
     detached(py, progress, |p| jobs::compare(before, after, &models, p))
 }
 
+/// `reduce` of one trace file: each of its ranks (one per process it holds) as the file name
+/// `stepcast reduce` gives it and its bytes, for a Dask worker to hand back or write
+/// (`stepcast.distributed`). The trace is read and dropped here; only the bytes leave.
+#[pyfunction]
+#[pyo3(signature = (path, step_range=None))]
+pub fn reduce_trace(
+    py: Python<'_>,
+    path: PathBuf,
+    step_range: Option<String>,
+) -> PyResult<Vec<(String, Py<pyo3::types::PyBytes>)>> {
+    let options = jobs::read_options(step_range.as_deref()).map_err(|error| to_py(&error))?;
+    let files = py
+        .detach(|| jobs::reduce_file(&path, &options))
+        .map_err(|error| to_py(&error))?;
+    Ok(files
+        .into_iter()
+        .map(|file| {
+            (
+                file.name,
+                pyo3::types::PyBytes::new(py, &file.bytes).unbind(),
+            )
+        })
+        .collect())
+}
+
+/// The rank files `paths` name, in the order `replay DIR` reads them (directories expanded to
+/// their traces, or to their reduced ranks, sorted by name).
+#[pyfunction]
+pub fn rank_files(paths: Vec<PathBuf>) -> PyResult<Vec<String>> {
+    let files = jobs::rank_files(&paths).map_err(|error| to_py(&error))?;
+    Ok(files.iter().map(|f| f.display().to_string()).collect())
+}
+
 /// The ranks of one job (a folder of traces, or several traces), replayed as one graph.
 #[pyclass(frozen, module = "stepcast._native")]
 pub struct Job {
@@ -371,16 +404,22 @@ pub struct Job {
 #[pymethods]
 impl Job {
     #[staticmethod]
-    #[pyo3(signature = (paths, step_range=None, progress=None))]
+    #[pyo3(signature = (paths, step_range=None, skip_unreadable=false, progress=None))]
     fn load(
         py: Python<'_>,
         paths: Vec<PathBuf>,
         step_range: Option<String>,
+        skip_unreadable: bool,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<Job> {
         let options = jobs::read_options(step_range.as_deref()).map_err(|error| to_py(&error))?;
         let callback = Callback::new(progress);
-        let job = py.detach(|| jobs::Job::load(&paths, &options, &callback));
+        let unreadable = if skip_unreadable {
+            jobs::Unreadable::Skip
+        } else {
+            jobs::Unreadable::Refuse
+        };
+        let job = py.detach(|| jobs::Job::load(&paths, &options, unreadable, &callback));
         callback.finish()?;
         Ok(Job {
             job: job.map_err(|error| to_py(&error))?,

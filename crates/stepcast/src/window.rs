@@ -7,7 +7,7 @@ use stepcast_trace::LaneId;
 use crate::graph::Graph;
 
 /// One training step of the window.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Step {
     /// `N` of `ProfilerStep#N` (0 for a synthetic step).
     pub number: u64,
@@ -26,7 +26,7 @@ pub struct Step {
 }
 
 /// Facts about graph construction, for `info` and `replay` to show.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct BuildReport {
     /// Calibrated from this trace: median delay from a launch call's start to its work starting
     /// on an idle stream.
@@ -85,7 +85,7 @@ pub struct BuildReport {
 }
 
 /// The whole profiled window as one graph.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Window {
     pub graph: Graph,
     pub steps: Vec<Step>,

@@ -8,6 +8,7 @@ pub mod compare;
 pub mod export;
 pub mod info;
 pub mod optimize;
+pub mod reduce;
 pub mod replay;
 pub mod report;
 pub mod whatif;

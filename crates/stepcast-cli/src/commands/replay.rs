@@ -2,7 +2,7 @@
 //! `stepcast replay DIR` (or several traces, or an export of several processes): replay every
 //! rank as one global graph.
 
-use stepcast_cli::jobs::{self, Input};
+use stepcast_cli::jobs::{self, Input, Unreadable};
 use stepcast_report::table;
 
 use crate::args::ReplayArgs;
@@ -11,7 +11,12 @@ use crate::progress::Terminal;
 /// Runs `replay` and returns its output (text, JSON, or its tables as CSV).
 pub fn run(args: &ReplayArgs) -> anyhow::Result<super::Answer> {
     let progress = Terminal::new();
-    match jobs::open(&args.traces, super::read_options(), &progress)? {
+    let unreadable = if args.skip_unreadable {
+        Unreadable::Skip
+    } else {
+        Unreadable::Refuse
+    };
+    match jobs::open(&args.traces, super::read_options(), unreadable, &progress)? {
         Input::Trace(loaded) => {
             if args.ranks.is_some() {
                 anyhow::bail!(

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
-use stepcast_cli::jobs::{self, Job, Loaded, ReportOptions};
+use stepcast_cli::jobs::{self, Job, Loaded, ReportOptions, Unreadable};
 use stepcast_report::html::ranks_report;
 use stepcast_report::markdown;
 
@@ -24,7 +24,12 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<Answer> {
         )));
     }
     match args.traces.as_slice() {
-        [trace] if !trace.is_dir() || stepcast_trace::is_trace_dir(trace) => one_trace(args, trace),
+        [trace]
+            if (!trace.is_dir() || stepcast_trace::is_trace_dir(trace))
+                && !jobs::is_reduced_file(trace) =>
+        {
+            one_trace(args, trace)
+        }
         paths => job(args, paths),
     }
 }
@@ -83,7 +88,12 @@ fn job(args: &ReportArgs, paths: &[PathBuf]) -> anyhow::Result<Answer> {
     // The page lists every collective instance of at most 16 ranks (all of them in a job of
     // up to 16; else those holding the most critical-path time), so a large job's page stays
     // small; the per-rank tables cover every rank.
-    let document = Job::load(paths, super::read_options(), &progress)?.replay(
+    let unreadable = if args.skip_unreadable {
+        Unreadable::Skip
+    } else {
+        Unreadable::Refuse
+    };
+    let document = Job::load(paths, super::read_options(), unreadable, &progress)?.replay(
         None,
         Some(DETAIL_RANKS),
         &progress,

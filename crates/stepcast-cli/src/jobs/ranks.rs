@@ -6,11 +6,30 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use anyhow::{Context as _, bail};
 use rayon::prelude::*;
 use stepcast::graph::{BuildOptions, build};
-use stepcast::ranks::{RankGraph, recorded_rank, replay_rank_graphs};
-use stepcast_report::json::ranks::{RankDetail, RanksJson, ranks_json};
+use stepcast::ranks::{RankGraph, ReducedRank, recorded_rank, replay_rank_graphs};
+use stepcast_report::json::ranks::{RankDetail, RanksJson, UnreadableJson, ranks_json};
 use stepcast_trace::{ReadOptions, Trace};
 
+use super::reduce::{REDUCED_EXTENSION, is_reduced_file, read_reduced};
 use super::{Loaded, Progress};
+
+/// What a job does with a rank file it cannot read (`--skip-unreadable`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Unreadable {
+    /// The job is refused, naming the first such file (in name order) and why.
+    #[default]
+    Refuse,
+    /// The job goes on without it; every output lists it with its reason.
+    Skip,
+}
+
+/// A rank file left out under [`Unreadable::Skip`], and why.
+#[derive(Clone, Debug)]
+pub struct Skipped {
+    pub file: PathBuf,
+    /// The one-line message the file would have been refused with.
+    pub reason: String,
+}
 
 /// What `replay` was given: one trace, or the ranks of a job.
 pub enum Input {
@@ -24,13 +43,14 @@ pub enum Input {
 pub fn open(
     paths: &[PathBuf],
     options: &ReadOptions,
+    unreadable: Unreadable,
     progress: &dyn Progress,
 ) -> anyhow::Result<Input> {
     let [path] = paths else {
-        return Job::load(paths, options, progress).map(Input::Job);
+        return Job::load(paths, options, unreadable, progress).map(Input::Job);
     };
-    if path.is_dir() && !stepcast_trace::is_trace_dir(path) {
-        return Job::load(paths, options, progress).map(Input::Job);
+    if (path.is_dir() && !stepcast_trace::is_trace_dir(path)) || is_reduced_file(path) {
+        return Job::load(paths, options, unreadable, progress).map(Input::Job);
     }
     let stage = format!("loading {}", path.display());
     progress.update(&stage, 0, 2);
@@ -42,11 +62,12 @@ pub fn open(
     }
     let graphs = rank_graphs(path, traces);
     progress.update(&stage, 2, 2);
-    Job::numbered(vec![graphs]).map(Input::Job)
+    Job::numbered(vec![graphs], Vec::new()).map(Input::Job)
 }
 
 /// The traces named: files as given, directories expanded to their `.json`/`.json.gz` and
-/// `.sqlite` files (sorted by name).
+/// `.sqlite` files, or to their reduced ranks (`.stepcast-rank`, written by `reduce`), sorted
+/// by name. A directory holding both is refused: they would be the same ranks twice.
 pub fn rank_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for path in paths {
@@ -54,39 +75,66 @@ pub fn rank_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
             files.push(path.clone());
             continue;
         }
-        let found = stepcast_trace::trace_files_in(path)
-            .with_context(|| format!("cannot list {}", path.display()))?;
-        if found.is_empty() {
-            bail!(
-                "{} is a directory with no trace files (.json, .json.gz or .sqlite) in it; give one \
-                 trace per rank, or a directory of them",
+        let cannot_list = || format!("cannot list {}", path.display());
+        let traces = stepcast_trace::trace_files_in(path).with_context(cannot_list)?;
+        let reduced = reduced_files_in(path).with_context(cannot_list)?;
+        match (traces.is_empty(), reduced.is_empty()) {
+            (true, true) => bail!(
+                "{} is a directory with no trace files (.json, .json.gz or .sqlite) and no \
+                 reduced ranks (.{REDUCED_EXTENSION}) in it; give one trace per rank, or a \
+                 directory of them",
                 path.display()
-            );
+            ),
+            (false, false) => bail!(
+                "{} holds both trace files ({}, ...) and reduced ranks ({}, ...); give a \
+                 directory of one or the other",
+                path.display(),
+                traces[0].display(),
+                reduced[0].display()
+            ),
+            (false, true) => files.extend(traces),
+            (true, false) => files.extend(reduced),
         }
-        files.extend(found);
     }
     Ok(files)
+}
+
+/// The reduced ranks of directory `dir` (its `.stepcast-rank` files), sorted by name.
+fn reduced_files_in(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_file() && path.extension().is_some_and(|e| e == REDUCED_EXTENSION) {
+            found.push(path);
+        }
+    }
+    found.sort();
+    Ok(found)
 }
 
 /// The ranks of one job, each reduced to what the multi-rank replay needs (its `RankGraph`,
 /// not its trace), in rank order.
 pub struct Job {
+    /// Per rank, the trace it was read (or reduced) from, as the user named it.
     paths: Vec<PathBuf>,
     graphs: Vec<RankGraph>,
     /// The world size the traces record (all the same), if any records one.
     world_size: Option<i64>,
     /// Ranks of that world no trace was given for.
     missing: Vec<i64>,
+    /// Files left out as unreadable ([`Unreadable::Skip`]), in name order.
+    skipped: Vec<Skipped>,
 }
 
 impl Job {
     /// Reads every trace `paths` names (see [`rank_files`]), one rank per process (a file
     /// holds one, but an Nsight Systems export may hold several), on every core: each trace
     /// is dropped as soon as its rank's graph is built, so memory holds the ranks being read
-    /// plus the graphs.
+    /// plus the graphs. A reduced rank (`reduce`) is read as the rank it was reduced from.
     pub fn load(
         paths: &[PathBuf],
         options: &ReadOptions,
+        unreadable: Unreadable,
         progress: &dyn Progress,
     ) -> anyhow::Result<Job> {
         let files = rank_files(paths)?;
@@ -95,21 +143,47 @@ impl Job {
         let read: Vec<anyhow::Result<Vec<Rank>>> = files
             .par_iter()
             .map(|file| {
-                let traces = stepcast_trace::read_processes(file, options)?;
-                let graphs = rank_graphs(file, traces);
+                let ranks = read_ranks(file, options);
                 let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
                 progress.update("loading ranks", finished, files.len());
-                Ok(graphs)
+                ranks
             })
             .collect();
-        // The first unreadable file in name order, whichever thread met it first.
-        Job::numbered(read.into_iter().collect::<anyhow::Result<Vec<_>>>()?)
+        let mut ranks = Vec::with_capacity(read.len());
+        let mut skipped = Vec::new();
+        for (file, result) in files.iter().zip(read) {
+            match (result, unreadable) {
+                (Ok(file_ranks), _) => ranks.push(file_ranks),
+                // The first unreadable file in name order, whichever thread met it first.
+                (Err(error), Unreadable::Refuse) => return Err(error),
+                (Err(error), Unreadable::Skip) => skipped.push(Skipped {
+                    file: file.clone(),
+                    reason: crate::message(&error),
+                }),
+            }
+        }
+        if ranks.is_empty() {
+            bail!(
+                "none of the {} rank files given could be read (the first, {}: {})",
+                skipped.len(),
+                skipped[0].file.display(),
+                skipped[0].reason
+            );
+        }
+        Job::numbered(ranks, skipped)
     }
 
-    /// The ranks of each file, in file order, numbered: the rank a trace records, else its
-    /// position among them all.
-    fn numbered(files: Vec<Vec<Rank>>) -> anyhow::Result<Job> {
-        let ranks: Vec<Rank> = files.into_iter().flatten().collect();
+    /// The ranks of each file, in file order (reduced ranks in the order of the traces they
+    /// were reduced from), numbered: the rank a trace records, else its position among them
+    /// all.
+    fn numbered(files: Vec<Vec<Rank>>, skipped: Vec<Skipped>) -> anyhow::Result<Job> {
+        let mut ranks: Vec<Rank> = files.into_iter().flatten().collect();
+        if ranks.iter().any(|r| r.reduced) {
+            // `reduce` names its files after the traces, but a suffix can reorder names
+            // (`a.json.gz.stepcast-rank` sorts before `a.json.stepcast-rank`): position
+            // numbers follow the traces' order, as a folder of the traces themselves gives.
+            ranks.sort_by(|a, b| (&a.file, a.process).cmp(&(&b.file, b.process)));
+        }
         let worlds: Vec<(&Path, Option<i64>)> = ranks
             .iter()
             .map(|r| (r.file.as_path(), r.world_size))
@@ -169,6 +243,7 @@ impl Job {
             graphs,
             world_size,
             missing,
+            skipped,
         })
     }
 
@@ -197,6 +272,14 @@ impl Job {
         }
         document.world_size = self.world_size;
         document.missing_ranks = self.missing.clone();
+        document.unreadable = self
+            .skipped
+            .iter()
+            .map(|s| UnreadableJson {
+                file: s.file.display().to_string(),
+                reason: s.reason.clone(),
+            })
+            .collect();
         if let Some(number) = step {
             if !document
                 .ranks
@@ -213,12 +296,50 @@ impl Job {
     }
 }
 
-/// A rank read from `file`, before it is numbered.
-struct Rank {
-    file: PathBuf,
-    recorded: Option<i64>,
-    world_size: Option<i64>,
-    graph: RankGraph,
+/// A rank read from `file` (for a reduced rank, the trace it was reduced from), before it
+/// is numbered.
+pub(super) struct Rank {
+    pub(super) file: PathBuf,
+    /// Which process of the file it is (an Nsight Systems export may hold several).
+    pub(super) process: u32,
+    pub(super) recorded: Option<i64>,
+    pub(super) world_size: Option<i64>,
+    pub(super) graph: RankGraph,
+    /// Read from a reduced rank rather than its trace.
+    reduced: bool,
+}
+
+impl Rank {
+    /// The rank as `reduce` writes it.
+    pub(super) fn into_reduced(self) -> ReducedRank {
+        ReducedRank {
+            source: self.file.display().to_string(),
+            process: self.process,
+            recorded_rank: self.recorded,
+            world_size: self.world_size,
+            graph: self.graph,
+        }
+    }
+
+    fn from_reduced(reduced: ReducedRank) -> Rank {
+        Rank {
+            file: PathBuf::from(reduced.source),
+            process: reduced.process,
+            recorded: reduced.recorded_rank,
+            world_size: reduced.world_size,
+            graph: reduced.graph,
+            reduced: true,
+        }
+    }
+}
+
+/// The ranks of one file: a trace's processes, or the one rank a reduced rank holds.
+pub(super) fn read_ranks(file: &Path, options: &ReadOptions) -> anyhow::Result<Vec<Rank>> {
+    if is_reduced_file(file) {
+        return Ok(vec![Rank::from_reduced(read_reduced(file)?)]);
+    }
+    let traces = stepcast_trace::read_processes(file, options)?;
+    Ok(rank_graphs(file, traces))
 }
 
 /// The world size the ranks record, checked to be one job's: traces that record different
@@ -269,14 +390,17 @@ pub(crate) fn one_world(ranks: &[(&Path, Option<i64>)]) -> anyhow::Result<Option
 fn rank_graphs(file: &Path, traces: Vec<Trace>) -> Vec<Rank> {
     traces
         .into_par_iter()
-        .map(|trace| {
+        .enumerate()
+        .map(|(process, trace)| {
             let window = build(&trace, &BuildOptions::default());
             let recorded = recorded_rank(&trace);
             Rank {
                 file: file.to_path_buf(),
+                process: process as u32,
                 recorded,
                 world_size: trace.distributed.as_ref().and_then(|d| d.world_size),
                 graph: RankGraph::new(recorded.unwrap_or(0), &trace, window),
+                reduced: false,
             }
         })
         .collect()

@@ -48,6 +48,18 @@ pub struct RanksJson {
     /// ranks (the stragglers, the cross-rank critical path, the wait/transfer split) is of
     /// the ranks given only.
     pub missing_ranks: Vec<i64>,
+    /// Rank files left out because they could not be read (`--skip-unreadable`), with why:
+    /// like a missing rank, every figure that depends on all ranks is of the others only.
+    pub unreadable: Vec<UnreadableJson>,
+}
+
+/// A rank file left out of the job as unreadable.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct UnreadableJson {
+    /// The file as the user named it.
+    pub file: String,
+    /// The one-line message it would have been refused with.
+    pub reason: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -604,6 +616,7 @@ pub fn ranks_json(report: &RanksReport, detail: &RankDetail) -> RanksJson {
     RanksJson {
         world_size: None,
         missing_ranks: Vec::new(),
+        unreadable: Vec::new(),
         schema: "stepcast.replay-ranks/2",
         detail_ranks: detail.iter().map(|&r| rank_of(r)).collect(),
         over_ranks,

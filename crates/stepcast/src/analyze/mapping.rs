@@ -30,7 +30,9 @@ use phase::HostClock;
 use stacks::Stacks;
 
 /// Which part of a training step a task belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum Phase {
     Forward,
     Backward,

@@ -15,7 +15,9 @@ pub use calls::{CallClass, classify_call};
 
 /// A task of the graph (an index into its columns). `u32`: a window of 4 billion tasks would be
 /// a 400 GB trace.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct TaskId(pub u32);
 
 impl TaskId {
@@ -28,7 +30,9 @@ impl TaskId {
 }
 
 /// What a task is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum TaskKind {
     /// A runtime or driver call on a host thread.
     ApiCall,
@@ -59,7 +63,9 @@ impl TaskKind {
 }
 
 /// Why one task waits for another.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum EdgeKind {
     /// The previous task on the same lane (implicit: not stored).
     LaneOrder,
@@ -182,7 +188,7 @@ impl EdgeKind {
 }
 
 /// A lane of the graph, as in the trace.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GraphLane {
     pub trace_lane: LaneId,
     pub kind: LaneKind,
@@ -195,7 +201,7 @@ pub struct GraphLane {
 }
 
 /// What a device task asks of its device's multiprocessors, for the engine's capacity model.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum SmDemand {
     /// None: host work, or a copy the copy engines move.
     None,
@@ -242,7 +248,7 @@ pub const NO_TIME: i64 = i64::MIN;
 pub const NO_STEP: u32 = u32::MAX;
 
 /// The dependency graph, struct-of-arrays. Every column has one row per task.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Graph {
     pub lanes: Vec<GraphLane>,
     pub kind: Vec<TaskKind>,

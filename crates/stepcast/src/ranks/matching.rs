@@ -28,7 +28,9 @@ use crate::comm::calibrate::comm_args;
 use crate::graph::{NO_STEP, TaskId, TaskKind};
 
 /// How a collective's identity (its group and place) was found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum GroupSource {
     /// The recorded process group and per-group sequence number (`Seq`).
     RecordedSeq,
@@ -53,7 +55,7 @@ impl GroupSource {
 }
 
 /// One collective kernel of one rank.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CollectiveInstance {
     pub task: TaskId,
     /// The collective's type from the kernel name (`AllReduce`, `SendRecv`, ...).

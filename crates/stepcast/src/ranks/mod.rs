@@ -14,6 +14,7 @@ mod clocks;
 mod global;
 mod matching;
 mod rank_graph;
+mod reduced;
 mod split;
 mod stragglers;
 
@@ -36,6 +37,7 @@ pub use matching::{
     UnmatchedCollective, UnmatchedReason, collective_op, match_collectives, rank_collectives,
 };
 pub use rank_graph::{HostOp, RankGraph};
+pub use reduced::{MAGIC, ReducedError, ReducedRank, SCHEMA_VERSION, is_reduced};
 pub use split::{
     CollectiveSplit, InstanceSplit, RankCommTotals, WaitTransfer, split_wait_transfer,
 };

@@ -12,7 +12,7 @@ use crate::comm::{calibrate, recorded_collectives};
 use crate::graph::TaskId;
 
 /// A host op (`CpuOp` or user annotation, step markers left out) of a host thread.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HostOp {
     pub name: NameId,
     pub start_ns: i64,
@@ -27,7 +27,7 @@ impl HostOp {
 
 /// One rank of a job: its graph and the few facts of its trace that matching, alignment,
 /// the wait/transfer split and the straggler attribution read.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct RankGraph {
     /// The rank number (`distributedInfo.rank`, or the position in the input).
     pub rank: i64,

@@ -1,0 +1,137 @@
+//! `reduce`: every rank of a job reduced to its `RankGraph` and kept as one file, so that the
+//! job's replay reads the compact graphs rather than the traces (docs/scaling.md). The map
+//! step of a job too large for one machine: each rank is reduced where its trace is (a Dask
+//! worker, `stepcast.distributed`), and the reduce step reads only these files.
+
+use std::fs::File;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use anyhow::{Context as _, bail};
+use rayon::prelude::*;
+use stepcast::ranks::{MAGIC, ReducedRank};
+use stepcast_trace::ReadOptions;
+
+use super::Progress;
+use super::ranks::{Skipped, Unreadable, rank_files, read_ranks};
+
+/// The extension of a reduced rank's file.
+pub const REDUCED_EXTENSION: &str = "stepcast-rank";
+
+/// One rank's file as `reduce` writes it.
+#[derive(Clone, Debug)]
+pub struct ReducedFile {
+    /// `<trace file name>.stepcast-rank`, or `<trace file name>.<process>.stepcast-rank` for
+    /// a file of several processes.
+    pub name: String,
+    pub bytes: Vec<u8>,
+}
+
+/// The ranks of one trace file, each reduced to its file (one per process the file holds).
+pub fn reduce_file(path: &Path, options: &ReadOptions) -> anyhow::Result<Vec<ReducedFile>> {
+    if is_reduced_file(path) {
+        bail!("{} is already a reduced rank", path.display());
+    }
+    let ranks = read_ranks(path, options)?;
+    let file_name = path
+        .file_name()
+        .map_or_else(|| "trace".into(), |n| n.to_string_lossy());
+    let several = ranks.len() > 1;
+    ranks
+        .into_iter()
+        .map(|rank| {
+            let name = if several {
+                format!("{file_name}.{}.{REDUCED_EXTENSION}", rank.process)
+            } else {
+                format!("{file_name}.{REDUCED_EXTENSION}")
+            };
+            let bytes = rank
+                .into_reduced()
+                .to_bytes()
+                .with_context(|| format!("cannot reduce {}", path.display()))?;
+            Ok(ReducedFile { name, bytes })
+        })
+        .collect()
+}
+
+/// Every rank of the traces `paths` names (see [`rank_files`]), reduced on every core.
+pub struct Reduced {
+    /// In the traces' order; names checked to be distinct.
+    pub files: Vec<ReducedFile>,
+    /// Traces left out as unreadable ([`Unreadable::Skip`]).
+    pub skipped: Vec<Skipped>,
+}
+
+/// Reduces every trace `paths` names. An unreadable trace refuses the whole (naming the first
+/// in name order) or, under [`Unreadable::Skip`], is listed in [`Reduced::skipped`].
+pub fn reduce(
+    paths: &[PathBuf],
+    options: &ReadOptions,
+    unreadable: Unreadable,
+    progress: &dyn Progress,
+) -> anyhow::Result<Reduced> {
+    let traces = rank_files(paths)?;
+    if let Some(reduced) = traces.iter().find(|t| is_reduced_file(t)) {
+        bail!(
+            "{} is already a reduced rank; give the traces to reduce",
+            reduced.display()
+        );
+    }
+    let done = AtomicUsize::new(0);
+    progress.update("reducing ranks", 0, traces.len());
+    let results: Vec<anyhow::Result<Vec<ReducedFile>>> = traces
+        .par_iter()
+        .map(|trace| {
+            let files = reduce_file(trace, options);
+            let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
+            progress.update("reducing ranks", finished, traces.len());
+            files
+        })
+        .collect();
+    let mut files: Vec<ReducedFile> = Vec::new();
+    let mut skipped = Vec::new();
+    // Each name's trace, to name a clash.
+    let mut sources: std::collections::BTreeMap<String, &Path> = Default::default();
+    for (trace, result) in traces.iter().zip(results) {
+        match (result, unreadable) {
+            (Ok(reduced), _) => {
+                for file in reduced {
+                    if let Some(other) = sources.insert(file.name.clone(), trace) {
+                        bail!(
+                            "{} and {} would both be reduced to {}; reduce traces of the same \
+                             file name into different folders",
+                            other.display(),
+                            trace.display(),
+                            file.name
+                        );
+                    }
+                    files.push(file);
+                }
+            }
+            (Err(error), Unreadable::Refuse) => return Err(error),
+            (Err(error), Unreadable::Skip) => skipped.push(Skipped {
+                file: trace.clone(),
+                reason: crate::message(&error),
+            }),
+        }
+    }
+    if files.is_empty() {
+        bail!("none of the {} traces given could be read", traces.len());
+    }
+    Ok(Reduced { files, skipped })
+}
+
+/// Whether `path` is a file that begins as a reduced rank does (whatever its name).
+pub fn is_reduced_file(path: &Path) -> bool {
+    let mut head = [0u8; MAGIC.len()];
+    File::open(path)
+        .and_then(|mut file| file.read_exact(&mut head))
+        .is_ok_and(|()| stepcast::ranks::is_reduced(&head))
+}
+
+/// The reduced rank at `path`, checked whole; any failure names the file.
+pub fn read_reduced(path: &Path) -> anyhow::Result<ReducedRank> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    ReducedRank::from_bytes(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}

@@ -1,0 +1,244 @@
+"""Jobs larger than one machine: every rank reduced on a Dask cluster, one global replay here.
+
+The per-rank work of ``stepcast replay DIR`` (read the trace, build its graph, map it) is
+independent from rank to rank; only the replay of the job as one graph needs every rank, and
+it needs their compact graphs (``stepcast reduce``), not their traces. So each rank is reduced
+on a worker (one task per trace, retried on a lost worker), the reduced ranks come back here
+(or are written to a shared folder), and the job is replayed from them: the document is the
+one ``stepcast replay DIR --json`` gives, and this process never holds a trace.
+
+    from dask.distributed import Client
+    import stepcast.distributed
+
+    client = Client(scheduler_file="/shared/scheduler.json")  # an existing cluster
+    result = stepcast.distributed.replay("/shared/job/*.json.gz", client)
+
+Without a client, a ``LocalCluster`` of this machine is started for the call and closed
+after. Needs ``pip install "./python[dask]"`` (dask and distributed).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import tempfile
+import uuid
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+from . import _native
+from ._native import StepcastError
+from ._progress import Progress, progress_callback
+from ._results import Result
+
+__all__ = ["reduce", "replay"]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def replay(
+    paths: Union[PathLike, Sequence[PathLike]],
+    client: Any = None,
+    *,
+    output: Optional[PathLike] = None,
+    step: Optional[int] = None,
+    step_range: Optional[str] = None,
+    skip_unreadable: bool = False,
+    retries: int = 2,
+    progress: Progress = None,
+) -> Result:
+    """Every rank of one job replayed as one graph, the ranks reduced on ``client``'s workers:
+    ``stepcast replay DIR --json``'s document (``--skip-unreadable`` for ``skip_unreadable``).
+
+    ``paths``: trace files, directories of them, or glob patterns, on a file system every
+    worker sees. ``client``: a ``dask.distributed.Client``; ``None`` starts a ``LocalCluster``.
+    ``output``: a folder to keep the reduced ranks in (the workers write them there, as
+    ``stepcast reduce -o`` does, and a later ``stepcast replay output`` reads them); by
+    default they come back through Dask and are dropped after the replay. ``retries``: how
+    often a rank's task is run again when its worker is lost. ``progress``: as
+    ``stepcast.load``'s."""
+    callback = progress_callback(progress)
+    with _reduced_folder(output) as folder:
+        skipped = reduce(
+            paths,
+            client,
+            output=folder,
+            step_range=step_range,
+            skip_unreadable=skip_unreadable,
+            retries=retries,
+            progress=progress,
+        )
+        job = _native.Job.load([folder], step_range, progress=callback)
+        document = Result.from_json(job.replay(step, progress=callback))
+    # The files left out were never reduced, so the folder's job does not know them: they
+    # are listed as `replay --skip-unreadable` lists them.
+    document["unreadable"] = [{"file": file, "reason": reason} for file, reason in skipped]
+    return document
+
+
+def reduce(
+    paths: Union[PathLike, Sequence[PathLike]],
+    client: Any = None,
+    *,
+    output: PathLike,
+    step_range: Optional[str] = None,
+    skip_unreadable: bool = False,
+    retries: int = 2,
+    progress: Progress = None,
+) -> List[Tuple[str, str]]:
+    """``stepcast reduce`` on ``client``'s workers: each trace ``paths`` names is reduced by
+    one task and its ranks written into the folder ``output`` (made if new; each file written
+    whole, then renamed into place). Answers the traces left out under ``skip_unreadable`` as
+    ``(file, reason)``; without it the first unreadable trace (in name order) raises
+    ``StepcastError`` naming it, and nothing is left in ``output`` by this call."""
+    callback = progress_callback(progress)
+    files = _native.rank_files(_expand(paths))
+    output = os.fspath(output)
+    os.makedirs(output, exist_ok=True)
+    with _client(client) as dask_client:
+        from dask.distributed import as_completed
+
+        futures = {
+            dask_client.submit(
+                _reduce_one,
+                file,
+                step_range,
+                key=f"stepcast-reduce-{index}-{uuid.uuid4().hex}",
+                retries=retries,
+                pure=False,
+            ): index
+            for index, file in enumerate(files)
+        }
+        answers: Dict[int, Tuple[str, Any]] = {}
+        done = 0
+        if callback is not None:
+            callback("reducing ranks", 0, len(files))
+        for future, answer in as_completed(futures, with_results=True):
+            answers[futures[future]] = answer
+            done += 1
+            if callback is not None:
+                callback("reducing ranks", done, len(files))
+    skipped: List[Tuple[str, str]] = []
+    written: List[Tuple[str, bytes]] = []
+    names: Dict[str, str] = {}
+    for index, file in enumerate(files):
+        kind, value = answers[index]
+        if kind == "error":
+            if not skip_unreadable:
+                raise StepcastError(value)
+            skipped.append((file, value))
+            continue
+        for name, data in value:
+            if name in names:
+                raise StepcastError(
+                    f"{names[name]} and {file} would both be reduced to {name}; reduce traces "
+                    "of the same file name into different folders"
+                )
+            names[name] = file
+            written.append((name, data))
+    if not written:
+        raise StepcastError(f"none of the {len(files)} traces given could be read")
+    extension = "." + _native.REDUCED_EXTENSION
+    strays = sorted(
+        entry
+        for entry in os.listdir(output)
+        if entry.endswith(extension) and entry not in names
+    )
+    if strays:
+        # A replay of the folder would read them as ranks of this job.
+        raise StepcastError(
+            f"{output} already holds reduced ranks of other traces ({strays[0]}"
+            f"{', ...' if len(strays) > 1 else ''}); give a new or empty folder"
+        )
+    for name, data in written:
+        _write_whole(os.path.join(output, name), data)
+    return skipped
+
+
+def _reduce_one(path: str, step_range: Optional[str]) -> Tuple[str, Any]:
+    """One task: a trace reduced, as ``("ranks", [(name, bytes)])``, or ``("error", message)``
+    for a trace that cannot be read (not retried: it would fail again)."""
+    from stepcast import _native as native
+
+    try:
+        return ("ranks", native.reduce_trace(path, step_range))
+    except native.StepcastError as error:
+        return ("error", str(error))
+
+
+def _expand(paths: Union[PathLike, Sequence[PathLike]]) -> List[str]:
+    """Paths as given, glob patterns expanded (sorted); a pattern that matches nothing is an
+    error naming it."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    expanded: List[str] = []
+    for path in paths:
+        text = os.fspath(path)
+        if glob.has_magic(text):
+            matches = sorted(glob.glob(text))
+            if not matches:
+                raise StepcastError(f"{text} matches no file")
+            expanded.extend(matches)
+        else:
+            expanded.append(text)
+    if not expanded:
+        raise StepcastError("no trace given")
+    return expanded
+
+
+def _write_whole(path: str, data: bytes) -> None:
+    """``data`` at ``path``, whole or not at all: written beside it, then renamed over it."""
+    temporary = f"{path}.{uuid.uuid4().hex}.tmp"
+    try:
+        with open(temporary, "wb") as file:
+            file.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+        raise
+
+
+class _client:
+    """The client given, or a ``LocalCluster`` of this machine for the duration."""
+
+    def __init__(self, client: Any) -> None:
+        self._given = client
+        self._cluster: Any = None
+        self._client: Any = None
+
+    def __enter__(self) -> Any:
+        if self._given is not None:
+            return self._given
+        try:
+            from dask.distributed import Client, LocalCluster
+        except ImportError as error:
+            raise StepcastError(
+                'stepcast.distributed needs dask and distributed: pip install "stepcast[dask]"'
+            ) from error
+        self._cluster = LocalCluster(processes=True, threads_per_worker=1, dashboard_address=":0")
+        self._client = Client(self._cluster)
+        return self._client
+
+    def __exit__(self, *_: Any) -> None:
+        if self._client is not None:
+            self._client.close()
+        if self._cluster is not None:
+            self._cluster.close()
+
+
+class _reduced_folder:
+    """``output`` if given, else a temporary folder removed on exit."""
+
+    def __init__(self, output: Optional[PathLike]) -> None:
+        self._output = output
+        self._temporary: Optional[tempfile.TemporaryDirectory] = None
+
+    def __enter__(self) -> str:
+        if self._output is not None:
+            return os.fspath(self._output)
+        self._temporary = tempfile.TemporaryDirectory(prefix="stepcast-reduced-")
+        return self._temporary.name
+
+    def __exit__(self, *_: Any) -> None:
+        if self._temporary is not None:
+            self._temporary.cleanup()
