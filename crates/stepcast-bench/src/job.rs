@@ -15,8 +15,8 @@ use rayon::prelude::*;
 use serde_json::json;
 use stepcast::graph::{BuildOptions, build};
 use stepcast::ranks::{
-    RankGraph, TransferModel, align_clocks, global_graph, match_collectives, recorded_rank,
-    replay_global, split_wait_transfer, stragglers,
+    RankGraph, ReducedRank, TransferModel, align_clocks, global_graph, match_collectives,
+    recorded_rank, replay_global, split_wait_transfer, stragglers,
 };
 use stepcast_report::json::ranks::{RankDetail, ranks_json};
 
@@ -32,12 +32,20 @@ fn trace_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
             files.push(path.clone());
             continue;
         }
-        let found = stepcast_trace::trace_files_in(path)
+        let mut found = stepcast_trace::trace_files_in(path)
             .with_context(|| format!("cannot list {}", path.display()))?;
+        if found.is_empty() {
+            // A folder of reduced ranks (`stepcast reduce`).
+            found = std::fs::read_dir(path)?
+                .map(|entry| entry.map(|e| e.path()))
+                .collect::<Result<Vec<_>, _>>()?;
+            found.retain(|p| p.extension().is_some_and(|e| e == "stepcast-rank"));
+            found.sort();
+        }
         files.extend(found);
     }
     if files.is_empty() {
-        bail!("no trace files (.json or .json.gz) in the paths given");
+        bail!("no trace files (.json or .json.gz) or reduced ranks in the paths given");
     }
     Ok(files)
 }
@@ -132,6 +140,16 @@ pub fn ranks(paths: &[PathBuf], json_out: bool) -> anyhow::Result<()> {
             .par_iter()
             .enumerate()
             .map(|(position, file)| {
+                let bytes = std::fs::read(file)?;
+                if stepcast::ranks::is_reduced(&bytes) {
+                    // A rank reduced by `stepcast reduce`: what the reduce node reads.
+                    let reduced = ReducedRank::from_bytes(&bytes)
+                        .with_context(|| format!("{}", file.display()))?;
+                    let mut graph = reduced.graph;
+                    graph.rank = reduced.recorded_rank.unwrap_or(position as i64);
+                    return Ok(graph);
+                }
+                drop(bytes);
                 let trace = stepcast_trace::read_trace(file)?;
                 let window = build(&trace, &BuildOptions::default());
                 let rank = recorded_rank(&trace).unwrap_or(position as i64);

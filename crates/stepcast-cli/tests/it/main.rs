@@ -16,6 +16,7 @@ mod optimize;
 mod output_formats;
 mod outputs;
 mod ranks;
+mod reduce;
 mod replay;
 mod report;
 mod whatif;

@@ -41,6 +41,9 @@ fn answer(ranks: &RanksJson) -> Section {
     if !ranks.missing_ranks.is_empty() {
         body.push_str(&paragraph(&crate::table::ranks::missing_words(ranks)));
     }
+    if !ranks.unreadable.is_empty() {
+        body.push_str(&paragraph(&crate::table::ranks::unreadable_words(ranks)));
+    }
     body.push_str(&paragraph(&format!(
         "The critical path across ranks is {} long, {}, {}.",
         ms(path.length_ns),

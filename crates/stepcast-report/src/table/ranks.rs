@@ -55,6 +55,30 @@ pub(crate) fn missing_words(doc: &RanksJson) -> String {
     )
 }
 
+/// The rank files left out as unreadable (`--skip-unreadable`), each with why, and what that
+/// leaves out.
+pub(crate) fn unreadable_words(doc: &RanksJson) -> String {
+    let shown: Vec<String> = doc
+        .unreadable
+        .iter()
+        .take(8)
+        .map(|u| format!("{} ({})", sanitize(&u.file), sanitize(&u.reason)))
+        .collect();
+    let more = doc.unreadable.len().saturating_sub(shown.len());
+    format!(
+        "Left out as unreadable (--skip-unreadable): {} rank file{}: {}{}; every figure across          ranks is of the {} ranks read only.",
+        doc.unreadable.len(),
+        if doc.unreadable.len() == 1 { "" } else { "s" },
+        shown.join("; "),
+        if more > 0 {
+            format!("; and {more} more")
+        } else {
+            String::new()
+        },
+        doc.ranks.len()
+    )
+}
+
 /// The multi-rank `replay` document as text for a terminal.
 pub fn ranks_text(doc: &RanksJson) -> String {
     let steps: usize = doc.ranks.iter().map(|r| r.steps.len()).sum();
@@ -87,6 +111,10 @@ pub fn ranks_text(doc: &RanksJson) -> String {
     if !doc.missing_ranks.is_empty() {
         out.push('\n');
         out.push_str(&wrap(&missing_words(doc), ""));
+    }
+    if !doc.unreadable.is_empty() {
+        out.push('\n');
+        out.push_str(&wrap(&unreadable_words(doc), ""));
     }
     let kinds: Vec<String> = doc
         .clock_alignment

@@ -106,7 +106,22 @@ pub fn global_graph(
         |r: usize| ranks[r].origin_ns - alignment.offsets_ns.get(r).copied().unwrap_or(0);
     let base = (0..ranks.len()).map(aligned_origin).min().unwrap_or(0);
     let mut global = GlobalGraph::default();
-    let mut edges: Vec<(TaskId, EdgeKind, TaskId, i64)> = Vec::new();
+    // Exact capacities: the columns of a large job's graph are most of the reduce node's
+    // memory, and grown by doubling they would take up to twice it.
+    let instances: usize = matching.matched.iter().map(|c| c.instances.len()).sum();
+    let tasks = ranks
+        .iter()
+        .map(|r| r.window.graph.task_count())
+        .sum::<usize>()
+        + matching.matched.len();
+    global.graph = Graph::with_task_capacity(tasks);
+    let mut edges: Vec<(TaskId, EdgeKind, TaskId, i64)> = Vec::with_capacity(
+        ranks
+            .iter()
+            .map(|r| r.window.graph.pred.len())
+            .sum::<usize>()
+            + 2 * instances,
+    );
     // Per rank: whether each of its tasks is a matched collective instance.
     let mut matched: Vec<Vec<bool>> = ranks
         .iter()
@@ -258,6 +273,7 @@ pub fn global_graph(
             transfer_ns,
         });
     }
+    drop(matched);
     // CSR by target, in (target, kind, source) order: deterministic.
     edges.sort_unstable();
     edges.dedup_by_key(|e| (e.0, e.1, e.2));

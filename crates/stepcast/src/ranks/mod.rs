@@ -17,6 +17,7 @@ mod rank_graph;
 mod reduced;
 mod split;
 mod stragglers;
+mod thread_ops;
 
 use stepcast_trace::{LaneId, LaneKind, Trace};
 

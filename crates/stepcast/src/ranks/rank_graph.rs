@@ -5,11 +5,23 @@
 use stepcast_trace::{EventKind, NameId, Trace};
 
 use super::matching::{CollectiveInstance, collective_stream_labels, collectives_of};
+use super::thread_ops::ThreadOps;
 use super::{RankTrace, lane_label};
 use crate::Window;
 use crate::analyze::mapping::{Phase, map};
 use crate::comm::{calibrate, recorded_collectives};
-use crate::graph::TaskId;
+use crate::graph::{EdgeKind, TaskId, TaskKind};
+
+/// No name, in [`RankGraph`]'s per-task name columns.
+const NO_NAME: u32 = u32::MAX;
+
+fn name_or_none(name: Option<NameId>) -> u32 {
+    name.map_or(NO_NAME, |n| n.0)
+}
+
+fn some_name(id: u32) -> Option<NameId> {
+    (id != NO_NAME).then_some(NameId(id))
+}
 
 /// A host op (`CpuOp` or user annotation, step markers left out) of a host thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -39,18 +51,20 @@ pub struct RankGraph {
     pub names: Box<[Box<str>]>,
     /// Per graph lane: `thread N` or `stream N`.
     pub lane_labels: Vec<String>,
-    /// Per task, from the analyze mapping: its phase, layer and op name.
+    /// Per task, from the analyze mapping: its phase, layer and op name (the last two as
+    /// name ids, [`NO_NAME`] for none: half the bytes of an `Option<NameId>`, and a job of a
+    /// thousand ranks holds millions of tasks).
     pub phase: Vec<Phase>,
-    pub layer: Vec<Option<NameId>>,
-    pub op: Vec<Option<NameId>>,
+    layer: Vec<u32>,
+    op: Vec<u32>,
     /// The comm model's calibration from this rank alone: its fastest NCCL kernel.
     pub calibrated_floor_ns: Option<i64>,
-    /// Per graph lane: the host ops of its thread by start (empty for device streams), and
-    /// the running maximum of their ends (to find what overlaps a time by binary search).
-    host_ops: Vec<Vec<HostOp>>,
-    host_ops_max_end_ns: Vec<Vec<i64>>,
-    /// Per task: the latest recorded end of its lane's tasks up to it.
-    lane_max_end_ns: Vec<i64>,
+    /// Per graph lane: the host ops of its thread by start, kept only for the threads that
+    /// launch a collective, the only ones a straggler's cause is looked for on.
+    host_ops: Vec<ThreadOps>,
+    /// Per graph lane that runs a collective (empty for the others), per task of the lane:
+    /// the latest recorded end of the lane's tasks up to it.
+    lane_max_end_ns: Vec<Vec<i64>>,
     /// The rank's collectives, groups without metadata named by their recorded stream, and by
     /// the order of first use (see [`super::match_collectives`]).
     pub(crate) collectives_by_stream: Vec<CollectiveInstance>,
@@ -70,46 +84,63 @@ impl RankGraph {
             .map(|l| lane_label(trace, l.trace_lane))
             .collect();
         let op = (0..graph.task_count())
-            .map(|t| mapping.op_name(trace, TaskId(t as u32)))
+            .map(|t| name_or_none(mapping.op_name(trace, TaskId(t as u32))))
             .collect();
-        let host_ops: Vec<Vec<HostOp>> = graph
+        let layer = mapping.layer.iter().copied().map(name_or_none).collect();
+        // The lanes that run a collective, and the threads that launch one.
+        let mut collective_lane = vec![false; graph.lanes.len()];
+        let mut launching_thread = vec![false; graph.lanes.len()];
+        for t in 0..graph.task_count() {
+            if graph.kind[t] != TaskKind::Collective {
+                continue;
+            }
+            collective_lane[graph.lane[t] as usize] = true;
+            for e in graph.preds(TaskId(t as u32)) {
+                if graph.pred_kind[e] == EdgeKind::Launch {
+                    launching_thread[graph.lane[graph.pred[e].index()] as usize] = true;
+                }
+            }
+        }
+        let host_ops: Vec<ThreadOps> = graph
             .lanes
             .iter()
-            .map(|lane| {
-                if lane.kind != stepcast_trace::LaneKind::CpuThread {
-                    return Vec::new();
+            .enumerate()
+            .map(|(index, lane)| {
+                if lane.kind != stepcast_trace::LaneKind::CpuThread || !launching_thread[index] {
+                    return ThreadOps::default();
                 }
-                trace
-                    .lane_events(lane.trace_lane)
-                    .iter()
-                    .filter(|e| matches!(e.kind, EventKind::CpuOp | EventKind::UserAnnotation))
-                    .filter(|e| !trace.name(e.name).starts_with("ProfilerStep#"))
-                    .map(|e| HostOp {
-                        name: e.name,
-                        start_ns: e.start_ns,
-                        dur_ns: e.dur_ns,
-                    })
-                    .collect()
+                ThreadOps::new(
+                    trace
+                        .lane_events(lane.trace_lane)
+                        .iter()
+                        .filter(|e| matches!(e.kind, EventKind::CpuOp | EventKind::UserAnnotation))
+                        .filter(|e| !trace.name(e.name).starts_with("ProfilerStep#"))
+                        .map(|e| HostOp {
+                            name: e.name,
+                            start_ns: e.start_ns,
+                            dur_ns: e.dur_ns,
+                        }),
+                )
             })
             .collect();
-        let host_ops_max_end_ns = host_ops
+        let lane_max_end_ns = graph
+            .lanes
             .iter()
-            .map(|ops| {
-                ops.iter()
-                    .scan(i64::MIN, |max, op| {
-                        *max = (*max).max(op.end_ns());
+            .enumerate()
+            .map(|(index, lane)| {
+                if !collective_lane[index] {
+                    return Vec::new();
+                }
+                let tasks = lane.first_task as usize..(lane.first_task + lane.task_count) as usize;
+                graph.rec_end_ns[tasks]
+                    .iter()
+                    .scan(i64::MIN, |max, &end| {
+                        *max = (*max).max(end);
                         Some(*max)
                     })
                     .collect()
             })
             .collect();
-        let mut lane_max_end_ns = graph.rec_end_ns.clone();
-        for lane in &graph.lanes {
-            let tasks = lane.first_task as usize..(lane.first_task + lane.task_count) as usize;
-            for t in tasks.skip(1) {
-                lane_max_end_ns[t] = lane_max_end_ns[t].max(lane_max_end_ns[t - 1]);
-            }
-        }
         let calibrated_floor_ns =
             calibrate(&recorded_collectives(trace, &window, &mapping)).floor_ns;
         let collectives_by_stream = collectives_of(trace, &window, &mapping, true);
@@ -120,11 +151,10 @@ impl RankGraph {
             origin_ns: trace.origin_ns,
             lane_labels,
             phase: mapping.phase,
-            layer: mapping.layer,
+            layer,
             op,
             calibrated_floor_ns,
             host_ops,
-            host_ops_max_end_ns,
             lane_max_end_ns,
             collectives_by_stream,
             collectives_by_first_use,
@@ -143,38 +173,62 @@ impl RankGraph {
         &self.names[id.index()]
     }
 
-    /// The host ops of graph lane `lane` (a host thread), by start.
-    pub fn host_ops(&self, lane: u32) -> &[HostOp] {
-        self.host_ops.get(lane as usize).map_or(&[], Vec::as_slice)
+    /// The layer of `task`, from the analyze mapping.
+    pub fn layer(&self, task: TaskId) -> Option<NameId> {
+        some_name(self.layer[task.index()])
     }
 
-    /// The host ops of graph lane `lane` that overlap `from_ns..to_ns` or touch it, found by
-    /// binary search: those starting before `to_ns`, from the first whose running end maximum
-    /// reaches `from_ns` (every earlier one ended before it).
-    pub fn host_ops_near(&self, lane: u32, from_ns: i64, to_ns: i64) -> &[HostOp] {
-        let ops = self.host_ops(lane);
-        let Some(max_end) = self.host_ops_max_end_ns.get(lane as usize) else {
-            return &[];
-        };
-        let first = max_end.partition_point(|&end| end < from_ns);
-        let last = ops.partition_point(|op| op.start_ns <= to_ns);
-        ops.get(first..last.max(first)).unwrap_or(&[])
+    /// The op of `task`, from the analyze mapping.
+    pub fn op(&self, task: TaskId) -> Option<NameId> {
+        some_name(self.op[task.index()])
     }
 
-    /// The host ops of graph lane `lane` starting within `from_ns..=to_ns`.
-    pub fn host_ops_starting(&self, lane: u32, from_ns: i64, to_ns: i64) -> &[HostOp] {
-        let ops = self.host_ops(lane);
-        let first = ops.partition_point(|op| op.start_ns < from_ns);
-        let last = ops.partition_point(|op| op.start_ns <= to_ns);
-        ops.get(first..last.max(first)).unwrap_or(&[])
+    /// The host ops of graph lane `lane` that overlap `from_ns..to_ns` or touch it (those
+    /// starting by `to_ns`, from the first whose running end maximum reaches `from_ns`), by
+    /// start; none on a thread that launches no collective.
+    pub fn host_ops_near(
+        &self,
+        lane: u32,
+        from_ns: i64,
+        to_ns: i64,
+    ) -> impl Iterator<Item = HostOp> + '_ {
+        self.thread_ops(lane).near(from_ns, to_ns)
+    }
+
+    /// The host ops of graph lane `lane` starting within `from_ns..=to_ns`, by start.
+    pub fn host_ops_starting(
+        &self,
+        lane: u32,
+        from_ns: i64,
+        to_ns: i64,
+    ) -> impl Iterator<Item = HostOp> + '_ {
+        self.thread_ops(lane).starting(from_ns, to_ns)
+    }
+
+    fn thread_ops(&self, lane: u32) -> &ThreadOps {
+        static NONE: ThreadOps = ThreadOps::EMPTY;
+        self.host_ops.get(lane as usize).unwrap_or(&NONE)
     }
 
     /// The tasks before `task` on its lane that may overlap `from_ns..`: from the first whose
-    /// lane's running end maximum reaches `from_ns` (every earlier one ended before it).
+    /// lane's running end maximum reaches `from_ns` (every earlier one ended before it). On a
+    /// lane that runs no collective (whose maxima are not kept), every task before it.
     pub fn lane_tasks_ending_after(&self, task: TaskId, from_ns: i64) -> std::ops::Range<u32> {
         let graph = &self.window.graph;
-        let lane = &graph.lanes[graph.lane[task.index()] as usize];
-        let before = &self.lane_max_end_ns[lane.first_task as usize..task.index()];
-        lane.first_task + before.partition_point(|&end| end < from_ns) as u32..task.0
+        let lane_index = graph.lane[task.index()] as usize;
+        let lane = &graph.lanes[lane_index];
+        let max_end = self
+            .lane_max_end_ns
+            .get(lane_index)
+            .map_or(&[][..], Vec::as_slice);
+        let before = max_end
+            .get(..(task.0 - lane.first_task) as usize)
+            .unwrap_or(&[]);
+        let first = if before.is_empty() {
+            0
+        } else {
+            before.partition_point(|&end| end < from_ns) as u32
+        };
+        lane.first_task + first..task.0
     }
 }

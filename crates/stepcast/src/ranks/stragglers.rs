@@ -150,7 +150,6 @@ fn cause(rank: &RankGraph, task: TaskId, previous: Option<TaskId>) -> StragglerC
         .unwrap_or(i64::MIN);
     let longest = rank
         .host_ops_starting(thread, since, call_start)
-        .iter()
         .filter(|e| e.end_ns() <= call_start)
         .max_by_key(|e| (e.dur_ns, std::cmp::Reverse(e.start_ns)));
     StragglerCause::Host {
@@ -172,8 +171,8 @@ fn doing(
     wait: (i64, i64),
 ) -> Option<Doing> {
     let graph = &rank.window.graph;
-    let layer = |t: TaskId| rank.layer[t.index()].map(|n| rank.name(n).to_string());
-    let op = |t: TaskId| rank.op[t.index()].map(|n| rank.name(n).to_string());
+    let layer = |t: TaskId| rank.layer(t).map(|n| rank.name(n).to_string());
+    let op = |t: TaskId| rank.op(t).map(|n| rank.name(n).to_string());
     match cause {
         StragglerCause::Stream { .. } => {
             let graph_lane = graph.lane[task.index()];
@@ -208,9 +207,8 @@ fn doing(
             } else {
                 wait
             };
-            let covered: Vec<(&HostOp, i64)> = rank
+            let covered: Vec<(HostOp, i64)> = rank
                 .host_ops_near(graph_lane, window.0, window.1)
-                .iter()
                 .map(|e| (e, overlap((e.start_ns, e.end_ns()), window)))
                 .filter(|&(_, ns)| ns > 0)
                 .collect();
