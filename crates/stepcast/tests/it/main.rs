@@ -20,6 +20,7 @@ mod optimize;
 mod pairs;
 mod profiler_cost;
 mod ranks;
+mod reduced;
 mod steps;
 mod trust;
 mod whatif;
