@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import tempfile
 import uuid
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
@@ -31,6 +32,8 @@ from ._progress import Progress, progress_callback
 from ._results import Result
 
 __all__ = ["reduce", "replay"]
+
+_EXTENSION = _native.REDUCED_EXTENSION
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -51,21 +54,22 @@ def replay(
 
     ``paths``: trace files, directories of them, or glob patterns, on a file system every
     worker sees. ``client``: a ``dask.distributed.Client``; ``None`` starts a ``LocalCluster``.
-    ``output``: a folder to keep the reduced ranks in (the workers write them there, as
-    ``stepcast reduce -o`` does, and a later ``stepcast replay output`` reads them); by
-    default they come back through Dask and are dropped after the replay. ``retries``: how
-    often a rank's task is run again when its worker is lost. ``progress``: as
-    ``stepcast.load``'s."""
+    ``output``: a folder every worker sees to keep the reduced ranks in (the workers write
+    them there, as ``stepcast reduce -o`` would, and a later ``stepcast replay output`` reads
+    them); by default they come back through Dask into a temporary folder of this process,
+    dropped after the replay. ``retries``: how often a rank's task is run again when its
+    worker is lost. ``progress``: as ``stepcast.load``'s."""
     callback = progress_callback(progress)
     with _reduced_folder(output) as folder:
-        skipped = reduce(
+        skipped = _reduce(
             paths,
             client,
-            output=folder,
+            folder,
+            workers_write=output is not None,
             step_range=step_range,
             skip_unreadable=skip_unreadable,
             retries=retries,
-            progress=progress,
+            callback=callback,
         )
         job = _native.Job.load([folder], step_range, progress=callback)
         document = Result.from_json(job.replay(step, progress=callback))
@@ -86,14 +90,36 @@ def reduce(
     progress: Progress = None,
 ) -> List[Tuple[str, str]]:
     """``stepcast reduce`` on ``client``'s workers: each trace ``paths`` names is reduced by
-    one task and its ranks written into the folder ``output`` (made if new; each file written
-    whole, then renamed into place). Answers the traces left out under ``skip_unreadable`` as
-    ``(file, reason)``; without it the first unreadable trace (in name order) raises
-    ``StepcastError`` naming it, and nothing is left in ``output`` by this call."""
-    callback = progress_callback(progress)
+    one task, which writes its ranks into the folder ``output`` (one every worker sees; made
+    if new; each file written whole, then renamed into place). Answers the traces left out
+    under ``skip_unreadable`` as ``(file, reason)``; without it the first unreadable trace (in
+    name order) raises ``StepcastError`` naming it, and the files this call wrote are
+    removed."""
+    return _reduce(
+        paths,
+        client,
+        os.fspath(output),
+        workers_write=True,
+        step_range=step_range,
+        skip_unreadable=skip_unreadable,
+        retries=retries,
+        callback=progress_callback(progress),
+    )
+
+
+def _reduce(
+    paths: Union[PathLike, Sequence[PathLike]],
+    client: Any,
+    output: str,
+    *,
+    workers_write: bool,
+    step_range: Optional[str],
+    skip_unreadable: bool,
+    retries: int,
+    callback: Any,
+) -> List[Tuple[str, str]]:
     files = _native.rank_files(_expand(paths))
-    output = os.fspath(output)
-    os.makedirs(output, exist_ok=True)
+    _check_output(files, output)
     with _client(client) as dask_client:
         from dask.distributed import as_completed
 
@@ -102,6 +128,7 @@ def reduce(
                 _reduce_one,
                 file,
                 step_range,
+                output if workers_write else None,
                 key=f"stepcast-reduce-{index}-{uuid.uuid4().hex}",
                 retries=retries,
                 pure=False,
@@ -109,60 +136,77 @@ def reduce(
             for index, file in enumerate(files)
         }
         answers: Dict[int, Tuple[str, Any]] = {}
-        done = 0
         if callback is not None:
             callback("reducing ranks", 0, len(files))
-        for future, answer in as_completed(futures, with_results=True):
+        for done, (future, answer) in enumerate(as_completed(futures, with_results=True), 1):
             answers[futures[future]] = answer
-            done += 1
             if callback is not None:
                 callback("reducing ranks", done, len(files))
     skipped: List[Tuple[str, str]] = []
-    written: List[Tuple[str, bytes]] = []
-    names: Dict[str, str] = {}
+    written: List[str] = []
+    refused: Optional[str] = None
     for index, file in enumerate(files):
         kind, value = answers[index]
         if kind == "error":
-            if not skip_unreadable:
-                raise StepcastError(value)
+            refused = refused or (None if skip_unreadable else value)
             skipped.append((file, value))
-            continue
-        for name, data in value:
-            if name in names:
-                raise StepcastError(
-                    f"{names[name]} and {file} would both be reduced to {name}; reduce traces "
-                    "of the same file name into different folders"
-                )
-            names[name] = file
-            written.append((name, data))
-    if not written:
-        raise StepcastError(f"none of the {len(files)} traces given could be read")
-    extension = "." + _native.REDUCED_EXTENSION
+        elif kind == "written":
+            written.extend(value)
+        else:
+            for name, data in value:
+                _write_whole(os.path.join(output, name), data)
+                written.append(name)
+    if refused is not None or not written:
+        # All or nothing: what this call wrote goes.
+        for name in written:
+            os.remove(os.path.join(output, name))
+        raise StepcastError(refused or f"none of the {len(files)} traces given could be read")
+    return skipped
+
+
+def _check_output(files: List[str], output: str) -> None:
+    """Before any work: two traces of one file name would write the same reduced rank, and a
+    folder already holding reduced ranks of other traces would be read as part of this job."""
+    names: Dict[str, str] = {}
+    for file in files:
+        name = os.path.basename(file)
+        if name in names:
+            raise StepcastError(
+                f"{names[name]} and {file} would both be reduced to {name}.{_EXTENSION}; reduce "
+                "traces of the same file name into different folders"
+            )
+        names[name] = file
+    os.makedirs(output, exist_ok=True)
+    ours = re.compile(
+        "(" + "|".join(re.escape(name) for name in names) + r")(\.\d+)?\." + re.escape(_EXTENSION)
+    )
     strays = sorted(
         entry
         for entry in os.listdir(output)
-        if entry.endswith(extension) and entry not in names
+        if entry.endswith("." + _EXTENSION) and not ours.fullmatch(entry)
     )
     if strays:
-        # A replay of the folder would read them as ranks of this job.
         raise StepcastError(
             f"{output} already holds reduced ranks of other traces ({strays[0]}"
             f"{', ...' if len(strays) > 1 else ''}); give a new or empty folder"
         )
-    for name, data in written:
-        _write_whole(os.path.join(output, name), data)
-    return skipped
 
 
-def _reduce_one(path: str, step_range: Optional[str]) -> Tuple[str, Any]:
-    """One task: a trace reduced, as ``("ranks", [(name, bytes)])``, or ``("error", message)``
-    for a trace that cannot be read (not retried: it would fail again)."""
+def _reduce_one(path: str, step_range: Optional[str], output: Optional[str]) -> Tuple[str, Any]:
+    """One task: a trace reduced, its ranks written into ``output`` (``("written", names)``)
+    or handed back (``("ranks", [(name, bytes)])``); ``("error", message)`` for a trace that
+    cannot be read (not retried: it would fail again)."""
     from stepcast import _native as native
 
     try:
-        return ("ranks", native.reduce_trace(path, step_range))
+        ranks = native.reduce_trace(path, step_range)
     except native.StepcastError as error:
         return ("error", str(error))
+    if output is None:
+        return ("ranks", ranks)
+    for name, data in ranks:
+        _write_whole(os.path.join(output, name), data)
+    return ("written", [name for name, _ in ranks])
 
 
 def _expand(paths: Union[PathLike, Sequence[PathLike]]) -> List[str]:

@@ -63,6 +63,11 @@ def test_an_unreadable_rank_is_named_or_left_out_and_listed(client, tmp_path):
         sd.replay(job, client)
     assert str(raised.value) == cli_error("replay", job)
     assert "worker2_step_12" in str(raised.value)
+    # Written by the workers into a folder: all or nothing.
+    out = tmp_path / "out"
+    with pytest.raises(stepcast.StepcastError, match="worker2_step_12"):
+        sd.reduce(job, client, output=out)
+    assert list(out.iterdir()) == []
 
     result = sd.replay(job, client, skip_unreadable=True)
     assert dict(result) == cli_json("replay", job, "--skip-unreadable")
