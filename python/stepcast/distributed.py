@@ -65,7 +65,8 @@ def replay(
             paths,
             client,
             folder,
-            workers_write=output is not None,
+            # A cluster of this machine (none given) sees the temporary folder too.
+            workers_write=output is not None or client is None,
             step_range=step_range,
             skip_unreadable=skip_unreadable,
             retries=retries,
@@ -120,6 +121,9 @@ def _reduce(
 ) -> List[Tuple[str, str]]:
     files = _native.rank_files(_expand(paths))
     _check_output(files, output)
+    skipped: List[Tuple[str, str]] = []
+    written: List[str] = []
+    errors: Dict[int, str] = {}
     with _client(client) as dask_client:
         from dask.distributed import as_completed
 
@@ -135,27 +139,31 @@ def _reduce(
             ): index
             for index, file in enumerate(files)
         }
-        answers: Dict[int, Tuple[str, Any]] = {}
         if callback is not None:
             callback("reducing ranks", 0, len(files))
-        for done, (future, answer) in enumerate(as_completed(futures, with_results=True), 1):
-            answers[futures[future]] = answer
+        # Each rank is written (or its names noted) as it arrives and its future released, so
+        # this process holds one rank's bytes at a time, never the job's.
+        for done, future in enumerate(as_completed(list(futures)), 1):
+            kind, value = future.result()
+            index = futures.pop(future)
+            future.release()
+            if kind == "error":
+                errors[index] = value
+            elif kind == "written":
+                written.extend(value)
+            else:
+                for name, data in value:
+                    _write_whole(os.path.join(output, name), data)
+                    written.append(name)
+            del value
             if callback is not None:
                 callback("reducing ranks", done, len(files))
-    skipped: List[Tuple[str, str]] = []
-    written: List[str] = []
-    refused: Optional[str] = None
-    for index, file in enumerate(files):
-        kind, value = answers[index]
-        if kind == "error":
-            refused = refused or (None if skip_unreadable else value)
-            skipped.append((file, value))
-        elif kind == "written":
-            written.extend(value)
-        else:
-            for name, data in value:
-                _write_whole(os.path.join(output, name), data)
-                written.append(name)
+    refused = None
+    for index in sorted(errors):
+        if not skip_unreadable:
+            refused = errors[index]
+            break
+        skipped.append((files[index], errors[index]))
     if refused is not None or not written:
         # All or nothing: what this call wrote goes.
         for name in written:
