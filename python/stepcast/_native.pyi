@@ -56,6 +56,7 @@ class Job:
         step_range: Optional[str] = None,
         skip_unreadable: bool = False,
         progress: ProgressCallback = None,
+        unreadable: List[Tuple[str, str]] = ...,
     ) -> Job: ...
     @property
     def files(self) -> List[str]: ...

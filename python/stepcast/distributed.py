@@ -72,12 +72,10 @@ def replay(
             retries=retries,
             callback=callback,
         )
-        job = _native.Job.load([folder], step_range, progress=callback)
-        document = Result.from_json(job.replay(step, progress=callback))
-    # The files left out were never reduced, so the folder's job does not know them: they
-    # are listed as `replay --skip-unreadable` lists them.
-    document["unreadable"] = [{"file": file, "reason": reason} for file, reason in skipped]
-    return document
+        # The files left out were never reduced, so the folder does not know them: the job is
+        # told, and its document lists them as `replay --skip-unreadable` does.
+        job = _native.Job.load([folder], step_range, progress=callback, unreadable=skipped)
+        return Result.from_json(job.replay(step, progress=callback))
 
 
 def reduce(

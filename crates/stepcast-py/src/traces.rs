@@ -404,25 +404,34 @@ pub struct Job {
 #[pymethods]
 impl Job {
     #[staticmethod]
-    #[pyo3(signature = (paths, step_range=None, skip_unreadable=false, progress=None))]
+    /// `unreadable`: files left out before (by `stepcast.distributed`'s reduction), listed in
+    /// the job's documents as the ones it leaves out itself.
+    #[pyo3(signature = (paths, step_range=None, skip_unreadable=false, progress=None, unreadable=Vec::new()))]
     fn load(
         py: Python<'_>,
         paths: Vec<PathBuf>,
         step_range: Option<String>,
         skip_unreadable: bool,
         progress: Option<Py<PyAny>>,
+        unreadable: Vec<(PathBuf, String)>,
     ) -> PyResult<Job> {
         let options = jobs::read_options(step_range.as_deref()).map_err(|error| to_py(&error))?;
         let callback = Callback::new(progress);
-        let unreadable = if skip_unreadable {
+        let on_unreadable = if skip_unreadable {
             jobs::Unreadable::Skip
         } else {
             jobs::Unreadable::Refuse
         };
-        let job = py.detach(|| jobs::Job::load(&paths, &options, unreadable, &callback));
+        let job = py.detach(|| jobs::Job::load(&paths, &options, on_unreadable, &callback));
         callback.finish()?;
+        let unreadable = unreadable
+            .into_iter()
+            .map(|(file, reason)| jobs::Skipped { file, reason })
+            .collect();
         Ok(Job {
-            job: job.map_err(|error| to_py(&error))?,
+            job: job
+                .map_err(|error| to_py(&error))?
+                .with_unreadable(unreadable),
             paths,
             read: options,
         })

@@ -93,6 +93,13 @@ pub fn load_ranks(
     progress: &dyn Progress,
 ) -> anyhow::Result<Vec<Loaded>> {
     let files = rank_files(paths)?;
+    if let Some(reduced) = files.iter().find(|f| super::is_reduced_file(f)) {
+        anyhow::bail!(
+            "{} is a reduced rank: optimize searches on each rank's trace (its passes edit ops \
+             a reduced rank does not keep); give the traces",
+            reduced.display()
+        );
+    }
     let mut loaded = Vec::with_capacity(files.len());
     for (position, file) in files.iter().enumerate() {
         progress.update("loading ranks", position, files.len());

@@ -247,6 +247,15 @@ impl Job {
         })
     }
 
+    /// The job with `skipped` listed among its unreadable files, before those it met itself:
+    /// files left out by a reduction that ran elsewhere (`stepcast.distributed`), so the
+    /// document lists them as `--skip-unreadable` does.
+    pub fn with_unreadable(mut self, mut skipped: Vec<Skipped>) -> Job {
+        skipped.append(&mut self.skipped);
+        self.skipped = skipped;
+        self
+    }
+
     /// The files read, in rank order.
     pub fn files(&self) -> impl Iterator<Item = &Path> {
         self.paths.iter().map(PathBuf::as_path)

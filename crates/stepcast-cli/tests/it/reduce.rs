@@ -235,3 +235,16 @@ fn a_folder_of_traces_and_reduced_ranks_is_refused() {
         run.stderr
     );
 }
+
+#[test]
+fn optimize_asks_for_the_traces_of_a_reduced_job() {
+    let dir = reduce_into(DLRM, "optimize");
+    let run = stepcast(&["optimize", path_str(&dir.path().join("reduced"))]);
+    assert_eq!(run.code, Some(1));
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("is a reduced rank") && run.stderr.contains("give the traces"),
+        "{}",
+        run.stderr
+    );
+}

@@ -62,7 +62,14 @@ pub(crate) fn unreadable_words(doc: &RanksJson) -> String {
         .unreadable
         .iter()
         .take(8)
-        .map(|u| format!("{} ({})", sanitize(&u.file), sanitize(&u.reason)))
+        // The reason is the file's one-line error, which names the file.
+        .map(|u| {
+            if u.reason.contains(&u.file) {
+                sanitize(&u.reason)
+            } else {
+                format!("{}: {}", sanitize(&u.file), sanitize(&u.reason))
+            }
+        })
         .collect();
     let more = doc.unreadable.len().saturating_sub(shown.len());
     format!(
