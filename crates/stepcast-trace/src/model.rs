@@ -329,6 +329,9 @@ pub struct DistributedInfo {
     pub rank: Option<i64>,
     pub world_size: Option<i64>,
     pub backend: Option<String>,
+    /// The host the process ran on (Kineto's top-level `host_name`): processes of one host
+    /// read one clock, so a job's ranks on it need no clock alignment between them.
+    pub host_name: Option<String>,
 }
 
 /// What the reader saw but did not turn into events, and other facts worth telling the user.

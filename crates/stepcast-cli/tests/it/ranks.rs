@@ -304,3 +304,72 @@ fn missing_ranks_are_said_and_two_jobs_are_refused() {
     assert_eq!(run.code, Some(1));
     assert!(run.stderr.contains("not one job"), "{}", run.stderr);
 }
+
+/// A real two-process job recorded on this project's CPU: the MLP under
+/// `DistributedDataParallel` over gloo (`testdata/kineto/stepcast/cpu-pairs/README.md`).
+const GLOO_JOB: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../testdata/kineto/stepcast/cpu-pairs/ddp-gloo2"
+);
+
+/// The `gloo:<collective>` ranges of a trace, counted in its JSON (the reference).
+fn gloo_ranges(file: &str) -> Vec<(String, f64)> {
+    let bytes = std::fs::read(file).expect("read trace");
+    let mut text = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text)
+        .expect("gunzip");
+    let json: serde_json::Value = serde_json::from_slice(&text).expect("JSON");
+    json["traceEvents"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["name"].as_str().is_some_and(|n| n.starts_with("gloo:")))
+        .map(|e| {
+            let name = e["name"].as_str().unwrap_or_default().to_string();
+            (name, e["ts"].as_f64().unwrap_or_default())
+        })
+        .collect()
+}
+
+#[test]
+fn a_gloo_job_matches_its_host_collectives_on_one_clock() {
+    let run = stepcast(&["replay", "--json", "--ranks", "all", GLOO_JOB]);
+    run.assert_success();
+    let json = run.json();
+    // Every gloo collective of each rank, as its trace records them, matched across ranks.
+    let rank0 = gloo_ranges(&format!("{GLOO_JOB}/rank0.json.gz"));
+    let rank1 = gloo_ranges(&format!("{GLOO_JOB}/rank1.json.gz"));
+    assert_eq!(rank0.len(), rank1.len());
+    assert!(!rank0.is_empty());
+    assert_eq!(json["collectives"]["matched"], rank0.len());
+    assert_eq!(
+        json["collectives"]["unmatched"].as_array().map(Vec::len),
+        Some(0)
+    );
+    let groups = json["collectives"]["groups"].as_array().expect("groups");
+    assert_eq!(groups.len(), 1);
+    assert_eq!(groups[0]["group"], "host");
+    assert!(
+        json["stragglers"]
+            .as_array()
+            .is_some_and(|s| s.iter().all(|s| s["op"] == "all_reduce"))
+    );
+    // Both processes ran on one machine (`host_name` in each trace): one clock, no offset.
+    assert_eq!(json["clock_alignment"]["clocks"], 1);
+    assert_eq!(json["clock_offsets_ns"], serde_json::json!([0, 0]));
+    // Each collective's recorded time is split into waiting and transfer, nothing lost.
+    for collective in json["wait_transfer"]["collectives"]
+        .as_array()
+        .expect("split")
+    {
+        for instance in collective["instances"].as_array().expect("instances") {
+            let recorded = instance["recorded_ns"].as_i64().expect("recorded");
+            let wait = instance["wait_ns"].as_i64().expect("wait");
+            let transfer = instance["transfer_ns"].as_i64().expect("transfer");
+            assert_eq!(wait + transfer, recorded);
+        }
+    }
+    let text = stepcast(&["replay", GLOO_JOB]);
+    text.assert_success();
+    assert!(text.stdout.contains("on 1 clock"), "{}", text.stdout);
+}

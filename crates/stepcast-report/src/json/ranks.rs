@@ -98,6 +98,9 @@ pub struct AlignmentJson {
     pub solver: &'static str,
     /// Interior-point iterations the solver took.
     pub solver_iterations: u32,
+    /// Distinct clocks among the ranks: ranks that record the same host (Kineto's
+    /// `host_name`) read one clock and share one offset; the others' are estimated.
+    pub clocks: u64,
     /// Matched collectives in the QP: reducing collectives (all-reduce, ...) and
     /// point-to-point kernels (`SendRecv`: send/recv pairs).
     pub collectives_used: u64,
@@ -627,6 +630,7 @@ pub fn ranks_json(report: &RanksReport, detail: &RankDetail) -> RanksJson {
             reference_rank: rank_numbers.first().copied().unwrap_or(0),
             solver: "clarabel",
             solver_iterations: alignment.solver_iterations,
+            clocks: alignment.clocks as u64,
             collectives_used: alignment.collectives_used as u64,
             send_recv_used: alignment.send_recv_used as u64,
             constraints: [ConstraintKind::CollectiveOrder, ConstraintKind::SendRecv]

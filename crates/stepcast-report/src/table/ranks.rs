@@ -115,6 +115,23 @@ pub fn ranks_text(doc: &RanksJson) -> String {
         ),
         "",
     );
+    if (doc.clock_alignment.clocks as usize) < doc.ranks.len() {
+        out.push('\n');
+        out.push_str(&wrap(
+            &format!(
+                "Clocks: the {} ranks ran on {} clock{} (ranks recording the same host share \
+                 its clock and one offset).",
+                doc.ranks.len(),
+                doc.clock_alignment.clocks,
+                if doc.clock_alignment.clocks == 1 {
+                    ""
+                } else {
+                    "s"
+                }
+            ),
+            "",
+        ));
+    }
     if !doc.missing_ranks.is_empty() {
         out.push('\n');
         out.push_str(&wrap(&missing_words(doc), ""));

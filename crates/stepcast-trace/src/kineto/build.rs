@@ -100,6 +100,8 @@ pub struct TraceBuilder {
     lane_labels: FxHashMap<LaneKey, FileIds>,
     devices: Vec<DeviceInfo>,
     distributed: Option<DistributedInfo>,
+    /// `host_name` read before `distributedInfo`.
+    host_name: Option<String>,
     diagnostics: Diagnostics,
     records: u64,
     /// `baseTimeNanoseconds`: add to every `ts` for the profiler's clock (0 if absent).
@@ -290,7 +292,17 @@ impl TraceBuilder {
             rank: d.rank.and_then(Int::get),
             world_size: d.world_size.and_then(Int::get),
             backend: d.backend,
+            host_name: self.host_name.take(),
         });
+    }
+
+    /// Kineto's top-level `host_name`, kept with `distributedInfo` (whichever comes first).
+    pub fn host_name(&mut self, name: Option<String>) {
+        let name = name.filter(|n| !n.trim().is_empty());
+        match &mut self.distributed {
+            Some(info) => info.host_name = name,
+            None => self.host_name = name,
+        }
     }
 
     /// Takes one record. Fails (saying what was expected) only where the record's name is not

@@ -159,6 +159,11 @@ impl Sink for KinetoSink<'_> {
                 let info: Option<RawDistributed> = document.parse_value("distributedInfo")?;
                 self.builder.distributed(info);
             }
+            "host_name" => {
+                let name: Option<serde_json::Value> = document.parse_value("host_name")?;
+                self.builder
+                    .host_name(name.and_then(|v| v.as_str().map(str::to_string)));
+            }
             "schema" => {
                 let value: serde_json::Value = document.parse_value("schema")?;
                 self.schema = Some(

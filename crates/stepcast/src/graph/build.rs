@@ -617,3 +617,10 @@ pub fn is_collective(name: &str) -> bool {
     let lower = name.get(..12).unwrap_or(name).to_ascii_lowercase();
     lower.starts_with("nccl") || lower.starts_with("rccl") || name.contains("nccl:")
 }
+
+/// Whether a host op is a collective that its thread runs: gloo's work records each one as a
+/// `gloo:<collective>` range on the worker thread that runs it (PyTorch's `ProcessGroupGloo`),
+/// from when the thread took it to when the peers' data was in.
+pub fn is_host_collective(name: &str) -> bool {
+    name.starts_with("gloo:")
+}

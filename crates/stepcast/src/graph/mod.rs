@@ -10,7 +10,7 @@ pub(crate) mod launch_queue;
 
 use stepcast_trace::{EventId, LaneId, LaneKind, NameId};
 
-pub use build::{BuildOptions, build};
+pub use build::{BuildOptions, build, is_host_collective};
 pub use calls::{CallClass, classify_call};
 
 /// A task of the graph (an index into its columns). `u32`: a window of 4 billion tasks would be

@@ -179,6 +179,9 @@ pub struct ClockAlignment {
     pub collectives_used: usize,
     pub send_recv_used: usize,
     pub solver_iterations: u32,
+    /// Distinct clocks among the ranks: ranks that record the same host share one (its
+    /// offsets are equal), so only `clocks − 1` offsets are estimated.
+    pub clocks: usize,
     /// Per matched collective, each rank's recorded (start, end) on a common base, and the
     /// kind of constraint it gives: kept to list pairwise constraints on request.
     instance_times: Vec<Vec<(i64, i64)>>,
@@ -423,6 +426,8 @@ pub fn align_clocks_with(
 ) -> Result<ClockAlignment, AlignError> {
     let n_ranks = ranks.len();
     let base_ns = ranks.first().map_or(0, |r| r.origin_ns);
+    let clock = shared_clocks(ranks);
+    let clocks = (0..n_ranks).filter(|&r| clock[r] == r).count();
     let all_times = instance_times(ranks, matching, base_ns);
     let kinds = constraint_kinds(matching, options);
     // The collectives in the objective.
@@ -447,6 +452,7 @@ pub fn align_clocks_with(
             collectives_used: used.len() - send_recv_used,
             send_recv_used,
             solver_iterations: iterations,
+            clocks,
             instance_times: all_times.clone(),
             kinds: kinds.clone(),
         }
@@ -458,9 +464,23 @@ pub fn align_clocks_with(
     // the centre m_k of each collective's aligned ends, then the release r_k of each one.
     let centre = times[0][0].1;
     let us = |ns: i64| (ns - centre) as f64 / 1_000.0;
-    let n_offsets = n_ranks - 1;
+    // One offset per clock: ranks that record the same host read one clock (rank 0's is the
+    // reference), so they share one unknown instead of being fitted apart on noisy ends.
+    let mut clock_var: Vec<Option<usize>> = vec![None; n_ranks];
+    let mut n_offsets = 0;
+    for r in 0..n_ranks {
+        if clock[r] == clock[0] {
+            continue;
+        }
+        if clock[r] == r {
+            clock_var[r] = Some(n_offsets);
+            n_offsets += 1;
+        } else {
+            clock_var[r] = clock_var[clock[r]];
+        }
+    }
     let n_vars = n_offsets + 2 * times.len();
-    let offset_var = |r: usize| (r > 0).then(|| r - 1);
+    let offset_var = |r: usize| clock_var[r];
     // ½xᵀPx + qᵀx = Σ_k Σ_r (o_r + m_k - end_rk)², P upper triangle.
     let mut p: BTreeMap<(usize, usize), f64> = BTreeMap::new();
     let mut q = vec![0.0; n_vars];
@@ -538,9 +558,36 @@ pub fn align_clocks_with(
     }
     let mut offsets_ns = vec![0i64; n_ranks];
     for r in 1..n_ranks {
-        offsets_ns[r] = (x[r - 1] * 1_000.0).round() as i64;
+        if let Some(v) = offset_var(r) {
+            offsets_ns[r] = (x[v] * 1_000.0).round() as i64;
+        }
     }
     Ok(finish(outcome, offsets_ns, iterations))
+}
+
+/// Per rank, the first rank that reads its clock: the first that records the same host
+/// (itself where it records none, or a name that does not tell one machine from another).
+pub(crate) fn shared_clocks(ranks: &[RankGraph]) -> Vec<usize> {
+    let mut first: BTreeMap<&str, usize> = BTreeMap::new();
+    ranks
+        .iter()
+        .enumerate()
+        .map(|(r, rank)| match rank.host_name.as_deref().map(str::trim) {
+            Some(host) if !is_generic_host(host) => *first.entry(host).or_insert(r),
+            _ => r,
+        })
+        .collect()
+}
+
+/// A host name that many machines share (a container's default, a loopback name): not
+/// evidence of one clock.
+fn is_generic_host(host: &str) -> bool {
+    let lower = host.to_ascii_lowercase();
+    lower.is_empty()
+        || matches!(
+            lower.as_str(),
+            "localhost" | "localhost.localdomain" | "127.0.0.1" | "::1"
+        )
 }
 
 /// Distance of each rank's aligned ends from the mean aligned end of their collective, and the

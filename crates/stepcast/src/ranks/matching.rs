@@ -25,7 +25,7 @@ use super::{RankGraph, RankId, RankTrace, lane_label};
 use crate::Window;
 use crate::analyze::mapping::{Mapping, map};
 use crate::comm::calibrate::comm_args;
-use crate::graph::{NO_STEP, TaskId, TaskKind};
+use crate::graph::{NO_STEP, TaskId, TaskKind, is_host_collective};
 
 /// How a collective's identity (its group and place) was found.
 #[derive(
@@ -164,6 +164,9 @@ pub fn rank_collectives(rank: &RankTrace<'_>) -> Vec<CollectiveInstance> {
     collectives_of(rank.trace, rank.window, &mapping, true)
 }
 
+/// The group of the collectives host threads run where no process group is recorded (gloo).
+pub(crate) const HOST_CHANNEL: &str = "host";
+
 /// Device streams of `window` that run collectives, ordered by their first collective.
 fn collective_streams(window: &Window) -> Vec<u32> {
     let graph = &window.graph;
@@ -206,18 +209,42 @@ pub(crate) fn collectives_of(
     let mapping = (!trace.comm_args.is_empty()).then_some(mapping);
     let mut order: BTreeMap<(String, GroupSource, Option<u64>), u32> = BTreeMap::new();
     let mut instances = Vec::new();
-    for (stream_index, lane_index) in collective_streams(window).into_iter().enumerate() {
-        let lane = &graph.lanes[lane_index as usize];
-        let stream = if recorded_streams {
-            lane_label(trace, lane.trace_lane)
-        } else {
-            format!("stream#{stream_index}")
-        };
-        for t in lane.first_task..lane.first_task + lane.task_count {
+    // Each device stream's collectives in stream order; then the collectives host threads run
+    // (gloo: a process group's work goes to whichever of its worker threads is free, so the
+    // thread says nothing of the group) as one channel, `host`, in recorded start order.
+    let mut channels: Vec<(String, Vec<u32>)> = collective_streams(window)
+        .into_iter()
+        .enumerate()
+        .map(|(stream_index, lane_index)| {
+            let lane = &graph.lanes[lane_index as usize];
+            let stream = if recorded_streams {
+                lane_label(trace, lane.trace_lane)
+            } else {
+                format!("stream#{stream_index}")
+            };
+            let tasks = (lane.first_task..lane.first_task + lane.task_count)
+                .filter(|&t| graph.kind[t as usize] == TaskKind::Collective)
+                .collect();
+            (stream, tasks)
+        })
+        .collect();
+    let mut host: Vec<u32> = graph
+        .lanes
+        .iter()
+        .filter(|lane| lane.kind == LaneKind::CpuThread)
+        .flat_map(|lane| lane.first_task..lane.first_task + lane.task_count)
+        .filter(|&t| {
+            graph.kind[t as usize] == TaskKind::CpuOp
+                && is_host_collective(trace.name(graph.name[t as usize]))
+        })
+        .collect();
+    if !host.is_empty() {
+        host.sort_by_key(|&t| (graph.rec_start_ns[t as usize], t));
+        channels.push((HOST_CHANNEL.to_string(), host));
+    }
+    for (stream, tasks) in channels {
+        for t in tasks {
             let i = t as usize;
-            if graph.kind[i] != TaskKind::Collective {
-                continue;
-            }
             let task = TaskId(t);
             let args: Option<&CommArgs> = comm_args(trace, graph.event[i]).or_else(|| {
                 mapping.as_ref().and_then(|m| {

@@ -10,7 +10,7 @@ use super::{RankTrace, lane_label};
 use crate::Window;
 use crate::analyze::mapping::{Phase, map};
 use crate::comm::{calibrate, recorded_collectives};
-use crate::graph::{EdgeKind, TaskId, TaskKind};
+use crate::graph::{EdgeKind, TaskId};
 
 /// No name, in [`RankGraph`]'s per-task name columns.
 const NO_NAME: u32 = u32::MAX;
@@ -45,6 +45,8 @@ pub struct RankGraph {
     pub rank: i64,
     /// `Trace::origin_ns`: graph times are relative to it.
     pub origin_ns: i64,
+    /// The host the rank ran on, as its trace records it: ranks of one host share a clock.
+    pub host_name: Option<String>,
     pub window: Window,
     /// The trace's names by id (task, op and layer names are ids into it), without the
     /// interner's index: a thousand ranks kept every name twice.
@@ -87,15 +89,16 @@ impl RankGraph {
             .map(|t| name_or_none(mapping.op_name(trace, TaskId(t as u32))))
             .collect();
         let layer = mapping.layer.iter().copied().map(name_or_none).collect();
-        // The lanes that run a collective, and the threads that launch one.
+        let collectives_by_stream = collectives_of(trace, &window, &mapping, true);
+        let collectives_by_first_use = collectives_of(trace, &window, &mapping, false);
+        // The lanes that run a collective (a device stream, or gloo's host threads), and the
+        // threads that launch one.
         let mut collective_lane = vec![false; graph.lanes.len()];
         let mut launching_thread = vec![false; graph.lanes.len()];
-        for t in 0..graph.task_count() {
-            if graph.kind[t] != TaskKind::Collective {
-                continue;
-            }
+        for c in &collectives_by_stream {
+            let t = c.task.index();
             collective_lane[graph.lane[t] as usize] = true;
-            for e in graph.preds(TaskId(t as u32)) {
+            for e in graph.preds(c.task) {
                 if graph.pred_kind[e] == EdgeKind::Launch {
                     launching_thread[graph.lane[graph.pred[e].index()] as usize] = true;
                 }
@@ -143,12 +146,11 @@ impl RankGraph {
             .collect();
         let calibrated_floor_ns =
             calibrate(&recorded_collectives(trace, &window, &mapping)).floor_ns;
-        let collectives_by_stream = collectives_of(trace, &window, &mapping, true);
-        let collectives_by_first_use = collectives_of(trace, &window, &mapping, false);
         let collective_streams = collective_stream_labels(trace, &window);
         RankGraph {
             rank,
             origin_ns: trace.origin_ns,
+            host_name: trace.distributed.as_ref().and_then(|d| d.host_name.clone()),
             lane_labels,
             phase: mapping.phase,
             layer,

@@ -1,4 +1,5 @@
-//! NCCL/RCCL kernels: their own cost (the transfer) and their peers' lateness.
+//! NCCL/RCCL kernels and gloo's host-side collectives: their own cost (the transfer) and their
+//! peers' lateness.
 //!
 //! A one-rank trace records each collective kernel from when its stream reached it to the end
 //! of the collective, so the recorded time is the transfer plus the wait for the slowest peer.
@@ -23,10 +24,15 @@ impl Builder<'_> {
         let mut recorded = Vec::new();
         for t in 0..n {
             let g = &mut self.graph;
-            if g.kind[t] != TaskKind::Kernel || !self.names.is_collective(g.name[t]) {
-                continue;
+            match g.kind[t] {
+                TaskKind::Kernel if self.names.is_collective(g.name[t]) => {
+                    g.kind[t] = TaskKind::Collective;
+                }
+                // A host thread's collective stays a host op (its time is the thread's, not a
+                // device's); only its cost is split the same way.
+                TaskKind::CpuOp if self.names.is_host_collective(g.name[t]) => {}
+                _ => continue,
             }
-            g.kind[t] = TaskKind::Collective;
             let entry = fastest.entry(g.name[t]).or_insert(i64::MAX);
             *entry = (*entry).min(g.dur_ns[t]);
             let args = self.comm_args_of(TaskId(t as u32), call_of);

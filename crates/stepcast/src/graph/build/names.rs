@@ -3,7 +3,7 @@
 
 use stepcast_trace::{NameId, Trace};
 
-use super::is_collective;
+use super::{is_collective, is_host_collective};
 use crate::graph::calls::{CallClass, classify_call};
 
 /// Facts about every interned name of a trace, indexed by [`NameId`].
@@ -12,6 +12,7 @@ pub(super) struct NameFacts {
     stream_wait_event: Vec<bool>,
     pageable: Vec<bool>,
     collective: Vec<bool>,
+    host_collective: Vec<bool>,
 }
 
 impl NameFacts {
@@ -22,6 +23,7 @@ impl NameFacts {
             stream_wait_event: Vec::with_capacity(count),
             pageable: Vec::with_capacity(count),
             collective: Vec::with_capacity(count),
+            host_collective: Vec::with_capacity(count),
         };
         for id in 0..count as u32 {
             let name = trace.name(NameId(id));
@@ -31,6 +33,7 @@ impl NameFacts {
                 .push(name.contains("StreamWaitEvent"));
             facts.pageable.push(name.contains("Pageable"));
             facts.collective.push(is_collective(name));
+            facts.host_collective.push(is_host_collective(name));
         }
         facts
     }
@@ -63,5 +66,10 @@ impl NameFacts {
     /// A collective or point-to-point communication kernel.
     pub(super) fn is_collective(&self, name: NameId) -> bool {
         self.collective[name.index()]
+    }
+
+    /// A collective run by a host thread (gloo's `gloo:all_reduce`, ...).
+    pub(super) fn is_host_collective(&self, name: NameId) -> bool {
+        self.host_collective[name.index()]
     }
 }
