@@ -15,6 +15,8 @@ mod critical_path;
 
 pub use critical_path::{CriticalPath, PathShare, ShareKind, critical_path};
 
+use std::collections::BTreeMap;
+
 use crate::graph::{
     EdgeKind, Graph, NO_TIME, SHARED_GAP_NONE_PERMILLE as NONE_PERMILLE, SmDemand, TaskId,
 };
@@ -401,11 +403,16 @@ impl Frontier {
 struct Capacity<'g> {
     graph: &'g Graph,
     needed: bool,
-    /// Tasks filling a device: (device, lane, begin, room from, task).
-    filling: Vec<(i64, u32, i64, i64, TaskId)>,
-    /// Device tasks that have begun and may still run, while gaps are shared: (device, lane,
+    /// Per device, tasks filling it: (lane, begin, room from, task). Kept per device so that a
+    /// begin looks at its own device's tasks only: a job's global graph has a device per rank,
+    /// and one list of every device's tasks made its replay grow with ranks × tasks.
+    filling: BTreeMap<i64, Vec<(u32, i64, i64, TaskId)>>,
+    /// Per device, tasks that have begun and may still run, while gaps are shared: (lane,
     /// begin, end).
-    running: Vec<(i64, u32, i64, i64)>,
+    running: BTreeMap<i64, Vec<(u32, i64, i64)>>,
+    /// The latest gap start asked about: a running task that ended by it slows no later gap
+    /// (every device's list is pruned against it when next looked at).
+    running_floor_ns: i64,
     /// The graph's gaps grow beside another stream (`Graph::shared_gap_permille`) and it has
     /// two streams on one device.
     shares_gaps: bool,
@@ -432,8 +439,9 @@ impl<'g> Capacity<'g> {
         Capacity {
             graph,
             needed: needed || shares_gaps,
-            filling: Vec::new(),
-            running: Vec::new(),
+            filling: BTreeMap::new(),
+            running: BTreeMap::new(),
+            running_floor_ns: i64::MIN,
             shares_gaps,
         }
     }
@@ -452,12 +460,11 @@ impl<'g> Capacity<'g> {
         let lane = g.lane[t];
         let device = g.lanes[lane as usize].device?;
         // Settled in time order: what left room before now holds no one any more.
-        self.filling.retain(|&(.., room_at, _)| room_at > at);
-        self.filling
+        let filling = self.filling.get_mut(&device)?;
+        filling.retain(|&(.., room_at, _)| room_at > at);
+        filling
             .iter()
-            .filter(|&&(d, l, begin, room_at, _)| {
-                d == device && l != lane && begin <= at && room_at > at
-            })
+            .filter(|&&(l, begin, room_at, _)| l != lane && begin <= at && room_at > at)
             .max_by_key(|&&(.., room_at, full)| (room_at, std::cmp::Reverse(full)))
             .map(|&(.., room_at, full)| (room_at, full))
     }
@@ -475,12 +482,16 @@ impl<'g> Capacity<'g> {
         }
         let from = timeline.end_ns[prev];
         let to = from.saturating_add(gap);
-        // Settled in time order: what ended before this gap began can slow no later one.
-        self.running.retain(|&(.., end)| end > from);
-        let busy = self
-            .running
-            .iter()
-            .any(|&(d, l, begin, end)| d == device && l != lane && begin < to && end > from);
+        // Settled in time order: what ended before this gap (or an earlier one asked about)
+        // began can slow no later one.
+        self.running_floor_ns = self.running_floor_ns.max(from);
+        let floor = self.running_floor_ns;
+        let busy = self.running.get_mut(&device).is_some_and(|running| {
+            running.retain(|&(.., end)| end > floor);
+            running
+                .iter()
+                .any(|&(l, begin, end)| l != lane && begin < to && end > from)
+        });
         let scaled = i64::try_from(
             i128::from(gap) * i128::from(g.shared_gap_permille) / i128::from(NONE_PERMILLE),
         )
@@ -497,7 +508,10 @@ impl<'g> Capacity<'g> {
             && let Some(device) = g.lanes[lane as usize].device
         {
             let end = at.saturating_add(peer_wait_ns).saturating_add(dur_ns);
-            self.running.push((device, lane, at, end));
+            self.running
+                .entry(device)
+                .or_default()
+                .push((lane, at, end));
         }
         let (Some(device), Some(room_before_end)) = (
             g.lanes[lane as usize].device,
@@ -508,7 +522,9 @@ impl<'g> Capacity<'g> {
         let room_at = at.saturating_add(dur_ns - room_before_end);
         if room_at > at {
             self.filling
-                .push((device, lane, at, room_at, TaskId(t as u32)));
+                .entry(device)
+                .or_default()
+                .push((lane, at, room_at, TaskId(t as u32)));
         }
     }
 }
