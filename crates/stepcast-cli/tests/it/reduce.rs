@@ -248,3 +248,29 @@ fn optimize_asks_for_the_traces_of_a_reduced_job() {
         run.stderr
     );
 }
+
+#[test]
+fn an_export_of_two_processes_reduces_to_two_ranks_that_replay_as_it_does() {
+    // A real Nsight Systems export of a two-GPU job: one file, a rank per process.
+    let export = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/nsys/nsys-ai/tests/fixtures/h100_2gpu_1s.sqlite"
+    );
+    let dir = reduce_into(export, "nsys");
+    let reduced = dir.path().join("reduced");
+    assert_eq!(
+        super::file_names(&reduced)
+            .into_iter()
+            .filter(|n| n.ends_with(".stepcast-rank"))
+            .collect::<Vec<_>>(),
+        [
+            "h100_2gpu_1s.sqlite.0.stepcast-rank",
+            "h100_2gpu_1s.sqlite.1.stepcast-rank"
+        ]
+    );
+    let from_export = stepcast(&["replay", "--json", export]);
+    let from_reduced = stepcast(&["replay", "--json", path_str(&reduced)]);
+    from_export.assert_success();
+    from_reduced.assert_success();
+    assert!(from_export.stdout == from_reduced.stdout);
+}
