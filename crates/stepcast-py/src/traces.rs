@@ -417,11 +417,7 @@ impl Job {
     ) -> PyResult<Job> {
         let options = jobs::read_options(step_range.as_deref()).map_err(|error| to_py(&error))?;
         let callback = Callback::new(progress);
-        let on_unreadable = if skip_unreadable {
-            jobs::Unreadable::Skip
-        } else {
-            jobs::Unreadable::Refuse
-        };
+        let on_unreadable = jobs::Unreadable::skipped_if(skip_unreadable);
         let job = py.detach(|| jobs::Job::load(&paths, &options, on_unreadable, &callback));
         callback.finish()?;
         let unreadable = unreadable

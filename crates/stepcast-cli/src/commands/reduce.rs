@@ -10,11 +10,7 @@ use crate::args::ReduceArgs;
 use crate::progress::Terminal;
 
 pub fn run(args: &ReduceArgs) -> anyhow::Result<()> {
-    let unreadable = if args.skip_unreadable {
-        Unreadable::Skip
-    } else {
-        Unreadable::Refuse
-    };
+    let unreadable = Unreadable::skipped_if(args.skip_unreadable);
     let progress = Terminal::new();
     let reduced = jobs::reduce(&args.traces, super::read_options(), unreadable, &progress)?;
     drop(progress);

@@ -11,11 +11,7 @@ use crate::progress::Terminal;
 /// Runs `replay` and returns its output (text, JSON, or its tables as CSV).
 pub fn run(args: &ReplayArgs) -> anyhow::Result<super::Answer> {
     let progress = Terminal::new();
-    let unreadable = if args.skip_unreadable {
-        Unreadable::Skip
-    } else {
-        Unreadable::Refuse
-    };
+    let unreadable = Unreadable::skipped_if(args.skip_unreadable);
     match jobs::open(&args.traces, super::read_options(), unreadable, &progress)? {
         Input::Trace(loaded) => {
             if args.ranks.is_some() {

@@ -88,11 +88,7 @@ fn job(args: &ReportArgs, paths: &[PathBuf]) -> anyhow::Result<Answer> {
     // The page lists every collective instance of at most 16 ranks (all of them in a job of
     // up to 16; else those holding the most critical-path time), so a large job's page stays
     // small; the per-rank tables cover every rank.
-    let unreadable = if args.skip_unreadable {
-        Unreadable::Skip
-    } else {
-        Unreadable::Refuse
-    };
+    let unreadable = Unreadable::skipped_if(args.skip_unreadable);
     let document = Job::load(paths, super::read_options(), unreadable, &progress)?.replay(
         None,
         Some(DETAIL_RANKS),

@@ -23,6 +23,17 @@ pub enum Unreadable {
     Skip,
 }
 
+impl Unreadable {
+    /// `--skip-unreadable` (or Python's `skip_unreadable`) as given.
+    pub fn skipped_if(skip: bool) -> Unreadable {
+        if skip {
+            Unreadable::Skip
+        } else {
+            Unreadable::Refuse
+        }
+    }
+}
+
 /// A rank file left out under [`Unreadable::Skip`], and why.
 #[derive(Clone, Debug)]
 pub struct Skipped {
@@ -138,38 +149,9 @@ impl Job {
         progress: &dyn Progress,
     ) -> anyhow::Result<Job> {
         let files = rank_files(paths)?;
-        let done = AtomicUsize::new(0);
-        progress.update("loading ranks", 0, files.len());
-        let read: Vec<anyhow::Result<Vec<Rank>>> = files
-            .par_iter()
-            .map(|file| {
-                let ranks = read_ranks(file, options);
-                let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
-                progress.update("loading ranks", finished, files.len());
-                ranks
-            })
-            .collect();
-        let mut ranks = Vec::with_capacity(read.len());
-        let mut skipped = Vec::new();
-        for (file, result) in files.iter().zip(read) {
-            match (result, unreadable) {
-                (Ok(file_ranks), _) => ranks.push(file_ranks),
-                // The first unreadable file in name order, whichever thread met it first.
-                (Err(error), Unreadable::Refuse) => return Err(error),
-                (Err(error), Unreadable::Skip) => skipped.push(Skipped {
-                    file: file.clone(),
-                    reason: crate::message(&error),
-                }),
-            }
-        }
-        if ranks.is_empty() {
-            bail!(
-                "none of the {} rank files given could be read (the first, {}: {})",
-                skipped.len(),
-                skipped[0].file.display(),
-                skipped[0].reason
-            );
-        }
+        let (ranks, skipped) = read_each(&files, "loading ranks", unreadable, progress, |file| {
+            read_ranks(file, options)
+        })?;
         Job::numbered(ranks, skipped)
     }
 
@@ -303,6 +285,50 @@ impl Job {
         }
         Ok(document)
     }
+}
+
+/// `read` of every file, on every core, reporting under `stage`, in file order. A file that
+/// cannot be read refuses the whole (the first in name order, whichever thread met it first)
+/// or, under [`Unreadable::Skip`], is left out and listed; none read at all is an error.
+pub(super) fn read_each<T: Send>(
+    files: &[PathBuf],
+    stage: &str,
+    unreadable: Unreadable,
+    progress: &dyn Progress,
+    read: impl Fn(&Path) -> anyhow::Result<T> + Sync,
+) -> anyhow::Result<(Vec<T>, Vec<Skipped>)> {
+    let done = AtomicUsize::new(0);
+    progress.update(stage, 0, files.len());
+    let results: Vec<anyhow::Result<T>> = files
+        .par_iter()
+        .map(|file| {
+            let result = read(file);
+            let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
+            progress.update(stage, finished, files.len());
+            result
+        })
+        .collect();
+    let mut read_ok = Vec::with_capacity(results.len());
+    let mut skipped = Vec::new();
+    for (file, result) in files.iter().zip(results) {
+        match (result, unreadable) {
+            (Ok(value), _) => read_ok.push(value),
+            (Err(error), Unreadable::Refuse) => return Err(error),
+            (Err(error), Unreadable::Skip) => skipped.push(Skipped {
+                file: file.clone(),
+                reason: crate::message(&error),
+            }),
+        }
+    }
+    if let (true, Some(first)) = (read_ok.is_empty(), skipped.first()) {
+        bail!(
+            "none of the {} files given could be read (the first, {}: {})",
+            skipped.len(),
+            first.file.display(),
+            first.reason
+        );
+    }
+    Ok((read_ok, skipped))
 }
 
 /// A rank read from `file` (for a reduced rank, the trace it was reduced from), before it

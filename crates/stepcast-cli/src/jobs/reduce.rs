@@ -6,15 +6,13 @@
 use std::fs::File;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Context as _, bail};
-use rayon::prelude::*;
 use stepcast::ranks::{MAGIC, ReducedRank};
 use stepcast_trace::ReadOptions;
 
 use super::Progress;
-use super::ranks::{Skipped, Unreadable, rank_files, read_ranks};
+use super::ranks::{Skipped, Unreadable, rank_files, read_each, read_ranks};
 
 /// The extension of a reduced rank's file.
 pub const REDUCED_EXTENSION: &str = "stepcast-rank";
@@ -78,46 +76,25 @@ pub fn reduce(
             reduced.display()
         );
     }
-    let done = AtomicUsize::new(0);
-    progress.update("reducing ranks", 0, traces.len());
-    let results: Vec<anyhow::Result<Vec<ReducedFile>>> = traces
-        .par_iter()
-        .map(|trace| {
-            let files = reduce_file(trace, options);
-            let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
-            progress.update("reducing ranks", finished, traces.len());
-            files
-        })
-        .collect();
+    let (reduced, skipped) = read_each(&traces, "reducing ranks", unreadable, progress, |trace| {
+        reduce_file(trace, options).map(|files| (trace.to_path_buf(), files))
+    })?;
     let mut files: Vec<ReducedFile> = Vec::new();
-    let mut skipped = Vec::new();
     // Each name's trace, to name a clash.
-    let mut sources: std::collections::BTreeMap<String, &Path> = Default::default();
-    for (trace, result) in traces.iter().zip(results) {
-        match (result, unreadable) {
-            (Ok(reduced), _) => {
-                for file in reduced {
-                    if let Some(other) = sources.insert(file.name.clone(), trace) {
-                        bail!(
-                            "{} and {} would both be reduced to {}; reduce traces of the same \
-                             file name into different folders",
-                            other.display(),
-                            trace.display(),
-                            file.name
-                        );
-                    }
-                    files.push(file);
-                }
+    let mut sources: std::collections::BTreeMap<String, PathBuf> = Default::default();
+    for (trace, ranks) in reduced {
+        for file in ranks {
+            if let Some(other) = sources.insert(file.name.clone(), trace.clone()) {
+                bail!(
+                    "{} and {} would both be reduced to {}; reduce traces of the same file \
+                     name into different folders",
+                    other.display(),
+                    trace.display(),
+                    file.name
+                );
             }
-            (Err(error), Unreadable::Refuse) => return Err(error),
-            (Err(error), Unreadable::Skip) => skipped.push(Skipped {
-                file: trace.clone(),
-                reason: crate::message(&error),
-            }),
+            files.push(file);
         }
-    }
-    if files.is_empty() {
-        bail!("none of the {} traces given could be read", traces.len());
     }
     Ok(Reduced { files, skipped })
 }

@@ -165,7 +165,7 @@ pub fn rank_collectives(rank: &RankTrace<'_>) -> Vec<CollectiveInstance> {
 }
 
 /// The group of the collectives host threads run where no process group is recorded (gloo).
-pub(crate) const HOST_CHANNEL: &str = "host";
+const HOST_CHANNEL: &str = "host";
 
 /// Device streams of `window` that run collectives, ordered by their first collective.
 fn collective_streams(window: &Window) -> Vec<u32> {

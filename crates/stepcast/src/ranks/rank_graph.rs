@@ -110,7 +110,7 @@ impl RankGraph {
             .enumerate()
             .map(|(index, lane)| {
                 if lane.kind != stepcast_trace::LaneKind::CpuThread || !launching_thread[index] {
-                    return ThreadOps::default();
+                    return ThreadOps::EMPTY;
                 }
                 ThreadOps::new(
                     trace

@@ -12,7 +12,7 @@ use super::HostOp;
 const BLOCK: usize = 16;
 
 /// One thread's host ops, by start.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct ThreadOps {
     name: Vec<NameId>,
     start_ns: Vec<i64>,
@@ -32,18 +32,18 @@ impl ThreadOps {
 
     /// The ops of one thread, given by start.
     pub fn new(ops: impl IntoIterator<Item = HostOp>) -> ThreadOps {
-        let mut out = ThreadOps::default();
+        let mut out = ThreadOps::EMPTY;
         let mut max_end = i64::MIN;
         for op in ops {
             out.name.push(op.name);
             out.start_ns.push(op.start_ns);
             out.dur_ns.push(op.dur_ns);
             max_end = max_end.max(op.end_ns());
-            if out.name.len() % BLOCK == 0 {
+            if out.name.len().is_multiple_of(BLOCK) {
                 out.block_max_end_ns.push(max_end);
             }
         }
-        if out.name.len() % BLOCK != 0 {
+        if !out.name.len().is_multiple_of(BLOCK) {
             out.block_max_end_ns.push(max_end);
         }
         out.name.shrink_to_fit();
