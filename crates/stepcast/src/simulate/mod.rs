@@ -107,16 +107,44 @@ pub fn simulate(
     options: SimOptions,
 ) -> Result<Timeline, SimError> {
     let n = graph.task_count();
-    // Lane predecessor and successor of each task under the policy's order.
-    let mut lane_prev: Vec<TaskId> = (0..n)
-        .map(|t| graph.lane_pred(TaskId(t as u32)).unwrap_or(TaskId::NONE))
+    let keep = |e: usize| {
+        let kind = graph.pred_kind[e];
+        !(options.without_inferred && kind.is_inferred()
+            || options.without_peer_waits && kind == EdgeKind::PeerArrival)
+    };
+    // What settling a task reads of it, side by side in one row. Read from the graph's
+    // columns, a task touched a dozen cache lines; a job's replay interleaves thousands of
+    // lanes in time order, and that many lines per lane outgrew the cache as ranks grew (171
+    // → 240 ns per task from 256 to 1,024 ranks). Lane neighbours in recorded order first.
+    let mut rows: Vec<TaskRow> = (0..n)
+        .map(|t| {
+            let task = TaskId(t as u32);
+            let lane = &graph.lanes[graph.lane[t] as usize];
+            let last = lane.first_task + lane.task_count - 1;
+            TaskRow {
+                dur_ns: if options.without_inferred {
+                    graph.dur_without_inferred_ns[t]
+                } else {
+                    graph.dur_ns[t]
+                },
+                gap_ns: graph.gap_ns[t],
+                lane_prev: graph.lane_pred(task).unwrap_or(TaskId::NONE),
+                lane_next: if task.0 < last {
+                    TaskId(task.0 + 1)
+                } else {
+                    TaskId::NONE
+                },
+            }
+        })
         .collect();
-    let mut lane_next = vec![TaskId::NONE; n];
-    for (t, prev) in lane_prev.iter().enumerate() {
-        if *prev != TaskId::NONE {
-            lane_next[prev.index()] = TaskId(t as u32);
+    let peer_wait_of = |t: usize| {
+        if options.without_peer_waits {
+            0
+        } else {
+            graph.peer_wait_ns[t]
         }
-    }
+    };
+    // Then the policy's orders.
     for (lane_index, lane) in graph.lanes.iter().enumerate() {
         if let Some(order) = policy.lane_order(graph, lane_index) {
             let range = lane.first_task..lane.first_task + lane.task_count;
@@ -127,33 +155,24 @@ pub fn simulate(
             }
             let mut prev = TaskId::NONE;
             for &t in &order {
-                lane_prev[t.index()] = prev;
-                lane_next[t.index()] = TaskId::NONE;
+                rows[t.index()].lane_prev = prev;
+                rows[t.index()].lane_next = TaskId::NONE;
                 if prev != TaskId::NONE {
-                    lane_next[prev.index()] = t;
+                    rows[prev.index()].lane_next = t;
                 }
                 prev = t;
             }
         }
     }
-    let keep = |e: usize| {
-        let kind = graph.pred_kind[e];
-        !(options.without_inferred && kind.is_inferred()
-            || options.without_peer_waits && kind == EdgeKind::PeerArrival)
-    };
-    let peer_wait_of = |t: usize| {
-        if options.without_peer_waits {
-            0
-        } else {
-            graph.peer_wait_ns[t]
-        }
-    };
-    let dur_of = |t: usize| {
-        if options.without_inferred {
-            graph.dur_without_inferred_ns[t]
-        } else {
-            graph.dur_ns[t]
-        }
+    let preds = |t: usize| {
+        graph
+            .preds(TaskId(t as u32))
+            .filter(move |&e| keep(e))
+            .map(|e| PredRow {
+                lag_ns: graph.pred_lag_ns[e],
+                from: graph.pred[e],
+                kind: graph.pred_kind[e],
+            })
     };
 
     // Each task is two nodes: its begin (node 2t) and its end (node 2t + 1). A blocking call's
@@ -169,16 +188,16 @@ pub fn simulate(
     // end → next begin are not stored: every task has them, and the engine follows them from
     // `lane_next` (stored, they were more than half the lists).
     let mut succ_offsets = vec![0u32; 2 * n + 1];
-    let source_node = |e: usize| {
-        let from = graph.pred[e].index();
-        if graph.pred_kind[e].from_source_begin() {
+    let source_node = |edge: &PredRow| {
+        let from = edge.from.index();
+        if edge.kind.from_source_begin() {
             begin_node(from)
         } else {
             end_node(from)
         }
     };
-    let target_node = |e: usize, t: usize| {
-        if graph.pred_kind[e].gates_completion() {
+    let target_node = |edge: &PredRow, t: usize| {
+        if edge.kind.gates_completion() {
             end_node(t)
         } else {
             begin_node(t)
@@ -186,14 +205,12 @@ pub fn simulate(
     };
     for t in 0..n {
         indegree[end_node(t)] += 1;
-        if lane_prev[t] != TaskId::NONE {
+        if rows[t].lane_prev != TaskId::NONE {
             indegree[begin_node(t)] += 1;
         }
-        for e in graph.preds(TaskId(t as u32)) {
-            if keep(e) {
-                indegree[target_node(e, t)] += 1;
-                succ_offsets[source_node(e) + 1] += 1;
-            }
+        for edge in preds(t) {
+            indegree[target_node(&edge, t)] += 1;
+            succ_offsets[source_node(&edge) + 1] += 1;
         }
     }
     let mut start = 0;
@@ -209,10 +226,8 @@ pub fn simulate(
         *cursor += 1;
     };
     for t in 0..n {
-        for e in graph.preds(TaskId(t as u32)) {
-            if keep(e) {
-                link(source_node(e), target_node(e, t));
-            }
+        for edge in preds(t) {
+            link(source_node(&edge), target_node(&edge, t));
         }
     }
 
@@ -222,39 +237,38 @@ pub fn simulate(
         binding: vec![Binding::Boundary; n],
         completion: vec![None; n],
     };
-    let release = |e: usize, timeline: &Timeline| {
-        let from = graph.pred[e].index();
-        let at = if graph.pred_kind[e].from_source_begin() {
+    let release = |edge: &PredRow, timeline: &Timeline| {
+        let from = edge.from.index();
+        let at = if edge.kind.from_source_begin() {
             timeline.begin_ns[from]
         } else {
             timeline.end_ns[from]
         };
-        at.saturating_add(graph.pred_lag_ns[e])
+        at.saturating_add(edge.lag_ns)
     };
     // A node's time, once every predecessor node has its own.
     let settle = |node: usize, timeline: &mut Timeline| -> i64 {
         let t = node / 2;
-        let task = TaskId(t as u32);
+        let row = &rows[t];
         if node.is_multiple_of(2) {
             let mut begin = graph.not_before_ns[t];
             let mut binding = Binding::Boundary;
-            let prev = lane_prev[t];
+            let prev = row.lane_prev;
             if prev != TaskId::NONE {
-                let ready =
-                    timeline.end_ns[prev.index()].saturating_add(graph.gap_ns[prev.index()]);
+                let ready = timeline.end_ns[prev.index()].saturating_add(rows[prev.index()].gap_ns);
                 if ready > begin {
                     begin = ready;
                     binding = Binding::Lane(prev);
                 }
             }
-            for e in graph.preds(task) {
-                if !keep(e) || graph.pred_kind[e].gates_completion() {
+            for edge in preds(t) {
+                if edge.kind.gates_completion() {
                     continue;
                 }
-                let ready = release(e, timeline);
+                let ready = release(&edge, timeline);
                 if ready > begin {
                     begin = ready;
-                    binding = Binding::Edge(graph.pred[e], graph.pred_kind[e]);
+                    binding = Binding::Edge(edge.from, edge.kind);
                 }
             }
             if begin == NO_TIME {
@@ -265,23 +279,24 @@ pub fn simulate(
             begin
         } else {
             let mut exec = timeline.begin_ns[t];
-            if peer_wait_of(t) > 0 {
-                exec = exec.saturating_add(peer_wait_of(t));
+            let peer_wait_ns = peer_wait_of(t);
+            if peer_wait_ns > 0 {
+                exec = exec.saturating_add(peer_wait_ns);
                 timeline.completion[t] = Some(Binding::PeerWait);
             }
-            for e in graph.preds(task) {
-                if !keep(e) || !graph.pred_kind[e].gates_completion() {
+            for edge in preds(t) {
+                if !edge.kind.gates_completion() {
                     continue;
                 }
-                let ready = release(e, timeline);
+                let ready = release(&edge, timeline);
                 if ready > exec {
                     exec = ready;
-                    timeline.completion[t] = Some(Binding::Edge(graph.pred[e], graph.pred_kind[e]));
+                    timeline.completion[t] = Some(Binding::Edge(edge.from, edge.kind));
                 }
             }
             // Saturating: a what-if may scale a cost towards `i64::MAX` (a factor is bounded,
             // not the product), and a wrapped end would come back as a negative time.
-            timeline.end_ns[t] = exec.saturating_add(dur_of(t));
+            timeline.end_ns[t] = exec.saturating_add(row.dur_ns);
             timeline.end_ns[t]
         }
     };
@@ -324,7 +339,7 @@ pub fn simulate(
                 frontier.push(ready, node as u32);
                 continue;
             }
-            capacity.begins(t, at, peer_wait_of(t), dur_of(t));
+            capacity.begins(t, at, peer_wait_of(t), rows[t].dur_ns);
         }
         done += 1;
         // The implicit successor first (a begin's own end, an end's lane successor's begin),
@@ -334,7 +349,7 @@ pub fn simulate(
         let implicit = if node.is_multiple_of(2) {
             Some(end_node(t))
         } else {
-            let next = lane_next[t];
+            let next = rows[t].lane_next;
             (next != TaskId::NONE).then(|| begin_node(next.index()))
         };
         let stored = succ_offsets[node]..succ_offsets[node + 1];
@@ -357,6 +372,24 @@ pub fn simulate(
         });
     }
     Ok(timeline)
+}
+
+/// A task as the engine reads it (see `simulate`).
+struct TaskRow {
+    /// Its cost in this replay.
+    dur_ns: i64,
+    /// Untraced time after it on its lane.
+    gap_ns: i64,
+    /// Its neighbours on its lane in the policy's order.
+    lane_prev: TaskId,
+    lane_next: TaskId,
+}
+
+/// A kept incoming edge.
+struct PredRow {
+    lag_ns: i64,
+    from: TaskId,
+    kind: EdgeKind,
 }
 
 /// The nodes ready to settle: any topological order (a stack), or begins in time order (a
@@ -403,13 +436,16 @@ impl Frontier {
 struct Capacity<'g> {
     graph: &'g Graph,
     needed: bool,
-    /// Per device, tasks filling it: (lane, begin, room from, task). Kept per device so that a
-    /// begin looks at its own device's tasks only: a job's global graph has a device per rank,
-    /// and one list of every device's tasks made its replay grow with ranks × tasks.
-    filling: BTreeMap<i64, Vec<(u32, i64, i64, TaskId)>>,
-    /// Per device, tasks that have begun and may still run, while gaps are shared: (lane,
-    /// begin, end).
-    running: BTreeMap<i64, Vec<(u32, i64, i64)>>,
+    /// Per lane, its device's slot in the lists below (`None`: a host lane). Devices are
+    /// numbered densely once: a map looked up per begin grew with the devices of a job.
+    device_slot: Vec<Option<u32>>,
+    /// Per device slot, tasks filling it: (lane, begin, room from, task). Kept per device so
+    /// that a begin looks at its own device's tasks only: a job's global graph has a device
+    /// per rank, and one list of every device's tasks made its replay grow with ranks × tasks.
+    filling: Vec<Vec<(u32, i64, i64, TaskId)>>,
+    /// Per device slot, tasks that have begun and may still run, while gaps are shared:
+    /// (lane, begin, end).
+    running: Vec<Vec<(u32, i64, i64)>>,
     /// The latest gap start asked about: a running task that ended by it slows no later gap
     /// (every device's list is pruned against it when next looked at).
     running_floor_ns: i64,
@@ -436,11 +472,23 @@ impl<'g> Capacity<'g> {
                         .iter()
                         .any(|o| o.device == graph.lanes[l].device)
             });
+        let mut slots: BTreeMap<i64, u32> = BTreeMap::new();
+        let device_slot: Vec<Option<u32>> = graph
+            .lanes
+            .iter()
+            .map(|lane| {
+                lane.device.map(|device| {
+                    let next = slots.len() as u32;
+                    *slots.entry(device).or_insert(next)
+                })
+            })
+            .collect();
         Capacity {
             graph,
             needed: needed || shares_gaps,
-            filling: BTreeMap::new(),
-            running: BTreeMap::new(),
+            device_slot,
+            filling: vec![Vec::new(); slots.len()],
+            running: vec![Vec::new(); slots.len()],
             running_floor_ns: i64::MIN,
             shares_gaps,
         }
@@ -458,9 +506,9 @@ impl<'g> Capacity<'g> {
             return None;
         }
         let lane = g.lane[t];
-        let device = g.lanes[lane as usize].device?;
+        let device = self.device_slot[lane as usize]?;
         // Settled in time order: what left room before now holds no one any more.
-        let filling = self.filling.get_mut(&device)?;
+        let filling = &mut self.filling[device as usize];
         filling.retain(|&(.., room_at, _)| room_at > at);
         filling
             .iter()
@@ -475,7 +523,7 @@ impl<'g> Capacity<'g> {
     fn shared_gap_ready(&mut self, t: usize, prev: usize, timeline: &Timeline) -> Option<i64> {
         let g = self.graph;
         let lane = g.lane[t];
-        let device = g.lanes[lane as usize].device?;
+        let device = self.device_slot[lane as usize]?;
         let gap = g.gap_ns[prev];
         if gap <= 0 || !self.shares_gaps {
             return None;
@@ -486,12 +534,11 @@ impl<'g> Capacity<'g> {
         // began can slow no later one.
         self.running_floor_ns = self.running_floor_ns.max(from);
         let floor = self.running_floor_ns;
-        let busy = self.running.get_mut(&device).is_some_and(|running| {
-            running.retain(|&(.., end)| end > floor);
-            running
-                .iter()
-                .any(|&(l, begin, end)| l != lane && begin < to && end > from)
-        });
+        let running = &mut self.running[device as usize];
+        running.retain(|&(.., end)| end > floor);
+        let busy = running
+            .iter()
+            .any(|&(l, begin, end)| l != lane && begin < to && end > from);
         let scaled = i64::try_from(
             i128::from(gap) * i128::from(g.shared_gap_permille) / i128::from(NONE_PERMILLE),
         )
@@ -504,27 +551,19 @@ impl<'g> Capacity<'g> {
     fn begins(&mut self, t: usize, at: i64, peer_wait_ns: i64, dur_ns: i64) {
         let g = self.graph;
         let lane = g.lane[t];
-        if self.shares_gaps
-            && let Some(device) = g.lanes[lane as usize].device
-        {
+        let Some(device) = self.device_slot[lane as usize] else {
+            return;
+        };
+        if self.shares_gaps {
             let end = at.saturating_add(peer_wait_ns).saturating_add(dur_ns);
-            self.running
-                .entry(device)
-                .or_default()
-                .push((lane, at, end));
+            self.running[device as usize].push((lane, at, end));
         }
-        let (Some(device), Some(room_before_end)) = (
-            g.lanes[lane as usize].device,
-            g.sm_demand[t].room_before_end_ns(dur_ns),
-        ) else {
+        let Some(room_before_end) = g.sm_demand[t].room_before_end_ns(dur_ns) else {
             return;
         };
         let room_at = at.saturating_add(dur_ns - room_before_end);
         if room_at > at {
-            self.filling
-                .entry(device)
-                .or_default()
-                .push((lane, at, room_at, TaskId(t as u32)));
+            self.filling[device as usize].push((lane, at, room_at, TaskId(t as u32)));
         }
     }
 }
