@@ -323,12 +323,58 @@ fn gloo_ranges(file: &str) -> Vec<(String, f64)> {
         .as_array()
         .expect("events")
         .iter()
-        .filter(|e| e["ph"] == "X" && e["name"].as_str().is_some_and(|n| n.starts_with("gloo:")))
+        // The host thread's ranges (a trace of CUDA tensors repeats them on the device).
+        .filter(|e| {
+            e["ph"] == "X"
+                && e["cat"] != "gpu_user_annotation"
+                && e["name"].as_str().is_some_and(|n| n.starts_with("gloo:"))
+        })
         .map(|e| {
             let name = e["name"].as_str().unwrap_or_default().to_string();
-            (name, e["ts"].as_f64().unwrap_or_default())
+            (name, e["dur"].as_f64().unwrap_or_default())
         })
         .collect()
+}
+
+/// Four processes training with `DistributedDataParallel` over gloo on CUDA tensors (one H200
+/// shared): gloo's worker threads synchronize, exchange and copy back inside each `gloo:`
+/// range, so the threads make calls.
+const GLOO_CUDA_JOB: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../testdata/kineto/stepcast/h200-pairs/ddp-gloo-w4"
+);
+
+#[test]
+fn a_gloo_job_on_cuda_tensors_matches_the_exchanges_between_its_copies() {
+    let run = stepcast(&["replay", "--json", "--ranks", "all", GLOO_CUDA_JOB]);
+    run.assert_success();
+    let json = run.json();
+    let ranges: Vec<Vec<(String, f64)>> = (0..4)
+        .map(|r| gloo_ranges(&format!("{GLOO_CUDA_JOB}/rank{r}.json.gz")))
+        .collect();
+    assert!(!ranges[0].is_empty());
+    assert!(ranges.iter().all(|r| r.len() == ranges[0].len()));
+    assert_eq!(json["collectives"]["matched"], ranges[0].len());
+    assert_eq!(
+        json["collectives"]["unmatched"].as_array().map(Vec::len),
+        Some(0)
+    );
+    assert_eq!(json["clock_alignment"]["status"], "solved");
+    // Each instance is the exchange inside its range, between the copies' calls: on every
+    // rank most of the ranges' time (the synchronize before and the copy back after are a few
+    // µs of several ms), never more.
+    let collectives = json["wait_transfer"]["collectives"]
+        .as_array()
+        .expect("split");
+    for (r, rank_ranges) in ranges.iter().enumerate() {
+        let recorded_us: f64 = collectives
+            .iter()
+            .map(|c| c["instances"][r]["recorded_ns"].as_f64().unwrap_or(0.0) / 1e3)
+            .sum();
+        let ranges_us: f64 = rank_ranges.iter().map(|(_, dur)| dur).sum();
+        let share = recorded_us / ranges_us;
+        assert!((0.9..=1.0).contains(&share), "rank {r}: {share}");
+    }
 }
 
 #[test]

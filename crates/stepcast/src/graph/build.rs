@@ -155,15 +155,29 @@ struct IdleStart {
 impl Builder<'_> {
     fn push_task(&mut self, kind: TaskKind, lane: u32, event_index: usize) {
         let event = &self.trace.events[event_index];
+        self.push_task_at(kind, lane, event_index, event.start_ns, event.end_ns());
+    }
+
+    /// A task of event `event_index` that runs from `start_ns` to `end_ns` (part of the
+    /// event's time, where calls nested in it are tasks of their own).
+    fn push_task_at(
+        &mut self,
+        kind: TaskKind,
+        lane: u32,
+        event_index: usize,
+        start_ns: i64,
+        end_ns: i64,
+    ) {
+        let event = &self.trace.events[event_index];
         let g = &mut self.graph;
         g.kind.push(kind);
         g.lane.push(lane);
         g.name.push(event.name);
         g.event.push(EventId(event_index as u32));
-        g.dur_ns.push(event.dur_ns);
+        g.dur_ns.push(end_ns - start_ns);
         g.gap_ns.push(0);
-        g.rec_start_ns.push(event.start_ns);
-        g.rec_end_ns.push(event.end_ns());
+        g.rec_start_ns.push(start_ns);
+        g.rec_end_ns.push(end_ns);
         g.step.push(NO_STEP);
         g.not_before_ns.push(NO_TIME);
         g.peer_wait_ns.push(0);
@@ -189,6 +203,15 @@ impl Builder<'_> {
                         .any(|e| e.kind.is_api_call());
                     let mut outer_end = i64::MIN;
                     let calls = &mut host_calls[lane_index];
+                    // On a thread that makes calls, a host-run collective (gloo on CUDA
+                    // tensors: its copies' calls inside it) is the stretch between them.
+                    let mut collectives = if has_calls {
+                        host_collective_stretches(trace, &self.names, events.clone())
+                    } else {
+                        Vec::new()
+                    }
+                    .into_iter()
+                    .peekable();
                     for i in events {
                         let event = &trace.events[i];
                         if let (true, Some(corr)) = (event.kind.is_api_call(), event.correlation) {
@@ -210,6 +233,18 @@ impl Builder<'_> {
                             }
                             continue;
                         }
+                        while let Some(&(event_index, start, end)) =
+                            collectives.peek().filter(|c| c.1 <= event.start_ns)
+                        {
+                            self.push_task_at(
+                                TaskKind::CpuOp,
+                                lane_index as u32,
+                                event_index,
+                                start,
+                                end,
+                            );
+                            collectives.next();
+                        }
                         outer_end = event.end_ns();
                         let kind = if has_calls {
                             TaskKind::ApiCall
@@ -217,6 +252,15 @@ impl Builder<'_> {
                             TaskKind::CpuOp
                         };
                         self.push_task(kind, lane_index as u32, i);
+                    }
+                    for (event_index, start, end) in collectives {
+                        self.push_task_at(
+                            TaskKind::CpuOp,
+                            lane_index as u32,
+                            event_index,
+                            start,
+                            end,
+                        );
                     }
                 }
                 LaneKind::DeviceStream => {
@@ -623,4 +667,50 @@ pub fn is_collective(name: &str) -> bool {
 /// from when the thread took it to when the peers' data was in.
 pub fn is_host_collective(name: &str) -> bool {
     name.starts_with("gloo:")
+}
+
+/// The host-run collectives among a thread's `events` (the outermost annotations that
+/// [`is_host_collective`] names) on a thread whose tasks are its API calls: each as
+/// `(event, start, end)`, the longest stretch of it that no outermost call covers, sorted.
+/// gloo on CUDA tensors synchronizes, exchanges over its transport (untraced) and copies the
+/// result back inside its `gloo:` range: the exchange is the stretch between those calls.
+fn host_collective_stretches(
+    trace: &Trace,
+    names: &names::NameFacts,
+    events: std::ops::Range<usize>,
+) -> Vec<(usize, i64, i64)> {
+    let lane_events = &trace.events[events.clone()];
+    let mut out = Vec::new();
+    let mut outer_end = i64::MIN;
+    for (offset, event) in lane_events.iter().enumerate() {
+        let is_collective = matches!(event.kind, EventKind::CpuOp | EventKind::UserAnnotation)
+            && names.is_host_collective(event.name);
+        if !is_collective || event.start_ns < outer_end {
+            continue;
+        }
+        outer_end = event.end_ns();
+        // The outermost calls inside it, in start order (events are sorted by start).
+        let mut cursor = event.start_ns;
+        let mut best = (event.start_ns, event.start_ns);
+        let mut call_end = i64::MIN;
+        for call in lane_events[offset + 1..]
+            .iter()
+            .take_while(|e| e.start_ns < event.end_ns())
+            .filter(|e| e.kind.is_api_call())
+        {
+            if call.start_ns < call_end {
+                continue;
+            }
+            if call.start_ns - cursor > best.1 - best.0 {
+                best = (cursor, call.start_ns);
+            }
+            call_end = call.end_ns();
+            cursor = cursor.max(call_end);
+        }
+        if event.end_ns() - cursor > best.1 - best.0 {
+            best = (cursor, event.end_ns());
+        }
+        out.push((events.start + offset, best.0, best.1));
+    }
+    out
 }
