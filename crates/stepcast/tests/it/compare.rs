@@ -1953,8 +1953,9 @@ fn accuracy_markdown() -> Accuracy {
          one process, then under `DistributedDataParallel` over gloo in two (one thread each, \
          the same batch per process), measured {ddp} without the profiler. `whatif ddp --gpus \
          2` refuses a CPU-only trace (\"no backward pass found in the steps: nothing produces \
-         gradients\"), and `replay` of the job folder matches no collective (gloo's are CPU \
-         ops): recorded for when it can.\n\
+         gradients\"); `replay` of the job folder matches its gloo collectives (the host \
+         threads' `gloo:all_reduce`) on one clock: the outcome a job-level prediction will be \
+         held to, recorded for when one exists.\n\
          \n\
          ## How much a measured outcome moves between two machines of one kind\n\
          \n\
