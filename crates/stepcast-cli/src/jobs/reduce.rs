@@ -109,6 +109,17 @@ pub fn is_reduced_file(path: &Path) -> bool {
 
 /// The reduced rank at `path`, checked whole; any failure names the file.
 pub fn read_reduced(path: &Path) -> anyhow::Result<ReducedRank> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    ReducedRank::from_bytes(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    thread_local! {
+        // One buffer per reading thread, reused from file to file: a fresh one per file was
+        // freed after decoding, handed back to the system by the allocator and faulted in
+        // (zeroed) again by the next allocation.
+        static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    BUFFER.with_borrow_mut(|bytes| {
+        bytes.clear();
+        std::fs::File::open(path)
+            .and_then(|mut file| std::io::Read::read_to_end(&mut file, bytes))
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        ReducedRank::from_bytes(bytes).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    })
 }
