@@ -112,7 +112,8 @@ pub fn read_reduced(path: &Path) -> anyhow::Result<ReducedRank> {
     thread_local! {
         // One buffer per reading thread, reused from file to file: a fresh one per file was
         // freed after decoding, handed back to the system by the allocator and faulted in
-        // (zeroed) again by the next allocation.
+        // (zeroed) again by the next allocation. It keeps the largest file read by its thread
+        // (a fraction of one rank's trace) until the thread ends.
         static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
     BUFFER.with_borrow_mut(|bytes| {
