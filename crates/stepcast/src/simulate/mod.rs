@@ -314,10 +314,15 @@ pub fn simulate(
     } else {
         Frontier::Stack(Vec::new())
     };
+    // Only a device task's begin waits its turn in time order; a host task's begin, like
+    // any end, is fixed once it is ready (no capacity model looks at it).
+    let timed = |node: usize| {
+        node.is_multiple_of(2) && graph.lanes[graph.lane[node / 2] as usize].device.is_some()
+    };
     for node in (0..2 * n).rev() {
         if indegree[node] == 0 {
             let at = settle(node, &mut timeline);
-            frontier.push(at, node as u32);
+            frontier.push(at, node as u32, timed(node));
         }
     }
     let mut done = 0usize;
@@ -328,7 +333,7 @@ pub fn simulate(
             if let Some((until, full)) = capacity.held(t, at) {
                 timeline.begin_ns[t] = until;
                 timeline.binding[t] = Binding::Edge(full, EdgeKind::DeviceFull);
-                frontier.push(until, node as u32);
+                frontier.push(until, node as u32, true);
                 continue;
             }
             if let Binding::Lane(prev) = timeline.binding[t]
@@ -336,7 +341,7 @@ pub fn simulate(
                 && ready > at
             {
                 timeline.begin_ns[t] = ready;
-                frontier.push(ready, node as u32);
+                frontier.push(ready, node as u32, true);
                 continue;
             }
             capacity.begins(t, at, peer_wait_of(t), rows[t].dur_ns);
@@ -360,7 +365,7 @@ pub fn simulate(
             indegree[next] -= 1;
             if indegree[next] == 0 {
                 let at = settle(next, &mut timeline);
-                frontier.push(at, next as u32);
+                frontier.push(at, next as u32, timed(next));
             }
         }
     }
@@ -399,7 +404,10 @@ struct PredRow {
 /// it early only puts the begins it releases in the heap sooner, where they still wait for
 /// their time. Half the nodes through the heap: 11 % fewer instructions in the self-replay's
 /// two replays of df_index_resolver (cachegrind); `replay`, `analyze` and `advise` outputs
-/// byte-identical on every trace in `testdata/`.
+/// byte-identical on every trace in `testdata/`. A host task's begin settles as an end does:
+/// its time is fixed by its predecessors and no device's capacity looks at it, and the
+/// device begins it releases still wait for their time in the heap (a job's global replay
+/// pushed every host begin of every rank through the heap).
 enum Frontier {
     Stack(Vec<(i64, u32)>),
     Heap {
@@ -409,11 +417,11 @@ enum Frontier {
 }
 
 impl Frontier {
-    fn push(&mut self, at: i64, node: u32) {
+    /// `in_time_order`: a device task's begin, which must wait its turn in the heap.
+    fn push(&mut self, at: i64, node: u32, in_time_order: bool) {
         match self {
             Frontier::Stack(stack) => stack.push((at, node)),
-            // A task's end is its odd node (`end_node`).
-            Frontier::Heap { ends, .. } if !node.is_multiple_of(2) => ends.push((at, node)),
+            Frontier::Heap { ends, .. } if !in_time_order => ends.push((at, node)),
             Frontier::Heap { begins, .. } => begins.push(std::cmp::Reverse((at, node))),
         }
     }
