@@ -253,10 +253,25 @@ impl Job {
         progress: &dyn Progress,
     ) -> anyhow::Result<RanksJson> {
         let detail = rank_detail(ranks, &self.graphs)?;
+        let counts: Vec<(&Path, usize)> = self
+            .paths
+            .iter()
+            .zip(&self.graphs)
+            .map(|(path, graph)| (path.as_path(), graph.collective_count()))
+            .collect();
+        tied_by_collectives(&counts)?;
         progress.update("replaying ranks", 0, 1);
         let report =
             replay_rank_graphs(&self.graphs).context("cannot replay the ranks together")?;
         progress.update("replaying ranks", 1, 1);
+        let one_file = self.paths.iter().all(|p| *p == self.paths[0]);
+        if !one_file && report.matching.matched.is_empty() {
+            bail!(
+                "these traces are not one job: {} record collectives but share none; give the \
+                 ranks of one job",
+                file_list(&self.paths.iter().map(PathBuf::as_path).collect::<Vec<_>>())
+            );
+        }
         let mut document = ranks_json(&report, &detail);
         for (rank, path) in document.ranks.iter_mut().zip(&self.paths) {
             rank.file = Some(path.display().to_string());
@@ -375,6 +390,72 @@ pub(super) fn read_ranks(file: &Path, options: &ReadOptions) -> anyhow::Result<V
     }
     let traces = stepcast_trace::read_processes(file, options)?;
     Ok(rank_graphs(file, traces))
+}
+
+/// What ties the files of a job together: the collectives their ranks run together (the
+/// processes of one file, an Nsight Systems export of several, were recorded together, on
+/// one clock). Files of which none records a collective, or some record none while the others
+/// do, are not one job (two single-process traces replayed "together" had no step, clock or
+/// wait in common): an error naming the files. `ranks`: each rank's file and how many
+/// collectives it records.
+pub(crate) fn tied_by_collectives(ranks: &[(&Path, usize)]) -> anyhow::Result<()> {
+    let mut files: Vec<(&Path, usize)> = Vec::new();
+    for &(file, count) in ranks {
+        match files.iter_mut().find(|(f, _)| *f == file) {
+            Some((_, total)) => *total += count,
+            None => files.push((file, count)),
+        }
+    }
+    let ranks = files;
+    if ranks.len() < 2 {
+        return Ok(());
+    }
+    let without: Vec<&Path> = ranks
+        .iter()
+        .filter(|(_, count)| *count == 0)
+        .map(|(file, _)| *file)
+        .collect();
+    if without.is_empty() {
+        return Ok(());
+    }
+    if without.len() == ranks.len() {
+        bail!(
+            "these traces are not one job: none of {} records a collective, so nothing ties \
+             their steps or clocks together; give the ranks of one job, or each trace alone",
+            file_list(&without)
+        );
+    }
+    bail!(
+        "these traces are not one job: {} record{} no collective where {}; give the ranks of \
+         one job",
+        file_list(&without),
+        if without.len() == 1 { "s" } else { "" },
+        match ranks.len() - without.len() {
+            1 => "the other file does".to_string(),
+            others => format!("the other {others} files do"),
+        },
+    )
+}
+
+/// Up to three files by name, then how many more.
+fn file_list(files: &[&Path]) -> String {
+    let mut names: Vec<String> = Vec::new();
+    let mut seen: Vec<&Path> = Vec::new();
+    for file in files {
+        if !seen.contains(file) {
+            seen.push(file);
+        }
+    }
+    for file in seen.iter().take(3) {
+        names.push(file.display().to_string());
+    }
+    if seen.len() > 3 {
+        names.push(format!("{} more", seen.len() - 3));
+    }
+    match names.len() {
+        0 | 1 => names.concat(),
+        n => format!("{} and {}", names[..n - 1].join(", "), names[n - 1]),
+    }
 }
 
 /// The world size the ranks record, checked to be one job's: traces that record different

@@ -305,6 +305,76 @@ fn missing_ranks_are_said_and_two_jobs_are_refused() {
     assert!(run.stderr.contains("not one job"), "{}", run.stderr);
 }
 
+/// Ranks are tied into one job by the collectives they run together: two single-GPU traces
+/// (no rank, no world, no collective: two runs of the H100 pairs) are refused by `replay`,
+/// `report` and `optimize` naming both; a trace without collectives beside a gloo rank that
+/// has them is named as the one that does not belong. The processes of one Nsight Systems
+/// export (recorded together, on one clock) stay one job without a collective.
+#[test]
+fn traces_that_share_no_collective_are_not_one_job() {
+    let dir = super::TempDir::new("no-collective");
+    let pairs = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/kineto/stepcast"
+    );
+    let two_runs = dir.path().join("two-runs");
+    std::fs::create_dir(&two_runs).expect("mkdir");
+    let fp32 = two_runs.join("mlp-fp32.json.gz");
+    let amp = two_runs.join("mlp-amp.json.gz");
+    std::fs::copy(format!("{pairs}/h100-pairs/mlp-fp32.json.gz"), &fp32).expect("copy");
+    std::fs::copy(format!("{pairs}/h100-pairs/mlp-amp.json.gz"), &amp).expect("copy");
+    let page = dir.path().join("page.html");
+    for args in [
+        vec!["replay", super::path_str(&two_runs)],
+        vec![
+            "report",
+            super::path_str(&two_runs),
+            "-o",
+            super::path_str(&page),
+        ],
+        vec!["optimize", super::path_str(&two_runs)],
+    ] {
+        let run = stepcast(&args);
+        assert_eq!(run.code, Some(1), "{args:?}");
+        let err = &run.stderr;
+        assert!(
+            err.contains("not one job")
+                && err.contains("records a collective")
+                && err.contains(&fp32.display().to_string())
+                && err.contains(&amp.display().to_string()),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    assert!(!page.exists(), "nothing written");
+
+    let stray = dir.path().join("stray");
+    std::fs::create_dir(&stray).expect("mkdir");
+    let alone = stray.join("a-mlp-fp32.json.gz");
+    std::fs::copy(format!("{pairs}/h100-pairs/mlp-fp32.json.gz"), &alone).expect("copy");
+    std::fs::copy(
+        format!("{GLOO_JOB}/rank1.json.gz"),
+        stray.join("b-rank1.json.gz"),
+    )
+    .expect("copy");
+    let run = stepcast(&["replay", super::path_str(&stray)]);
+    assert_eq!(run.code, Some(1));
+    assert!(
+        run.stderr.contains(&format!(
+            "{} records no collective where the other file does",
+            alone.display()
+        )),
+        "{}",
+        run.stderr
+    );
+
+    let export = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/nsys/nsys-ai/tests/fixtures/h100_2gpu_1s.sqlite"
+    );
+    stepcast(&["replay", export]).assert_success();
+}
+
 /// A real two-process job recorded on this project's CPU: the MLP under
 /// `DistributedDataParallel` over gloo (`testdata/kineto/stepcast/cpu-pairs/README.md`).
 const GLOO_JOB: &str = concat!(
