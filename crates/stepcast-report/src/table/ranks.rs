@@ -102,10 +102,11 @@ pub fn ranks_text(doc: &RanksJson) -> String {
     };
     let mut out = wrap(
         &format!(
-            "Replayed {} ranks ({steps} rank-steps) as one graph: {} collectives matched across \
+            "Replayed {} rank{} ({steps} rank-steps) as one graph: {} collectives matched across \
              ranks{groups}, {} unmatched; clocks aligned ({}, largest spread of a collective's aligned \
              ends {}). Largest step error {}.",
             doc.ranks.len(),
+            if doc.ranks.len() == 1 { "" } else { "s" },
             doc.collectives.matched,
             doc.collectives.unmatched.len(),
             doc.clock_alignment.status.replace('_', " "),
