@@ -682,7 +682,14 @@ fn host_collective_stretches(
     let lane_events = &trace.events[events.clone()];
     let mut out = Vec::new();
     let mut outer_end = i64::MIN;
+    // The latest end of the calls that started before the event at hand: a stretch never
+    // begins inside one (it would overlap that call's task).
+    let mut calls_end = i64::MIN;
     for (offset, event) in lane_events.iter().enumerate() {
+        if event.kind.is_api_call() {
+            calls_end = calls_end.max(event.end_ns());
+            continue;
+        }
         let is_collective = matches!(event.kind, EventKind::CpuOp | EventKind::UserAnnotation)
             && names.is_host_collective(event.name);
         if !is_collective || event.start_ns < outer_end {
@@ -690,8 +697,9 @@ fn host_collective_stretches(
         }
         outer_end = event.end_ns();
         // The outermost calls inside it, in start order (events are sorted by start).
-        let mut cursor = event.start_ns;
-        let mut best = (event.start_ns, event.start_ns);
+        let mut cursor = event.start_ns.max(calls_end);
+        let from = cursor.min(event.end_ns());
+        let mut best = (from, from);
         let mut call_end = i64::MIN;
         for call in lane_events[offset + 1..]
             .iter()
