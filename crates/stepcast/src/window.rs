@@ -54,7 +54,8 @@ pub struct BuildReport {
     pub unlaunched_device_tasks: u64,
     /// API calls nested inside another call (e.g. a driver call inside a runtime call).
     pub nested_calls: u64,
-    /// Collective kernels whose completion waits on peers outside the trace.
+    /// Collectives (NCCL/RCCL kernels, gloo's host-run ones) whose completion waits on peers
+    /// outside the trace.
     pub collectives: u64,
     /// Collectives whose own cost (transfer) comes from their recorded message size, on the
     /// α-β line fitted to the trace's own collectives; the rest of each is waiting for peers.

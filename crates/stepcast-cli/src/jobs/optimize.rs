@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use stepcast::graph::{TaskKind, is_host_collective};
 use stepcast::optimize::{Hooks, Options, PassId};
 use stepcast::ranks::recorded_rank;
 use stepcast::whatif::Peers;
@@ -121,23 +120,11 @@ pub fn load_ranks(
     // And tied by the collectives they run, as `replay DIR` checks it.
     let counts: Vec<(&std::path::Path, usize)> = loaded
         .iter()
-        .map(|(_, l)| (l.path.as_path(), collective_tasks(l)))
+        .map(|(_, l)| (l.path.as_path(), l.window.report.collectives as usize))
         .collect();
     super::ranks::tied_by_collectives(&counts)?;
     loaded.sort_by(|a, b| (a.0, &a.1.path).cmp(&(b.0, &b.1.path)));
     Ok(loaded.into_iter().map(|(_, mapped)| mapped).collect())
-}
-
-/// The collectives (device kernels and gloo's host-run ones) a rank's graph holds.
-fn collective_tasks(loaded: &Loaded) -> usize {
-    let graph = &loaded.window.graph;
-    (0..graph.task_count())
-        .filter(|&t| match graph.kind[t] {
-            TaskKind::Collective => true,
-            TaskKind::CpuOp => is_host_collective(loaded.trace.name(graph.name[t])),
-            _ => false,
-        })
-        .count()
 }
 
 /// The time limit, and the search's progress as a stage naming the moves replayed and the

@@ -257,19 +257,21 @@ impl Job {
             .paths
             .iter()
             .zip(&self.graphs)
-            .map(|(path, graph)| (path.as_path(), graph.collective_count()))
+            .map(|(path, graph)| (path.as_path(), graph.window.report.collectives as usize))
             .collect();
         tied_by_collectives(&counts)?;
         progress.update("replaying ranks", 0, 1);
         let report =
             replay_rank_graphs(&self.graphs).context("cannot replay the ranks together")?;
         progress.update("replaying ranks", 1, 1);
-        let one_file = self.paths.iter().all(|p| *p == self.paths[0]);
-        if !one_file && report.matching.matched.is_empty() {
+        let mut files: Vec<&Path> = self.paths.iter().map(PathBuf::as_path).collect();
+        files.sort();
+        files.dedup();
+        if files.len() > 1 && report.matching.matched.is_empty() {
             bail!(
                 "these traces are not one job: {} record collectives but share none; give the \
                  ranks of one job",
-                file_list(&self.paths.iter().map(PathBuf::as_path).collect::<Vec<_>>())
+                file_list(&files)
             );
         }
         let mut document = ranks_json(&report, &detail);
@@ -399,26 +401,24 @@ pub(super) fn read_ranks(file: &Path, options: &ReadOptions) -> anyhow::Result<V
 /// wait in common): an error naming the files. `ranks`: each rank's file and how many
 /// collectives it records.
 pub(crate) fn tied_by_collectives(ranks: &[(&Path, usize)]) -> anyhow::Result<()> {
-    let mut files: Vec<(&Path, usize)> = Vec::new();
+    let mut totals: std::collections::BTreeMap<&Path, usize> = Default::default();
     for &(file, count) in ranks {
-        match files.iter_mut().find(|(f, _)| *f == file) {
-            Some((_, total)) => *total += count,
-            None => files.push((file, count)),
-        }
+        *totals.entry(file).or_default() += count;
     }
-    let ranks = files;
-    if ranks.len() < 2 {
+    if totals.len() < 2 {
         return Ok(());
     }
+    // In the order given (rank order), each file once.
+    let mut named = std::collections::BTreeSet::new();
     let without: Vec<&Path> = ranks
         .iter()
-        .filter(|(_, count)| *count == 0)
-        .map(|(file, _)| *file)
+        .map(|&(file, _)| file)
+        .filter(|file| totals[file] == 0 && named.insert(*file))
         .collect();
     if without.is_empty() {
         return Ok(());
     }
-    if without.len() == ranks.len() {
+    if without.len() == totals.len() {
         bail!(
             "these traces are not one job: none of {} records a collective, so nothing ties \
              their steps or clocks together; give the ranks of one job, or each trace alone",
@@ -430,27 +430,22 @@ pub(crate) fn tied_by_collectives(ranks: &[(&Path, usize)]) -> anyhow::Result<()
          one job",
         file_list(&without),
         if without.len() == 1 { "s" } else { "" },
-        match ranks.len() - without.len() {
+        match totals.len() - without.len() {
             1 => "the other file does".to_string(),
             others => format!("the other {others} files do"),
         },
     )
 }
 
-/// Up to three files by name, then how many more.
+/// Up to three of `files` (distinct) by name, then how many more.
 fn file_list(files: &[&Path]) -> String {
-    let mut names: Vec<String> = Vec::new();
-    let mut seen: Vec<&Path> = Vec::new();
-    for file in files {
-        if !seen.contains(file) {
-            seen.push(file);
-        }
-    }
-    for file in seen.iter().take(3) {
-        names.push(file.display().to_string());
-    }
-    if seen.len() > 3 {
-        names.push(format!("{} more", seen.len() - 3));
+    let mut names: Vec<String> = files
+        .iter()
+        .take(3)
+        .map(|f| f.display().to_string())
+        .collect();
+    if files.len() > 3 {
+        names.push(format!("{} more", files.len() - 3));
     }
     match names.len() {
         0 | 1 => names.concat(),
@@ -479,19 +474,9 @@ pub(crate) fn one_world(ranks: &[(&Path, Option<i64>)]) -> anyhow::Result<Option
     let words: Vec<String> = groups
         .iter()
         .map(|(world, files)| {
-            let names: Vec<String> = files
-                .iter()
-                .take(3)
-                .map(|f| f.display().to_string())
-                .collect();
             format!(
-                "{}{} record{} a world of {world} ranks",
-                names.join(", "),
-                if files.len() > 3 {
-                    format!(" and {} more", files.len() - 3)
-                } else {
-                    String::new()
-                },
+                "{} record{} a world of {world} ranks",
+                file_list(files),
                 if files.len() == 1 { "s" } else { "" }
             )
         })

@@ -242,6 +242,26 @@ fn per_rank_detail_is_opt_in_and_the_same_as_with_every_rank() {
     );
 }
 
+/// A folder `name` under `dir` holding copies of real traces: `(source, name in the folder)`;
+/// the folder and each copy's path.
+fn folder_of(
+    dir: &super::TempDir,
+    name: &str,
+    files: &[(&str, &str)],
+) -> (std::path::PathBuf, Vec<std::path::PathBuf>) {
+    let folder = dir.path().join(name);
+    std::fs::create_dir(&folder).expect("mkdir");
+    let copies = files
+        .iter()
+        .map(|(source, copy)| {
+            let copy = folder.join(copy);
+            std::fs::copy(source, &copy).expect("copy");
+            copy
+        })
+        .collect();
+    (folder, copies)
+}
+
 /// A job is one job: two of DLRM's 8 ranks replay with the 6 others named missing in every
 /// output, and a folder mixing ranks of two recorded jobs (the gloo jobs of 4 and 2 processes
 /// in `h200-pairs/`) is refused naming the files of each.
@@ -284,12 +304,21 @@ fn missing_ranks_are_said_and_two_jobs_are_refused() {
         env!("CARGO_MANIFEST_DIR"),
         "/../../testdata/kineto/stepcast/h200-pairs"
     );
-    let mixed = dir.path().join("mixed");
-    std::fs::create_dir(&mixed).expect("mkdir");
-    let four = mixed.join("w4-rank0.json.gz");
-    let two_of = mixed.join("w2-rank1.json.gz");
-    std::fs::copy(format!("{pairs}/ddp-gloo-w4/rank0.json.gz"), &four).expect("copy");
-    std::fs::copy(format!("{pairs}/ddp-gloo-w2/rank1.json.gz"), &two_of).expect("copy");
+    let (mixed, copies) = folder_of(
+        &dir,
+        "mixed",
+        &[
+            (
+                &format!("{pairs}/ddp-gloo-w4/rank0.json.gz"),
+                "w4-rank0.json.gz",
+            ),
+            (
+                &format!("{pairs}/ddp-gloo-w2/rank1.json.gz"),
+                "w2-rank1.json.gz",
+            ),
+        ],
+    );
+    let (four, two_of) = (&copies[0], &copies[1]);
     let run = stepcast(&["replay", super::path_str(&mixed)]);
     assert_eq!(run.code, Some(1));
     let err = &run.stderr;
@@ -317,12 +346,21 @@ fn traces_that_share_no_collective_are_not_one_job() {
         env!("CARGO_MANIFEST_DIR"),
         "/../../testdata/kineto/stepcast"
     );
-    let two_runs = dir.path().join("two-runs");
-    std::fs::create_dir(&two_runs).expect("mkdir");
-    let fp32 = two_runs.join("mlp-fp32.json.gz");
-    let amp = two_runs.join("mlp-amp.json.gz");
-    std::fs::copy(format!("{pairs}/h100-pairs/mlp-fp32.json.gz"), &fp32).expect("copy");
-    std::fs::copy(format!("{pairs}/h100-pairs/mlp-amp.json.gz"), &amp).expect("copy");
+    let (two_runs, copies) = folder_of(
+        &dir,
+        "two-runs",
+        &[
+            (
+                &format!("{pairs}/h100-pairs/mlp-fp32.json.gz"),
+                "mlp-fp32.json.gz",
+            ),
+            (
+                &format!("{pairs}/h100-pairs/mlp-amp.json.gz"),
+                "mlp-amp.json.gz",
+            ),
+        ],
+    );
+    let (fp32, amp) = (&copies[0], &copies[1]);
     let page = dir.path().join("page.html");
     for args in [
         vec!["replay", super::path_str(&two_runs)],
@@ -348,15 +386,18 @@ fn traces_that_share_no_collective_are_not_one_job() {
     }
     assert!(!page.exists(), "nothing written");
 
-    let stray = dir.path().join("stray");
-    std::fs::create_dir(&stray).expect("mkdir");
-    let alone = stray.join("a-mlp-fp32.json.gz");
-    std::fs::copy(format!("{pairs}/h100-pairs/mlp-fp32.json.gz"), &alone).expect("copy");
-    std::fs::copy(
-        format!("{GLOO_JOB}/rank1.json.gz"),
-        stray.join("b-rank1.json.gz"),
-    )
-    .expect("copy");
+    let (stray, copies) = folder_of(
+        &dir,
+        "stray",
+        &[
+            (
+                &format!("{pairs}/h100-pairs/mlp-fp32.json.gz"),
+                "a-mlp-fp32.json.gz",
+            ),
+            (&format!("{GLOO_JOB}/rank1.json.gz"), "b-rank1.json.gz"),
+        ],
+    );
+    let alone = &copies[0];
     let run = stepcast(&["replay", super::path_str(&stray)]);
     assert_eq!(run.code, Some(1));
     assert!(

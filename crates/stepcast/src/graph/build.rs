@@ -158,6 +158,19 @@ impl Builder<'_> {
         self.push_task_at(kind, lane, event_index, event.start_ns, event.end_ns());
     }
 
+    /// The host collectives of [`host_collective_stretches`] that start by `before_ns`, as
+    /// tasks of `lane`, in order.
+    fn push_stretches(
+        &mut self,
+        lane: u32,
+        stretches: &mut std::iter::Peekable<std::vec::IntoIter<(usize, i64, i64)>>,
+        before_ns: i64,
+    ) {
+        while let Some((event_index, start, end)) = stretches.next_if(|s| s.1 <= before_ns) {
+            self.push_task_at(TaskKind::CpuOp, lane, event_index, start, end);
+        }
+    }
+
     /// A task of event `event_index` that runs from `start_ns` to `end_ns` (part of the
     /// event's time, where calls nested in it are tasks of their own).
     fn push_task_at(
@@ -233,18 +246,7 @@ impl Builder<'_> {
                             }
                             continue;
                         }
-                        while let Some(&(event_index, start, end)) =
-                            collectives.peek().filter(|c| c.1 <= event.start_ns)
-                        {
-                            self.push_task_at(
-                                TaskKind::CpuOp,
-                                lane_index as u32,
-                                event_index,
-                                start,
-                                end,
-                            );
-                            collectives.next();
-                        }
+                        self.push_stretches(lane_index as u32, &mut collectives, event.start_ns);
                         outer_end = event.end_ns();
                         let kind = if has_calls {
                             TaskKind::ApiCall
@@ -253,15 +255,7 @@ impl Builder<'_> {
                         };
                         self.push_task(kind, lane_index as u32, i);
                     }
-                    for (event_index, start, end) in collectives {
-                        self.push_task_at(
-                            TaskKind::CpuOp,
-                            lane_index as u32,
-                            event_index,
-                            start,
-                            end,
-                        );
-                    }
+                    self.push_stretches(lane_index as u32, &mut collectives, i64::MAX);
                 }
                 LaneKind::DeviceStream => {
                     for i in events {

@@ -171,11 +171,6 @@ impl RankGraph {
         RankGraph::new(rank.rank, rank.trace, rank.window.clone())
     }
 
-    /// The collectives (and point-to-point exchanges) the rank recorded.
-    pub fn collective_count(&self) -> usize {
-        self.collectives_by_stream.len()
-    }
-
     pub fn name(&self, id: NameId) -> &str {
         &self.names[id.index()]
     }
