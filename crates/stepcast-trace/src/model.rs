@@ -332,6 +332,19 @@ pub struct DistributedInfo {
     /// The host the process ran on (Kineto's top-level `host_name`): processes of one host
     /// read one clock, so a job's ranks on it need no clock alignment between them.
     pub host_name: Option<String>,
+    /// The process groups the job declared (`distributedInfo.pg_config`), in recorded order:
+    /// what a collective's group name resolves to where its own record names no ranks.
+    pub process_groups: Vec<ProcessGroup>,
+}
+
+/// One process group a job declared: its name (the same on every member rank), what it is for
+/// where PyTorch says (`default_pg`, a subgroup's description) and its members' global ranks.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProcessGroup {
+    pub name: String,
+    pub description: Option<String>,
+    /// Global rank numbers, as recorded (sorted, without duplicates).
+    pub ranks: Vec<i64>,
 }
 
 /// What the reader saw but did not turn into events, and other facts worth telling the user.
@@ -685,6 +698,9 @@ pub struct CommArgs {
     /// `Seq` (newer PyTorch): the collective's sequence number within its process group, the
     /// same on every member rank; what matches one collective across ranks.
     pub seq: Option<i64>,
+    /// `Process Group Ranks` (newer PyTorch): the group's members' global ranks (sorted,
+    /// without duplicates); what a collective waits for.
+    pub group_ranks: Option<Vec<i64>>,
 }
 
 /// A kernel's launch configuration as CUPTI summarizes it: `warps per SM` (its warps over the

@@ -117,6 +117,19 @@ pub fn load_ranks(
         })
         .collect();
     super::ranks::one_world(&worlds)?;
+    let groupings: Vec<super::ranks::FileGroups<'_>> = loaded
+        .iter()
+        .map(|(_, l)| {
+            let groups = l.trace.distributed.iter().flat_map(|d| &d.process_groups);
+            (
+                l.path.as_path(),
+                groups
+                    .map(|g| (g.name.as_str(), g.ranks.as_slice()))
+                    .collect(),
+            )
+        })
+        .collect();
+    super::ranks::one_grouping(&groupings)?;
     // And tied by the collectives they run, as `replay DIR` checks it.
     let counts: Vec<(&std::path::Path, usize)> = loaded
         .iter()

@@ -171,6 +171,17 @@ impl Job {
             .map(|r| (r.file.as_path(), r.world_size))
             .collect();
         let world_size = one_world(&worlds)?;
+        let groupings: Vec<FileGroups<'_>> = ranks
+            .iter()
+            .map(|r| {
+                let groups = r.graph.group_members().iter();
+                (
+                    r.file.as_path(),
+                    groups.map(|(g, m)| (g.as_str(), m.as_slice())).collect(),
+                )
+            })
+            .collect();
+        one_grouping(&groupings)?;
         let mut ranks: Vec<(PathBuf, bool, RankGraph)> = ranks
             .into_iter()
             .enumerate()
@@ -272,6 +283,36 @@ impl Job {
                 "these traces are not one job: {} record collectives but share none; give the \
                  ranks of one job",
                 file_list(&files)
+            );
+        }
+        // Files none of whose ranks a matched collective ties (directly or through other
+        // ranks) to the first rank's clock: their offsets would be guesses.
+        let aligned: std::collections::BTreeSet<&Path> = (0..self.graphs.len())
+            .filter(|r| {
+                report
+                    .alignment
+                    .unaligned
+                    .binary_search(&stepcast::ranks::RankId(*r as u32))
+                    .is_err()
+            })
+            .map(|r| self.paths[r].as_path())
+            .collect();
+        let mut apart: Vec<&Path> = report
+            .alignment
+            .unaligned
+            .iter()
+            .map(|r| self.paths[r.index()].as_path())
+            .filter(|file| !aligned.contains(file))
+            .collect();
+        apart.dedup();
+        if !apart.is_empty() {
+            bail!(
+                "these traces are not one job: {} share{} no matched collective with {} \
+                 (directly or through other ranks), so nothing aligns their clocks; give the \
+                 ranks of one job",
+                file_list(&apart),
+                if apart.len() == 1 { "s" } else { "" },
+                self.paths[0].display()
             );
         }
         let mut document = ranks_json(&report, &detail);
@@ -483,6 +524,48 @@ pub(crate) fn one_world(ranks: &[(&Path, Option<i64>)]) -> anyhow::Result<Option
         .collect();
     bail!(
         "these traces are not one job: {}; give the ranks of one job",
+        words.join("; ")
+    )
+}
+
+/// A rank's file and the process groups it declares: (name, members).
+pub(crate) type FileGroups<'a> = (&'a Path, Vec<(&'a str, &'a [i64])>);
+
+/// The process groups the ranks declare, checked to be one job's: two traces that give one
+/// group name different members are two jobs (or two runs that created their groups in
+/// another order), an error naming the files of each (fewest first). `ranks`: each rank's
+/// file and its (group name, members).
+pub(crate) fn one_grouping(ranks: &[FileGroups<'_>]) -> anyhow::Result<()> {
+    type Members<'a> = std::collections::BTreeMap<&'a [i64], Vec<&'a Path>>;
+    let mut groups: std::collections::BTreeMap<&str, Members<'_>> = Default::default();
+    for (file, declared) in ranks {
+        for &(group, members) in declared {
+            let files = groups.entry(group).or_default().entry(members).or_default();
+            if !files.contains(file) {
+                files.push(file);
+            }
+        }
+    }
+    let Some((group, ways)) = groups.into_iter().find(|(_, ways)| ways.len() > 1) else {
+        return Ok(());
+    };
+    let mut ways: Vec<(&[i64], Vec<&Path>)> = ways.into_iter().collect();
+    ways.sort_by_key(|(members, files)| (files.len(), *members));
+    let words: Vec<String> = ways
+        .iter()
+        .map(|(members, files)| {
+            let members: Vec<String> = members.iter().map(i64::to_string).collect();
+            format!(
+                "{} declare{} it as ranks {}",
+                file_list(files),
+                if files.len() == 1 { "s" } else { "" },
+                members.join(", ")
+            )
+        })
+        .collect();
+    bail!(
+        "these traces are not one job: process group {group} has different members: {}; give \
+         the ranks of one job",
         words.join("; ")
     )
 }

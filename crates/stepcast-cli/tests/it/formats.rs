@@ -142,7 +142,7 @@ fn replay_of_a_multi_process_export_replays_its_processes_as_ranks() {
     let run = stepcast(&["replay", path_str(&file), "--json"]);
     run.assert_success();
     let json = run.json();
-    assert_eq!(json["schema"], "stepcast.replay-ranks/2");
+    assert_eq!(json["schema"], "stepcast.replay-ranks/3");
     let ranks = json["ranks"].as_array().expect("ranks");
     assert_eq!(ranks.len(), 2);
     for rank in ranks {

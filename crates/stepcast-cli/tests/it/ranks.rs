@@ -13,7 +13,7 @@ fn replay_of_a_directory_reports_every_rank() {
     let run = stepcast(&["replay", "--json", "--ranks", "all", DLRM]);
     run.assert_success();
     let json = run.json();
-    assert_eq!(json["schema"], "stepcast.replay-ranks/2");
+    assert_eq!(json["schema"], "stepcast.replay-ranks/3");
     assert_eq!(json["detail_ranks"].as_array().map(Vec::len), Some(8));
     let ranks = json["ranks"].as_array().expect("ranks is an array");
     assert_eq!(ranks.len(), 8);
@@ -503,9 +503,13 @@ fn a_gloo_job_matches_its_host_collectives_on_one_clock() {
         json["collectives"]["unmatched"].as_array().map(Vec::len),
         Some(0)
     );
+    // gloo records no group on its ranges: the one group the ranks declare, the world's.
     let groups = json["collectives"]["groups"].as_array().expect("groups");
     assert_eq!(groups.len(), 1);
-    assert_eq!(groups[0]["group"], "host");
+    assert_eq!(groups[0]["group"], "0");
+    assert_eq!(groups[0]["source"], "inferred");
+    assert_eq!(groups[0]["ranks"], serde_json::json!([0, 1]));
+    assert_eq!(json["collectives"]["host_groups"], "inferred");
     assert!(
         json["stragglers"]
             .as_array()
@@ -529,4 +533,212 @@ fn a_gloo_job_matches_its_host_collectives_on_one_clock() {
     let text = stepcast(&["replay", GLOO_JOB]);
     text.assert_success();
     assert!(text.stdout.contains("on 1 clock"), "{}", text.stdout);
+}
+
+/// Two pairs of ranks: a job's tensor-parallel (or data-parallel) groups.
+type Pairs = [[i64; 2]; 2];
+
+/// Real four-process jobs recorded on this project's CPU with real subgroups: tensor
+/// parallel 2 x data parallel 2 over gloo, ranks laid out TP-major (TP pairs {0,1}, {2,3})
+/// and DP-major (TP pairs {0,2}, {1,3}) (`testdata/kineto/stepcast/cpu-jobs/README.md`).
+const TP_DP_JOBS: [(&str, Pairs, Pairs); 2] = [
+    (
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../testdata/kineto/stepcast/cpu-jobs/tp2dp2"
+        ),
+        [[0, 1], [2, 3]],
+        [[0, 2], [1, 3]],
+    ),
+    (
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../testdata/kineto/stepcast/cpu-jobs/tp2dp2-dp-major"
+        ),
+        [[0, 2], [1, 3]],
+        [[0, 1], [2, 3]],
+    ),
+];
+
+/// A process group's name and member ranks, as a trace declares it.
+type DeclaredGroup = (String, Vec<i64>);
+
+/// A trace's `distributedInfo.pg_config` (name → ranks) and, per element count of the first
+/// input, how many `c10d::allreduce_` ops its main thread issued: the program's own record of
+/// its collectives, apart from the gloo worker threads' ranges the matching reads.
+fn declared_groups_and_issued(file: &str) -> (Vec<DeclaredGroup>, Vec<(i64, usize)>) {
+    let bytes = std::fs::read(file).expect("read trace");
+    let mut text = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text)
+        .expect("gunzip");
+    let json: serde_json::Value = serde_json::from_slice(&text).expect("JSON");
+    let groups = json["distributedInfo"]["pg_config"]
+        .as_array()
+        .expect("pg_config")
+        .iter()
+        .map(|g| {
+            let ranks = g["ranks"].as_array().expect("ranks");
+            (
+                g["pg_name"].as_str().expect("pg_name").to_string(),
+                ranks.iter().filter_map(serde_json::Value::as_i64).collect(),
+            )
+        })
+        .collect();
+    let mut issued: std::collections::BTreeMap<i64, usize> = Default::default();
+    let in_steps: Vec<(f64, f64)> = json["traceEvents"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| {
+            e["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("ProfilerStep#"))
+        })
+        .map(|e| {
+            let ts = e["ts"].as_f64().unwrap_or_default();
+            (ts, ts + e["dur"].as_f64().unwrap_or_default())
+        })
+        .collect();
+    for e in json["traceEvents"].as_array().expect("events") {
+        if e["name"] != "c10d::allreduce_" {
+            continue;
+        }
+        let ts = e["ts"].as_f64().unwrap_or_default();
+        if !in_steps.iter().any(|&(a, b)| a <= ts && ts <= b) {
+            continue;
+        }
+        let elements: i64 = e["args"]["Input Dims"][0][0]
+            .as_array()
+            .expect("dims")
+            .iter()
+            .filter_map(serde_json::Value::as_i64)
+            .product();
+        *issued.entry(elements).or_default() += 1;
+    }
+    (groups, issued.into_iter().collect())
+}
+
+#[test]
+fn a_tensor_and_data_parallel_job_matches_each_collective_within_its_subgroup() {
+    for (job, tp_pairs, dp_pairs) in TP_DP_JOBS {
+        tensor_and_data_parallel_groups(job, tp_pairs, dp_pairs);
+    }
+}
+
+fn tensor_and_data_parallel_groups(job: &str, tp_pairs: Pairs, dp_pairs: Pairs) {
+    let run = stepcast(&["replay", "--json", "--ranks", "all", job]);
+    run.assert_success();
+    let json = run.json();
+    let collectives = &json["collectives"];
+    assert_eq!(collectives["host_groups"], "inferred", "{job}");
+    assert_eq!(collectives["unmatched"].as_array().map(Vec::len), Some(0));
+    // Every group the matching used is one a trace declares, with the members it declares.
+    let mut declared: std::collections::BTreeMap<String, Vec<i64>> = Default::default();
+    let mut issued = Vec::new();
+    for r in 0..4 {
+        let (groups, counts) = declared_groups_and_issued(&format!("{job}/rank{r}.json.gz"));
+        declared.extend(groups);
+        issued.push(counts);
+    }
+    let used: Vec<(Vec<i64>, u64)> = collectives["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .map(|g| {
+            let name = g["group"].as_str().expect("group");
+            let ranks: Vec<i64> = g["ranks"]
+                .as_array()
+                .expect("members")
+                .iter()
+                .filter_map(serde_json::Value::as_i64)
+                .collect();
+            assert_eq!(declared.get(name), Some(&ranks), "{job}: group {name}");
+            (ranks, g["matched"].as_u64().expect("matched"))
+        })
+        .collect();
+    let mut pairs: Vec<&[i64]> = used.iter().map(|(ranks, _)| ranks.as_slice()).collect();
+    pairs.sort();
+    let mut expected: Vec<&[i64]> = tp_pairs.iter().chain(&dp_pairs).map(|p| &p[..]).collect();
+    expected.sort();
+    assert_eq!(pairs, expected, "{job}");
+    // Each rank's main thread issued its activations' all-reduces (32 x 512 elements) in its
+    // tensor-parallel group and its gradient buckets in its data-parallel group: the matched
+    // counts per group are those issue counts.
+    let matched_in = |pairs: Pairs, rank: i64| {
+        let pair = pairs.iter().find(|p| p.contains(&rank)).expect("a pair");
+        used.iter().find(|u| u.0 == pair).map(|u| u.1)
+    };
+    for (r, counts) in issued.iter().enumerate() {
+        let activations = counts
+            .iter()
+            .find(|(elements, _)| *elements == 32 * 512)
+            .map_or(0, |c| c.1);
+        let buckets: usize = counts
+            .iter()
+            .filter(|(elements, _)| *elements != 32 * 512)
+            .map(|c| c.1)
+            .sum();
+        assert!(activations > 0 && buckets > 0, "rank {r}: {counts:?}");
+        let r = r as i64;
+        assert_eq!(
+            matched_in(tp_pairs, r),
+            Some(activations as u64),
+            "{job}: rank {r}"
+        );
+        assert_eq!(
+            matched_in(dp_pairs, r),
+            Some(buckets as u64),
+            "{job}: rank {r}"
+        );
+    }
+    // One host: the clocks need no offsets, and with each collective among its true peers no
+    // instance ends before a peer started (taken as the world's, 80 did).
+    assert_eq!(json["clock_alignment"]["status"], "solved");
+    assert_eq!(json["clock_alignment"]["violated_constraints"], 0);
+    // A collective waits for its group's members only: every split lists two instances.
+    for c in json["wait_transfer"]["collectives"]
+        .as_array()
+        .expect("split")
+    {
+        assert_eq!(c["instances"].as_array().map(Vec::len), Some(2), "{c}");
+    }
+}
+
+/// Two runs whose ranks created their groups in another order give one group name different
+/// members: not one job, whatever else they share (world size, program, host).
+#[test]
+fn ranks_that_declare_one_group_with_other_members_are_not_one_job() {
+    let dir = super::TempDir::new("groupings");
+    let (mixed, copies) = folder_of(
+        &dir,
+        "mixed",
+        &[
+            (
+                &format!("{}/rank0.json.gz", TP_DP_JOBS[0].0),
+                "a-rank0.json.gz",
+            ),
+            (
+                &format!("{}/rank1.json.gz", TP_DP_JOBS[1].0),
+                "b-rank1.json.gz",
+            ),
+        ],
+    );
+    let run = stepcast(&["replay", super::path_str(&mixed)]);
+    assert_eq!(run.code, Some(1));
+    // Group 3 is {0, 2} in the TP-major run (rank 0's data-parallel pair), {0, 1} in the
+    // DP-major one (rank 1's).
+    let err = run.stderr.trim();
+    assert!(
+        err.contains("process group 3 has different members")
+            && err.contains(&format!(
+                "{} declares it as ranks 0, 2",
+                copies[0].display()
+            ))
+            && err.contains(&format!(
+                "{} declares it as ranks 0, 1",
+                copies[1].display()
+            )),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
 }

@@ -4,7 +4,7 @@
 //!
 //! Each command writes one JSON object whose `schema` field names the document and its version:
 //! `stepcast.info/1` ([`InfoJson`]), `stepcast.replay/1` ([`ReplayJson`]),
-//! `stepcast.replay-ranks/2`, `stepcast.analyze/1` ([`AnalyzeJson`]), `stepcast.whatif/1`,
+//! `stepcast.replay-ranks/3`, `stepcast.analyze/1` ([`AnalyzeJson`]), `stepcast.whatif/1`,
 //! `stepcast.advise/1`, `stepcast.optimize/1` ([`OptimizeJson`]) and `stepcast.compare/2` ([`CompareJson`]). Within a version,
 //! change is additive only: fields may be added, none is removed, renamed or retyped. The full
 //! field list, with units, is in `docs/json-schema.md`.

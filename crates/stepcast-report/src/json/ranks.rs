@@ -1,4 +1,4 @@
-//! `stepcast.replay-ranks/2`: several ranks' traces replayed as one global graph.
+//! `stepcast.replay-ranks/3`: several ranks' traces replayed as one global graph.
 //!
 //! The document grows with ranks, not with ranks squared or ranks × collectives: per rank a
 //! row of each table, and the pairwise and per-instance detail only for the ranks asked for
@@ -17,7 +17,7 @@ pub const TOP_PATH_TASKS: usize = 10;
 /// The `replay` document of several ranks (`stepcast replay DIR` or several files).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RanksJson {
-    /// Always `stepcast.replay-ranks/2`.
+    /// Always `stepcast.replay-ranks/3`.
     pub schema: &'static str,
     /// The ranks whose detail (their pairwise ordering constraints, their instance of every
     /// collective) is listed, by rank number: `--ranks`; empty by default.
@@ -373,6 +373,13 @@ pub struct InstanceSplitJson {
 pub struct CollectivesJson {
     /// How each group's collectives were matched, in (group, source) order.
     pub groups: Vec<GroupMatchingJson>,
+    /// How the groups of collectives run by host threads (gloo, which records none) were
+    /// found: `inferred` (each worker thread's group, from the groups the ranks declare and
+    /// the collectives each thread ran; one assignment only agrees), `no_host_collectives`,
+    /// or, the host collectives then taken to be every rank's: `undeclared` (a rank declares
+    /// no group), `inconsistent` (no assignment agrees), `ambiguous` (several do) or
+    /// `too_many_choices`.
+    pub host_groups: &'static str,
     /// Collectives found on every rank.
     pub matched: u64,
     /// Collectives left out of the global graph's matching (they keep the one-rank model).
@@ -387,8 +394,12 @@ pub struct GroupMatchingJson {
     pub group: String,
     /// `recorded_seq` (recorded group and sequence number), `group_step_order` (recorded group;
     /// step and order within the step), `step_order` (no group recorded: the stream; step and
-    /// order within the step) or `stream_order` (outside any step: order on the stream).
+    /// order within the step), `stream_order` (outside any step: order on the stream) or
+    /// `inferred` (host threads' collectives, the group inferred: see `host_groups`).
     pub source: &'static str,
+    /// Its members among the ranks given (rank numbers), as a trace declares or records them;
+    /// `null` where none does, every rank given then taken to be one.
+    pub ranks: Option<Vec<i64>>,
     /// Collectives of this group found on every rank.
     pub matched: u32,
     /// Instances of this group left unmatched (over all ranks).
@@ -620,7 +631,7 @@ pub fn ranks_json(report: &RanksReport, detail: &RankDetail) -> RanksJson {
         world_size: None,
         missing_ranks: Vec::new(),
         unreadable: Vec::new(),
-        schema: "stepcast.replay-ranks/2",
+        schema: "stepcast.replay-ranks/3",
         detail_ranks: detail.iter().map(|&r| rank_of(r)).collect(),
         over_ranks,
         ranks,
@@ -693,10 +704,17 @@ pub fn ranks_json(report: &RanksReport, detail: &RankDetail) -> RanksJson {
                 .map(|g| GroupMatchingJson {
                     group: g.group.clone(),
                     source: g.source.as_str(),
+                    ranks: g.ranks.as_ref().map(|members| {
+                        members
+                            .iter()
+                            .map(|r| rank_numbers.get(r.index()).copied().unwrap_or(0))
+                            .collect()
+                    }),
                     matched: g.matched,
                     unmatched: g.unmatched,
                 })
                 .collect(),
+            host_groups: report.matching.host_groups.as_str(),
             matched: report.matching.matched.len() as u64,
             unmatched: report
                 .matching
@@ -820,15 +838,15 @@ fn wait_transfer(report: &RanksReport, rank_numbers: &[i64], detail: &[usize]) -
                     wait_ns: distribution(
                         &c.instances
                             .iter()
-                            .enumerate()
-                            .map(|(r, i)| (i.wait_ns, rank_of(r)))
+                            .map(|i| (i.wait_ns, rank_of(i.rank.index())))
                             .collect::<Vec<_>>(),
                     ),
-                    instances: detail
+                    instances: c
+                        .instances
                         .iter()
-                        .filter_map(|&r| c.instances.get(r).map(|i| (r, i)))
-                        .map(|(r, i)| InstanceSplitJson {
-                            rank: rank_of(r),
+                        .filter(|i| detail.binary_search(&i.rank.index()).is_ok())
+                        .map(|i| InstanceSplitJson {
+                            rank: rank_of(i.rank.index()),
                             start_ns: i.start_ns,
                             recorded_ns: i.recorded_ns,
                             wait_ns: i.wait_ns,

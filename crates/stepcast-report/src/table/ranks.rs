@@ -93,7 +93,18 @@ pub fn ranks_text(doc: &RanksJson) -> String {
         .collectives
         .groups
         .iter()
-        .map(|g| format!("{} by {}", sanitize(&g.group), g.source.replace('_', " ")))
+        .map(|g| {
+            // A group's members where a trace names them: what its collectives wait for.
+            let members = g.ranks.as_ref().map_or_else(String::new, |ranks| {
+                let ranks: Vec<String> = ranks.iter().map(i64::to_string).collect();
+                format!(" [ranks {}]", ranks.join(", "))
+            });
+            let how = match g.source {
+                "inferred" => "group inferred".to_string(),
+                source => format!("by {}", source.replace('_', " ")),
+            };
+            format!("{}{members} {how}", sanitize(&g.group))
+        })
         .collect();
     let groups = if groups.is_empty() {
         String::new()

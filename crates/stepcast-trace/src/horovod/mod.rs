@@ -385,6 +385,7 @@ fn comm_args(kind: &str, tensors: &[CommTensor]) -> CommArgs {
         dtype: if same_dtype { dtype } else { None },
         process_group: Some("horovod".to_string()),
         seq: None,
+        group_ranks: None,
     }
 }
 

@@ -21,7 +21,7 @@ fn check_utf8(name: Option<&[u8]>) -> Result<(), &'static str> {
 }
 use crate::model::{
     DeviceInfo, Diagnostics, DistributedInfo, Event, EventKind, Interner, Lane, LaneId, LaneKind,
-    MemoryEvent, Runtime, SequenceNumber, StepMarker, SyncEvent, SyncKind, Trace,
+    MemoryEvent, ProcessGroup, Runtime, SequenceNumber, StepMarker, SyncEvent, SyncKind, Trace,
 };
 
 /// A lane as the reader keys it: kind, pid (device for streams), tid (stream for streams).
@@ -238,7 +238,60 @@ fn comm_args(
         dtype,
         process_group: args.pg_name.as_deref().map(str::to_string),
         seq: args.comm_seq.and_then(Int::get),
+        group_ranks: args.pg_ranks.and_then(|raw| {
+            let ranks = rank_list(raw.0);
+            // `[]`: PyTorch's record of a collective outside any group (a size-1 group).
+            let empty = matches!(raw.0.trim(), "[]" | "\"[]\"");
+            if ranks.is_none() && !empty {
+                diagnostics.arg_unread("`Process Group Ranks` that are not a list of ranks");
+            }
+            ranks
+        }),
     }
+}
+
+/// A list of global ranks as PyTorch writes it: a JSON list, or a string holding one
+/// (`"[0, 1]"`), sorted and without duplicates. `None` where it is not one (an empty list is
+/// not a group either).
+fn rank_list(raw: &str) -> Option<Vec<i64>> {
+    let text: std::borrow::Cow<'_, str> = match serde_json::from_str::<String>(raw) {
+        Ok(inner) => inner.into(),
+        Err(_) => raw.into(),
+    };
+    let mut ranks = serde_json::from_str::<Vec<i64>>(text.trim()).ok()?;
+    ranks.sort_unstable();
+    ranks.dedup();
+    (!ranks.is_empty() && ranks.iter().all(|&r| r >= 0)).then_some(ranks)
+}
+
+/// The groups of `distributedInfo.pg_config` (a list of `{pg_name, pg_desc, ranks}`), with
+/// how many entries could not be read as one.
+fn process_groups(config: Option<&serde_json::Value>) -> (Vec<ProcessGroup>, usize) {
+    let Some(entries) = config.and_then(serde_json::Value::as_array) else {
+        return (Vec::new(), usize::from(config.is_some()));
+    };
+    let mut groups = Vec::new();
+    let mut unread = 0;
+    for entry in entries {
+        let name = entry.get("pg_name").and_then(|n| match n {
+            serde_json::Value::String(s) => Some(s.clone()),
+            serde_json::Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        });
+        let ranks = entry.get("ranks").and_then(|r| rank_list(&r.to_string()));
+        match (name, ranks) {
+            (Some(name), Some(ranks)) => groups.push(ProcessGroup {
+                name,
+                description: entry
+                    .get("pg_desc")
+                    .and_then(serde_json::Value::as_str)
+                    .map(str::to_string),
+                ranks,
+            }),
+            _ => unread += 1,
+        }
+    }
+    (groups, unread)
 }
 
 /// `-1` means "none" in Kineto's sync records.
@@ -288,11 +341,21 @@ impl TraceBuilder {
     }
 
     pub fn distributed(&mut self, info: Option<RawDistributed>) {
-        self.distributed = info.map(|d| DistributedInfo {
-            rank: d.rank.and_then(Int::get),
-            world_size: d.world_size.and_then(Int::get),
-            backend: d.backend,
-            host_name: self.host_name.take(),
+        self.distributed = info.map(|d| {
+            let (process_groups, unread) = process_groups(d.pg_config.as_ref());
+            if unread > 0 {
+                self.diagnostics.note(format!(
+                    "{unread} entries of `distributedInfo.pg_config` are not a process group \
+                     with a name and ranks: left out"
+                ));
+            }
+            DistributedInfo {
+                rank: d.rank.and_then(Int::get),
+                world_size: d.world_size.and_then(Int::get),
+                backend: d.backend,
+                host_name: self.host_name.take(),
+                process_groups,
+            }
         });
     }
 
@@ -464,6 +527,7 @@ impl TraceBuilder {
         if args.collective_name.is_some()
             || args.in_msg_nelems.is_some()
             || args.group_size.is_some()
+            || args.pg_ranks.is_some()
         {
             let args = comm_args(args, &mut self.diagnostics);
             self.comm_args.push((file_index, args));

@@ -79,6 +79,9 @@ pub struct RawArgs<'a> {
     pub pg_name: Option<Cow<'a, str>>,
     #[serde(rename = "Seq")]
     pub comm_seq: Option<Int>,
+    /// `"[0, 1]"` (a string of a list, as PyTorch writes it) or a list.
+    #[serde(rename = "Process Group Ranks", borrow)]
+    pub pg_ranks: Option<RawJson<'a>>,
     /// Op input shapes and types (`record_shapes=True`), as the file wrote them; read into
     /// `model::OpInput`s by `inputs.rs`.
     #[serde(rename = "Input Dims", borrow)]
@@ -337,6 +340,10 @@ pub struct RawDistributed {
     pub rank: Option<Int>,
     pub world_size: Option<Int>,
     pub backend: Option<String>,
+    /// The declared process groups: a list of `{pg_name, pg_desc, pg_size, ranks}` in the
+    /// versions seen; kept as written and read leniently (`build.rs`), so that a version of
+    /// another shape costs the groups, not the trace.
+    pub pg_config: Option<serde_json::Value>,
 }
 
 /// Parses a Kineto timestamp or duration (microseconds as a JSON number) into nanoseconds,

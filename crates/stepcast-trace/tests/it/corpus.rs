@@ -8,7 +8,7 @@ use stepcast_trace::{EventKind, LaneKind, ReadError, Runtime, Trace};
 use crate::{FileKind, corpus};
 
 /// Kineto traces and Execution Traces under `testdata/kineto/` (see `testdata/README.md`).
-const KINETO_FILES: usize = 148;
+const KINETO_FILES: usize = 156;
 const EXECUTION_TRACES: usize = 4;
 
 /// Checks that hold for any successfully read trace. Returns the problems found.
@@ -275,6 +275,14 @@ Expect { file: "stepcast/cpu-loader-pairs/heavyloader-workers0.json.gz", records
     Expect { file: "stepcast/cpu-pairs/cnn-threads2.json.gz", records: 5207, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-pairs/ddp-gloo2/rank0.json.gz", records: 12147, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(0), Some(2)) },
     Expect { file: "stepcast/cpu-pairs/ddp-gloo2/rank1.json.gz", records: 12147, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(1), Some(2)) },
+    Expect { file: "stepcast/cpu-jobs/tp2dp2/rank0.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(0), Some(4)) },
+    Expect { file: "stepcast/cpu-jobs/tp2dp2/rank1.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(1), Some(4)) },
+    Expect { file: "stepcast/cpu-jobs/tp2dp2/rank2.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(2), Some(4)) },
+    Expect { file: "stepcast/cpu-jobs/tp2dp2/rank3.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(3), Some(4)) },
+    Expect { file: "stepcast/cpu-jobs/tp2dp2-dp-major/rank0.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(0), Some(4)) },
+    Expect { file: "stepcast/cpu-jobs/tp2dp2-dp-major/rank1.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(1), Some(4)) },
+    Expect { file: "stepcast/cpu-jobs/tp2dp2-dp-major/rank2.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(2), Some(4)) },
+    Expect { file: "stepcast/cpu-jobs/tp2dp2-dp-major/rank3.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(3), Some(4)) },
     Expect { file: "stepcast/cpu-pairs/ddp-single.json.gz", records: 10385, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(0), Some(2)) },
     Expect { file: "stepcast/cpu-pairs/loader-workers0.json.gz", records: 4475, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-pairs/loader-workers1.json.gz", records: 3299, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
@@ -443,6 +451,56 @@ fn step_numbers_and_rank_of_the_ddp_trace() {
     let numbers: Vec<u64> = trace.steps.iter().map(|s| s.number).collect();
     assert_eq!(numbers, [101, 102, 103, 104, 105]);
     assert!(trace.steps.iter().all(|s| s.lane == trace.steps[0].lane));
+}
+
+#[test]
+fn process_groups_as_declared_and_as_each_collective_records_them() {
+    let file = format!("{HTA}nccl_parser_config/nccl_data.json.gz");
+    let trace = crate::loaded_trace(&file);
+    // The reference: the same file's JSON, read apart from the reader.
+    let bytes = std::fs::read(crate::kineto_dir().join(&file)).expect("read");
+    let mut text = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text)
+        .expect("gunzip");
+    let json: serde_json::Value = serde_json::from_slice(&text).expect("JSON");
+    let config = json["distributedInfo"]["pg_config"]
+        .as_array()
+        .expect("pg_config");
+    let groups = &trace
+        .distributed
+        .as_ref()
+        .expect("distributedInfo")
+        .process_groups;
+    assert_eq!(groups.len(), config.len());
+    for (group, declared) in groups.iter().zip(config) {
+        assert_eq!(Some(group.name.as_str()), declared["pg_name"].as_str());
+        assert_eq!(group.description.as_deref(), declared["pg_desc"].as_str());
+        let ranks: Vec<i64> = declared["ranks"]
+            .as_array()
+            .expect("ranks")
+            .iter()
+            .filter_map(serde_json::Value::as_i64)
+            .collect();
+        assert_eq!(group.ranks, ranks);
+    }
+    // `Process Group Ranks` is a string holding a list: every record of one is read as one
+    // (`[]`, with `Group size` 1, names no group).
+    let recorded: Vec<Vec<i64>> = json["traceEvents"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter_map(|e| e["args"]["Process Group Ranks"].as_str())
+        .map(|list| serde_json::from_str::<Vec<i64>>(list).expect("a list of ranks"))
+        .filter(|ranks| !ranks.is_empty())
+        .collect();
+    let read: Vec<&Vec<i64>> = trace
+        .comm_args
+        .iter()
+        .filter_map(|(_, args)| args.group_ranks.as_ref())
+        .collect();
+    assert!(!recorded.is_empty());
+    assert_eq!(read.len(), recorded.len());
+    assert!(read.iter().zip(&recorded).all(|(a, b)| *a == b));
 }
 
 #[test]

@@ -113,25 +113,43 @@ pub struct OrderingConstraint {
 }
 
 impl OrderingConstraint {
-    /// The constraint collective `k` puts between two ranks, with its slack under `offsets_ns`.
+    /// The constraint collective `k` puts between two of its members, with its slack under
+    /// `offsets_ns`; `None` where either is not a member.
     fn of(
         kind: ConstraintKind,
         later: usize,
         earlier: usize,
         k: usize,
-        times: &[Vec<(i64, i64)>],
+        times: &[Vec<MemberTime>],
         offsets_ns: &[i64],
-    ) -> OrderingConstraint {
-        let bound_ns = times[k][later].1 - times[k][earlier].0;
-        OrderingConstraint {
+    ) -> Option<OrderingConstraint> {
+        let bound_ns = member(&times[k], later)?.end_ns - member(&times[k], earlier)?.start_ns;
+        Some(OrderingConstraint {
             kind,
             later: RankId(later as u32),
             earlier: RankId(earlier as u32),
             collective: k as u32,
             bound_ns,
             slack_ns: bound_ns - (offsets_ns[later] - offsets_ns[earlier]),
-        }
+        })
     }
+}
+
+/// One member's recorded start and end of a matched collective, in its own time on a common
+/// base.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct MemberTime {
+    /// The member's index among the ranks given.
+    pub rank: usize,
+    pub start_ns: i64,
+    pub end_ns: i64,
+}
+
+/// `rank`'s times in a collective's members (in rank order), if it is one.
+fn member(row: &[MemberTime], rank: usize) -> Option<&MemberTime> {
+    row.binary_search_by_key(&rank, |m| m.rank)
+        .ok()
+        .map(|i| &row[i])
 }
 
 /// What the alignment uses.
@@ -186,9 +204,14 @@ pub struct ClockAlignment {
     /// Distinct clocks among the ranks: ranks that record the same host share one (its
     /// offsets are equal), so only `clocks − 1` offsets are estimated.
     pub clocks: usize,
-    /// Per matched collective, each rank's recorded (start, end) on a common base, and the
+    /// Ranks whose clock nothing ties to the reference rank's: no matched collective joins
+    /// them to it, directly or through other ranks, and they record another host. Their
+    /// offsets are 0, not estimates: ranks that are not one job, or a window that holds none
+    /// of their collectives.
+    pub unaligned: Vec<RankId>,
+    /// Per matched collective, each member's recorded start and end on a common base, and the
     /// kind of constraint it gives: kept to list pairwise constraints on request.
-    instance_times: Vec<Vec<(i64, i64)>>,
+    instance_times: Vec<Vec<MemberTime>>,
     kinds: Vec<Option<ConstraintKind>>,
 }
 
@@ -229,27 +252,27 @@ pub enum AlignError {
     NotSolved(String),
 }
 
-/// A matched collective's start and end on every rank, in each rank's own time (nanoseconds
+/// A matched collective's start and end on each member, in each rank's own time (nanoseconds
 /// relative to a common base, `Trace::origin_ns` included).
 pub(crate) fn instance_times(
     ranks: &[RankGraph],
     matching: &CollectiveMatching,
     base_ns: i64,
-) -> Vec<Vec<(i64, i64)>> {
+) -> Vec<Vec<MemberTime>> {
     matching
         .matched
         .iter()
         .map(|c| {
-            c.instances
-                .iter()
-                .zip(ranks)
-                .map(|(task, rank)| {
+            c.members()
+                .map(|(r, task)| {
+                    let rank = &ranks[r.index()];
                     let g = &rank.window.graph;
                     let origin = rank.origin_ns - base_ns;
-                    (
-                        origin + g.rec_start_ns[task.index()],
-                        origin + g.rec_end_ns[task.index()],
-                    )
+                    MemberTime {
+                        rank: r.index(),
+                        start_ns: origin + g.rec_start_ns[task.index()],
+                        end_ns: origin + g.rec_end_ns[task.index()],
+                    }
                 })
                 .collect()
         })
@@ -293,7 +316,7 @@ fn constraint_kinds(
 /// Every ordering constraint of `kinds`, one per kind and ordered pair of ranks (the tightest
 /// collective of that kind): R·(R−1) rows per kind, for detail on request and for tests.
 fn constraints(
-    times: &[Vec<(i64, i64)>],
+    times: &[Vec<MemberTime>],
     kinds: &[Option<ConstraintKind>],
     offsets_ns: &[i64],
     keep: impl Fn(usize, usize) -> bool,
@@ -310,10 +333,14 @@ fn constraints(
                     .iter()
                     .enumerate()
                     .filter(|&(k, _)| kinds[k] == Some(kind))
-                    .map(|(k, row)| (row[later].1 - row[earlier].0, k))
+                    .filter_map(|(k, row)| {
+                        let end = member(row, later)?.end_ns;
+                        let start = member(row, earlier)?.start_ns;
+                        Some((end - start, k))
+                    })
                     .min();
                 if let Some((_, k)) = tightest {
-                    out.push(OrderingConstraint::of(
+                    out.extend(OrderingConstraint::of(
                         kind, later, earlier, k, times, offsets_ns,
                     ));
                 }
@@ -330,7 +357,7 @@ fn constraints(
 /// is the other member with the latest aligned start (or earliest aligned end), so the two
 /// extremes of each collective, and the runner-up for the rank holding one, answer every rank.
 fn tightest_per_rank(
-    times: &[Vec<(i64, i64)>],
+    times: &[Vec<MemberTime>],
     kinds: &[Option<ConstraintKind>],
     offsets_ns: &[i64],
 ) -> (Vec<OrderingConstraint>, usize) {
@@ -351,12 +378,18 @@ fn tightest_per_rank(
             continue;
         }
         let kind_index = kind as usize - ConstraintKind::CollectiveOrder as usize;
-        let aligned = |r: usize| (row[r].0 - offsets_ns[r], row[r].1 - offsets_ns[r]);
+        let aligned = |m: &MemberTime| {
+            (
+                m.start_ns - offsets_ns[m.rank],
+                m.end_ns - offsets_ns[m.rank],
+            )
+        };
         // The two latest aligned starts and the two earliest aligned ends (ties: lower rank).
         let mut latest_start = [(i64::MIN, usize::MAX); 2];
         let mut earliest_end = [(i64::MAX, usize::MAX); 2];
-        for r in 0..row.len() {
-            let (start, end) = aligned(r);
+        for m in row {
+            let r = m.rank;
+            let (start, end) = aligned(m);
             if start > latest_start[0].0 {
                 latest_start = [(start, r), latest_start[0]];
             } else if start > latest_start[1].0 {
@@ -368,8 +401,9 @@ fn tightest_per_rank(
                 earliest_end[1] = (end, r);
             }
         }
-        for r in 0..row.len() {
-            let (start, end) = aligned(r);
+        for m in row {
+            let r = m.rank;
+            let (start, end) = aligned(m);
             let (last_start, sender) = if latest_start[0].1 == r {
                 latest_start[1]
             } else {
@@ -406,7 +440,7 @@ fn tightest_per_rank(
         rows.sort_unstable();
         rows.dedup();
         for (later, earlier, k) in rows {
-            out.push(OrderingConstraint::of(
+            out.extend(OrderingConstraint::of(
                 kind, later, earlier, k, times, offsets_ns,
             ));
         }
@@ -438,11 +472,16 @@ pub fn align_clocks_with(
     let used: Vec<usize> = (0..all_times.len())
         .filter(|&k| kinds[k].is_some())
         .collect();
-    let times: Vec<Vec<(i64, i64)>> = used.iter().map(|&k| all_times[k].clone()).collect();
+    let times: Vec<Vec<MemberTime>> = used.iter().map(|&k| all_times[k].clone()).collect();
     let send_recv_used = used
         .iter()
         .filter(|&&k| kinds[k] == Some(ConstraintKind::SendRecv))
         .count();
+    let tied = tied_to_reference(n_ranks, &clock, &times);
+    let unaligned: Vec<RankId> = (0..n_ranks)
+        .filter(|&r| !tied[r])
+        .map(|r| RankId(r as u32))
+        .collect();
     let finish = |status, offsets_ns: Vec<i64>, iterations| {
         let (constraints, violated_constraints) =
             tightest_per_rank(&all_times, &kinds, &offsets_ns);
@@ -457,6 +496,7 @@ pub fn align_clocks_with(
             send_recv_used,
             solver_iterations: iterations,
             clocks,
+            unaligned: unaligned.clone(),
             instance_times: all_times.clone(),
             kinds: kinds.clone(),
         }
@@ -466,7 +506,12 @@ pub fn align_clocks_with(
     }
     // Members per group of a collective's release (`None`: every member on the release).
     let group_size = (n_ranks > FLAT_RELEASE_RANKS).then(|| n_ranks.isqrt() + 1);
-    let (outcome, offsets_ns, iterations) = solve_offsets(&times, &clock, group_size)?;
+    // An untied rank reads the reference clock as far as the QP knows: left free, its offset
+    // would be any value (shifting it and its collectives' centres leaves the objective as is).
+    let solved_clock: Vec<usize> = (0..n_ranks)
+        .map(|r| if tied[r] { clock[r] } else { clock[0] })
+        .collect();
+    let (outcome, offsets_ns, iterations) = solve_offsets(&times, &solved_clock, group_size)?;
     Ok(finish(outcome, offsets_ns, iterations))
 }
 
@@ -475,14 +520,17 @@ pub fn align_clocks_with(
 /// were found and the solver's iterations. `group_size`: members per group of a collective's
 /// release (`None`: every member constrains it directly).
 fn solve_offsets(
-    times: &[Vec<(i64, i64)>],
+    times: &[Vec<MemberTime>],
     clock: &[usize],
     group_size: Option<usize>,
 ) -> Result<(AlignmentStatus, Vec<i64>, u32), AlignError> {
     let n_ranks = clock.len();
     // Unknowns, in microseconds (well scaled for the solver): o_1..o_{R-1} (rank 0 is 0), then
     // the centre m_k of each collective's aligned ends, then the release r_k of each one.
-    let centre = times[0][0].1;
+    let centre = times
+        .first()
+        .and_then(|row| row.first())
+        .map_or(0, |m| m.end_ns);
     let us = |ns: i64| (ns - centre) as f64 / 1_000.0;
     // One offset per clock: ranks that record the same host read one clock (rank 0's is the
     // reference), so they share one unknown instead of being fitted apart on noisy ends.
@@ -499,20 +547,34 @@ fn solve_offsets(
             clock_var[r] = clock_var[clock[r]];
         }
     }
-    let n_groups = group_size.map_or(0, |size| n_ranks.div_ceil(size));
+    // Per collective, the groups its members fall in (a subgroup's members may fill few), each
+    // with its two variables, numbered after the offsets, centres and releases.
     let first_group_var = n_offsets + 2 * times.len();
-    let n_vars = first_group_var + 2 * n_groups * times.len();
+    let mut group_vars: Vec<BTreeMap<usize, usize>> = Vec::with_capacity(times.len());
+    let mut n_vars = first_group_var;
+    if let Some(size) = group_size {
+        for row in times {
+            let mut groups = BTreeMap::new();
+            for m in row {
+                groups.entry(m.rank / size).or_insert_with(|| {
+                    n_vars += 2;
+                    n_vars - 2
+                });
+            }
+            group_vars.push(groups);
+        }
+    }
     let offset_var = |r: usize| clock_var[r];
     // ½xᵀPx + qᵀx = Σ_k Σ_r (o_r + m_k - end_rk)², P upper triangle.
     let mut p: BTreeMap<(usize, usize), f64> = BTreeMap::new();
     let mut q = vec![0.0; n_vars];
     for (k, row) in times.iter().enumerate() {
         let m = n_offsets + k;
-        for (r, &(_, end)) in row.iter().enumerate() {
-            let end = us(end);
+        for member in row {
+            let end = us(member.end_ns);
             *p.entry((m, m)).or_default() += 2.0;
             q[m] -= 2.0 * end;
-            if let Some(o) = offset_var(r) {
+            if let Some(o) = offset_var(member.rank) {
                 *p.entry((o, o)).or_default() += 2.0;
                 *p.entry((o, m)).or_default() += 2.0;
                 q[o] -= 2.0 * end;
@@ -548,12 +610,17 @@ fn solve_offsets(
         // The variable a member's start and end rows go through: the release, or its group's.
         let via = |r: usize| match group_size {
             Some(size) => {
-                let base = first_group_var + 2 * (k * n_groups + r / size);
+                let base = group_vars[k][&(r / size)];
                 (base, base + 1)
             }
             None => (release, release),
         };
-        for (r, &(start, end)) in instance.iter().enumerate() {
+        for &MemberTime {
+            rank: r,
+            start_ns: start,
+            end_ns: end,
+        } in instance
+        {
             let (latest_start, earliest_end) = via(r);
             // start − o_r − tolerance ≤ s (the group's latest start, or r_k)
             let mut started = vec![(latest_start, -1.0)];
@@ -567,8 +634,7 @@ fn solve_offsets(
             row(&ended, us(end));
         }
         if group_size.is_some() {
-            for g in 0..n_groups {
-                let base = first_group_var + 2 * (k * n_groups + g);
+            for &base in group_vars[k].values() {
                 // s_kg ≤ r_k ≤ e_kg
                 row(&[(base, 1.0), (release, -1.0)], 0.0);
                 row(&[(release, 1.0), (base + 1, -1.0)], 0.0);
@@ -614,6 +680,35 @@ fn solve_offsets(
     Ok((outcome, offsets_ns, iterations))
 }
 
+/// Per rank, whether its clock is tied to the first rank's: by a chain of collectives whose
+/// members share a clock or a collective (union-find over ranks).
+fn tied_to_reference(n_ranks: usize, clock: &[usize], times: &[Vec<MemberTime>]) -> Vec<bool> {
+    let mut parent: Vec<usize> = (0..n_ranks).collect();
+    fn root(parent: &mut [usize], mut r: usize) -> usize {
+        while parent[r] != r {
+            parent[r] = parent[parent[r]];
+            r = parent[r];
+        }
+        r
+    }
+    fn join(parent: &mut [usize], a: usize, b: usize) {
+        let (a, b) = (root(parent, a), root(parent, b));
+        parent[a.max(b)] = a.min(b);
+    }
+    for r in 0..n_ranks {
+        join(&mut parent, r, clock[r]);
+    }
+    for row in times {
+        for pair in row.windows(2) {
+            join(&mut parent, pair[0].rank, pair[1].rank);
+        }
+    }
+    let reference = if n_ranks > 0 { root(&mut parent, 0) } else { 0 };
+    (0..n_ranks)
+        .map(|r| root(&mut parent, r) == reference)
+        .collect()
+}
+
 /// Per rank, the first rank that reads its clock: the first that records the same host
 /// (itself where it records none, or a name that does not tell one machine from another).
 pub(crate) fn shared_clocks(ranks: &[RankGraph]) -> Vec<usize> {
@@ -642,26 +737,28 @@ fn is_generic_host(host: &str) -> bool {
 /// Distance of each rank's aligned ends from the mean aligned end of their collective, and the
 /// smallest slack of the constraints it takes part in.
 fn residuals(
-    times: &[Vec<(i64, i64)>],
+    times: &[Vec<MemberTime>],
     offsets_ns: &[i64],
     constraints: &[OrderingConstraint],
 ) -> Vec<RankResidual> {
     let n_ranks = offsets_ns.len();
     let mut max_abs = vec![0i64; n_ranks];
     let mut squares = vec![0f64; n_ranks];
+    let mut collectives = vec![0usize; n_ranks];
     for row in times {
-        let aligned: Vec<i64> = row.iter().zip(offsets_ns).map(|(t, o)| t.1 - o).collect();
-        let mean = aligned.iter().map(|&e| e as f64).sum::<f64>() / aligned.len() as f64;
-        for (r, &end) in aligned.iter().enumerate() {
+        let aligned = row.iter().map(|m| (m.rank, m.end_ns - offsets_ns[m.rank]));
+        let mean = aligned.clone().map(|(_, e)| e as f64).sum::<f64>() / row.len().max(1) as f64;
+        for (r, end) in aligned {
             let d = end as f64 - mean;
             max_abs[r] = max_abs[r].max(d.abs().round() as i64);
             squares[r] += d * d;
+            collectives[r] += 1;
         }
     }
     (0..n_ranks)
         .map(|r| RankResidual {
             max_abs_ns: max_abs[r],
-            rms_ns: (squares[r] / times.len().max(1) as f64).sqrt().round() as i64,
+            rms_ns: (squares[r] / collectives[r].max(1) as f64).sqrt().round() as i64,
             min_slack_ns: constraints
                 .iter()
                 .filter(|c| c.later.index() == r || c.earlier.index() == r)
@@ -671,11 +768,11 @@ fn residuals(
         .collect()
 }
 
-fn spread(times: &[Vec<(i64, i64)>], offsets_ns: &[i64]) -> i64 {
+fn spread(times: &[Vec<MemberTime>], offsets_ns: &[i64]) -> i64 {
     times
         .iter()
         .map(|row| {
-            let ends = row.iter().zip(offsets_ns).map(|(t, o)| t.1 - o);
+            let ends = row.iter().map(|m| m.end_ns - offsets_ns[m.rank]);
             ends.clone().max().unwrap_or(0) - ends.min().unwrap_or(0)
         })
         .max()
@@ -695,12 +792,15 @@ fn csc(rows: usize, cols: usize, entries: &BTreeMap<(usize, usize), f64>) -> Csc
 
 #[cfg(test)]
 mod tests {
-    use super::{AlignmentStatus, CONSTRAINT_TOLERANCE_NS, is_point_to_point, solve_offsets};
+    use super::{
+        AlignmentStatus, CONSTRAINT_TOLERANCE_NS, MemberTime, is_point_to_point, solve_offsets,
+        tied_to_reference,
+    };
 
     /// A job of `n_ranks` whose clocks are off by up to ±50 µs and whose ends are noisy
     /// enough that the ordering constraints bind: per collective, each rank's recorded
     /// (start, end).
-    fn skewed_job(n_ranks: usize, collectives: usize) -> Vec<Vec<(i64, i64)>> {
+    fn skewed_job(n_ranks: usize, collectives: usize) -> Vec<Vec<MemberTime>> {
         let mut state = 0x2545_f491_4f6c_dd1d_u64;
         let mut next = |below: i64| {
             state ^= state << 13;
@@ -725,7 +825,11 @@ mod tests {
                             next(3_000)
                         };
                         let end = last + 10_000 + late;
-                        (starts[r] + offsets[r], end + offsets[r])
+                        MemberTime {
+                            rank: r,
+                            start_ns: starts[r] + offsets[r],
+                            end_ns: end + offsets[r],
+                        }
                     })
                     .collect()
             })
@@ -733,11 +837,14 @@ mod tests {
     }
 
     /// Aligned: a collective's latest start, less the tolerance, against its earliest end.
-    fn least_slack_ns(times: &[Vec<(i64, i64)>], offsets_ns: &[i64]) -> i64 {
+    fn least_slack_ns(times: &[Vec<MemberTime>], offsets_ns: &[i64]) -> i64 {
         times
             .iter()
             .map(|row| {
-                let aligned = row.iter().zip(offsets_ns).map(|(t, o)| (t.0 - o, t.1 - o));
+                let aligned = row.iter().map(|m| {
+                    let o = offsets_ns[m.rank];
+                    (m.start_ns - o, m.end_ns - o)
+                });
                 let latest_start = aligned.clone().map(|t| t.0).max().unwrap_or(0);
                 let earliest_end = aligned.map(|t| t.1).min().unwrap_or(0);
                 earliest_end - (latest_start - CONSTRAINT_TOLERANCE_NS)
@@ -769,6 +876,29 @@ mod tests {
                 "rank {r}: {f} ns flat, {g} ns through groups"
             );
         }
+    }
+
+    #[test]
+    fn ranks_apart_from_the_reference_are_not_tied() {
+        let member = |rank| MemberTime {
+            rank,
+            start_ns: 0,
+            end_ns: 1,
+        };
+        // Ranks 0-1 and 2-3 each share a collective; rank 4 reads rank 3's clock (one host);
+        // rank 5 shares nothing.
+        let times = vec![vec![member(0), member(1)], vec![member(2), member(3)]];
+        let clock = [0, 1, 2, 3, 3, 5];
+        assert_eq!(
+            tied_to_reference(6, &clock, &times),
+            [true, true, false, false, false, false]
+        );
+        // A collective of ranks 1 and 4 ties 2, 3 and 4 to the reference through it.
+        let times = [times, vec![vec![member(1), member(4)]]].concat();
+        assert_eq!(
+            tied_to_reference(6, &clock, &times),
+            [true, true, true, true, true, false]
+        );
     }
 
     #[test]

@@ -43,9 +43,11 @@ pub struct GlobalCollective {
     pub group: String,
     pub seq: u32,
     pub op: String,
-    /// The instance of each rank (global task ids, by [`RankId`]).
+    /// The members, in rank order (every rank where the group's members are not recorded).
+    pub ranks: Vec<RankId>,
+    /// Each member's instance (global task ids; `ranks[i]`'s is `tasks[i]`).
     pub tasks: Vec<TaskId>,
-    /// Each instance's transfer: its own cost once every rank has started.
+    /// Each instance's transfer: its own cost once every member has started.
     pub transfer_ns: Vec<i64>,
 }
 
@@ -128,8 +130,8 @@ pub fn global_graph(
         .map(|r| vec![false; r.window.graph.task_count()])
         .collect();
     for c in &matching.matched {
-        for (r, task) in c.instances.iter().enumerate() {
-            matched[r][task.index()] = true;
+        for (r, task) in c.members() {
+            matched[r.index()][task.index()] = true;
         }
     }
     for (r, rank) in ranks.iter().enumerate() {
@@ -203,10 +205,8 @@ pub fn global_graph(
     global.first_release_task = out.task_count() as u32;
     for c in &matching.matched {
         let tasks: Vec<TaskId> = c
-            .instances
-            .iter()
-            .zip(&global.ranks)
-            .map(|(t, part)| TaskId(t.0 + part.first_task))
+            .members()
+            .map(|(r, t)| TaskId(t.0 + global.ranks[r.index()].first_task))
             .collect();
         let last_start = tasks
             .iter()
@@ -269,6 +269,7 @@ pub fn global_graph(
             group: c.group.clone(),
             seq: c.seq,
             op: c.op.clone(),
+            ranks: c.ranks.clone(),
             tasks,
             transfer_ns,
         });

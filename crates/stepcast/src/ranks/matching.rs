@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 
 use stepcast_trace::{CommArgs, LaneKind, Trace};
 
+use super::host_groups::{HostGroupCandidates, HostGroups, infer_host_groups};
 use super::{RankGraph, RankId, RankTrace, lane_label};
 use crate::Window;
 use crate::analyze::mapping::{Mapping, map};
@@ -41,6 +42,10 @@ pub enum GroupSource {
     StepOrder,
     /// Launched outside any `ProfilerStep`: the order on its stream (or recorded group).
     StreamOrder,
+    /// Run by host threads with no group recorded (gloo), the group inferred from the groups
+    /// the ranks declare and the collectives each worker thread ran (see
+    /// [`super::host_groups`]); the place is the step and the order within it.
+    Inferred,
 }
 
 impl GroupSource {
@@ -50,6 +55,7 @@ impl GroupSource {
             GroupSource::GroupStepOrder => "group_step_order",
             GroupSource::StepOrder => "step_order",
             GroupSource::StreamOrder => "stream_order",
+            GroupSource::Inferred => "inferred",
         }
     }
 }
@@ -70,9 +76,13 @@ pub struct CollectiveInstance {
     /// once matched, its position in the group (over the window's steps, in step order) on the
     /// longest rank, and before matching ([`rank_collectives`]) its order on this rank.
     pub seq: u32,
+    /// Elements of its message as recorded (`In msg nelems`, else the elements of the op's
+    /// tensor inputs): part of what tells one group's collectives from another's.
+    pub elements: Option<i64>,
 }
 
-/// A collective found on every rank, with its instance on each (indexed by [`RankId`]).
+/// A collective found on every member of its group among the ranks given, with its instance
+/// on each.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MatchedCollective {
     pub group: String,
@@ -80,8 +90,30 @@ pub struct MatchedCollective {
     pub step: Option<u64>,
     pub seq: u32,
     pub op: String,
-    /// The instance's task in its rank's own graph, one per rank.
+    /// The members present, in rank order: every rank given where the group's members are not
+    /// recorded.
+    pub ranks: Vec<RankId>,
+    /// The instance's task in its rank's own graph, one per member (`ranks[i]`'s is
+    /// `instances[i]`).
     pub instances: Vec<TaskId>,
+}
+
+impl MatchedCollective {
+    /// Each member with its instance.
+    pub fn members(&self) -> impl Iterator<Item = (RankId, TaskId)> + '_ {
+        self.ranks
+            .iter()
+            .copied()
+            .zip(self.instances.iter().copied())
+    }
+
+    /// `rank`'s instance, if it is a member.
+    pub fn instance_on(&self, rank: RankId) -> Option<TaskId> {
+        self.ranks
+            .binary_search(&rank)
+            .ok()
+            .map(|i| self.instances[i])
+    }
 }
 
 /// Why a rank's collective was left unmatched.
@@ -94,6 +126,13 @@ pub enum UnmatchedReason {
     /// The rank's only collective of its step could sit at more than one place of the longest
     /// rank's list (same type at each, and one end time cannot tell them apart).
     AmbiguousPlace,
+    /// No other member of its group is among the ranks given: nothing to match it with.
+    NoPeerGiven,
+    /// The rank is not a member of the group its collective's record names.
+    NotAMember,
+    /// Run by a host thread (gloo), no group recorded, and none inferred although the ranks
+    /// declare several (see [`CollectiveMatching::host_groups`]).
+    GroupNotInferred,
 }
 
 impl UnmatchedReason {
@@ -102,6 +141,9 @@ impl UnmatchedReason {
             UnmatchedReason::MissingOnSomeRanks => "missing on some ranks",
             UnmatchedReason::TypeDiffers => "collective type differs across ranks",
             UnmatchedReason::AmbiguousPlace => "place within its step is ambiguous",
+            UnmatchedReason::NoPeerGiven => "no other member of its group among the ranks given",
+            UnmatchedReason::NotAMember => "the rank is not a member of the group recorded",
+            UnmatchedReason::GroupNotInferred => "its group is neither recorded nor inferred",
         }
     }
 }
@@ -118,6 +160,9 @@ pub struct UnmatchedCollective {
 pub struct GroupMatching {
     pub group: String,
     pub source: GroupSource,
+    /// The members among the ranks given, as a rank's trace declares or records them; `None`
+    /// where none does (every rank given is taken to be one).
+    pub ranks: Option<Vec<RankId>>,
     pub matched: u32,
     pub unmatched: u32,
 }
@@ -132,6 +177,8 @@ pub struct CollectiveMatching {
     pub matched: Vec<MatchedCollective>,
     /// In rank order, then (group, source, step, seq).
     pub unmatched: Vec<UnmatchedCollective>,
+    /// How the groups of host-run collectives (gloo) were found.
+    pub host_groups: HostGroups,
 }
 
 /// The collective's type from an NCCL/RCCL kernel name or a `nccl:` annotation, by the one
@@ -164,8 +211,9 @@ pub fn rank_collectives(rank: &RankTrace<'_>) -> Vec<CollectiveInstance> {
     collectives_of(rank.trace, rank.window, &mapping, true)
 }
 
-/// The group of the collectives host threads run where no process group is recorded (gloo).
-const HOST_CHANNEL: &str = "host";
+/// The group of the collectives host threads run where no process group is recorded (gloo),
+/// until one is inferred.
+pub(crate) const HOST_CHANNEL: &str = "host";
 
 /// Device streams of `window` that run collectives, ordered by their first collective.
 fn collective_streams(window: &Window) -> Vec<u32> {
@@ -279,6 +327,22 @@ pub(crate) fn collectives_of(
                     *next - 1
                 }
             };
+            let elements = args
+                .and_then(|a| a.in_nelems.max(a.out_nelems))
+                .or_else(|| {
+                    let inputs = trace.inputs_of(graph.event[i])?;
+                    inputs.iter().try_fold(0i64, |sum, input| match input {
+                        stepcast_trace::OpInput::Tensor { .. } => {
+                            sum.checked_add(input.elements()?)
+                        }
+                        stepcast_trace::OpInput::TensorList(shapes) => {
+                            shapes.iter().try_fold(sum, |sum, shape| {
+                                sum.checked_add(stepcast_trace::shape_elements(shape)?)
+                            })
+                        }
+                        _ => Some(sum),
+                    })
+                });
             instances.push(CollectiveInstance {
                 task,
                 op: collective_op(trace.name(graph.name[i])).to_string(),
@@ -286,6 +350,7 @@ pub(crate) fn collectives_of(
                 source,
                 step,
                 seq,
+                elements,
             });
         }
     }
@@ -322,13 +387,54 @@ fn place(reference: &[(&str, i64)], list: &[(&str, i64)]) -> Placement {
     }
 }
 
+/// The members among the ranks given of every process group a rank's trace names.
+struct GroupMembers {
+    /// Group name → members present, in rank order.
+    members: BTreeMap<String, Vec<RankId>>,
+}
+
+impl GroupMembers {
+    /// From each rank's table of group members (global rank numbers), the first rank's entry
+    /// for a group winning, mapped onto the ranks given by their rank numbers; members not
+    /// among them are left out (missing ranks are the job's to report, not a collective's).
+    fn of(ranks: &[RankGraph]) -> GroupMembers {
+        let by_number: BTreeMap<i64, RankId> = ranks
+            .iter()
+            .enumerate()
+            .map(|(r, rank)| (rank.rank, RankId(r as u32)))
+            .collect();
+        let mut members: BTreeMap<String, Vec<RankId>> = BTreeMap::new();
+        for rank in ranks {
+            for (group, numbers) in &rank.group_members {
+                members.entry(group.clone()).or_insert_with(|| {
+                    let mut present: Vec<RankId> = numbers
+                        .iter()
+                        .filter_map(|n| by_number.get(n).copied())
+                        .collect();
+                    present.sort_unstable();
+                    present
+                });
+            }
+        }
+        GroupMembers { members }
+    }
+
+    /// The members present of `group`; `None` where no rank records its members (every rank
+    /// given is then taken to be one).
+    fn of_group(&self, group: &str) -> Option<&[RankId]> {
+        self.members.get(group).map(Vec::as_slice)
+    }
+}
+
 /// Matches every rank's collectives by identity (see the module documentation). A collective
-/// is matched when every rank has an instance at its place and all are of the same type.
+/// is matched when every member of its group among the ranks given (every rank, where its
+/// members are not recorded) has an instance at its place, no other rank has one, and all
+/// are of the same type.
 pub fn match_collectives(ranks: &[RankGraph]) -> CollectiveMatching {
     let recorded_streams = ranks
         .windows(2)
         .all(|w| w[0].collective_streams == w[1].collective_streams);
-    let per_rank: Vec<&[CollectiveInstance]> = ranks
+    let recorded: Vec<&[CollectiveInstance]> = ranks
         .iter()
         .map(|rank| {
             if recorded_streams {
@@ -338,12 +444,133 @@ pub fn match_collectives(ranks: &[RankGraph]) -> CollectiveMatching {
             }
         })
         .collect();
+    let members = GroupMembers::of(ranks);
+    let inference = infer_host_groups(ranks, &recorded, &|group| {
+        members.of_group(group).map(<[RankId]>::len)
+    });
+    let HostGroupCandidates::Several(candidates) = inference else {
+        let host_groups = match inference {
+            HostGroupCandidates::Outcome(outcome) => outcome,
+            HostGroupCandidates::Several(_) => HostGroups::Inconsistent,
+        };
+        return match_lists(ranks, &recorded, &members, host_groups);
+    };
+    // Several assignments may give every group's members the same collectives (a world group
+    // running one program on every rank agrees with any grouping; so does a thread that always
+    // runs the same bucket). The clocks decide, where ranks share one (one host): a grouping
+    // whose matched collectives end on one member before another member started is out; of
+    // the rest, the one whose members' ends lie closest together (the clock QP's objective,
+    // per instance) is kept when it is clearly closest: true peers finish a collective
+    // together, ranks paired by mistake only by chance.
+    let clock = super::clocks::shared_clocks(ranks);
+    let mut ordered: Vec<(f64, CollectiveMatching)> = candidates
+        .iter()
+        .map(|candidate| {
+            let lists: Vec<&[CollectiveInstance]> = candidate.iter().map(Vec::as_slice).collect();
+            match_lists(ranks, &lists, &members, HostGroups::Inferred)
+        })
+        .filter(|matching| disordered_on_one_clock(ranks, &clock, matching) == 0)
+        .map(|matching| (end_spread_on_one_clock(ranks, &clock, &matching), matching))
+        .collect();
+    ordered.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let clearly_closest = match ordered.as_slice() {
+        [_] => true,
+        [(best, _), (second, _), ..] => *best * CLEARLY_CLOSER < *second,
+        [] => false,
+    };
+    match ordered.len() {
+        0 => match_lists(ranks, &recorded, &members, HostGroups::Inconsistent),
+        _ if clearly_closest => ordered.swap_remove(0).1,
+        _ => match_lists(ranks, &recorded, &members, HostGroups::Ambiguous),
+    }
+}
 
+/// How much closer together the members' ends of the grouping kept must lie than those of the
+/// next: a clear margin, not noise.
+const CLEARLY_CLOSER: f64 = 2.0;
+
+/// Matched collectives whose members on one clock (ranks of one host) are out of order: one
+/// member's end before another's start, by more than the tolerance.
+fn disordered_on_one_clock(
+    ranks: &[RankGraph],
+    clock: &[usize],
+    matching: &CollectiveMatching,
+) -> usize {
+    let tolerance = super::CONSTRAINT_TOLERANCE_NS;
+    matching
+        .matched
+        .iter()
+        .filter(|c| {
+            // Per clock: the latest start and the earliest end of its members.
+            let mut bounds: BTreeMap<usize, (i64, i64)> = BTreeMap::new();
+            for (r, task) in c.members() {
+                let rank = &ranks[r.index()];
+                let g = &rank.window.graph;
+                let start = rank.origin_ns + g.rec_start_ns[task.index()];
+                let end = rank.origin_ns + g.rec_end_ns[task.index()];
+                let b = bounds
+                    .entry(clock[r.index()])
+                    .or_insert((i64::MIN, i64::MAX));
+                *b = (b.0.max(start), b.1.min(end));
+            }
+            bounds
+                .values()
+                .any(|&(latest_start, earliest_end)| earliest_end < latest_start - tolerance)
+        })
+        .count()
+}
+
+/// The ends of matched collectives on one clock: their members' squared distance from the
+/// members' mean end (ms²), averaged over the instances of members that share a clock with
+/// another (the clock QP's objective where the clocks need no offsets); 0 with none.
+fn end_spread_on_one_clock(
+    ranks: &[RankGraph],
+    clock: &[usize],
+    matching: &CollectiveMatching,
+) -> f64 {
+    let mut total = 0.0;
+    let mut instances = 0usize;
+    for c in &matching.matched {
+        let mut ends: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+        for (r, task) in c.members() {
+            let rank = &ranks[r.index()];
+            let end = rank.origin_ns + rank.window.graph.rec_end_ns[task.index()];
+            ends.entry(clock[r.index()])
+                .or_default()
+                .push(end as f64 / 1e6);
+        }
+        for ends in ends.values().filter(|e| e.len() >= 2) {
+            let mean = ends.iter().sum::<f64>() / ends.len() as f64;
+            total += ends.iter().map(|e| (e - mean) * (e - mean)).sum::<f64>();
+            instances += ends.len();
+        }
+    }
+    total / instances.max(1) as f64
+}
+
+/// [`match_collectives`] on each rank's list of collectives (`per_rank`, by [`RankId`]).
+fn match_lists(
+    ranks: &[RankGraph],
+    per_rank: &[&[CollectiveInstance]],
+    members: &GroupMembers,
+    host_groups: HostGroups,
+) -> CollectiveMatching {
     // (group, source, step) → per rank, its instances in order.
     type Bucket = (String, GroupSource, Option<u64>);
     let mut buckets: BTreeMap<Bucket, Vec<Vec<&CollectiveInstance>>> = BTreeMap::new();
+    // Host collectives whose group is neither recorded nor inferred while the ranks declare
+    // groups: matching them as the world's would pair a subgroup's collectives with strangers.
+    let host_unmatchable = !matches!(
+        host_groups,
+        HostGroups::NoHostCollectives | HostGroups::Inferred | HostGroups::Undeclared
+    );
+    let mut not_inferred: Vec<(usize, &CollectiveInstance)> = Vec::new();
     for (r, instances) in per_rank.iter().enumerate() {
         for instance in instances.iter() {
+            if host_unmatchable && instance.group == HOST_CHANNEL {
+                not_inferred.push((r, instance));
+                continue;
+            }
             let key = (instance.group.clone(), instance.source, instance.step);
             buckets
                 .entry(key)
@@ -418,6 +645,7 @@ pub fn match_collectives(ranks: &[RankGraph]) -> CollectiveMatching {
             .or_insert_with(|| GroupMatching {
                 group: group.clone(),
                 source,
+                ranks: members.of_group(&group).map(<[RankId]>::to_vec),
                 matched: 0,
                 unmatched: 0,
             });
@@ -430,31 +658,53 @@ pub fn match_collectives(ranks: &[RankGraph]) -> CollectiveMatching {
             *next
         };
         *next += 1;
-        let complete = row.iter().all(Option::is_some);
+        let expected = members.of_group(&group);
+        let is_member =
+            |r: usize| expected.is_none_or(|m| m.binary_search(&RankId(r as u32)).is_ok());
+        let n_expected = expected.map_or(ranks.len(), <[RankId]>::len);
+        let complete = row
+            .iter()
+            .enumerate()
+            .all(|(r, i)| i.is_some() == is_member(r));
         let first_op = row.iter().flatten().next().map(|i| i.op.clone());
         let same_type = row
             .iter()
             .flatten()
             .all(|i| Some(&i.op) == first_op.as_ref());
-        if complete && same_type {
+        if complete && same_type && n_expected >= 2 {
             counts.matched += 1;
+            let (ranks, instances) = row
+                .iter()
+                .enumerate()
+                .filter_map(|(r, i)| i.map(|i| (RankId(r as u32), i.task)))
+                .unzip();
             matched.push(MatchedCollective {
                 group,
                 source,
                 step,
                 seq,
                 op: first_op.unwrap_or_default(),
-                instances: row.iter().flatten().map(|i| i.task).collect(),
+                ranks,
+                instances,
             });
             continue;
         }
-        let reason = if complete {
-            UnmatchedReason::TypeDiffers
-        } else {
-            UnmatchedReason::MissingOnSomeRanks
-        };
+        let members_present = row
+            .iter()
+            .enumerate()
+            .filter(|&(r, i)| i.is_some() && is_member(r))
+            .count();
         for (r, instance) in row.into_iter().enumerate() {
             if let Some(instance) = instance {
+                let reason = if !is_member(r) {
+                    UnmatchedReason::NotAMember
+                } else if n_expected < 2 {
+                    UnmatchedReason::NoPeerGiven
+                } else if members_present == n_expected {
+                    UnmatchedReason::TypeDiffers
+                } else {
+                    UnmatchedReason::MissingOnSomeRanks
+                };
                 counts.unmatched += 1;
                 unmatched.push(UnmatchedCollective {
                     rank: RankId(r as u32),
@@ -467,13 +717,22 @@ pub fn match_collectives(ranks: &[RankGraph]) -> CollectiveMatching {
             }
         }
     }
-    for (r, instance) in ambiguous {
+    let left_out = ambiguous
+        .into_iter()
+        .map(|(r, i)| (r, i, UnmatchedReason::AmbiguousPlace))
+        .chain(
+            not_inferred
+                .into_iter()
+                .map(|(r, i)| (r, i, UnmatchedReason::GroupNotInferred)),
+        );
+    for (r, instance, reason) in left_out {
         let key = (instance.group.clone(), instance.source);
         groups
             .entry(key)
             .or_insert_with(|| GroupMatching {
                 group: instance.group.clone(),
                 source: instance.source,
+                ranks: members.of_group(&instance.group).map(<[RankId]>::to_vec),
                 matched: 0,
                 unmatched: 0,
             })
@@ -481,7 +740,7 @@ pub fn match_collectives(ranks: &[RankGraph]) -> CollectiveMatching {
         unmatched.push(UnmatchedCollective {
             rank: RankId(r as u32),
             instance: instance.clone(),
-            reason: UnmatchedReason::AmbiguousPlace,
+            reason,
         });
     }
     unmatched.sort_by(|a, b| {
@@ -504,6 +763,7 @@ pub fn match_collectives(ranks: &[RankGraph]) -> CollectiveMatching {
         groups: groups.into_values().collect(),
         matched,
         unmatched,
+        host_groups,
     }
 }
 

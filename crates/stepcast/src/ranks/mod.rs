@@ -12,6 +12,7 @@
 
 mod clocks;
 mod global;
+mod host_groups;
 mod matching;
 mod rank_graph;
 mod reduced;
@@ -33,6 +34,7 @@ pub use global::{
     GlobalCollective, GlobalGraph, GlobalReplay, LaneTime, PathSegment, PathTask, RankPart,
     RankReplay, RankStep, TransferModel, global_graph, replay_global,
 };
+pub use host_groups::HostGroups;
 pub use matching::{
     CollectiveInstance, CollectiveMatching, GroupMatching, GroupSource, MatchedCollective,
     UnmatchedCollective, UnmatchedReason, collective_op, match_collectives, rank_collectives,

@@ -2,6 +2,8 @@
 //! trace itself can be dropped as soon as the rank is read (a job's memory is then bounded
 //! by the ranks being read at once plus these, not by the sum of its trace files).
 
+use std::collections::BTreeMap;
+
 use stepcast_trace::{EventKind, NameId, Trace};
 
 use super::matching::{CollectiveInstance, collective_stream_labels, collectives_of};
@@ -21,6 +23,23 @@ fn name_or_none(name: Option<NameId>) -> u32 {
 
 fn some_name(id: u32) -> Option<NameId> {
     (id != NO_NAME).then_some(NameId(id))
+}
+
+/// Group name → members, from what `trace` declares and records (see
+/// [`RankGraph::group_members`]).
+fn group_members(trace: &Trace) -> BTreeMap<String, Vec<i64>> {
+    let mut members: BTreeMap<String, Vec<i64>> = trace
+        .distributed
+        .iter()
+        .flat_map(|d| &d.process_groups)
+        .map(|g| (g.name.clone(), g.ranks.clone()))
+        .collect();
+    for (_, args) in &trace.comm_args {
+        if let (Some(group), Some(ranks)) = (&args.process_group, &args.group_ranks) {
+            members.insert(group.clone(), ranks.clone());
+        }
+    }
+    members
 }
 
 /// A host op (`CpuOp` or user annotation, step markers left out) of a host thread.
@@ -73,6 +92,10 @@ pub struct RankGraph {
     pub(crate) collectives_by_first_use: Vec<CollectiveInstance>,
     /// The labels of the streams that run collectives, sorted.
     pub(crate) collective_streams: Vec<String>,
+    /// The members (global rank numbers) of each process group this rank's trace names:
+    /// the groups it declared (`distributedInfo.pg_config`), and those its collectives' records
+    /// carry (`Process Group Ranks`), which win where both name one group.
+    pub(crate) group_members: BTreeMap<String, Vec<i64>>,
 }
 
 impl RankGraph {
@@ -148,6 +171,7 @@ impl RankGraph {
             calibrate(&recorded_collectives(trace, &window, &mapping)).floor_ns;
         let collective_streams = collective_stream_labels(trace, &window);
         RankGraph {
+            group_members: group_members(trace),
             rank,
             origin_ns: trace.origin_ns,
             host_name: trace.distributed.as_ref().and_then(|d| d.host_name.clone()),
@@ -164,6 +188,12 @@ impl RankGraph {
             names: trace.names.names().into(),
             window,
         }
+    }
+
+    /// The members (global rank numbers) of each process group this rank's trace declares or
+    /// records, by group name.
+    pub fn group_members(&self) -> &BTreeMap<String, Vec<i64>> {
+        &self.group_members
     }
 
     /// A rank given as its trace and graph (the graph is copied).

@@ -3,18 +3,19 @@
 //! A rank's collective kernel starts when its stream reaches it and ends when the collective
 //! ends; it cannot move data before every peer has arrived (dPRO §4.2: a receive's true start
 //! is clipped by its sends' starts). On aligned clocks, an instance's wait is from its own
-//! start to the last rank's start (clamped to the recorded duration), its transfer the rest:
-//! `wait + transfer == recorded` for every instance. The last rank to arrive waits for no one.
+//! start to the last member's start (clamped to the recorded duration), its transfer the rest:
+//! `wait + transfer == recorded` for every instance. The last member to arrive waits for no one.
 
 use super::{CollectiveMatching, GlobalGraph, RankGraph, RankId};
 
 /// One rank's instance of a matched collective.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InstanceSplit {
+    pub rank: RankId,
     /// Aligned start (global time of the global graph).
     pub start_ns: i64,
     pub recorded_ns: i64,
-    /// From its start until the last rank started.
+    /// From its start until the last member started.
     pub wait_ns: i64,
     /// The rest: `recorded_ns - wait_ns`.
     pub transfer_ns: i64,
@@ -25,10 +26,10 @@ pub struct InstanceSplit {
 pub struct CollectiveSplit {
     /// Index into the matching's (and the global graph's) collectives.
     pub collective: u32,
-    /// The rank that started last (the earliest position among ties).
+    /// The member that started last (the earliest position among ties).
     pub last_rank: RankId,
     pub last_start_ns: i64,
-    /// One per rank, by [`RankId`].
+    /// One per member, in rank order.
     pub instances: Vec<InstanceSplit>,
 }
 
@@ -72,25 +73,23 @@ pub fn split_wait_transfer(
         .iter()
         .enumerate()
         .map(|(k, c)| {
-            let starts: Vec<i64> = c
-                .tasks
+            let (last, last_start_ns) = c
+                .ranks
                 .iter()
-                .map(|t| graph.rec_start_ns[t.index()])
-                .collect();
-            let (last, last_start_ns) = starts
-                .iter()
-                .copied()
-                .enumerate()
+                .zip(&c.tasks)
+                .map(|(&r, t)| (r, graph.rec_start_ns[t.index()]))
                 .max_by_key(|&(r, s)| (s, std::cmp::Reverse(r)))
-                .unwrap_or((0, 0));
+                .unwrap_or((RankId(0), 0));
             let instances = c
-                .tasks
+                .ranks
                 .iter()
-                .map(|t| {
+                .zip(&c.tasks)
+                .map(|(&rank, t)| {
                     let start_ns = graph.rec_start_ns[t.index()];
                     let recorded_ns = graph.rec_end_ns[t.index()] - start_ns;
                     let wait_ns = (last_start_ns - start_ns).clamp(0, recorded_ns.max(0));
                     InstanceSplit {
+                        rank,
                         start_ns,
                         recorded_ns,
                         wait_ns,
@@ -98,8 +97,8 @@ pub fn split_wait_transfer(
                     }
                 })
                 .collect::<Vec<_>>();
-            for (r, i) in instances.iter().enumerate() {
-                let total = &mut totals[r];
+            for i in &instances {
+                let total = &mut totals[i.rank.index()];
                 total.kernels += 1;
                 total.recorded_ns += i.recorded_ns;
                 total.wait_ns += i.wait_ns;
@@ -112,7 +111,7 @@ pub fn split_wait_transfer(
             }
             CollectiveSplit {
                 collective: k as u32,
-                last_rank: RankId(last as u32),
+                last_rank: last,
                 last_start_ns,
                 instances,
             }

@@ -78,9 +78,8 @@ pub fn stragglers(
             let second = s
                 .instances
                 .iter()
-                .enumerate()
-                .filter(|&(r, _)| r != last)
-                .map(|(_, i)| i.start_ns)
+                .filter(|i| i.rank != s.last_rank)
+                .map(|i| i.start_ns)
                 .max()
                 .unwrap_or(s.last_start_ns);
             let first = s
@@ -89,8 +88,16 @@ pub fn stragglers(
                 .map(|i| i.start_ns)
                 .min()
                 .unwrap_or(s.last_start_ns);
-            let local = matching.matched[k].instances[last];
-            let previous_launch = (k > 0).then(|| matching.matched[k - 1].instances[last]);
+            let collective = &matching.matched[k];
+            let local = collective
+                .instance_on(s.last_rank)
+                .unwrap_or(collective.instances[0]);
+            // The collective of the same group before it, on the last rank.
+            let previous_launch = matching.matched[..k]
+                .iter()
+                .rev()
+                .take_while(|p| p.group == collective.group)
+                .find_map(|p| p.instance_on(s.last_rank));
             let rank = &ranks[last];
             let cause = cause(rank, local, previous_launch);
             // The wait, in the last rank's own time.
