@@ -162,11 +162,14 @@ pub fn synthesize_as(
         let raw = RawValue::from_string(info.to_string())?;
         match top.0.iter_mut().find(|(key, _)| key == "distributedInfo") {
             Some((_, value)) => {
-                // Keep the recorded members (backend, ...), with this rank's number and size.
+                // Keep the recorded members (backend, ...), with this rank's number and size;
+                // the source job's declared groups name its ranks, not this job's: dropped.
                 let mut recorded: serde_json::Map<String, serde_json::Value> =
                     serde_json::from_str(value.get()).unwrap_or_default();
                 recorded.insert("rank".into(), r.rank.into());
                 recorded.insert("world_size".into(), r.world_size.into());
+                recorded.remove("pg_config");
+                recorded.remove("pg_count");
                 *value = RawValue::from_string(serde_json::Value::Object(recorded).to_string())?;
             }
             None => top.0.push(("distributedInfo".into(), raw)),

@@ -742,3 +742,111 @@ fn ranks_that_declare_one_group_with_other_members_are_not_one_job() {
     );
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+/// A real four-process pipeline job recorded on this project's CPU: 2 stages x 2 replicas
+/// over gloo, activations and gradients passed between stages by `dist.send`/`dist.recv`,
+/// gradients all-reduced within each stage's replicas
+/// (`testdata/kineto/stepcast/cpu-jobs/README.md`).
+const PP_DP_JOB: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../testdata/kineto/stepcast/cpu-jobs/pp2dp2"
+);
+
+/// Per (sender, receiver): the `c10d::send` ops inside the profiled steps of each rank's
+/// trace, as its JSON records them (the reference).
+fn sends_by_pair(job: &str) -> std::collections::BTreeMap<(i64, i64), u64> {
+    let mut pairs = std::collections::BTreeMap::new();
+    for r in 0..4i64 {
+        let bytes = std::fs::read(format!("{job}/rank{r}.json.gz")).expect("read trace");
+        let mut text = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text)
+            .expect("gunzip");
+        let json: serde_json::Value = serde_json::from_slice(&text).expect("JSON");
+        for e in json["traceEvents"].as_array().expect("events") {
+            if e["name"] == "c10d::send" {
+                let dst: i64 = e["args"]["Concrete Inputs"][2]
+                    .as_str()
+                    .and_then(|d| d.parse().ok())
+                    .expect("the destination rank");
+                *pairs.entry((r, dst)).or_default() += 1;
+            }
+        }
+    }
+    pairs
+}
+
+#[test]
+fn a_pipeline_job_matches_each_transfer_by_sender_receiver_and_order() {
+    let run = stepcast(&["replay", "--json", "--ranks", "all", PP_DP_JOB]);
+    run.assert_success();
+    let json = run.json();
+    let collectives = &json["collectives"];
+    assert_eq!(collectives["unmatched"].as_array().map(Vec::len), Some(0));
+    // The replicas' gradient all-reduces in their stage's group, inferred.
+    assert_eq!(collectives["host_groups"], "inferred");
+    let groups = collectives["groups"].as_array().expect("groups");
+    let members = |g: &serde_json::Value| -> Vec<i64> {
+        g["ranks"]
+            .as_array()
+            .expect("members")
+            .iter()
+            .filter_map(serde_json::Value::as_i64)
+            .collect()
+    };
+    let reduced: Vec<Vec<i64>> = groups
+        .iter()
+        .filter(|g| g["source"] == "inferred")
+        .map(members)
+        .collect();
+    assert_eq!(reduced, [vec![0, 1], vec![2, 3]]);
+    // Every send the traces record matched to its receive, per (sender, receiver).
+    let transfers: std::collections::BTreeMap<(i64, i64), u64> = groups
+        .iter()
+        .filter(|g| g["source"] == "peer_order")
+        .map(|g| {
+            let (sender, receiver) = g["group"]
+                .as_str()
+                .and_then(|n| n.strip_prefix("p2p "))
+                .and_then(|n| n.split_once("->"))
+                .expect("p2p SENDER->RECEIVER");
+            (
+                (
+                    sender.parse().expect("sender"),
+                    receiver.parse().expect("receiver"),
+                ),
+                g["matched"].as_u64().expect("matched"),
+            )
+        })
+        .collect();
+    assert_eq!(transfers, sends_by_pair(PP_DP_JOB));
+    assert_eq!(
+        transfers.keys().copied().collect::<Vec<_>>(),
+        [(0, 2), (1, 3), (2, 0), (3, 1)]
+    );
+    // One host: no receive ends before its send started, and no gradient all-reduce ends on
+    // one replica before the other started it.
+    assert_eq!(json["clock_alignment"]["status"], "solved");
+    assert_eq!(json["clock_alignment"]["violated_constraints"], 0);
+    // A send waits for no one (gloo sends before the receive is posted); a receive waits for
+    // its send.
+    for c in json["wait_transfer"]["collectives"]
+        .as_array()
+        .expect("split")
+    {
+        let instances = c["instances"].as_array().expect("instances");
+        assert_eq!(instances.len(), 2, "{c}");
+        if let Some(pair) = c["group"].as_str().and_then(|n| n.strip_prefix("p2p ")) {
+            let sender: i64 = pair
+                .split("->")
+                .next()
+                .and_then(|s| s.parse().ok())
+                .expect("s");
+            let send = instances
+                .iter()
+                .find(|i| i["rank"] == sender)
+                .expect("send");
+            assert_eq!(send["wait_ns"], 0, "{c}");
+            assert_eq!(c["last_rank"], sender, "{c}");
+        }
+    }
+}

@@ -239,6 +239,35 @@ impl Builder<'_> {
                             continue;
                         }
                         if event.start_ns < outer_end {
+                            // gloo's point-to-point ranges (`gloo:recv` waiting for the
+                            // peer) start inside the op that posted them and outlast it: the
+                            // rest of the range is a task of its own, not a gap.
+                            if !has_calls
+                                && event.end_ns() > outer_end
+                                && self.names.is_host_collective(event.name)
+                            {
+                                self.push_task_at(
+                                    TaskKind::CpuOp,
+                                    lane_index as u32,
+                                    i,
+                                    outer_end,
+                                    event.end_ns(),
+                                );
+                                outer_end = event.end_ns();
+                                continue;
+                            }
+                            // A gloo range wholly inside the op that posted it (`gloo:send`
+                            // within `c10d::send`, done before the op returned): that op's task
+                            // is the transfer, and carries its name.
+                            if !has_calls && self.names.is_host_collective(event.name) {
+                                let g = &mut self.graph;
+                                if g.task_count() > first_task as usize {
+                                    let last = g.task_count() - 1;
+                                    g.name[last] = event.name;
+                                    g.event[last] = EventId(i as u32);
+                                }
+                                continue;
+                            }
                             // Nested inside the previous task (a driver call inside a runtime
                             // call, an op inside an op): part of that task's time.
                             if event.kind.is_api_call() {

@@ -123,7 +123,11 @@ impl OrderingConstraint {
         times: &[Vec<MemberTime>],
         offsets_ns: &[i64],
     ) -> Option<OrderingConstraint> {
-        let bound_ns = member(&times[k], later)?.end_ns - member(&times[k], earlier)?.start_ns;
+        let (later_time, earlier_time) = (member(&times[k], later)?, member(&times[k], earlier)?);
+        if !later_time.end_binds || !earlier_time.start_binds {
+            return None;
+        }
+        let bound_ns = later_time.end_ns - earlier_time.start_ns;
         Some(OrderingConstraint {
             kind,
             later: RankId(later as u32),
@@ -143,6 +147,11 @@ pub(crate) struct MemberTime {
     pub rank: usize,
     pub start_ns: i64,
     pub end_ns: i64,
+    /// Whether its start bounds the others' ends, and its end is bounded by their starts
+    /// (both for a collective's members; a transfer's sender only starts, its receiver only
+    /// ends: see [`super::MatchedCollective::start_binds`]).
+    pub start_binds: bool,
+    pub end_binds: bool,
 }
 
 /// `rank`'s times in a collective's members (in rank order), if it is one.
@@ -272,6 +281,8 @@ pub(crate) fn instance_times(
                         rank: r.index(),
                         start_ns: origin + g.rec_start_ns[task.index()],
                         end_ns: origin + g.rec_end_ns[task.index()],
+                        start_binds: c.start_binds(r),
+                        end_binds: c.end_binds(r),
                     }
                 })
                 .collect()
@@ -302,7 +313,7 @@ fn constraint_kinds(
         .matched
         .iter()
         .map(|c| {
-            if !is_point_to_point(&c.op) {
+            if c.sender.is_none() && !is_point_to_point(&c.op) {
                 Some(ConstraintKind::CollectiveOrder)
             } else if options.send_recv {
                 Some(ConstraintKind::SendRecv)
@@ -334,9 +345,9 @@ fn constraints(
                     .enumerate()
                     .filter(|&(k, _)| kinds[k] == Some(kind))
                     .filter_map(|(k, row)| {
-                        let end = member(row, later)?.end_ns;
-                        let start = member(row, earlier)?.start_ns;
-                        Some((end - start, k))
+                        let (end, start) = (member(row, later)?, member(row, earlier)?);
+                        (end.end_binds && start.start_binds)
+                            .then(|| (end.end_ns - start.start_ns, k))
                     })
                     .min();
                 if let Some((_, k)) = tightest {
@@ -387,17 +398,18 @@ fn tightest_per_rank(
         // The two latest aligned starts and the two earliest aligned ends (ties: lower rank).
         let mut latest_start = [(i64::MIN, usize::MAX); 2];
         let mut earliest_end = [(i64::MAX, usize::MAX); 2];
+        // Only binding starts and ends (a transfer's send start, its receive end).
         for m in row {
             let r = m.rank;
             let (start, end) = aligned(m);
-            if start > latest_start[0].0 {
+            if m.start_binds && start > latest_start[0].0 {
                 latest_start = [(start, r), latest_start[0]];
-            } else if start > latest_start[1].0 {
+            } else if m.start_binds && start > latest_start[1].0 {
                 latest_start[1] = (start, r);
             }
-            if end < earliest_end[0].0 {
+            if m.end_binds && end < earliest_end[0].0 {
                 earliest_end = [(end, r), earliest_end[0]];
-            } else if end < earliest_end[1].0 {
+            } else if m.end_binds && end < earliest_end[1].0 {
                 earliest_end[1] = (end, r);
             }
         }
@@ -414,15 +426,19 @@ fn tightest_per_rank(
             } else {
                 earliest_end[0]
             };
-            let slack_as_later = end - last_start;
-            if slack_as_later < -CONSTRAINT_TOLERANCE_NS {
-                violated += 1;
+            if m.end_binds && sender != usize::MAX {
+                let slack_as_later = end - last_start;
+                if slack_as_later < -CONSTRAINT_TOLERANCE_NS {
+                    violated += 1;
+                }
+                better(&mut as_later[kind_index][r], (slack_as_later, sender, k));
             }
-            better(&mut as_later[kind_index][r], (slack_as_later, sender, k));
-            better(
-                &mut as_earlier[kind_index][r],
-                (first_end - start, receiver, k),
-            );
+            if m.start_binds && receiver != usize::MAX {
+                better(
+                    &mut as_earlier[kind_index][r],
+                    (first_end - start, receiver, k),
+                );
+            }
         }
     }
     let mut out = Vec::new();
@@ -570,7 +586,7 @@ fn solve_offsets(
     let mut q = vec![0.0; n_vars];
     for (k, row) in times.iter().enumerate() {
         let m = n_offsets + k;
-        for member in row {
+        for member in row.iter().filter(|m| m.end_binds) {
             let end = us(member.end_ns);
             *p.entry((m, m)).or_default() += 2.0;
             q[m] -= 2.0 * end;
@@ -619,6 +635,8 @@ fn solve_offsets(
             rank: r,
             start_ns: start,
             end_ns: end,
+            start_binds,
+            end_binds,
         } in instance
         {
             let (latest_start, earliest_end) = via(r);
@@ -630,8 +648,12 @@ fn solve_offsets(
                 started.push((o, -1.0));
                 ended.push((o, 1.0));
             }
-            row(&started, tolerance_us - us(start));
-            row(&ended, us(end));
+            if start_binds {
+                row(&started, tolerance_us - us(start));
+            }
+            if end_binds {
+                row(&ended, us(end));
+            }
         }
         if group_size.is_some() {
             for &base in group_vars[k].values() {
@@ -746,8 +768,12 @@ fn residuals(
     let mut squares = vec![0f64; n_ranks];
     let mut collectives = vec![0usize; n_ranks];
     for row in times {
-        let aligned = row.iter().map(|m| (m.rank, m.end_ns - offsets_ns[m.rank]));
-        let mean = aligned.clone().map(|(_, e)| e as f64).sum::<f64>() / row.len().max(1) as f64;
+        let aligned = row
+            .iter()
+            .filter(|m| m.end_binds)
+            .map(|m| (m.rank, m.end_ns - offsets_ns[m.rank]));
+        let mean = aligned.clone().map(|(_, e)| e as f64).sum::<f64>()
+            / aligned.clone().count().max(1) as f64;
         for (r, end) in aligned {
             let d = end as f64 - mean;
             max_abs[r] = max_abs[r].max(d.abs().round() as i64);
@@ -772,7 +798,10 @@ fn spread(times: &[Vec<MemberTime>], offsets_ns: &[i64]) -> i64 {
     times
         .iter()
         .map(|row| {
-            let ends = row.iter().map(|m| m.end_ns - offsets_ns[m.rank]);
+            let ends = row
+                .iter()
+                .filter(|m| m.end_binds)
+                .map(|m| m.end_ns - offsets_ns[m.rank]);
             ends.clone().max().unwrap_or(0) - ends.min().unwrap_or(0)
         })
         .max()
@@ -829,6 +858,8 @@ mod tests {
                             rank: r,
                             start_ns: starts[r] + offsets[r],
                             end_ns: end + offsets[r],
+                            start_binds: true,
+                            end_binds: true,
                         }
                     })
                     .collect()
@@ -884,6 +915,8 @@ mod tests {
             rank,
             start_ns: 0,
             end_ns: 1,
+            start_binds: true,
+            end_binds: true,
         };
         // Ranks 0-1 and 2-3 each share a collective; rank 4 reads rank 3's clock (one host);
         // rank 5 shares nothing.

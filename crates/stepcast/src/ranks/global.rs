@@ -45,6 +45,8 @@ pub struct GlobalCollective {
     pub op: String,
     /// The members, in rank order (every rank where the group's members are not recorded).
     pub ranks: Vec<RankId>,
+    /// A point-to-point transfer's sender ([`super::MatchedCollective::sender`]).
+    pub sender: Option<RankId>,
     /// Each member's instance (global task ids; `ranks[i]`'s is `tasks[i]`).
     pub tasks: Vec<TaskId>,
     /// Each instance's transfer: its own cost once every member has started.
@@ -208,9 +210,13 @@ pub fn global_graph(
             .members()
             .map(|(r, t)| TaskId(t.0 + global.ranks[r.index()].first_task))
             .collect();
+        // A transfer's receive waits for its send; the send waits for no one (it may complete
+        // before the receive is posted): only binding starts release, only binding ends wait.
         let last_start = tasks
             .iter()
-            .map(|t| out.rec_start_ns[t.index()])
+            .zip(&c.ranks)
+            .filter(|&(_, &r)| c.start_binds(r))
+            .map(|(t, _)| out.rec_start_ns[t.index()])
             .max()
             .unwrap_or(0);
         let fastest = tasks
@@ -220,8 +226,12 @@ pub fn global_graph(
             .unwrap_or(0);
         let transfer_ns: Vec<i64> = tasks
             .iter()
-            .map(|t| {
+            .zip(&c.ranks)
+            .map(|(t, &r)| {
                 let recorded = out.rec_end_ns[t.index()] - out.rec_start_ns[t.index()];
+                if !c.end_binds(r) {
+                    return recorded;
+                }
                 match transfer {
                     TransferModel::ImpliedByAlignedClocks => {
                         (out.rec_end_ns[t.index()] - last_start).clamp(0, recorded)
@@ -257,19 +267,25 @@ pub fn global_graph(
         out.not_before_ns.push(NO_TIME);
         out.peer_wait_ns.push(0);
         out.sm_demand.push(crate::graph::SmDemand::None);
-        for (i, &t) in tasks.iter().enumerate() {
+        for (i, (&t, &r)) in tasks.iter().zip(&c.ranks).enumerate() {
             out.dur_ns[t.index()] = transfer_ns[i];
             out.dur_without_inferred_ns[t.index()] = transfer_ns[i];
             out.peer_wait_ns[t.index()] = 0;
-            edges.push((release, EdgeKind::CollectiveArrival, t, 0));
-            edges.push((t, EdgeKind::PeerArrival, release, 0));
-            global.peer_edges += 2;
+            if c.start_binds(r) {
+                edges.push((release, EdgeKind::CollectiveArrival, t, 0));
+                global.peer_edges += 1;
+            }
+            if c.end_binds(r) {
+                edges.push((t, EdgeKind::PeerArrival, release, 0));
+                global.peer_edges += 1;
+            }
         }
         global.collectives.push(GlobalCollective {
             group: c.group.clone(),
             seq: c.seq,
             op: c.op.clone(),
             ranks: c.ranks.clone(),
+            sender: c.sender,
             tasks,
             transfer_ns,
         });

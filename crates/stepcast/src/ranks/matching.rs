@@ -46,6 +46,9 @@ pub enum GroupSource {
     /// the ranks declare and the collectives each worker thread ran (see
     /// [`super::host_groups`]); the place is the step and the order within it.
     Inferred,
+    /// A point-to-point transfer (gloo's `send`/`recv`): its group is the pair (sender,
+    /// receiver) the posting op records; the place is the step and the order within it.
+    PeerOrder,
 }
 
 impl GroupSource {
@@ -56,6 +59,7 @@ impl GroupSource {
             GroupSource::StepOrder => "step_order",
             GroupSource::StreamOrder => "stream_order",
             GroupSource::Inferred => "inferred",
+            GroupSource::PeerOrder => "peer_order",
         }
     }
 }
@@ -79,6 +83,32 @@ pub struct CollectiveInstance {
     /// Elements of its message as recorded (`In msg nelems`, else the elements of the op's
     /// tensor inputs): part of what tells one group's collectives from another's.
     pub elements: Option<i64>,
+    /// A point-to-point transfer's direction and the other side's rank number, as the op
+    /// that posted it records them (see [`GroupSource::PeerOrder`]).
+    pub peer: Option<Peer>,
+}
+
+/// The other side of a point-to-point transfer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Peer {
+    /// Whether this rank sends (else it receives).
+    pub sends: bool,
+    /// The other side's rank number, as the posting op records it (`c10d::send`'s `dst`,
+    /// `c10d::recv_`'s `src`: a rank of the default group).
+    pub rank: i64,
+}
+
+impl Peer {
+    /// The group name of a transfer from `sender` to `receiver`.
+    pub fn group(sender: i64, receiver: i64) -> String {
+        format!("p2p {sender}->{receiver}")
+    }
+
+    /// (sender, receiver) of a [`Peer::group`] name.
+    fn pair_of(group: &str) -> Option<(i64, i64)> {
+        let (sender, receiver) = group.strip_prefix("p2p ")?.split_once("->")?;
+        Some((sender.parse().ok()?, receiver.parse().ok()?))
+    }
 }
 
 /// A collective found on every member of its group among the ranks given, with its instance
@@ -93,6 +123,9 @@ pub struct MatchedCollective {
     /// The members present, in rank order: every rank given where the group's members are not
     /// recorded.
     pub ranks: Vec<RankId>,
+    /// A point-to-point transfer's sender (its receiver is the other member): only its start
+    /// and the receiver's end are ordered (a send may complete before its receive is posted).
+    pub sender: Option<RankId>,
     /// The instance's task in its rank's own graph, one per member (`ranks[i]`'s is
     /// `instances[i]`).
     pub instances: Vec<TaskId>,
@@ -105,6 +138,18 @@ impl MatchedCollective {
             .iter()
             .copied()
             .zip(self.instances.iter().copied())
+    }
+
+    /// Whether `rank`'s start bounds when the others may finish: every member's of a
+    /// collective, the sender's of a transfer.
+    pub fn start_binds(&self, rank: RankId) -> bool {
+        self.sender.is_none_or(|s| s == rank)
+    }
+
+    /// Whether `rank`'s end waits for the others' starts: every member's of a collective, the
+    /// receiver's of a transfer.
+    pub fn end_binds(&self, rank: RankId) -> bool {
+        self.sender.is_none_or(|s| s != rank)
     }
 
     /// `rank`'s instance, if it is a member.
@@ -255,6 +300,8 @@ pub(crate) fn collectives_of(
 ) -> Vec<CollectiveInstance> {
     let graph = &window.graph;
     let mapping = (!trace.comm_args.is_empty()).then_some(mapping);
+    // A transfer's pair is named by rank numbers: a trace that records none names no pair.
+    let rank_number = super::recorded_rank(trace);
     let mut order: BTreeMap<(String, GroupSource, Option<u64>), u32> = BTreeMap::new();
     let mut instances = Vec::new();
     // Each device stream's collectives in stream order; then the collectives host threads run
@@ -309,7 +356,28 @@ pub(crate) fn collectives_of(
                 .flatten()
                 .filter(|s| !s.synthetic)
                 .map(|s| s.number);
+            let posted = rank_number
+                .filter(|_| stream == HOST_CHANNEL)
+                .and_then(|_| host_peer(trace, graph.event[i]));
+            let peer = posted.map(|(peer, _)| peer);
+            // gloo sends a CPU tensor inside the posting op (`c10d::send`) and its `gloo:send`
+            // range only waits for completion: the op's task is the transfer's start.
+            let task = match (posted, graph.lane_pred(task)) {
+                (Some((Peer { sends: true, .. }, posting)), Some(pred))
+                    if graph.event[pred.index()] == posting =>
+                {
+                    pred
+                }
+                _ => task,
+            };
             let (group, source, step) = match (process_group, recorded_seq, step) {
+                _ if peer.is_some() => {
+                    let me = rank_number.unwrap_or(0);
+                    let other = peer.map_or(0, |p| p.rank);
+                    let sends = peer.is_some_and(|p| p.sends);
+                    let (sender, receiver) = if sends { (me, other) } else { (other, me) };
+                    (Peer::group(sender, receiver), GroupSource::PeerOrder, None)
+                }
                 (Some(group), Some(_), _) => (group, GroupSource::RecordedSeq, None),
                 (Some(group), None, Some(step)) => (group, GroupSource::GroupStepOrder, Some(step)),
                 (None, _, Some(step)) => (stream.clone(), GroupSource::StepOrder, Some(step)),
@@ -351,10 +419,43 @@ pub(crate) fn collectives_of(
                 step,
                 seq,
                 elements,
+                peer,
             });
         }
     }
     instances
+}
+
+/// The direction and other side of a gloo point-to-point range (`gloo:send`, `gloo:recv`):
+/// the op that posted it, the last `c10d::send`/`c10d::recv_` on its thread starting no
+/// later, records the peer's rank as its third input (`Concrete Inputs`). With the posting
+/// op's event; `None` for other ranges, or where the posting op or its peer is not recorded.
+fn host_peer(
+    trace: &Trace,
+    event: stepcast_trace::EventId,
+) -> Option<(Peer, stepcast_trace::EventId)> {
+    let range = trace.events.get(event.index())?;
+    let sends = match trace.name(range.name) {
+        "gloo:send" => true,
+        "gloo:recv" => false,
+        _ => return None,
+    };
+    let lane = trace.lane_events(range.lane);
+    let before = lane.partition_point(|e| e.start_ns <= range.start_ns);
+    let posting = lane[..before].iter().rposition(|e| {
+        let name = trace.name(e.name);
+        name.starts_with("c10d::send") || name.starts_with("c10d::recv")
+    })?;
+    let posting_event = &lane[posting];
+    if trace.name(posting_event.name).starts_with("c10d::send") != sends {
+        return None;
+    }
+    let lane_start = trace.events.partition_point(|e| e.lane < range.lane);
+    let id = stepcast_trace::EventId((lane_start + posting) as u32);
+    match trace.inputs_of(id)?.get(2)? {
+        stepcast_trace::OpInput::Int(rank) if *rank >= 0 => Some((Peer { sends, rank: *rank }, id)),
+        _ => None,
+    }
 }
 
 /// Where one rank's list of a step's collectives sits in the reference (longest) list.
@@ -404,6 +505,25 @@ impl GroupMembers {
             .map(|(r, rank)| (rank.rank, RankId(r as u32)))
             .collect();
         let mut members: BTreeMap<String, Vec<RankId>> = BTreeMap::new();
+        // A transfer's pair: its sender and receiver.
+        for rank in ranks {
+            for instance in rank
+                .collectives_by_stream
+                .iter()
+                .filter(|i| i.source == GroupSource::PeerOrder)
+            {
+                members.entry(instance.group.clone()).or_insert_with(|| {
+                    let (sender, receiver) = Peer::pair_of(&instance.group).unwrap_or((-1, -1));
+                    let mut pair: Vec<RankId> = [sender, receiver]
+                        .iter()
+                        .filter_map(|n| by_number.get(n).copied())
+                        .collect();
+                    pair.sort_unstable();
+                    pair.dedup();
+                    pair
+                });
+            }
+        }
         for rank in ranks {
             for (group, numbers) in &rank.group_members {
                 members.entry(group.clone()).or_insert_with(|| {
@@ -489,8 +609,8 @@ pub fn match_collectives(ranks: &[RankGraph]) -> CollectiveMatching {
 /// next: a clear margin, not noise.
 const CLEARLY_CLOSER: f64 = 2.0;
 
-/// Matched collectives whose members on one clock (ranks of one host) are out of order: one
-/// member's end before another's start, by more than the tolerance.
+/// Matched collectives of inferred groups whose members on one clock (ranks of one host) are
+/// out of order: one member's end before another's start, by more than the tolerance.
 fn disordered_on_one_clock(
     ranks: &[RankGraph],
     clock: &[usize],
@@ -500,6 +620,7 @@ fn disordered_on_one_clock(
     matching
         .matched
         .iter()
+        .filter(|c| c.source == GroupSource::Inferred)
         .filter(|c| {
             // Per clock: the latest start and the earliest end of its members.
             let mut bounds: BTreeMap<usize, (i64, i64)> = BTreeMap::new();
@@ -520,7 +641,7 @@ fn disordered_on_one_clock(
         .count()
 }
 
-/// The ends of matched collectives on one clock: their members' squared distance from the
+/// The ends of the matched collectives of inferred groups on one clock: their members' squared distance from the
 /// members' mean end (ms²), averaged over the instances of members that share a clock with
 /// another (the clock QP's objective where the clocks need no offsets); 0 with none.
 fn end_spread_on_one_clock(
@@ -530,7 +651,11 @@ fn end_spread_on_one_clock(
 ) -> f64 {
     let mut total = 0.0;
     let mut instances = 0usize;
-    for c in &matching.matched {
+    let inferred = matching
+        .matched
+        .iter()
+        .filter(|c| c.source == GroupSource::Inferred);
+    for c in inferred {
         let mut ends: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
         for (r, task) in c.members() {
             let rank = &ranks[r.index()];
@@ -667,10 +792,23 @@ fn match_lists(
             .enumerate()
             .all(|(r, i)| i.is_some() == is_member(r));
         let first_op = row.iter().flatten().next().map(|i| i.op.clone());
-        let same_type = row
+        // A transfer is one send and one receive; a collective, one type on every member.
+        let sender = row
             .iter()
-            .flatten()
-            .all(|i| Some(&i.op) == first_op.as_ref());
+            .enumerate()
+            .find(|(_, i)| i.is_some_and(|i| i.peer.is_some_and(|p| p.sends)))
+            .map(|(r, _)| RankId(r as u32));
+        let same_type = if source == GroupSource::PeerOrder {
+            let sends = row
+                .iter()
+                .flatten()
+                .filter(|i| i.peer.is_some_and(|p| p.sends));
+            sends.count() == 1 && row.iter().flatten().count() == 2
+        } else {
+            row.iter()
+                .flatten()
+                .all(|i| Some(&i.op) == first_op.as_ref())
+        };
         if complete && same_type && n_expected >= 2 {
             counts.matched += 1;
             let (ranks, instances) = row
@@ -679,6 +817,7 @@ fn match_lists(
                 .filter_map(|(r, i)| i.map(|i| (RankId(r as u32), i.task)))
                 .unzip();
             matched.push(MatchedCollective {
+                sender: sender.filter(|_| source == GroupSource::PeerOrder),
                 group,
                 source,
                 step,

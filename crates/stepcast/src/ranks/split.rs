@@ -73,10 +73,12 @@ pub fn split_wait_transfer(
         .iter()
         .enumerate()
         .map(|(k, c)| {
+            // A transfer's receive waits for its send; the send for no one.
             let (last, last_start_ns) = c
                 .ranks
                 .iter()
                 .zip(&c.tasks)
+                .filter(|&(&r, _)| c.sender.is_none_or(|s| s == r))
                 .map(|(&r, t)| (r, graph.rec_start_ns[t.index()]))
                 .max_by_key(|&(r, s)| (s, std::cmp::Reverse(r)))
                 .unwrap_or((RankId(0), 0));
@@ -87,7 +89,11 @@ pub fn split_wait_transfer(
                 .map(|(&rank, t)| {
                     let start_ns = graph.rec_start_ns[t.index()];
                     let recorded_ns = graph.rec_end_ns[t.index()] - start_ns;
-                    let wait_ns = (last_start_ns - start_ns).clamp(0, recorded_ns.max(0));
+                    let wait_ns = if c.sender == Some(rank) {
+                        0
+                    } else {
+                        (last_start_ns - start_ns).clamp(0, recorded_ns.max(0))
+                    };
                     InstanceSplit {
                         rank,
                         start_ns,
