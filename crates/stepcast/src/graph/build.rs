@@ -239,13 +239,21 @@ impl Builder<'_> {
                             continue;
                         }
                         if event.start_ns < outer_end {
-                            // gloo's point-to-point ranges (`gloo:recv` waiting for the
-                            // peer) start inside the op that posted them and outlast it: the
-                            // rest of the range is a task of its own, not a gap.
-                            if !has_calls
-                                && event.end_ns() > outer_end
+                            // gloo's point-to-point ranges start inside the op that posted
+                            // them (`c10d::send`, `c10d::recv_`): one that outlasts it
+                            // (`gloo:recv` waiting for the peer) is a task for the rest of its
+                            // range, not a gap; one wholly inside it (`gloo:send`, done before
+                            // the op returned) makes that op's task the transfer, under its
+                            // name. Inside any other op (a `record_function` around the
+                            // transfer) it stays that op's time.
+                            let posted_by_previous = !has_calls
                                 && self.names.is_host_collective(event.name)
-                            {
+                                && self.graph.task_count() > first_task as usize
+                                && self
+                                    .trace
+                                    .name(self.graph.name[self.graph.task_count() - 1])
+                                    .starts_with("c10d::");
+                            if posted_by_previous && event.end_ns() > outer_end {
                                 self.push_task_at(
                                     TaskKind::CpuOp,
                                     lane_index as u32,
@@ -256,16 +264,11 @@ impl Builder<'_> {
                                 outer_end = event.end_ns();
                                 continue;
                             }
-                            // A gloo range wholly inside the op that posted it (`gloo:send`
-                            // within `c10d::send`, done before the op returned): that op's task
-                            // is the transfer, and carries its name.
-                            if !has_calls && self.names.is_host_collective(event.name) {
+                            if posted_by_previous {
                                 let g = &mut self.graph;
-                                if g.task_count() > first_task as usize {
-                                    let last = g.task_count() - 1;
-                                    g.name[last] = event.name;
-                                    g.event[last] = EventId(i as u32);
-                                }
+                                let last = g.task_count() - 1;
+                                g.name[last] = event.name;
+                                g.event[last] = EventId(i as u32);
                                 continue;
                             }
                             // Nested inside the previous task (a driver call inside a runtime

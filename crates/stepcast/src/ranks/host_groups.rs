@@ -154,7 +154,7 @@ pub(crate) fn infer_host_groups(
             return Outcome(HostGroups::Inconsistent);
         }
         // A thread that ran nothing in the common steps fits every group: it has no say, and
-        // its collectives stay the world's (unmatched where they are not).
+        // its collectives are left unmatched (their group is not inferred).
         threads.retain(|_, keys| !keys.is_empty());
         thread_lanes.push(threads.keys().copied().collect());
         per_rank.push(RankThreads {

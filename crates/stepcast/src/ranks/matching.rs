@@ -47,7 +47,8 @@ pub enum GroupSource {
     /// [`super::host_groups`]); the place is the step and the order within it.
     Inferred,
     /// A point-to-point transfer (gloo's `send`/`recv`): its group is the pair (sender,
-    /// receiver) the posting op records; the place is the step and the order within it.
+    /// receiver) the posting op records; the place is its order between the two over the
+    /// window (transfers between two ranks arrive in the order they were posted).
     PeerOrder,
 }
 
@@ -176,7 +177,7 @@ pub enum UnmatchedReason {
     /// The rank is not a member of the group its collective's record names.
     NotAMember,
     /// Run by a host thread (gloo), no group recorded, and none inferred although the ranks
-    /// declare several (see [`CollectiveMatching::host_groups`]).
+    /// declare groups (see [`CollectiveMatching::host_groups`]).
     GroupNotInferred,
 }
 
@@ -426,6 +427,9 @@ pub(crate) fn collectives_of(
     instances
 }
 
+/// Events before a gloo point-to-point range its posting op is looked for among.
+const POSTING_LOOKBACK: usize = 16;
+
 /// The direction and other side of a gloo point-to-point range (`gloo:send`, `gloo:recv`):
 /// the op that posted it, the last `c10d::send`/`c10d::recv_` on its thread starting no
 /// later, records the peer's rank as its third input (`Concrete Inputs`). With the posting
@@ -442,10 +446,14 @@ fn host_peer(
     };
     let lane = trace.lane_events(range.lane);
     let before = lane.partition_point(|e| e.start_ns <= range.start_ns);
-    let posting = lane[..before].iter().rposition(|e| {
-        let name = trace.name(e.name);
-        name.starts_with("c10d::send") || name.starts_with("c10d::recv")
-    })?;
+    // The posting op comes just before its range (a few events back at most): a bounded
+    // look, so that ranges without one cost no scan of the whole thread.
+    let from = before.saturating_sub(POSTING_LOOKBACK);
+    let posting = from
+        + lane[from..before].iter().rposition(|e| {
+            let name = trace.name(e.name);
+            name.starts_with("c10d::send") || name.starts_with("c10d::recv")
+        })?;
     let posting_event = &lane[posting];
     if trace.name(posting_event.name).starts_with("c10d::send") != sends {
         return None;
@@ -684,10 +692,11 @@ fn match_lists(
     type Bucket = (String, GroupSource, Option<u64>);
     let mut buckets: BTreeMap<Bucket, Vec<Vec<&CollectiveInstance>>> = BTreeMap::new();
     // Host collectives whose group is neither recorded nor inferred while the ranks declare
-    // groups: matching them as the world's would pair a subgroup's collectives with strangers.
+    // groups (all of them, or those of a thread that ran nothing in the common steps):
+    // matching them as the world's would pair a subgroup's collectives with strangers.
     let host_unmatchable = !matches!(
         host_groups,
-        HostGroups::NoHostCollectives | HostGroups::Inferred | HostGroups::Undeclared
+        HostGroups::NoHostCollectives | HostGroups::Undeclared
     );
     let mut not_inferred: Vec<(usize, &CollectiveInstance)> = Vec::new();
     for (r, instances) in per_rank.iter().enumerate() {
