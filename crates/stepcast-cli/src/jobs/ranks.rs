@@ -279,6 +279,31 @@ impl Job {
         files.sort();
         files.dedup();
         if files.len() > 1 && report.matching.matched.is_empty() {
+            use stepcast::ranks::HostGroups;
+            // gloo's collectives matched by inferred groups only: where that failed, say so
+            // rather than blame the files.
+            if matches!(
+                report.matching.host_groups,
+                HostGroups::Inconsistent | HostGroups::Ambiguous | HostGroups::TooManyChoices
+            ) {
+                let missing = if self.missing.is_empty() {
+                    String::new()
+                } else {
+                    let ranks: Vec<String> = self.missing.iter().map(i64::to_string).collect();
+                    format!(
+                        " (rank{} {} missing)",
+                        plural(ranks.len()),
+                        ranks.join(", ")
+                    )
+                };
+                bail!(
+                    "cannot match the collectives of {}: gloo records no process group on them, \
+                     and the groups the ranks declare could not be told apart from what they ran \
+                     ({}){missing}; give every rank of the job",
+                    file_list(&files),
+                    report.matching.host_groups.as_str().replace('_', " ")
+                );
+            }
             bail!(
                 "these traces are not one job: {} record collectives but share none; give the \
                  ranks of one job",
@@ -476,6 +501,11 @@ pub(crate) fn tied_by_collectives(ranks: &[(&Path, usize)]) -> anyhow::Result<()
             others => format!("the other {others} files do"),
         },
     )
+}
+
+/// `s` for a count other than one.
+fn plural(count: usize) -> &'static str {
+    if count == 1 { "" } else { "s" }
 }
 
 /// Up to three of `files` (distinct) by name, then how many more.

@@ -850,3 +850,66 @@ fn a_pipeline_job_matches_each_transfer_by_sender_receiver_and_order() {
         }
     }
 }
+
+/// With a rank missing, gloo's groups cannot be inferred from what the others ran (a group of
+/// the missing rank looks like no group at all): its collectives are left unmatched and said
+/// to be, and a job left with nothing matched is refused naming why, never paired across the
+/// world.
+#[test]
+fn with_a_rank_missing_gloo_groups_are_not_guessed() {
+    let dir = super::TempDir::new("gloo-missing");
+    let three = |job: &str| -> Vec<(String, &'static str)> {
+        ["rank0.json.gz", "rank1.json.gz", "rank2.json.gz"]
+            .into_iter()
+            .map(|name| (format!("{job}/{name}"), name))
+            .collect()
+    };
+    let tp = three(TP_DP_JOBS[0].0);
+    let tp: Vec<(&str, &str)> = tp.iter().map(|(s, n)| (s.as_str(), *n)).collect();
+    let (folder, _) = folder_of(&dir, "tp", &tp);
+    let run = stepcast(&["replay", super::path_str(&folder)]);
+    assert_eq!(run.code, Some(1));
+    let err = run.stderr.trim();
+    assert!(
+        err.contains("gloo records no process group")
+            && err.contains("(rank 3 missing)")
+            && err.contains("give every rank of the job"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+
+    // The pipeline's transfers between the ranks given still match; the gradient
+    // all-reduces of the stage whose other replica is missing do not, and nothing else is
+    // paired in their place.
+    let pp = three(PP_DP_JOB);
+    let pp: Vec<(&str, &str)> = pp.iter().map(|(s, n)| (s.as_str(), *n)).collect();
+    let (folder, _) = folder_of(&dir, "pp", &pp);
+    let run = stepcast(&["replay", "--json", super::path_str(&folder)]);
+    run.assert_success();
+    let json = run.json();
+    let collectives = &json["collectives"];
+    assert_eq!(collectives["host_groups"], "inconsistent");
+    assert_eq!(json["missing_ranks"], serde_json::json!([3]));
+    let sends = sends_by_pair(PP_DP_JOB);
+    let matched: u64 = collectives["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .map(|g| g["matched"].as_u64().expect("matched"))
+        .sum();
+    assert_eq!(matched, sends[&(0, 2)] + sends[&(2, 0)]);
+    let unmatched = collectives["unmatched"].as_array().expect("unmatched");
+    assert!(unmatched.iter().all(|u| {
+        u["reason"] == "its group is neither recorded nor inferred"
+            || (u["reason"] == "no other member of its group among the ranks given"
+                && u["group"].as_str().is_some_and(|g| g.contains('3')))
+    }));
+    let text = stepcast(&["replay", super::path_str(&folder)]);
+    text.assert_success();
+    assert!(
+        text.stdout
+            .contains("gloo records no process group on its collectives"),
+        "{}",
+        text.stdout
+    );
+}

@@ -86,6 +86,23 @@ pub(crate) fn unreadable_words(doc: &RanksJson) -> String {
     )
 }
 
+/// Why the groups of gloo's collectives were not inferred (`collectives.host_groups`), where
+/// they were not and that left collectives unmatched.
+fn host_groups_words(outcome: &str) -> Option<&'static str> {
+    match outcome {
+        "inconsistent" => Some(
+            "no assignment of each rank's gloo threads to its groups gives every group's \
+             members the same collectives",
+        ),
+        "ambiguous" => Some(
+            "several assignments of the ranks' gloo threads to their groups agree and the \
+             clocks do not tell them apart",
+        ),
+        "too_many_choices" => Some("too many assignments of gloo threads to groups to try"),
+        _ => None,
+    }
+}
+
 /// The multi-rank `replay` document as text for a terminal.
 pub fn ranks_text(doc: &RanksJson) -> String {
     let steps: usize = doc.ranks.iter().map(|r| r.steps.len()).sum();
@@ -151,6 +168,23 @@ pub fn ranks_text(doc: &RanksJson) -> String {
     if !doc.unreadable.is_empty() {
         out.push('\n');
         out.push_str(&wrap(&unreadable_words(doc), ""));
+    }
+    if let Some(why) = host_groups_words(doc.collectives.host_groups) {
+        let left = doc
+            .collectives
+            .unmatched
+            .iter()
+            .filter(|u| u.reason == "its group is neither recorded nor inferred")
+            .count();
+        out.push('\n');
+        out.push_str(&wrap(
+            &format!(
+                "gloo records no process group on its collectives and the ranks declare \
+                 several: {why}; their {left} instances are left unmatched (each keeps its \
+                 own recorded wait) rather than paired across every rank."
+            ),
+            "",
+        ));
     }
     let kinds: Vec<String> = doc
         .clock_alignment
