@@ -849,6 +849,18 @@ fn a_pipeline_job_matches_each_transfer_by_sender_receiver_and_order() {
             assert_eq!(c["last_rank"], sender, "{c}");
         }
     }
+    // The report names the groups and their members as the document does.
+    let dir = super::TempDir::new("pp-report");
+    let page = dir.path().join("job.html");
+    stepcast(&["report", PP_DP_JOB, "-o", super::path_str(&page)]).assert_success();
+    let html = std::fs::read_to_string(&page).expect("the report");
+    for words in [
+        "Collectives matched per group",
+        "1 [ranks 0, 1] group inferred",
+        "p2p 0-&gt;2 [ranks 0, 2] by peer order",
+    ] {
+        assert!(html.contains(words), "{words}");
+    }
 }
 
 /// With a rank missing, gloo's groups cannot be inferred from what the others ran (a group of

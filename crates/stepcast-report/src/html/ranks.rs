@@ -41,6 +41,16 @@ fn answer(ranks: &RanksJson) -> Section {
     if !ranks.missing_ranks.is_empty() {
         body.push_str(&paragraph(&crate::table::ranks::missing_words(ranks)));
     }
+    let groups = crate::table::ranks::group_list(ranks);
+    if !groups.is_empty() {
+        body.push_str(&paragraph(&format!(
+            "Collectives matched per group, each waiting for its members only: {}.",
+            groups.join("; ")
+        )));
+    }
+    if let Some(words) = crate::table::ranks::host_groups_words(ranks) {
+        body.push_str(&paragraph(&words));
+    }
     if !ranks.unreadable.is_empty() {
         body.push_str(&paragraph(&crate::table::ranks::unreadable_words(ranks)));
     }

@@ -86,9 +86,46 @@ pub(crate) fn unreadable_words(doc: &RanksJson) -> String {
     )
 }
 
-/// Why the groups of gloo's collectives were not inferred (`collectives.host_groups`), where
-/// they were not and that left collectives unmatched.
-fn host_groups_words(outcome: &str) -> Option<&'static str> {
+/// Each process group (or what stands for one) with its members where a trace names them and
+/// how its collectives were matched: `1 [ranks 0, 1] group inferred`.
+pub(crate) fn group_list(doc: &RanksJson) -> Vec<String> {
+    doc.collectives
+        .groups
+        .iter()
+        .map(|g| {
+            // A group's members where a trace names them: what its collectives wait for.
+            let members = g.ranks.as_ref().map_or_else(String::new, |ranks| {
+                let ranks: Vec<String> = ranks.iter().map(i64::to_string).collect();
+                format!(" [ranks {}]", ranks.join(", "))
+            });
+            let how = match g.source {
+                "inferred" => "group inferred".to_string(),
+                source => format!("by {}", source.replace('_', " ")),
+            };
+            format!("{}{members} {how}", sanitize(&g.group))
+        })
+        .collect()
+}
+
+/// Where gloo's collectives were left unmatched for want of a group
+/// (`collectives.host_groups`): why, and how many.
+pub(crate) fn host_groups_words(doc: &RanksJson) -> Option<String> {
+    let why = host_groups_reason(doc.collectives.host_groups)?;
+    let left = doc
+        .collectives
+        .unmatched
+        .iter()
+        .filter(|u| u.reason == "its group is neither recorded nor inferred")
+        .count();
+    Some(format!(
+        "gloo records no process group on its collectives and the ranks declare several: \
+         {why}; their {left} instances are left unmatched (each keeps its own recorded wait) \
+         rather than paired across every rank."
+    ))
+}
+
+/// Why the groups of gloo's collectives were not inferred, where they were not.
+fn host_groups_reason(outcome: &str) -> Option<&'static str> {
     match outcome {
         "inconsistent" => Some(
             "no assignment of each rank's gloo threads to its groups gives every group's \
@@ -106,23 +143,7 @@ fn host_groups_words(outcome: &str) -> Option<&'static str> {
 /// The multi-rank `replay` document as text for a terminal.
 pub fn ranks_text(doc: &RanksJson) -> String {
     let steps: usize = doc.ranks.iter().map(|r| r.steps.len()).sum();
-    let groups: Vec<String> = doc
-        .collectives
-        .groups
-        .iter()
-        .map(|g| {
-            // A group's members where a trace names them: what its collectives wait for.
-            let members = g.ranks.as_ref().map_or_else(String::new, |ranks| {
-                let ranks: Vec<String> = ranks.iter().map(i64::to_string).collect();
-                format!(" [ranks {}]", ranks.join(", "))
-            });
-            let how = match g.source {
-                "inferred" => "group inferred".to_string(),
-                source => format!("by {}", source.replace('_', " ")),
-            };
-            format!("{}{members} {how}", sanitize(&g.group))
-        })
-        .collect();
+    let groups = group_list(doc);
     let groups = if groups.is_empty() {
         String::new()
     } else {
@@ -169,22 +190,9 @@ pub fn ranks_text(doc: &RanksJson) -> String {
         out.push('\n');
         out.push_str(&wrap(&unreadable_words(doc), ""));
     }
-    if let Some(why) = host_groups_words(doc.collectives.host_groups) {
-        let left = doc
-            .collectives
-            .unmatched
-            .iter()
-            .filter(|u| u.reason == "its group is neither recorded nor inferred")
-            .count();
+    if let Some(words) = host_groups_words(doc) {
         out.push('\n');
-        out.push_str(&wrap(
-            &format!(
-                "gloo records no process group on its collectives and the ranks declare \
-                 several: {why}; their {left} instances are left unmatched (each keeps its \
-                 own recorded wait) rather than paired across every rank."
-            ),
-            "",
-        ));
+        out.push_str(&wrap(&words, ""));
     }
     let kinds: Vec<String> = doc
         .clock_alignment
