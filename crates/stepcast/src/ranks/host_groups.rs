@@ -10,10 +10,16 @@
 //! collectives (type and elements, per step) as every other member's. The assignment is kept
 //! only where exactly one agrees with the recording: several may agree on the collectives (a
 //! world group running one program on every rank agrees with any grouping), and of those the
-//! matching keeps the ones whose matched collectives are in order on the ranks that share a
-//! clock (one host: no collective ends on one member before another member started it).
-//! Where none or several remain, the host collectives stay one channel, the world's, and the
-//! matching says why.
+//! matching (`match_collectives`) keeps the ones whose matched collectives are in order on the
+//! ranks that share a clock (one host: no collective ends on one member before another member
+//! started it), and of those the one whose members' ends lie clearly closest together. Where
+//! none or several remain, the host collectives are left unmatched and the matching says why;
+//! only ranks that declare no group at all keep the old reading, one channel of the world's.
+//!
+//! With a rank missing, a group of it looks like no group to the others: the inference then
+//! finds no agreeing grouping rather than guess one (a grouping that let a thread join a group
+//! none of whose other members is given, preferring the most pairs, paired a gradient bucket
+//! across the world on three ranks of a real TP × DP job).
 
 use std::collections::{BTreeMap, BTreeSet};
 
