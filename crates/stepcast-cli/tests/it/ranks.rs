@@ -535,28 +535,37 @@ fn a_gloo_job_matches_its_host_collectives_on_one_clock() {
     assert!(text.stdout.contains("on 1 clock"), "{}", text.stdout);
 }
 
-/// Two pairs of ranks: a job's tensor-parallel (or data-parallel) groups.
-type Pairs = [[i64; 2]; 2];
+/// A job's tensor-parallel (or data-parallel) groups, each its ranks.
+type Groups = &'static [&'static [i64]];
 
-/// Real four-process jobs recorded on this project's CPU with real subgroups: tensor
-/// parallel 2 x data parallel 2 over gloo, ranks laid out TP-major (TP pairs {0,1}, {2,3})
-/// and DP-major (TP pairs {0,2}, {1,3}) (`testdata/kineto/stepcast/cpu-jobs/README.md`).
-const TP_DP_JOBS: [(&str, Pairs, Pairs); 2] = [
+/// Real jobs recorded on this project's CPU with real subgroups, over gloo: tensor parallel 2
+/// x data parallel 2, ranks laid out TP-major (TP pairs {0,1}, {2,3}) and DP-major (TP pairs
+/// {0,2}, {1,3}), and tensor parallel 2 x data parallel 3 (six processes, recorded after the
+/// inference was written) (`testdata/kineto/stepcast/cpu-jobs/README.md`).
+const TP_DP_JOBS: [(&str, Groups, Groups); 3] = [
     (
         concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../../testdata/kineto/stepcast/cpu-jobs/tp2dp2"
         ),
-        [[0, 1], [2, 3]],
-        [[0, 2], [1, 3]],
+        &[&[0, 1], &[2, 3]],
+        &[&[0, 2], &[1, 3]],
     ),
     (
         concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../../testdata/kineto/stepcast/cpu-jobs/tp2dp2-dp-major"
         ),
-        [[0, 2], [1, 3]],
-        [[0, 1], [2, 3]],
+        &[&[0, 2], &[1, 3]],
+        &[&[0, 1], &[2, 3]],
+    ),
+    (
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../testdata/kineto/stepcast/cpu-jobs/tp2dp3"
+        ),
+        &[&[0, 1], &[2, 3], &[4, 5]],
+        &[&[0, 2, 4], &[1, 3, 5]],
     ),
 ];
 
@@ -620,12 +629,12 @@ fn declared_groups_and_issued(file: &str) -> (Vec<DeclaredGroup>, Vec<(i64, usiz
 
 #[test]
 fn a_tensor_and_data_parallel_job_matches_each_collective_within_its_subgroup() {
-    for (job, tp_pairs, dp_pairs) in TP_DP_JOBS {
-        tensor_and_data_parallel_groups(job, tp_pairs, dp_pairs);
+    for (job, tp_groups, dp_groups) in TP_DP_JOBS {
+        tensor_and_data_parallel_groups(job, tp_groups, dp_groups);
     }
 }
 
-fn tensor_and_data_parallel_groups(job: &str, tp_pairs: Pairs, dp_pairs: Pairs) {
+fn tensor_and_data_parallel_groups(job: &str, tp_groups: Groups, dp_groups: Groups) {
     let run = stepcast(&["replay", "--json", "--ranks", "all", job]);
     run.assert_success();
     let json = run.json();
@@ -635,7 +644,8 @@ fn tensor_and_data_parallel_groups(job: &str, tp_pairs: Pairs, dp_pairs: Pairs) 
     // Every group the matching used is one a trace declares, with the members it declares.
     let mut declared: std::collections::BTreeMap<String, Vec<i64>> = Default::default();
     let mut issued = Vec::new();
-    for r in 0..4 {
+    let world = tp_groups.iter().map(|g| g.len()).sum::<usize>();
+    for r in 0..world {
         let (groups, counts) = declared_groups_and_issued(&format!("{job}/rank{r}.json.gz"));
         declared.extend(groups);
         issued.push(counts);
@@ -656,17 +666,17 @@ fn tensor_and_data_parallel_groups(job: &str, tp_pairs: Pairs, dp_pairs: Pairs) 
             (ranks, g["matched"].as_u64().expect("matched"))
         })
         .collect();
-    let mut pairs: Vec<&[i64]> = used.iter().map(|(ranks, _)| ranks.as_slice()).collect();
-    pairs.sort();
-    let mut expected: Vec<&[i64]> = tp_pairs.iter().chain(&dp_pairs).map(|p| &p[..]).collect();
+    let mut found: Vec<&[i64]> = used.iter().map(|(ranks, _)| ranks.as_slice()).collect();
+    found.sort();
+    let mut expected: Vec<&[i64]> = tp_groups.iter().chain(dp_groups).copied().collect();
     expected.sort();
-    assert_eq!(pairs, expected, "{job}");
+    assert_eq!(found, expected, "{job}");
     // Each rank's main thread issued its activations' all-reduces (32 x 512 elements) in its
     // tensor-parallel group and its gradient buckets in its data-parallel group: the matched
     // counts per group are those issue counts.
-    let matched_in = |pairs: Pairs, rank: i64| {
-        let pair = pairs.iter().find(|p| p.contains(&rank)).expect("a pair");
-        used.iter().find(|u| u.0 == pair).map(|u| u.1)
+    let matched_in = |groups: Groups, rank: i64| {
+        let group = groups.iter().find(|g| g.contains(&rank)).expect("a group");
+        used.iter().find(|u| u.0 == *group).map(|u| u.1)
     };
     for (r, counts) in issued.iter().enumerate() {
         let activations = counts
@@ -681,12 +691,12 @@ fn tensor_and_data_parallel_groups(job: &str, tp_pairs: Pairs, dp_pairs: Pairs) 
         assert!(activations > 0 && buckets > 0, "rank {r}: {counts:?}");
         let r = r as i64;
         assert_eq!(
-            matched_in(tp_pairs, r),
+            matched_in(tp_groups, r),
             Some(activations as u64),
             "{job}: rank {r}"
         );
         assert_eq!(
-            matched_in(dp_pairs, r),
+            matched_in(dp_groups, r),
             Some(buckets as u64),
             "{job}: rank {r}"
         );
@@ -695,12 +705,20 @@ fn tensor_and_data_parallel_groups(job: &str, tp_pairs: Pairs, dp_pairs: Pairs) 
     // instance ends before a peer started (taken as the world's, 80 did).
     assert_eq!(json["clock_alignment"]["status"], "solved");
     assert_eq!(json["clock_alignment"]["violated_constraints"], 0);
-    // A collective waits for its group's members only: every split lists two instances.
+    // A collective waits for its group's members only: every split lists one instance per
+    // member of its group.
     for c in json["wait_transfer"]["collectives"]
         .as_array()
         .expect("split")
     {
-        assert_eq!(c["instances"].as_array().map(Vec::len), Some(2), "{c}");
+        let members = used
+            .iter()
+            .find(|u| {
+                let ranks = c["instances"].as_array().expect("instances");
+                ranks.len() == u.0.len() && ranks.iter().zip(&u.0).all(|(i, r)| i["rank"] == *r)
+            })
+            .map(|u| u.0.len());
+        assert!(members.is_some(), "{job}: {c}");
     }
 }
 
