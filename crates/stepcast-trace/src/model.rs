@@ -656,6 +656,17 @@ impl OpInput {
         }
     }
 
+    /// Elements of a tensor or of every tensor of a list (`None` for other inputs, or a shape
+    /// with a negative size or a sum past `i64`).
+    pub fn tensor_elements(&self) -> Option<i64> {
+        match self {
+            OpInput::TensorList(shapes) => shapes
+                .iter()
+                .try_fold(0i64, |sum, shape| sum.checked_add(shape_elements(shape)?)),
+            other => other.elements(),
+        }
+    }
+
     /// Bytes of a tensor input of known type (elements × bytes per element, checked).
     pub fn bytes(&self) -> Option<i64> {
         match self {

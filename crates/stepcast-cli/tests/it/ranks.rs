@@ -423,13 +423,18 @@ const GLOO_JOB: &str = concat!(
     "/../../testdata/kineto/stepcast/cpu-pairs/ddp-gloo2"
 );
 
-/// The `gloo:<collective>` ranges of a trace, counted in its JSON (the reference).
-fn gloo_ranges(file: &str) -> Vec<(String, f64)> {
+/// A gzipped trace's JSON, read apart from stepcast (the tests' reference).
+fn gzipped_json(file: impl AsRef<std::path::Path>) -> serde_json::Value {
     let bytes = std::fs::read(file).expect("read trace");
     let mut text = Vec::new();
     std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text)
         .expect("gunzip");
-    let json: serde_json::Value = serde_json::from_slice(&text).expect("JSON");
+    serde_json::from_slice(&text).expect("JSON")
+}
+
+/// The `gloo:<collective>` ranges of a trace, counted in its JSON (the reference).
+fn gloo_ranges(file: &str) -> Vec<(String, f64)> {
+    let json = gzipped_json(file);
     json["traceEvents"]
         .as_array()
         .expect("events")
@@ -576,11 +581,7 @@ type DeclaredGroup = (String, Vec<i64>);
 /// input, how many `c10d::allreduce_` ops its main thread issued: the program's own record of
 /// its collectives, apart from the gloo worker threads' ranges the matching reads.
 fn declared_groups_and_issued(file: &str) -> (Vec<DeclaredGroup>, Vec<(i64, usize)>) {
-    let bytes = std::fs::read(file).expect("read trace");
-    let mut text = Vec::new();
-    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text)
-        .expect("gunzip");
-    let json: serde_json::Value = serde_json::from_slice(&text).expect("JSON");
+    let json = gzipped_json(file);
     let groups = json["distributedInfo"]["pg_config"]
         .as_array()
         .expect("pg_config")
@@ -775,11 +776,7 @@ const PP_DP_JOB: &str = concat!(
 fn sends_by_pair(job: &str) -> std::collections::BTreeMap<(i64, i64), u64> {
     let mut pairs = std::collections::BTreeMap::new();
     for r in 0..4i64 {
-        let bytes = std::fs::read(format!("{job}/rank{r}.json.gz")).expect("read trace");
-        let mut text = Vec::new();
-        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text)
-            .expect("gunzip");
-        let json: serde_json::Value = serde_json::from_slice(&text).expect("JSON");
+        let json = gzipped_json(format!("{job}/rank{r}.json.gz"));
         for e in json["traceEvents"].as_array().expect("events") {
             if e["name"] == "c10d::send" {
                 let dst: i64 = e["args"]["Concrete Inputs"][2]

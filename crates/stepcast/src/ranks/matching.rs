@@ -399,18 +399,11 @@ pub(crate) fn collectives_of(
             let elements = args
                 .and_then(|a| a.in_nelems.max(a.out_nelems))
                 .or_else(|| {
-                    let inputs = trace.inputs_of(graph.event[i])?;
-                    inputs.iter().try_fold(0i64, |sum, input| match input {
-                        stepcast_trace::OpInput::Tensor { .. } => {
-                            sum.checked_add(input.elements()?)
-                        }
-                        stepcast_trace::OpInput::TensorList(shapes) => {
-                            shapes.iter().try_fold(sum, |sum, shape| {
-                                sum.checked_add(stepcast_trace::shape_elements(shape)?)
-                            })
-                        }
-                        _ => Some(sum),
-                    })
+                    trace
+                        .inputs_of(graph.event[i])?
+                        .iter()
+                        .filter_map(stepcast_trace::OpInput::tensor_elements)
+                        .try_fold(0i64, i64::checked_add)
                 });
             instances.push(CollectiveInstance {
                 task,
@@ -597,8 +590,7 @@ pub fn match_collectives(ranks: &[RankGraph]) -> CollectiveMatching {
             let lists: Vec<&[CollectiveInstance]> = candidate.iter().map(Vec::as_slice).collect();
             match_lists(ranks, &lists, &members, HostGroups::Inferred)
         })
-        .filter(|matching| disordered_on_one_clock(ranks, &clock, matching) == 0)
-        .map(|matching| (end_spread_on_one_clock(ranks, &clock, &matching), matching))
+        .filter_map(|matching| Some((fit_on_one_clock(ranks, &clock, &matching)?, matching)))
         .collect();
     ordered.sort_by(|a, b| a.0.total_cmp(&b.0));
     let clearly_closest = match ordered.as_slice() {
@@ -617,46 +609,17 @@ pub fn match_collectives(ranks: &[RankGraph]) -> CollectiveMatching {
 /// next: a clear margin, not noise.
 const CLEARLY_CLOSER: f64 = 2.0;
 
-/// Matched collectives of inferred groups whose members on one clock (ranks of one host) are
-/// out of order: one member's end before another's start, by more than the tolerance.
-fn disordered_on_one_clock(
+/// How a grouping's inferred collectives sit on the ranks that share a clock (ranks of one
+/// host): how many are out of order (one member's end before another member's start, by more
+/// than the tolerance), and their members' squared distance from the members' mean end (ms²),
+/// averaged over the instances of members that share a clock with another (the clock QP's
+/// objective where the clocks need no offsets; 0 with none). `None` when any is out of order.
+fn fit_on_one_clock(
     ranks: &[RankGraph],
     clock: &[usize],
     matching: &CollectiveMatching,
-) -> usize {
+) -> Option<f64> {
     let tolerance = super::CONSTRAINT_TOLERANCE_NS;
-    matching
-        .matched
-        .iter()
-        .filter(|c| c.source == GroupSource::Inferred)
-        .filter(|c| {
-            // Per clock: the latest start and the earliest end of its members.
-            let mut bounds: BTreeMap<usize, (i64, i64)> = BTreeMap::new();
-            for (r, task) in c.members() {
-                let rank = &ranks[r.index()];
-                let g = &rank.window.graph;
-                let start = rank.origin_ns + g.rec_start_ns[task.index()];
-                let end = rank.origin_ns + g.rec_end_ns[task.index()];
-                let b = bounds
-                    .entry(clock[r.index()])
-                    .or_insert((i64::MIN, i64::MAX));
-                *b = (b.0.max(start), b.1.min(end));
-            }
-            bounds
-                .values()
-                .any(|&(latest_start, earliest_end)| earliest_end < latest_start - tolerance)
-        })
-        .count()
-}
-
-/// The ends of the matched collectives of inferred groups on one clock: their members' squared distance from the
-/// members' mean end (ms²), averaged over the instances of members that share a clock with
-/// another (the clock QP's objective where the clocks need no offsets); 0 with none.
-fn end_spread_on_one_clock(
-    ranks: &[RankGraph],
-    clock: &[usize],
-    matching: &CollectiveMatching,
-) -> f64 {
     let mut total = 0.0;
     let mut instances = 0usize;
     let inferred = matching
@@ -664,21 +627,29 @@ fn end_spread_on_one_clock(
         .iter()
         .filter(|c| c.source == GroupSource::Inferred);
     for c in inferred {
-        let mut ends: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+        // Per clock: its members' (start, end).
+        let mut on_clock: BTreeMap<usize, Vec<(i64, i64)>> = BTreeMap::new();
         for (r, task) in c.members() {
             let rank = &ranks[r.index()];
-            let end = rank.origin_ns + rank.window.graph.rec_end_ns[task.index()];
-            ends.entry(clock[r.index()])
-                .or_default()
-                .push(end as f64 / 1e6);
+            let g = &rank.window.graph;
+            on_clock.entry(clock[r.index()]).or_default().push((
+                rank.origin_ns + g.rec_start_ns[task.index()],
+                rank.origin_ns + g.rec_end_ns[task.index()],
+            ));
         }
-        for ends in ends.values().filter(|e| e.len() >= 2) {
-            let mean = ends.iter().sum::<f64>() / ends.len() as f64;
-            total += ends.iter().map(|e| (e - mean) * (e - mean)).sum::<f64>();
-            instances += ends.len();
+        for times in on_clock.values().filter(|t| t.len() >= 2) {
+            let latest_start = times.iter().map(|t| t.0).max().unwrap_or(i64::MIN);
+            let earliest_end = times.iter().map(|t| t.1).min().unwrap_or(i64::MAX);
+            if earliest_end < latest_start - tolerance {
+                return None;
+            }
+            let ends = times.iter().map(|t| t.1 as f64 / 1e6);
+            let mean = ends.clone().sum::<f64>() / times.len() as f64;
+            total += ends.map(|e| (e - mean) * (e - mean)).sum::<f64>();
+            instances += times.len();
         }
     }
-    total / instances.max(1) as f64
+    Some(total / instances.max(1) as f64)
 }
 
 /// [`match_collectives`] on each rank's list of collectives (`per_rank`, by [`RankId`]).
