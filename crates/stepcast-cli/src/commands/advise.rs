@@ -1,5 +1,5 @@
 //! `stepcast advise TRACE`: every built-in optimization and useful combinations, ranked by
-//! predicted gain.
+//! predicted gain; `stepcast advise DIR`: the same on every rank of a job, on its global graph.
 
 use stepcast_cli::jobs::{self, Loaded};
 use stepcast_report::{markdown, table};
@@ -10,6 +10,17 @@ use crate::progress::Terminal;
 /// Runs `advise` and returns its output (text, JSON, CSV tables or a Markdown digest).
 pub fn run(args: &AdviseArgs) -> anyhow::Result<super::Answer> {
     let progress = Terminal::new();
+    if args.trace.is_dir() {
+        // A job's folder: every change on every rank, ranked by the job's gain.
+        let ranks = jobs::load_ranks(
+            std::slice::from_ref(&args.trace),
+            super::read_options(),
+            &progress,
+        )?;
+        let document = jobs::advise_job(&ranks, args.peers.peers(), &progress)?;
+        drop(progress);
+        return super::render(&args.output, &document, table::advise_job_text, None, None);
+    }
     let loaded = Loaded::load(&args.trace, super::read_options(), &progress)?;
     let document = jobs::advise(&loaded, args.peers.peers(), &progress)?;
     drop(progress);

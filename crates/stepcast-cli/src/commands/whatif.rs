@@ -1,5 +1,6 @@
 //! `stepcast whatif TRACE MODEL [params]`, `stepcast whatif TRACE --scenario FILE` and
-//! `stepcast whatif TRACE ddp [options]`: predict the step time after an optimization.
+//! `stepcast whatif TRACE ddp [options]`: predict the step time after an optimization;
+//! `stepcast whatif DIR MODEL`: the same change on every rank of a job, on its global graph.
 
 use stepcast::whatif::ModelParams;
 use stepcast_cli::jobs::{self, DdpOptions, Loaded, Transform};
@@ -47,6 +48,17 @@ pub fn run(args: &WhatIfArgs) -> anyhow::Result<super::Answer> {
         &ddp,
     )?;
     let progress = Terminal::new();
+    if args.trace.is_dir() {
+        // A job's folder: the change on every rank, predicted on the job's global graph.
+        let ranks = jobs::load_ranks(
+            std::slice::from_ref(&args.trace),
+            super::read_options(),
+            &progress,
+        )?;
+        let document = jobs::whatif_job(&ranks, &transform, args.peers.peers(), &progress)?;
+        drop(progress);
+        return super::render(&args.output, &document, table::whatif_job_text, None, None);
+    }
     let loaded = Loaded::load(&args.trace, super::read_options(), &progress)?;
     let document = jobs::whatif(&loaded, &transform, args.peers.peers(), &progress)?;
     drop(progress);

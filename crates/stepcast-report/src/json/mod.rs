@@ -5,7 +5,8 @@
 //! Each command writes one JSON object whose `schema` field names the document and its version:
 //! `stepcast.info/1` ([`InfoJson`]), `stepcast.replay/1` ([`ReplayJson`]),
 //! `stepcast.replay-ranks/3`, `stepcast.analyze/1` ([`AnalyzeJson`]), `stepcast.whatif/1`,
-//! `stepcast.advise/1`, `stepcast.optimize/1` ([`OptimizeJson`]) and `stepcast.compare/2` ([`CompareJson`]). Within a version,
+//! `stepcast.advise/1`, `stepcast.whatif-job/1` and `stepcast.advise-job/1` ([`WhatIfJobJson`],
+//! [`AdviseJobJson`]), `stepcast.optimize/1` ([`OptimizeJson`]) and `stepcast.compare/2` ([`CompareJson`]). Within a version,
 //! change is additive only: fields may be added, none is removed, renamed or retyped. The full
 //! field list, with units, is in `docs/json-schema.md`.
 //!
@@ -25,6 +26,7 @@ mod analyze;
 mod answer;
 mod compare;
 mod info;
+mod job;
 mod op_model;
 mod optimize;
 pub mod ranks;
@@ -49,6 +51,10 @@ pub use compare::{
     PhaseCheckJson, SideJson, StepTimesJson, WarningJson, WorkloadJson, compare_json,
 };
 pub use info::{GraphJson, InfoJson, LaneJson, StepInfoJson, info_json};
+pub use job::{
+    AdviseJobJson, AloneJson, JobCandidateJson, JobCollectivesJson, JobRankJson, RankShareJson,
+    WhatIfJobJson, advise_job_json, whatif_job_json,
+};
 pub use op_model::{
     CoverageJson, NamedNsJson, OpModelJson, OpThroughputJson, OpTotalJson, PeaksJson,
     StepFlopsJson, TOP_OPS,

@@ -8,7 +8,7 @@ use stepcast::optimize::{Move, Optimized, PassId};
 use stepcast::whatif::Peers;
 use stepcast_trace::Trace;
 
-use super::{TraceJson, TrustJson};
+use super::{RankShareJson, TraceJson, TrustJson};
 
 /// The whole document.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -23,7 +23,8 @@ pub struct OptimizeJson {
     pub peers: &'static str,
     /// The passes the plan could use, with their cost models.
     pub passes: Vec<PassJson>,
-    /// The job's predicted step (the slowest rank's) without the plan.
+    /// The job's predicted step without the plan: its global replay's (see `global_replay`),
+    /// else the slowest rank's.
     pub baseline_ns: i64,
     /// The job's predicted step with the plan.
     pub planned_ns: i64,
@@ -45,6 +46,16 @@ pub struct OptimizeJson {
     pub search: SearchJson,
     /// Per rank, in `traces` order.
     pub ranks: Vec<RankStepJson>,
+    /// Whether the job's figures (`baseline_ns`, `planned_ns`, each move's, `ranks`) come from
+    /// the job's global replay: every rank with the plan, replayed as one graph, each waiting
+    /// for its peers. `false` for one trace, or where the ranks could not be replayed together
+    /// (a caveat says why): the job's step is then its slowest rank's, each replayed alone.
+    pub global_replay: bool,
+    /// The ranks holding the job's critical path across ranks without the plan, most first
+    /// (empty without a global replay).
+    pub bound_by_before: Vec<RankShareJson>,
+    /// The same with the plan: the ranks that bound the planned step.
+    pub bound_by: Vec<RankShareJson>,
     /// What limits every prediction on the leader's window.
     pub caveats: Vec<String>,
     /// Why no prediction on the leader's window can be trusted, if none can (its baseline is
@@ -270,6 +281,16 @@ pub struct RankStepJson {
     pub replayed_as: usize,
 }
 
+fn shares(ranks: &[(i64, i64)]) -> Vec<RankShareJson> {
+    ranks
+        .iter()
+        .map(|&(rank, critical_path_ns)| RankShareJson {
+            rank,
+            critical_path_ns,
+        })
+        .collect()
+}
+
 /// The `optimize` document of `optimized`, on the ranks `traces`.
 pub fn optimize_json(traces: &[&Trace], peers: Peers, optimized: &Optimized) -> OptimizeJson {
     let baseline = optimized.baseline_ns;
@@ -355,9 +376,13 @@ pub fn optimize_json(traces: &[&Trace], peers: Peers, optimized: &Optimized) -> 
             restarts: optimized.search.restarts,
             stopped: optimized.search.stopped.as_str(),
         },
+        global_replay: optimized.global,
+        bound_by_before: shares(&optimized.bound_by_before),
+        bound_by: shares(&optimized.bound_by),
         ranks: {
             let mut replayed_as: Vec<usize> = (0..optimized.per_rank.len()).collect();
-            for group in &optimized.groups {
+            // In the job's replay every rank is transformed and replayed: none stands for another.
+            for group in optimized.groups.iter().filter(|_| !optimized.global) {
                 for &member in &group.members {
                     replayed_as[member] = group.representative;
                 }

@@ -8,6 +8,7 @@
 mod analyze;
 mod compare;
 mod info;
+mod job;
 mod op_model;
 mod optimize;
 pub mod ranks;
@@ -19,6 +20,7 @@ use comfy_table::{CellAlignment, ContentArrangement, Table, presets};
 pub use analyze::{analyze_text, summary_sentences};
 pub use compare::compare_text;
 pub use info::info_text;
+pub use job::{advise_job_text, whatif_job_text};
 pub use optimize::optimize_text;
 pub use replay::replay_text;
 pub use whatif::{advise_text, whatif_text};

@@ -78,6 +78,31 @@ pub fn optimize_text(doc: &OptimizeJson) -> String {
         "",
     ));
     out.push('\n');
+    if doc.global_replay {
+        let shares = |ranks: &[crate::json::RankShareJson]| -> String {
+            let parts: Vec<String> = ranks
+                .iter()
+                .take(4)
+                .map(|r| format!("rank {} ({} ms)", r.rank, ms(r.critical_path_ns)))
+                .collect();
+            if parts.is_empty() {
+                "no rank".to_string()
+            } else {
+                parts.join(", ")
+            }
+        };
+        out.push_str(&wrap(
+            &format!(
+                "The job's step is its global replay: every rank with the plan, replayed as one \
+                 graph, each waiting for its peers. Bound by {} with the plan ({} now), of the \
+                 critical path across ranks per step.",
+                shares(&doc.bound_by),
+                shares(&doc.bound_by_before)
+            ),
+            "",
+        ));
+        out.push('\n');
+    }
     if doc.moves.is_empty() {
         push_section(
             &mut out,
@@ -143,7 +168,23 @@ pub fn optimize_text(doc: &OptimizeJson) -> String {
     } else if let Some(note) = &doc.memory_note {
         push_section(&mut out, "Memory", &wrap(&format!("{note}."), ""));
     }
-    if doc.ranks.len() > 1 {
+    if doc.ranks.len() > 1 && doc.global_replay {
+        let mut table = new_table(&["rank", "step ms", "planned ms"], 1);
+        for (trace, r) in doc.traces.iter().zip(&doc.ranks) {
+            table.add_row(vec![
+                trace
+                    .rank
+                    .map_or_else(|| "-".to_string(), |n| n.to_string()),
+                ms(r.baseline_ns),
+                ms(r.planned_ns),
+            ]);
+        }
+        push_section(
+            &mut out,
+            "Ranks (one plan on every rank; each rank's own step in the job's replay)",
+            &table.to_string(),
+        );
+    } else if doc.ranks.len() > 1 {
         let mut table = new_table(&["rank", "step ms", "planned ms", "replayed as"], 1);
         for (i, r) in doc.ranks.iter().enumerate() {
             table.add_row(vec![

@@ -32,6 +32,7 @@ use rayon::prelude::*;
 use crate::graph::TaskId;
 use crate::whatif::advise::advise;
 use crate::whatif::edit::EditGraph;
+use crate::whatif::job::{Job, JobError, JobRank, JobReplay};
 use crate::whatif::models::Model;
 use crate::whatif::trust::{Verdict, WindowTrust, assess_kind, window_trust_of};
 use crate::whatif::{
@@ -152,6 +153,11 @@ impl Rank<'_> {
 /// The ranks of one job and the options: what the search and the reports run on.
 pub struct Optimizer<'a> {
     ranks: Vec<Rank<'a>>,
+    /// Several ranks replayed as one job (their global graph): what a plan's step is, so a
+    /// rank that gets faster waits for its peers. `None` for one rank, or where the ranks
+    /// cannot be replayed together (`job_note` says why): each rank is then replayed alone.
+    job: Option<Job<'a>>,
+    job_note: Option<String>,
     /// Ranks of one program, each replayed through its representative.
     groups: Vec<RankGroup>,
     leader: usize,
@@ -227,8 +233,15 @@ pub struct Optimized {
     /// The job's predicted step without and with the plan.
     pub baseline_ns: i64,
     pub planned_ns: i64,
-    /// Per rank: (baseline, planned) predicted step.
+    /// Per rank: (baseline, planned) predicted step (its own period in the job's replay).
     pub per_rank: Vec<(i64, i64)>,
+    /// Whether the job's figures come from its global replay (every rank transformed and
+    /// replayed with its peers), else from each rank alone, the job's step its slowest's.
+    pub global: bool,
+    /// The ranks holding the job's critical path across ranks, most first, with their time per
+    /// steady step: without and with the plan (empty without a global replay).
+    pub bound_by_before: Vec<(i64, i64)>,
+    pub bound_by: Vec<(i64, i64)>,
     pub moves: Vec<PlannedMove>,
     pub references: Vec<Reference>,
     /// Defaults that could not be costed on this trace, and why.
@@ -276,7 +289,31 @@ impl<'a> Optimizer<'a> {
             .collect();
         let baseline_ns: Vec<i64> = ranks.iter().map(|r| r.baseline.step_ns).collect();
         let groups = symmetry::group_ranks(&fingerprints, &baseline_ns);
+        let (job, job_note) = if contexts.len() > 1 {
+            let job_ranks = contexts
+                .iter()
+                .enumerate()
+                .map(|(position, &context)| JobRank {
+                    rank: crate::ranks::recorded_rank(context.trace).unwrap_or(position as i64),
+                    context,
+                })
+                .collect();
+            match Job::new(job_ranks) {
+                Ok(job) => (Some(job), None),
+                Err(e) => (
+                    None,
+                    Some(format!(
+                        "the ranks could not be replayed as one job ({e}): each rank is replayed \
+                         alone, its peers at their recorded lateness"
+                    )),
+                ),
+            }
+        } else {
+            (None, None)
+        };
         Ok(Optimizer {
+            job,
+            job_note,
             ranks,
             groups,
             leader,
@@ -293,16 +330,45 @@ impl<'a> Optimizer<'a> {
         &self.ranks[self.leader]
     }
 
-    /// The job's predicted step with `plan`: the slowest rank's.
+    /// The job's predicted step with `plan`: its global replay's, else the slowest rank's.
     pub fn job_ns(&self, plan: &[Move]) -> Result<i64, WhatIfError> {
+        if let Some(replay) = self.job_replay(plan)? {
+            return Ok(replay.period.step_ns);
+        }
         let steps = self.per_rank_ns(plan)?;
         Ok(steps.into_iter().max().unwrap_or(0))
+    }
+
+    /// The job's global replay with `plan` on every rank (`None` without a job).
+    fn job_replay(&self, plan: &[Move]) -> Result<Option<JobReplay>, WhatIfError> {
+        let Some(job) = &self.job else {
+            return Ok(None);
+        };
+        if plan.is_empty() {
+            return Ok(Some(job.baseline().clone()));
+        }
+        let outcome = job
+            .predict(|r, context, edit| passes::apply(context, &self.ranks[r].facts, plan, edit))
+            .map_err(|e| match e {
+                JobError::Rank { source, .. } => *source,
+                other => WhatIfError::Job(other.to_string()),
+            })?;
+        Ok(Some(outcome.predicted))
     }
 
     /// For `plan`: the slowest representative (the lowest on a tie) and its critical path's
     /// tasks. A group's representative is its slowest member under any plan (see
     /// [`symmetry`]), so this is the slowest rank.
     fn critical_rank(&self, plan: &[Move]) -> Result<(usize, Vec<TaskId>), WhatIfError> {
+        // In the job's replay, the rank holding most of the critical path across ranks.
+        if let Some(replay) = self.job_replay(plan)?
+            && let Some(&(rank, _)) = replay.bound_by().first()
+            && let Some(job) = &self.job
+            && let Some(r) = job.ranks().iter().position(|j| j.rank == rank)
+        {
+            let (_, tasks) = self.ranks[r].critical(plan)?;
+            return Ok((r, tasks));
+        }
         let all: Vec<(usize, i64, Vec<TaskId>)> = self
             .groups
             .par_iter()
@@ -321,6 +387,9 @@ impl<'a> Optimizer<'a> {
     /// Every rank's predicted step with `plan`: each group's representative replayed, the
     /// other members moved with it.
     fn per_rank_ns(&self, plan: &[Move]) -> Result<Vec<i64>, WhatIfError> {
+        if let Some(replay) = self.job_replay(plan)? {
+            return Ok(replay.period.ranks.iter().map(|r| r.step_ns).collect());
+        }
         let representative_ns: Vec<i64> = self
             .groups
             .par_iter()
@@ -508,21 +577,33 @@ impl<'a> Optimizer<'a> {
         }
         let before = self.per_rank_ns(&[])?;
         let after = self.per_rank_ns(&full)?;
+        let bound_by_before = self
+            .job_replay(&[])?
+            .map_or_else(Vec::new, |r| r.bound_by());
+        let bound_by = self
+            .job_replay(&full)?
+            .map_or_else(Vec::new, |r| r.bound_by());
+        let mut caveats = window.caveats;
+        caveats.extend(self.job_note.clone());
+        caveats.extend(self.job.iter().flat_map(Job::caveats));
         Ok(Optimized {
             passes: self.options.passes.clone(),
             ranks: self.ranks.len(),
             groups: self.groups.clone(),
             leader: self.leader,
-            baseline_ns: before.iter().copied().max().unwrap_or(0),
-            planned_ns: after.iter().copied().max().unwrap_or(0),
+            baseline_ns: self.job_ns(&[])?,
+            planned_ns: self.job_ns(&full)?,
             per_rank: before.into_iter().zip(after).collect(),
+            global: self.job.is_some(),
+            bound_by_before,
+            bound_by,
             moves,
             references,
             reference_notes,
             memory,
             memory_note,
             search: stats,
-            caveats: window.caveats,
+            caveats,
             declined: window.declined,
         })
     }

@@ -3,7 +3,7 @@
 
 use stepcast_trace::{EventId, Interner, LaneId, LaneKind, NameId};
 
-use super::{ClockAlignment, CollectiveMatching, RankGraph, RankId};
+use super::{ClockAlignment, CollectiveMatching, MatchedCollective, RankGraph, RankId};
 use crate::graph::{EdgeKind, Graph, GraphLane, NO_STEP, NO_TIME, TaskId, TaskKind};
 use crate::replay::{measured_span, replayed_span, tasks_by_step};
 use crate::simulate::{Binding, RecordedOrder, SimError, SimOptions, Timeline, simulate};
@@ -106,38 +106,65 @@ pub fn global_graph(
     alignment: &ClockAlignment,
     transfer: TransferModel,
 ) -> GlobalGraph {
+    let views: Vec<RankView<'_>> = ranks.iter().map(RankView::of).collect();
+    merge(&views, &matching.matched, alignment, transfer)
+}
+
+/// What the merge reads of one rank: a [`RankGraph`]'s, or a transform of its graph (a
+/// job-level prediction: [`super::job`]), whose tasks keep the rank's names and lanes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RankView<'a> {
+    pub rank: i64,
+    pub origin_ns: i64,
+    pub graph: &'a Graph,
+    pub steps: &'a [Step],
+    pub lane_labels: &'a [String],
+    pub names: &'a [Box<str>],
+}
+
+impl<'a> RankView<'a> {
+    pub fn of(rank: &'a RankGraph) -> RankView<'a> {
+        RankView {
+            rank: rank.rank,
+            origin_ns: rank.origin_ns,
+            graph: &rank.window.graph,
+            steps: &rank.window.steps,
+            lane_labels: &rank.lane_labels,
+            names: &rank.names,
+        }
+    }
+}
+
+/// [`global_graph`] of rank views: `matched`'s instances are tasks of the views' graphs.
+pub(crate) fn merge(
+    ranks: &[RankView<'_>],
+    matched: &[MatchedCollective],
+    alignment: &ClockAlignment,
+    transfer: TransferModel,
+) -> GlobalGraph {
     let aligned_origin =
         |r: usize| ranks[r].origin_ns - alignment.offsets_ns.get(r).copied().unwrap_or(0);
     let base = (0..ranks.len()).map(aligned_origin).min().unwrap_or(0);
     let mut global = GlobalGraph::default();
     // Exact capacities: the columns of a large job's graph are most of the reduce node's
     // memory, and grown by doubling they would take up to twice it.
-    let instances: usize = matching.matched.iter().map(|c| c.instances.len()).sum();
-    let tasks = ranks
-        .iter()
-        .map(|r| r.window.graph.task_count())
-        .sum::<usize>()
-        + matching.matched.len();
+    let instances: usize = matched.iter().map(|c| c.instances.len()).sum();
+    let tasks = ranks.iter().map(|r| r.graph.task_count()).sum::<usize>() + matched.len();
     global.graph = Graph::with_task_capacity(tasks);
-    let mut edges: Vec<(TaskId, EdgeKind, TaskId, i64)> = Vec::with_capacity(
-        ranks
-            .iter()
-            .map(|r| r.window.graph.pred.len())
-            .sum::<usize>()
-            + 2 * instances,
-    );
+    let mut edges: Vec<(TaskId, EdgeKind, TaskId, i64)> =
+        Vec::with_capacity(ranks.iter().map(|r| r.graph.pred.len()).sum::<usize>() + 2 * instances);
     // Per rank: whether each of its tasks is a matched collective instance.
-    let mut matched: Vec<Vec<bool>> = ranks
+    let mut is_instance: Vec<Vec<bool>> = ranks
         .iter()
-        .map(|r| vec![false; r.window.graph.task_count()])
+        .map(|r| vec![false; r.graph.task_count()])
         .collect();
-    for c in &matching.matched {
+    for c in matched {
         for (r, task) in c.members() {
-            matched[r.index()][task.index()] = true;
+            is_instance[r.index()][task.index()] = true;
         }
     }
     for (r, rank) in ranks.iter().enumerate() {
-        let g = &rank.window.graph;
+        let g = rank.graph;
         let out = &mut global.graph;
         let part = RankPart {
             rank: rank.rank,
@@ -146,12 +173,16 @@ pub fn global_graph(
             first_lane: out.lanes.len() as u32,
             lane_count: g.lanes.len() as u32,
             first_step: global.steps.len() as u32,
-            step_count: rank.window.steps.len() as u32,
+            step_count: rank.steps.len() as u32,
             shift_ns: aligned_origin(r) - base,
         };
         let by = part.shift_ns;
-        for (lane, label) in g.lanes.iter().zip(&rank.lane_labels) {
-            global.lane_names.push(label.clone());
+        for (index, lane) in g.lanes.iter().enumerate() {
+            // A transform may add a lane (a stream of its own) that the trace never labelled.
+            let label = rank.lane_labels.get(index).cloned();
+            global
+                .lane_names
+                .push(label.unwrap_or_else(|| format!("lane {index} (added)")));
             out.lanes.push(GraphLane {
                 first_task: lane.first_task + part.first_task,
                 // Each rank's device 0 is its own GPU: capacity is never shared across ranks.
@@ -163,7 +194,7 @@ pub fn global_graph(
         for t in 0..g.task_count() {
             let local_name = g.name[t];
             let name = *names[local_name.index()]
-                .get_or_insert_with(|| global.names.intern(rank.name(local_name)));
+                .get_or_insert_with(|| global.names.intern(&rank.names[local_name.index()]));
             out.kind.push(g.kind[t]);
             out.lane.push(g.lane[t] + part.first_lane);
             out.name.push(name);
@@ -182,7 +213,7 @@ pub fn global_graph(
             out.not_before_ns.push(shift(g.not_before_ns[t], by));
             out.peer_wait_ns.push(g.peer_wait_ns[t]);
             out.sm_demand.push(g.sm_demand[t]);
-            if matched[r][t] {
+            if is_instance[r][t] {
                 global.replaced_peer_arrivals += 1;
             }
             for e in g.preds(TaskId(t as u32)) {
@@ -194,7 +225,7 @@ pub fn global_graph(
                 ));
             }
         }
-        for step in &rank.window.steps {
+        for step in rank.steps {
             global.steps.push(Step {
                 start_ns: step.start_ns + by,
                 marker_end_ns: step.marker_end_ns + by,
@@ -205,7 +236,7 @@ pub fn global_graph(
     }
     let out = &mut global.graph;
     global.first_release_task = out.task_count() as u32;
-    for c in &matching.matched {
+    for c in matched {
         let tasks: Vec<TaskId> = c
             .members()
             .map(|(r, t)| TaskId(t.0 + global.ranks[r.index()].first_task))
@@ -290,7 +321,7 @@ pub fn global_graph(
             transfer_ns,
         });
     }
-    drop(matched);
+    drop(is_instance);
     // CSR by target, in (target, kind, source) order: deterministic.
     edges.sort_unstable();
     edges.dedup_by_key(|e| (e.0, e.1, e.2));

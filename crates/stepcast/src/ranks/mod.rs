@@ -34,6 +34,7 @@ pub use global::{
     GlobalCollective, GlobalGraph, GlobalReplay, LaneTime, PathSegment, PathTask, RankPart,
     RankReplay, RankStep, TransferModel, global_graph, replay_global,
 };
+pub(crate) use global::{RankView, merge};
 pub use host_groups::HostGroups;
 pub use matching::{
     CollectiveInstance, CollectiveMatching, GroupMatching, GroupSource, MatchedCollective,

@@ -19,6 +19,7 @@ mod bottleneck;
 mod cow_vec;
 pub mod ddp;
 pub mod edit;
+pub mod job;
 pub mod models;
 pub mod profiler_cost;
 pub mod record;
@@ -66,6 +67,9 @@ pub enum WhatIfError {
     /// prediction.
     #[error("declined: {0}")]
     Declined(String),
+    /// A job's ranks could not be replayed together.
+    #[error("the job: {0}")]
+    Job(String),
     #[error("model {name}: {source}")]
     Model {
         name: String,
@@ -950,7 +954,7 @@ fn predict_edit(
 /// What the transform from `base` to `edit` cut from task `t` of the baseline's critical
 /// path: its cost and untraced gap (all of them if removed), the lags of its incoming edges,
 /// and the wait for its peers it no longer has (see [`Outcome::path_cut_ns`]).
-fn path_cut(base: &EditGraph, edit: &EditGraph, t: TaskId, peers: Peers) -> i64 {
+pub(crate) fn path_cut(base: &EditGraph, edit: &EditGraph, t: TaskId, peers: Peers) -> i64 {
     if !base.is_alive(t) {
         return 0;
     }

@@ -12,6 +12,7 @@ mod host_phase;
 mod host_update;
 mod hostile;
 mod invariants;
+mod job;
 mod launch_queue;
 mod mapping;
 mod nsys;

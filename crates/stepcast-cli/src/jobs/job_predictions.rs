@@ -1,0 +1,114 @@
+//! `whatif DIR MODEL` and `advise DIR`: a change applied to every rank of a job and predicted
+//! on the job's global graph (`stepcast::whatif::job`), so ranks wait for their peers in the
+//! replay rather than by their recorded lateness.
+
+use anyhow::{Context as _, anyhow};
+use stepcast::whatif::Peers;
+use stepcast::whatif::job::{Job, JobRank};
+use stepcast_report::json::{AdviseJobJson, WhatIfJobJson, advise_job_json, whatif_job_json};
+
+use super::{Loaded, Progress, Transform};
+
+/// The world the ranks record and the ranks of it not given.
+fn world(ranks: &[Loaded]) -> (Option<i64>, Vec<i64>) {
+    let world = ranks
+        .iter()
+        .find_map(|l| l.trace.distributed.as_ref().and_then(|d| d.world_size));
+    let given: Vec<i64> = ranks
+        .iter()
+        .filter_map(|l| stepcast::ranks::recorded_rank(&l.trace))
+        .collect();
+    let missing = world.map_or_else(Vec::new, |w| {
+        (0..w).filter(|r| !given.contains(r)).collect()
+    });
+    (world, missing)
+}
+
+/// The ranks (from [`super::load_ranks`]: one job, in rank order) as a job to predict on.
+fn job<'a>(ranks: &'a [Loaded], peers: Peers) -> anyhow::Result<Job<'a>> {
+    let job_ranks = ranks
+        .iter()
+        .enumerate()
+        .map(|(position, loaded)| JobRank {
+            rank: stepcast::ranks::recorded_rank(&loaded.trace).unwrap_or(position as i64),
+            context: loaded.context(peers),
+        })
+        .collect();
+    Job::new(job_ranks).with_context(|| {
+        format!(
+            "cannot replay the {} ranks of {} as one job",
+            ranks.len(),
+            ranks
+                .first()
+                .map_or_else(String::new, |l| l.path.display().to_string())
+        )
+    })
+}
+
+/// `whatif DIR MODEL`: the change on every rank, the job's step before and after.
+pub fn whatif_job(
+    ranks: &[Loaded],
+    transform: &Transform,
+    peers: Peers,
+    progress: &dyn Progress,
+) -> anyhow::Result<WhatIfJobJson> {
+    progress.update("predicting the job", 0, 1);
+    let job = job(ranks, peers)?;
+    let cannot = || format!("cannot predict the job of {} ranks", ranks.len());
+    let mut document = match transform {
+        Transform::Ddp(_) => {
+            return Err(crate::usage(anyhow!(
+                "ddp predicts data-parallel training from one rank's trace: give one trace, \
+                 not a job"
+            )));
+        }
+        Transform::Model(model) => {
+            let models = std::slice::from_ref(model);
+            let assessed = job
+                .assess(models, |c, e| model.apply(c, e).map(|_| ()))
+                .with_context(cannot)?;
+            whatif_job_json(&model.name(), models, job.measured(), &assessed)
+        }
+        Transform::Scenario { scenario, path } => {
+            let models = scenario.models();
+            let assessed = job
+                .assess(&models, |c, e| scenario.apply(c, e))
+                .with_context(cannot)?;
+            let name = scenario.name.clone().unwrap_or_else(|| {
+                path.file_stem()
+                    .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
+            });
+            let mut document = whatif_job_json(&name, &models, job.measured(), &assessed);
+            document.scenario = Some(path.display().to_string());
+            document
+        }
+    };
+    let (world_size, missing) = world(ranks);
+    document.world_size = world_size;
+    document.missing_ranks = missing;
+    for (rank, loaded) in document.ranks.iter_mut().zip(ranks) {
+        rank.file = loaded.file();
+    }
+    progress.update("predicting the job", 1, 1);
+    Ok(document)
+}
+
+/// `advise DIR`: every change on every rank, ranked by the job's gain.
+pub fn advise_job(
+    ranks: &[Loaded],
+    peers: Peers,
+    progress: &dyn Progress,
+) -> anyhow::Result<AdviseJobJson> {
+    progress.update("advising the job", 0, 1);
+    let job = job(ranks, peers)?;
+    let advice = job
+        .advise()
+        .with_context(|| format!("cannot advise on the job of {} ranks", ranks.len()))?;
+    let mut document = advise_job_json(job.measured(), job.baseline(), &advice);
+    let (world_size, missing) = world(ranks);
+    document.world_size = world_size;
+    document.missing_ranks = missing;
+    document.files = ranks.iter().map(|l| l.path.display().to_string()).collect();
+    progress.update("advising the job", 1, 1);
+    Ok(document)
+}

@@ -1,0 +1,157 @@
+//! `advise` on a job: every built-in model, and the useful combinations, applied to every
+//! rank and predicted on the global graph, ranked by the job's gain.
+//!
+//! The candidates are chosen as one rank's `advise` chooses them ([`crate::whatif::advise`]),
+//! from the job's predictions rather than one rank's: every advised model alone; every pair of
+//! those that help the job; all the software models that help together when three or more do,
+//! kept only where a combination adds to its best member. Memory-for-time trades are left to
+//! one rank's `advise` (their memory is per rank, not the job's).
+
+use rayon::prelude::*;
+
+use super::{Job, JobAssessed, JobError};
+use crate::whatif::advise::USEFUL_SPEEDUP;
+use crate::whatif::models::Model;
+
+/// One change the job's `advise` tried.
+#[derive(Clone, Debug)]
+pub struct JobCandidate {
+    /// The models applied to every rank, in order.
+    pub models: Vec<Model>,
+    pub assessed: JobAssessed,
+}
+
+impl JobCandidate {
+    /// The models' names joined by ` + `.
+    pub fn name(&self) -> String {
+        name(&self.models)
+    }
+}
+
+fn name(models: &[Model]) -> String {
+    models
+        .iter()
+        .map(Model::name)
+        .collect::<Vec<_>>()
+        .join(" + ")
+}
+
+/// What the job's `advise` found.
+#[derive(Clone, Debug)]
+pub struct JobAdvice {
+    /// Best first: by the job's speedup, then by name. None declined.
+    pub candidates: Vec<JobCandidate>,
+    /// Candidates that could not be predicted or were declined, with why, in the order tried.
+    pub failed: Vec<(String, String)>,
+    /// Why no candidate is offered, if none is: a rank's window declines every prediction.
+    pub declined: Option<String>,
+}
+
+impl Job<'_> {
+    /// Tries every advised model and the useful combinations on the whole job (see the module
+    /// documentation). The result does not depend on the number of threads.
+    pub fn advise(&self) -> Result<JobAdvice, JobError> {
+        let windows = self.alone()?;
+        if let Some((reason, rank)) = windows
+            .iter()
+            .zip(&self.ranks)
+            .find_map(|((_, w), r)| w.declined.as_ref().map(|d| (d, r.rank)))
+        {
+            return Ok(JobAdvice {
+                candidates: Vec::new(),
+                failed: Vec::new(),
+                declined: Some(format!("rank {rank}: {reason}")),
+            });
+        }
+        let singles: Vec<Vec<Model>> = Model::advised().into_iter().map(|m| vec![m]).collect();
+        let mut failed = Vec::new();
+        let mut candidates = self.keep_predicted(self.try_all(singles), &mut failed);
+        let helps: Vec<Model> = candidates
+            .iter()
+            .filter(|c| c.assessed.outcome.speedup >= USEFUL_SPEEDUP)
+            .map(|c| c.models[0].clone())
+            .collect();
+        // Combinations keep the order of `Model::advised` (the order their effects compose in).
+        let useful: Vec<Model> = Model::advised()
+            .into_iter()
+            .filter(|m| helps.contains(m))
+            .collect();
+        let mut combinations: Vec<Vec<Model>> = Vec::new();
+        for (i, a) in useful.iter().enumerate() {
+            for b in &useful[i + 1..] {
+                combinations.push(vec![a.clone(), b.clone()]);
+            }
+        }
+        let software: Vec<Model> = useful
+            .iter()
+            .filter(|m| !m.is_hardware())
+            .cloned()
+            .collect();
+        if software.len() >= 3 {
+            combinations.push(software);
+        }
+        let best_single: Vec<(Model, f64)> = candidates
+            .iter()
+            .map(|c| (c.models[0].clone(), c.assessed.outcome.speedup))
+            .collect();
+        let best_member = |models: &[Model]| {
+            best_single
+                .iter()
+                .filter(|(m, _)| models.contains(m))
+                .map(|&(_, s)| s)
+                .fold(1.0, f64::max)
+        };
+        for combination in self.keep_predicted(self.try_all(combinations), &mut failed) {
+            let speedup = combination.assessed.outcome.speedup;
+            if speedup >= best_member(&combination.models) * USEFUL_SPEEDUP {
+                candidates.push(combination);
+            }
+        }
+        candidates.sort_by(|a, b| {
+            b.assessed
+                .outcome
+                .speedup
+                .total_cmp(&a.assessed.outcome.speedup)
+                .then_with(|| a.name().cmp(&b.name()))
+        });
+        Ok(JobAdvice {
+            candidates,
+            failed,
+            declined: None,
+        })
+    }
+
+    /// Every set of models assessed on the job, in parallel, in input order.
+    fn try_all(&self, sets: Vec<Vec<Model>>) -> Vec<(Vec<Model>, Result<JobAssessed, JobError>)> {
+        sets.into_par_iter()
+            .map(|models| {
+                let assessed = self.assess(&models, |context, edit| {
+                    for model in &models {
+                        model.apply(context, edit)?;
+                    }
+                    Ok(())
+                });
+                (models, assessed)
+            })
+            .collect()
+    }
+
+    /// The candidates predicted and not declined; the others go to `failed` as (name, why).
+    fn keep_predicted(
+        &self,
+        tried: Vec<(Vec<Model>, Result<JobAssessed, JobError>)>,
+        failed: &mut Vec<(String, String)>,
+    ) -> Vec<JobCandidate> {
+        let mut kept = Vec::with_capacity(tried.len());
+        for (models, result) in tried {
+            match result {
+                Ok(assessed) => match &assessed.declined {
+                    Some(reason) => failed.push((name(&models), format!("declined: {reason}"))),
+                    None => kept.push(JobCandidate { models, assessed }),
+                },
+                Err(e) => failed.push((name(&models), e.to_string())),
+            }
+        }
+        kept
+    }
+}
