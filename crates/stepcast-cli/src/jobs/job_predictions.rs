@@ -24,6 +24,20 @@ fn world(ranks: &[Loaded]) -> (Option<i64>, Vec<i64>) {
     (world, missing)
 }
 
+/// What missing ranks do to every figure of a job-level prediction, if any are missing.
+fn missing_caveat(missing: &[i64]) -> Option<String> {
+    if missing.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = missing.iter().map(i64::to_string).collect();
+    Some(format!(
+        "rank{} {} of the job not given: each collective waits only for the ranks given, so a \
+         rank that waited for a missing one is predicted without that wait",
+        if missing.len() == 1 { "" } else { "s" },
+        list.join(", ")
+    ))
+}
+
 /// The ranks (from [`super::load_ranks`]: one job, in rank order) as a job to predict on.
 fn job<'a>(ranks: &'a [Loaded], peers: Peers) -> anyhow::Result<Job<'a>> {
     let job_ranks = ranks
@@ -84,6 +98,7 @@ pub fn whatif_job(
         }
     };
     let (world_size, missing) = world(ranks);
+    document.trust.caveats.extend(missing_caveat(&missing));
     document.world_size = world_size;
     document.missing_ranks = missing;
     for (rank, loaded) in document.ranks.iter_mut().zip(ranks) {
@@ -106,6 +121,11 @@ pub fn advise_job(
         .with_context(|| format!("cannot advise on the job of {} ranks", ranks.len()))?;
     let mut document = advise_job_json(job.measured(), job.baseline(), &advice);
     let (world_size, missing) = world(ranks);
+    if let Some(caveat) = missing_caveat(&missing) {
+        for candidate in &mut document.candidates {
+            candidate.trust.caveats.push(caveat.clone());
+        }
+    }
     document.world_size = world_size;
     document.missing_ranks = missing;
     document.files = ranks.iter().map(|l| l.path.display().to_string()).collect();

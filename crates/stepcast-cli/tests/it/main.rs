@@ -10,6 +10,7 @@ mod ddp;
 mod export;
 mod formats;
 mod info;
+mod job;
 mod mxnet;
 mod names;
 mod optimize;

@@ -299,6 +299,31 @@ fn missing_ranks_are_said_and_two_jobs_are_refused() {
     stepcast(&["report", dir_two, "-o", super::path_str(&page)]).assert_success();
     let html = std::fs::read_to_string(&page).expect("the report");
     assert!(html.contains("Missing: 6 of the job"), "the report says it");
+    // So do the job's predictions, and every one of them carries the caveat.
+    for args in [
+        vec!["whatif", dir_two, "kernel_fusion", "--json"],
+        vec!["advise", dir_two, "--json"],
+    ] {
+        let run = stepcast(&args);
+        run.assert_success();
+        let json = run.json();
+        assert_eq!(json["missing_ranks"], serde_json::json!([1, 2, 3, 4, 6, 7]));
+        let caveats = match json["candidates"].as_array() {
+            Some(candidates) => candidates[0]["trust"]["caveats"].to_string(),
+            None => json["trust"]["caveats"].to_string(),
+        };
+        assert!(
+            caveats.contains("ranks 1, 2, 3, 4, 6, 7 of the job not given"),
+            "{caveats}"
+        );
+    }
+    let text = stepcast(&["whatif", dir_two, "kernel_fusion"]);
+    assert!(
+        text.stdout
+            .contains("Missing: ranks 1, 2, 3, 4, 6, 7 of the 8"),
+        "{}",
+        text.stdout
+    );
 
     let pairs = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -328,10 +353,16 @@ fn missing_ranks_are_said_and_two_jobs_are_refused() {
             && err.contains(&format!("{} records a world of 4 ranks", four.display())),
         "{err}"
     );
-    // `optimize DIR` searches one job too.
-    let run = stepcast(&["optimize", super::path_str(&mixed)]);
-    assert_eq!(run.code, Some(1));
-    assert!(run.stderr.contains("not one job"), "{}", run.stderr);
+    // `optimize DIR`, `whatif DIR` and `advise DIR` predict one job too.
+    for args in [
+        vec!["optimize", super::path_str(&mixed)],
+        vec!["whatif", super::path_str(&mixed), "kernel_fusion"],
+        vec!["advise", super::path_str(&mixed)],
+    ] {
+        let run = stepcast(&args);
+        assert_eq!(run.code, Some(1), "{args:?}");
+        assert!(run.stderr.contains("not one job"), "{}", run.stderr);
+    }
 }
 
 /// Ranks are tied into one job by the collectives they run together: two single-GPU traces

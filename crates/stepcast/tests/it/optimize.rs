@@ -9,7 +9,10 @@ use std::sync::OnceLock;
 
 use stepcast::Window;
 use stepcast::analyze::mapping::{Mapping, map};
+use stepcast::optimize::passes::{self, Facts};
 use stepcast::optimize::{Move, NoHooks, Optimized, Options, PassId, apply_plan, optimize};
+use stepcast::ranks::recorded_rank;
+use stepcast::whatif::job::{Job, JobRank};
 use stepcast::whatif::models::Model;
 use stepcast::whatif::{Context, apply_models, predict};
 use stepcast_trace::Trace;
@@ -80,8 +83,35 @@ fn optimized(ranks: &[&Loaded], options: Options) -> Optimized {
     optimize(&contexts, options, &NoHooks).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// The job's step for `models` through the what-if API: the slowest rank's prediction.
+/// The ranks as a job replayed as one graph (the what-if API's, not the search's).
+fn job<'a>(ranks: &[&'a Loaded]) -> Job<'a> {
+    let ranks = ranks
+        .iter()
+        .enumerate()
+        .map(|(position, l)| JobRank {
+            rank: recorded_rank(&l.trace).unwrap_or(position as i64),
+            context: context(l),
+        })
+        .collect();
+    Job::new(ranks).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The job's step for `models` through the what-if API: its global replay with every rank
+/// transformed (one rank: its prediction).
 fn whatif_job_ns(ranks: &[&Loaded], models: &[Model]) -> i64 {
+    if ranks.len() > 1 {
+        return job(ranks)
+            .predict(|_, c, e| {
+                for model in models {
+                    model.apply(c, e)?;
+                }
+                Ok(())
+            })
+            .unwrap_or_else(|e| panic!("{e}"))
+            .predicted
+            .period
+            .step_ns;
+    }
     ranks
         .iter()
         .map(|l| {
@@ -181,8 +211,41 @@ fn check_plan(name: &str, ranks: &[&Loaded]) {
         .partition(|m| matches!(m, Model::KernelFusion { .. }));
     models.extend(program);
     assert_eq!(advised.step_ns, whatif_job_ns(ranks, &models), "{name}");
-    // The plan's graph, replayed on its own, predicts what the search said (every rank).
+    // The plan's graph, replayed on its own, predicts what the search said (every rank; a
+    // job's ranks replayed as one job, each rank's own step in it).
     let moves: Vec<Move> = plan.moves.iter().map(|m| m.step.clone()).collect();
+    if ranks.len() > 1 {
+        assert!(
+            plan.global,
+            "{name}: a job's figures come from its global replay"
+        );
+        let facts: Vec<Facts> = ranks
+            .iter()
+            .map(|l| {
+                let c = context(l);
+                let steady = predict(&l.window, &l.window.graph)
+                    .unwrap_or_else(|e| panic!("{e}"))
+                    .steady
+                    .count();
+                Facts::find(&c, &c.edit(), steady)
+            })
+            .collect();
+        let outcome = job(ranks)
+            .predict(|r, c, e| passes::apply(c, &facts[r], &moves, e))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let per_rank: Vec<i64> = outcome
+            .predicted
+            .period
+            .ranks
+            .iter()
+            .map(|r| r.step_ns)
+            .collect();
+        let planned: Vec<i64> = plan.per_rank.iter().map(|r| r.1).collect();
+        assert_eq!(per_rank, planned, "{name}");
+        // One job: no rank's step is longer than the job's.
+        assert!(planned.iter().all(|&ns| ns <= plan.planned_ns), "{name}");
+        return;
+    }
     for (rank, loaded) in ranks.iter().enumerate() {
         let graph = apply_plan(&context(loaded), &moves).unwrap_or_else(|e| panic!("{e}"));
         let predicted = predict(&loaded.window, &graph).unwrap_or_else(|e| panic!("{e}"));
