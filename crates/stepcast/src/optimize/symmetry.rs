@@ -5,9 +5,12 @@
 //! input: its prediction is its baseline moved by what the plan moved the representative's.
 //! A 1,024-rank job of one program costs one rank's replays per move instead of 1,024.
 //!
-//! The representative is the group's slowest rank in the baseline (the lowest on a tie): the
-//! job's step is the slowest rank's, and under one shared change the slowest member stays the
-//! slowest, so the job's prediction is that rank's own replay, not a moved baseline.
+//! The representative is the group's slowest rank in the baseline (the lowest on a tie):
+//! without a global replay the job's step is the slowest rank's, and under one shared change
+//! the slowest member stays the slowest, so the job's prediction is that rank's own replay,
+//! not a moved baseline. Where the ranks replay as one job (`whatif::job`), a plan's step is
+//! that replay's, every rank transformed: the groups then only decide which rank's facts and
+//! critical path propose the moves.
 
 use std::collections::BTreeMap;
 use std::hash::{DefaultHasher, Hash, Hasher};

@@ -196,3 +196,62 @@ fn the_jobs_advice_is_ranked_by_the_jobs_gain_within_each_bound() {
         }
     }
 }
+
+/// The job-level pairs recorded here (`stepcast/cpu-job-pairs/`): one change on every rank,
+/// BEFORE and AFTER. The README's table row is this prediction against the measured outcome
+/// (traced: the AFTER job's period as recorded; untraced: rank 0's steps timed without the
+/// profiler), with the bar fixed before the pair was recorded and its verdict, whatever it is.
+#[test]
+fn the_job_pairs_are_documented_as_predicted_and_measured() {
+    const PAIRS: &str = "stepcast/cpu-job-pairs";
+    let readme = std::fs::read_to_string(testdata(PAIRS).join("README.md")).expect("README");
+    let untraced = |name: &str| -> f64 {
+        let path = testdata(PAIRS).join(format!("{name}.timing.json"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+        let json: serde_json::Value = serde_json::from_str(&text).expect("timing JSON");
+        json["median_ms"].as_f64().expect("median_ms")
+    };
+    for (before, after, model, bar) in [(
+        "tp2dp2-adam-loop",
+        "tp2dp2-adam-fused",
+        Model::FusedOptimizer { factor: 1.0 },
+        0.20,
+    )] {
+        let before_ranks = ranks(&format!("{PAIRS}/{before}"));
+        let after_ranks = ranks(&format!("{PAIRS}/{after}"));
+        let job_before = job(&before_ranks);
+        let assessed = job_before
+            .assess(std::slice::from_ref(&model), |c, e| {
+                model.apply(c, e).map(|_| ())
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(assessed.declined.is_none(), "{:?}", assessed.declined);
+        let predicted = assessed.outcome.speedup;
+        let (b, a) = (
+            job_before.measured().step_ns,
+            job(&after_ranks).measured().step_ns,
+        );
+        let traced = b as f64 / a as f64;
+        let timed = untraced(before) / untraced(after);
+        let error = |measured: f64| format!("{:+.1}%", (predicted / measured - 1.0) * 100.0);
+        let verdict = if (predicted / traced - 1.0).abs() <= bar {
+            "met"
+        } else {
+            "missed"
+        };
+        let row = format!(
+            "| `{before}` → `{after}` | `{}` | ×{predicted:.3} | ×{traced:.3} ({:.3} → {:.3} ms) \
+             | {} | ×{timed:.3} | {} | ±{:.0}% traced | {verdict} |",
+            model.name(),
+            b as f64 / 1e6,
+            a as f64 / 1e6,
+            error(traced),
+            error(timed),
+            bar * 100.0,
+        );
+        assert!(
+            readme.contains(&row),
+            "the README's row is out of date:\n{row}"
+        );
+    }
+}

@@ -6,7 +6,7 @@ another starts the backward of its input), replicated over data-parallel groups 
 Every collective runs on gloo, in the subgroup it belongs to; each rank is traced by the
 PyTorch profiler.
 
-    python3 tp_dp.py OUTDIR TP DP [dp-major]
+    python3 tp_dp.py OUTDIR TP DP [dp-major] [opt=adam-loop|adam-fused]
 
 Ranks are laid out TP-major: rank = dp_index * TP + tp_index, so the TP groups are
 {0..TP-1}, {TP..2TP-1}, ... and the DP groups {0, TP, 2TP, ...}, {1, TP+1, ...}; with
@@ -14,7 +14,9 @@ Ranks are laid out TP-major: rank = dp_index * TP + tp_index, so the TP groups a
 OUTDIR/tp<TP>dp<DP>[-dp-major]/rank<R>.json.gz (a job folder: one trace per rank) and
 OUTDIR/tp<TP>dp<DP>[-dp-major].timing.json (rank 0's steps timed without the profiler,
 between barriers). One intra-op thread per process: the shared 2-core machine runs TP x DP of
-them.
+them. The optimizer is SGD with momentum unless `opt=` names another (Adam with its
+per-parameter loop, `foreach=False`, or `fused=True`; the folder's name then ends in `-OPT`):
+the one change of a job-level before/after pair (`../cpu-job-pairs/`).
 """
 
 import gzip
@@ -80,7 +82,14 @@ class ParallelBlock(nn.Module):
         return x + ReduceForward.apply(self.down(h), self.group)
 
 
-def run(rank, tp, dp, outdir, dp_major):
+OPTIMIZERS = {
+    "sgd": lambda params: torch.optim.SGD(params, lr=1e-3, momentum=0.9),
+    "adam-loop": lambda params: torch.optim.Adam(params, lr=1e-3, foreach=False),
+    "adam-fused": lambda params: torch.optim.Adam(params, lr=1e-3, fused=True),
+}
+
+
+def run(rank, tp, dp, outdir, dp_major, opt_name="sgd"):
     world = tp * dp
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = "29561"
@@ -100,7 +109,7 @@ def run(rank, tp, dp, outdir, dp_major):
     torch.manual_seed(tp_index)
     model = nn.Sequential(*[ParallelBlock(tp, tp_group) for _ in range(BLOCKS)])
     model = DDP(model, process_group=dp_group)
-    opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
+    opt = OPTIMIZERS[opt_name](model.parameters())
     torch.manual_seed(1000 + dp_index)
     x = torch.randn(BATCH, WIDTH)
     y = torch.randn(BATCH, WIDTH)
@@ -114,6 +123,8 @@ def run(rank, tp, dp, outdir, dp_major):
         step()
     dist.barrier()
     name = f"tp{tp}dp{dp}" + ("-dp-major" if dp_major else "")
+    if opt_name != "sgd":
+        name += f"-{opt_name}"
     folder = os.path.join(outdir, name)
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, f"rank{rank}.json")
@@ -156,6 +167,11 @@ def run(rank, tp, dp, outdir, dp_major):
 
 if __name__ == "__main__":
     outdir, tp, dp = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    dp_major = sys.argv[4:] == ["dp-major"]
+    extra = sys.argv[4:]
+    dp_major = "dp-major" in extra
+    opts = [a.removeprefix("opt=") for a in extra if a.startswith("opt=")]
+    opt_name = opts[0] if opts else "sgd"
+    if opt_name not in OPTIMIZERS or len(extra) != int(dp_major) + len(opts):
+        sys.exit(f"usage: tp_dp.py OUTDIR TP DP [dp-major] [opt={'|'.join(OPTIMIZERS)}]")
     os.makedirs(outdir, exist_ok=True)
-    mp.spawn(run, args=(tp, dp, outdir, dp_major), nprocs=tp * dp)
+    mp.spawn(run, args=(tp, dp, outdir, dp_major, opt_name), nprocs=tp * dp)
