@@ -200,6 +200,31 @@ class Job(_Loaded):
             analyses[rank if isinstance(rank, int) and rank not in analyses else index] = result
         return analyses
 
+    def whatif(
+        self,
+        model: Optional[str] = None,
+        *,
+        scenario: Optional[PathLike] = None,
+        peers: str = "skew",
+        progress: Progress = None,
+        **params: Any,
+    ) -> Result:
+        """The change on every rank, predicted on the job's global graph (``stepcast whatif
+        DIR --json``): the job's step before and after, the ranks that bound it, and what each
+        rank's own trace predicts beside it. The parameters are ``Trace.whatif``'s (``ddp``
+        predicts from one rank's trace: not here). Reads the rank traces again."""
+        if scenario is not None:
+            scenario = os.fspath(scenario)
+        text = self._native.whatif(
+            model, scenario, peers, progress=self._callback(progress), **params
+        )
+        return _result(text)
+
+    def advise(self, *, peers: str = "skew", progress: Progress = None) -> Result:
+        """Every built-in model and useful combinations on every rank, ranked by the job's
+        gain (``stepcast advise DIR --json``). Reads the rank traces again."""
+        return _result(self._native.advise(peers, progress=self._callback(progress)))
+
     def optimize(
         self,
         memory_budget: Optional[float] = None,

@@ -61,6 +61,15 @@ class Job:
     @property
     def files(self) -> List[str]: ...
     def replay(self, step: Optional[int] = None, progress: ProgressCallback = None) -> str: ...
+    def whatif(
+        self,
+        model: Optional[str] = None,
+        scenario: Optional[str] = None,
+        peers: str = "skew",
+        progress: ProgressCallback = None,
+        **params: Any,
+    ) -> str: ...
+    def advise(self, peers: str = "skew", progress: ProgressCallback = None) -> str: ...
     def optimize(
         self,
         memory_budget: Optional[float] = None,

@@ -1,6 +1,6 @@
-"""`optimize` from Python: the CLI's `stepcast optimize --json` document for the same input
-(the search is deterministic when it converges within its time limit), and the CLI's messages
-for bad options."""
+"""`optimize` (and a job's `whatif` and `advise`) from Python: the CLI's `--json` document for
+the same input (the search is deterministic when it converges within its time limit), and the
+CLI's messages for bad options."""
 
 from __future__ import annotations
 
@@ -70,3 +70,14 @@ def test_optimize_argument_errors():
         trace.optimize(pases="memory")
     with pytest.raises(TypeError, match="unexpected keyword argument 'pases'"):
         stepcast.load(str(DLRM_JOB)).optimize(pases="memory")
+
+
+def test_whatif_and_advise_of_a_job_same_as_cli():
+    job = stepcast.load(str(DLRM_JOB))
+    result = job.whatif("cuda_graphs")
+    assert result["schema"] == "stepcast.whatif-job/1"
+    assert result == cli_json("whatif", DLRM_JOB, "cuda_graphs")
+    assert job.whatif("faster_hardware", cpu=2) == cli_json(
+        "whatif", DLRM_JOB, "faster_hardware", "--cpu", "2"
+    )
+    assert job.advise() == cli_json("advise", DLRM_JOB)

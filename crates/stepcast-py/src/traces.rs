@@ -242,31 +242,7 @@ impl Trace {
         params: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<String> {
         let peers = self::peers(peers)?;
-        let mut params = Params::new("whatif", params)?;
-        let model_params = params.model_params()?;
-        let ddp = params.ddp_options()?;
-        params.finish()?;
-        let any_param = [
-            model_params.factor,
-            model_params.compute,
-            model_params.memory,
-            model_params.cpu,
-            model_params.copy,
-            model_params.fraction,
-            model_params.contention,
-            model_params.workers,
-            model_params.cores,
-            model_params.threads,
-        ]
-        .iter()
-        .any(Option::is_some);
-        if scenario.is_some() && (model.is_some() || any_param) {
-            return Err(StepcastError::new_err(
-                "a scenario file replaces the model and its parameters: give one or the other",
-            ));
-        }
-        let transform = Transform::new(model.as_deref(), scenario.as_deref(), &model_params, &ddp)
-            .map_err(|error| to_py(&error))?;
+        let transform = transform(model, scenario, params)?;
         detached(py, progress, |p| {
             jobs::whatif(&self.loaded, &transform, peers, p)
         })
@@ -390,6 +366,40 @@ pub fn rank_files(paths: Vec<PathBuf>) -> PyResult<Vec<String>> {
     Ok(files.iter().map(|f| f.display().to_string()).collect())
 }
 
+/// The transform `whatif` names: a model with the CLI's options as keyword arguments, or a
+/// scenario file (never both).
+fn transform(
+    model: Option<String>,
+    scenario: Option<PathBuf>,
+    params: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Transform> {
+    let mut params = Params::new("whatif", params)?;
+    let model_params = params.model_params()?;
+    let ddp = params.ddp_options()?;
+    params.finish()?;
+    let any_param = [
+        model_params.factor,
+        model_params.compute,
+        model_params.memory,
+        model_params.cpu,
+        model_params.copy,
+        model_params.fraction,
+        model_params.contention,
+        model_params.workers,
+        model_params.cores,
+        model_params.threads,
+    ]
+    .iter()
+    .any(Option::is_some);
+    if scenario.is_some() && (model.is_some() || any_param) {
+        return Err(StepcastError::new_err(
+            "a scenario file replaces the model and its parameters: give one or the other",
+        ));
+    }
+    Transform::new(model.as_deref(), scenario.as_deref(), &model_params, &ddp)
+        .map_err(|error| to_py(&error))
+}
+
 /// The ranks of one job (a folder of traces, or several traces), replayed as one graph.
 #[pyclass(frozen, module = "stepcast._native")]
 pub struct Job {
@@ -447,6 +457,37 @@ impl Job {
         progress: Option<Py<PyAny>>,
     ) -> PyResult<String> {
         detached(py, progress, |p| self.job.replay(step, None, p))
+    }
+
+    /// `whatif DIR MODEL`: the change on every rank, predicted on the job's global graph.
+    /// Reads the traces again.
+    #[pyo3(signature = (model=None, scenario=None, peers="skew", progress=None, **params))]
+    fn whatif(
+        &self,
+        py: Python<'_>,
+        model: Option<String>,
+        scenario: Option<PathBuf>,
+        peers: &str,
+        progress: Option<Py<PyAny>>,
+        params: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<String> {
+        let peers = self::peers(peers)?;
+        let transform = transform(model, scenario, params)?;
+        detached(py, progress, |p| {
+            let loaded = jobs::load_ranks(&self.paths, &self.read, p)?;
+            jobs::whatif_job(&loaded, &transform, peers, p)
+        })
+    }
+
+    /// `advise DIR`: every change on every rank, ranked by the job's gain. Reads the traces
+    /// again.
+    #[pyo3(signature = (peers="skew", progress=None))]
+    fn advise(&self, py: Python<'_>, peers: &str, progress: Option<Py<PyAny>>) -> PyResult<String> {
+        let peers = self::peers(peers)?;
+        detached(py, progress, |p| {
+            let loaded = jobs::load_ranks(&self.paths, &self.read, p)?;
+            jobs::advise_job(&loaded, peers, p)
+        })
     }
 
     /// `optimize DIR`: one plan for every rank, checked on each. Reads the traces again.
