@@ -971,3 +971,83 @@ fn with_a_rank_missing_gloo_groups_are_not_guessed() {
         text.stdout
     );
 }
+
+/// A hybrid-sharded job (FSDP2 over a 2 × 2 mesh on gloo: parameters sharded over {0, 1} and
+/// {2, 3}, shards replicated over {0, 2} and {1, 3}; recorded after the inference was written,
+/// a job it had not seen): every all-gather and reduction is matched within the mesh
+/// dimension it ran in, and each group's matched collectives are the program's own record,
+/// each rank's `c10d::` collective ops inside its steps (the all-gathers run in the shard
+/// group; gloo runs a reduce-scatter as an all-reduce, in the shard group; the replicas'
+/// all-reduce of the gradient shards in the replicate group).
+#[test]
+fn a_hybrid_sharded_job_matches_each_collective_within_its_mesh_dimension() {
+    let job = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/kineto/stepcast/cpu-jobs/fsdp2x2"
+    );
+    let run = stepcast(&["replay", "--json", job]);
+    run.assert_success();
+    let json = run.json();
+    let collectives = &json["collectives"];
+    assert_eq!(collectives["host_groups"], "inferred");
+    assert_eq!(collectives["unmatched"].as_array().map(Vec::len), Some(0));
+    assert_eq!(json["clock_alignment"]["status"], "solved");
+    // The program's record on rank 0: its ops per kind inside its steps.
+    let trace = gzipped_json(&format!("{job}/rank0.json.gz"));
+    let events = trace["traceEvents"].as_array().expect("events");
+    let steps: Vec<(f64, f64)> = events
+        .iter()
+        .filter(|e| {
+            e["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("ProfilerStep#"))
+        })
+        .map(|e| {
+            let ts = e["ts"].as_f64().unwrap_or_default();
+            (ts, ts + e["dur"].as_f64().unwrap_or_default())
+        })
+        .collect();
+    let issued = |name: &str| {
+        events
+            .iter()
+            .filter(|e| e["name"] == name)
+            .filter(|e| {
+                let ts = e["ts"].as_f64().unwrap_or_default();
+                steps.iter().any(|&(a, b)| a <= ts && ts <= b)
+            })
+            .count() as u64
+    };
+    let gathers = issued("c10d::_allgather_base_");
+    let scatters = issued("c10d::_reduce_scatter_base_");
+    let reduces = issued("c10d::allreduce_");
+    assert!(gathers > 0 && scatters > 0 && reduces > 0);
+    let groups: Vec<(Vec<i64>, u64)> = collectives["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .map(|g| {
+            assert_eq!(g["source"], "inferred");
+            let ranks = g["ranks"]
+                .as_array()
+                .expect("members")
+                .iter()
+                .filter_map(serde_json::Value::as_i64)
+                .collect();
+            (ranks, g["matched"].as_u64().expect("matched"))
+        })
+        .collect();
+    assert_eq!(
+        groups,
+        vec![
+            (vec![0, 2], reduces),
+            (vec![1, 3], reduces),
+            (vec![0, 1], gathers + scatters),
+            (vec![2, 3], gathers + scatters),
+        ]
+    );
+    // Replayed as one graph within the bar, and a change on every rank predicted on it.
+    assert!(json["max_abs_error"].as_f64().is_some_and(|e| e <= 0.02));
+    let whatif = stepcast(&["whatif", job, "fused_optimizer", "--json"]).json();
+    assert!(whatif["declined"].is_null(), "{}", whatif["declined"]);
+    assert!(whatif["speedup"].as_f64().is_some_and(|s| s >= 1.0));
+}
