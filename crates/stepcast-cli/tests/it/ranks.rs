@@ -993,7 +993,7 @@ fn a_hybrid_sharded_job_matches_each_collective_within_its_mesh_dimension() {
     assert_eq!(collectives["unmatched"].as_array().map(Vec::len), Some(0));
     assert_eq!(json["clock_alignment"]["status"], "solved");
     // The program's record on rank 0: its ops per kind inside its steps.
-    let trace = gzipped_json(&format!("{job}/rank0.json.gz"));
+    let trace = gzipped_json(format!("{job}/rank0.json.gz"));
     let events = trace["traceEvents"].as_array().expect("events");
     let steps: Vec<(f64, f64)> = events
         .iter()
