@@ -72,6 +72,10 @@ pub struct InfoArgs {
     /// Nsight Systems .sqlite export.
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
+    /// The PyTorch Execution Trace of the same run (`ExecutionTraceObserver`'s JSON): its ops
+    /// are joined with the trace's, and the join's coverage reported.
+    #[arg(long, value_name = "FILE")]
+    pub et: Option<PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs,
 }

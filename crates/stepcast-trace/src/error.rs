@@ -82,9 +82,13 @@ pub enum ReadError {
     #[error(
         "{path} is a PyTorch Execution Trace (schema {schema}), not a Kineto trace; \
          stepcast reads the Chrome-trace JSON written by torch.profiler (export_chrome_trace \
-         or tensorboard_trace_handler)"
+         or tensorboard_trace_handler), and an Execution Trace beside the Kineto trace of the \
+         same run (stepcast info TRACE --et FILE)"
     )]
     ExecutionTrace { path: PathBuf, schema: String },
+
+    #[error("{path} is not a PyTorch Execution Trace: {detail}")]
+    NotAnExecutionTrace { path: PathBuf, detail: String },
 
     #[error("{path} is valid JSON but not a profiler trace: {detail}")]
     NotATrace { path: PathBuf, detail: String },

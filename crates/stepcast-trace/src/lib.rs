@@ -12,6 +12,7 @@ mod chrome;
 pub mod ctf;
 pub mod detect;
 mod error;
+pub mod execution_trace;
 pub mod horovod;
 pub mod kineto;
 mod model;
@@ -26,6 +27,7 @@ use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
 pub use error::ReadError;
+pub use execution_trace::{EtNode, EtTensor, ExecutionTrace, read_execution_trace};
 pub use model::*;
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];

@@ -4,6 +4,7 @@
 pub mod analyze;
 pub mod comm;
 pub mod compare;
+pub mod et;
 pub mod graph;
 pub mod optimize;
 pub mod ranks;

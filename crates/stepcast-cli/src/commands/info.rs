@@ -1,4 +1,5 @@
-//! `stepcast info TRACE`: what a trace holds and how its graph was built.
+//! `stepcast info TRACE [--et FILE]`: what a trace holds and how its graph was built, and how
+//! the Execution Trace of the same run joins it.
 
 use stepcast_cli::jobs::{self, Loaded};
 use stepcast_report::table;
@@ -8,10 +9,10 @@ use crate::progress::Terminal;
 
 /// Runs `info` and returns its output (text, or JSON with `--json`, or its tables as CSV).
 pub fn run(args: &InfoArgs) -> anyhow::Result<super::Answer> {
-    let info = jobs::info(&Loaded::load(
-        &args.trace,
-        super::read_options(),
-        &Terminal::new(),
-    )?);
+    let loaded = Loaded::load(&args.trace, super::read_options(), &Terminal::new())?;
+    let info = match &args.et {
+        Some(et) => jobs::info_with_et(&loaded, et)?,
+        None => jobs::info(&loaded),
+    };
     super::render(&args.output, &info, table::info_text, None, None)
 }

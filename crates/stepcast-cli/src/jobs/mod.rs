@@ -32,7 +32,7 @@ pub use analyze::analyze;
 pub use compare::{compare, compare_models, compare_with};
 pub use ddp::DdpOptions;
 pub use export::export;
-pub use info::info;
+pub use info::{info, info_with_et};
 pub use job_predictions::{advise_job, whatif_job};
 pub use optimize::{OptimizeOptions, load_ranks, optimize};
 pub use ranks::{Input, Job, Skipped, Unreadable, open, rank_files};

@@ -39,3 +39,65 @@ fn info_json_describes_the_trace() {
     assert!(json["graph"]["tasks"].as_u64().is_some_and(|n| n > 0));
     assert!(json["skipped"].is_object());
 }
+
+/// `info --et FILE`: the Execution Trace of the same run joined with the trace. On HTA's pair
+/// the Kineto ops carry the ET's record-function ids: the join is held to the ops whose
+/// `External id` names an ET node of their own name, counted in the two files' JSON apart from
+/// stepcast. A Kineto trace given as the ET is named as such.
+#[test]
+fn info_joins_an_execution_trace_and_reports_its_coverage() {
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/kineto/HolisticTraceAnalysis/tests/data/execution_trace"
+    );
+    let kineto = format!("{dir}/benchmark_simple_add_trace.json.gz");
+    let et = format!("{dir}/benchmark_simple_add_et.json.gz");
+    let run = stepcast(&["info", &kineto, "--et", &et, "--json"]);
+    run.assert_success();
+    let section = &run.json()["execution_trace"];
+    // The reference: ops (cpu_op, user_annotation; no step marker) whose External id is the
+    // rf_id of an ET node of the same name.
+    let et_json = super::ranks::gzipped_json(&et);
+    let nodes: std::collections::HashMap<i64, &str> = et_json["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .filter_map(|n| Some((n["rf_id"].as_i64()?, n["name"].as_str()?)))
+        .collect();
+    let kineto_json = super::ranks::gzipped_json(&kineto);
+    let ops: Vec<&serde_json::Value> = kineto_json["traceEvents"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["ph"] == "X" && (e["cat"] == "cpu_op" || e["cat"] == "user_annotation"))
+        .filter(|e| {
+            !e["name"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("ProfilerStep#")
+        })
+        .collect();
+    let by_id = ops
+        .iter()
+        .filter(|e| {
+            let id = e["args"]["External id"].as_i64().unwrap_or(-1);
+            nodes.get(&id) == Some(&e["name"].as_str().unwrap_or(""))
+        })
+        .count();
+    assert!(by_id > 0);
+    assert_eq!(section["method"], "record_function_id");
+    assert_eq!(section["joined"], by_id as u64);
+    assert_eq!(section["ops_in_span"], ops.len() as u64);
+    assert_eq!(section["schema"], "1.0.1");
+    let text = stepcast(&["info", &kineto, "--et", &et]);
+    text.assert_success();
+    assert!(text.stdout.contains("Execution Trace"), "{}", text.stdout);
+    let swapped = stepcast(&["info", &kineto, "--et", &kineto]);
+    assert_eq!(swapped.code, Some(1));
+    assert!(
+        swapped.stderr.contains("is not a PyTorch Execution Trace")
+            && swapped.stderr.contains("Kineto trace"),
+        "{}",
+        swapped.stderr
+    );
+}

@@ -455,7 +455,7 @@ const GLOO_JOB: &str = concat!(
 );
 
 /// A gzipped trace's JSON, read apart from stepcast (the tests' reference).
-fn gzipped_json(file: impl AsRef<std::path::Path>) -> serde_json::Value {
+pub(super) fn gzipped_json(file: impl AsRef<std::path::Path>) -> serde_json::Value {
     let bytes = std::fs::read(file).expect("read trace");
     let mut text = Vec::new();
     std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text)

@@ -37,6 +37,55 @@ pub struct InfoJson {
     pub notes: Vec<String>,
     /// The dependency graph built from the trace.
     pub graph: GraphJson,
+    /// `info --et FILE`: the Execution Trace of the same run and how its ops joined the
+    /// trace's. Absent without `--et`. Filled in by the caller ([`ExecutionTraceJson::new`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub execution_trace: Option<ExecutionTraceJson>,
+}
+
+/// An Execution Trace joined with the trace (`stepcast::et::join`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ExecutionTraceJson {
+    /// The ET file as the user named it (filled in by the caller).
+    pub file: Option<String>,
+    /// Its `schema` (`1.0.1`...).
+    pub schema: String,
+    /// Its op nodes (its own bookkeeping nodes left out).
+    pub op_nodes: u64,
+    /// Its nodes of a shape not read (no id or name), left out.
+    pub nodes_unread: u64,
+    /// `record_function_id` (the Kineto op's `External id` is the node's `rf_id`) or `order`
+    /// (each thread's sequence of op names aligned).
+    pub method: &'static str,
+    /// Host ops (`cpu_op`, `user_annotation`) inside the span the ET covers (from its first
+    /// joined op to its last, per thread).
+    pub ops_in_span: u64,
+    /// Of those, the ops joined to an ET node.
+    pub joined: u64,
+    /// `joined / ops_in_span`.
+    pub coverage: f64,
+    /// Host ops outside that span (the profiler's window is longer than the ET's).
+    pub ops_outside_span: u64,
+    /// ET op nodes no Kineto op was joined to.
+    pub nodes_unjoined: u64,
+}
+
+impl ExecutionTraceJson {
+    /// The document of `et` joined with its trace as `joined`.
+    pub fn new(et: &stepcast_trace::ExecutionTrace, joined: &stepcast::et::EtJoin) -> Self {
+        ExecutionTraceJson {
+            file: None,
+            schema: et.schema.clone(),
+            op_nodes: et.nodes.iter().filter(|n| !n.is_bookkeeping()).count() as u64,
+            nodes_unread: et.nodes_unread,
+            method: joined.method.as_str(),
+            ops_in_span: joined.ops_in_span,
+            joined: joined.joined,
+            coverage: joined.coverage(),
+            ops_outside_span: joined.ops_outside_span,
+            nodes_unjoined: joined.nodes_unjoined,
+        }
+    }
 }
 
 /// One execution lane.
@@ -227,5 +276,6 @@ pub fn info_json(trace: &Trace, window: &Window) -> InfoJson {
         skipped: trace.diagnostics.skipped.clone(),
         notes: trace.diagnostics.notes.clone(),
         graph: GraphJson::new(window),
+        execution_trace: None,
     }
 }

@@ -50,7 +50,7 @@ pub use compare::{
     CompareJson, DiffRowJson, DiffTableJson, MeasuredJson, ModelCheckJson, NoiseJson,
     PhaseCheckJson, SideJson, StepTimesJson, WarningJson, WorkloadJson, compare_json,
 };
-pub use info::{GraphJson, InfoJson, LaneJson, StepInfoJson, info_json};
+pub use info::{ExecutionTraceJson, GraphJson, InfoJson, LaneJson, StepInfoJson, info_json};
 pub use job::{
     AdviseJobJson, AloneJson, JobCandidateJson, JobCollectivesJson, JobRankJson, RankShareJson,
     WhatIfJobJson, advise_job_json, whatif_job_json,

@@ -10,6 +10,26 @@ use crate::json::{DeviceJson, InfoJson, TraceJson};
 /// The `info` document as text for a terminal.
 pub fn info_text(info: &InfoJson) -> String {
     let mut out = summary(info);
+    if let Some(et) = &info.execution_trace {
+        out.push_str(&super::wrap(
+            &format!(
+                "Execution Trace {} (schema {}): {} of the {} host ops in the span it covers \
+                 joined to its nodes ({}, by {}); {} of its {} op nodes unjoined; {} host ops \
+                 outside its span.",
+                sanitize(et.file.as_deref().unwrap_or("")),
+                sanitize(&et.schema),
+                count(et.joined),
+                count(et.ops_in_span),
+                super::percent(et.coverage),
+                et.method.replace('_', " "),
+                count(et.nodes_unjoined),
+                count(et.op_nodes),
+                count(et.ops_outside_span),
+            ),
+            "",
+        ));
+        out.push('\n');
+    }
 
     let mut lanes = new_table(&["lane", "name", "pid", "tid", "events"], 2);
     for lane in &info.lanes {

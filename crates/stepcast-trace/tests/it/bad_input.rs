@@ -23,6 +23,7 @@ fn variant(e: &ReadError) -> &'static str {
         ReadError::Json { .. } => "Json",
         ReadError::ExecutionTrace { .. } => "ExecutionTrace",
         ReadError::NotATrace { .. } => "NotATrace",
+        ReadError::NotAnExecutionTrace { .. } => "NotAnExecutionTrace",
         ReadError::NoEvents { .. } => "NoEvents",
         ReadError::NothingUnderstood { .. } => "NothingUnderstood",
         ReadError::AbsurdSpan { .. } => "AbsurdSpan",
@@ -537,4 +538,44 @@ fn an_error_deep_in_the_file_names_its_line_and_column() {
             assert!(error.to_string().contains(&format!(":{line}:{column}:")));
         }
     }
+}
+
+/// An Execution Trace that is not one, or is cut short, or has a node of another shape: one
+/// error naming the file, or the node counted as unread, never a partial trace as whole.
+#[test]
+fn a_bad_execution_trace_is_named_and_an_odd_node_counted() {
+    let dir = TempDir::new("bad-et");
+    let et = std::fs::read(kineto_file(
+        "HolisticTraceAnalysis/tests/data/execution_trace/benchmark_simple_add_et.json.gz",
+    ))
+    .expect("the ET");
+    let mut plain = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&et[..]), &mut plain)
+        .expect("gunzip");
+    let cases: [(&str, Vec<u8>, &str); 3] = [
+        ("cut.json", plain[..plain.len() / 2].to_vec(), "Json"),
+        (
+            "kineto.json.gz",
+            std::fs::read(kineto_file(SMALL_GZ)).expect("a Kineto trace"),
+            "NotAnExecutionTrace",
+        ),
+        ("empty.json", b"{}".to_vec(), "NotAnExecutionTrace"),
+    ];
+    for (name, bytes, expected) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).expect("write");
+        let error = stepcast_trace::read_execution_trace(&path).expect_err(name);
+        assert_eq!(variant(&error), expected, "{name}: {error}");
+        assert!(error.to_string().contains(name), "{error}");
+    }
+    // A node without an id is left out and counted; the others are read.
+    let mut json: serde_json::Value = serde_json::from_slice(&plain).expect("JSON");
+    let nodes = json["nodes"].as_array_mut().expect("nodes");
+    let total = nodes.len();
+    nodes[1].as_object_mut().expect("a node").remove("id");
+    let path = dir.path().join("odd.json");
+    std::fs::write(&path, serde_json::to_vec(&json).expect("JSON")).expect("write");
+    let read = stepcast_trace::read_execution_trace(&path).expect("read");
+    assert_eq!(read.nodes_unread, 1);
+    assert_eq!(read.nodes.len(), total - 1);
 }

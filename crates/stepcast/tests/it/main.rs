@@ -7,6 +7,7 @@ mod compare;
 mod critical;
 mod ddp;
 mod device_only;
+mod et;
 mod horovod;
 mod host_phase;
 mod host_update;

@@ -1,0 +1,368 @@
+//! An Execution Trace joined with the Kineto trace of the same run (as Chakra's trace linker,
+//! PARAM's `et_replay` and HTA join them): each Kineto host op paired with the ET node that
+//! recorded it, so the graph can gain the data dependencies the program states (which op's
+//! output feeds which op), not only those the clock shows.
+//!
+//! Two ways, the first that holds: by id, where the Kineto op's `External id` is the ET node's
+//! record-function id (`rf_id`) and their names agree (PyTorch records them so in one run);
+//! else by order, per thread: the ET lists a thread's ops in the order they began, as the
+//! Kineto trace does by start (an op before the ops nested in it), so the two sequences of
+//! names are aligned, every op paired with the node of its name at its place, an op either
+//! side lacks skipped (the profiler's window starts and ends inside the ET's, or an op is
+//! recorded by one only). A join is reported with its coverage and what was left unjoined.
+
+use std::collections::HashMap;
+
+use stepcast_trace::{EventKind, ExecutionTrace, LaneKind, Trace};
+
+/// How the ops were joined.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JoinMethod {
+    /// Kineto's `External id` is the ET's `rf_id`, names agreeing.
+    RecordFunctionId,
+    /// The sequences of op names aligned, thread by thread.
+    Order,
+}
+
+impl JoinMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JoinMethod::RecordFunctionId => "record_function_id",
+            JoinMethod::Order => "order",
+        }
+    }
+}
+
+/// The Kineto trace's host ops paired with ET nodes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EtJoin {
+    pub method: JoinMethod,
+    /// Per event of the trace: the ET node (index into `ExecutionTrace::nodes`) it is, if
+    /// joined.
+    pub node_of_event: Vec<Option<u32>>,
+    /// Host ops (`cpu_op` and `user_annotation`, step markers left out) inside the span the
+    /// ET covers (from the first op joined to the last, per thread), and how many of them were
+    /// joined.
+    pub ops_in_span: u64,
+    pub joined: u64,
+    /// Host ops outside that span (the profiler's window is longer than the ET's).
+    pub ops_outside_span: u64,
+    /// ET op nodes no Kineto op was joined to (the ET's window is longer, or an op the
+    /// profiler did not record).
+    pub nodes_unjoined: u64,
+}
+
+impl EtJoin {
+    /// The share of the host ops in the ET's span that were joined.
+    pub fn coverage(&self) -> f64 {
+        if self.ops_in_span == 0 {
+            return 0.0;
+        }
+        self.joined as f64 / self.ops_in_span as f64
+    }
+}
+
+/// A join by id holds when at least this share of the ops it can pair pair so.
+const ID_JOIN_SHARE: f64 = 0.95;
+
+/// How far ahead either side is searched for the next op of the same name when the two
+/// sequences disagree: an op recorded by one side only, or a short run of them.
+const LOOKAHEAD: usize = 64;
+
+/// The host ops the join pairs: ops and annotations, not step markers.
+fn is_host_op(trace: &Trace, kind: EventKind, name: stepcast_trace::NameId) -> bool {
+    matches!(kind, EventKind::CpuOp | EventKind::UserAnnotation)
+        && !trace.name(name).starts_with("ProfilerStep#")
+}
+
+/// Joins `et` with `trace` (see the module documentation).
+pub fn join(trace: &Trace, et: &ExecutionTrace) -> EtJoin {
+    join_with(trace, et, None)
+}
+
+/// [`join`] by `method` when given, else by the first that holds.
+pub fn join_with(trace: &Trace, et: &ExecutionTrace, method: Option<JoinMethod>) -> EtJoin {
+    let ops: Vec<usize> = (0..trace.events.len())
+        .filter(|&i| {
+            let e = &trace.events[i];
+            is_host_op(trace, e.kind, e.name)
+        })
+        .collect();
+    let (method, node_of_op) = match method {
+        Some(JoinMethod::RecordFunctionId) => {
+            (JoinMethod::RecordFunctionId, join_by_id(trace, et, &ops))
+        }
+        Some(JoinMethod::Order) => (JoinMethod::Order, join_by_order(trace, et, &ops)),
+        None => {
+            let by_id = join_by_id(trace, et, &ops);
+            let joined = by_id.iter().filter(|n| n.is_some()).count();
+            let can_pair = ops.len().min(op_nodes(et).count());
+            if can_pair > 0 && joined as f64 >= ID_JOIN_SHARE * can_pair as f64 {
+                (JoinMethod::RecordFunctionId, by_id)
+            } else {
+                (JoinMethod::Order, join_by_order(trace, et, &ops))
+            }
+        }
+    };
+    let mut node_of_event = vec![None; trace.events.len()];
+    for (&event, node) in ops.iter().zip(&node_of_op) {
+        node_of_event[event] = *node;
+    }
+    // The span the ET covers, per thread: from its first joined op to its last (by start).
+    let mut span: HashMap<u32, (i64, i64)> = HashMap::new();
+    for (&event, node) in ops.iter().zip(&node_of_op) {
+        if node.is_some() {
+            let e = &trace.events[event];
+            let s = span.entry(e.lane.0).or_insert((e.start_ns, e.start_ns));
+            s.0 = s.0.min(e.start_ns);
+            s.1 = s.1.max(e.start_ns);
+        }
+    }
+    let mut in_span = 0u64;
+    let mut joined = 0u64;
+    for (&event, node) in ops.iter().zip(&node_of_op) {
+        let e = &trace.events[event];
+        let inside = span
+            .get(&e.lane.0)
+            .is_some_and(|&(a, b)| a <= e.start_ns && e.start_ns <= b);
+        if inside {
+            in_span += 1;
+            joined += u64::from(node.is_some());
+        }
+    }
+    let nodes_joined = node_of_op.iter().flatten().count() as u64;
+    EtJoin {
+        method,
+        node_of_event,
+        ops_in_span: in_span,
+        joined,
+        ops_outside_span: ops.len() as u64 - in_span,
+        nodes_unjoined: (op_nodes(et).count() as u64).saturating_sub(nodes_joined),
+    }
+}
+
+/// The ET's op nodes (its own bookkeeping left out), with their indices.
+fn op_nodes(et: &ExecutionTrace) -> impl Iterator<Item = (usize, &stepcast_trace::EtNode)> {
+    et.nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| !n.is_bookkeeping())
+}
+
+/// Per op: the node whose `rf_id` is its `External id`, where their names agree.
+fn join_by_id(trace: &Trace, et: &ExecutionTrace, ops: &[usize]) -> Vec<Option<u32>> {
+    let by_rf: HashMap<u64, usize> = op_nodes(et)
+        .filter_map(|(i, n)| n.rf_id.map(|rf| (rf, i)))
+        .collect();
+    ops.iter()
+        .map(|&event| {
+            let e = &trace.events[event];
+            let node = *by_rf.get(&e.external_id?.get())?;
+            (et.nodes[node].name == trace.name(e.name)).then_some(node as u32)
+        })
+        .collect()
+}
+
+/// Per op: the node at its place when each thread's sequence of names is aligned with the
+/// ET thread's whose sequence it matches best.
+fn join_by_order(trace: &Trace, et: &ExecutionTrace, ops: &[usize]) -> Vec<Option<u32>> {
+    // Kineto's host ops per thread, by start (a longer op first: it holds the other).
+    let mut lanes: Vec<(u32, Vec<usize>)> = Vec::new();
+    for (position, &event) in ops.iter().enumerate() {
+        let lane = trace.events[event].lane;
+        if trace.lanes[lane.index()].kind != LaneKind::CpuThread {
+            continue;
+        }
+        match lanes.iter_mut().find(|(l, _)| *l == lane.0) {
+            Some((_, list)) => list.push(position),
+            None => lanes.push((lane.0, vec![position])),
+        }
+    }
+    for (_, list) in &mut lanes {
+        list.sort_by_key(|&p| {
+            let e = &trace.events[ops[p]];
+            (e.start_ns, std::cmp::Reverse(e.dur_ns), e.file_index)
+        });
+    }
+    // The ET's op nodes per thread, in id order.
+    let mut threads: Vec<(u64, Vec<usize>)> = Vec::new();
+    for (i, node) in op_nodes(et) {
+        match threads.iter_mut().find(|(t, _)| *t == node.tid) {
+            Some((_, list)) => list.push(i),
+            None => threads.push((node.tid, vec![i])),
+        }
+    }
+    let mut out = vec![None; ops.len()];
+    let mut used = vec![false; threads.len()];
+    // Each Kineto thread, largest first, takes the ET thread it aligns best with.
+    lanes.sort_by_key(|(lane, list)| (std::cmp::Reverse(list.len()), *lane));
+    for (_, list) in &lanes {
+        let names: Vec<&str> = list
+            .iter()
+            .map(|&p| trace.name(trace.events[ops[p]].name))
+            .collect();
+        let best = threads
+            .iter()
+            .enumerate()
+            .filter(|(t, _)| !used[*t])
+            .map(|(t, (_, nodes))| {
+                let et_names: Vec<&str> =
+                    nodes.iter().map(|&n| et.nodes[n].name.as_str()).collect();
+                (t, align(&names, &et_names))
+            })
+            .max_by_key(|(t, pairs)| (pairs.len(), std::cmp::Reverse(*t)));
+        let Some((t, pairs)) = best.filter(|(_, pairs)| !pairs.is_empty()) else {
+            continue;
+        };
+        used[t] = true;
+        for (a, b) in pairs {
+            out[list[a]] = Some(threads[t].1[b] as u32);
+        }
+    }
+    out
+}
+
+/// Pairs of positions `(in a, in b)` where two sequences of names agree, in order. One
+/// side's window may start inside the other's, and a program repeats itself (every step opens
+/// with the same ops): the alignment is tried from every place where `b`'s first ops appear
+/// in `a` (and `a`'s in `b`), and the one pairing the most ops is kept (the earliest on a tie).
+fn align(a: &[&str], b: &[&str]) -> Vec<(usize, usize)> {
+    let mut best: Vec<(usize, usize)> = Vec::new();
+    for (i, j) in starts(a, b) {
+        // Each side's window from here, as long as the other's rest and a tenth more (ops one
+        // side recorded and the other did not): a longest common subsequence where it is
+        // small enough, else the greedy walk. A window no longer keeps the pairs within one
+        // repetition of the program, where a longer one would collect scattered pairs over
+        // several.
+        let (a_rest, b_rest) = (&a[i..], &b[j..]);
+        let slack = |len: usize| len + len / 10 + 16;
+        let a_window = &a_rest[..a_rest.len().min(slack(b_rest.len()))];
+        let b_window = &b_rest[..b_rest.len().min(slack(a_rest.len()))];
+        let pairs: Vec<(usize, usize)> = match lcs(a_window, b_window) {
+            Some(pairs) => pairs.into_iter().map(|(x, y)| (x + i, y + j)).collect(),
+            None => align_from(a, b, i, j),
+        };
+        if pairs.len() > best.len() {
+            best = pairs;
+        }
+    }
+    best
+}
+
+/// Above this many cells (2 bytes each), [`lcs`] leaves the alignment to the greedy walk.
+const MAX_LCS_CELLS: usize = 16 << 20;
+
+/// A longest common subsequence of `a` and `b` as pairs of positions, in order; `None` when
+/// its table would exceed [`MAX_LCS_CELLS`] (or a length 65,535).
+fn lcs(a: &[&str], b: &[&str]) -> Option<Vec<(usize, usize)>> {
+    let (n, m) = (a.len(), b.len());
+    if n.saturating_mul(m) > MAX_LCS_CELLS || n >= u16::MAX as usize || m >= u16::MAX as usize {
+        return None;
+    }
+    // table[x][y]: the LCS length of a[x..] and b[y..], row-major with m + 1 columns.
+    let width = m + 1;
+    let mut table = vec![0u16; (n + 1) * width];
+    for x in (0..n).rev() {
+        for y in (0..m).rev() {
+            table[x * width + y] = if a[x] == b[y] {
+                table[(x + 1) * width + y + 1] + 1
+            } else {
+                table[(x + 1) * width + y].max(table[x * width + y + 1])
+            };
+        }
+    }
+    let (mut x, mut y) = (0, 0);
+    let mut pairs = Vec::with_capacity(table[0] as usize);
+    while x < n && y < m {
+        if a[x] == b[y] {
+            pairs.push((x, y));
+            x += 1;
+            y += 1;
+        } else if table[(x + 1) * width + y] >= table[x * width + y + 1] {
+            x += 1;
+        } else {
+            y += 1;
+        }
+    }
+    Some(pairs)
+}
+
+/// At most this many starting places are tried (a window of many steps holds each step's
+/// opening ops once).
+const MAX_STARTS: usize = 4096;
+
+/// Where an alignment may start: each place in `a` where `b`'s first ops (up to 8) appear in
+/// order, each place in `b` where `a`'s do; both starts when neither appears.
+fn starts(a: &[&str], b: &[&str]) -> Vec<(usize, usize)> {
+    let run = 8.min(a.len()).min(b.len());
+    if run == 0 {
+        return vec![(0, 0)];
+    }
+    let mut out: Vec<(usize, usize)> = (0..=a.len() - run)
+        .filter(|&i| a[i..i + run] == b[..run])
+        .map(|i| (i, 0))
+        .take(MAX_STARTS)
+        .collect();
+    out.extend(
+        (1..=b.len() - run)
+            .filter(|&j| b[j..j + run] == a[..run])
+            .map(|j| (0, j))
+            .take(MAX_STARTS),
+    );
+    if out.is_empty() {
+        out.push((0, 0));
+    }
+    out
+}
+
+/// [`align`] from `(i, j)`: each disagreement skipped to the nearest next agreement within
+/// [`LOOKAHEAD`] either side (the least skipped in all first), or both stepped past it.
+fn align_from(a: &[&str], b: &[&str], mut i: usize, mut j: usize) -> Vec<(usize, usize)> {
+    let mut pairs = Vec::new();
+    while i < a.len() && j < b.len() {
+        if a[i] == b[j] {
+            pairs.push((i, j));
+            i += 1;
+            j += 1;
+            continue;
+        }
+        let mut next = None;
+        'search: for total in 1..=2 * LOOKAHEAD {
+            for da in 0..=total.min(LOOKAHEAD) {
+                let db = total - da;
+                if db > LOOKAHEAD {
+                    continue;
+                }
+                if i + da < a.len() && j + db < b.len() && a[i + da] == b[j + db] {
+                    next = Some((i + da, j + db));
+                    break 'search;
+                }
+            }
+        }
+        match next {
+            Some((ni, nj)) => (i, j) = (ni, nj),
+            None => (i, j) = (i + 1, j + 1),
+        }
+    }
+    pairs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_op_one_side_lacks_is_skipped_and_the_rest_pair_in_order() {
+        let a = ["x", "mm", "add", "relu", "mm", "add"];
+        let b = ["mm", "add", "mm", "add"];
+        assert_eq!(align(&a, &b), vec![(1, 0), (2, 1), (4, 2), (5, 3)]);
+    }
+
+    #[test]
+    fn a_window_that_starts_inside_the_other_is_found() {
+        let a = ["p", "q", "r", "s", "t", "u", "v", "w", "x", "y"];
+        let b = ["r", "s", "t", "u", "v", "w", "x", "y"];
+        assert_eq!(align(&a, &b).first(), Some(&(2, 0)));
+        assert_eq!(align(&a, &b).len(), 8);
+    }
+}

@@ -1,0 +1,126 @@
+//! Execution Traces joined with the Kineto traces of the same runs (issue #31): the four ET +
+//! Kineto pairs in testdata (HTA's `benchmark_simple_add`, PARAM's `linear`, `resnet` and DLRM
+//! rank 0), each ET read into typed nodes and its ops paired with the Kineto ops.
+
+use stepcast::et::{JoinMethod, join, join_with};
+use stepcast_trace::{EventKind, OpInput, read_execution_trace, read_trace};
+
+use crate::testdata;
+
+const SIMPLE_ADD: (&str, &str) = (
+    "HolisticTraceAnalysis/tests/data/execution_trace/benchmark_simple_add_et.json.gz",
+    "HolisticTraceAnalysis/tests/data/execution_trace/benchmark_simple_add_trace.json.gz",
+);
+const DLRM_RANK0: (&str, &str) = (
+    "param/et_replay/tests/inputs/dlrm_pytorch_et__extracted/dlrm_pytorch_et/dlrm_eg_0.json",
+    "param/et_replay/tests/inputs/dlrm_kineto__extracted/dlrm_kineto/worker0_step_12.1694128201545.pt.trace.json",
+);
+const PAIRS: [(&str, &str); 4] = [
+    SIMPLE_ADD,
+    (
+        "param/et_replay/tests/data/resnet_et.json.gz",
+        "param/et_replay/tests/inputs/resnet_kineto.json.gz",
+    ),
+    (
+        "param/et_replay/tests/inputs/linear_et.json.gz",
+        "param/et_replay/tests/inputs/linear_kineto.json.gz",
+    ),
+    DLRM_RANK0,
+];
+
+fn read(pair: (&str, &str)) -> (stepcast_trace::ExecutionTrace, stepcast_trace::Trace) {
+    let et = read_execution_trace(&testdata(pair.0)).unwrap_or_else(|e| panic!("{e}"));
+    let trace = read_trace(&testdata(pair.1)).unwrap_or_else(|e| panic!("{e}"));
+    (et, trace)
+}
+
+/// The bar: at least 95 % of the Kineto host ops inside the span the ET covers are joined,
+/// each to a node of its own name, and (almost) every ET op node is joined to one.
+#[test]
+fn every_pair_joins_at_least_95_percent_of_the_host_ops_the_et_covers() {
+    for pair in PAIRS {
+        let (et, trace) = read(pair);
+        assert_eq!(et.nodes_unread, 0, "{}", pair.0);
+        let joined = join(&trace, &et);
+        assert!(
+            joined.coverage() >= 0.95,
+            "{}: {} of {} ({:?})",
+            pair.1,
+            joined.joined,
+            joined.ops_in_span,
+            joined.method
+        );
+        let op_nodes = et.nodes.iter().filter(|n| !n.is_bookkeeping()).count() as u64;
+        assert!(joined.nodes_unjoined * 100 <= op_nodes, "{}", pair.0);
+        let mut nodes_used = std::collections::HashSet::new();
+        for (event, node) in joined.node_of_event.iter().enumerate() {
+            if let Some(node) = node {
+                let e = &trace.events[event];
+                assert_eq!(
+                    trace.name(e.name),
+                    et.nodes[*node as usize].name,
+                    "{}",
+                    pair.1
+                );
+                assert!(
+                    nodes_used.insert(*node),
+                    "{}: node {node} joined twice",
+                    pair.1
+                );
+            }
+        }
+    }
+}
+
+/// The two ways agree: on the pair whose Kineto ops carry the ET's record-function ids
+/// (HTA's), joining by order alone pairs every op with the node the ids name.
+#[test]
+fn the_order_join_pairs_what_the_record_function_ids_pair() {
+    let (et, trace) = read(SIMPLE_ADD);
+    let by_id = join_with(&trace, &et, Some(JoinMethod::RecordFunctionId));
+    assert_eq!(join(&trace, &et).method, JoinMethod::RecordFunctionId);
+    assert_eq!(by_id.joined, by_id.ops_in_span);
+    let by_order = join_with(&trace, &et, Some(JoinMethod::Order));
+    assert_eq!(by_order.node_of_event, by_id.node_of_event);
+}
+
+/// On DLRM (no shared ids: joined by order), both files recorded each op's input shapes, each
+/// on its own: the Kineto op's `Input Dims` and the ET node's tensors. A joined pair is the
+/// same op when they agree.
+#[test]
+fn ops_joined_by_order_have_the_input_shapes_the_et_recorded() {
+    let (et, trace) = read(DLRM_RANK0);
+    let joined = join(&trace, &et);
+    assert_eq!(joined.method, JoinMethod::Order);
+    let (mut compared, mut agree) = (0, 0);
+    for (event, inputs) in &trace.op_inputs {
+        let Some(node) = joined.node_of_event[event.index()] else {
+            continue;
+        };
+        if trace.events[event.index()].kind != EventKind::CpuOp {
+            continue;
+        }
+        let kineto: Vec<&Vec<i64>> = inputs
+            .iter()
+            .filter_map(|i| match i {
+                OpInput::Tensor { shape, .. } => Some(shape),
+                _ => None,
+            })
+            .collect();
+        let recorded: Vec<&Vec<i64>> = et.nodes[node as usize]
+            .inputs
+            .iter()
+            .map(|t| &t.shape)
+            .collect();
+        if kineto.is_empty() || recorded.len() != kineto.len() {
+            continue;
+        }
+        compared += 1;
+        agree += usize::from(kineto == recorded);
+    }
+    assert!(
+        compared >= 500,
+        "{compared} ops with tensor inputs on both sides"
+    );
+    assert!(agree * 100 >= compared * 99, "{agree} of {compared} agree");
+}
