@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use stepcast_trace::{EventKind, ExecutionTrace, LaneKind, Trace};
+use stepcast_trace::{EventId, EventKind, ExecutionTrace, LaneKind, Link, LinkKind, Trace};
 
 /// How the ops were joined.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,6 +139,65 @@ pub fn join_with(trace: &Trace, et: &ExecutionTrace, method: Option<JoinMethod>)
         ops_outside_span: ops.len() as u64 - in_span,
         nodes_unjoined: (op_nodes(et).count() as u64).saturating_sub(nodes_joined),
     }
+}
+
+/// The data dependencies an ET states between ops of different threads, as links of the
+/// trace ([`LinkKind::DataFlow`]: the consumer begins after its producer ends): for each input
+/// tensor of a joined node, the last joined node before it (in the ET's order) that output that
+/// tensor. Within a thread the order of its ops already holds them; a dependency the recorded
+/// times contradict (the consumer began before its producer ended) is counted, not linked.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DataLinks {
+    /// Sorted by target event, as `Trace::links`.
+    pub links: Vec<Link>,
+    /// Dependencies between ops of one thread (held by its order).
+    pub same_thread: u64,
+    /// Dependencies whose recorded times contradict them.
+    pub contradicted: u64,
+}
+
+/// The cross-thread data dependencies of `et` joined with `trace` as `joined`.
+pub fn data_links(trace: &Trace, et: &ExecutionTrace, joined: &EtJoin) -> DataLinks {
+    let mut event_of_node: Vec<Option<usize>> = vec![None; et.nodes.len()];
+    for (event, node) in joined.node_of_event.iter().enumerate() {
+        if let Some(node) = node {
+            event_of_node[*node as usize] = Some(event);
+        }
+    }
+    let mut out = DataLinks::default();
+    // Tensor id → the event of the last joined node that output it.
+    let mut producer: HashMap<u64, usize> = HashMap::new();
+    let mut seen: std::collections::HashSet<(usize, usize)> = std::collections::HashSet::new();
+    for (node, et_node) in et.nodes.iter().enumerate() {
+        let Some(consumer) = event_of_node[node] else {
+            continue;
+        };
+        for input in &et_node.inputs {
+            let Some(&from) = producer.get(&input.id) else {
+                continue;
+            };
+            if from == consumer || !seen.insert((from, consumer)) {
+                continue;
+            }
+            let (a, b) = (&trace.events[from], &trace.events[consumer]);
+            if a.lane == b.lane {
+                out.same_thread += 1;
+            } else if a.end_ns() > b.start_ns {
+                out.contradicted += 1;
+            } else {
+                out.links.push(Link {
+                    to: EventId(consumer as u32),
+                    from: EventId(from as u32),
+                    kind: LinkKind::DataFlow,
+                });
+            }
+        }
+        for output in &et_node.outputs {
+            producer.insert(output.id, consumer);
+        }
+    }
+    out.links.sort_by_key(|l| (l.to, l.from));
+    out
 }
 
 /// The ET's op nodes (its own bookkeeping left out), with their indices.

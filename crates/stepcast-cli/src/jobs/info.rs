@@ -19,7 +19,8 @@ pub fn info_with_et(loaded: &Loaded, et: &Path) -> anyhow::Result<InfoJson> {
     let mut document = info(loaded);
     let execution_trace = stepcast_trace::read_execution_trace(et)?;
     let joined = stepcast::et::join(&loaded.trace, &execution_trace);
-    let mut section = ExecutionTraceJson::new(&execution_trace, &joined);
+    let data = stepcast::et::data_links(&loaded.trace, &execution_trace, &joined);
+    let mut section = ExecutionTraceJson::new(&execution_trace, &joined, &data);
     section.file = Some(et.display().to_string());
     document.execution_trace = Some(section);
     Ok(document)

@@ -68,11 +68,22 @@ pub struct ExecutionTraceJson {
     pub ops_outside_span: u64,
     /// ET op nodes no Kineto op was joined to.
     pub nodes_unjoined: u64,
+    /// The data dependencies the ET states between joined ops (an input tensor and the op
+    /// that last output it): across threads, whose recorded times allow them...
+    pub data_links: u64,
+    /// ...within one thread (its order holds them)...
+    pub data_same_thread: u64,
+    /// ...and across threads, contradicted by the recorded times (left out).
+    pub data_contradicted: u64,
 }
 
 impl ExecutionTraceJson {
     /// The document of `et` joined with its trace as `joined`.
-    pub fn new(et: &stepcast_trace::ExecutionTrace, joined: &stepcast::et::EtJoin) -> Self {
+    pub fn new(
+        et: &stepcast_trace::ExecutionTrace,
+        joined: &stepcast::et::EtJoin,
+        data: &stepcast::et::DataLinks,
+    ) -> Self {
         ExecutionTraceJson {
             file: None,
             schema: et.schema.clone(),
@@ -84,6 +95,9 @@ impl ExecutionTraceJson {
             coverage: joined.coverage(),
             ops_outside_span: joined.ops_outside_span,
             nodes_unjoined: joined.nodes_unjoined,
+            data_links: data.links.len() as u64,
+            data_same_thread: data.same_thread,
+            data_contradicted: data.contradicted,
         }
     }
 }

@@ -15,7 +15,8 @@ pub fn info_text(info: &InfoJson) -> String {
             &format!(
                 "Execution Trace {} (schema {}): {} of the {} host ops in the span it covers \
                  joined to its nodes ({}, by {}); {} of its {} op nodes unjoined; {} host ops \
-                 outside its span.",
+                 outside its span; {} data dependencies across threads ({} within one thread, \
+                 {} contradicted by the recorded times).",
                 sanitize(et.file.as_deref().unwrap_or("")),
                 sanitize(&et.schema),
                 count(et.joined),
@@ -25,6 +26,9 @@ pub fn info_text(info: &InfoJson) -> String {
                 count(et.nodes_unjoined),
                 count(et.op_nodes),
                 count(et.ops_outside_span),
+                count(et.data_links),
+                count(et.data_same_thread),
+                count(et.data_contradicted),
             ),
             "",
         ));

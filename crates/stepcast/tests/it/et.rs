@@ -124,3 +124,36 @@ fn ops_joined_by_order_have_the_input_shapes_the_et_recorded() {
     );
     assert!(agree * 100 >= compared * 99, "{agree} of {compared} agree");
 }
+
+/// The data dependencies an ET states across threads (the forward's tensors the autograd
+/// thread reads): each one links ops whose recorded times allow it (the producer ended before
+/// the consumer began), and a dependency within one thread is left to its order.
+#[test]
+fn data_links_join_ops_of_different_threads_in_recorded_order() {
+    let mut found = 0;
+    for pair in PAIRS {
+        let (et, trace) = read(pair);
+        let joined = join(&trace, &et);
+        let links = stepcast::et::data_links(&trace, &et, &joined);
+        for link in &links.links {
+            let (from, to) = (
+                &trace.events[link.from.index()],
+                &trace.events[link.to.index()],
+            );
+            assert_ne!(from.lane, to.lane, "{}", pair.1);
+            assert!(from.end_ns() <= to.start_ns, "{}", pair.1);
+            // Both ends are joined ops: the link is the ET's, not a guess.
+            assert!(joined.node_of_event[link.from.index()].is_some());
+            assert!(joined.node_of_event[link.to.index()].is_some());
+        }
+        assert!(
+            links
+                .links
+                .windows(2)
+                .all(|w| (w[0].to, w[0].from) < (w[1].to, w[1].from))
+        );
+        found += links.links.len();
+    }
+    // The three training pairs (resnet, linear, DLRM) have backward threads.
+    assert!(found >= 300, "{found} cross-thread data dependencies");
+}
