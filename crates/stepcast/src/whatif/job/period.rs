@@ -31,18 +31,6 @@ pub struct JobPeriod {
     pub ranks: Vec<RankPeriod>,
 }
 
-impl JobPeriod {
-    /// The ranks whose last steady step ends within `tolerance_ns` of the job's end: those
-    /// the job's step waits for.
-    pub fn last_ranks(&self, tolerance_ns: i64) -> Vec<i64> {
-        self.ranks
-            .iter()
-            .filter(|r| r.end_ns >= self.end_ns - tolerance_ns)
-            .map(|r| r.rank)
-            .collect()
-    }
-}
-
 pub(super) fn empty_period() -> JobPeriod {
     JobPeriod {
         step_ns: 0,
