@@ -9,7 +9,15 @@
 //! Kineto trace does by start (an op before the ops nested in it), so the two sequences of
 //! names are aligned, every op paired with the node of its name at its place, an op either
 //! side lacks skipped (the profiler's window starts and ends inside the ET's, or an op is
-//! recorded by one only). A join is reported with its coverage and what was left unjoined.
+//! recorded by one only). A program repeats itself, so the alignment is tried from every place
+//! the ET's opening ops appear in the Kineto thread (a longest common subsequence within a
+//! window as long as the ET's thread and a tenth more; a greedy walk where that table would be
+//! too large) and the one pairing the most ops kept. A join is reported with its coverage and
+//! what was left unjoined.
+//!
+//! Known limit: where the table is too large (threads of more than a few thousand ops each
+//! side), each start runs the greedy walk, and a window holding thousands of repetitions of
+//! the ET's opening ops tries up to 4,096 of them (`MAX_STARTS`).
 
 use std::collections::HashMap;
 
