@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
 use stepcast_cli::jobs::{self, Job, Loaded, ReportOptions, Unreadable};
-use stepcast_report::html::ranks_report;
+use stepcast_report::html::{JobAdvice, ranks_report};
 use stepcast_report::markdown;
 
 use super::Answer;
@@ -80,6 +80,16 @@ fn prefixed(prefix: &str, files: Vec<(String, String)>) -> Vec<(String, String)>
         .collect()
 }
 
+/// Whether `paths` is one folder of reduced ranks.
+fn reduced_folder(paths: &[PathBuf]) -> bool {
+    match paths {
+        [dir] if dir.is_dir() => jobs::rank_files(paths)
+            .map(|files| files.iter().any(|f| jobs::is_reduced_file(f)))
+            .unwrap_or(false),
+        _ => false,
+    }
+}
+
 /// The ranks whose collective instances a job's page lists (`replay --ranks`).
 const DETAIL_RANKS: &str = "worst:16";
 
@@ -94,6 +104,27 @@ fn job(args: &ReportArgs, paths: &[PathBuf]) -> anyhow::Result<Answer> {
         Some(DETAIL_RANKS),
         &progress,
     )?;
+    // What to change: the job's `advise` needs each rank's trace (its models edit ops a
+    // reduced rank does not keep), read again; the page says why where there is none.
+    let advice = if args.format != Format::Html {
+        None
+    } else if paths.iter().any(|p| jobs::is_reduced_file(p)) || reduced_folder(paths) {
+        Some(Err(
+            "the ranks are reduced: the job's advice needs each rank's trace (stepcast advise \
+             DIR on the traces)"
+                .to_string(),
+        ))
+    } else if !document.unreadable.is_empty() {
+        Some(Err(
+            "some ranks were unreadable: the job's advice needs every rank's trace".to_string(),
+        ))
+    } else {
+        let ranks = jobs::load_ranks(paths, super::read_options(), &progress)?;
+        Some(
+            jobs::advise_job(&ranks, args.peers.peers(), &progress)
+                .map_err(|e| stepcast_cli::message(&e)),
+        )
+    };
     drop(progress);
     match args.format {
         Format::Csv => Ok(Answer::Files(prefixed(
@@ -106,7 +137,12 @@ fn job(args: &ReportArgs, paths: &[PathBuf]) -> anyhow::Result<Answer> {
                 .map(|p| p.display().to_string())
                 .collect::<Vec<_>>()
                 .join(", ");
-            Ok(Answer::Text(ranks_report(&document, &title)))
+            let advice = match &advice {
+                Some(Ok(advice)) => JobAdvice::Advised(advice),
+                Some(Err(why)) => JobAdvice::Unavailable(why.clone()),
+                None => JobAdvice::Unavailable("not computed".to_string()),
+            };
+            Ok(Answer::Text(ranks_report(&document, &advice, &title)))
         }
         _ => Err(stepcast_cli::usage(anyhow!(
             "a job folder's report is html or csv (md digests one trace)"

@@ -110,3 +110,37 @@ fn optimize_of_a_job_plans_on_its_global_replay() {
     assert_eq!(none["baseline_ns"], json["baseline_ns"]);
     assert_eq!(none["predicted_ns"], json["baseline_ns"]);
 }
+
+/// A job folder's report answers what to change as `advise DIR` does (its best change and
+/// step), and a folder of reduced ranks says why it has no advice.
+#[test]
+fn a_jobs_report_says_what_to_change_as_advise_does() {
+    let dir = super::TempDir::new("job-report");
+    let page = dir.path().join("job.html");
+    stepcast(&["report", DLRM, "-o", super::path_str(&page)]).assert_success();
+    let html = std::fs::read_to_string(&page).expect("the report");
+    let advice = stepcast(&["advise", DLRM, "--json"]).json();
+    let best = &advice["candidates"][0];
+    assert!(html.contains("What to change"), "the section");
+    let name = best["name"].as_str().expect("a name");
+    let predicted = format!("{:.3} ms", ms(&best["predicted_ns"]) as f64 / 1e6);
+    assert!(
+        html.contains(&format!("Best: {name}")) && html.contains(&predicted),
+        "the best change {name} at {predicted}"
+    );
+    let reduced = super::reduce::reduce_into(DLRM, "job-report-reduced");
+    let page = reduced.path().join("reduced.html");
+    let folder = reduced.path().join("reduced");
+    stepcast(&[
+        "report",
+        super::path_str(&folder),
+        "-o",
+        super::path_str(&page),
+    ])
+    .assert_success();
+    let html = std::fs::read_to_string(&page).expect("the report");
+    assert!(
+        html.contains("No advice: the ranks are reduced"),
+        "the reason"
+    );
+}

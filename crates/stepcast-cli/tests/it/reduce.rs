@@ -13,7 +13,7 @@ const GLOO_JOB: &str = concat!(
     "/../../testdata/kineto/stepcast/cpu-pairs/ddp-gloo2"
 );
 
-fn reduce_into(traces: &str, name: &str) -> TempDir {
+pub(super) fn reduce_into(traces: &str, name: &str) -> TempDir {
     let dir = TempDir::new(name);
     let out = dir.path().join("reduced");
     let run = stepcast(&["reduce", traces, "-o", path_str(&out)]);

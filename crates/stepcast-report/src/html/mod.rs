@@ -21,6 +21,7 @@ mod timeline;
 mod trace;
 
 pub use memory::MemoryCurve;
+pub use ranks::JobAdvice;
 pub use timeline::{KINDS, RowView, TimelineView};
 
 use crate::json::ranks::RanksJson;
@@ -63,11 +64,11 @@ pub fn trace_report(report: &TraceReport<'_>) -> String {
 }
 
 /// The report of several ranks of one job replayed together.
-pub fn ranks_report(ranks: &RanksJson, title: &str) -> String {
+pub fn ranks_report(ranks: &RanksJson, advice: &JobAdvice<'_>, title: &str) -> String {
     page::Page {
         title: format!("stepcast report: {title}"),
         subtitle: format!("{} ranks replayed as one graph", ranks.ranks.len()),
-        sections: ranks::sections(ranks),
+        sections: ranks::sections(ranks, advice),
     }
     .render()
 }

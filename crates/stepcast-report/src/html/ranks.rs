@@ -6,17 +6,110 @@ use std::fmt::Write as _;
 
 use super::chart::{Axis, grouped_bars, nice_ticks, stacked_bar};
 use super::page::{Cell, Section, Table, ms, note, paragraph, signed_percent};
+use crate::json::AdviseJobJson;
 use crate::json::ranks::RanksJson;
 use crate::table::plural;
 
-pub(super) fn sections(ranks: &RanksJson) -> Vec<Section> {
+/// What the job's page can say of changes: the job's `advise`, or why there is none.
+pub enum JobAdvice<'a> {
+    /// `advise DIR`'s document.
+    Advised(&'a AdviseJobJson),
+    /// Why the page has none (reduced ranks, unreadable ranks, the advice failed).
+    Unavailable(String),
+}
+
+pub(super) fn sections(ranks: &RanksJson, advice: &JobAdvice<'_>) -> Vec<Section> {
     vec![
         answer(ranks),
+        what_to_change(advice),
         steps(ranks),
         wait_transfer(ranks),
         stragglers(ranks),
         critical_path(ranks),
     ]
+}
+
+/// The job's `advise`: each change applied to every rank and the job replayed as one graph.
+fn what_to_change(advice: &JobAdvice<'_>) -> Section {
+    let section = |body| Section {
+        id: "what-to-change",
+        title: "What to change".to_string(),
+        body,
+    };
+    let advice = match advice {
+        JobAdvice::Advised(advice) => advice,
+        JobAdvice::Unavailable(why) => return section(paragraph(&format!("No advice: {why}."))),
+    };
+    if let Some(reason) = &advice.declined {
+        return section(paragraph(&format!(
+            "Declined: {reason}. No change is offered."
+        )));
+    }
+    let mut body = match advice.candidates.first() {
+        Some(best) => paragraph(&format!(
+            "Each change applied to every rank and the job replayed as one graph, so a rank \
+             made faster waits for its peers. Best: {}, the job's step {} → {} (×{:.3}), \
+             then bound by {}.",
+            best.name,
+            ms(advice.baseline_ns),
+            ms(best.predicted_ns),
+            best.speedup.unwrap_or(1.0),
+            best.bound_by
+                .first()
+                .map_or_else(|| "no rank".to_string(), |r| format!("rank {}", r.rank)),
+        )),
+        None => paragraph("No change predicted."),
+    };
+    let mut table = Table::new(&[
+        "change",
+        "step",
+        "speedup",
+        "bound",
+        "alone (per rank)",
+        "bound by",
+    ]);
+    for c in &advice.candidates {
+        let alone: Vec<f64> = c.alone_speedups.iter().flatten().copied().collect();
+        let range = match (
+            alone.iter().copied().reduce(f64::min),
+            alone.iter().copied().reduce(f64::max),
+        ) {
+            (Some(lo), Some(hi)) => format!("×{lo:.2}–×{hi:.2}"),
+            _ => "n/a".to_string(),
+        };
+        table.row(vec![
+            Cell::text(&c.name),
+            Cell::ms(c.predicted_ns),
+            Cell::number(
+                c.speedup
+                    .map_or_else(|| "n/a".to_string(), |v| format!("×{v:.3}")),
+                c.speedup.unwrap_or(0.0),
+            ),
+            c.trust.bound_ns.map_or_else(|| Cell::text("n/a"), Cell::ms),
+            Cell::text(range),
+            Cell::text(
+                c.bound_by
+                    .first()
+                    .map_or_else(|| "-".to_string(), |r| format!("rank {}", r.rank)),
+            ),
+        ]);
+    }
+    if !table.is_empty() {
+        body.push_str(&note(
+            "Best first. bound: the most the change can gain the job per step; alone: what \
+             each rank's own trace predicts of it, its peers at their recorded lateness.",
+        ));
+        body.push_str(&table.render());
+    }
+    if let Some(best) = advice.candidates.first()
+        && !best.trust.caveats.is_empty()
+    {
+        body.push_str(&note(&format!(
+            "Caveats of the best: {}.",
+            best.trust.caveat_text()
+        )));
+    }
+    section(body)
 }
 
 fn answer(ranks: &RanksJson) -> Section {
