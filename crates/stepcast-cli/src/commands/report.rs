@@ -90,6 +90,9 @@ fn reduced_folder(paths: &[PathBuf]) -> bool {
     }
 }
 
+/// A job's page advises what to change for jobs of up to this many ranks.
+const MAX_ADVISED_RANKS: usize = 64;
+
 /// The ranks whose collective instances a job's page lists (`replay --ranks`).
 const DETAIL_RANKS: &str = "worst:16";
 
@@ -118,6 +121,14 @@ fn job(args: &ReportArgs, paths: &[PathBuf]) -> anyhow::Result<Answer> {
         Some(Err(
             "some ranks were unreadable: the job's advice needs every rank's trace".to_string(),
         ))
+    } else if document.ranks.len() > MAX_ADVISED_RANKS {
+        // The job's advice holds every rank's trace at once: a page of a large job keeps the
+        // replay's memory bound, and says how to ask.
+        Some(Err(format!(
+            "{} ranks: the page advises jobs of up to {MAX_ADVISED_RANKS} ranks (the advice \
+             holds every rank's trace at once); run stepcast advise DIR",
+            document.ranks.len()
+        )))
     } else {
         let ranks = jobs::load_ranks(paths, super::read_options(), &progress)?;
         Some(
