@@ -330,6 +330,7 @@ fn reports_load_in_chromium_without_console_errors() {
     stepcast(&["report", DLRM, "-o", path_str(&job)]).assert_success();
     let sections = [
         "answer",
+        "what-to-change",
         "ranks",
         "collectives",
         "stragglers",
