@@ -45,11 +45,13 @@ fn what_to_change(advice: &JobAdvice<'_>) -> Section {
             "Declined: {reason}. No change is offered."
         )));
     }
-    let mut body = match advice.candidates.first() {
+    // The answer's change is the program's: hardware is ranked in the table beside it.
+    let best = advice.candidates.iter().find(|c| !c.hardware);
+    let mut body = match best {
         Some(best) => paragraph(&format!(
             "Each change applied to every rank and the job replayed as one graph, so a rank \
-             made faster waits for its peers. Best: {}, the job's step {} → {} (×{:.3}), \
-             then bound by {}.",
+             made faster waits for its peers. Best change to the program: {}, the job's step \
+             {} → {} (×{:.3}), then bound by {}.",
             best.name,
             ms(advice.baseline_ns),
             ms(best.predicted_ns),
@@ -58,7 +60,7 @@ fn what_to_change(advice: &JobAdvice<'_>) -> Section {
                 .first()
                 .map_or_else(|| "no rank".to_string(), |r| format!("rank {}", r.rank)),
         )),
-        None => paragraph("No change predicted."),
+        None => paragraph("No change to the program is predicted to help."),
     };
     let mut table = Table::new(&[
         "change",
@@ -101,7 +103,7 @@ fn what_to_change(advice: &JobAdvice<'_>) -> Section {
         ));
         body.push_str(&table.render());
     }
-    if let Some(best) = advice.candidates.first()
+    if let Some(best) = best
         && !best.trust.caveats.is_empty()
     {
         body.push_str(&note(&format!(

@@ -200,6 +200,9 @@ pub struct JobCandidateJson {
     pub name: String,
     /// The models applied to every rank, in order.
     pub models: Vec<String>,
+    /// Whether a model of it buys hardware (`faster_gpu`, `faster_cpu`...) rather than
+    /// changing the program: the answer's change is the best without one.
+    pub hardware: bool,
     /// The job's predicted steady period.
     pub predicted_ns: i64,
     /// The job's speedup; `None` (`null`) when the prediction is 0.
@@ -272,6 +275,7 @@ pub fn advise_job_json(
                 JobCandidateJson {
                     name: c.name(),
                     models: c.models.iter().map(Model::name).collect(),
+                    hardware: c.models.iter().any(Model::is_hardware),
                     predicted_ns: outcome.predicted.period.step_ns,
                     speedup: finite(outcome.speedup),
                     gain_ns: outcome.baseline.period.step_ns - outcome.predicted.period.step_ns,

@@ -205,11 +205,21 @@ pub fn advise_job_text(doc: &AdviseJobJson) -> String {
          their recorded lateness)",
         &table.to_string(),
     );
-    let caveats: Vec<String> = doc
-        .candidates
-        .first()
-        .map(|c| c.trust.caveats.clone())
-        .unwrap_or_default();
+    // The answer's change is the program's: hardware is ranked in the table beside it.
+    let best = doc.candidates.iter().find(|c| !c.hardware);
+    if let Some(best) = best {
+        out.push_str(&wrap(
+            &format!(
+                "Best change to the program: {}, {} ms per step ({}).",
+                sanitize(&best.name),
+                ms(best.predicted_ns),
+                speedup(best.speedup)
+            ),
+            "",
+        ));
+        out.push('\n');
+    }
+    let caveats: Vec<String> = best.map(|c| c.trust.caveats.clone()).unwrap_or_default();
     push_notes(&mut out, "Caveats of the best change", &caveats);
     let failed: Vec<String> = doc
         .failed
