@@ -608,6 +608,24 @@ const TP_DP_JOBS: [(&str, Groups, Groups); 3] = [
 /// A process group's name and member ranks, as a trace declares it.
 type DeclaredGroup = (String, Vec<i64>);
 
+/// Each `ProfilerStep#` range of a trace's JSON as (start, end) in its microseconds.
+fn step_spans(json: &serde_json::Value) -> Vec<(f64, f64)> {
+    json["traceEvents"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| {
+            e["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("ProfilerStep#"))
+        })
+        .map(|e| {
+            let ts = e["ts"].as_f64().unwrap_or_default();
+            (ts, ts + e["dur"].as_f64().unwrap_or_default())
+        })
+        .collect()
+}
+
 /// A trace's `distributedInfo.pg_config` (name → ranks) and, per element count of the first
 /// input, how many `c10d::allreduce_` ops its main thread issued: the program's own record of
 /// its collectives, apart from the gloo worker threads' ranges the matching reads.
@@ -626,20 +644,7 @@ fn declared_groups_and_issued(file: &str) -> (Vec<DeclaredGroup>, Vec<(i64, usiz
         })
         .collect();
     let mut issued: std::collections::BTreeMap<i64, usize> = Default::default();
-    let in_steps: Vec<(f64, f64)> = json["traceEvents"]
-        .as_array()
-        .expect("events")
-        .iter()
-        .filter(|e| {
-            e["name"]
-                .as_str()
-                .is_some_and(|n| n.starts_with("ProfilerStep#"))
-        })
-        .map(|e| {
-            let ts = e["ts"].as_f64().unwrap_or_default();
-            (ts, ts + e["dur"].as_f64().unwrap_or_default())
-        })
-        .collect();
+    let in_steps = step_spans(&json);
     for e in json["traceEvents"].as_array().expect("events") {
         if e["name"] != "c10d::allreduce_" {
             continue;
@@ -995,18 +1000,7 @@ fn a_hybrid_sharded_job_matches_each_collective_within_its_mesh_dimension() {
     // The program's record on rank 0: its ops per kind inside its steps.
     let trace = gzipped_json(format!("{job}/rank0.json.gz"));
     let events = trace["traceEvents"].as_array().expect("events");
-    let steps: Vec<(f64, f64)> = events
-        .iter()
-        .filter(|e| {
-            e["name"]
-                .as_str()
-                .is_some_and(|n| n.starts_with("ProfilerStep#"))
-        })
-        .map(|e| {
-            let ts = e["ts"].as_f64().unwrap_or_default();
-            (ts, ts + e["dur"].as_f64().unwrap_or_default())
-        })
-        .collect();
+    let steps = step_spans(&trace);
     let issued = |name: &str| {
         events
             .iter()

@@ -1,12 +1,9 @@
 //! `whatif DIR` and `advise DIR` as text: the job's step before and after the change, the ranks
 //! that bound it, and what each rank alone would have said.
 
+use super::whatif::speedup;
 use super::{ms, new_table, push_notes, push_section, sanitize, step_list, wrap};
 use crate::json::{AdviseJobJson, RankShareJson, WhatIfJobJson};
-
-fn speedup(value: Option<f64>) -> String {
-    value.map_or_else(|| "n/a".to_string(), |s| format!("{s:.3}×"))
-}
 
 /// `rank 7 (13.485 ms), rank 4 (7.305 ms)`: the ranks holding the critical path, at most four.
 fn shares(ranks: &[RankShareJson]) -> String {

@@ -18,7 +18,8 @@ fn source(trace: &TraceJson, device: Option<&DeviceJson>) -> String {
     text
 }
 
-fn speedup(value: Option<f64>) -> String {
+/// `1.234×`, or `n/a`.
+pub(super) fn speedup(value: Option<f64>) -> String {
     value.map_or_else(|| "n/a".to_string(), |s| format!("{s:.3}×"))
 }
 

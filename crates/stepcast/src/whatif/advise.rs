@@ -47,7 +47,53 @@ impl Candidate {
     }
 }
 
-fn name(models: &[Model]) -> String {
+/// The combinations worth trying, from each advised model's speedup alone (`singles`): every
+/// pair of the models that help, and all the software ones together when three or more help.
+/// Combinations keep the order of [`Model::advised`] (the order their effects compose in).
+pub(crate) fn combinations(singles: &[(Model, f64)]) -> Vec<Vec<Model>> {
+    let useful: Vec<Model> = Model::advised()
+        .into_iter()
+        .filter(|m| {
+            singles
+                .iter()
+                .any(|(s, speedup)| s == m && *speedup >= USEFUL_SPEEDUP)
+        })
+        .collect();
+    let mut combinations: Vec<Vec<Model>> = Vec::new();
+    for (i, a) in useful.iter().enumerate() {
+        for b in &useful[i + 1..] {
+            combinations.push(vec![a.clone(), b.clone()]);
+        }
+    }
+    let software: Vec<Model> = useful
+        .iter()
+        .filter(|m| !m.is_hardware())
+        .cloned()
+        .collect();
+    if software.len() >= 3 {
+        combinations.push(software);
+    }
+    combinations
+}
+
+/// Whether a combination of `models` reaching `speedup` adds to its best member alone (by a
+/// useful step): one whose other models add nothing would sit above the model that does all
+/// the work.
+pub(crate) fn adds_to_best_member(
+    singles: &[(Model, f64)],
+    models: &[Model],
+    speedup: f64,
+) -> bool {
+    let best = singles
+        .iter()
+        .filter(|(m, _)| models.contains(m))
+        .map(|&(_, s)| s)
+        .fold(1.0, f64::max);
+    speedup >= best * USEFUL_SPEEDUP
+}
+
+/// The models' names joined by ` + `.
+pub(crate) fn name(models: &[Model]) -> String {
     models
         .iter()
         .map(Model::name)
@@ -112,47 +158,15 @@ pub fn advise(context: &Context<'_>) -> Result<Advice, WhatIfError> {
     let trade_results = tried.split_off(tried.len() - trades.len());
     let mut candidates = keep_predicted(tried, &mut failed);
     let memory_trades = keep_predicted(trade_results, &mut failed);
-    let useful: Vec<&Model> = candidates
-        .iter()
-        .filter(|c| c.is_useful())
-        .map(|c| &c.models[0])
-        .collect();
-    // Combinations keep the order of `Model::advised` (the order their effects compose in).
-    let order = Model::advised();
-    let mut useful: Vec<Model> = order.into_iter().filter(|m| useful.contains(&m)).collect();
-    useful.dedup();
-    let mut combinations: Vec<Vec<Model>> = Vec::new();
-    for (i, a) in useful.iter().enumerate() {
-        for b in &useful[i + 1..] {
-            combinations.push(vec![a.clone(), b.clone()]);
-        }
-    }
-    let software: Vec<Model> = useful
-        .iter()
-        .filter(|m| !m.is_hardware())
-        .cloned()
-        .collect();
-    if software.len() >= 3 {
-        combinations.push(software);
-    }
-    // A combination ranks only where it adds to its best member: one whose other models add
-    // nothing (less than a useful step) would sit above the model that does all the work.
-    let best_single: Vec<(Model, f64)> = candidates
+    let singles: Vec<(Model, f64)> = candidates
         .iter()
         .map(|c| (c.models[0].clone(), c.outcome.speedup))
         .collect();
-    let best_member = |models: &[Model]| {
-        best_single
-            .iter()
-            .filter(|(m, _)| models.contains(m))
-            .map(|&(_, s)| s)
-            .fold(1.0, f64::max)
-    };
     for combination in keep_predicted(
-        try_all(context, &prepared, &window, combinations),
+        try_all(context, &prepared, &window, combinations(&singles)),
         &mut failed,
     ) {
-        if combination.outcome.speedup >= best_member(&combination.models) * USEFUL_SPEEDUP {
+        if adds_to_best_member(&singles, &combination.models, combination.outcome.speedup) {
             candidates.push(combination);
         }
     }

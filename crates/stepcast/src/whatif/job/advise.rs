@@ -10,7 +10,7 @@
 use rayon::prelude::*;
 
 use super::{Job, JobAssessed, JobError};
-use crate::whatif::advise::USEFUL_SPEEDUP;
+use crate::whatif::advise::{adds_to_best_member, combinations, name};
 use crate::whatif::models::Model;
 
 /// One change the job's `advise` tried.
@@ -26,14 +26,6 @@ impl JobCandidate {
     pub fn name(&self) -> String {
         name(&self.models)
     }
-}
-
-fn name(models: &[Model]) -> String {
-    models
-        .iter()
-        .map(Model::name)
-        .collect::<Vec<_>>()
-        .join(" + ")
 }
 
 /// What the job's `advise` found.
@@ -66,44 +58,13 @@ impl Job<'_> {
         let singles: Vec<Vec<Model>> = Model::advised().into_iter().map(|m| vec![m]).collect();
         let mut failed = Vec::new();
         let mut candidates = self.keep_predicted(self.try_all(singles), &mut failed);
-        let helps: Vec<Model> = candidates
-            .iter()
-            .filter(|c| c.assessed.outcome.speedup >= USEFUL_SPEEDUP)
-            .map(|c| c.models[0].clone())
-            .collect();
-        // Combinations keep the order of `Model::advised` (the order their effects compose in).
-        let useful: Vec<Model> = Model::advised()
-            .into_iter()
-            .filter(|m| helps.contains(m))
-            .collect();
-        let mut combinations: Vec<Vec<Model>> = Vec::new();
-        for (i, a) in useful.iter().enumerate() {
-            for b in &useful[i + 1..] {
-                combinations.push(vec![a.clone(), b.clone()]);
-            }
-        }
-        let software: Vec<Model> = useful
-            .iter()
-            .filter(|m| !m.is_hardware())
-            .cloned()
-            .collect();
-        if software.len() >= 3 {
-            combinations.push(software);
-        }
-        let best_single: Vec<(Model, f64)> = candidates
+        let singles: Vec<(Model, f64)> = candidates
             .iter()
             .map(|c| (c.models[0].clone(), c.assessed.outcome.speedup))
             .collect();
-        let best_member = |models: &[Model]| {
-            best_single
-                .iter()
-                .filter(|(m, _)| models.contains(m))
-                .map(|&(_, s)| s)
-                .fold(1.0, f64::max)
-        };
-        for combination in self.keep_predicted(self.try_all(combinations), &mut failed) {
+        for combination in self.keep_predicted(self.try_all(combinations(&singles)), &mut failed) {
             let speedup = combination.assessed.outcome.speedup;
-            if speedup >= best_member(&combination.models) * USEFUL_SPEEDUP {
+            if adds_to_best_member(&singles, &combination.models, speedup) {
                 candidates.push(combination);
             }
         }
