@@ -248,6 +248,7 @@ def load(
     path: Union[PathLike, Sequence[PathLike]],
     *,
     step_range: Optional[str] = None,
+    et: Optional[PathLike] = None,
     progress: Progress = None,
 ) -> Union[Trace, Job]:
     """Reads a trace file (``.json``, ``.json.gz``, rocprofv3 JSON, ``.xplane.pb``, an Nsight
@@ -260,17 +261,29 @@ def load(
     ``step_range``: a regular expression; steps are the ranges (NVTX, ROCTx, XPlane host
     events) whose name it matches
     (the command line's ``--step-range``).
+    ``et``: the PyTorch Execution Trace of the same run (the command line's ``--et``): its
+    ops are joined with the trace's and the data dependencies it states between threads become
+    edges of the graph; one trace only (a ``ValueError`` for a job).
     ``progress``: ``True`` for tqdm bars (when tqdm is installed), or a callable
     ``progress(stage, done, total)``; it stays the default of the object's methods.
     """
     callback = progress_callback(progress)
+    is_job = isinstance(path, (list, tuple)) or os.path.isdir(path) or _is_reduced(path)
+    if et is not None and is_job:
+        raise ValueError(
+            f"et={os.fspath(et)!r} joins the Execution Trace of one run with its one trace; "
+            "a folder or several traces are a job's ranks"
+        )
     if isinstance(path, (list, tuple)):
         paths = [os.fspath(p) for p in path]
         return Job(_native.Job.load(paths, step_range, progress=callback), progress)
     path = os.fspath(path)
-    if os.path.isdir(path) or _is_reduced(path):
+    if is_job:
         return Job(_native.Job.load([path], step_range, progress=callback), progress)
-    return Trace(_native.Trace.load(path, step_range, progress=callback), progress)
+    et_path = None if et is None else os.fspath(et)
+    return Trace(
+        _native.Trace.load(path, step_range, et_path, progress=callback), progress
+    )
 
 
 def _is_reduced(path: str) -> bool:

@@ -6,6 +6,7 @@ import pytest
 
 import stepcast
 from conftest import (
+    DATA,
     DLRM_JOB,
     NCCL,
     RESNET_AFTER,
@@ -104,3 +105,16 @@ def test_job_folder():
     assert stepcast.load(job.files).replay() == result
     number = result["ranks"][0]["steps"][0]["number"]
     assert job.replay(step=number) == cli_json("replay", DLRM_JOB, "--step", number)
+
+
+def test_a_trace_joined_with_its_execution_trace():
+    inputs = DATA / "param/et_replay/tests/inputs"
+    kineto, et = inputs / "linear_kineto.json.gz", inputs / "linear_et.json.gz"
+    trace = stepcast.load(kineto, et=et)
+    assert trace.replay() == cli_json("replay", kineto, "--et", et)
+    assert trace.info()["execution_trace"]["data_links"] > 0
+    assert trace.whatif("kernel_fusion") == cli_json(
+        "whatif", kineto, "kernel_fusion", "--et", et
+    )
+    with pytest.raises(ValueError, match="Execution Trace of one run"):
+        stepcast.load(inputs, et=et)

@@ -31,6 +31,13 @@ pub struct Args {
     /// tasks, linked to the gradients they carry and the ops that read them.
     #[arg(long, value_name = "FILE", global = true)]
     pub comm_timeline: Option<std::path::PathBuf>,
+    /// Join the trace with the PyTorch Execution Trace of the same run
+    /// (`ExecutionTraceObserver`'s JSON): its ops are paired with the trace's, and the data
+    /// dependencies it states between threads (an op reads a tensor another thread's op
+    /// produced) become edges of the graph; the models that ask which op feeds which read
+    /// them. One trace only.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub et: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -72,10 +79,6 @@ pub struct InfoArgs {
     /// Nsight Systems .sqlite export.
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
-    /// The PyTorch Execution Trace of the same run (`ExecutionTraceObserver`'s JSON): its ops
-    /// are joined with the trace's, and the join's coverage reported.
-    #[arg(long, value_name = "FILE")]
-    pub et: Option<PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs,
 }

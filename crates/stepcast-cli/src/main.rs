@@ -49,7 +49,11 @@ fn run(args: &Args) -> anyhow::Result<()> {
         inputs.extend(args.comm_timeline.as_deref());
         output::check(path, shape, &inputs)?;
     }
-    commands::set_read_options(args.step_range.as_deref(), args.comm_timeline.as_deref())?;
+    commands::set_read_options(
+        args.step_range.as_deref(),
+        args.comm_timeline.as_deref(),
+        args.et.as_deref(),
+    )?;
     let (answer, output) = match &args.command {
         Command::Info(info) => (commands::info::run(info)?, &info.output),
         Command::Replay(replay) => (commands::replay::run(replay)?, &replay.output),

@@ -181,16 +181,17 @@ pub struct Trace {
 #[pymethods]
 impl Trace {
     #[staticmethod]
-    #[pyo3(signature = (path, step_range=None, progress=None))]
+    #[pyo3(signature = (path, step_range=None, et=None, progress=None))]
     fn load(
         py: Python<'_>,
         path: PathBuf,
         step_range: Option<String>,
+        et: Option<PathBuf>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<Trace> {
         let options = jobs::read_options(step_range.as_deref()).map_err(|error| to_py(&error))?;
         let callback = Callback::new(progress);
-        let loaded = py.detach(|| Loaded::load(&path, &options, &callback));
+        let loaded = py.detach(|| Loaded::load_with_et(&path, &options, et.as_deref(), &callback));
         callback.finish()?;
         Ok(Trace {
             loaded: loaded.map_err(|error| to_py(&error))?,

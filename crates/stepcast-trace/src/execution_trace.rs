@@ -1,10 +1,14 @@
-//! PyTorch Execution Traces (ET, schema `1.0.x`, written by
-//! `torch.profiler.ExecutionTraceObserver`): every op the program ran, in the order it ran,
-//! with its parent, schema, and the tensors it read and wrote. Chakra, PARAM's `et_replay`
-//! and HTA join an ET with the Kineto trace of the same run; `stepcast::et` does.
+//! PyTorch Execution Traces (ET, written by `torch.profiler.ExecutionTraceObserver`): every op
+//! the program ran, in the order it ran, with its parent, schema, and the tensors it read and
+//! wrote. Chakra, PARAM's `et_replay` and HTA join an ET with the Kineto trace of the same
+//! run; `stepcast::et` does.
 //!
-//! A node is `{"id", "rf_id", "parent", "name", "tid", "op_schema", "inputs", "input_shapes",
-//! "input_types", "outputs", "output_shapes", "output_types", ...}`; a tensor value is
+//! Two forms of a node. Schema `1.0.x` (PyTorch 2.0–2.3): `{"id", "rf_id", "parent", "name",
+//! "tid", "op_schema", "inputs", "input_shapes", "input_types", "outputs", "output_shapes",
+//! "output_types", ...}`. Schema `1.1.x` (Chakra's, PyTorch 2.4 on): `{"id", "name",
+//! "ctrl_deps", "inputs": {"values", "shapes", "types", "strides"}, "outputs": {...},
+//! "attrs": [{"name": "rf_id", "value"}, {"name": "tid"}, {"name": "op_schema"}, ...]}`, the
+//! parent in `ctrl_deps`. A tensor value is
 //! `[tensor_id, storage_id, offset, elements, element_bytes, device]` with its type
 //! `Tensor(float)`, a list of tensors `GenericList[Tensor(float),...]` a list of such values.
 //! A node of another shape is left out and counted ([`ExecutionTrace::nodes_unread`]), never
@@ -110,23 +114,46 @@ pub fn read_execution_trace(path: &Path) -> Result<ExecutionTrace, ReadError> {
 }
 
 fn node_of(node: &Value) -> Option<EtNode> {
-    let u64_of = |key: &str| node.get(key).and_then(Value::as_u64);
-    let text = |key: &str| {
-        node.get(key)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
+    // A field of the node, or (schema 1.1) of its `attrs`.
+    let field = |key: &str| {
+        node.get(key).or_else(|| {
+            node.get("attrs")?
+                .as_array()?
+                .iter()
+                .find(|a| a.get("name").and_then(Value::as_str) == Some(key))?
+                .get("value")
+        })
+    };
+    let u64_of = |key: &str| field(key).and_then(Value::as_u64);
+    let (inputs, outputs) = if node.get("inputs").is_some_and(Value::is_object) {
+        (tensors_of(node, "inputs"), tensors_of(node, "outputs"))
+    } else {
+        (
+            tensors(node, "inputs", "input_shapes", "input_types"),
+            tensors(node, "outputs", "output_shapes", "output_types"),
+        )
     };
     Some(EtNode {
         id: u64_of("id")?,
         rf_id: u64_of("rf_id"),
-        parent: u64_of("parent"),
+        parent: u64_of("parent").or_else(|| u64_of("ctrl_deps")),
         name: node.get("name")?.as_str()?.to_string(),
         tid: u64_of("tid").unwrap_or(0),
-        op_schema: text("op_schema"),
-        inputs: tensors(node, "inputs", "input_shapes", "input_types"),
-        outputs: tensors(node, "outputs", "output_shapes", "output_types"),
+        op_schema: field("op_schema")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        inputs,
+        outputs,
     })
+}
+
+/// The tensors of a schema 1.1 `{"values", "shapes", "types"}` object.
+fn tensors_of(node: &Value, key: &str) -> Vec<EtTensor> {
+    match node.get(key) {
+        Some(object) => tensors(object, "values", "shapes", "types"),
+        None => Vec::new(),
+    }
 }
 
 /// The tensors among a node's `values` (with their shapes and types), lists of tensors

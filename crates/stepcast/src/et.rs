@@ -149,22 +149,24 @@ pub fn join_with(trace: &Trace, et: &ExecutionTrace, method: Option<JoinMethod>)
     }
 }
 
-/// The data dependencies an ET states between ops of different threads, as links of the
-/// trace ([`LinkKind::DataFlow`]: the consumer begins after its producer ends): for each input
-/// tensor of a joined node, the last joined node before it (in the ET's order) that output that
-/// tensor. Within a thread the order of its ops already holds them; a dependency the recorded
-/// times contradict (the consumer began before its producer ended) is counted, not linked.
+/// The data dependencies an ET states between joined ops: for each input tensor of a joined
+/// node, the last joined node before it (in the ET's order) that output that tensor, as a link
+/// of the trace ([`LinkKind::DataFlow`]: the consumer begins after its producer ends). A
+/// dependency the recorded times contradict (the consumer began before its producer ended:
+/// a tensor id reused, or an op joined to the wrong node) is counted, not linked.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DataLinks {
-    /// Sorted by target event, as `Trace::links`.
+    /// Between ops of different threads, sorted by target event (as `Trace::links`): what the
+    /// graph gains.
     pub links: Vec<Link>,
-    /// Dependencies between ops of one thread (held by its order).
-    pub same_thread: u64,
+    /// Between ops of one thread, sorted alike: its order already holds them, so the graph
+    /// needs no edge, but a model asking which op feeds which reads them.
+    pub same_thread_links: Vec<Link>,
     /// Dependencies whose recorded times contradict them.
     pub contradicted: u64,
 }
 
-/// The cross-thread data dependencies of `et` joined with `trace` as `joined`.
+/// The data dependencies of `et` joined with `trace` as `joined`.
 pub fn data_links(trace: &Trace, et: &ExecutionTrace, joined: &EtJoin) -> DataLinks {
     let mut event_of_node: Vec<Option<usize>> = vec![None; et.nodes.len()];
     for (event, node) in joined.node_of_event.iter().enumerate() {
@@ -188,16 +190,17 @@ pub fn data_links(trace: &Trace, et: &ExecutionTrace, joined: &EtJoin) -> DataLi
                 continue;
             }
             let (a, b) = (&trace.events[from], &trace.events[consumer]);
-            if a.lane == b.lane {
-                out.same_thread += 1;
-            } else if a.end_ns() > b.start_ns {
+            let link = Link {
+                to: EventId(consumer as u32),
+                from: EventId(from as u32),
+                kind: LinkKind::DataFlow,
+            };
+            if a.end_ns() > b.start_ns {
                 out.contradicted += 1;
+            } else if a.lane == b.lane {
+                out.same_thread_links.push(link);
             } else {
-                out.links.push(Link {
-                    to: EventId(consumer as u32),
-                    from: EventId(from as u32),
-                    kind: LinkKind::DataFlow,
-                });
+                out.links.push(link);
             }
         }
         for output in &et_node.outputs {
@@ -205,7 +208,75 @@ pub fn data_links(trace: &Trace, et: &ExecutionTrace, joined: &EtJoin) -> DataLi
         }
     }
     out.links.sort_by_key(|l| (l.to, l.from));
+    out.same_thread_links.sort_by_key(|l| (l.to, l.from));
     out
+}
+
+/// Which op feeds which, as an ET joined with its trace states it: what the models read
+/// ([`crate::whatif::Context::data`]) to know what an op really depends on.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DataDependencies {
+    /// Per event of the trace: whether it is an op joined to an ET node (only a joined op's
+    /// dependencies are known; of any other, nothing is said).
+    joined: Vec<bool>,
+    /// Every dependency whose recorded times allow it, within and across threads, sorted by
+    /// `(to, from)`.
+    links: Vec<Link>,
+}
+
+impl DataDependencies {
+    pub fn new(joined: &EtJoin, data: &DataLinks) -> DataDependencies {
+        let mut links: Vec<Link> = data
+            .links
+            .iter()
+            .chain(&data.same_thread_links)
+            .copied()
+            .collect();
+        links.sort_by_key(|l| (l.to, l.from));
+        DataDependencies {
+            joined: joined.node_of_event.iter().map(Option::is_some).collect(),
+            links,
+        }
+    }
+
+    /// Whether `event` is an op whose dependencies the ET states.
+    pub fn is_joined(&self, event: EventId) -> bool {
+        self.joined.get(event.index()).copied().unwrap_or(false)
+    }
+
+    /// The ops whose outputs `event` reads.
+    pub fn producers_of(&self, event: EventId) -> impl Iterator<Item = EventId> + '_ {
+        let first = self.links.partition_point(|l| l.to < event);
+        self.links[first..]
+            .iter()
+            .take_while(move |l| l.to == event)
+            .map(|l| l.from)
+    }
+}
+
+/// An ET joined with its trace and its dependencies added to it: the cross-thread ones become
+/// links of the trace (so the graph built from it gains them as edges), all of them are kept
+/// for the models.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attached {
+    pub join: EtJoin,
+    pub data: DataLinks,
+    pub dependencies: DataDependencies,
+}
+
+/// Joins `et` with `trace` and adds the cross-thread data dependencies to `trace.links`.
+pub fn attach(trace: &mut Trace, et: &ExecutionTrace) -> Attached {
+    let join = join(trace, et);
+    let data = data_links(trace, et, &join);
+    let dependencies = DataDependencies::new(&join, &data);
+    trace.links.extend_from_slice(&data.links);
+    trace.links.sort_by_key(|l| (l.to, l.from));
+    trace.links.dedup();
+    Attached {
+        join,
+        data,
+        dependencies,
+    }
 }
 
 /// The ET's op nodes (its own bookkeeping left out), with their indices.

@@ -1,7 +1,7 @@
 //! `stepcast advise TRACE`: every built-in optimization and useful combinations, ranked by
 //! predicted gain; `stepcast advise DIR`: the same on every rank of a job, on its global graph.
 
-use stepcast_cli::jobs::{self, Loaded};
+use stepcast_cli::jobs;
 use stepcast_report::{markdown, table};
 
 use crate::args::AdviseArgs;
@@ -12,6 +12,7 @@ pub fn run(args: &AdviseArgs) -> anyhow::Result<super::Answer> {
     let progress = Terminal::new();
     if args.trace.is_dir() {
         // A job's folder: every change on every rank, ranked by the job's gain.
+        super::refuse_execution_trace("a folder holds a job's ranks")?;
         let ranks = jobs::load_ranks(
             std::slice::from_ref(&args.trace),
             super::read_options(),
@@ -21,7 +22,7 @@ pub fn run(args: &AdviseArgs) -> anyhow::Result<super::Answer> {
         drop(progress);
         return super::render(&args.output, &document, table::advise_job_text, None, None);
     }
-    let loaded = Loaded::load(&args.trace, super::read_options(), &progress)?;
+    let loaded = super::load(&args.trace, &progress)?;
     let document = jobs::advise(&loaded, args.peers.peers(), &progress)?;
     drop(progress);
     super::render(

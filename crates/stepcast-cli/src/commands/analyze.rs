@@ -1,6 +1,6 @@
 //! `stepcast analyze TRACE`: where the step's time goes.
 
-use stepcast_cli::jobs::{self, Loaded};
+use stepcast_cli::jobs;
 use stepcast_report::{markdown, table};
 
 use crate::args::AnalyzeArgs;
@@ -9,7 +9,7 @@ use crate::progress::Terminal;
 /// Runs `analyze` and returns its output (text, JSON, CSV tables or a Markdown digest).
 pub fn run(args: &AnalyzeArgs) -> anyhow::Result<super::Answer> {
     let progress = Terminal::new();
-    let loaded = Loaded::load(&args.trace, super::read_options(), &progress)?;
+    let loaded = super::load(&args.trace, &progress)?;
     let document = jobs::analyze(&loaded, args.step, args.top.0, &progress)?;
     drop(progress);
     super::render(

@@ -6,7 +6,7 @@
 
 use anyhow::Context;
 use stepcast::simulate::{RecordedOrder, SimOptions, simulate};
-use stepcast_cli::jobs::{self, Loaded};
+use stepcast_cli::jobs;
 use stepcast_cli::output;
 use stepcast_report::export::{Export, Selection};
 
@@ -21,7 +21,7 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
     }
     let model = super::model_option(args.model.as_deref())?;
     let progress = Terminal::new();
-    let loaded = Loaded::load(&args.trace, super::read_options(), &progress)?;
+    let loaded = super::load(&args.trace, &progress)?;
     let bytes = jobs::export(&loaded, args.step, model.as_ref(), &progress)?;
     drop(progress);
     output::write_file(&args.output, &bytes)
@@ -33,7 +33,7 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
 fn run_plan(args: &ExportArgs, plan: &std::path::Path) -> anyhow::Result<()> {
     let (moves, peers) = super::optimize::read_plan(plan)?;
     let progress = Terminal::new();
-    let mapped = Loaded::load(&args.trace, super::read_options(), &progress)?;
+    let mapped = super::load(&args.trace, &progress)?;
     let context = mapped.context(peers);
     let graph = stepcast::optimize::apply_plan(&context, &moves).with_context(|| {
         format!(

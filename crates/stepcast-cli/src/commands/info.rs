@@ -1,7 +1,7 @@
 //! `stepcast info TRACE [--et FILE]`: what a trace holds and how its graph was built, and how
 //! the Execution Trace of the same run joins it.
 
-use stepcast_cli::jobs::{self, Loaded};
+use stepcast_cli::jobs;
 use stepcast_report::table;
 
 use crate::args::InfoArgs;
@@ -9,10 +9,7 @@ use crate::progress::Terminal;
 
 /// Runs `info` and returns its output (text, or JSON with `--json`, or its tables as CSV).
 pub fn run(args: &InfoArgs) -> anyhow::Result<super::Answer> {
-    let loaded = Loaded::load(&args.trace, super::read_options(), &Terminal::new())?;
-    let info = match &args.et {
-        Some(et) => jobs::info_with_et(&loaded, et)?,
-        None => jobs::info(&loaded),
-    };
+    let loaded = super::load(&args.trace, &Terminal::new())?;
+    let info = jobs::info(&loaded);
     super::render(&args.output, &info, table::info_text, None, None)
 }

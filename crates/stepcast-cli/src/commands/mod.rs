@@ -13,29 +13,58 @@ pub mod replay;
 pub mod report;
 pub mod whatif;
 
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use anyhow::Context;
+use stepcast_cli::jobs::Loaded;
 use stepcast_trace::ReadOptions;
 
 /// How every command reads its traces: set once, from the command line, before any is read.
 static READ_OPTIONS: OnceLock<ReadOptions> = OnceLock::new();
 
-/// Sets how traces are read (`--step-range`); an invalid pattern is a usage error.
+/// The Execution Trace to join with the one trace a command reads (`--et`).
+static EXECUTION_TRACE: OnceLock<Option<PathBuf>> = OnceLock::new();
+
+/// Sets how traces are read (`--step-range`, `--comm-timeline`, `--et`); an invalid pattern
+/// is a usage error.
 pub fn set_read_options(
     step_range: Option<&str>,
-    comm_timeline: Option<&std::path::Path>,
+    comm_timeline: Option<&Path>,
+    execution_trace: Option<&Path>,
 ) -> anyhow::Result<()> {
     let mut options = stepcast_cli::jobs::read_options(step_range)?;
-    options.comm_timeline = comm_timeline.map(std::path::Path::to_path_buf);
+    options.comm_timeline = comm_timeline.map(Path::to_path_buf);
     // Set once per process: a second call (none today) keeps the first.
     let _ = READ_OPTIONS.set(options);
+    let _ = EXECUTION_TRACE.set(execution_trace.map(Path::to_path_buf));
     Ok(())
 }
 
 /// The options every trace is read with.
 fn read_options() -> &'static ReadOptions {
     READ_OPTIONS.get_or_init(ReadOptions::default)
+}
+
+/// `--et`, if given.
+fn execution_trace() -> Option<&'static Path> {
+    EXECUTION_TRACE.get().and_then(Option::as_deref)
+}
+
+/// Reads one trace as every command does: with the read options, joined with `--et`.
+fn load(path: &Path, progress: &dyn stepcast_cli::jobs::Progress) -> anyhow::Result<Loaded> {
+    Loaded::load_with_et(path, read_options(), execution_trace(), progress)
+}
+
+/// `--et` joins one trace's Execution Trace: a usage error where `what` reads several.
+fn refuse_execution_trace(what: &str) -> anyhow::Result<()> {
+    match execution_trace() {
+        Some(et) => Err(stepcast_cli::usage(anyhow::anyhow!(
+            "--et {} joins the Execution Trace of one run with its one trace; {what}",
+            et.display()
+        ))),
+        None => Ok(()),
+    }
 }
 
 use crate::args::{Format, OutputArgs};

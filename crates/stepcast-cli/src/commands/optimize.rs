@@ -26,6 +26,7 @@ pub fn run(args: &OptimizeArgs) -> anyhow::Result<super::Answer> {
     // An invalid option fails before any trace is read.
     options.check()?;
     let progress = Terminal::new();
+    super::refuse_execution_trace("optimize plans on the traces' ops alone")?;
     let loaded = jobs::load_ranks(&args.traces, super::read_options(), &progress)?;
     let ranks: Vec<_> = loaded.iter().collect();
     let document = jobs::optimize(&ranks, &options, &progress)?;

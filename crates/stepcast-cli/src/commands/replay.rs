@@ -12,7 +12,16 @@ use crate::progress::Terminal;
 pub fn run(args: &ReplayArgs) -> anyhow::Result<super::Answer> {
     let progress = Terminal::new();
     let unreadable = Unreadable::skipped_if(args.skip_unreadable);
-    match jobs::open(&args.traces, super::read_options(), unreadable, &progress)? {
+    let input = match (super::execution_trace(), args.traces.as_slice()) {
+        (Some(_), [trace]) if !trace.is_dir() => {
+            Input::Trace(Box::new(super::load(trace, &progress)?))
+        }
+        _ => {
+            super::refuse_execution_trace("a folder or several traces are a job's ranks")?;
+            jobs::open(&args.traces, super::read_options(), unreadable, &progress)?
+        }
+    };
+    match input {
         Input::Trace(loaded) => {
             if args.ranks.is_some() {
                 anyhow::bail!(

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
-use stepcast_cli::jobs::{self, Job, Loaded, ReportOptions, Unreadable};
+use stepcast_cli::jobs::{self, Job, ReportOptions, Unreadable};
 use stepcast_report::html::{JobAdvice, ranks_report};
 use stepcast_report::markdown;
 
@@ -30,7 +30,10 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<Answer> {
         {
             one_trace(args, trace)
         }
-        paths => job(args, paths),
+        paths => {
+            super::refuse_execution_trace("a folder or several traces are a job's ranks")?;
+            job(args, paths)
+        }
     }
 }
 
@@ -43,7 +46,7 @@ fn one_trace(args: &ReportArgs, path: &Path) -> anyhow::Result<Answer> {
         )));
     }
     let progress = Terminal::new();
-    let loaded = Loaded::load(path, super::read_options(), &progress)?;
+    let loaded = super::load(path, &progress)?;
     match args.format {
         Format::Md => {
             let digest = jobs::digest(&loaded, args.peers.peers(), &progress)?;

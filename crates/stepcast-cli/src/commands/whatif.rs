@@ -3,7 +3,7 @@
 //! `stepcast whatif DIR MODEL`: the same change on every rank of a job, on its global graph.
 
 use stepcast::whatif::ModelParams;
-use stepcast_cli::jobs::{self, DdpOptions, Loaded, Transform};
+use stepcast_cli::jobs::{self, DdpOptions, Transform};
 use stepcast_report::table;
 
 use crate::args::WhatIfArgs;
@@ -50,6 +50,7 @@ pub fn run(args: &WhatIfArgs) -> anyhow::Result<super::Answer> {
     let progress = Terminal::new();
     if args.trace.is_dir() {
         // A job's folder: the change on every rank, predicted on the job's global graph.
+        super::refuse_execution_trace("a folder holds a job's ranks")?;
         let ranks = jobs::load_ranks(
             std::slice::from_ref(&args.trace),
             super::read_options(),
@@ -59,7 +60,7 @@ pub fn run(args: &WhatIfArgs) -> anyhow::Result<super::Answer> {
         drop(progress);
         return super::render(&args.output, &document, table::whatif_job_text, None, None);
     }
-    let loaded = Loaded::load(&args.trace, super::read_options(), &progress)?;
+    let loaded = super::load(&args.trace, &progress)?;
     let document = jobs::whatif(&loaded, &transform, args.peers.peers(), &progress)?;
     drop(progress);
     super::render(&args.output, &document, table::whatif_text, None, None)

@@ -32,7 +32,7 @@ pub use analyze::analyze;
 pub use compare::{compare, compare_models, compare_with};
 pub use ddp::DdpOptions;
 pub use export::export;
-pub use info::{info, info_with_et};
+pub use info::info;
 pub use job_predictions::{advise_job, whatif_job};
 pub use optimize::{OptimizeOptions, load_ranks, optimize};
 pub use ranks::{Input, Job, Skipped, Unreadable, open, rank_files};
@@ -91,7 +91,18 @@ pub struct Loaded {
     pub path: PathBuf,
     pub trace: Trace,
     pub window: Window,
+    /// The Execution Trace joined with it (`--et`): its cross-thread data dependencies are
+    /// edges of the window's graph, and all of them the models' [`Context::data`].
+    pub execution_trace: Option<JoinedEt>,
     mapping: OnceLock<Mapping>,
+}
+
+/// An Execution Trace read and joined with its trace.
+pub struct JoinedEt {
+    /// The ET file as the user named it.
+    pub path: PathBuf,
+    pub et: stepcast_trace::ExecutionTrace,
+    pub attached: stepcast::et::Attached,
 }
 
 impl Loaded {
@@ -103,11 +114,36 @@ impl Loaded {
         options: &ReadOptions,
         progress: &dyn Progress,
     ) -> anyhow::Result<Loaded> {
+        Loaded::load_with_et(path, options, None, progress)
+    }
+
+    /// [`Loaded::load`], joined with the Execution Trace at `et` when given: the graph gains
+    /// the data dependencies it states between threads ([`stepcast::et::attach`]).
+    pub fn load_with_et(
+        path: &Path,
+        options: &ReadOptions,
+        et: Option<&Path>,
+        progress: &dyn Progress,
+    ) -> anyhow::Result<Loaded> {
         let stage = format!("loading {}", path.display());
         progress.update(&stage, 0, 2);
-        let trace = stepcast_trace::read_trace_with(path, options)?;
+        let mut trace = stepcast_trace::read_trace_with(path, options)?;
+        let execution_trace = match et {
+            Some(et_path) => {
+                let et = stepcast_trace::read_execution_trace(et_path)?;
+                let attached = stepcast::et::attach(&mut trace, &et);
+                Some(JoinedEt {
+                    path: et_path.to_path_buf(),
+                    et,
+                    attached,
+                })
+            }
+            None => None,
+        };
         progress.update(&stage, 1, 2);
-        Ok(Loaded::built(path, trace, progress))
+        let mut loaded = Loaded::built(path, trace, progress);
+        loaded.execution_trace = execution_trace;
+        Ok(loaded)
     }
 
     /// A trace already read, with its window built.
@@ -118,6 +154,7 @@ impl Loaded {
             path: path.to_path_buf(),
             trace,
             window,
+            execution_trace: None,
             mapping: OnceLock::new(),
         }
     }
@@ -131,6 +168,10 @@ impl Loaded {
     pub fn context(&self, peers: Peers) -> Context<'_> {
         let mut context = Context::new(&self.trace, &self.window, self.mapping());
         context.peers = peers;
+        context.data = self
+            .execution_trace
+            .as_ref()
+            .map(|joined| &joined.attached.dependencies);
         context
     }
 

@@ -101,3 +101,99 @@ fn info_joins_an_execution_trace_and_reports_its_coverage() {
         swapped.stderr
     );
 }
+
+/// A current PyTorch's ET (schema 1.1: `rf_id` among a node's `attrs`, tensors under
+/// `inputs.values`), recorded here: joined by record-function id, held to the ops whose
+/// `Record function id` names an ET node of their own name, counted in the two files apart
+/// from stepcast; the data dependencies it states are read (within the one training thread).
+#[test]
+fn info_joins_a_schema_1_1_execution_trace_by_record_function_id() {
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/kineto/stepcast/cpu-et"
+    );
+    let (kineto, et) = (
+        format!("{dir}/cnn_kineto.json.gz"),
+        format!("{dir}/cnn_et.json.gz"),
+    );
+    let run = stepcast(&["info", &kineto, "--et", &et, "--json"]);
+    run.assert_success();
+    let section = &run.json()["execution_trace"];
+    let et_json = super::ranks::gzipped_json(&et);
+    let attr = |node: &serde_json::Value, name: &str| -> Option<i64> {
+        node["attrs"]
+            .as_array()?
+            .iter()
+            .find(|a| a["name"] == name)?["value"]
+            .as_i64()
+    };
+    let nodes: std::collections::HashMap<i64, &str> = et_json["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .filter_map(|n| Some((attr(n, "rf_id")?, n["name"].as_str()?)))
+        .collect();
+    let kineto_json = super::ranks::gzipped_json(&kineto);
+    let by_id = kineto_json["traceEvents"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["ph"] == "X" && (e["cat"] == "cpu_op" || e["cat"] == "user_annotation"))
+        .filter(|e| {
+            let id = e["args"]["Record function id"].as_i64().unwrap_or(-1);
+            nodes.get(&id) == Some(&e["name"].as_str().unwrap_or(""))
+        })
+        .count();
+    assert!(by_id > 1000, "{by_id}");
+    assert_eq!(section["method"], "record_function_id");
+    assert_eq!(section["joined"], by_id as u64);
+    assert_eq!(section["schema"], "1.1.1-chakra.0.0.4");
+    assert!(
+        section["data_same_thread"].as_u64() > Some(500),
+        "{section}"
+    );
+}
+
+/// `--et` on any command that reads one trace: the graph gains the ET's cross-thread data
+/// dependencies as `data` edges (at most one per dependency `info` counts), and a what-if runs
+/// on it. A folder of ranks with `--et` is a usage error, in one line.
+#[test]
+fn replay_with_an_execution_trace_counts_its_data_edges_and_a_job_refuses_it() {
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/kineto/param/et_replay/tests/inputs"
+    );
+    let (kineto, et) = (
+        format!("{dir}/linear_kineto.json.gz"),
+        format!("{dir}/linear_et.json.gz"),
+    );
+    let info = stepcast(&["info", &kineto, "--et", &et, "--json"]);
+    info.assert_success();
+    let links = info.json()["execution_trace"]["data_links"]
+        .as_u64()
+        .expect("data_links");
+    let replay = stepcast(&["replay", &kineto, "--et", &et, "--json"]);
+    replay.assert_success();
+    let data: u64 = replay.json()["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .map(|s| s["edges_by_kind"]["data"].as_u64().expect("data edges"))
+        .sum();
+    assert!(
+        data > 0 && data <= links,
+        "{data} data edges, {links} dependencies"
+    );
+    let alone = stepcast(&["replay", &kineto, "--json"]);
+    alone.assert_success();
+    assert_eq!(alone.json()["steps"][0]["edges_by_kind"]["data"], 0);
+    let whatif = stepcast(&["whatif", &kineto, "kernel_fusion", "--et", &et, "--json"]);
+    whatif.assert_success();
+    let job = stepcast(&["replay", dir, "--et", &et]);
+    assert_eq!(job.code, Some(2), "{}", job.stderr);
+    assert!(
+        job.stderr.contains("--et") && job.stderr.trim().lines().count() == 1,
+        "{}",
+        job.stderr
+    );
+}

@@ -96,7 +96,7 @@ impl ExecutionTraceJson {
             ops_outside_span: joined.ops_outside_span,
             nodes_unjoined: joined.nodes_unjoined,
             data_links: data.links.len() as u64,
-            data_same_thread: data.same_thread,
+            data_same_thread: data.same_thread_links.len() as u64,
             data_contradicted: data.contradicted,
         }
     }

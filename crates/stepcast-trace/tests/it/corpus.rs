@@ -8,8 +8,8 @@ use stepcast_trace::{EventKind, LaneKind, ReadError, Runtime, Trace};
 use crate::{FileKind, corpus};
 
 /// Kineto traces and Execution Traces under `testdata/kineto/` (see `testdata/README.md`).
-const KINETO_FILES: usize = 178;
-const EXECUTION_TRACES: usize = 4;
+const KINETO_FILES: usize = 179;
+const EXECUTION_TRACES: usize = 5;
 
 /// Checks that hold for any successfully read trace. Returns the problems found.
 fn check_invariants(trace: &Trace) -> Vec<String> {
@@ -287,6 +287,7 @@ Expect { file: "stepcast/cpu-loader-pairs/heavyloader-workers0.json.gz", records
     Expect { file: "stepcast/cpu-jobs/fsdp2x2/rank1.json.gz", records: 9697, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(1), Some(4)) },
     Expect { file: "stepcast/cpu-jobs/fsdp2x2/rank2.json.gz", records: 9697, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(2), Some(4)) },
     Expect { file: "stepcast/cpu-jobs/fsdp2x2/rank3.json.gz", records: 9697, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(3), Some(4)) },
+    Expect { file: "stepcast/cpu-et/cnn_kineto.json.gz", records: 1244, runtime: Runtime::CpuOnly, steps: 3, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-jobs/tp2dp2/rank0.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(0), Some(4)) },
     Expect { file: "stepcast/cpu-jobs/tp2dp2/rank1.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(1), Some(4)) },
     Expect { file: "stepcast/cpu-jobs/tp2dp2/rank2.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(2), Some(4)) },

@@ -118,10 +118,15 @@ pub enum EdgeKind {
     /// has finished and freed its slot. Capacity calibrated on the trace
     /// (`graph/launch_queue.rs`); gates completion, as a host sync does.
     LaunchQueue,
+    /// An op reads a tensor an op of another thread produced, as the recording states it (an
+    /// Execution Trace's tensor ids, TensorFlow's `DataFlow` flows): the task the consumer
+    /// begins with waits for the task the producer ends with. Ordering only: the untraced host
+    /// time around them stays in their threads' gaps.
+    Data,
 }
 
 impl EdgeKind {
-    pub const ALL: [EdgeKind; 14] = [
+    pub const ALL: [EdgeKind; 15] = [
         EdgeKind::LaneOrder,
         EdgeKind::Launch,
         EdgeKind::HostSync,
@@ -136,6 +141,7 @@ impl EdgeKind {
         EdgeKind::TensorStage,
         EdgeKind::TensorWait,
         EdgeKind::LaunchQueue,
+        EdgeKind::Data,
     ];
 
     pub fn is_inferred(self) -> bool {
@@ -183,6 +189,7 @@ impl EdgeKind {
             EdgeKind::TensorStage => "tensor_stage",
             EdgeKind::TensorWait => "tensor_wait",
             EdgeKind::LaunchQueue => "launch_queue",
+            EdgeKind::Data => "data",
         }
     }
 }

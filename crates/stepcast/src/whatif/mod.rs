@@ -115,6 +115,9 @@ pub struct Context<'a> {
     pub window: &'a Window,
     pub mapping: &'a Mapping,
     pub peers: Peers,
+    /// Which op feeds which, where an Execution Trace of the run was joined (`--et`): the
+    /// models that ask what an op depends on read it before any guess from shapes.
+    pub data: Option<&'a crate::et::DataDependencies>,
 }
 
 impl<'a> Context<'a> {
@@ -125,6 +128,7 @@ impl<'a> Context<'a> {
             window,
             mapping,
             peers: Peers::Skew,
+            data: None,
         }
     }
 

@@ -35,6 +35,7 @@ fn strip_and_reinsert_collectives_predicts_the_step() {
             window: &window,
             mapping: &mapping,
             peers: Default::default(),
+            data: None,
         };
         let recorded = recorded_collectives(&trace, &window, &mapping);
         assert!(!recorded.is_empty(), "{}: no collectives", case.file);
@@ -148,6 +149,7 @@ fn scaling_sweep_is_monotone_in_world_size_and_network() {
         window: &window,
         mapping: &mapping,
         peers: Default::default(),
+        data: None,
     };
     let baseline = predict(&window, &window.graph).expect("ok");
     let configs: Vec<DdpConfig> = [8, 16, 32, 64]
@@ -199,6 +201,7 @@ fn rebucketing_merges_consecutive_all_reduces() {
         window: &window,
         mapping: &mapping,
         peers: Default::default(),
+        data: None,
     };
     let baseline = predict(&window, &window.graph).expect("ok");
     let config = DdpConfig {

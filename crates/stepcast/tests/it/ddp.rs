@@ -114,6 +114,7 @@ fn strip_and_reinsert(
         window: &window,
         mapping: &mapping,
         peers: Default::default(),
+        data: None,
     };
     let baseline = predict(&window, &window.graph).expect("baseline");
     let config = DdpConfig {
@@ -222,6 +223,7 @@ fn recorded_all_reduce_sizes_stand_for_the_gradients() {
         window: &window,
         mapping: &mapping,
         peers: Default::default(),
+        data: None,
     };
     let baseline = predict(&window, &window.graph).expect("baseline");
     let config = DdpConfig {
@@ -260,6 +262,7 @@ fn dgc_sends_ratio_of_the_bytes_and_costs_at_most_its_kernels() {
         window: &window,
         mapping: &mapping,
         peers: Default::default(),
+        data: None,
     };
     let baseline = predict(&window, &window.graph).expect("baseline");
     let ratio = 0.001;
@@ -307,6 +310,7 @@ fn p3_never_delays_the_first_layers_gradients() {
         window: &window,
         mapping: &mapping,
         peers: Default::default(),
+        data: None,
     };
     let baseline = predict(&window, &window.graph).expect("baseline");
     let inputs = DdpInputs {
@@ -373,6 +377,7 @@ fn fsdp_gathers_twice_and_scatters_once_per_unit() {
         window: &window,
         mapping: &mapping,
         peers: Default::default(),
+        data: None,
     };
     let baseline = predict(&window, &window.graph).expect("baseline");
     let names = names(&trace);

@@ -2,7 +2,13 @@
 //! Kineto pairs in testdata (HTA's `benchmark_simple_add`, PARAM's `linear`, `resnet` and DLRM
 //! rank 0), each ET read into typed nodes and its ops paired with the Kineto ops.
 
+use stepcast::analyze::mapping::map;
 use stepcast::et::{JoinMethod, join, join_with};
+use stepcast::graph::{BuildOptions, EdgeKind, TaskId, build};
+use stepcast::replay::self_replay;
+use stepcast::simulate::{RecordedOrder, SimOptions, simulate};
+use stepcast::whatif::Context;
+use stepcast::whatif::models::kernel_fusion;
 use stepcast_trace::{EventKind, OpInput, read_execution_trace, read_trace};
 
 use crate::testdata;
@@ -15,17 +21,24 @@ const DLRM_RANK0: (&str, &str) = (
     "param/et_replay/tests/inputs/dlrm_pytorch_et__extracted/dlrm_pytorch_et/dlrm_eg_0.json",
     "param/et_replay/tests/inputs/dlrm_kineto__extracted/dlrm_kineto/worker0_step_12.1694128201545.pt.trace.json",
 );
-const PAIRS: [(&str, &str); 4] = [
+const LINEAR: (&str, &str) = (
+    "param/et_replay/tests/inputs/linear_et.json.gz",
+    "param/et_replay/tests/inputs/linear_kineto.json.gz",
+);
+/// Recorded here (`stepcast/cpu-et/record.py`): schema 1.1, PyTorch 2.15, CPU only.
+const CNN: (&str, &str) = (
+    "stepcast/cpu-et/cnn_et.json.gz",
+    "stepcast/cpu-et/cnn_kineto.json.gz",
+);
+const PAIRS: [(&str, &str); 5] = [
     SIMPLE_ADD,
     (
         "param/et_replay/tests/data/resnet_et.json.gz",
         "param/et_replay/tests/inputs/resnet_kineto.json.gz",
     ),
-    (
-        "param/et_replay/tests/inputs/linear_et.json.gz",
-        "param/et_replay/tests/inputs/linear_kineto.json.gz",
-    ),
+    LINEAR,
     DLRM_RANK0,
+    CNN,
 ];
 
 fn read(pair: (&str, &str)) -> (stepcast_trace::ExecutionTrace, stepcast_trace::Trace) {
@@ -156,4 +169,147 @@ fn data_links_join_ops_of_different_threads_in_recorded_order() {
     }
     // The three training pairs (resnet, linear, DLRM) have backward threads.
     assert!(found >= 300, "{found} cross-thread data dependencies");
+}
+
+/// Every pair, its trace read alone and then with its ET attached ([`stepcast::et::attach`]).
+fn built_with_and_without(
+    pair: (&str, &str),
+) -> (
+    stepcast_trace::Trace,
+    stepcast::Window,
+    stepcast::Window,
+    stepcast::et::Attached,
+) {
+    let (et, trace) = read(pair);
+    let alone = build(&trace, &BuildOptions::default());
+    let mut joined = trace;
+    let attached = stepcast::et::attach(&mut joined, &et);
+    let with = build(&joined, &BuildOptions::default());
+    (joined, alone, with, attached)
+}
+
+fn data_edges(window: &stepcast::Window) -> Vec<(TaskId, TaskId)> {
+    let g = &window.graph;
+    (0..g.task_count())
+        .flat_map(|t| {
+            g.preds(TaskId(t as u32))
+                .filter(|&e| g.pred_kind[e] == EdgeKind::Data)
+                .map(move |e| (g.pred[e], TaskId(t as u32)))
+        })
+        .collect()
+}
+
+/// The bar: with the ET's data dependencies as edges, self-replay still reproduces every
+/// step (the edges are the program's, so the recording honours each: a task the producer
+/// ends with ends before the one the consumer begins with), and adding edges never makes a
+/// replayed step shorter. The three training pairs gain edges between their threads.
+#[test]
+fn data_edges_join_threads_and_self_replay_stays_within_its_bars() {
+    let mut with_edges = 0;
+    for pair in PAIRS {
+        let (_, alone, with, attached) = built_with_and_without(pair);
+        let edges = data_edges(&with);
+        assert!(edges.len() <= attached.data.links.len(), "{}", pair.1);
+        let g = &with.graph;
+        for &(from, to) in &edges {
+            assert_ne!(g.lane[from.index()], g.lane[to.index()], "{}", pair.1);
+            assert!(
+                g.rec_end_ns[from.index()] <= g.rec_start_ns[to.index()],
+                "{}: data edge against the recording",
+                pair.1
+            );
+        }
+        with_edges += usize::from(!edges.is_empty());
+        let before = self_replay(&alone).unwrap_or_else(|e| panic!("{e}"));
+        let after = self_replay(&with).unwrap_or_else(|e| panic!("{e}"));
+        for (a, b) in before.steps.iter().zip(&after.steps) {
+            assert!(
+                b.replayed_ns >= a.replayed_ns,
+                "{} step {}",
+                pair.1,
+                a.number
+            );
+            assert!(
+                b.error().abs() <= a.error().abs() + 0.005,
+                "{} step {}: {:.4} with data edges, {:.4} without",
+                pair.1,
+                a.number,
+                b.error(),
+                a.error()
+            );
+        }
+    }
+    assert!(with_edges >= 3, "{with_edges} pairs gained data edges");
+}
+
+/// The edges bind: on PARAM's `linear` pair (whose backward thread has no handoff the graph
+/// finds from call structure alone), slowing every thread that produces a tensor another
+/// thread reads delays the consumers' tasks only where the data edges say they wait.
+#[test]
+fn data_edges_make_a_consumer_wait_for_a_slower_producer() {
+    let (_, alone, with, _) = built_with_and_without(LINEAR);
+    let edges = data_edges(&with);
+    assert!(!edges.is_empty());
+    let producer_lanes: std::collections::BTreeSet<u32> = edges
+        .iter()
+        .map(|(f, _)| with.graph.lane[f.index()])
+        .collect();
+    let slowed = |window: &stepcast::Window| {
+        let mut g = window.graph.clone();
+        for t in 0..g.task_count() {
+            if producer_lanes.contains(&g.lane[t]) {
+                g.dur_ns[t] *= 3;
+                g.gap_ns[t] *= 3;
+            }
+        }
+        simulate(&g, &RecordedOrder, SimOptions::default()).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let (without, with_data) = (slowed(&alone), slowed(&with));
+    let moved = edges
+        .iter()
+        .filter(|(_, to)| with_data.begin_ns[to.index()] > without.begin_ns[to.index()])
+        .count();
+    assert!(moved > 0, "no consumer waited for its slower producer");
+}
+
+/// `kernel_fusion` asks the ET which op feeds which before any guess from shapes: HTA's
+/// `benchmark_simple_add` runs `mul` and `add`s of the same shapes whose ET nodes (read here
+/// on their own, without the join) never read one another's outputs, so with the ET fewer
+/// chains are fused than the shape rule fused (what is left are one op's own kernels, or a
+/// `zeros` the `mul` reads).
+#[test]
+fn kernel_fusion_fuses_only_kernels_the_et_says_feed_one_another() {
+    let (et, _) = read(SIMPLE_ADD);
+    let compute: Vec<&stepcast_trace::EtNode> = et
+        .nodes
+        .iter()
+        .filter(|n| n.name == "aten::add" || n.name == "aten::mul")
+        .collect();
+    assert!(compute.len() >= 2);
+    for a in &compute {
+        for b in &compute {
+            assert!(
+                !b.inputs
+                    .iter()
+                    .any(|i| a.outputs.iter().any(|o| o.id == i.id)),
+                "node {} reads node {}'s output",
+                b.id,
+                a.id
+            );
+        }
+    }
+    let (trace, alone, with, attached) = built_with_and_without(SIMPLE_ADD);
+    let chains = |window: &stepcast::Window, data: Option<&stepcast::et::DataDependencies>| {
+        let mapping = map(&trace, window);
+        let mut context = Context::new(&trace, window, &mapping);
+        context.data = data;
+        let mut edit = context.edit();
+        kernel_fusion(&context, &mut edit, None).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let by_shapes = chains(&alone, None);
+    let stated = chains(&with, Some(&attached.dependencies));
+    assert!(
+        stated < by_shapes,
+        "{stated} chains with the ET, {by_shapes} by shapes"
+    );
 }

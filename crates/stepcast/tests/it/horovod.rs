@@ -65,13 +65,13 @@ fn tf_timeline_self_replay_is_within_two_percent_without_inferred_edges() {
             .unwrap_or_else(|e| panic!("{e}"))
             .remove(0);
         let window = build(&trace, &BuildOptions::default());
-        let stage_edges = window
+        let data_edges = window
             .graph
             .pred_kind
             .iter()
-            .filter(|&&k| k == EdgeKind::TensorStage)
+            .filter(|&&k| k == EdgeKind::Data)
             .count();
-        assert!(stage_edges > 0, "{}: DataFlow edges", path.display());
+        assert!(data_edges > 0, "{}: DataFlow edges", path.display());
         let report = self_replay(&window).unwrap_or_else(|e| panic!("{e}"));
         for s in &report.steps {
             let error = s.error_without_inferred().abs();

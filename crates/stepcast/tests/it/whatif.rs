@@ -62,6 +62,7 @@ fn context(loaded: &Loaded) -> Context<'_> {
         window: &loaded.window,
         mapping: &loaded.mapping,
         peers: Default::default(),
+        data: None,
     }
 }
 

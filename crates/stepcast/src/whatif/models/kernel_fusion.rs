@@ -169,15 +169,20 @@ fn ops_of(
 }
 
 /// Whether kernel `second` reads what kernel `first` wrote, as far as the trace tells: both
-/// launched by one op (its kernels work on its tensors), or the op of `second` takes a tensor
-/// of the shape of `first`'s op's output (an element-wise op's output has the shape of its
-/// largest input). Where neither op has recorded inputs (`record_shapes` off), adjacency on
-/// the stream is all there is and is taken as the dependency.
+/// launched by one op (its kernels work on its tensors); else, where an Execution Trace joined
+/// both launching ops ([`Context::data`]), whether an op of `second`'s stack reads a tensor an
+/// op of `first`'s stack produced (the program's own statement); else whether the op of
+/// `second` takes a tensor of the shape of `first`'s op's output (an element-wise op's output
+/// has the shape of its largest input). Where neither op has recorded inputs (`record_shapes`
+/// off), adjacency on the stream is all there is and is taken as the dependency.
 pub fn depends_on(context: &Context<'_>, edit: &EditGraph, first: TaskId, second: TaskId) -> bool {
     let (outer_a, shaped_a) = ops_of(context, edit, first);
     let (outer_b, shaped_b) = ops_of(context, edit, second);
     if outer_a.is_some() && outer_a == outer_b {
         return true;
+    }
+    if let Some(stated) = stated_dependency(context, edit, first, second) {
+        return stated;
     }
     let tensors = |op: Option<EventId>| -> Option<Vec<Vec<i64>>> {
         let inputs = context.trace.inputs_of(op?)?;
@@ -201,6 +206,39 @@ pub fn depends_on(context: &Context<'_>, edit: &EditGraph, first: TaskId, second
         }
         _ => true,
     }
+}
+
+/// Whether an op launching `second` reads what an op launching `first` produced, as the joined
+/// Execution Trace states it; `None` where there is none or it did not join the innermost op
+/// of either (of an op not joined, the ET says nothing).
+fn stated_dependency(
+    context: &Context<'_>,
+    edit: &EditGraph,
+    first: TaskId,
+    second: TaskId,
+) -> Option<bool> {
+    let data = context.data?;
+    if !edit.is_original(first) || !edit.is_original(second) {
+        return None;
+    }
+    let ops = |t: TaskId| -> Vec<EventId> {
+        context
+            .mapping
+            .stack(t)
+            .into_iter()
+            .filter(|e| context.trace.events[e.index()].kind == EventKind::CpuOp)
+            .collect()
+    };
+    let (a, b) = (ops(first), ops(second));
+    if !a.last().is_some_and(|&e| data.is_joined(e))
+        || !b.last().is_some_and(|&e| data.is_joined(e))
+    {
+        return None;
+    }
+    Some(
+        b.iter()
+            .any(|&consumer| data.producers_of(consumer).any(|p| a.contains(&p))),
+    )
 }
 
 /// The fused kernel's cost, from the parts' own durations: element-wise kernels are
