@@ -164,6 +164,21 @@ pub struct DataLinks {
     pub same_thread_links: Vec<Link>,
     /// Dependencies whose recorded times contradict them.
     pub contradicted: u64,
+    /// Every tensor behind the links of both lists (one per tensor a consumer reads from its
+    /// producer), sorted by producer: what the memory model reads to know which tensors the
+    /// backward pass keeps alive.
+    pub reads: Vec<TensorRead>,
+}
+
+/// One tensor an op read that a joined op produced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct TensorRead {
+    pub producer: EventId,
+    pub consumer: EventId,
+    /// The tensor's storage: views of one storage share it (and its memory).
+    pub storage_id: u64,
+    /// Elements × bytes per element of the tensor read (of the view, not the storage).
+    pub bytes: i64,
 }
 
 /// The data dependencies of `et` joined with `trace` as `joined`.
@@ -186,16 +201,29 @@ pub fn data_links(trace: &Trace, et: &ExecutionTrace, joined: &EtJoin) -> DataLi
             let Some(&from) = producer.get(&input.id) else {
                 continue;
             };
-            if from == consumer || !seen.insert((from, consumer)) {
+            if from == consumer {
                 continue;
             }
             let (a, b) = (&trace.events[from], &trace.events[consumer]);
+            let allowed = a.end_ns() <= b.start_ns;
+            if allowed {
+                out.reads.push(TensorRead {
+                    producer: EventId(from as u32),
+                    consumer: EventId(consumer as u32),
+                    storage_id: input.storage_id,
+                    bytes: i64::try_from(input.elements.saturating_mul(input.element_bytes))
+                        .unwrap_or(i64::MAX),
+                });
+            }
+            if !seen.insert((from, consumer)) {
+                continue;
+            }
             let link = Link {
                 to: EventId(consumer as u32),
                 from: EventId(from as u32),
                 kind: LinkKind::DataFlow,
             };
-            if a.end_ns() > b.start_ns {
+            if !allowed {
                 out.contradicted += 1;
             } else if a.lane == b.lane {
                 out.same_thread_links.push(link);
@@ -209,6 +237,8 @@ pub fn data_links(trace: &Trace, et: &ExecutionTrace, joined: &EtJoin) -> DataLi
     }
     out.links.sort_by_key(|l| (l.to, l.from));
     out.same_thread_links.sort_by_key(|l| (l.to, l.from));
+    out.reads.sort_unstable();
+    out.reads.dedup();
     out
 }
 
@@ -222,6 +252,8 @@ pub struct DataDependencies {
     /// Every dependency whose recorded times allow it, within and across threads, sorted by
     /// `(to, from)`.
     links: Vec<Link>,
+    /// The tensors behind them, sorted by producer.
+    reads: Vec<TensorRead>,
 }
 
 impl DataDependencies {
@@ -236,7 +268,15 @@ impl DataDependencies {
         DataDependencies {
             joined: joined.node_of_event.iter().map(Option::is_some).collect(),
             links,
+            reads: data.reads.clone(),
         }
+    }
+
+    /// The tensors ops read that `producer` produced.
+    pub fn reads_from(&self, producer: EventId) -> &[TensorRead] {
+        let first = self.reads.partition_point(|r| r.producer < producer);
+        let end = first + self.reads[first..].partition_point(|r| r.producer == producer);
+        &self.reads[first..end]
     }
 
     /// Whether `event` is an op whose dependencies the ET states.
@@ -332,6 +372,11 @@ fn join_by_order(trace: &Trace, et: &ExecutionTrace, ops: &[usize]) -> Vec<Optio
     }
     let mut out = vec![None; ops.len()];
     let mut used = vec![false; threads.len()];
+    // The span of the first thread's joined ops: the ET records one window of the program,
+    // so every other thread's ops are joined within it (a backward thread aligned alone
+    // could pair with another iteration's backward, and the data dependencies between the
+    // threads would then join ops of different iterations).
+    let mut anchor: Option<(i64, i64)> = None;
     // Each Kineto thread, largest first, takes the ET thread it aligns best with.
     lanes.sort_by_key(|(lane, list)| (std::cmp::Reverse(list.len()), *lane));
     for (_, list) in &lanes {
@@ -339,6 +384,13 @@ fn join_by_order(trace: &Trace, et: &ExecutionTrace, ops: &[usize]) -> Vec<Optio
             .iter()
             .map(|&p| trace.name(trace.events[ops[p]].name))
             .collect();
+        let start_of = |a: usize| trace.events[ops[list[a]]].start_ns;
+        let within_anchor = |pairs: &[(usize, usize)]| match (anchor, pairs.first(), pairs.last()) {
+            (Some((from, to)), Some(&(first, _)), Some(&(last, _))) => {
+                start_of(first) <= to && start_of(last) >= from
+            }
+            _ => true,
+        };
         let best = threads
             .iter()
             .enumerate()
@@ -346,13 +398,19 @@ fn join_by_order(trace: &Trace, et: &ExecutionTrace, ops: &[usize]) -> Vec<Optio
             .map(|(t, (_, nodes))| {
                 let et_names: Vec<&str> =
                     nodes.iter().map(|&n| et.nodes[n].name.as_str()).collect();
-                (t, align(&names, &et_names))
+                (t, align(&names, &et_names, &within_anchor))
             })
             .max_by_key(|(t, pairs)| (pairs.len(), std::cmp::Reverse(*t)));
         let Some((t, pairs)) = best.filter(|(_, pairs)| !pairs.is_empty()) else {
             continue;
         };
         used[t] = true;
+        if anchor.is_none()
+            && let (Some(&(first, _)), Some(&(last, _))) = (pairs.first(), pairs.last())
+        {
+            let last_end = trace.events[ops[list[last]]].end_ns();
+            anchor = Some((start_of(first), last_end));
+        }
         for (a, b) in pairs {
             out[list[a]] = Some(threads[t].1[b] as u32);
         }
@@ -363,9 +421,11 @@ fn join_by_order(trace: &Trace, et: &ExecutionTrace, ops: &[usize]) -> Vec<Optio
 /// Pairs of positions `(in a, in b)` where two sequences of names agree, in order. One
 /// side's window may start inside the other's, and a program repeats itself (every step opens
 /// with the same ops): the alignment is tried from every place where `b`'s first ops appear
-/// in `a` (and `a`'s in `b`), and the one pairing the most ops is kept (the earliest on a tie).
-fn align(a: &[&str], b: &[&str]) -> Vec<(usize, usize)> {
+/// in `a` (and `a`'s in `b`), and the one pairing the most ops is kept (the earliest on a tie),
+/// among those `fits` accepts where any does.
+fn align(a: &[&str], b: &[&str], fits: &dyn Fn(&[(usize, usize)]) -> bool) -> Vec<(usize, usize)> {
     let mut best: Vec<(usize, usize)> = Vec::new();
+    let mut best_fits = false;
     for (i, j) in starts(a, b) {
         // Each side's window from here, as long as the other's rest and a tenth more (ops one
         // side recorded and the other did not): a longest common subsequence where it is
@@ -380,8 +440,10 @@ fn align(a: &[&str], b: &[&str]) -> Vec<(usize, usize)> {
             Some(pairs) => pairs.into_iter().map(|(x, y)| (x + i, y + j)).collect(),
             None => align_from(a, b, i, j),
         };
-        if pairs.len() > best.len() {
+        let pairs_fit = fits(&pairs);
+        if (pairs_fit, pairs.len()) > (best_fits, best.len()) {
             best = pairs;
+            best_fits = pairs_fit;
         }
     }
     best
@@ -493,14 +555,17 @@ mod tests {
     fn an_op_one_side_lacks_is_skipped_and_the_rest_pair_in_order() {
         let a = ["x", "mm", "add", "relu", "mm", "add"];
         let b = ["mm", "add", "mm", "add"];
-        assert_eq!(align(&a, &b), vec![(1, 0), (2, 1), (4, 2), (5, 3)]);
+        assert_eq!(
+            align(&a, &b, &|_| true),
+            vec![(1, 0), (2, 1), (4, 2), (5, 3)]
+        );
     }
 
     #[test]
     fn a_window_that_starts_inside_the_other_is_found() {
         let a = ["p", "q", "r", "s", "t", "u", "v", "w", "x", "y"];
         let b = ["r", "s", "t", "u", "v", "w", "x", "y"];
-        assert_eq!(align(&a, &b).first(), Some(&(2, 0)));
-        assert_eq!(align(&a, &b).len(), 8);
+        assert_eq!(align(&a, &b, &|_| true).first(), Some(&(2, 0)));
+        assert_eq!(align(&a, &b, &|_| true).len(), 8);
     }
 }

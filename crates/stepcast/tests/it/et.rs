@@ -30,16 +30,11 @@ const CNN: (&str, &str) = (
     "stepcast/cpu-et/cnn_et.json.gz",
     "stepcast/cpu-et/cnn_kineto.json.gz",
 );
-const PAIRS: [(&str, &str); 5] = [
-    SIMPLE_ADD,
-    (
-        "param/et_replay/tests/data/resnet_et.json.gz",
-        "param/et_replay/tests/inputs/resnet_kineto.json.gz",
-    ),
-    LINEAR,
-    DLRM_RANK0,
-    CNN,
-];
+const RESNET: (&str, &str) = (
+    "param/et_replay/tests/data/resnet_et.json.gz",
+    "param/et_replay/tests/inputs/resnet_kineto.json.gz",
+);
+const PAIRS: [(&str, &str); 5] = [SIMPLE_ADD, RESNET, LINEAR, DLRM_RANK0, CNN];
 
 fn read(pair: (&str, &str)) -> (stepcast_trace::ExecutionTrace, stepcast_trace::Trace) {
     let et = read_execution_trace(&testdata(pair.0)).unwrap_or_else(|e| panic!("{e}"));
@@ -312,4 +307,64 @@ fn kernel_fusion_fuses_only_kernels_the_et_says_feed_one_another() {
         stated < by_shapes,
         "{stated} chains with the ET, {by_shapes} by shapes"
     );
+}
+
+/// The memory trades read the activations the ET says the backward pass keeps: on PARAM's
+/// `linear` and `resnet` pairs, every byte the forward units are given is a tensor the ET (read
+/// here on its own: a node under an `autograd::engine::evaluate_function` reading a storage a
+/// node outside any wrote) shows the backward reading, and they hold most of those bytes.
+#[test]
+fn activations_from_the_et_are_the_tensors_the_backward_pass_reads() {
+    for pair in [LINEAR, RESNET] {
+        let (et, _) = read(pair);
+        // The reference, from the ET alone.
+        let by_id: std::collections::HashMap<u64, &stepcast_trace::EtNode> =
+            et.nodes.iter().map(|n| (n.id, n)).collect();
+        let in_backward = |node: &stepcast_trace::EtNode| {
+            // The root is its own parent.
+            let mut at = Some(node);
+            while let Some(n) = at {
+                if n.name.starts_with("autograd::engine::evaluate_function") {
+                    return true;
+                }
+                at = n
+                    .parent
+                    .filter(|&p| p != n.id)
+                    .and_then(|p| by_id.get(&p).copied());
+            }
+            false
+        };
+        let mut written: std::collections::HashMap<u64, i64> = Default::default();
+        for node in et.nodes.iter().filter(|n| !in_backward(n)) {
+            for t in &node.outputs {
+                let bytes = (t.elements * t.element_bytes) as i64;
+                let e = written.entry(t.storage_id).or_insert(0);
+                *e = (*e).max(bytes);
+            }
+        }
+        let mut kept: std::collections::HashMap<u64, i64> = Default::default();
+        for node in et.nodes.iter().filter(|n| in_backward(n)) {
+            for t in &node.inputs {
+                if let Some(&bytes) = written.get(&t.storage_id) {
+                    kept.insert(t.storage_id, bytes);
+                }
+            }
+        }
+        let reference: i64 = kept.values().sum();
+        let (trace, _, with, attached) = built_with_and_without(pair);
+        let mapping = map(&trace, &with);
+        let mut context = Context::new(&trace, &with, &mapping);
+        context.data = Some(&attached.dependencies);
+        let activations = stepcast::whatif::models::forward_units(&context);
+        assert_eq!(
+            activations.source,
+            stepcast::whatif::models::ActivationSource::ExecutionTrace
+        );
+        let total: i64 = activations.units.iter().map(|u| u.bytes).sum();
+        assert!(
+            total > 0 && total <= reference && total * 2 >= reference,
+            "{}: {total} bytes in the forward units, {reference} the ET shows kept",
+            pair.1
+        );
+    }
 }

@@ -29,6 +29,10 @@ pub struct ForwardUnit {
 /// Where the activation bytes come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ActivationSource {
+    /// The joined Execution Trace ([`Context::data`]): the tensors the op and the ops nested
+    /// in it produced that an op of the backward pass reads (what autograd really saved), one
+    /// per storage.
+    ExecutionTrace,
     /// The device's memory events (`profile_memory=True`): the bytes an op allocated and did
     /// not free during its range (what it added to the live set: its output and the tensors
     /// it saves; workspaces freed inside the op do not count).
@@ -43,6 +47,7 @@ pub enum ActivationSource {
 impl ActivationSource {
     pub fn as_str(self) -> &'static str {
         match self {
+            ActivationSource::ExecutionTrace => "execution_trace",
             ActivationSource::MemoryEvents => "memory_events",
             ActivationSource::OpShapes => "op_shapes",
             ActivationSource::Unknown => "unknown",
@@ -119,7 +124,7 @@ pub fn forward_units(context: &Context<'_>) -> Activations {
             _ => {}
         }
     }
-    let sizes = OpBytes::new(context.trace);
+    let sizes = OpBytes::new(context);
     let mut out: Vec<ForwardUnit> = units
         .into_values()
         .map(|(mut unit, seqs)| {
@@ -138,7 +143,7 @@ pub fn forward_units(context: &Context<'_>) -> Activations {
                 .filter_map(|&s| backward.get(&(unit.step, s)).copied())
                 .min_by_key(|t| (graph.rec_start_ns[t.index()], t.0))
                 .filter(|t| graph.rec_start_ns[t.index()] >= forward_end);
-            unit.bytes = sizes.bytes(context.trace, unit.op);
+            unit.bytes = sizes.bytes(context, unit.op);
             unit
         })
         .collect();
@@ -161,7 +166,8 @@ pub fn forward_units(context: &Context<'_>) -> Activations {
     }
 }
 
-/// Activation bytes of ops, from the device memory events of their thread or their shapes.
+/// Activation bytes of ops, from a joined Execution Trace, the device memory events of their
+/// thread, or their shapes.
 struct OpBytes {
     source: ActivationSource,
     /// Per trace lane: (time, cumulative device bytes allocated up to and including it).
@@ -169,7 +175,14 @@ struct OpBytes {
 }
 
 impl OpBytes {
-    fn new(trace: &Trace) -> OpBytes {
+    fn new(context: &Context<'_>) -> OpBytes {
+        if context.data.is_some() {
+            return OpBytes {
+                source: ActivationSource::ExecutionTrace,
+                by_lane: BTreeMap::new(),
+            };
+        }
+        let trace = context.trace;
         let mut by_lane: BTreeMap<u32, Vec<(i64, i64)>> = BTreeMap::new();
         for m in trace.memory.iter().filter(|m| m.device >= 0) {
             if let Some(lane) = m.lane {
@@ -236,9 +249,11 @@ impl OpBytes {
         }
     }
 
-    fn bytes(&self, trace: &Trace, op: EventId) -> i64 {
+    fn bytes(&self, context: &Context<'_>, op: EventId) -> i64 {
+        let trace = context.trace;
         let event = &trace.events[op.index()];
         match self.source {
+            ActivationSource::ExecutionTrace => saved_by_backward(context, op),
             ActivationSource::MemoryEvents => {
                 let Some(points) = self.by_lane.get(&event.lane.0) else {
                     return 0;
@@ -252,6 +267,56 @@ impl OpBytes {
             _ => first_input_bytes(trace, op).unwrap_or(0),
         }
     }
+}
+
+/// Bytes of the tensors `op` and the ops nested in it produced that an op of the backward pass
+/// reads, as the joined Execution Trace states (each storage once, at its largest view).
+fn saved_by_backward(context: &Context<'_>, op: EventId) -> i64 {
+    let Some(data) = context.data else {
+        return 0;
+    };
+    let trace = context.trace;
+    let outer = &trace.events[op.index()];
+    let mut saved: BTreeMap<u64, i64> = BTreeMap::new();
+    // The op and those nested in it: the events after it on its lane that begin before it
+    // ends (events are sorted by lane, then start).
+    let nested = trace.events[op.index()..]
+        .iter()
+        .enumerate()
+        .take_while(|(_, e)| e.lane == outer.lane && e.start_ns < outer.end_ns());
+    for (offset, _) in nested {
+        for read in data.reads_from(EventId((op.index() + offset) as u32)) {
+            if in_backward(context, read.consumer) {
+                let bytes = saved.entry(read.storage_id).or_insert(0);
+                *bytes = (*bytes).max(read.bytes);
+            }
+        }
+    }
+    saved.values().sum()
+}
+
+/// Whether `event` runs in the backward pass: on a thread of the autograd engine, or inside
+/// one of its `evaluate_function` ops (a CPU trace runs the backward on the calling thread).
+fn in_backward(context: &Context<'_>, event: EventId) -> bool {
+    let trace = context.trace;
+    let mapping = context.mapping;
+    if mapping
+        .backward_lanes
+        .contains(&trace.events[event.index()].lane)
+    {
+        return true;
+    }
+    let mut at = Some(event);
+    while let Some(e) = at {
+        if trace
+            .name(trace.events[e.index()].name)
+            .starts_with("autograd::engine::evaluate_function")
+        {
+            return true;
+        }
+        at = mapping.parent.get(e.index()).copied().flatten();
+    }
+    false
 }
 
 /// Bytes of the first tensor input of `op`, from its recorded shapes and types.

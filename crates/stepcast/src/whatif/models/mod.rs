@@ -27,7 +27,7 @@ use regex::Regex;
 use super::edit::EditGraph;
 use super::{Context, WhatIfError};
 
-pub use activations::{ActivationSource, MemoryEffect};
+pub use activations::{ActivationSource, Activations, ForwardUnit, MemoryEffect, forward_units};
 pub use amp::{AmpFactors, amp, amp_with_costs};
 pub use amp_costs::AmpCosts;
 pub use batchnorm::{BatchNormRole, batch_norm_role, batchnorm_targets, reconstruct_batchnorm};
