@@ -140,6 +140,13 @@ fn info_joins_a_schema_1_1_execution_trace_by_record_function_id() {
         .iter()
         .filter(|e| e["ph"] == "X" && (e["cat"] == "cpu_op" || e["cat"] == "user_annotation"))
         .filter(|e| {
+            // Step markers are no ops.
+            !e["name"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("ProfilerStep#")
+        })
+        .filter(|e| {
             let id = e["args"]["Record function id"].as_i64().unwrap_or(-1);
             nodes.get(&id) == Some(&e["name"].as_str().unwrap_or(""))
         })
