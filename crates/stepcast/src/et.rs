@@ -418,12 +418,15 @@ fn join_by_order(trace: &Trace, et: &ExecutionTrace, ops: &[usize]) -> Vec<Optio
     out
 }
 
+/// Whether an alignment's pairs (positions in the two sequences) are acceptable.
+type Fits<'a> = dyn Fn(&[(usize, usize)]) -> bool + 'a;
+
 /// Pairs of positions `(in a, in b)` where two sequences of names agree, in order. One
 /// side's window may start inside the other's, and a program repeats itself (every step opens
 /// with the same ops): the alignment is tried from every place where `b`'s first ops appear
 /// in `a` (and `a`'s in `b`), and the one pairing the most ops is kept (the earliest on a tie),
 /// among those `fits` accepts where any does.
-fn align(a: &[&str], b: &[&str], fits: &dyn Fn(&[(usize, usize)]) -> bool) -> Vec<(usize, usize)> {
+fn align(a: &[&str], b: &[&str], fits: &Fits<'_>) -> Vec<(usize, usize)> {
     let mut best: Vec<(usize, usize)> = Vec::new();
     let mut best_fits = false;
     for (i, j) in starts(a, b) {
