@@ -83,7 +83,7 @@ pub enum ReadError {
         "{path} is a PyTorch Execution Trace (schema {schema}), not a Kineto trace; \
          stepcast reads the Chrome-trace JSON written by torch.profiler (export_chrome_trace \
          or tensorboard_trace_handler), and an Execution Trace beside the Kineto trace of the \
-         same run (stepcast info TRACE --et FILE)"
+         same run (--et FILE)"
     )]
     ExecutionTrace { path: PathBuf, schema: String },
 
