@@ -211,3 +211,19 @@ fn tensor(value: &Value, dtype: &str, shape: Option<&Value>) -> Option<EtTensor>
             .unwrap_or_default(),
     })
 }
+
+/// Whether `head` (the start of a decompressed file) is an Execution Trace's: a JSON object
+/// whose first key is `schema` (a Kineto trace's may be `schemaVersion`) with `nodes` after it.
+pub fn looks_like(head: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(head);
+    let Some(rest) = text.trim_start().strip_prefix('{') else {
+        return false;
+    };
+    rest.trim_start().starts_with("\"schema\"") && rest.contains("\"nodes\"")
+}
+
+/// Whether the file at `path` is an Execution Trace, told from its head (a gzip file's
+/// decompressed), not read whole; `false` where it cannot be opened.
+pub fn is_execution_trace(path: &Path) -> bool {
+    crate::detect::open(path).is_ok_and(|source| looks_like(&source.head))
+}

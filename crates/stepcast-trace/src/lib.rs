@@ -27,7 +27,9 @@ use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
 pub use error::ReadError;
-pub use execution_trace::{EtNode, EtTensor, ExecutionTrace, read_execution_trace};
+pub use execution_trace::{
+    EtNode, EtTensor, ExecutionTrace, is_execution_trace, read_execution_trace,
+};
 pub use model::*;
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];

@@ -60,7 +60,9 @@ fn load(path: &Path, progress: &dyn stepcast_cli::jobs::Progress) -> anyhow::Res
 fn refuse_execution_trace(what: &str) -> anyhow::Result<()> {
     match execution_trace() {
         Some(et) => Err(stepcast_cli::usage(anyhow::anyhow!(
-            "--et {} joins the Execution Trace of one run with its one trace; {what}",
+            "--et {} joins the Execution Trace of one run with its one trace; {what}: give each \
+             rank's Execution Trace among the job's files instead (beside its trace, or their \
+             folder as one more input), paired by process id",
             et.display()
         ))),
         None => Ok(()),

@@ -8,6 +8,7 @@ mod advise;
 mod analyze;
 mod compare;
 mod ddp;
+mod execution_traces;
 mod export;
 mod info;
 mod job_predictions;
@@ -31,11 +32,12 @@ pub use advise::advise;
 pub use analyze::analyze;
 pub use compare::{compare, compare_models, compare_with};
 pub use ddp::DdpOptions;
+pub use execution_traces::{JobEts, RankEt};
 pub use export::export;
 pub use info::info;
 pub use job_predictions::{advise_job, whatif_job};
 pub use optimize::{OptimizeOptions, load_ranks, optimize};
-pub use ranks::{Input, Job, Skipped, Unreadable, open, rank_files};
+pub use ranks::{Input, Job, Skipped, Unreadable, job_inputs, open, rank_files};
 pub use reduce::{REDUCED_EXTENSION, Reduced, ReducedFile, is_reduced_file, reduce, reduce_file};
 pub use replay::replay;
 pub use report::{Digest, ReportOptions, TracePage, digest, predicted, report, report_page};
@@ -125,21 +127,45 @@ impl Loaded {
         et: Option<&Path>,
         progress: &dyn Progress,
     ) -> anyhow::Result<Loaded> {
+        let et = match et {
+            Some(et_path) => Some((
+                et_path.to_path_buf(),
+                stepcast_trace::read_execution_trace(et_path)?,
+            )),
+            None => None,
+        };
+        Loaded::load_joining(path, options, |_| et, progress)
+    }
+
+    /// [`Loaded::load`], joined with the Execution Trace of the trace's process among a job's
+    /// (`ets`), if there is one.
+    pub fn load_with_job_ets(
+        path: &Path,
+        options: &ReadOptions,
+        ets: &JobEts,
+        progress: &dyn Progress,
+    ) -> anyhow::Result<Loaded> {
+        Loaded::load_joining(path, options, |trace| ets.of(trace), progress)
+    }
+
+    /// Reads the trace, joins it with the Execution Trace `et_of` gives for it, and builds.
+    fn load_joining(
+        path: &Path,
+        options: &ReadOptions,
+        et_of: impl FnOnce(&Trace) -> Option<(PathBuf, stepcast_trace::ExecutionTrace)>,
+        progress: &dyn Progress,
+    ) -> anyhow::Result<Loaded> {
         let stage = format!("loading {}", path.display());
         progress.update(&stage, 0, 2);
         let mut trace = stepcast_trace::read_trace_with(path, options)?;
-        let execution_trace = match et {
-            Some(et_path) => {
-                let et = stepcast_trace::read_execution_trace(et_path)?;
-                let attached = stepcast::et::attach(&mut trace, &et);
-                Some(JoinedEt {
-                    path: et_path.to_path_buf(),
-                    et,
-                    attached,
-                })
+        let execution_trace = et_of(&trace).map(|(et_path, et)| {
+            let attached = stepcast::et::attach(&mut trace, &et);
+            JoinedEt {
+                path: et_path,
+                et,
+                attached,
             }
-            None => None,
-        };
+        });
         progress.update(&stage, 1, 2);
         let mut loaded = Loaded::built(path, trace, progress);
         loaded.execution_trace = execution_trace;

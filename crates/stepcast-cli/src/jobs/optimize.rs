@@ -12,7 +12,7 @@ use stepcast_report::json::{OptimizeJson, optimize_json};
 
 use stepcast_trace::ReadOptions;
 
-use super::{Loaded, Progress, Quiet, rank_files};
+use super::{Loaded, Progress, Quiet};
 
 /// What the search may do and for how long, as the CLI's options give it.
 #[derive(Clone, Debug)]
@@ -92,7 +92,8 @@ pub fn load_ranks(
     read: &ReadOptions,
     progress: &dyn Progress,
 ) -> anyhow::Result<Vec<Loaded>> {
-    let files = rank_files(paths)?;
+    let (files, et_files) = super::job_inputs(paths)?;
+    let ets = super::JobEts::read(&et_files)?;
     if let Some(reduced) = files.iter().find(|f| super::is_reduced_file(f)) {
         anyhow::bail!(
             "{} is a reduced rank: optimize searches on each rank's trace (its passes edit ops \
@@ -103,7 +104,7 @@ pub fn load_ranks(
     let mut loaded = Vec::with_capacity(files.len());
     for (position, file) in files.iter().enumerate() {
         progress.update("loading ranks", position, files.len());
-        let mapped = Loaded::load(file, read, &Quiet)?;
+        let mapped = Loaded::load_with_job_ets(file, read, &ets, &Quiet)?;
         let rank = recorded_rank(&mapped.trace).unwrap_or(position as i64);
         loaded.push((rank, mapped));
     }

@@ -7,7 +7,9 @@ use anyhow::{Context as _, bail};
 use rayon::prelude::*;
 use stepcast::graph::{BuildOptions, build};
 use stepcast::ranks::{RankGraph, ReducedRank, recorded_rank, replay_rank_graphs};
-use stepcast_report::json::ranks::{RankDetail, RanksJson, UnreadableJson, ranks_json};
+
+use super::execution_traces::{JobEts, RankEt, split_inputs};
+use stepcast_report::json::ranks::{RankDetail, RankEtJson, RanksJson, UnreadableJson, ranks_json};
 use stepcast_trace::{ReadOptions, Trace};
 
 use super::reduce::{REDUCED_EXTENSION, is_reduced_file, read_reduced};
@@ -71,7 +73,7 @@ pub fn open(
         let trace = traces.swap_remove(0);
         return Ok(Input::Trace(Box::new(Loaded::built(path, trace, progress))));
     }
-    let graphs = rank_graphs(path, traces);
+    let graphs = rank_graphs(path, traces, &JobEts::default());
     progress.update(&stage, 2, 2);
     Job::numbered(vec![graphs], Vec::new()).map(Input::Job)
 }
@@ -80,6 +82,12 @@ pub fn open(
 /// `.sqlite` files, or to their reduced ranks (`.stepcast-rank`, written by `reduce`), sorted
 /// by name. A directory holding both is refused: they would be the same ranks twice.
 pub fn rank_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+    Ok(job_inputs(paths)?.0)
+}
+
+/// The traces named (as [`rank_files`]) and, apart, the Execution Traces among them (files
+/// given, or found in a folder beside the traces or in one of their own: told by content).
+pub fn job_inputs(paths: &[PathBuf]) -> anyhow::Result<(Vec<PathBuf>, Vec<PathBuf>)> {
     let mut files = Vec::new();
     for path in paths {
         if !path.is_dir() || stepcast_trace::is_trace_dir(path) {
@@ -107,7 +115,21 @@ pub fn rank_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
             (true, false) => files.extend(reduced),
         }
     }
-    Ok(files)
+    let (traces, ets) = split_inputs(files);
+    if traces.is_empty()
+        && let Some(first) = ets.first()
+    {
+        bail!(
+            "{} holds Execution Traces only ({}, ...): give the Kineto traces of the same run \
+             beside them",
+            paths
+                .first()
+                .map_or(first.as_path(), PathBuf::as_path)
+                .display(),
+            first.display()
+        );
+    }
+    Ok((traces, ets))
 }
 
 /// The reduced ranks of directory `dir` (its `.stepcast-rank` files), sorted by name.
@@ -135,6 +157,10 @@ pub struct Job {
     missing: Vec<i64>,
     /// Files left out as unreadable ([`Unreadable::Skip`]), in name order.
     skipped: Vec<Skipped>,
+    /// Per rank joined with its Execution Trace: the rank and what the join gave.
+    execution_traces: Vec<(i64, RankEt)>,
+    /// Execution Traces given of no rank's process.
+    ets_unmatched: Vec<PathBuf>,
 }
 
 impl Job {
@@ -148,11 +174,19 @@ impl Job {
         unreadable: Unreadable,
         progress: &dyn Progress,
     ) -> anyhow::Result<Job> {
-        let files = rank_files(paths)?;
+        let (files, et_files) = job_inputs(paths)?;
+        let ets = JobEts::read(&et_files)?;
         let (ranks, skipped) = read_each(&files, "loading ranks", unreadable, progress, |file| {
-            read_ranks(file, options)
+            read_ranks(file, options, &ets)
         })?;
-        Job::numbered(ranks, skipped)
+        let pids: Vec<i64> = ranks
+            .iter()
+            .flatten()
+            .filter_map(|r| r.et.as_ref().map(|et| et.pid))
+            .collect();
+        let mut job = Job::numbered(ranks, skipped)?;
+        job.ets_unmatched = ets.unmatched(&pids);
+        Ok(job)
     }
 
     /// The ranks of each file, in file order (reduced ranks in the order of the traces they
@@ -182,15 +216,20 @@ impl Job {
             })
             .collect();
         one_grouping(&groupings)?;
+        let mut execution_traces: Vec<(i64, RankEt)> = Vec::new();
         let mut ranks: Vec<(PathBuf, bool, RankGraph)> = ranks
             .into_iter()
             .enumerate()
             .map(|(position, rank)| {
                 let mut graph = rank.graph;
                 graph.rank = rank.recorded.unwrap_or(position as i64);
+                if let Some(et) = rank.et {
+                    execution_traces.push((graph.rank, et));
+                }
                 (rank.file, rank.recorded.is_some(), graph)
             })
             .collect();
+        execution_traces.sort_by_key(|(rank, _)| *rank);
         ranks.sort_by(|a, b| (a.2.rank, &a.0).cmp(&(b.2.rank, &b.0)));
         for pair in ranks.windows(2) {
             if pair[0].2.rank == pair[1].2.rank {
@@ -237,6 +276,8 @@ impl Job {
             world_size,
             missing,
             skipped,
+            execution_traces,
+            ets_unmatched: Vec::new(),
         })
     }
 
@@ -354,6 +395,23 @@ impl Job {
                 reason: s.reason.clone(),
             })
             .collect();
+        document.execution_traces = self
+            .execution_traces
+            .iter()
+            .map(|(rank, et)| RankEtJson {
+                rank: *rank,
+                file: et.file.display().to_string(),
+                method: et.method,
+                ops_in_span: et.ops_in_span,
+                joined: et.joined,
+                data_links: et.data_links,
+            })
+            .collect();
+        document.execution_traces_unmatched = self
+            .ets_unmatched
+            .iter()
+            .map(|f| f.display().to_string())
+            .collect();
         if let Some(number) = step {
             if !document
                 .ranks
@@ -425,6 +483,8 @@ pub(super) struct Rank {
     pub(super) graph: RankGraph,
     /// Read from a reduced rank rather than its trace.
     reduced: bool,
+    /// Its Execution Trace, where one was given and joined.
+    et: Option<RankEt>,
 }
 
 impl Rank {
@@ -447,17 +507,23 @@ impl Rank {
             world_size: reduced.world_size,
             graph: reduced.graph,
             reduced: true,
+            et: None,
         }
     }
 }
 
 /// The ranks of one file: a trace's processes, or the one rank a reduced rank holds.
-pub(super) fn read_ranks(file: &Path, options: &ReadOptions) -> anyhow::Result<Vec<Rank>> {
+/// `ets`: the job's Execution Traces, each joined with the trace of its process.
+pub(super) fn read_ranks(
+    file: &Path,
+    options: &ReadOptions,
+    ets: &JobEts,
+) -> anyhow::Result<Vec<Rank>> {
     if is_reduced_file(file) {
         return Ok(vec![Rank::from_reduced(read_reduced(file)?)]);
     }
     let traces = stepcast_trace::read_processes(file, options)?;
-    Ok(rank_graphs(file, traces))
+    Ok(rank_graphs(file, traces, ets))
 }
 
 /// What ties the files of a job together: the collectives their ranks run together (the
@@ -601,11 +667,12 @@ pub(crate) fn one_grouping(ranks: &[FileGroups<'_>]) -> anyhow::Result<()> {
 }
 
 /// The processes of one file as ranks, each graph built (on every core) and its trace dropped.
-fn rank_graphs(file: &Path, traces: Vec<Trace>) -> Vec<Rank> {
+fn rank_graphs(file: &Path, traces: Vec<Trace>, ets: &JobEts) -> Vec<Rank> {
     traces
         .into_par_iter()
         .enumerate()
-        .map(|(process, trace)| {
+        .map(|(process, mut trace)| {
+            let et = ets.attach(&mut trace).map(|(rank_et, _)| rank_et);
             let window = build(&trace, &BuildOptions::default());
             let recorded = recorded_rank(&trace);
             Rank {
@@ -615,6 +682,7 @@ fn rank_graphs(file: &Path, traces: Vec<Trace>) -> Vec<Rank> {
                 world_size: trace.distributed.as_ref().and_then(|d| d.world_size),
                 graph: RankGraph::new(recorded.unwrap_or(0), &trace, window),
                 reduced: false,
+                et,
             }
         })
         .collect()

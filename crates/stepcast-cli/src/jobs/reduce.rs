@@ -12,7 +12,8 @@ use stepcast::ranks::{MAGIC, ReducedRank};
 use stepcast_trace::ReadOptions;
 
 use super::Progress;
-use super::ranks::{Skipped, Unreadable, rank_files, read_each, read_ranks};
+use super::execution_traces::JobEts;
+use super::ranks::{Skipped, Unreadable, job_inputs, read_each, read_ranks};
 
 /// The extension of a reduced rank's file.
 pub const REDUCED_EXTENSION: &str = "stepcast-rank";
@@ -28,10 +29,19 @@ pub struct ReducedFile {
 
 /// The ranks of one trace file, each reduced to its file (one per process the file holds).
 pub fn reduce_file(path: &Path, options: &ReadOptions) -> anyhow::Result<Vec<ReducedFile>> {
+    reduce_file_joining(path, options, &JobEts::default())
+}
+
+/// [`reduce_file`], each rank joined with its Execution Trace among `ets`.
+pub fn reduce_file_joining(
+    path: &Path,
+    options: &ReadOptions,
+    ets: &JobEts,
+) -> anyhow::Result<Vec<ReducedFile>> {
     if is_reduced_file(path) {
         bail!("{} is already a reduced rank", path.display());
     }
-    let ranks = read_ranks(path, options)?;
+    let ranks = read_ranks(path, options, ets)?;
     let file_name = path
         .file_name()
         .map_or_else(|| "trace".into(), |n| n.to_string_lossy());
@@ -69,7 +79,8 @@ pub fn reduce(
     unreadable: Unreadable,
     progress: &dyn Progress,
 ) -> anyhow::Result<Reduced> {
-    let traces = rank_files(paths)?;
+    let (traces, et_files) = job_inputs(paths)?;
+    let ets = JobEts::read(&et_files)?;
     if let Some(reduced) = traces.iter().find(|t| is_reduced_file(t)) {
         bail!(
             "{} is already a reduced rank; give the traces to reduce",
@@ -77,7 +88,7 @@ pub fn reduce(
         );
     }
     let (reduced, skipped) = read_each(&traces, "reducing ranks", unreadable, progress, |trace| {
-        reduce_file(trace, options).map(|files| (trace.to_path_buf(), files))
+        reduce_file_joining(trace, options, &ets).map(|files| (trace.to_path_buf(), files))
     })?;
     let mut files: Vec<ReducedFile> = Vec::new();
     // Each name's trace, to name a clash.

@@ -204,3 +204,50 @@ fn replay_with_an_execution_trace_counts_its_data_edges_and_a_job_refuses_it() {
         job.stderr
     );
 }
+
+/// A job's Execution Traces among its inputs (PARAM's DLRM: the ranks' traces in one folder,
+/// rank 0's ET in another), told by content and paired with the rank of their process: the
+/// document lists the join, the job replays as without it (the data edges are the program's,
+/// the recording honours them), and a folder of ETs alone is refused in one line.
+#[test]
+fn a_jobs_execution_traces_are_paired_with_their_ranks_by_process() {
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/kineto/param/et_replay/tests/inputs"
+    );
+    let (traces, ets) = (
+        format!("{dir}/dlrm_kineto__extracted/dlrm_kineto"),
+        format!("{dir}/dlrm_pytorch_et__extracted/dlrm_pytorch_et"),
+    );
+    let with = stepcast(&["replay", &traces, &ets, "--json"]);
+    with.assert_success();
+    let alone = stepcast(&["replay", &traces, "--json"]);
+    alone.assert_success();
+    let (with, alone) = (with.json(), alone.json());
+    assert!(alone.get("execution_traces").is_none());
+    let joined = with["execution_traces"]
+        .as_array()
+        .expect("execution_traces");
+    assert_eq!(joined.len(), 1, "{joined:?}");
+    assert_eq!(joined[0]["rank"], 0);
+    let (ops, got) = (
+        joined[0]["ops_in_span"].as_u64().expect("ops"),
+        joined[0]["joined"].as_u64().expect("joined"),
+    );
+    assert!(got * 100 >= ops * 95, "{got} of {ops}");
+    assert!(joined[0]["data_links"].as_u64() > Some(0));
+    assert_eq!(with["max_abs_error"], alone["max_abs_error"]);
+    let text = stepcast(&["replay", &traces, &ets]);
+    assert!(
+        text.stdout.contains("Execution Traces joined: 1 rank"),
+        "{}",
+        text.stdout
+    );
+    let only = stepcast(&["replay", &ets]);
+    assert_eq!(only.code, Some(1), "{}", only.stderr);
+    assert!(
+        only.stderr.contains("Execution Traces only") && only.stderr.trim().lines().count() == 1,
+        "{}",
+        only.stderr
+    );
+}

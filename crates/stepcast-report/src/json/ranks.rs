@@ -51,6 +51,31 @@ pub struct RanksJson {
     /// Rank files left out because they could not be read (`--skip-unreadable`), with why:
     /// like a missing rank, every figure that depends on all ranks is of the others only.
     pub unreadable: Vec<UnreadableJson>,
+    /// Ranks joined with the Execution Trace of their process (given among the job's files,
+    /// told by content, paired by process id): their graphs hold its data dependencies.
+    /// Absent when none was given.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub execution_traces: Vec<RankEtJson>,
+    /// Execution Traces given of no rank's process, by file. Absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub execution_traces_unmatched: Vec<String>,
+}
+
+/// One rank's Execution Trace, as joined.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RankEtJson {
+    /// The rank (as numbered in `ranks`).
+    pub rank: i64,
+    /// The ET file as the user named it (or as found in the folder named).
+    pub file: String,
+    /// `record_function_id` or `order` (`docs/formats.md`).
+    pub method: &'static str,
+    /// The rank's host ops inside the span the ET covers.
+    pub ops_in_span: u64,
+    /// Of those, the ops joined to an ET node.
+    pub joined: u64,
+    /// The data dependencies between its threads (the graph's `data` edges come from these).
+    pub data_links: u64,
 }
 
 /// A rank file left out of the job as unreadable.
@@ -631,6 +656,8 @@ pub fn ranks_json(report: &RanksReport, detail: &RankDetail) -> RanksJson {
         world_size: None,
         missing_ranks: Vec::new(),
         unreadable: Vec::new(),
+        execution_traces: Vec::new(),
+        execution_traces_unmatched: Vec::new(),
         schema: "stepcast.replay-ranks/3",
         detail_ranks: detail.iter().map(|&r| rank_of(r)).collect(),
         over_ranks,

@@ -55,6 +55,32 @@ pub(crate) fn missing_words(doc: &RanksJson) -> String {
     )
 }
 
+/// The ranks joined with their Execution Traces, and the ETs of no rank.
+fn execution_trace_words(doc: &RanksJson) -> Option<String> {
+    if doc.execution_traces.is_empty() && doc.execution_traces_unmatched.is_empty() {
+        return None;
+    }
+    let links: u64 = doc.execution_traces.iter().map(|e| e.data_links).sum();
+    let mut words = format!(
+        "Execution Traces joined: {} rank{} (their graphs hold the {} data dependencies the ETs \
+         state between threads).",
+        doc.execution_traces.len(),
+        if doc.execution_traces.len() == 1 {
+            ""
+        } else {
+            "s"
+        },
+        links
+    );
+    if !doc.execution_traces_unmatched.is_empty() {
+        words.push_str(&format!(
+            " Of no rank's process, left out: {}.",
+            doc.execution_traces_unmatched.join(", ")
+        ));
+    }
+    Some(words)
+}
+
 /// The rank files left out as unreadable (`--skip-unreadable`), each with why, and what that
 /// leaves out.
 pub(crate) fn unreadable_words(doc: &RanksJson) -> String {
@@ -189,6 +215,10 @@ pub fn ranks_text(doc: &RanksJson) -> String {
     if !doc.unreadable.is_empty() {
         out.push('\n');
         out.push_str(&wrap(&unreadable_words(doc), ""));
+    }
+    if let Some(words) = execution_trace_words(doc) {
+        out.push('\n');
+        out.push_str(&wrap(&words, ""));
     }
     if let Some(words) = host_groups_words(doc) {
         out.push('\n');
