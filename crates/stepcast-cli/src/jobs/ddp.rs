@@ -103,6 +103,15 @@ impl Ddp {
         );
         let mut document = whatif_json(&trace, window, &name, &[], outcome);
         document.trace.file = loaded.file();
+        let graph = &window.graph;
+        if !(0..graph.task_count()).any(|t| graph.kind[t].on_device()) {
+            document.trust.caveats.push(
+                "a CPU-only trace: DDP's all-reduces run on a worker thread of the process \
+                 (gloo's), beside the training thread; the CPU time they take is not charged \
+                 to the training thread (on a machine with no core to spare, the step is longer)"
+                    .to_string(),
+            );
+        }
         let (ddp, rows) = ddp_json(&result.calibration, &result.plans, &result.points);
         document.ddp = Some(ddp);
         document.sweep = Some(rows);

@@ -172,3 +172,85 @@ fn ddp_reinsert_reads_a_gradient_file() {
     assert!(run.stderr.contains("line 1"), "{}", run.stderr);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// DDP over gloo from a one-process CPU trace (`cpu-pairs/ddp-single`: the gradients' ready
+/// points are the host tasks holding their `AccumulateGrad` ops): the gradient bytes inserted
+/// are those ops' recorded input shapes in one step, counted here in the JSON apart from
+/// stepcast; exchanges only add work, so the step is never shorter, and a slower link never
+/// makes it shorter; what has no CPU counterpart (P3) is refused in one line.
+#[test]
+fn ddp_on_a_cpu_trace_exchanges_the_recorded_gradients_on_a_worker_thread() {
+    let trace = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/kineto/stepcast/cpu-pairs/ddp-single.json.gz"
+    );
+    let predict = |link: &str| {
+        let run = stepcast(&[
+            "whatif",
+            trace,
+            "ddp",
+            "--gpus",
+            "2",
+            "--gpus-per-node",
+            "2",
+            "--intra",
+            link,
+            "--json",
+        ]);
+        run.assert_success();
+        run.json()
+    };
+    let (fast, slow) = (predict("1.1GB/s"), predict("0.1GB/s"));
+    // The reference: the AccumulateGrad ops of one profiler step, elements × 4 bytes (float).
+    let raw = super::ranks::gzipped_json(trace);
+    let events = raw["traceEvents"].as_array().expect("events");
+    let step = events
+        .iter()
+        .find(|e| {
+            e["ph"] == "X"
+                && e["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("ProfilerStep#"))
+        })
+        .expect("a step");
+    let (from, to) = (
+        step["ts"].as_f64().expect("ts"),
+        step["ts"].as_f64().expect("ts") + step["dur"].as_f64().expect("dur"),
+    );
+    let bytes: i64 = events
+        .iter()
+        .filter(|e| e["name"] == "torch::autograd::AccumulateGrad")
+        .filter(|e| e["ts"].as_f64().is_some_and(|t| from <= t && t <= to))
+        .map(|e| {
+            let dims = &e["args"]["Input Dims"][0];
+            4 * dims
+                .as_array()
+                .expect("dims")
+                .iter()
+                .map(|d| d.as_i64().expect("a dim"))
+                .product::<i64>()
+        })
+        .sum();
+    assert!(bytes > 1_000_000, "{bytes}");
+    assert_eq!(fast["ddp"]["insertion"]["gradient_bytes_per_step"], bytes);
+    assert_eq!(fast["ddp"]["insertion"]["ready_points"], "autograd");
+    let ns = |doc: &serde_json::Value, key: &str| doc[key].as_i64().expect(key);
+    assert!(ns(&fast, "predicted_ns") >= ns(&fast, "baseline_ns"));
+    assert!(ns(&slow, "predicted_ns") > ns(&fast, "predicted_ns"));
+    assert!(
+        fast["trust"]["caveats"]
+            .as_array()
+            .expect("caveats")
+            .iter()
+            .any(|c| c.as_str().is_some_and(|c| c.contains("CPU-only"))),
+        "{}",
+        fast["trust"]
+    );
+    let p3 = stepcast(&["whatif", trace, "ddp", "--gpus", "2", "--p3"]);
+    assert_eq!(p3.code, Some(1));
+    assert!(
+        p3.stderr.contains("CPU-only") && p3.stderr.trim().lines().count() == 1,
+        "{}",
+        p3.stderr
+    );
+}

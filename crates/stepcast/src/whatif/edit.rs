@@ -1117,17 +1117,13 @@ impl EditGraph {
         Ok(device)
     }
 
-    /// Adds an empty device lane: a new stream of the device of `like` (a device lane), as
-    /// a communication library's own stream. Returns its index.
+    /// Adds an empty lane like `like`: a new stream of its device (a communication library's
+    /// own stream), or a new thread of its process (a communication library's worker thread,
+    /// as gloo's on CPU tensors). Returns its index.
     pub fn add_lane(&mut self, like: u32) -> Result<u32, EditError> {
         let Some(lane) = self.lanes.get(like as usize).cloned() else {
             return Err(EditError::Invalid(format!("no lane {like}")));
         };
-        if lane.kind != stepcast_trace::LaneKind::DeviceStream {
-            return Err(EditError::Invalid(format!(
-                "lane {like} is not a device lane"
-            )));
-        }
         self.lanes.push(GraphLane {
             first_task: 0,
             task_count: 0,
@@ -1138,9 +1134,10 @@ impl EditGraph {
         Ok(self.lanes.len() as u32 - 1)
     }
 
-    /// Appends a device task at the end of device lane `lane`. It takes the step, phase and
-    /// layer of `like` (an input task), and the window's calibrated dispatch gap; it waits for
-    /// nothing but its lane until dependencies are added ([`EditGraph::add_dependency`]).
+    /// Appends a task at the end of lane `lane`: a device task on a device lane, with the
+    /// window's calibrated dispatch gap after it, or a host task on a host thread, with none.
+    /// It takes the step, phase and layer of `like` (an input task); it waits for nothing but
+    /// its lane until dependencies are added ([`EditGraph::add_dependency`]).
     pub fn append(
         &mut self,
         lane: u32,
@@ -1153,15 +1150,20 @@ impl EditGraph {
         if dur_ns < 0 {
             return Err(EditError::BadDuration { ns: dur_ns });
         }
-        let on_device_lane = self
-            .lanes
-            .get(lane as usize)
-            .is_some_and(|l| l.kind == stepcast_trace::LaneKind::DeviceStream);
-        if !on_device_lane || !kind.on_device() {
+        let Some(lane_kind) = self.lanes.get(lane as usize).map(|l| l.kind) else {
+            return Err(EditError::Invalid(format!("no lane {lane}")));
+        };
+        let on_device_lane = lane_kind == stepcast_trace::LaneKind::DeviceStream;
+        if on_device_lane != kind.on_device() {
+            let (found, expected) = if on_device_lane {
+                ("host", "device")
+            } else {
+                ("device", "host")
+            };
             return Err(EditError::WrongLane {
                 task: like.0,
-                found: "host",
-                expected: "device",
+                found,
+                expected,
             });
         }
         let base = self.rows[like.index()].clone();
@@ -1180,7 +1182,11 @@ impl EditGraph {
         self.costs.push(Costs {
             dur_ns,
             dur_without_inferred_ns: dur_ns,
-            gap_ns: self.dispatch_gap_ns,
+            gap_ns: if on_device_lane {
+                self.dispatch_gap_ns
+            } else {
+                0
+            },
         });
         let tasks = Arc::make_mut(&mut self.lane_tasks[lane as usize]);
         self.position.push(tasks.len() as u32);

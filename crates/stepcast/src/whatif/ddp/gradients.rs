@@ -18,6 +18,11 @@
 //!
 //! Without `AccumulateGrad` ops, every gradient is taken to be ready at the end of the step's
 //! backward pass (no overlap: an upper bound on the exposed communication).
+//!
+//! A CPU-only trace (DDP over gloo on CPU tensors) has no device task: a gradient is ready at
+//! the end of the host task that holds its `AccumulateGrad` op (the backward runs on the
+//! calling thread, one outermost `evaluate_function` op per task), and the optimizer's first
+//! host task waits for the exchanges.
 
 use std::collections::BTreeMap;
 
@@ -194,6 +199,9 @@ pub fn find_gradients(
     let names = &trace.names;
     let accumulate = names.lookup("torch::autograd::AccumulateGrad");
     let launches = Launches::new(window);
+    // Where no task runs on a device, the host's tasks are where gradients become ready.
+    let host_only = !(0..graph.task_count()).any(|t| graph.kind[t].on_device());
+    let counts = |t: usize| graph.kind[t].on_device() || host_only;
     let lane_of_trace: BTreeMap<u32, u32> = graph
         .lanes
         .iter()
@@ -210,7 +218,12 @@ pub fn find_gradients(
             let Some(&lane) = lane_of_trace.get(&event.lane.0) else {
                 continue;
             };
-            let Some(task) = launches.last_before(lane, event.end_ns()) else {
+            let task = if host_only {
+                host_task_holding(window, lane, event.start_ns)
+            } else {
+                launches.last_before(lane, event.end_ns())
+            };
+            let Some(task) = task else {
                 continue;
             };
             let step = graph.step[task.index()];
@@ -243,8 +256,7 @@ pub fn find_gradients(
         let mut last_backward: BTreeMap<u32, TaskId> = BTreeMap::new();
         for t in 0..graph.task_count() {
             let step = graph.step[t];
-            if step == NO_STEP || !graph.kind[t].on_device() || mapping.phase[t] != Phase::Backward
-            {
+            if step == NO_STEP || !counts(t) || mapping.phase[t] != Phase::Backward {
                 continue;
             }
             let entry = last_backward.entry(step).or_insert(TaskId(t as u32));
@@ -259,7 +271,7 @@ pub fn find_gradients(
             ready.insert(step, vec![(task, None)]);
         }
     }
-    let optimizer_start = optimizer_starts(window, mapping, &ready);
+    let optimizer_start = optimizer_starts(window, mapping, &ready, host_only);
     // Sizes: the file, else recorded, else the optimizer's shapes.
     let parameters = ready.values().map(Vec::len).max().unwrap_or(0);
     let recorded_complete = ready_from_autograd
@@ -327,18 +339,33 @@ fn spread(sizes: &[i64], points: &[(TaskId, Option<i64>)]) -> Vec<Gradient> {
         .collect()
 }
 
+/// The task of graph lane `lane` whose recorded span holds `time_ns`.
+fn host_task_holding(window: &Window, lane: u32, time_ns: i64) -> Option<TaskId> {
+    let graph = &window.graph;
+    let l = graph.lanes.get(lane as usize)?;
+    let first = l.first_task as usize;
+    let starts = &graph.rec_start_ns[first..first + l.task_count as usize];
+    let t = first + starts.partition_point(|&s| s <= time_ns).checked_sub(1)?;
+    (graph.rec_end_ns[t] >= time_ns).then_some(TaskId(t as u32))
+}
+
 /// Per step: the first device task of the optimizer phase (by recorded start) after the
-/// step's last gradient is ready (`zero_grad`'s kernels, earlier in the step, are not it).
+/// step's last gradient is ready (`zero_grad`'s kernels, earlier in the step, are not it);
+/// with `host_only` (a CPU-only trace), the first host task.
 fn optimizer_starts(
     window: &Window,
     mapping: &Mapping,
     ready: &BTreeMap<u32, Vec<(TaskId, Option<i64>)>>,
+    host_only: bool,
 ) -> BTreeMap<u32, TaskId> {
     let graph = &window.graph;
     let mut out: BTreeMap<u32, TaskId> = BTreeMap::new();
     for t in 0..graph.task_count() {
         let step = graph.step[t];
-        if step == NO_STEP || !graph.kind[t].on_device() || mapping.phase[t] != Phase::Optimizer {
+        if step == NO_STEP
+            || !(graph.kind[t].on_device() || host_only)
+            || mapping.phase[t] != Phase::Optimizer
+        {
             continue;
         }
         let last_ready = ready.get(&step).and_then(|points| {

@@ -386,6 +386,13 @@ pub fn insert(
     };
     let lane = edit.add_lane(edit.lane(first.ready))?;
     out.lane = Some(lane);
+    // A gradient readied by a host task (a CPU-only trace: gloo on CPU tensors) is exchanged
+    // by the library's worker thread, a host lane beside it.
+    let exchange_kind = if edit.kind(first.ready).on_device() {
+        TaskKind::Collective
+    } else {
+        TaskKind::CpuOp
+    };
     let mut last_of_step: std::collections::BTreeMap<u32, TaskId> = Default::default();
     for &i in order {
         let x = &exchanges[i];
@@ -408,7 +415,7 @@ pub fn insert(
             Collective::AllGather => names.all_gather,
             _ => names.all_reduce,
         };
-        let task = edit.append(lane, TaskKind::Collective, name, x.predicted_ns, x.ready)?;
+        let task = edit.append(lane, exchange_kind, name, x.predicted_ns, x.ready)?;
         edit.add_dependency(input, task, EdgeKind::EventWait, 0)?;
         let mut end = task;
         if x.decompress_ns > 0 {

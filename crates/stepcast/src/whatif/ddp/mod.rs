@@ -266,6 +266,12 @@ pub enum DdpError {
     Gradients(#[from] GradientError),
     #[error(transparent)]
     WhatIf(#[from] WhatIfError),
+    #[error(
+        "{0} on a CPU-only trace is not modelled: its device kernels (compression, sharded \
+         parameters' gathers, P3's per-layer gates) have no CPU counterpart here; plain DDP \
+         (gloo on CPU tensors) is"
+    )]
+    CpuOnly(&'static str),
 }
 
 /// Plans the DDP what-if: the recorded collectives, the calibration and each collective's time
@@ -842,6 +848,17 @@ pub fn sweep_with(
     let calibration = calibrate(&recorded);
     let steady = steady_steps(context.window);
     let needs_insertion = recorded.is_empty() || configs.iter().any(DdpConfig::inserts);
+    let graph = &context.window.graph;
+    if !(0..graph.task_count()).any(|t| graph.kind[t].on_device()) {
+        for config in configs {
+            match (config.compression, config.fsdp, config.p3) {
+                (Some(_), _, _) => return Err(DdpError::CpuOnly("gradient compression")),
+                (_, true, _) => return Err(DdpError::CpuOnly("FSDP")),
+                (_, _, true) => return Err(DdpError::CpuOnly("P3")),
+                _ => {}
+            }
+        }
+    }
     let insertion = if needs_insertion {
         let p3 = configs.iter().any(|c| c.p3);
         Some(Insertion::new(
