@@ -26,8 +26,13 @@ pub fn run(args: &OptimizeArgs) -> anyhow::Result<super::Answer> {
     // An invalid option fails before any trace is read.
     options.check()?;
     let progress = Terminal::new();
-    super::refuse_execution_trace("optimize plans on the traces' ops alone")?;
-    let loaded = jobs::load_ranks(&args.traces, super::read_options(), &progress)?;
+    let loaded = match (super::execution_trace(), args.traces.as_slice()) {
+        (Some(_), [trace]) if !trace.is_dir() => vec![super::load(trace, &progress)?],
+        _ => {
+            super::refuse_execution_trace("a folder or several traces are a job's ranks")?;
+            jobs::load_ranks(&args.traces, super::read_options(), &progress)?
+        }
+    };
     let ranks: Vec<_> = loaded.iter().collect();
     let document = jobs::optimize(&ranks, &options, &progress)?;
     drop(progress);
