@@ -215,7 +215,9 @@ pub struct WhatIfArgs {
     /// prefetch_inputs: the DataLoader's worker processes (default 4).
     #[arg(long, value_name = "N", conflicts_with = "scenario")]
     pub workers: Option<f64>,
-    /// prefetch_inputs: the host's CPU cores (unknown by default: traces do not record them).
+    /// prefetch_inputs: the host's CPU cores (unknown by default: traces do not record them);
+    /// ddp on a CPU-only trace: a node's cores, which its processes share (with more
+    /// processes than cores, each one's host work runs that many times slower).
     #[arg(long, value_name = "N", conflicts_with = "scenario")]
     pub cores: Option<f64>,
     /// prefetch_inputs: the training process's intra-op threads, torch.get_num_threads()

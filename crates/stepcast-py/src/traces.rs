@@ -153,6 +153,7 @@ impl<'py> Params<'py> {
             compress: self.take("compress")?,
             p3: self.flag("p3")?,
             fsdp: self.flag("fsdp")?,
+            cores: None,
         })
     }
 
@@ -376,7 +377,9 @@ fn transform(
 ) -> PyResult<Transform> {
     let mut params = Params::new("whatif", params)?;
     let model_params = params.model_params()?;
-    let ddp = params.ddp_options()?;
+    let mut ddp = params.ddp_options()?;
+    // `cores` is one argument: the loader's host and a CPU-only job's node alike.
+    ddp.cores = model_params.cores;
     params.finish()?;
     let any_param = [
         model_params.factor,

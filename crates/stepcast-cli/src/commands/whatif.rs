@@ -39,6 +39,7 @@ pub fn run(args: &WhatIfArgs) -> anyhow::Result<super::Answer> {
         compress: args.compress.clone(),
         p3: args.p3,
         fsdp: args.fsdp,
+        cores: args.cores,
     };
     // The transform is checked before the trace is read, so a typo fails fast.
     let transform = Transform::new(

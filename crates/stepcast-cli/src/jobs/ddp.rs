@@ -34,6 +34,8 @@ pub struct DdpOptions {
     pub compress: Option<String>,
     pub p3: bool,
     pub fsdp: bool,
+    /// A CPU-only trace's node cores, which its processes share (`--cores`).
+    pub cores: Option<f64>,
 }
 
 /// `whatif ddp`, its options checked and its gradient file read.
@@ -111,6 +113,21 @@ impl Ddp {
                  to the training thread (on a machine with no core to spare, the step is longer)"
                     .to_string(),
             );
+            let share = last.host_share();
+            document.trust.caveats.push(match last.host_cores {
+                Some(cores) if share > 1.0 => format!(
+                    "the {} processes of a node share its {cores} cores: every host task and \
+                     the untraced host time after it run ×{share:.2} slower",
+                    last.gpus.min(last.gpus_per_node)
+                ),
+                Some(cores) => format!(
+                    "the {} processes of a node each have a core of its {cores}",
+                    last.gpus.min(last.gpus_per_node)
+                ),
+                None => "the node's cores are not given (--cores): with more processes per \
+                         node than cores, they time-share them and the step is longer"
+                    .to_string(),
+            });
         }
         let (ddp, rows) = ddp_json(&result.calibration, &result.plans, &result.points);
         document.ddp = Some(ddp);
@@ -236,6 +253,7 @@ fn configs(options: &DdpOptions) -> anyhow::Result<Vec<DdpConfig>> {
                 compression,
                 p3: options.p3,
                 fsdp: options.fsdp,
+                host_cores: options.cores,
             });
         }
     }

@@ -66,6 +66,10 @@ pub struct DdpConfig {
     pub p3: bool,
     /// FSDP / ZeRO-3 instead of DDP (insertion model).
     pub fsdp: bool,
+    /// A CPU-only trace's node: its cores, which its processes share (`--cores`). With more
+    /// processes per node than cores, each process's host work runs that many times slower
+    /// (time-sharing); `None`: not said, nothing charged (a caveat says so).
+    pub host_cores: Option<f64>,
 }
 
 impl DdpConfig {
@@ -90,6 +94,19 @@ impl Default for DdpConfig {
             compression: None,
             p3: false,
             fsdp: false,
+            host_cores: None,
+        }
+    }
+}
+
+impl DdpConfig {
+    /// On a CPU-only trace: how many times slower each process's host work runs when the
+    /// processes of a node share its cores (`processes per node / cores`, at least 1).
+    pub fn host_share(&self) -> f64 {
+        let processes = self.gpus.min(self.gpus_per_node).max(1) as f64;
+        match self.host_cores {
+            Some(cores) if cores > 0.0 => (processes / cores).max(1.0),
+            _ => 1.0,
         }
     }
 }
@@ -514,6 +531,16 @@ pub fn apply_named(
                 edit.set_duration(&Selection::new(tasks), ns)?;
             }
             return Ok(counts.all_gathers + counts.reduce_scatters);
+        }
+        let share = plan.config.host_share();
+        let host_only = edit.select_where(|t| edit.kind(t).on_device()).is_empty();
+        if host_only && share > 1.0 {
+            // The node's processes time-share its cores: every host task of the steady steps
+            // and the untraced host time after it run `share` times slower. The exchanges,
+            // inserted after, keep the link's time (measured on shared cores).
+            let host = edit.select_where(|t| !edit.kind(t).on_device());
+            edit.scale(&host, share)?;
+            edit.scale_gaps(&host, share)?;
         }
         let done = insert::insert(
             edit,
