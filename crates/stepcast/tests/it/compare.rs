@@ -1944,18 +1944,19 @@ fn accuracy_markdown() -> Accuracy {
          \n\
          ## Data-parallel training from one process (`ddp`)\n\
          \n\
-         `stepcast whatif BEFORE ddp --gpus 2 --gpus-per-node 2 --intra 1.1GB/s` against rank 0 \
-         of the job folder AFTER (the `mlp` in one process, then under \
-         `DistributedDataParallel` over gloo in two, one intra-op thread each, the same batch \
-         per process). The link is a declared input measured on the other recorded gloo jobs \
+         `stepcast whatif BEFORE ddp --gpus N --gpus-per-node N --intra 1.1GB/s` against rank \
+         0 of the job folder AFTER (the `mlp` in one process, then under \
+         `DistributedDataParallel` over gloo in N, one intra-op thread each, the same batch \
+         per process; four processes share the machine's two cores, given as `--cores 2`: \
+         each one's host work ×2, `DdpConfig::host_share`). The link is a declared input measured on the other recorded gloo jobs \
          (`cpu-ddp-pairs/calibrate_gloo.py`), not on these pairs. The gradients are ready at the \
          host tasks holding their `AccumulateGrad` ops, DDP's buckets (1 MiB, then 3.2 MB) are \
          all-reduced on a worker thread beside the training thread, and the optimizer waits for \
          the last; gloo's CPU time is not charged to the training thread (a caveat of every \
          such prediction).\n\
          \n\
-         | pair (under `testdata/kineto/`) | predicted | measured (traced) | error | measured without profiler | error | bar |\n\
-         |---|---|---|---|---|---|---|\n\
+         | pair (under `testdata/kineto/`) | change | predicted | measured (traced) | error | measured without profiler | error | bar |\n\
+         |---|---|---|---|---|---|---|---|\n\
          {ddp}\n\
          On the quiet machine AFTER's first all-reduce (1.05 MB) took 5.0 ms where the link \
          gives 1.0 (it absorbs the ranks' skew and shares two cores with both training threads), \
@@ -1963,8 +1964,13 @@ fn accuracy_markdown() -> Accuracy {
          backward pass) is not charged: the traced error is −17 %. Without the profiler the \
          step is 11 ms, not 36 (the traced BEFORE's Adam loop carries the profiler's cost per \
          op), so the same exchanges weigh three times as much and the prediction, made from \
-         the traced BEFORE, misses by −42 %. The loaded machine's pair (load average 3 to 10) \
-         ran its two processes on cores other engineers' compilers held.\n\
+         the traced BEFORE, misses by −42 %. With four processes on the two cores (the bar \
+         fixed with `--cores` before recording) the traced error is −25.3 %, just beyond its \
+         ±25 % (rank 0's median steady step instead of its period gives ×0.384 measured and \
+         +23.7 %, `whatif_pair.py`'s reading); the exchanges of a group of four, never \
+         calibrated here, and the time-sharing of gloo's own threads are what it leaves out. The \
+         loaded machine's pair (load average 3 to 10) ran its two processes on cores other \
+         engineers' compilers held.\n\
          \n\
          ## How much a measured outcome moves between two machines of one kind\n\
          \n\
@@ -2145,20 +2151,51 @@ fn interleaved_speedups(before: &str, after: &str) -> Option<Vec<f64>> {
     Some(speedups)
 }
 
-/// The `ddp` rows of `docs/accuracy.md`: each pair's prediction (one process → 2 over gloo,
-/// the declared link) against rank 0 of its job folder, traced and without the profiler. The
-/// quiet machine's pair holds its bar (±20 % traced, fixed before recording).
+/// One `ddp` pair: BEFORE (one process) and its job folder AFTER, and how it is predicted.
+struct DdpPair {
+    dir: &'static str,
+    world: u32,
+    /// `--cores`: the node's cores its processes share.
+    cores: Option<f64>,
+    /// The bar against AFTER as traced (±), and whether it is missed today (fixed before
+    /// recording: the test fails once it is met).
+    bar: Option<(f64, bool)>,
+}
+
+const DDP_PAIRS: [DdpPair; 3] = [
+    DdpPair {
+        dir: "stepcast/cpu-pairs",
+        world: 2,
+        cores: None,
+        bar: None,
+    },
+    DdpPair {
+        dir: "stepcast/cpu-ddp-pairs",
+        world: 2,
+        cores: None,
+        bar: Some((0.20, false)),
+    },
+    DdpPair {
+        dir: "stepcast/cpu-ddp-pairs/world4",
+        world: 4,
+        cores: Some(2.0),
+        bar: Some((0.25, true)),
+    },
+];
+
+/// The `ddp` rows of `docs/accuracy.md`: each pair's prediction (one process → N over gloo,
+/// the declared link) against rank 0 of its job folder, traced and without the profiler,
+/// each held to its bar.
 fn ddp_rows() -> String {
     use stepcast::comm::{Link, Preset, parse_bandwidth};
     use stepcast::whatif::ddp::{DdpConfig, DdpInputs, sweep_with};
     let mut rows = String::new();
-    for (dir, bar) in [
-        ("stepcast/cpu-pairs", None),
-        ("stepcast/cpu-ddp-pairs", Some(0.20)),
-    ] {
+    for pair in DDP_PAIRS {
+        let dir = pair.dir;
+        let job = format!("{dir}/ddp-gloo{}", pair.world);
         let (single, rank0) = (
             format!("{dir}/ddp-single.json.gz"),
-            format!("{dir}/ddp-gloo2/rank0.json.gz"),
+            format!("{job}/rank0.json.gz"),
         );
         let (before, after) = (Loaded::new(&single), Loaded::new(&rank0));
         let comparison = compare_with(
@@ -2172,22 +2209,23 @@ fn ddp_rows() -> String {
         let baseline = stepcast::whatif::predict(&before.window, &before.window.graph)
             .unwrap_or_else(|e| panic!("{e}"));
         let config = DdpConfig {
-            gpus: 2,
-            gpus_per_node: 2,
+            gpus: pair.world,
+            gpus_per_node: pair.world,
             intra: Some(Link {
                 alpha_ns: Preset::Nvlink3.link().alpha_ns,
                 bandwidth_bps: parse_bandwidth("1.1GB/s").expect("a bandwidth"),
             }),
+            host_cores: pair.cores,
             ..DdpConfig::default()
         };
         let sweep = sweep_with(&context, &baseline, &[config], &DdpInputs::default())
             .unwrap_or_else(|e| panic!("{single}: {e}"));
         let predicted = sweep.points[0].speedup;
         let error = comparison.speedup / predicted - 1.0;
-        let unprofiled = unprofiled_step_ns(&single) as f64
-            / unprofiled_step_ns(&format!("{dir}/ddp-gloo2-rank0.json.gz")) as f64;
+        let timing = format!("{job}-rank0.json.gz");
+        let unprofiled = unprofiled_step_ns(&single) as f64 / unprofiled_step_ns(&timing) as f64;
         let unprofiled_error = unprofiled / predicted - 1.0;
-        let spread = interleaved_speedups(&single, &format!("{dir}/ddp-gloo2-rank0.json.gz"))
+        let spread = interleaved_speedups(&single, &timing)
             .map(|s| {
                 format!(
                     " (×{:.3}–×{:.3} in {} rounds)",
@@ -2197,20 +2235,28 @@ fn ddp_rows() -> String {
                 )
             })
             .unwrap_or_default();
-        let bar_text = match bar {
-            Some(bar) => {
+        let bar_text = match pair.bar {
+            Some((bar, missed)) => {
+                let met = error.abs() <= bar;
                 assert!(
-                    error.abs() <= bar,
-                    "ddp on {single}: error {:+.1}% beyond its bar ±{:.0}%",
+                    met != missed,
+                    "ddp on {single}: error {:+.1}% against its bar ±{:.0}% (missed: {missed}); \
+                     update DDP_PAIRS",
                     error * 100.0,
                     bar * 100.0
                 );
-                format!("±{:.0}% traced", bar * 100.0)
+                let missed = if missed { ": **missed**" } else { "" };
+                format!("±{:.0}% traced{missed}", bar * 100.0)
             }
             None => "none: recorded under a load average of 3 to 10, reported".to_string(),
         };
+        let cores = pair
+            .cores
+            .map(|c| format!(", `--cores {c}`"))
+            .unwrap_or_default();
         rows.push_str(&format!(
-            "| `{single}` → `{dir}/ddp-gloo2/` | ×{predicted:.3} | ×{:.3} ({} → {} ms) | {:+.1}% | ×{unprofiled:.3}{spread} | {:+.1}% | {bar_text} |\n",
+            "| `{single}` → `{job}/` | 1 → {} processes{cores} | ×{predicted:.3} | ×{:.3} ({} → {} ms) | {:+.1}% | ×{unprofiled:.3}{spread} | {:+.1}% | {bar_text} |\n",
+            pair.world,
             comparison.speedup,
             ms(comparison.before.period_ns),
             ms(comparison.after.period_ns),

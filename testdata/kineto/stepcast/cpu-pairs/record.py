@@ -4,6 +4,7 @@ predicted from BEFORE can be checked against AFTER as measured.
 
     python3 record.py OUTDIR WORKLOAD [VARIANT ...]
     python3 record.py OUTDIR ddp              # spawns the two gloo ranks itself
+    python3 record.py OUTDIR ddp4             # four ranks sharing the cores (ddp-gloo4/)
 
 A configuration is `<workload>-<variant>`; a pair is two variants of one workload that differ
 by exactly one change (README.md beside this script lists them and their bars). Modeled on
@@ -291,7 +292,7 @@ def ddp_rank(rank, world, outdir, port):
     ddp_model = DistributedDataParallel(model)
     opt = torch.optim.Adam(ddp_model.parameters(), lr=1e-4)
     pair = Config(f"rank{rank}", training_step(ddp_model, batch, loss_fn, opt))
-    job = os.path.join(outdir, "ddp-gloo2")
+    job = os.path.join(outdir, f"ddp-gloo{world}")
     os.makedirs(job, exist_ok=True)
 
     if rank == 0:
@@ -305,7 +306,7 @@ def ddp_rank(rank, world, outdir, port):
         print("ddp-single: traced", flush=True)
     dist.barrier()
     trace(job, pair)
-    print(f"ddp-gloo2/{pair.name}: traced", flush=True)
+    print(f"ddp-gloo{world}/{pair.name}: traced", flush=True)
     dist.barrier()
 
     single_ms, pair_ms = [], []
@@ -319,22 +320,22 @@ def ddp_rank(rank, world, outdir, port):
                 pair_ms.append(timed_round(pair, before=dist.barrier))
                 dist.barrier()
     if rank == 0:
-        write_timing(outdir, "ddp-single", single_ms, ["ddp-gloo2"], {"threads": 1})
+        write_timing(outdir, "ddp-single", single_ms, [f"ddp-gloo{world}"], {"threads": 1})
     write_timing(
         job,
         pair.name,
         pair_ms,
         ["ddp-single"],
         {"threads": 1, "world_size": world},
-        path=os.path.join(outdir, f"ddp-gloo2-{pair.name}.timing.json"),
+        path=os.path.join(outdir, f"ddp-gloo{world}-{pair.name}.timing.json"),
     )
     dist.destroy_process_group()
 
 
-def record_ddp(outdir):
+def record_ddp(outdir, world=2):
     import torch.multiprocessing as mp
 
-    mp.spawn(ddp_rank, args=(2, outdir, 29517), nprocs=2, join=True)
+    mp.spawn(ddp_rank, args=(world, outdir, 29517), nprocs=world, join=True)
 
 
 if __name__ == "__main__":
@@ -342,5 +343,7 @@ if __name__ == "__main__":
     os.makedirs(outdir, exist_ok=True)
     if workload == "ddp":
         record_ddp(outdir)
+    elif workload == "ddp4":
+        record_ddp(outdir, world=4)
     else:
         record_workload(outdir, workload, variants)
