@@ -105,8 +105,7 @@ impl Ddp {
         );
         let mut document = whatif_json(&trace, window, &name, &[], outcome);
         document.trace.file = loaded.file();
-        let graph = &window.graph;
-        if !(0..graph.task_count()).any(|t| graph.kind[t].on_device()) {
+        if !window.graph.has_device_tasks() {
             document.trust.caveats.push(
                 "a CPU-only trace: DDP's all-reduces run on a worker thread of the process \
                  (gloo's), beside the training thread; the CPU time they take is not charged \

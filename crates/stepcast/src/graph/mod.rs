@@ -310,6 +310,12 @@ impl Graph {
         self.kind.len()
     }
 
+    /// Whether any task runs on a device (a CPU-only trace has none: its host tasks are all
+    /// the work there is).
+    pub fn has_device_tasks(&self) -> bool {
+        self.kind.iter().any(|k| k.on_device())
+    }
+
     /// An empty graph whose per-task columns have room for `tasks`: a graph built task by
     /// task grows each column once instead of by doubling (copying it and faulting its fresh
     /// pages in again at every doubling).

@@ -200,7 +200,7 @@ pub fn find_gradients(
     let accumulate = names.lookup("torch::autograd::AccumulateGrad");
     let launches = Launches::new(window);
     // Where no task runs on a device, the host's tasks are where gradients become ready.
-    let host_only = !(0..graph.task_count()).any(|t| graph.kind[t].on_device());
+    let host_only = !graph.has_device_tasks();
     let counts = |t: usize| graph.kind[t].on_device() || host_only;
     let lane_of_trace: BTreeMap<u32, u32> = graph
         .lanes

@@ -875,8 +875,7 @@ pub fn sweep_with(
     let calibration = calibrate(&recorded);
     let steady = steady_steps(context.window);
     let needs_insertion = recorded.is_empty() || configs.iter().any(DdpConfig::inserts);
-    let graph = &context.window.graph;
-    if !(0..graph.task_count()).any(|t| graph.kind[t].on_device()) {
+    if !context.window.graph.has_device_tasks() {
         for config in configs {
             match (config.compression, config.fsdp, config.p3) {
                 (Some(_), _, _) => return Err(DdpError::CpuOnly("gradient compression")),

@@ -292,7 +292,7 @@ fn saved_by_backward(context: &Context<'_>, op: EventId) -> i64 {
             }
         }
     }
-    saved.values().sum()
+    saved.values().fold(0i64, |sum, &b| sum.saturating_add(b))
 }
 
 /// Whether `event` runs in the backward pass: on a thread of the autograd engine, or inside

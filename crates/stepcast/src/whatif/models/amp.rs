@@ -458,7 +458,7 @@ const MATRIX_OPS: &[&str] = &[
 pub(super) fn not_applicable(context: &Context<'_>) -> Option<String> {
     let trace = context.trace;
     let phases = &context.mapping.phase;
-    let has_device = context.window.graph.kind.iter().any(|k| k.on_device());
+    let has_device = context.window.graph.has_device_tasks();
     if has_device && !phases.contains(&Phase::Backward) {
         return Some(
             "the trace has no backward pass (inference, or a window without one): amp models \

@@ -565,10 +565,7 @@ impl Model {
     /// Why this trace and the model's inputs fall outside what the model stands for, if they
     /// do: the prediction is then declined ([`super::trust::TransformKind::outside_domain`]).
     pub fn outside_domain(&self, context: &Context<'_>) -> Option<String> {
-        let device_free = || {
-            let graph = &context.window.graph;
-            !graph.kind.iter().any(|kind| kind.on_device())
-        };
+        let device_free = || !context.window.graph.has_device_tasks();
         let on_a_cpu = |what: &str| {
             format!(
                 "the trace records no device work (a CPU-only run): {} rewrites device kernels, \
