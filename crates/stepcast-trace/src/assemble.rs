@@ -492,6 +492,7 @@ impl Assembly {
             diagnostics,
             comm_args: Vec::new(),
             op_inputs: Vec::new(),
+            record_function_ids: Vec::new(),
             kernel_fill,
             off_cpu: Vec::new(),
             comm_tensors: Vec::new(),

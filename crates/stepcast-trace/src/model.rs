@@ -428,6 +428,10 @@ pub struct Trace {
     /// Input shapes and types of the ops that record them (`record_shapes=True`), one entry
     /// per input in order, sorted by event.
     pub op_inputs: Vec<(EventId, Vec<OpInput>)>,
+    /// The record-function id of the ops that record a non-zero one (Kineto's `Record function
+    /// id`, written while an Execution Trace observer runs: the ET node's `rf_id`), sorted by
+    /// event.
+    pub record_function_ids: Vec<(EventId, u64)>,
     /// How much of its device a kernel fills, where CUPTI recorded its launch configuration,
     /// sorted by event.
     pub kernel_fill: Vec<(EventId, KernelFill)>,
@@ -472,6 +476,15 @@ impl Trace {
             .binary_search_by_key(&event, |(e, _)| *e)
             .ok()?;
         Some(&self.op_inputs[i].1)
+    }
+
+    /// The record-function id of op `event`, if it recorded a non-zero one.
+    pub fn record_function_id(&self, event: EventId) -> Option<u64> {
+        let i = self
+            .record_function_ids
+            .binary_search_by_key(&event, |(e, _)| *e)
+            .ok()?;
+        Some(self.record_function_ids[i].1)
     }
 
     /// The range of `events` that lies on `lane` (events are sorted by lane).

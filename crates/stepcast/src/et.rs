@@ -3,8 +3,9 @@
 //! recorded it, so the graph can gain the data dependencies the program states (which op's
 //! output feeds which op), not only those the clock shows.
 //!
-//! Two ways, the first that holds: by id, where the Kineto op's `External id` is the ET node's
-//! record-function id (`rf_id`) and their names agree (PyTorch records them so in one run);
+//! Two ways, the first that holds: by id, where the Kineto op's `Record function id` (else its
+//! `External id`) is the ET node's record-function id (`rf_id`) and their names agree
+//! (PyTorch records them so in one run);
 //! else by order, per thread: the ET lists a thread's ops in the order they began, as the
 //! Kineto trace does by start (an op before the ops nested in it), so the two sequences of
 //! names are aligned, every op paired with the node of its name at its place, an op either
@@ -205,6 +206,12 @@ pub fn data_links(trace: &Trace, et: &ExecutionTrace, joined: &EtJoin) -> DataLi
                 continue;
             }
             let (a, b) = (&trace.events[from], &trace.events[consumer]);
+            // An op nested in the op that output the tensor reads what that op was given (an
+            // in-place op outputs its input, and the ET lists an op before those inside it):
+            // no dependency between the two.
+            if a.lane == b.lane && a.start_ns <= b.start_ns && b.end_ns() <= a.end_ns() {
+                continue;
+            }
             let allowed = a.end_ns() <= b.start_ns;
             if allowed {
                 out.reads.push(TensorRead {
@@ -327,15 +334,24 @@ fn op_nodes(et: &ExecutionTrace) -> impl Iterator<Item = (usize, &stepcast_trace
         .filter(|(_, n)| !n.is_bookkeeping())
 }
 
-/// Per op: the node whose `rf_id` is its `External id`, where their names agree.
+/// Per op: the node whose `rf_id` is its record-function id, where their names agree. The
+/// id is the op's `Record function id` where the trace records them (PyTorch writes it while
+/// the observer runs; its `External id` then numbers ops apart), else its `External id`
+/// (HTA's pair: PyTorch 2.0 wrote the one as the other).
 fn join_by_id(trace: &Trace, et: &ExecutionTrace, ops: &[usize]) -> Vec<Option<u32>> {
     let by_rf: HashMap<u64, usize> = op_nodes(et)
         .filter_map(|(i, n)| n.rf_id.map(|rf| (rf, i)))
         .collect();
+    let recorded = !trace.record_function_ids.is_empty();
     ops.iter()
         .map(|&event| {
             let e = &trace.events[event];
-            let node = *by_rf.get(&e.external_id?.get())?;
+            let id = if recorded {
+                trace.record_function_id(EventId(event as u32))?
+            } else {
+                e.external_id?.get()
+            };
+            let node = *by_rf.get(&id)?;
             (et.nodes[node].name == trace.name(e.name)).then_some(node as u32)
         })
         .collect()

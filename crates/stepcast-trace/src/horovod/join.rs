@@ -136,6 +136,12 @@ pub(crate) fn merge(mut framework: Trace, horovod: Trace, label: &str) -> Trace 
         .map(|(e, a)| (follow(&new_framework, e), a))
         .collect();
     op_inputs.sort_by_key(|(e, _)| *e);
+    let mut record_function_ids: Vec<_> = framework
+        .record_function_ids
+        .drain(..)
+        .map(|(e, a)| (follow(&new_framework, e), a))
+        .collect();
+    record_function_ids.sort_by_key(|(e, _)| *e);
     let mut kernel_fill: Vec<_> = framework
         .kernel_fill
         .drain(..)
@@ -195,6 +201,7 @@ pub(crate) fn merge(mut framework: Trace, horovod: Trace, label: &str) -> Trace 
         events,
         comm_args,
         op_inputs,
+        record_function_ids,
         kernel_fill,
         comm_tensors,
         links,

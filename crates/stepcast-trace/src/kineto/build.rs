@@ -114,6 +114,8 @@ pub struct TraceBuilder {
     kernel_fill: Vec<(u32, crate::model::KernelFill)>,
     /// Op input shapes by the record's index in the file (see `Trace::op_inputs`).
     op_inputs: Vec<(u32, Vec<crate::model::OpInput>)>,
+    /// Ops' record-function ids by the record's index in the file.
+    record_function_ids: Vec<(u32, u64)>,
     /// The latest end in `events`, kept as they come (see [`TraceBuilder::span_ns`]).
     events_max_end_ns: Option<i64>,
     /// CUPTI range-profiler records kept as device work.
@@ -565,6 +567,11 @@ impl TraceBuilder {
         {
             self.op_inputs.push((file_index, inputs));
         }
+        if matches!(kind, EventKind::CpuOp | EventKind::UserAnnotation)
+            && let Some(id) = positive(args.record_function_id)
+        {
+            self.record_function_ids.push((file_index, id.get()));
+        }
         let correlation = positive(args.correlation);
         let slot = self.lane_slot(lane);
         let index = self.events.len() as u32;
@@ -922,6 +929,8 @@ impl TraceBuilder {
         let comm_args = follow_events(&events, std::mem::take(&mut self.comm_args));
         let kernel_fill = follow_events(&events, std::mem::take(&mut self.kernel_fill));
         let op_inputs = follow_events(&events, std::mem::take(&mut self.op_inputs));
+        let record_function_ids =
+            follow_events(&events, std::mem::take(&mut self.record_function_ids));
 
         for sync in &mut self.syncs {
             sync.start_ns -= origin_ns;
@@ -1021,6 +1030,7 @@ impl TraceBuilder {
             diagnostics: self.diagnostics,
             comm_args,
             op_inputs,
+            record_function_ids,
             kernel_fill,
             off_cpu: Vec::new(),
             comm_tensors: Vec::new(),

@@ -127,6 +127,7 @@ fn args<'a>(
         match member {
             A::Correlation => args.correlation = Some(Int(c.int()?)),
             A::ExternalId => args.external_id = Some(Int(c.int()?)),
+            A::RecordFunctionId => args.record_function_id = Some(Int(c.int()?)),
             A::Device => args.device = Some(Int(c.int()?)),
             A::Stream => args.stream = Some(Int(c.int()?)),
             A::StreamId => args.stream_id = Some(Int(c.int()?)),
@@ -207,6 +208,7 @@ impl MemberKey for EventMember {
 enum ArgMember {
     Correlation,
     ExternalId,
+    RecordFunctionId,
     Device,
     Stream,
     StreamId,
@@ -253,6 +255,7 @@ impl ArgMember {
         match name {
             b"correlation" => Self::Correlation,
             b"External id" | b"external id" => Self::ExternalId,
+            b"Record function id" => Self::RecordFunctionId,
             b"device" => Self::Device,
             b"stream" => Self::Stream,
             b"stream_id" => Self::StreamId,

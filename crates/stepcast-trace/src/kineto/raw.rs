@@ -37,6 +37,9 @@ pub struct RawArgs<'a> {
     pub correlation: Option<Int>,
     #[serde(rename = "External id", alias = "external id")]
     pub external_id: Option<Int>,
+    /// An op's record-function id (non-zero while an Execution Trace observer runs).
+    #[serde(rename = "Record function id")]
+    pub record_function_id: Option<Int>,
     pub device: Option<Int>,
     pub stream: Option<Int>,
     /// MTIA writes the stream as a string.

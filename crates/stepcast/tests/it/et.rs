@@ -80,6 +80,49 @@ fn every_pair_joins_at_least_95_percent_of_the_host_ops_the_et_covers() {
     }
 }
 
+/// The reader keeps every op's non-zero `Record function id` (what the join by id reads on a
+/// current PyTorch's pair), counted in the file's JSON apart from the reader.
+#[test]
+fn record_function_ids_are_read_for_every_op_that_records_one() {
+    let (_, trace) = read(CNN);
+    let raw: serde_json::Value = {
+        let mut text = String::new();
+        std::io::Read::read_to_string(
+            &mut flate2::read::GzDecoder::new(
+                std::fs::File::open(testdata(CNN.1)).unwrap_or_else(|e| panic!("{e}")),
+            ),
+            &mut text,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let recorded = raw["traceEvents"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["ph"] == "X" && (e["cat"] == "cpu_op" || e["cat"] == "user_annotation"))
+        .filter(|e| {
+            !e["name"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("ProfilerStep#")
+        })
+        .filter(|e| {
+            e["args"]["Record function id"]
+                .as_u64()
+                .is_some_and(|id| id > 0)
+        })
+        .count();
+    assert!(recorded > 1000, "{recorded}");
+    assert_eq!(trace.record_function_ids.len(), recorded);
+    assert!(
+        trace
+            .record_function_ids
+            .windows(2)
+            .all(|w| w[0].0 < w[1].0)
+    );
+}
+
 /// The two ways agree: on the pair whose Kineto ops carry the ET's record-function ids
 /// (HTA's), joining by order alone pairs every op with the node the ids name.
 #[test]
@@ -161,6 +204,9 @@ fn data_links_join_ops_of_different_threads_in_recorded_order() {
                 .all(|w| (w[0].to, w[0].from) < (w[1].to, w[1].from))
         );
         found += links.links.len();
+        // With the threads aligned within one span and nested ops left to their enclosing
+        // op, no dependency the ET states is against the recorded times.
+        assert_eq!(links.contradicted, 0, "{}", pair.1);
     }
     // The three training pairs (resnet, linear, DLRM) have backward threads.
     assert!(found >= 300, "{found} cross-thread data dependencies");
