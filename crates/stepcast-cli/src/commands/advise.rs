@@ -12,7 +12,7 @@ pub fn run(args: &AdviseArgs) -> anyhow::Result<super::Answer> {
     let progress = Terminal::new();
     if args.trace.is_dir() {
         // A job's folder: every change on every rank, ranked by the job's gain.
-        super::refuse_execution_trace("a folder holds a job's ranks")?;
+        super::refuse_execution_trace(super::ET_OF_A_JOB)?;
         let ranks = jobs::load_ranks(
             std::slice::from_ref(&args.trace),
             super::read_options(),

@@ -26,7 +26,7 @@ pub fn run(args: &CompareArgs) -> anyhow::Result<super::Answer> {
     };
     let models = jobs::compare_models(&args.models, &params)?;
     let progress = Terminal::new();
-    super::refuse_execution_trace("compare reads two")?;
+    super::refuse_execution_trace("compare reads two runs")?;
     let before = Loaded::load(&args.before, super::read_options(), &progress)?;
     let after = Loaded::load(&args.after, super::read_options(), &progress)?;
     let document = jobs::compare_with(&before, &after, &models, args.force, &progress)?;

@@ -56,13 +56,17 @@ fn load(path: &Path, progress: &dyn stepcast_cli::jobs::Progress) -> anyhow::Res
     Loaded::load_with_et(path, read_options(), execution_trace(), progress)
 }
 
-/// `--et` joins one trace's Execution Trace: a usage error where `what` reads several.
-fn refuse_execution_trace(what: &str) -> anyhow::Result<()> {
+/// Why `--et` does not apply to a job, and what does.
+const ET_OF_A_JOB: &str = "a folder or several traces are a job's ranks: give each rank's \
+     Execution Trace among the job's files instead (beside its trace, or their folder as one \
+     more input), paired by process id";
+
+/// `--et` joins one trace's Execution Trace: a usage error where the command reads several
+/// (`why`: [`ET_OF_A_JOB`], or why else).
+fn refuse_execution_trace(why: &str) -> anyhow::Result<()> {
     match execution_trace() {
         Some(et) => Err(stepcast_cli::usage(anyhow::anyhow!(
-            "--et {} joins the Execution Trace of one run with its one trace; {what}: give each \
-             rank's Execution Trace among the job's files instead (beside its trace, or their \
-             folder as one more input), paired by process id",
+            "--et {} joins the Execution Trace of one run with its one trace; {why}",
             et.display()
         ))),
         None => Ok(()),

@@ -29,7 +29,7 @@ pub fn run(args: &OptimizeArgs) -> anyhow::Result<super::Answer> {
     let loaded = match (super::execution_trace(), args.traces.as_slice()) {
         (Some(_), [trace]) if !trace.is_dir() => vec![super::load(trace, &progress)?],
         _ => {
-            super::refuse_execution_trace("a folder or several traces are a job's ranks")?;
+            super::refuse_execution_trace(super::ET_OF_A_JOB)?;
             jobs::load_ranks(&args.traces, super::read_options(), &progress)?
         }
     };

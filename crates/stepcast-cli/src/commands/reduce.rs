@@ -12,7 +12,7 @@ use crate::progress::Terminal;
 pub fn run(args: &ReduceArgs) -> anyhow::Result<()> {
     let unreadable = Unreadable::skipped_if(args.skip_unreadable);
     let progress = Terminal::new();
-    super::refuse_execution_trace("reduce reads the ranks of a job")?;
+    super::refuse_execution_trace(super::ET_OF_A_JOB)?;
     let reduced = jobs::reduce(&args.traces, super::read_options(), unreadable, &progress)?;
     drop(progress);
     let bytes: u64 = reduced.files.iter().map(|f| f.bytes.len() as u64).sum();

@@ -17,7 +17,7 @@ pub fn run(args: &ReplayArgs) -> anyhow::Result<super::Answer> {
             Input::Trace(Box::new(super::load(trace, &progress)?))
         }
         _ => {
-            super::refuse_execution_trace("a folder or several traces are a job's ranks")?;
+            super::refuse_execution_trace(super::ET_OF_A_JOB)?;
             jobs::open(&args.traces, super::read_options(), unreadable, &progress)?
         }
     };

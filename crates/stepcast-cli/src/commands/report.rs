@@ -31,7 +31,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<Answer> {
             one_trace(args, trace)
         }
         paths => {
-            super::refuse_execution_trace("a folder or several traces are a job's ranks")?;
+            super::refuse_execution_trace(super::ET_OF_A_JOB)?;
             job(args, paths)
         }
     }

@@ -51,7 +51,7 @@ pub fn run(args: &WhatIfArgs) -> anyhow::Result<super::Answer> {
     let progress = Terminal::new();
     if args.trace.is_dir() {
         // A job's folder: the change on every rank, predicted on the job's global graph.
-        super::refuse_execution_trace("a folder holds a job's ranks")?;
+        super::refuse_execution_trace(super::ET_OF_A_JOB)?;
         let ranks = jobs::load_ranks(
             std::slice::from_ref(&args.trace),
             super::read_options(),
