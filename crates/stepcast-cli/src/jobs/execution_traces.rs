@@ -40,11 +40,17 @@ impl RankEt {
     }
 }
 
-/// `files` split into the traces and the Execution Traces among them (told by content).
+/// `files` split into the traces and the Execution Traces among them (told by content; only
+/// a JSON file can be one, so an export or a reduced rank is not opened for it).
 pub fn split_inputs(files: Vec<PathBuf>) -> (Vec<PathBuf>, Vec<PathBuf>) {
-    files
-        .into_iter()
-        .partition(|f| !stepcast_trace::is_execution_trace(f))
+    files.into_iter().partition(|f| {
+        let name = f
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default();
+        let json = name.ends_with(".json") || name.ends_with(".json.gz");
+        !(json && stepcast_trace::is_execution_trace(f))
+    })
 }
 
 impl JobEts {

@@ -40,6 +40,23 @@ fn info_json_describes_the_trace() {
     assert!(json["skipped"].is_object());
 }
 
+/// The host ops of a Kineto trace's JSON (`cpu_op` and `user_annotation` ranges, step markers
+/// left out): what an Execution Trace joins, read apart from stepcast.
+fn host_ops(kineto: &serde_json::Value) -> Vec<&serde_json::Value> {
+    kineto["traceEvents"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["ph"] == "X" && (e["cat"] == "cpu_op" || e["cat"] == "user_annotation"))
+        .filter(|e| {
+            !e["name"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("ProfilerStep#")
+        })
+        .collect()
+}
+
 /// `info --et FILE`: the Execution Trace of the same run joined with the trace. On HTA's pair
 /// the Kineto ops carry the ET's record-function ids: the join is held to the ops whose
 /// `External id` names an ET node of their own name, counted in the two files' JSON apart from
@@ -65,18 +82,7 @@ fn info_joins_an_execution_trace_and_reports_its_coverage() {
         .filter_map(|n| Some((n["rf_id"].as_i64()?, n["name"].as_str()?)))
         .collect();
     let kineto_json = super::ranks::gzipped_json(&kineto);
-    let ops: Vec<&serde_json::Value> = kineto_json["traceEvents"]
-        .as_array()
-        .expect("events")
-        .iter()
-        .filter(|e| e["ph"] == "X" && (e["cat"] == "cpu_op" || e["cat"] == "user_annotation"))
-        .filter(|e| {
-            !e["name"]
-                .as_str()
-                .unwrap_or("")
-                .starts_with("ProfilerStep#")
-        })
-        .collect();
+    let ops = host_ops(&kineto_json);
     let by_id = ops
         .iter()
         .filter(|e| {
@@ -134,18 +140,8 @@ fn info_joins_a_schema_1_1_execution_trace_by_record_function_id() {
         .filter_map(|n| Some((attr(n, "rf_id")?, n["name"].as_str()?)))
         .collect();
     let kineto_json = super::ranks::gzipped_json(&kineto);
-    let by_id = kineto_json["traceEvents"]
-        .as_array()
-        .expect("events")
-        .iter()
-        .filter(|e| e["ph"] == "X" && (e["cat"] == "cpu_op" || e["cat"] == "user_annotation"))
-        .filter(|e| {
-            // Step markers are no ops.
-            !e["name"]
-                .as_str()
-                .unwrap_or("")
-                .starts_with("ProfilerStep#")
-        })
+    let by_id = host_ops(&kineto_json)
+        .into_iter()
         .filter(|e| {
             let id = e["args"]["Record function id"].as_i64().unwrap_or(-1);
             nodes.get(&id) == Some(&e["name"].as_str().unwrap_or(""))

@@ -85,20 +85,7 @@ fn every_pair_joins_at_least_95_percent_of_the_host_ops_the_et_covers() {
 #[test]
 fn record_function_ids_are_read_for_every_op_that_records_one() {
     let (_, trace) = read(CNN);
-    let raw: serde_json::Value = {
-        let mut text = String::new();
-        std::io::Read::read_to_string(
-            &mut flate2::read::GzDecoder::new(
-                std::fs::File::open(testdata(CNN.1)).unwrap_or_else(|e| panic!("{e}")),
-            ),
-            &mut text,
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"))
-    };
-    let recorded = raw["traceEvents"]
-        .as_array()
-        .expect("events")
+    let recorded = crate::compare::raw_events(CNN.1)
         .iter()
         .filter(|e| e["ph"] == "X" && (e["cat"] == "cpu_op" || e["cat"] == "user_annotation"))
         .filter(|e| {

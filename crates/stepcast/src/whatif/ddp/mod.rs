@@ -533,7 +533,11 @@ pub fn apply_named(
             return Ok(counts.all_gathers + counts.reduce_scatters);
         }
         let share = plan.config.host_share();
-        let host_only = edit.select_where(|t| edit.kind(t).on_device()).is_empty();
+        // Gradients readied by host tasks: a CPU-only trace (`gradients::find_gradients`).
+        let host_only = inserted
+            .exchanges
+            .first()
+            .is_some_and(|x| !edit.kind(x.ready).on_device());
         if host_only && share > 1.0 {
             // The node's processes time-share its cores: every host task of the steady steps
             // and the untraced host time after it run `share` times slower. The exchanges,
