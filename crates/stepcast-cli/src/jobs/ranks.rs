@@ -597,16 +597,16 @@ pub(crate) fn one_world(ranks: &[(&Path, Option<i64>)]) -> anyhow::Result<Option
     let mut worlds: std::collections::BTreeMap<i64, Vec<&Path>> = Default::default();
     for &(file, world_size) in ranks {
         if let Some(world) = world_size {
-            let files = worlds.entry(world).or_default();
-            if !files.contains(&file) {
-                files.push(file);
-            }
+            worlds.entry(world).or_default().push(file);
         }
     }
     if worlds.len() <= 1 {
         return Ok(worlds.keys().next().copied());
     }
-    let mut groups: Vec<(i64, Vec<&Path>)> = worlds.into_iter().collect();
+    let mut groups: Vec<(i64, Vec<&Path>)> = worlds
+        .into_iter()
+        .map(|(world, files)| (world, each_once(files)))
+        .collect();
     groups.sort_by_key(|(world, files)| (files.len(), *world));
     let words: Vec<String> = groups
         .iter()
@@ -624,6 +624,16 @@ pub(crate) fn one_world(ranks: &[(&Path, Option<i64>)]) -> anyhow::Result<Option
     )
 }
 
+/// `files` without repeats, each where it first appears (a file of several processes is
+/// each one's file; a search of the list per rank grew as the square of a job's ranks).
+fn each_once(files: Vec<&Path>) -> Vec<&Path> {
+    let mut seen = std::collections::BTreeSet::new();
+    files
+        .into_iter()
+        .filter(|file| seen.insert(*file))
+        .collect()
+}
+
 /// A rank's file and the process groups it declares: (name, members).
 pub(crate) type FileGroups<'a> = (&'a Path, Vec<(&'a str, &'a [i64])>);
 
@@ -636,16 +646,21 @@ pub(crate) fn one_grouping(ranks: &[FileGroups<'_>]) -> anyhow::Result<()> {
     let mut groups: std::collections::BTreeMap<&str, Members<'_>> = Default::default();
     for (file, declared) in ranks {
         for &(group, members) in declared {
-            let files = groups.entry(group).or_default().entry(members).or_default();
-            if !files.contains(file) {
-                files.push(file);
-            }
+            groups
+                .entry(group)
+                .or_default()
+                .entry(members)
+                .or_default()
+                .push(file);
         }
     }
     let Some((group, ways)) = groups.into_iter().find(|(_, ways)| ways.len() > 1) else {
         return Ok(());
     };
-    let mut ways: Vec<(&[i64], Vec<&Path>)> = ways.into_iter().collect();
+    let mut ways: Vec<(&[i64], Vec<&Path>)> = ways
+        .into_iter()
+        .map(|(members, files)| (members, each_once(files)))
+        .collect();
     ways.sort_by_key(|(members, files)| (files.len(), *members));
     let words: Vec<String> = ways
         .iter()
