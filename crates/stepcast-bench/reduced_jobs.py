@@ -7,7 +7,8 @@ For each job size N it writes a job folder of N ranks made from real rank traces
 rewritten, clocks moved), then measures:
 
 - local: `stepcast reduce JOB -o REDUCED` (the map, every core of this machine), then
-  `stepcast replay --json REDUCED` (the reduce step; the median of five runs) and, for comparison, `stepcast replay
+  `stepcast replay --json REDUCED` (the reduce step; the median of seven runs, timed in rounds
+  over every job size) and, for comparison, `stepcast replay
   --json JOB` (both in one process);
 - Dask: `stepcast.distributed.replay(JOB, client, output=FOLDER)` on a `LocalCluster` of
   --workers worker processes (the workers write the reduced ranks into a shared folder), and
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -68,7 +70,7 @@ if __name__ == "__main__":
 """
 
 
-REDUCE_STEP_RUNS = 5
+REDUCE_STEP_ROUNDS = 7
 
 
 def measured(args: list, stdout=subprocess.DEVNULL) -> dict:
@@ -108,17 +110,9 @@ def run(ranks: int, work: Path, target_bytes: int, workers: int) -> dict:
     reduced_bytes = folder_bytes(reduced, ".stepcast-rank")
     row["reduced_bytes_per_rank"] = reduced_bytes / ranks
     row["reduced_share_of_trace"] = reduced_bytes / trace_bytes
-    # The reduce step is short, and this VM's kernel time for the same run (zeroing the pages
-    # it touches) varies tenfold: the median of five runs (by wall time) stands for it, with
-    # the fastest run and the user time (the program's own work) beside it.
-    runs = []
-    for _ in range(REDUCE_STEP_RUNS):
-        with open(work / "from-reduced.json", "wb") as out:
-            runs.append(measured([STEPCAST, "replay", "--json", reduced], out))
-    row["local_reduce_step"] = sorted(runs, key=lambda r: r["wall_s"])[len(runs) // 2]
-    row["local_reduce_step_fastest"] = min(runs, key=lambda r: r["wall_s"])
-    row["local_reduce_step_user_s"] = sorted(r["user_s"] for r in runs)[len(runs) // 2]
-    row["local_reduce_step_runs"] = runs
+    # The reduce step is timed later, in rounds over every job size (`time_reduce_steps`).
+    with open(work / "from-reduced.json", "wb") as out:
+        measured([STEPCAST, "replay", "--json", reduced], out)
     with open(work / "from-traces.json", "wb") as out:
         row["local_one_process"] = measured([STEPCAST, "replay", "--json", job], out)
     from_traces = json.loads((work / "from-traces.json").read_text())
@@ -138,6 +132,28 @@ def run(ranks: int, work: Path, target_bytes: int, workers: int) -> dict:
         row[variant]["with_cluster_start_wall_s"] = time.perf_counter() - start
         row[f"{variant}_document_identical"] = dask["document"] == from_traces
     return row
+
+
+def time_reduce_steps(rows: list, work: Path) -> None:
+    """The local reduce step of every job, timed in REDUCE_STEP_ROUNDS rounds, each round
+    running every job size once in turn. The step is short, and this VM's kernel time for one
+    and the same run (zeroing the pages it touches, which the host backs anew once they have
+    been freed a while) varies tenfold from run to run and drifts over minutes: timed in
+    rounds, the sizes meet the same drift, where five runs of one size and then five of the
+    next (minutes apart, the Dask runs between them) did not. The median run by wall time
+    stands for each size, with the fastest run and the user time (the program's own work)
+    beside it."""
+    runs = {r["ranks"]: [] for r in rows}
+    for _ in range(REDUCE_STEP_ROUNDS):
+        for r in rows:
+            reduced = work / f"job{r['ranks']}-reduced"
+            runs[r["ranks"]].append(measured([STEPCAST, "replay", "--json", reduced]))
+    for r in rows:
+        mine = runs[r["ranks"]]
+        r["local_reduce_step"] = sorted(mine, key=lambda x: x["wall_s"])[len(mine) // 2]
+        r["local_reduce_step_fastest"] = min(mine, key=lambda x: x["wall_s"])
+        r["local_reduce_step_user_s"] = sorted(x["user_s"] for x in mine)[len(mine) // 2]
+        r["local_reduce_step_runs"] = mine
 
 
 def table(rows: list) -> str:
@@ -181,7 +197,8 @@ def table(rows: list) -> str:
             f"×{grow(lambda r: r['local_reduce_step_fastest']['wall_s']):.2f}; kernel time "
             f"{min(x['sys_s'] for x in b['local_reduce_step_runs']):.2f}-"
             f"{max(x['sys_s'] for x in b['local_reduce_step_runs']):.2f} s over the "
-            f"{len(b['local_reduce_step_runs'])} runs at {b['ranks']:,}); Dask driver wall "
+            f"{len(b['local_reduce_step_runs'])} runs at {b['ranks']:,}; median of the rounds' "
+            f"own ratios ×{statistics.median(y['wall_s'] / x['wall_s'] for x, y in zip(a['local_reduce_step_runs'], b['local_reduce_step_runs'])):.2f}); Dask driver wall "
             f"×{grow(lambda r: r['dask']['wall_s']):.2f}, CPU "
             f"×{grow(lambda r: r['dask']['cpu_s']):.2f}, peak "
             f"×{grow(lambda r: r['dask']['peak_rss_bytes']):.2f}; reduced bytes per rank "
@@ -204,6 +221,7 @@ def main() -> None:
         return
     args.work.mkdir(parents=True, exist_ok=True)
     rows = [run(n, args.work, args.target_bytes, args.workers) for n in sorted(args.ranks)]
+    time_reduce_steps(rows, args.work)
     print(json.dumps(rows, indent=2) if args.json else table(rows))
 
 
