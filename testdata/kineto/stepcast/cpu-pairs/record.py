@@ -5,6 +5,7 @@ predicted from BEFORE can be checked against AFTER as measured.
     python3 record.py OUTDIR WORKLOAD [VARIANT ...]
     python3 record.py OUTDIR ddp              # spawns the two gloo ranks itself
     python3 record.py OUTDIR ddp4             # four ranks sharing the cores (ddp-gloo4/)
+    python3 record.py OUTDIR mlp base checkpoint   # activation checkpointing (../cpu-recompute-pairs/)
 
 A configuration is `<workload>-<variant>`; a pair is two variants of one workload that differ
 by exactly one change (README.md beside this script lists them and their bars). Modeled on
@@ -169,6 +170,7 @@ def make_config(workload, variant):
     model, batch, loss_fn = {"mlp": mlp, "transformer": transformer, "cnn": cnn}[workload]()
     optim_args = {
         "base": {},
+        "checkpoint": {},
         "threads1": {},
         "threads2": {},
         "loop": {"foreach": False},
@@ -177,8 +179,32 @@ def make_config(workload, variant):
     }[variant]
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, **optim_args)
     forward = torch.compile(model) if variant == "compiled" else model
+    if variant == "checkpoint":
+        forward = checkpointed(workload, model)
     step = training_step(model, batch, loss_fn, opt, forward)
     return Config(name, step, threads=2 if variant == "threads2" else 1)
+
+
+def checkpointed(workload, model):
+    """The model's forward with every layer under activation checkpointing
+    (`torch.utils.checkpoint`, non-reentrant): each encoder layer of `transformer`, each linear
+    layer with its ReLU of `mlp`. Their activations are dropped after the forward pass and the
+    backward pass runs each layer's forward again before its own backward."""
+    from torch.utils.checkpoint import checkpoint
+
+    if workload == "transformer":
+        layers = list(model.layers)
+    elif workload == "mlp":
+        layers = [model[i : i + 2] for i in range(0, len(model), 2)]
+    else:
+        raise ValueError(f"no checkpointed forward for {workload}")
+
+    def forward(x):
+        for layer in layers:
+            x = checkpoint(layer, x, use_reentrant=False)
+        return x
+
+    return forward
 
 
 # --- tracing and interleaved timing -------------------------------------------------------------
