@@ -171,6 +171,19 @@ pub struct Insert {
     pub launch: Option<InsertLaunch>,
 }
 
+/// A host task inserted after another on that task's thread: work the host runs again (an op
+/// of a CPU-only trace that activation recomputation runs a second time).
+#[derive(Clone, Debug)]
+pub struct InsertHost {
+    pub kind: TaskKind,
+    pub name: NameId,
+    pub dur_ns: i64,
+    /// The host time after it before its thread's next task (the eager dispatch, Python).
+    pub gap_ns: i64,
+    /// The host task it runs after.
+    pub after: TaskId,
+}
+
 /// The host call that launches an inserted device task.
 #[derive(Clone, Debug)]
 pub struct InsertLaunch {
@@ -1115,6 +1128,47 @@ impl EditGraph {
             self.add_edge(call.0, device.0, EdgeKind::Launch, self.launch_latency_ns);
         }
         Ok(device)
+    }
+
+    /// Inserts a host task after `spec.after` on its thread; it takes that task's step, phase
+    /// and layer, and waits for nothing but its thread. Returns it.
+    pub fn insert_host(&mut self, spec: &InsertHost) -> Result<TaskId, EditError> {
+        self.check_live(spec.after)?;
+        for ns in [spec.dur_ns, spec.gap_ns] {
+            if ns < 0 {
+                return Err(EditError::BadDuration { ns });
+            }
+        }
+        let host = self.rows[spec.after.index()].clone();
+        if host.kind.on_device() || spec.kind.on_device() {
+            return Err(EditError::WrongLane {
+                task: spec.after.0,
+                found: if host.kind.on_device() {
+                    "device"
+                } else {
+                    "host"
+                },
+                expected: "host",
+            });
+        }
+        Ok(self.push_row(
+            Row {
+                kind: spec.kind,
+                name: spec.name,
+                not_before_ns: NO_TIME,
+                peer_wait_ns: 0,
+                sm_demand: SmDemand::None,
+                rec_start_ns: host.rec_end_ns,
+                rec_end_ns: host.rec_end_ns,
+                ..host
+            },
+            Costs {
+                dur_ns: spec.dur_ns,
+                dur_without_inferred_ns: spec.dur_ns,
+                gap_ns: spec.gap_ns,
+            },
+            spec.after,
+        ))
     }
 
     /// Adds an empty lane like `like`: a new stream of its device (a communication library's

@@ -42,8 +42,8 @@ pub use advise::{Advice, Candidate, advise};
 pub use bottleneck::{Bottleneck, PathItem, Resource};
 
 pub use edit::{
-    EditError, EditGraph, FusedCost, HostGaps, Insert, InsertLaunch, Select, SelectContext,
-    Selection, median_duration,
+    EditError, EditGraph, FusedCost, HostGaps, Insert, InsertHost, InsertLaunch, Select,
+    SelectContext, Selection, median_duration,
 };
 pub use models::{AmpDtype, Hardware, Model, ModelError, ModelParams, dtype_param, target_param};
 pub use scenario::{Scenario, ScenarioError};

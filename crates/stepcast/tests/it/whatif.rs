@@ -944,6 +944,99 @@ fn recompute_reinserts_recorded_forward_kernels_and_is_bounded() {
     }
 }
 
+/// On a CPU-only trace recomputation inserts copies of forward host ops only (same name,
+/// duration and gap), each on the thread of its backward, removes nothing, slows the step by
+/// at most what it inserted, and recomputes more with a larger share; offload and gist, which
+/// move or encode GPU memory, decline there. The MLP of `cpu-recompute-pairs`: its forward ops
+/// are `aten::linear` and `aten::relu`, whose backward nodes carry their inner ops' sequence
+/// numbers (`AddmmBackward0`).
+#[test]
+fn recompute_on_a_cpu_trace_reinserts_forward_host_ops_and_is_bounded() {
+    use stepcast::analyze::mapping::Phase;
+    use stepcast::graph::TaskKind;
+    let loaded = load_mapped("stepcast/cpu-recompute-pairs/mlp-base.json.gz");
+    let context = context(&loaded);
+    let g = &loaded.window.graph;
+    assert!(!g.has_device_tasks());
+    let host_ops = |g: &stepcast::graph::Graph| {
+        let mut out = std::collections::BTreeMap::new();
+        for t in 0..g.task_count() {
+            if g.kind[t] == TaskKind::CpuOp {
+                *out.entry((g.name[t].0, g.dur_ns[t], g.gap_ns[t]))
+                    .or_insert(0i64) += 1;
+            }
+        }
+        out
+    };
+    let forward: std::collections::BTreeSet<(u32, i64, i64)> = (0..g.task_count())
+        .filter(|&t| g.kind[t] == TaskKind::CpuOp && loaded.mapping.phase[t] == Phase::Forward)
+        .map(|t| (g.name[t].0, g.dur_ns[t], g.gap_ns[t]))
+        .collect();
+    let mut last_added = 0;
+    for fraction in [0.25, 1.0] {
+        let model = Model::Recompute { fraction };
+        assert_eq!(model.outside_domain(&context), None);
+        let outcome =
+            apply_models(&context, std::slice::from_ref(&model)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(outcome.changes.removed, 0);
+        assert!(outcome.changes.added > last_added, "{fraction}");
+        last_added = outcome.changes.added;
+        let before = host_ops(g);
+        let mut inserted_ns = 0i64;
+        for (key, n) in host_ops(&outcome.graph) {
+            let extra = n - before.get(&key).copied().unwrap_or(0);
+            assert!(extra >= 0);
+            if extra > 0 {
+                assert!(forward.contains(&key), "not a forward op: {key:?}");
+                inserted_ns += extra * (key.1 + key.2);
+            }
+        }
+        let steps = outcome.steady_steps as i64;
+        let slower = outcome.predicted.step_ns - outcome.baseline.step_ns;
+        assert!(slower > 0, "{fraction}");
+        assert!(
+            slower <= inserted_ns / steps + 1,
+            "{slower} > {inserted_ns} / {steps}"
+        );
+        // The inserted host time is the backward phase's.
+        let backward_added: i64 = outcome
+            .phases
+            .iter()
+            .filter(|p| p.phase == Phase::Backward)
+            .map(|p| p.host_after_ns - p.host_before_ns)
+            .sum();
+        assert!(backward_added > 0, "{fraction}");
+    }
+    // The whole forward once more: fraction 1 adds (about) every forward op of each steady
+    // step (the loss's too; an op whose backward the trace does not link is left), and each
+    // step runs the same program.
+    let mut forward_ops_by_step = std::collections::BTreeMap::new();
+    for t in 0..g.task_count() {
+        if g.kind[t] == TaskKind::CpuOp && loaded.mapping.phase[t] == Phase::Forward {
+            *forward_ops_by_step.entry(g.step[t]).or_insert(0usize) += 1;
+        }
+    }
+    let per_step = forward_ops_by_step.values().copied().max().unwrap_or(0);
+    let steady = apply_models(&context, &[Model::Recompute { fraction: 1.0 }])
+        .unwrap_or_else(|e| panic!("{e}"))
+        .steady_steps;
+    assert!(
+        last_added <= per_step * steady,
+        "{last_added} > {per_step} × {steady}"
+    );
+    assert!(
+        last_added * 10 >= per_step * steady * 9,
+        "{last_added} of {per_step} × {steady}"
+    );
+    for model in [
+        Model::Offload { fraction: 1.0 },
+        Model::Gist { fraction: 1.0 },
+    ] {
+        let why = model.outside_domain(&context).expect("declined on a CPU");
+        assert!(why.contains("CPU-only"), "{why}");
+    }
+}
+
 /// vDNN offloading: two copies per offloaded op on one new stream; the step is slower by at
 /// most the copies' time; the memory saved is at most what the offloaded ops kept. TraceLens'
 /// normalization test runs several forward and backward passes in one step, and

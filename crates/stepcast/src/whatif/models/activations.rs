@@ -16,10 +16,11 @@ pub struct ForwardUnit {
     pub step: u32,
     /// The outermost `cpu_op` around the launching calls of its kernels (`aten::conv2d`).
     pub op: EventId,
-    /// Its kernels and memsets, in recorded order.
+    /// Its kernels and memsets, in recorded order; in a trace without device work
+    /// ([`Activations::host_only`]), the op's own host task.
     pub tasks: Vec<TaskId>,
-    /// The first device task of its backward (an op of the backward pass with one of the
-    /// autograd sequence numbers of its ops), if the trace links them.
+    /// The first task of its backward of the same kind (an op of the backward pass with one of
+    /// the autograd sequence numbers of its ops), if the trace links them.
     pub backward: Option<TaskId>,
     /// Activation bytes it keeps for the backward pass (see [`ActivationSource`]); 0 when
     /// unknown.
@@ -60,6 +61,9 @@ impl ActivationSource {
 pub struct Activations {
     pub units: Vec<ForwardUnit>,
     pub source: ActivationSource,
+    /// The trace records no device work (a CPU-only run): the units are the forward's host
+    /// ops, each one task (an outermost op), and their backward the backward's host ops.
+    pub host_only: bool,
     /// Steady steps the units come from.
     pub steps: usize,
 }
@@ -80,24 +84,61 @@ fn stack_ops(context: &Context<'_>, task: TaskId) -> (Option<EventId>, Vec<i64>)
     (outermost, sequences)
 }
 
+/// The autograd sequence numbers of the ops nested in host task `task`'s op, its own
+/// included: a CPU-only trace's task is an outermost op (`aten::linear`), and the sequence
+/// number its backward carries is its inner op's (`aten::addmm`'s, `AddmmBackward0`).
+fn nested_sequences(context: &Context<'_>, task: TaskId) -> Vec<i64> {
+    let trace = context.trace;
+    let Some(op) = trace
+        .events
+        .get(context.window.graph.event[task.index()].index())
+    else {
+        return Vec::new();
+    };
+    let end_ns = op.start_ns.saturating_add(op.dur_ns);
+    let lane = trace.lane_events(op.lane);
+    let first = lane.partition_point(|e| e.start_ns < op.start_ns);
+    lane[first..]
+        .iter()
+        .take_while(|e| e.start_ns <= end_ns)
+        .filter(|e| e.start_ns.saturating_add(e.dur_ns) <= end_ns)
+        .filter_map(|e| e.sequence_number.map(SequenceNumber::get))
+        .collect()
+}
+
 /// The forward pass's units (see [`ForwardUnit`]).
 pub fn forward_units(context: &Context<'_>) -> Activations {
     let graph = &context.window.graph;
     let first_steady = crate::whatif::first_steady(context.window) as u32;
     let in_steady = |t: usize| graph.step[t] != NO_STEP && graph.step[t] >= first_steady;
-    let device = |t: usize| matches!(graph.kind[t], TaskKind::Kernel | TaskKind::Memset);
-    // The first backward device task of each (step, sequence number).
+    // The units' work: kernels and memsets, or, in a trace without device work, host ops.
+    let host_only = !graph.has_device_tasks();
+    let work = |t: usize| {
+        if host_only {
+            graph.kind[t] == TaskKind::CpuOp
+        } else {
+            matches!(graph.kind[t], TaskKind::Kernel | TaskKind::Memset)
+        }
+    };
+    let sequences_of = |task: TaskId| {
+        let (op, mut sequences) = stack_ops(context, task);
+        if host_only {
+            sequences.extend(nested_sequences(context, task));
+        }
+        (op, sequences)
+    };
+    // The first backward task of each (step, sequence number).
     let mut backward: BTreeMap<(u32, i64), TaskId> = BTreeMap::new();
     let mut units: BTreeMap<(u32, EventId), (ForwardUnit, Vec<i64>)> = BTreeMap::new();
     for t in 0..graph.task_count() {
-        if !device(t) || !in_steady(t) {
+        if !work(t) || !in_steady(t) {
             continue;
         }
         let task = TaskId(t as u32);
         let step = graph.step[t];
         match context.mapping.phase[t] {
             Phase::Backward => {
-                for seq in stack_ops(context, task).1 {
+                for seq in sequences_of(task).1 {
                     let first = backward.entry((step, seq)).or_insert(task);
                     if graph.rec_start_ns[t] < graph.rec_start_ns[first.index()] {
                         *first = task;
@@ -105,7 +146,7 @@ pub fn forward_units(context: &Context<'_>) -> Activations {
                 }
             }
             Phase::Forward => {
-                let (Some(op), sequences) = stack_ops(context, task) else {
+                let (Some(op), sequences) = sequences_of(task) else {
                     continue;
                 };
                 let (unit, seqs) = units.entry((step, op)).or_insert_with(|| {
@@ -162,6 +203,7 @@ pub fn forward_units(context: &Context<'_>) -> Activations {
     Activations {
         units: out,
         source,
+        host_only,
         steps,
     }
 }

@@ -69,7 +69,8 @@ pub fn gist(
     fraction: f64,
 ) -> Result<usize, WhatIfError> {
     let activations = forward_units(context);
-    if activations.source == ActivationSource::Unknown {
+    // Gist's encodings are GPU kernels: a CPU-only run is declined (`outside_domain`).
+    if activations.source == ActivationSource::Unknown || activations.host_only {
         return Ok(0);
     }
     let Some((throughput, name)) = elementwise_throughput(context, &activations.units) else {

@@ -587,6 +587,12 @@ impl Model {
             Model::CudaGraphs if device_free() => {
                 Some(on_a_cpu("capturing the step (no CUDA graph runs on a CPU)"))
             }
+            Model::Offload { .. } if device_free() => Some(on_a_cpu(
+                "moving activations to host memory (they are in host memory already)",
+            )),
+            Model::Gist { .. } if device_free() => Some(on_a_cpu(
+                "encoding activations (Gist's encodings are GPU kernels)",
+            )),
             _ => None,
         }
     }

@@ -74,6 +74,10 @@ pub fn offload(
     fraction: f64,
 ) -> Result<usize, WhatIfError> {
     let activations = forward_units(context);
+    if activations.host_only {
+        // Activations of a CPU-only run are in host memory already (the model declines it).
+        return Ok(0);
+    }
     let chosen: Vec<&ForwardUnit> = choose(&activations, fraction)
         .into_iter()
         .filter(|u| u.bytes > 0)

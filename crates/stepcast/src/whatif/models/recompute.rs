@@ -1,8 +1,10 @@
 //! Activation recomputation (gradient checkpointing; Chen et al.): memory for time.
 
-use super::super::edit::{EditGraph, Insert, InsertLaunch, Selection};
+use super::super::edit::{EditGraph, Insert, InsertHost, InsertLaunch, Selection};
 use super::super::{Context, WhatIfError};
-use super::activations::{MemoryEffect, choose, forward_units, lane_prev, memory_effect};
+use super::activations::{
+    Activations, MemoryEffect, choose, forward_units, lane_prev, memory_effect,
+};
 
 /// **Activation recomputation** (`torch.utils.checkpoint`; Chen et al., "Training Deep Nets
 /// with Sublinear Memory Cost"): the front of each steady step's forward pass — its outermost
@@ -18,6 +20,11 @@ use super::activations::{MemoryEffect, choose, forward_units, lane_prev, memory_
 /// that launches that backward task (the task still waits for them on its stream). So the slowdown is at most those kernels' and
 /// calls' recorded time. Ops whose backward the trace does not link are not recomputed.
 ///
+/// On a trace without device work (a CPU-only run) a unit is its op's host task: each
+/// recomputed op is inserted again before its first backward op on that op's thread, with its
+/// recorded duration and the recorded host time after it (the Python forward between ops,
+/// which the recomputation runs again too). The slowdown is at most those ops' and gaps' time.
+///
 /// Memory ([`recompute_memory`]): the segment's activations are gone from the forward pass
 /// but rematerialized at once when its backward starts, after the rest of the network's
 /// activations were freed: the activation peak goes from `T` to `max(T − C, C)` (`T` all
@@ -29,6 +36,9 @@ pub fn recompute(
 ) -> Result<usize, WhatIfError> {
     let graph = &context.window.graph;
     let activations = forward_units(context);
+    if activations.host_only {
+        return recompute_on_host(context, edit, &activations, fraction);
+    }
     let mut inserted = 0;
     for unit in choose(&activations, fraction) {
         let Some(backward) = unit.backward.filter(|&b| edit.is_alive(b)) else {
@@ -71,6 +81,43 @@ pub fn recompute(
                 edit.set_gap(&Selection::new(vec![call]), gap)?;
                 host_after = Some(call);
             }
+            inserted += 1;
+        }
+    }
+    Ok(inserted)
+}
+
+/// [`recompute`] of a trace without device work: each chosen op's host task again, before
+/// its backward on its thread.
+fn recompute_on_host(
+    context: &Context<'_>,
+    edit: &mut EditGraph,
+    activations: &Activations,
+    fraction: f64,
+) -> Result<usize, WhatIfError> {
+    let graph = &context.window.graph;
+    let mut inserted = 0;
+    for unit in choose(activations, fraction) {
+        let Some(backward) = unit.backward.filter(|&b| edit.is_alive(b)) else {
+            continue;
+        };
+        let Some(mut after) = lane_prev(edit, backward) else {
+            continue;
+        };
+        for &task in &unit.tasks {
+            let t = task.index();
+            let (dur_ns, gap_ns) = if edit.is_alive(task) {
+                (edit.dur_ns(task), edit.gap_ns(task))
+            } else {
+                (graph.dur_ns[t], graph.gap_ns[t])
+            };
+            after = edit.insert_host(&InsertHost {
+                kind: graph.kind[t],
+                name: graph.name[t],
+                dur_ns,
+                gap_ns,
+                after,
+            })?;
             inserted += 1;
         }
     }
