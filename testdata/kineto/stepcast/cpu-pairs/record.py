@@ -188,7 +188,8 @@ def make_config(workload, variant):
 def checkpointed(workload, model):
     """The model's forward with every layer under activation checkpointing
     (`torch.utils.checkpoint`, non-reentrant): each encoder layer of `transformer`, each linear
-    layer with its ReLU of `mlp`. Their activations are dropped after the forward pass and the
+    layer with its ReLU of `mlp`, each convolution with its batch norm and ReLU of `cnn` (and
+    its head). Their activations are dropped after the forward pass and the
     backward pass runs each layer's forward again before its own backward."""
     from torch.utils.checkpoint import checkpoint
 
@@ -196,6 +197,9 @@ def checkpointed(workload, model):
         layers = list(model.layers)
     elif workload == "mlp":
         layers = [model[i : i + 2] for i in range(0, len(model), 2)]
+    elif workload == "cnn":
+        # Each convolution with its batch norm and ReLU, then the pooling and classifier.
+        layers = [model[i : i + 3] for i in range(0, 15, 3)] + [model[15:]]
     else:
         raise ValueError(f"no checkpointed forward for {workload}")
 
