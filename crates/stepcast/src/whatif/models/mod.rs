@@ -587,6 +587,10 @@ impl Model {
             Model::CudaGraphs if device_free() => {
                 Some(on_a_cpu("capturing the step (no CUDA graph runs on a CPU)"))
             }
+            Model::ReconstructBatchnorm if device_free() => Some(on_a_cpu(
+                "restructuring batch norm (its CPU kernels, which Daydream's figure was not \
+                 measured on)",
+            )),
             Model::Offload { .. } if device_free() => Some(on_a_cpu(
                 "moving activations to host memory (they are in host memory already)",
             )),
