@@ -8,7 +8,7 @@ use stepcast_trace::{EventKind, LaneKind, ReadError, Runtime, Trace};
 use crate::{FileKind, corpus};
 
 /// Kineto traces and Execution Traces under `testdata/kineto/` (see `testdata/README.md`).
-const KINETO_FILES: usize = 191;
+const KINETO_FILES: usize = 193;
 const EXECUTION_TRACES: usize = 5;
 
 /// Checks that hold for any successfully read trace. Returns the problems found.
@@ -328,6 +328,8 @@ Expect { file: "stepcast/cpu-loader-pairs/heavyloader-workers0.json.gz", records
     Expect { file: "stepcast/cpu-pairs/transformer-compiled.json.gz", records: 5837, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-pairs/transformer-threads1.json.gz", records: 11051, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-pairs/transformer-threads2.json.gz", records: 11087, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-recompute-pairs/cnn-base.json.gz", records: 5207, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-recompute-pairs/cnn-checkpoint.json.gz", records: 6311, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-recompute-pairs/mlp-base.json.gz", records: 10385, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-recompute-pairs/mlp-checkpoint.json.gz", records: 12035, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-recompute-pairs/transformer-base.json.gz", records: 11051, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
