@@ -1761,7 +1761,9 @@ const RECOMPUTE_ON_CPU_MLP: &str = "recorded with `transformer`'s pair after the
      the model adds 2.9; but BEFORE's trace ran `Adam.step` in 29.0 ms and AFTER's in 4.8 (the \
      same update of the same values, and 11.2 ms the whole untraced step), and \
      `AddmmBackward0` in 7.6 and 4.5 ms: AFTER as traced is faster than BEFORE by what the \
-     change does not touch, and the traced error is that. Without the profiler checkpointing \
+     change does not touch, and the traced error is that. Traced again in one process each \
+     way, whichever configuration was traced first ran `aten::div` 5× slower \
+     (`cpu-recompute-pairs/order_probe.py`); BEFORE was traced first. Without the profiler checkpointing \
      cost 6.0 ms a step (11.2 → 17.2 ms), twice what the traced phases show";
 
 const ACCURACY_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/accuracy.md");
