@@ -1762,8 +1762,9 @@ const RECOMPUTE_ON_CPU_MLP: &str = "recorded with `transformer`'s pair after the
      same update of the same values, and 11.2 ms the whole untraced step), and \
      `AddmmBackward0` in 7.6 and 4.5 ms: AFTER as traced is faster than BEFORE by what the \
      change does not touch, and the traced error is that. Traced again in one process each \
-     way, whichever configuration was traced first ran `aten::div` 5× slower \
-     (`cpu-recompute-pairs/order_probe.py`); BEFORE was traced first. Without the profiler checkpointing \
+     way, the base configuration's `aten::div` took 1.9-2.3 ms a step in every trace and the \
+     checkpointed one's 0.33-2.1 (`cpu-recompute-pairs/order_probe.py`): a cost of the traced \
+     run, not of the program or its values. Without the profiler checkpointing \
      cost 6.0 ms a step (11.2 → 17.2 ms), twice what the traced phases show";
 
 const ACCURACY_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/accuracy.md");
