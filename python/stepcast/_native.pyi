@@ -1,6 +1,6 @@
 # Types of the native module (crates/stepcast-py); every method answers a `--json` document
 # as JSON text, which the package parses.
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 ProgressCallback = Optional[Callable[[str, int, int], Any]]
 
@@ -62,6 +62,7 @@ class Job:
         skip_unreadable: bool = False,
         progress: ProgressCallback = None,
         unreadable: List[Tuple[str, str]] = ...,
+        ets_unmatched: List[str] = ...,
     ) -> Job: ...
     @property
     def files(self) -> List[str]: ...
@@ -86,8 +87,12 @@ class Job:
 
 REDUCED_EXTENSION: str
 
-def reduce_trace(path: str, step_range: Optional[str] = None) -> List[Tuple[str, bytes]]: ...
+def reduce_trace(
+    path: str, step_range: Optional[str] = None, ets: Optional[Dict[int, str]] = None
+) -> List[Tuple[str, bytes, Optional[int]]]: ...
 def rank_files(paths: List[str]) -> List[str]: ...
+def job_inputs(paths: List[str]) -> Tuple[List[str], List[str]]: ...
+def execution_trace_process(path: str) -> int: ...
 def compare(
     before: Trace,
     after: Trace,

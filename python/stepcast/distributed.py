@@ -61,7 +61,7 @@ def replay(
     worker is lost. ``progress``: as ``stepcast.load``'s."""
     callback = progress_callback(progress)
     with _reduced_folder(output) as folder:
-        skipped = _reduce(
+        skipped, unmatched = _reduce(
             paths,
             client,
             folder,
@@ -74,7 +74,14 @@ def replay(
         )
         # The files left out were never reduced, so the folder does not know them: the job is
         # told, and its document lists them as `replay --skip-unreadable` does.
-        job = _native.Job.load([folder], step_range, progress=callback, unreadable=skipped)
+        # So are the Execution Traces given that no rank's process matched.
+        job = _native.Job.load(
+            [folder],
+            step_range,
+            progress=callback,
+            unreadable=skipped,
+            ets_unmatched=unmatched,
+        )
         return Result.from_json(job.replay(step, progress=callback))
 
 
@@ -93,8 +100,9 @@ def reduce(
     if new; each file written whole, then renamed into place). Answers the traces left out
     under ``skip_unreadable`` as ``(file, reason)``; without it the first unreadable trace (in
     name order) raises ``StepcastError`` naming it, and the files this call wrote are
-    removed."""
-    return _reduce(
+    removed. Execution Traces among ``paths`` are joined with the rank of their process (as
+    ``stepcast reduce`` joins them)."""
+    skipped, _ = _reduce(
         paths,
         client,
         os.fspath(output),
@@ -104,6 +112,7 @@ def reduce(
         retries=retries,
         callback=progress_callback(progress),
     )
+    return skipped
 
 
 def _reduce(
@@ -116,21 +125,25 @@ def _reduce(
     skip_unreadable: bool,
     retries: int,
     callback: Any,
-) -> List[Tuple[str, str]]:
-    files = _native.rank_files(_expand(paths))
+) -> Tuple[List[Tuple[str, str]], List[str]]:
+    """The traces left out (``skip_unreadable``) and the Execution Traces no rank matched."""
+    files, et_files = _native.job_inputs(_expand(paths))
     _check_output(files, output)
     skipped: List[Tuple[str, str]] = []
     written: List[str] = []
+    joined: List[int] = []
     errors: Dict[int, str] = {}
     with _client(client) as dask_client:
         from dask.distributed import as_completed
 
+        ets = _et_processes(dask_client, et_files, retries)
         futures = {
             dask_client.submit(
                 _reduce_one,
                 file,
                 step_range,
                 output if workers_write else None,
+                ets,
                 key=f"stepcast-reduce-{index}-{uuid.uuid4().hex}",
                 retries=retries,
                 pure=False,
@@ -148,11 +161,14 @@ def _reduce(
             if kind == "error":
                 errors[index] = value
             elif kind == "written":
-                written.extend(value)
+                for name, et_process in value:
+                    written.append(name)
+                    joined.extend([] if et_process is None else [et_process])
             else:
-                for name, data in value:
+                for name, data, et_process in value:
                     _write_whole(os.path.join(output, name), data)
                     written.append(name)
+                    joined.extend([] if et_process is None else [et_process])
             del value
             if callback is not None:
                 callback("reducing ranks", done, len(files))
@@ -167,7 +183,41 @@ def _reduce(
         for name in written:
             os.remove(os.path.join(output, name))
         raise StepcastError(refused or f"none of the {len(files)} traces given could be read")
-    return skipped
+    unmatched = sorted(path for pid, path in ets.items() if pid not in joined)
+    return skipped, unmatched
+
+
+def _et_processes(dask_client: Any, et_files: List[str], retries: int) -> Dict[int, str]:
+    """The job's Execution Traces by the process each observed, each read by one task on a
+    worker (never here); two of one process, or one that records none, is an error naming
+    them, as ``stepcast replay`` says it."""
+    if not et_files:
+        return {}
+    futures = [
+        dask_client.submit(_native_et_process, path, retries=retries, pure=False)
+        for path in et_files
+    ]
+    by_process: Dict[int, str] = {}
+    for path, (kind, value) in sorted(zip(et_files, dask_client.gather(futures))):
+        if kind == "error":
+            raise StepcastError(value)
+        if value in by_process:
+            raise StepcastError(
+                f"{by_process[value]} and {path} are Execution Traces of one process "
+                f"({value}); give one per rank"
+            )
+        by_process[value] = path
+    return by_process
+
+
+def _native_et_process(path: str) -> Tuple[str, Any]:
+    """One task: the process an Execution Trace observed, or ``("error", message)``."""
+    from stepcast import _native as native
+
+    try:
+        return ("process", native.execution_trace_process(path))
+    except native.StepcastError as error:
+        return ("error", str(error))
 
 
 def _check_output(files: List[str], output: str) -> None:
@@ -198,21 +248,24 @@ def _check_output(files: List[str], output: str) -> None:
         )
 
 
-def _reduce_one(path: str, step_range: Optional[str], output: Optional[str]) -> Tuple[str, Any]:
-    """One task: a trace reduced, its ranks written into ``output`` (``("written", names)``)
-    or handed back (``("ranks", [(name, bytes)])``); ``("error", message)`` for a trace that
+def _reduce_one(
+    path: str, step_range: Optional[str], output: Optional[str], ets: Dict[int, str]
+) -> Tuple[str, Any]:
+    """One task: a trace reduced (joined with the ET of its process among ``ets``), its ranks
+    written into ``output`` (``("written", [(name, ET process)])``) or handed back
+    (``("ranks", [(name, bytes, ET process)])``); ``("error", message)`` for a trace that
     cannot be read (not retried: it would fail again)."""
     from stepcast import _native as native
 
     try:
-        ranks = native.reduce_trace(path, step_range)
+        ranks = native.reduce_trace(path, step_range, ets)
     except native.StepcastError as error:
         return ("error", str(error))
     if output is None:
         return ("ranks", ranks)
-    for name, data in ranks:
+    for name, data, _ in ranks:
         _write_whole(os.path.join(output, name), data)
-    return ("written", [name for name, _ in ranks])
+    return ("written", [(name, et_process) for name, _, et_process in ranks])
 
 
 def _expand(paths: Union[PathLike, Sequence[PathLike]]) -> List[str]:

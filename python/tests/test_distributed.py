@@ -54,6 +54,21 @@ def test_a_job_reduced_on_dask_is_the_clis_document(client, job, tmp_path):
     assert dict(stepcast.load(kept).replay()) == cli_json("replay", job)
 
 
+def test_a_jobs_execution_traces_are_joined_on_the_workers(client, tmp_path):
+    # DLRM's rank 0 ET beside the ranks' folder, and an ET of another run (no rank's
+    # process): the CLI joins the first with its rank and lists the second as unmatched.
+    ets = DATA / "param/et_replay/tests/inputs/dlrm_pytorch_et__extracted/dlrm_pytorch_et"
+    stray = DATA / "param/et_replay/tests/inputs/linear_et.json.gz"
+    cli = cli_json("replay", DLRM_JOB, ets, stray)
+    assert [e["rank"] for e in cli["execution_traces"]] == [0]
+    assert cli["execution_traces_unmatched"] == [str(stray)]
+    assert dict(sd.replay([DLRM_JOB, ets, stray], client)) == cli
+    # Reduced into a folder by the workers: the CLI replays it to the same joins.
+    kept = tmp_path / "kept"
+    sd.reduce([DLRM_JOB, ets], client, output=kept)
+    assert cli_json("replay", kept)["execution_traces"] == cli["execution_traces"]
+
+
 def test_an_unreadable_rank_is_named_or_left_out_and_listed(client, tmp_path):
     job = tmp_path / "job"
     shutil.copytree(DLRM_JOB, job)

@@ -21,6 +21,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(traces::compare, module)?)?;
     module.add_function(wrap_pyfunction!(traces::reduce_trace, module)?)?;
     module.add_function(wrap_pyfunction!(traces::rank_files, module)?)?;
+    module.add_function(wrap_pyfunction!(traces::job_inputs, module)?)?;
+    module.add_function(wrap_pyfunction!(traces::execution_trace_process, module)?)?;
     module.add("REDUCED_EXTENSION", stepcast_cli::jobs::REDUCED_EXTENSION)?;
     module.add_function(wrap_pyfunction!(csv_tables, module)?)?;
     Ok(())

@@ -338,16 +338,21 @@ pub fn compare(
 /// `reduce` of one trace file: each of its ranks (one per process it holds) as the file name
 /// `stepcast reduce` gives it and its bytes, for a Dask worker to hand back or write
 /// (`stepcast.distributed`). The trace is read and dropped here; only the bytes leave.
+/// `ets`: the job's Execution Traces by the process each observed
+/// ([`execution_trace_process`]); the one of the trace's process is joined with it. Each file
+/// comes with the process of the ET joined with it, if one was.
 #[pyfunction]
-#[pyo3(signature = (path, step_range=None))]
+#[pyo3(signature = (path, step_range=None, ets=None))]
 pub fn reduce_trace(
     py: Python<'_>,
     path: PathBuf,
     step_range: Option<String>,
-) -> PyResult<Vec<(String, Py<pyo3::types::PyBytes>)>> {
+    ets: Option<std::collections::BTreeMap<i64, PathBuf>>,
+) -> PyResult<Vec<(String, Py<pyo3::types::PyBytes>, Option<i64>)>> {
     let options = jobs::read_options(step_range.as_deref()).map_err(|error| to_py(&error))?;
+    let ets = ets.unwrap_or_default();
     let files = py
-        .detach(|| jobs::reduce_file(&path, &options))
+        .detach(|| jobs::reduce_file_with_ets_of(&path, &options, &ets))
         .map_err(|error| to_py(&error))?;
     Ok(files
         .into_iter()
@@ -355,9 +360,26 @@ pub fn reduce_trace(
             (
                 file.name,
                 pyo3::types::PyBytes::new(py, &file.bytes).unbind(),
+                file.et_pid,
             )
         })
         .collect())
+}
+
+/// The process an Execution Trace observed (its `pid`), read on a worker of
+/// `stepcast.distributed`: what pairs it with its rank.
+#[pyfunction]
+pub fn execution_trace_process(py: Python<'_>, path: PathBuf) -> PyResult<i64> {
+    py.detach(|| jobs::execution_trace_process(&path))
+        .map_err(|error| to_py(&error))
+}
+
+/// The traces `paths` name (as [`rank_files`]) and, apart, the Execution Traces among them.
+#[pyfunction]
+pub fn job_inputs(paths: Vec<PathBuf>) -> PyResult<(Vec<String>, Vec<String>)> {
+    let (traces, ets) = jobs::job_inputs(&paths).map_err(|error| to_py(&error))?;
+    let strings = |files: Vec<PathBuf>| files.iter().map(|f| f.display().to_string()).collect();
+    Ok((strings(traces), strings(ets)))
 }
 
 /// The rank files `paths` name, in the order `replay DIR` reads them (directories expanded to
@@ -419,8 +441,9 @@ pub struct Job {
 impl Job {
     #[staticmethod]
     /// `unreadable`: files left out before (by `stepcast.distributed`'s reduction), listed in
-    /// the job's documents as the ones it leaves out itself.
-    #[pyo3(signature = (paths, step_range=None, skip_unreadable=false, progress=None, unreadable=Vec::new()))]
+    /// the job's documents as the ones it leaves out itself; `ets_unmatched`: Execution
+    /// Traces given with the job that no rank's process matched, listed likewise.
+    #[pyo3(signature = (paths, step_range=None, skip_unreadable=false, progress=None, unreadable=Vec::new(), ets_unmatched=Vec::new()))]
     fn load(
         py: Python<'_>,
         paths: Vec<PathBuf>,
@@ -428,6 +451,7 @@ impl Job {
         skip_unreadable: bool,
         progress: Option<Py<PyAny>>,
         unreadable: Vec<(PathBuf, String)>,
+        ets_unmatched: Vec<PathBuf>,
     ) -> PyResult<Job> {
         let options = jobs::read_options(step_range.as_deref()).map_err(|error| to_py(&error))?;
         let callback = Callback::new(progress);
@@ -441,7 +465,8 @@ impl Job {
         Ok(Job {
             job: job
                 .map_err(|error| to_py(&error))?
-                .with_unreadable(unreadable),
+                .with_unreadable(unreadable)
+                .with_unmatched_ets(ets_unmatched),
             paths,
             read: options,
         })

@@ -25,7 +25,7 @@ use std::collections::HashMap;
 use stepcast_trace::{EventId, EventKind, ExecutionTrace, LaneKind, Link, LinkKind, Trace};
 
 /// How the ops were joined.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum JoinMethod {
     /// Kineto's `External id` is the ET's `rf_id`, names agreeing.
     RecordFunctionId,
@@ -309,6 +309,36 @@ pub struct Attached {
     pub join: EtJoin,
     pub data: DataLinks,
     pub dependencies: DataDependencies,
+}
+
+/// What one rank's ET joined: what a job's document lists per rank, and what a reduced rank
+/// keeps of it (its graph holds the data edges already), so that a job replayed from reduced
+/// ranks gives the document of its traces and ETs.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct JoinSummary {
+    /// The process both observed.
+    pub pid: i64,
+    /// The ET file as the user named it.
+    pub file: String,
+    pub method: JoinMethod,
+    /// The trace's host ops inside the span the ET covers, and those joined to an ET node.
+    pub ops_in_span: u64,
+    pub joined: u64,
+    /// The data dependencies between its threads.
+    pub data_links: u64,
+}
+
+impl JoinSummary {
+    pub fn new(pid: i64, file: String, attached: &Attached) -> JoinSummary {
+        JoinSummary {
+            pid,
+            file,
+            method: attached.join.method,
+            ops_in_span: attached.join.ops_in_span,
+            joined: attached.join.joined,
+            data_links: attached.data.links.len() as u64,
+        }
+    }
 }
 
 /// Joins `et` with `trace` and adds the cross-thread data dependencies to `trace.links`.

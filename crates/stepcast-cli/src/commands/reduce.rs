@@ -36,6 +36,12 @@ pub fn run(args: &ReduceArgs) -> anyhow::Result<()> {
             skipped.reason
         ));
     }
+    for et in &reduced.unmatched_ets {
+        text.push_str(&format!(
+            "Not joined (its process is none of the ranks'): {}\n",
+            et.display()
+        ));
+    }
     // A closed pipe means the reader has what it wanted; the files are written.
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
     Ok(())

@@ -3,7 +3,7 @@
 //! process it observed (an ET records the `pid` of its process, as the rank's Kineto trace
 //! does), so every rank's graph gains the data dependencies its program states.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::bail;
 use stepcast_trace::{ExecutionTrace, Trace};
@@ -16,29 +16,7 @@ pub struct JobEts {
 }
 
 /// What one rank's ET joined: what a job's document lists per rank.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RankEt {
-    /// The process both observed.
-    pub pid: i64,
-    pub file: PathBuf,
-    pub method: &'static str,
-    pub ops_in_span: u64,
-    pub joined: u64,
-    pub data_links: u64,
-}
-
-impl RankEt {
-    fn new(pid: i64, file: &Path, attached: &stepcast::et::Attached) -> RankEt {
-        RankEt {
-            pid,
-            file: file.to_path_buf(),
-            method: attached.join.method.as_str(),
-            ops_in_span: attached.join.ops_in_span,
-            joined: attached.join.joined,
-            data_links: attached.data.links.len() as u64,
-        }
-    }
-}
+pub use stepcast::et::JoinSummary as RankEt;
 
 /// `files` split into the traces and the Execution Traces among them (told by content; only
 /// a JSON file can be one, so an export or a reduced rank is not opened for it).
@@ -53,6 +31,36 @@ pub fn split_inputs(files: Vec<PathBuf>) -> (Vec<PathBuf>, Vec<PathBuf>) {
     })
 }
 
+/// The processes an ET of `trace` may have observed, in the order they are looked for: the
+/// process the trace records, else those of its host threads (a Kineto trace records its
+/// process as its threads' `pid`).
+pub fn processes_of(trace: &Trace) -> Vec<i64> {
+    match trace.process_id {
+        Some(pid) => vec![pid],
+        None => trace
+            .lanes
+            .iter()
+            .filter(|l| l.kind == stepcast_trace::LaneKind::CpuThread)
+            .map(|l| l.pid)
+            .collect(),
+    }
+}
+
+/// The process an Execution Trace observed (its `pid`): what pairs it with its rank. Reads it
+/// whole; one that records none is an error naming it.
+pub fn execution_trace_process(file: &std::path::Path) -> anyhow::Result<i64> {
+    let et = stepcast_trace::read_execution_trace(file)?;
+    et.pid.ok_or_else(|| no_pid(file))
+}
+
+fn no_pid(file: &std::path::Path) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{} is an Execution Trace that records no `pid`: a job's ranks are told their ET by \
+         process id",
+        file.display()
+    )
+}
+
 impl JobEts {
     /// Reads every ET of `files`; one without a process id, or two of one process, is an
     /// error naming the files (a rank could not be told its ET).
@@ -61,11 +69,7 @@ impl JobEts {
         for file in files {
             let et = stepcast_trace::read_execution_trace(file)?;
             let Some(pid) = et.pid else {
-                bail!(
-                    "{} is an Execution Trace that records no `pid`: a job's ranks are told \
-                     their ET by process id",
-                    file.display()
-                );
+                return Err(no_pid(file));
             };
             ets.push((pid, file.clone(), et));
         }
@@ -85,18 +89,11 @@ impl JobEts {
         self.ets.is_empty()
     }
 
-    /// The index of the ET of `trace`'s process: the process the trace records, else that of
-    /// one of its host threads (a Kineto trace records its process as its threads' `pid`).
+    /// The index of the ET of `trace`'s process (see [`processes_of`]).
     fn index_of(&self, trace: &Trace) -> Option<usize> {
-        let find = |pid: i64| self.ets.binary_search_by_key(&pid, |e| e.0).ok();
-        match trace.process_id {
-            Some(pid) => find(pid),
-            None => trace
-                .lanes
-                .iter()
-                .filter(|l| l.kind == stepcast_trace::LaneKind::CpuThread)
-                .find_map(|l| find(l.pid)),
-        }
+        processes_of(trace)
+            .into_iter()
+            .find_map(|pid| self.ets.binary_search_by_key(&pid, |e| e.0).ok())
     }
 
     /// Joins the ET of `trace`'s process with it, if one was given: its data dependencies
@@ -104,7 +101,8 @@ impl JobEts {
     pub fn attach(&self, trace: &mut Trace) -> Option<(RankEt, stepcast::et::Attached)> {
         let (pid, file, et) = &self.ets[self.index_of(trace)?];
         let attached = stepcast::et::attach(trace, et);
-        Some((RankEt::new(*pid, file, &attached), attached))
+        let summary = RankEt::new(*pid, file.display().to_string(), &attached);
+        Some((summary, attached))
     }
 
     /// The ET of `trace`'s process, cloned with its file (what a `Loaded` keeps).

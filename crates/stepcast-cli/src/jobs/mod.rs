@@ -32,13 +32,16 @@ pub use advise::advise;
 pub use analyze::analyze;
 pub use compare::{compare, compare_models, compare_with};
 pub use ddp::DdpOptions;
-pub use execution_traces::{JobEts, RankEt};
+pub use execution_traces::{JobEts, RankEt, execution_trace_process};
 pub use export::export;
 pub use info::info;
 pub use job_predictions::{advise_job, whatif_job};
 pub use optimize::{OptimizeOptions, load_ranks, optimize};
 pub use ranks::{Input, Job, Skipped, Unreadable, job_inputs, open, rank_files};
-pub use reduce::{REDUCED_EXTENSION, Reduced, ReducedFile, is_reduced_file, reduce, reduce_file};
+pub use reduce::{
+    REDUCED_EXTENSION, Reduced, ReducedFile, is_reduced_file, reduce, reduce_file,
+    reduce_file_with_ets_of,
+};
 pub use replay::replay;
 pub use report::{Digest, ReportOptions, TracePage, digest, predicted, report, report_page};
 pub use stepcast_trace::ReadOptions;

@@ -284,6 +284,17 @@ impl Job {
     /// The job with `skipped` listed among its unreadable files, before those it met itself:
     /// files left out by a reduction that ran elsewhere (`stepcast.distributed`), so the
     /// document lists them as `--skip-unreadable` does.
+    /// The job with `ets`, Execution Traces given with it that no rank's process matched
+    /// (where its ranks were reduced elsewhere: `stepcast.distributed`), listed in its
+    /// documents as those it finds unmatched itself.
+    pub fn with_unmatched_ets(mut self, mut ets: Vec<PathBuf>) -> Job {
+        ets.append(&mut self.ets_unmatched);
+        ets.sort();
+        ets.dedup();
+        self.ets_unmatched = ets;
+        self
+    }
+
     pub fn with_unreadable(mut self, mut skipped: Vec<Skipped>) -> Job {
         skipped.append(&mut self.skipped);
         self.skipped = skipped;
@@ -400,8 +411,8 @@ impl Job {
             .iter()
             .map(|(rank, et)| RankEtJson {
                 rank: *rank,
-                file: et.file.display().to_string(),
-                method: et.method,
+                file: et.file.clone(),
+                method: et.method.as_str(),
                 ops_in_span: et.ops_in_span,
                 joined: et.joined,
                 data_links: et.data_links,
@@ -495,6 +506,7 @@ impl Rank {
             process: self.process,
             recorded_rank: self.recorded,
             world_size: self.world_size,
+            execution_trace: self.et,
             graph: self.graph,
         }
     }
@@ -507,7 +519,7 @@ impl Rank {
             world_size: reduced.world_size,
             graph: reduced.graph,
             reduced: true,
-            et: None,
+            et: reduced.execution_trace,
         }
     }
 }
@@ -682,7 +694,7 @@ pub(crate) fn one_grouping(ranks: &[FileGroups<'_>]) -> anyhow::Result<()> {
 }
 
 /// The processes of one file as ranks, each graph built (on every core) and its trace dropped.
-fn rank_graphs(file: &Path, traces: Vec<Trace>, ets: &JobEts) -> Vec<Rank> {
+pub(super) fn rank_graphs(file: &Path, traces: Vec<Trace>, ets: &JobEts) -> Vec<Rank> {
     traces
         .into_par_iter()
         .enumerate()

@@ -3,6 +3,7 @@
 //! step of a job too large for one machine: each rank is reduced where its trace is (a Dask
 //! worker, `stepcast.distributed`), and the reduce step reads only these files.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
@@ -12,8 +13,8 @@ use stepcast::ranks::{MAGIC, ReducedRank};
 use stepcast_trace::ReadOptions;
 
 use super::Progress;
-use super::execution_traces::JobEts;
-use super::ranks::{Skipped, Unreadable, job_inputs, read_each, read_ranks};
+use super::execution_traces::{JobEts, processes_of};
+use super::ranks::{Rank, Skipped, Unreadable, job_inputs, rank_graphs, read_each, read_ranks};
 
 /// The extension of a reduced rank's file.
 pub const REDUCED_EXTENSION: &str = "stepcast-rank";
@@ -25,6 +26,8 @@ pub struct ReducedFile {
     /// a file of several processes.
     pub name: String,
     pub bytes: Vec<u8>,
+    /// The process of the Execution Trace joined with the rank, if one was.
+    pub et_pid: Option<i64>,
 }
 
 /// The ranks of one trace file, each reduced to its file (one per process the file holds).
@@ -41,7 +44,37 @@ pub fn reduce_file_joining(
     if is_reduced_file(path) {
         bail!("{} is already a reduced rank", path.display());
     }
-    let ranks = read_ranks(path, options, ets)?;
+    encode(path, read_ranks(path, options, ets)?)
+}
+
+/// [`reduce_file`] where the job's Execution Traces are known by process (`ets_by_process`,
+/// from [`super::execution_traces::execution_trace_process`]): only the ET of the trace's own
+/// process is read (a worker of `stepcast.distributed` reduces one trace of many).
+pub fn reduce_file_with_ets_of(
+    path: &Path,
+    options: &ReadOptions,
+    ets_by_process: &BTreeMap<i64, PathBuf>,
+) -> anyhow::Result<Vec<ReducedFile>> {
+    if is_reduced_file(path) {
+        bail!("{} is already a reduced rank", path.display());
+    }
+    let traces = stepcast_trace::read_processes(path, options)?;
+    let mut wanted: Vec<PathBuf> = traces
+        .iter()
+        .filter_map(|trace| {
+            processes_of(trace)
+                .into_iter()
+                .find_map(|pid| ets_by_process.get(&pid).cloned())
+        })
+        .collect();
+    wanted.sort();
+    wanted.dedup();
+    let ets = JobEts::read(&wanted)?;
+    encode(path, rank_graphs(path, traces, &ets))
+}
+
+/// The ranks of the trace `path` as the files `reduce` writes.
+fn encode(path: &Path, ranks: Vec<Rank>) -> anyhow::Result<Vec<ReducedFile>> {
     let file_name = path
         .file_name()
         .map_or_else(|| "trace".into(), |n| n.to_string_lossy());
@@ -54,11 +87,16 @@ pub fn reduce_file_joining(
             } else {
                 format!("{file_name}.{REDUCED_EXTENSION}")
             };
-            let bytes = rank
-                .into_reduced()
+            let reduced = rank.into_reduced();
+            let et_pid = reduced.execution_trace.as_ref().map(|et| et.pid);
+            let bytes = reduced
                 .to_bytes()
                 .with_context(|| format!("cannot reduce {}", path.display()))?;
-            Ok(ReducedFile { name, bytes })
+            Ok(ReducedFile {
+                name,
+                bytes,
+                et_pid,
+            })
         })
         .collect()
 }
@@ -69,6 +107,9 @@ pub struct Reduced {
     pub files: Vec<ReducedFile>,
     /// Traces left out as unreadable ([`Unreadable::Skip`]).
     pub skipped: Vec<Skipped>,
+    /// Execution Traces given whose process is no rank's: joined with nothing, and kept in no
+    /// reduced rank (a document of the traces lists them; one of the reduced ranks cannot).
+    pub unmatched_ets: Vec<PathBuf>,
 }
 
 /// Reduces every trace `paths` names. An unreadable trace refuses the whole (naming the first
@@ -107,7 +148,12 @@ pub fn reduce(
             files.push(file);
         }
     }
-    Ok(Reduced { files, skipped })
+    let joined: Vec<i64> = files.iter().filter_map(|f| f.et_pid).collect();
+    Ok(Reduced {
+        files,
+        skipped,
+        unmatched_ets: ets.unmatched(&joined),
+    })
 }
 
 /// Whether `path` is a file that begins as a reduced rank does (whatever its name).

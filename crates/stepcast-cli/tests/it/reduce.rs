@@ -274,3 +274,37 @@ fn an_export_of_two_processes_reduces_to_two_ranks_that_replay_as_it_does() {
     from_reduced.assert_success();
     assert!(from_export.stdout == from_reduced.stdout);
 }
+
+/// A job reduced with its Execution Traces keeps each rank's join (its data edges are in the
+/// graph, its summary in the reduced rank): the reduced folder replays to the document of the
+/// traces and ETs, byte for byte. An ET of no rank's process is said in `reduce`'s output (the
+/// reduced folder cannot list it, as the traces' document does).
+#[test]
+fn a_job_reduced_with_its_execution_traces_replays_as_its_traces_and_ets() {
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/kineto/param/et_replay/tests/inputs"
+    );
+    let ets = format!("{dir}/dlrm_pytorch_et__extracted/dlrm_pytorch_et");
+    let stray = format!("{dir}/linear_et.json.gz");
+    let tmp = TempDir::new("reduce-ets");
+    let out = tmp.path().join("reduced");
+    let run = stepcast(&["reduce", DLRM, &ets, &stray, "-o", path_str(&out)]);
+    run.assert_success();
+    assert!(
+        run.stdout.contains(&format!(
+            "Not joined (its process is none of the ranks'): {stray}"
+        )),
+        "{}",
+        run.stdout
+    );
+    let from_traces = stepcast(&["replay", "--json", DLRM, &ets]);
+    let from_reduced = stepcast(&["replay", "--json", path_str(&out)]);
+    from_traces.assert_success();
+    from_reduced.assert_success();
+    assert!(from_traces.stdout.contains("\"execution_traces\""));
+    assert!(
+        from_traces.stdout == from_reduced.stdout,
+        "the reduced folder's document differs from the traces and ETs'"
+    );
+}

@@ -26,7 +26,7 @@ use super::RankGraph;
 pub const MAGIC: &[u8; 8] = b"STEPCRNK";
 
 /// The version of the form: the fields of [`ReducedRank`] and every type under it.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 const HEADER_BYTES: usize = MAGIC.len() + 4 + 8;
 
@@ -42,6 +42,9 @@ pub struct ReducedRank {
     pub recorded_rank: Option<i64>,
     /// The world size the trace records, if any.
     pub world_size: Option<i64>,
+    /// What its Execution Trace joined, where one was given with the job (its data edges are
+    /// in the graph).
+    pub execution_trace: Option<crate::et::JoinSummary>,
     pub graph: RankGraph,
 }
 

@@ -22,6 +22,7 @@ fn reduce(source: &str) -> ReducedRank {
         process: 0,
         recorded_rank: stepcast::ranks::recorded_rank(&trace),
         world_size: trace.distributed.as_ref().and_then(|d| d.world_size),
+        execution_trace: None,
         graph: RankGraph::new(3, &trace, window),
     }
 }
