@@ -335,6 +335,10 @@ pub fn compare(
     detached(py, progress, |p| jobs::compare(before, after, &models, p))
 }
 
+/// A reduced rank as Python gets it: its file name, its bytes, and the process of the ET
+/// joined with it.
+type ReducedFileOut = (String, Py<pyo3::types::PyBytes>, Option<i64>);
+
 /// `reduce` of one trace file: each of its ranks (one per process it holds) as the file name
 /// `stepcast reduce` gives it and its bytes, for a Dask worker to hand back or write
 /// (`stepcast.distributed`). The trace is read and dropped here; only the bytes leave.
@@ -348,7 +352,7 @@ pub fn reduce_trace(
     path: PathBuf,
     step_range: Option<String>,
     ets: Option<std::collections::BTreeMap<i64, PathBuf>>,
-) -> PyResult<Vec<(String, Py<pyo3::types::PyBytes>, Option<i64>)>> {
+) -> PyResult<Vec<ReducedFileOut>> {
     let options = jobs::read_options(step_range.as_deref()).map_err(|error| to_py(&error))?;
     let ets = ets.unwrap_or_default();
     let files = py
