@@ -14,7 +14,7 @@
 //! the window's first calls agree with them at the same 1021 outstanding).
 //!
 //! The same counting serves the graph build (`build/launch_queue.rs`, which calibrates the
-//! capacity) and an edited graph (`whatif/edit.rs`, which recounts after its inserts, removals
+//! capacity) and an edited graph (`whatif/edit/finish.rs`, which recounts after its inserts, removals
 //! and fusions: an inserted launch takes a slot, a removed one frees its slot).
 //!
 //! [`EdgeKind::LaunchQueue`]: super::EdgeKind::LaunchQueue
