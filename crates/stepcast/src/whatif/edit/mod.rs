@@ -4,8 +4,8 @@
 //! edges sorted, acyclic (checked by replaying it).
 //!
 //! Tasks keep their ids while being edited: the input's tasks are `0..n` (so a
-//! [`Mapping`](crate::analyze::mapping::Mapping) of the input still applies to them) and inserted tasks are numbered from `n` on.
-//! The input graph is never changed.
+//! [`Mapping`](crate::analyze::mapping::Mapping) of the input still applies to them) and
+//! inserted tasks are numbered from `n` on. The input graph is never changed.
 
 mod finish;
 mod fuse;
