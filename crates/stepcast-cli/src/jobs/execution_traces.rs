@@ -3,7 +3,7 @@
 //! process it observed (an ET records the `pid` of its process, as the rank's Kineto trace
 //! does), so every rank's graph gains the data dependencies its program states.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::bail;
 use stepcast_trace::{ExecutionTrace, Trace};
@@ -48,12 +48,12 @@ pub fn processes_of(trace: &Trace) -> Vec<i64> {
 
 /// The process an Execution Trace observed (its `pid`): what pairs it with its rank. Reads it
 /// whole; one that records none is an error naming it.
-pub fn execution_trace_process(file: &std::path::Path) -> anyhow::Result<i64> {
+pub fn execution_trace_process(file: &Path) -> anyhow::Result<i64> {
     let et = stepcast_trace::read_execution_trace(file)?;
     et.pid.ok_or_else(|| no_pid(file))
 }
 
-fn no_pid(file: &std::path::Path) -> anyhow::Error {
+fn no_pid(file: &Path) -> anyhow::Error {
     anyhow::anyhow!(
         "{} is an Execution Trace that records no `pid`: a job's ranks are told their ET by \
          process id",

@@ -284,6 +284,12 @@ impl Job {
     /// The job with `skipped` listed among its unreadable files, before those it met itself:
     /// files left out by a reduction that ran elsewhere (`stepcast.distributed`), so the
     /// document lists them as `--skip-unreadable` does.
+    pub fn with_unreadable(mut self, mut skipped: Vec<Skipped>) -> Job {
+        skipped.append(&mut self.skipped);
+        self.skipped = skipped;
+        self
+    }
+
     /// The job with `ets`, Execution Traces given with it that no rank's process matched
     /// (where its ranks were reduced elsewhere: `stepcast.distributed`), listed in its
     /// documents as those it finds unmatched itself.
@@ -292,12 +298,6 @@ impl Job {
         ets.sort();
         ets.dedup();
         self.ets_unmatched = ets;
-        self
-    }
-
-    pub fn with_unreadable(mut self, mut skipped: Vec<Skipped>) -> Job {
-        skipped.append(&mut self.skipped);
-        self.skipped = skipped;
         self
     }
 
