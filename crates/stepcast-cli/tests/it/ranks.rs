@@ -577,8 +577,9 @@ type Groups = &'static [&'static [i64]];
 /// Real jobs recorded on this project's CPU with real subgroups, over gloo: tensor parallel 2
 /// x data parallel 2, ranks laid out TP-major (TP pairs {0,1}, {2,3}) and DP-major (TP pairs
 /// {0,2}, {1,3}), and tensor parallel 2 x data parallel 3 (six processes, recorded after the
-/// inference was written) (`testdata/kineto/stepcast/cpu-jobs/README.md`).
-const TP_DP_JOBS: [(&str, Groups, Groups); 3] = [
+/// inference was written), and tensor parallel 4 x data parallel 2 (eight processes, where
+/// the inference first gave up: see the README) (`testdata/kineto/stepcast/cpu-jobs/README.md`).
+const TP_DP_JOBS: [(&str, Groups, Groups); 4] = [
     (
         concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -602,6 +603,14 @@ const TP_DP_JOBS: [(&str, Groups, Groups); 3] = [
         ),
         &[&[0, 1], &[2, 3], &[4, 5]],
         &[&[0, 2, 4], &[1, 3, 5]],
+    ),
+    (
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../testdata/kineto/stepcast/cpu-jobs/tp4dp2"
+        ),
+        &[&[0, 1, 2, 3], &[4, 5, 6, 7]],
+        &[&[0, 4], &[1, 5], &[2, 6], &[3, 7]],
     ),
 ];
 
@@ -798,20 +807,36 @@ fn ranks_that_declare_one_group_with_other_members_are_not_one_job() {
     assert_eq!(err.lines().count(), 1, "{err}");
 }
 
-/// A real four-process pipeline job recorded on this project's CPU: 2 stages x 2 replicas
-/// over gloo, activations and gradients passed between stages by `dist.send`/`dist.recv`,
-/// gradients all-reduced within each stage's replicas
-/// (`testdata/kineto/stepcast/cpu-jobs/README.md`).
-const PP_DP_JOB: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../testdata/kineto/stepcast/cpu-jobs/pp2dp2"
-);
+/// Real pipeline jobs recorded on this project's CPU: 2 stages x 2 replicas (and x 3, six
+/// processes, recorded as a job the matching had not seen) over gloo, activations and
+/// gradients passed between stages by `dist.send`/`dist.recv`, gradients all-reduced within
+/// each stage's replicas (`testdata/kineto/stepcast/cpu-jobs/README.md`): each job, its ranks,
+/// and its stages' replica groups.
+const PP_DP_JOB: &str = PP_DP_JOBS[0].0;
+const PP_DP_JOBS: [(&str, i64, Groups); 2] = [
+    (
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../testdata/kineto/stepcast/cpu-jobs/pp2dp2"
+        ),
+        4,
+        &[&[0, 1], &[2, 3]],
+    ),
+    (
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../testdata/kineto/stepcast/cpu-jobs/pp2dp3"
+        ),
+        6,
+        &[&[0, 1, 2], &[3, 4, 5]],
+    ),
+];
 
 /// Per (sender, receiver): the `c10d::send` ops inside the profiled steps of each rank's
 /// trace, as its JSON records them (the reference).
-fn sends_by_pair(job: &str) -> std::collections::BTreeMap<(i64, i64), u64> {
+fn sends_by_pair(job: &str, ranks: i64) -> std::collections::BTreeMap<(i64, i64), u64> {
     let mut pairs = std::collections::BTreeMap::new();
-    for r in 0..4i64 {
+    for r in 0..ranks {
         let json = gzipped_json(format!("{job}/rank{r}.json.gz"));
         for e in json["traceEvents"].as_array().expect("events") {
             if e["name"] == "c10d::send" {
@@ -828,7 +853,13 @@ fn sends_by_pair(job: &str) -> std::collections::BTreeMap<(i64, i64), u64> {
 
 #[test]
 fn a_pipeline_job_matches_each_transfer_by_sender_receiver_and_order() {
-    let run = stepcast(&["replay", "--json", "--ranks", "all", PP_DP_JOB]);
+    for (job, ranks, replicas) in PP_DP_JOBS {
+        pipeline_transfers_and_replica_groups(job, ranks, replicas);
+    }
+}
+
+fn pipeline_transfers_and_replica_groups(job: &str, ranks: i64, replicas: Groups) {
+    let run = stepcast(&["replay", "--json", "--ranks", "all", job]);
     run.assert_success();
     let json = run.json();
     let collectives = &json["collectives"];
@@ -849,7 +880,7 @@ fn a_pipeline_job_matches_each_transfer_by_sender_receiver_and_order() {
         .filter(|g| g["source"] == "inferred")
         .map(members)
         .collect();
-    assert_eq!(reduced, [vec![0, 1], vec![2, 3]]);
+    assert_eq!(reduced, replicas, "{job}");
     // Every send the traces record matched to its receive, per (sender, receiver).
     let transfers: std::collections::BTreeMap<(i64, i64), u64> = groups
         .iter()
@@ -869,11 +900,14 @@ fn a_pipeline_job_matches_each_transfer_by_sender_receiver_and_order() {
             )
         })
         .collect();
-    assert_eq!(transfers, sends_by_pair(PP_DP_JOB));
-    assert_eq!(
-        transfers.keys().copied().collect::<Vec<_>>(),
-        [(0, 2), (1, 3), (2, 0), (3, 1)]
-    );
+    assert_eq!(transfers, sends_by_pair(job, ranks), "{job}");
+    // Stage 0's rank r sends to stage 1's rank r + ranks/2, and back.
+    let half = ranks / 2;
+    let mut expected: Vec<(i64, i64)> = (0..half)
+        .flat_map(|r| [(r, r + half), (r + half, r)])
+        .collect();
+    expected.sort();
+    assert_eq!(transfers.keys().copied().collect::<Vec<_>>(), expected);
     // One host: no receive ends before its send started, and no gradient all-reduce ends on
     // one replica before the other started it.
     assert_eq!(json["clock_alignment"]["status"], "solved");
@@ -885,8 +919,11 @@ fn a_pipeline_job_matches_each_transfer_by_sender_receiver_and_order() {
         .expect("split")
     {
         let instances = c["instances"].as_array().expect("instances");
-        assert_eq!(instances.len(), 2, "{c}");
-        if let Some(pair) = c["group"].as_str().and_then(|n| n.strip_prefix("p2p ")) {
+        let p2p = c["group"].as_str().and_then(|n| n.strip_prefix("p2p "));
+        // A transfer has its two sides; a stage's all-reduce, its replicas.
+        let members = if p2p.is_some() { 2 } else { half as usize };
+        assert_eq!(instances.len(), members, "{c}");
+        if let Some(pair) = p2p {
             let sender: i64 = pair
                 .split("->")
                 .next()
@@ -953,7 +990,7 @@ fn with_a_rank_missing_gloo_groups_are_not_guessed() {
     let collectives = &json["collectives"];
     assert_eq!(collectives["host_groups"], "inconsistent");
     assert_eq!(json["missing_ranks"], serde_json::json!([3]));
-    let sends = sends_by_pair(PP_DP_JOB);
+    let sends = sends_by_pair(PP_DP_JOB, 4);
     let matched: u64 = collectives["groups"]
         .as_array()
         .expect("groups")

@@ -556,7 +556,10 @@ impl TraceBuilder {
                 ));
             }
         }
-        if kind == EventKind::CpuOp
+        // An annotation may record its inputs too: gloo's `gloo:all_reduce` range on its worker
+        // thread carries the tensor it reduces (what tells one group's collectives from
+        // another's where no record names the group).
+        if matches!(kind, EventKind::CpuOp | EventKind::UserAnnotation)
             && let Some(dims) = args.input_dims
             && let Some(inputs) = super::inputs::op_inputs(
                 dims.0,

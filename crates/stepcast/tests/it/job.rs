@@ -20,7 +20,9 @@ const GLOO_JOBS: &[&str] = &[
     "stepcast/cpu-jobs/tp2dp2",
     "stepcast/cpu-jobs/tp2dp2-dp-major",
     "stepcast/cpu-jobs/tp2dp3",
+    "stepcast/cpu-jobs/tp4dp2",
     "stepcast/cpu-jobs/pp2dp2",
+    "stepcast/cpu-jobs/pp2dp3",
     "stepcast/cpu-jobs/fsdp2x2",
 ];
 
