@@ -36,12 +36,15 @@ fn check(relative: &str) -> (usize, usize) {
     let records = document["traceEvents"]
         .as_array()
         .unwrap_or_else(|| panic!("{relative}: no traceEvents"));
-    // Every CPU op record with `Input Dims` is read into typed inputs, none left out.
+    // Every CPU op or host annotation record with `Input Dims` is read into typed inputs,
+    // none left out (gloo's `gloo:all_reduce` annotation records the tensor it reduces).
     let recorded = records
         .iter()
         .filter(|r| {
             let cat = r["cat"].as_str().unwrap_or("");
-            (cat.eq_ignore_ascii_case("cpu_op") || cat.eq_ignore_ascii_case("operator"))
+            (cat.eq_ignore_ascii_case("cpu_op")
+                || cat.eq_ignore_ascii_case("operator")
+                || cat.eq_ignore_ascii_case("user_annotation"))
                 && r["ph"] == "X"
                 && r["args"]["Input Dims"].is_array()
         })
