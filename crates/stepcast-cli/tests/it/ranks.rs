@@ -1021,12 +1021,38 @@ fn with_a_rank_missing_gloo_groups_are_not_guessed() {
 /// each rank's `c10d::` collective ops inside its steps (the all-gathers run in the shard
 /// group; gloo runs a reduce-scatter as an all-reduce, in the shard group; the replicas'
 /// all-reduce of the gradient shards in the replicate group).
+///
+/// And the same program on a (replicate 2, shard 4) mesh, eight processes: each rank's two
+/// threads of a group ran the very same collectives, and the inference gave up on it until
+/// swapping two such threads stopped counting as another grouping.
 #[test]
 fn a_hybrid_sharded_job_matches_each_collective_within_its_mesh_dimension() {
-    let job = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../testdata/kineto/stepcast/cpu-jobs/fsdp2x2"
-    );
+    for (job, replicate, shard) in HYBRID_SHARDED_JOBS {
+        hybrid_sharded_groups(job, replicate, shard);
+    }
+}
+
+/// Each job, its replicate groups and its shard groups.
+const HYBRID_SHARDED_JOBS: [(&str, Groups, Groups); 2] = [
+    (
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../testdata/kineto/stepcast/cpu-jobs/fsdp2x2"
+        ),
+        &[&[0, 2], &[1, 3]],
+        &[&[0, 1], &[2, 3]],
+    ),
+    (
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../testdata/kineto/stepcast/cpu-jobs/fsdp4x2"
+        ),
+        &[&[0, 4], &[1, 5], &[2, 6], &[3, 7]],
+        &[&[0, 1, 2, 3], &[4, 5, 6, 7]],
+    ),
+];
+
+fn hybrid_sharded_groups(job: &str, replicate: Groups, shard: Groups) {
     let run = stepcast(&["replay", "--json", job]);
     run.assert_success();
     let json = run.json();
@@ -1067,15 +1093,12 @@ fn a_hybrid_sharded_job_matches_each_collective_within_its_mesh_dimension() {
             (ranks, g["matched"].as_u64().expect("matched"))
         })
         .collect();
-    assert_eq!(
-        groups,
-        vec![
-            (vec![0, 2], reduces),
-            (vec![1, 3], reduces),
-            (vec![0, 1], gathers + scatters),
-            (vec![2, 3], gathers + scatters),
-        ]
-    );
+    let expected: Vec<(Vec<i64>, u64)> = replicate
+        .iter()
+        .map(|g| (g.to_vec(), reduces))
+        .chain(shard.iter().map(|g| (g.to_vec(), gathers + scatters)))
+        .collect();
+    assert_eq!(groups, expected, "{job}");
     // Replayed as one graph within the bar, and a change on every rank predicted on it.
     assert!(json["max_abs_error"].as_f64().is_some_and(|e| e <= 0.02));
     let whatif = stepcast(&["whatif", job, "fused_optimizer", "--json"]).json();

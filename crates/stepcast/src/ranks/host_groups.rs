@@ -180,6 +180,15 @@ pub(crate) fn infer_host_groups(
         let Some(count) = count else {
             return Outcome(HostGroups::TooManyChoices);
         };
+        // Threads that ran the very same collectives (a group's pool splits its collectives
+        // between its threads; here evenly) are interchangeable as far as the collectives can
+        // tell: of the assignments that only swap them, one is tried (the threads in lane
+        // order, their groups in declared order), and the clocks judge it as they judge the
+        // rest. Each swap was a new agreeing assignment, and a job of eight ranks with two such
+        // threads each had more than `MAX_CANDIDATES`.
+        let same_as_earlier: Vec<Option<usize>> = (0..rank.threads.len())
+            .map(|i| (0..i).rev().find(|&j| rank.threads[j] == rank.threads[i]))
+            .collect();
         let mut options = Vec::with_capacity(count);
         for code in 0..count {
             let assignment: Vec<usize> = (0..rank.threads.len())
@@ -189,6 +198,13 @@ pub(crate) fn infer_host_groups(
                     Some(g)
                 })
                 .collect();
+            let swapped = same_as_earlier
+                .iter()
+                .enumerate()
+                .any(|(i, earlier)| earlier.is_some_and(|j| assignment[j] > assignment[i]));
+            if swapped {
+                continue;
+            }
             let mut by_group: BTreeMap<&str, Vec<&Key>> = rank
                 .groups
                 .iter()

@@ -24,6 +24,7 @@ const GLOO_JOBS: &[&str] = &[
     "stepcast/cpu-jobs/pp2dp2",
     "stepcast/cpu-jobs/pp2dp3",
     "stepcast/cpu-jobs/fsdp2x2",
+    "stepcast/cpu-jobs/fsdp4x2",
 ];
 
 type Rank = (i64, Trace, stepcast::Window, Mapping);
