@@ -51,22 +51,10 @@ impl EditGraph {
     /// task gets the window's calibrated dispatch gap, the launch edge its launch latency.
     /// Returns the new device task.
     pub fn insert(&mut self, spec: &Insert) -> Result<TaskId, EditError> {
-        self.check_live(spec.after)?;
         if spec.dur_ns < 0 {
             return Err(EditError::BadDuration { ns: spec.dur_ns });
         }
-        let after = self.rows[spec.after.index()].clone();
-        if !after.kind.on_device() || !spec.kind.on_device() {
-            return Err(EditError::WrongLane {
-                task: spec.after.0,
-                found: if after.kind.on_device() {
-                    "device"
-                } else {
-                    "host"
-                },
-                expected: "device",
-            });
-        }
+        let after = self.row_to_follow(spec.after, spec.kind)?;
         let device = self.push_row(
             Row {
                 kind: spec.kind,
@@ -85,18 +73,10 @@ impl EditGraph {
             spec.after,
         );
         if let Some(launch) = &spec.launch {
-            self.check_live(launch.after)?;
             if launch.dur_ns < 0 {
                 return Err(EditError::BadDuration { ns: launch.dur_ns });
             }
-            let host = self.rows[launch.after.index()].clone();
-            if host.kind.on_device() {
-                return Err(EditError::WrongLane {
-                    task: launch.after.0,
-                    found: "device",
-                    expected: "host",
-                });
-            }
+            let host = self.row_to_follow(launch.after, TaskKind::ApiCall)?;
             let call = self.push_row(
                 Row {
                     kind: TaskKind::ApiCall,
@@ -123,24 +103,12 @@ impl EditGraph {
     /// Inserts a host task after `spec.after` on its thread; it takes that task's step, phase
     /// and layer, and waits for nothing but its thread. Returns it.
     pub fn insert_host(&mut self, spec: &InsertHost) -> Result<TaskId, EditError> {
-        self.check_live(spec.after)?;
         for ns in [spec.dur_ns, spec.gap_ns] {
             if ns < 0 {
                 return Err(EditError::BadDuration { ns });
             }
         }
-        let host = self.rows[spec.after.index()].clone();
-        if host.kind.on_device() || spec.kind.on_device() {
-            return Err(EditError::WrongLane {
-                task: spec.after.0,
-                found: if host.kind.on_device() {
-                    "device"
-                } else {
-                    "host"
-                },
-                expected: "host",
-            });
-        }
+        let host = self.row_to_follow(spec.after, spec.kind)?;
         Ok(self.push_row(
             Row {
                 kind: spec.kind,
@@ -255,6 +223,22 @@ impl EditGraph {
         self.check_live(to)?;
         self.add_edge(from.0, to.0, kind, lag_ns);
         Ok(())
+    }
+
+    /// The row of `after`, a live task a new task of kind `kind` is to follow on its lane: a
+    /// device task follows a device task, a host task a host task.
+    fn row_to_follow(&self, after: TaskId, kind: TaskKind) -> Result<Row, EditError> {
+        self.check_live(after)?;
+        let row = self.rows[after.index()].clone();
+        let lane = |device: bool| if device { "device" } else { "host" };
+        if row.kind.on_device() != kind.on_device() {
+            return Err(EditError::WrongLane {
+                task: after.0,
+                found: lane(row.kind.on_device()),
+                expected: lane(kind.on_device()),
+            });
+        }
+        Ok(row)
     }
 
     /// Adds `row` to the lane of `after`, right after it (pending until the lane is next put
