@@ -1014,6 +1014,89 @@ fn with_a_rank_missing_gloo_groups_are_not_guessed() {
     );
 }
 
+/// An expert-parallel job (`cpu-jobs/ep2dp2`: a mixture of experts sharded over {0, 1} and
+/// {2, 3}, tokens exchanged by `all_to_all_single`; the dense layers' gradients all-reduced
+/// over the world, each expert's over the ranks holding it, {0, 2} and {1, 3}; recorded as a
+/// job the inference had not seen). Every collective here has the same shape on every rank,
+/// so only the order each rank created its groups in tells the world's gradient all-reduce
+/// from the experts' pairs'. Each group's matched collectives are the program's own record:
+/// its member's `c10d::` ops inside its steps, the world's and the pairs' told apart by their
+/// size (the program's dense parameters, 199,424, and its experts', 2,102,272).
+#[test]
+fn an_expert_parallel_job_matches_its_exchanges_within_each_expert_group() {
+    let job = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/kineto/stepcast/cpu-jobs/ep2dp2"
+    );
+    const DENSE_PARAMETERS: usize = 2 * (256 * 256 + 256 + 256 * 4) + 256 * 256 + 256;
+    const EXPERT_PARAMETERS: usize = 2 * 2 * (2 * 256 * 1024 + 1024 + 256);
+    let run = stepcast(&["replay", "--json", job]);
+    run.assert_success();
+    let json = run.json();
+    let collectives = &json["collectives"];
+    assert_eq!(collectives["host_groups"], "inferred");
+    assert_eq!(collectives["unmatched"].as_array().map(Vec::len), Some(0));
+    assert_eq!(json["clock_alignment"]["status"], "solved");
+    // A rank's record: its ops of one name (and size) inside its steps.
+    let issued = |rank: i64, name: &str, elements: Option<usize>| {
+        let trace = gzipped_json(format!("{job}/rank{rank}.json.gz"));
+        let steps = step_spans(&trace);
+        trace["traceEvents"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .filter(|e| e["name"] == name)
+            .filter(|e| {
+                let ts = e["ts"].as_f64().unwrap_or_default();
+                steps.iter().any(|&(a, b)| a <= ts && ts <= b)
+            })
+            .filter(|e| {
+                let dims = &e["args"]["Input Dims"][0][0];
+                let count = dims.as_array().map(|d| {
+                    d.iter()
+                        .filter_map(serde_json::Value::as_u64)
+                        .product::<u64>() as usize
+                });
+                elements.is_none_or(|n| count == Some(n))
+            })
+            .count() as u64
+    };
+    let expected: Vec<(Vec<i64>, u64)> = vec![
+        (
+            vec![0, 1, 2, 3],
+            issued(0, "c10d::allreduce_", Some(DENSE_PARAMETERS)),
+        ),
+        (vec![0, 1], issued(0, "c10d::alltoall_base_", None)),
+        (vec![2, 3], issued(2, "c10d::alltoall_base_", None)),
+        (
+            vec![0, 2],
+            issued(0, "c10d::allreduce_", Some(EXPERT_PARAMETERS)),
+        ),
+        (
+            vec![1, 3],
+            issued(1, "c10d::allreduce_", Some(EXPERT_PARAMETERS)),
+        ),
+    ];
+    assert!(expected.iter().all(|(_, n)| *n > 0), "{expected:?}");
+    let groups: Vec<(Vec<i64>, u64)> = collectives["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .map(|g| {
+            assert_eq!(g["source"], "inferred");
+            let ranks = g["ranks"]
+                .as_array()
+                .expect("members")
+                .iter()
+                .filter_map(serde_json::Value::as_i64)
+                .collect();
+            (ranks, g["matched"].as_u64().expect("matched"))
+        })
+        .collect();
+    assert_eq!(groups, expected);
+    assert!(json["max_abs_error"].as_f64().is_some_and(|e| e <= 0.02));
+}
+
 /// A hybrid-sharded job (FSDP2 over a 2 × 2 mesh on gloo: parameters sharded over {0, 1} and
 /// {2, 3}, shards replicated over {0, 2} and {1, 3}; recorded after the inference was written,
 /// a job it had not seen): every all-gather and reduction is matched within the mesh

@@ -7,14 +7,23 @@
 //! (`distributedInfo.pg_config`), and the members of one group run the same collectives, in
 //! the same steps, on the same tensors. So each rank's worker threads are assigned to its
 //! declared groups such that, for every group, each member's threads together ran the same
-//! collectives (type and elements, per step) as every other member's. The assignment is kept
-//! only where exactly one agrees with the recording: several may agree on the collectives (a
-//! world group running one program on every rank agrees with any grouping), and of those the
-//! matching (`match_collectives`) keeps the ones whose matched collectives are in order on the
-//! ranks that share a clock (one host: no collective ends on one member before another member
-//! started it), and of those the one whose members' ends lie clearly closest together. Where
-//! none or several remain, the host collectives are left unmatched and the matching says why;
-//! only ranks that declare no group at all keep the old reading, one channel of the world's.
+//! collectives (type and elements, per step) as every other member's. Several assignments
+//! may agree on the collectives (a world group running one program on every rank agrees with
+//! any grouping; an expert-parallel job's dense and expert gradients are all-reduced with the
+//! same shapes on every rank, over the world and over pairs). What else the trace keeps: gloo
+//! starts a group's pool of worker threads (two unless the program asks for more) when the
+//! program creates the group, and the ranks list their groups in that order, so on one host a
+//! rank's threads taken by id run through its groups in the order it declared them, two
+//! threads a group. The assignments are offered in tiers ([`Tier`]): those in that order with
+//! no more threads a group than a pool, then those in that order, then any (ids from a pid
+//! namespace of their own, a program that sized its pools otherwise). Of the first tier with
+//! agreeing assignments the matching (`match_collectives`) keeps the ones whose matched
+//! collectives are in order on the ranks that share a clock (one host: no collective ends on
+//! one member before another member started it), and of those the one whose members' ends lie
+//! clearly closest together; a tier all of whose groupings are out of order gives way to the
+//! next. Where none or several remain, the host collectives are left unmatched and the
+//! matching says why; only ranks that declare no group at all keep the old reading, one
+//! channel of the world's.
 //!
 //! With a rank missing, a group of it looks like no group to the others: the inference then
 //! finds no agreeing grouping rather than guess one (a grouping that let a thread join a group
@@ -37,13 +46,34 @@ const MAX_SEARCH_STEPS: usize = 1_000_000;
 /// ambiguous.
 const MAX_CANDIDATES: usize = 1_024;
 
-/// What the inference found: an outcome without a grouping, or the groupings on which every
-/// group's members agree (each: every rank's collectives, the host ones relabelled), for the
-/// matching to choose among by what the clocks say.
-pub(crate) enum HostGroupCandidates {
+/// What the inference found: the matching the judge kept from one tier of its groupings, or an
+/// outcome without a grouping.
+pub(crate) enum HostGroupInference<J> {
+    Judged(J),
     Outcome(HostGroups),
-    Several(Vec<Vec<Vec<CollectiveInstance>>>),
 }
+
+/// The groupings on which every group's members agree, offered to the judge (the clocks) in
+/// tiers, most likely first; the first tier with any agreeing grouping the judge does not put
+/// out entirely is the one judged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tier {
+    /// Each rank's threads follow the order it created its groups in (by thread id), and no
+    /// group has more threads than gloo's default pool: each pool is its own group.
+    PoolsInCreationOrder,
+    /// The threads follow the creation order; a group may have more threads than one pool
+    /// (a program that gave a group more with `ProcessGroupGloo.Options`).
+    InCreationOrder,
+    /// Any assignment (thread ids that are not the host's, e.g. from a container's own pid
+    /// namespace with ids reused, or pools that started threads later).
+    Any,
+}
+
+const TIERS: [Tier; 3] = [Tier::PoolsInCreationOrder, Tier::InCreationOrder, Tier::Any];
+
+/// Worker threads gloo starts for a process group unless the program asks for others
+/// (`ProcessGroupGloo::Options::threads`, 2 in PyTorch).
+const GLOO_POOL_THREADS: usize = 2;
 
 /// How the groups of host-run collectives were found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,9 +112,32 @@ impl HostGroups {
 struct RankThreads {
     /// Its declared groups with another member among the ranks given, by name.
     groups: Vec<String>,
+    /// Per group, its position in the order the rank declared its groups (`None`: not
+    /// declared, e.g. named only by a collective's record).
+    group_positions: Vec<Option<usize>>,
     /// Per worker thread (by lane), its collectives' (step, type, elements) within the steps
     /// every rank recorded.
     threads: Vec<Vec<Key>>,
+    /// Per worker thread (by lane), the id the trace gives it.
+    thread_ids: Vec<Option<i64>>,
+}
+
+impl RankThreads {
+    /// Whether `assignment` gives threads started later groups created no earlier: gloo starts
+    /// a group's worker threads when the program creates the group, so a thread with a larger
+    /// id (one host's kernel hands them out in increasing order) belongs to a group declared
+    /// no earlier. True where an id or a group's position is unknown (nothing to go by).
+    fn follows_creation_order(&self, assignment: &[usize]) -> bool {
+        let mut started: Vec<(i64, usize)> = Vec::with_capacity(assignment.len());
+        for (thread, &g) in assignment.iter().enumerate() {
+            match (self.thread_ids[thread], self.group_positions[g]) {
+                (Some(id), Some(position)) => started.push((id, position)),
+                _ => return true,
+            }
+        }
+        started.sort_unstable();
+        started.windows(2).all(|w| w[0].1 <= w[1].1)
+    }
 }
 
 type Key = (Option<u64>, String, Option<i64>);
@@ -94,19 +147,38 @@ type Key = (Option<u64>, String, Option<i64>);
 struct Assignment<'k> {
     threads: Vec<usize>,
     by_group: BTreeMap<&'k str, Vec<&'k Key>>,
+    /// [`RankThreads::follows_creation_order`].
+    in_creation_order: bool,
+    /// The most threads it gives one group.
+    most_threads_in_a_group: usize,
 }
 
-/// The groupings of the host instances on which every group's members agree, or why there
-/// is none. `recorded`: each rank's collectives; `present_members`: how many members of a
-/// named group are among the ranks given (`None`: the group's members are not known). A
-/// grouping is every rank's collectives with the host ones relabelled (group, source
-/// [`GroupSource::Inferred`], and their order within their new group and step).
-pub(crate) fn infer_host_groups(
+impl Assignment<'_> {
+    fn in_tier(&self, tier: Tier) -> bool {
+        match tier {
+            Tier::PoolsInCreationOrder => {
+                self.in_creation_order && self.most_threads_in_a_group <= GLOO_POOL_THREADS
+            }
+            Tier::InCreationOrder => self.in_creation_order,
+            Tier::Any => true,
+        }
+    }
+}
+
+/// Infers the group of every host-run collective and has `judge` choose among the groupings
+/// on which every group's members agree. `recorded`: each rank's collectives;
+/// `present_members`: how many members of a named group are among the ranks given (`None`:
+/// the group's members are not known). A grouping is every rank's collectives with the host
+/// ones relabelled (group, source [`GroupSource::Inferred`], and their order within their new
+/// group and step); `judge` gets one tier's groupings ([`Tier`]) and returns what it kept, or
+/// `None` when it puts out every one (the next tier is then offered).
+pub(crate) fn infer_host_groups<J>(
     ranks: &[RankGraph],
     recorded: &[&[CollectiveInstance]],
     present_members: &dyn Fn(&str) -> Option<usize>,
-) -> HostGroupCandidates {
-    use HostGroupCandidates::Outcome;
+    judge: &mut dyn FnMut(Vec<Vec<Vec<CollectiveInstance>>>) -> Option<J>,
+) -> HostGroupInference<J> {
+    use HostGroupInference::Outcome;
     let is_host = |i: &CollectiveInstance| i.group == HOST_CHANNEL;
     if !recorded.iter().any(|list| list.iter().any(is_host)) {
         return Outcome(HostGroups::NoHostCollectives);
@@ -163,9 +235,19 @@ pub(crate) fn infer_host_groups(
         // its collectives are left unmatched (their group is not inferred).
         threads.retain(|_, keys| !keys.is_empty());
         thread_lanes.push(threads.keys().copied().collect());
+        let group_positions = groups
+            .iter()
+            .map(|g| rank.declared_group_order.iter().position(|d| d == g))
+            .collect();
+        let thread_ids = threads
+            .keys()
+            .map(|&lane| rank.thread_ids.get(lane as usize).copied().flatten())
+            .collect();
         per_rank.push(RankThreads {
             groups,
+            group_positions,
             threads: threads.into_values().collect(),
+            thread_ids,
         });
     }
     // Per rank, every assignment of its threads to its groups, with the collectives each group
@@ -218,29 +300,18 @@ pub(crate) fn infer_host_groups(
             for keys in by_group.values_mut() {
                 keys.sort();
             }
+            let mut threads_per_group = vec![0usize; n_groups];
+            for &g in &assignment {
+                threads_per_group[g] += 1;
+            }
             options.push(Assignment {
+                in_creation_order: rank.follows_creation_order(&assignment),
+                most_threads_in_a_group: threads_per_group.into_iter().max().unwrap_or(0),
                 threads: assignment,
                 by_group,
             });
         }
         choices.push(options);
-    }
-    let mut search = Search {
-        choices: &choices,
-        fixed: BTreeMap::new(),
-        picked: Vec::new(),
-        solutions: Vec::new(),
-        steps: 0,
-    };
-    search.run(0);
-    if search.steps > MAX_SEARCH_STEPS {
-        return Outcome(HostGroups::TooManyChoices);
-    }
-    if search.solutions.is_empty() {
-        return Outcome(HostGroups::Inconsistent);
-    }
-    if search.solutions.len() > MAX_CANDIDATES {
-        return Outcome(HostGroups::Ambiguous);
     }
     let relabel = |solution: &[usize]| -> Vec<Vec<CollectiveInstance>> {
         recorded
@@ -273,13 +344,44 @@ pub(crate) fn infer_host_groups(
             })
             .collect()
     };
-    HostGroupCandidates::Several(search.solutions.iter().map(|s| relabel(s)).collect())
+    let mut judged_tier: Option<Vec<Vec<bool>>> = None;
+    for tier in TIERS {
+        let admitted: Vec<Vec<bool>> = choices
+            .iter()
+            .map(|options| options.iter().map(|o| o.in_tier(tier)).collect())
+            .collect();
+        if judged_tier.as_ref() == Some(&admitted) {
+            // The same groupings as the tier before: judged already.
+            continue;
+        }
+        let mut search = Search::new(&choices, &admitted);
+        search.run(0);
+        let (steps, solutions) = (search.steps, search.solutions);
+        judged_tier = Some(admitted);
+        if steps > MAX_SEARCH_STEPS {
+            return Outcome(HostGroups::TooManyChoices);
+        }
+        if solutions.is_empty() {
+            continue;
+        }
+        if solutions.len() > MAX_CANDIDATES {
+            return Outcome(HostGroups::Ambiguous);
+        }
+        let groupings = solutions.iter().map(|s| relabel(s)).collect();
+        if let Some(judged) = judge(groupings) {
+            return HostGroupInference::Judged(judged);
+        }
+    }
+    // No tier had a grouping that agrees, or the judge put every one out.
+    Outcome(HostGroups::Inconsistent)
 }
 
 /// A depth-first search over ranks for the assignments on which every group's members agree,
 /// stopped past [`MAX_CANDIDATES`] solutions.
 struct Search<'c, 'k> {
     choices: &'c [Vec<Assignment<'k>>],
+    /// Per rank, per assignment: whether the search tries it (its tier's).
+    admitted: &'c [Vec<bool>],
     /// Group → the collectives its first member assigned gets.
     fixed: BTreeMap<&'k str, &'c Vec<&'k Key>>,
     picked: Vec<usize>,
@@ -288,6 +390,17 @@ struct Search<'c, 'k> {
 }
 
 impl<'c, 'k> Search<'c, 'k> {
+    fn new(choices: &'c [Vec<Assignment<'k>>], admitted: &'c [Vec<bool>]) -> Self {
+        Search {
+            choices,
+            admitted,
+            fixed: BTreeMap::new(),
+            picked: Vec::new(),
+            solutions: Vec::new(),
+            steps: 0,
+        }
+    }
+
     fn run(&mut self, rank: usize) {
         if self.solutions.len() > MAX_CANDIDATES || self.steps > MAX_SEARCH_STEPS {
             return;
@@ -297,7 +410,11 @@ impl<'c, 'k> Search<'c, 'k> {
             return;
         }
         let choices = self.choices;
-        for (index, Assignment { by_group, .. }) in choices[rank].iter().enumerate() {
+        for (index, option) in choices[rank].iter().enumerate() {
+            if !self.admitted[rank][index] {
+                continue;
+            }
+            let by_group = &option.by_group;
             self.steps += 1;
             let agrees = by_group
                 .iter()

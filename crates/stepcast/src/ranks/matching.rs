@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 
 use stepcast_trace::{CommArgs, LaneKind, Trace};
 
-use super::host_groups::{HostGroupCandidates, HostGroups, infer_host_groups};
+use super::host_groups::{HostGroupInference, HostGroups, infer_host_groups};
 use super::{RankGraph, RankId, RankTrace, lane_label};
 use crate::Window;
 use crate::analyze::mapping::{Mapping, map};
@@ -566,42 +566,44 @@ pub fn match_collectives(ranks: &[RankGraph]) -> CollectiveMatching {
         })
         .collect();
     let members = GroupMembers::of(ranks);
-    let inference = infer_host_groups(ranks, &recorded, &|group| {
-        members.of_group(group).map(<[RankId]>::len)
-    });
-    let HostGroupCandidates::Several(candidates) = inference else {
-        let host_groups = match inference {
-            HostGroupCandidates::Outcome(outcome) => outcome,
-            HostGroupCandidates::Several(_) => HostGroups::Inconsistent,
-        };
-        return match_lists(ranks, &recorded, &members, host_groups);
-    };
     // Several assignments may give every group's members the same collectives (a world group
     // running one program on every rank agrees with any grouping; so does a thread that always
     // runs the same bucket). The clocks decide, where ranks share one (one host): a grouping
     // whose matched collectives end on one member before another member started is out; of
     // the rest, the one whose members' ends lie closest together (the clock QP's objective,
     // per instance) is kept when it is clearly closest: true peers finish a collective
-    // together, ranks paired by mistake only by chance.
+    // together, ranks paired by mistake only by chance. The inference offers its groupings
+    // most likely first (`host_groups::Tier`); a tier all of whose groupings the clocks put
+    // out of order gives way to the next.
     let clock = super::clocks::shared_clocks(ranks);
-    let mut ordered: Vec<(f64, CollectiveMatching)> = candidates
-        .iter()
-        .map(|candidate| {
-            let lists: Vec<&[CollectiveInstance]> = candidate.iter().map(Vec::as_slice).collect();
-            match_lists(ranks, &lists, &members, HostGroups::Inferred)
+    let mut judge = |candidates: Vec<Vec<Vec<CollectiveInstance>>>| {
+        let mut ordered: Vec<(f64, CollectiveMatching)> = candidates
+            .iter()
+            .map(|candidate| {
+                let lists: Vec<&[CollectiveInstance]> =
+                    candidate.iter().map(Vec::as_slice).collect();
+                match_lists(ranks, &lists, &members, HostGroups::Inferred)
+            })
+            .filter_map(|matching| Some((fit_on_one_clock(ranks, &clock, &matching)?, matching)))
+            .collect();
+        ordered.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let clearly_closest = match ordered.as_slice() {
+            [_] => true,
+            [(best, _), (second, _), ..] => *best * CLEARLY_CLOSER < *second,
+            [] => return None,
+        };
+        Some(if clearly_closest {
+            ordered.swap_remove(0).1
+        } else {
+            match_lists(ranks, &recorded, &members, HostGroups::Ambiguous)
         })
-        .filter_map(|matching| Some((fit_on_one_clock(ranks, &clock, &matching)?, matching)))
-        .collect();
-    ordered.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let clearly_closest = match ordered.as_slice() {
-        [_] => true,
-        [(best, _), (second, _), ..] => *best * CLEARLY_CLOSER < *second,
-        [] => false,
     };
-    match ordered.len() {
-        0 => match_lists(ranks, &recorded, &members, HostGroups::Inconsistent),
-        _ if clearly_closest => ordered.swap_remove(0).1,
-        _ => match_lists(ranks, &recorded, &members, HostGroups::Ambiguous),
+    let present_members = |group: &str| members.of_group(group).map(<[RankId]>::len);
+    match infer_host_groups(ranks, &recorded, &present_members, &mut judge) {
+        HostGroupInference::Judged(matching) => matching,
+        HostGroupInference::Outcome(host_groups) => {
+            match_lists(ranks, &recorded, &members, host_groups)
+        }
     }
 }
 

@@ -96,6 +96,13 @@ pub struct RankGraph {
     /// the groups it declared (`distributedInfo.pg_config`), and those its collectives' records
     /// carry (`Process Group Ranks`), which win where both name one group.
     pub(crate) group_members: BTreeMap<String, Vec<i64>>,
+    /// The groups this rank declared, in the order its trace lists them (`pg_config`: the
+    /// order the program created them in).
+    pub(crate) declared_group_order: Vec<String>,
+    /// Per graph lane, the id the trace gives its thread (`None` for a device stream): gloo
+    /// starts a process group's worker threads when the group is created, so on one host
+    /// their ids follow the groups' order (see [`super::host_groups`]).
+    pub(crate) thread_ids: Vec<Option<i64>>,
 }
 
 impl RankGraph {
@@ -170,8 +177,24 @@ impl RankGraph {
         let calibrated_floor_ns =
             calibrate(&recorded_collectives(trace, &window, &mapping)).floor_ns;
         let collective_streams = collective_stream_labels(trace, &window);
+        let thread_ids = graph
+            .lanes
+            .iter()
+            .map(|l| {
+                let lane = &trace.lanes[l.trace_lane.index()];
+                (lane.kind == stepcast_trace::LaneKind::CpuThread).then_some(lane.tid)
+            })
+            .collect();
+        let declared_group_order = trace
+            .distributed
+            .iter()
+            .flat_map(|d| &d.process_groups)
+            .map(|g| g.name.clone())
+            .collect();
         RankGraph {
             group_members: group_members(trace),
+            declared_group_order,
+            thread_ids,
             rank,
             origin_ns: trace.origin_ns,
             host_name: trace.distributed.as_ref().and_then(|d| d.host_name.clone()),

@@ -2,8 +2,8 @@
 //! the job's global graph replayed, so ranks wait for their peers in the replay. Held to the
 //! invariants of every prediction (a change of nothing is the baseline, the baseline is the
 //! measured step, k× faster gives at most k×, the gain never exceeds the bound) on the DLRM
-//! job (8 NCCL ranks, one step) and the five gloo jobs recorded here (several steps, process
-//! groups, send/recv, FSDP's all-gathers).
+//! job (8 NCCL ranks, one step) and the gloo jobs recorded here (several steps, process
+//! groups, send/recv, FSDP's all-gathers, experts' all-to-all exchanges).
 
 use stepcast::analyze::mapping::{Mapping, map};
 use stepcast::graph::{BuildOptions, build};
@@ -25,6 +25,7 @@ const GLOO_JOBS: &[&str] = &[
     "stepcast/cpu-jobs/pp2dp3",
     "stepcast/cpu-jobs/fsdp2x2",
     "stepcast/cpu-jobs/fsdp4x2",
+    "stepcast/cpu-jobs/ep2dp2",
 ];
 
 type Rank = (i64, Trace, stepcast::Window, Mapping);
