@@ -133,7 +133,7 @@ fn replay_of_several_files_matches_the_directory_and_prints_a_table() {
         "Critical path across ranks",
         "Critical path across ranks by lane",
         "clock offset",
-        "NCCL wait",
+        "wait ms",
         "send recv",
     ] {
         assert!(
@@ -1014,76 +1014,42 @@ fn with_a_rank_missing_gloo_groups_are_not_guessed() {
     );
 }
 
-/// An expert-parallel job (`cpu-jobs/ep2dp2`: a mixture of experts sharded over {0, 1} and
-/// {2, 3}, tokens exchanged by `all_to_all_single`; the dense layers' gradients all-reduced
-/// over the world, each expert's over the ranks holding it, {0, 2} and {1, 3}; recorded as a
-/// job the inference had not seen). Every collective here has the same shape on every rank,
-/// so only the order each rank created its groups in tells the world's gradient all-reduce
-/// from the experts' pairs'. Each group's matched collectives are the program's own record:
-/// its member's `c10d::` ops inside its steps, the world's and the pairs' told apart by their
-/// size (the program's dense parameters, 199,424, and its experts', 2,102,272).
-#[test]
-fn an_expert_parallel_job_matches_its_exchanges_within_each_expert_group() {
-    let job = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../testdata/kineto/stepcast/cpu-jobs/ep2dp2"
-    );
-    const DENSE_PARAMETERS: usize = 2 * (256 * 256 + 256 + 256 * 4) + 256 * 256 + 256;
-    const EXPERT_PARAMETERS: usize = 2 * 2 * (2 * 256 * 1024 + 1024 + 256);
-    let run = stepcast(&["replay", "--json", job]);
-    run.assert_success();
-    let json = run.json();
-    let collectives = &json["collectives"];
-    assert_eq!(collectives["host_groups"], "inferred");
-    assert_eq!(collectives["unmatched"].as_array().map(Vec::len), Some(0));
-    assert_eq!(json["clock_alignment"]["status"], "solved");
-    // A rank's record: its ops of one name (and size) inside its steps.
-    let issued = |rank: i64, name: &str, elements: Option<usize>| {
-        let trace = gzipped_json(format!("{job}/rank{rank}.json.gz"));
-        let steps = step_spans(&trace);
-        trace["traceEvents"]
-            .as_array()
-            .expect("events")
-            .iter()
-            .filter(|e| e["name"] == name)
-            .filter(|e| {
-                let ts = e["ts"].as_f64().unwrap_or_default();
-                steps.iter().any(|&(a, b)| a <= ts && ts <= b)
-            })
-            .filter(|e| {
-                let dims = &e["args"]["Input Dims"][0][0];
-                let count = dims.as_array().map(|d| {
-                    d.iter()
-                        .filter_map(serde_json::Value::as_u64)
-                        .product::<u64>() as usize
-                });
-                elements.is_none_or(|n| count == Some(n))
-            })
-            .count() as u64
-    };
-    let expected: Vec<(Vec<i64>, u64)> = vec![
-        (
-            vec![0, 1, 2, 3],
-            issued(0, "c10d::allreduce_", Some(DENSE_PARAMETERS)),
-        ),
-        (vec![0, 1], issued(0, "c10d::alltoall_base_", None)),
-        (vec![2, 3], issued(2, "c10d::alltoall_base_", None)),
-        (
-            vec![0, 2],
-            issued(0, "c10d::allreduce_", Some(EXPERT_PARAMETERS)),
-        ),
-        (
-            vec![1, 3],
-            issued(1, "c10d::allreduce_", Some(EXPERT_PARAMETERS)),
-        ),
-    ];
-    assert!(expected.iter().all(|(_, n)| *n > 0), "{expected:?}");
-    let groups: Vec<(Vec<i64>, u64)> = collectives["groups"]
+/// The element counts of the first input of each op named `name` inside `file`'s steps (a
+/// rank's own record of the collectives it issued, apart from the gloo worker threads' ranges
+/// the matching reads).
+fn issued_in_steps(file: &str, name: &str) -> Vec<u64> {
+    let trace = gzipped_json(file);
+    let steps = step_spans(&trace);
+    trace["traceEvents"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["name"] == name)
+        .filter(|e| {
+            let ts = e["ts"].as_f64().unwrap_or_default();
+            steps.iter().any(|&(a, b)| a <= ts && ts <= b)
+        })
+        .map(|e| {
+            // A tensor (`[d0, d1]`) or a list of them (`[[d0]]`): the first tensor's dims.
+            let dims = &e["args"]["Input Dims"][0];
+            let dims = if dims[0].is_array() { &dims[0] } else { dims };
+            dims.as_array()
+                .expect("dims")
+                .iter()
+                .filter_map(serde_json::Value::as_u64)
+                .product()
+        })
+        .collect()
+}
+
+/// The inferred groups of a replay's JSON: (members, matched), in the document's order.
+fn inferred_groups(json: &serde_json::Value) -> Vec<(Vec<i64>, u64)> {
+    json["collectives"]["groups"]
         .as_array()
         .expect("groups")
         .iter()
+        .filter(|g| g["source"] == "inferred")
         .map(|g| {
-            assert_eq!(g["source"], "inferred");
             let ranks = g["ranks"]
                 .as_array()
                 .expect("members")
@@ -1092,8 +1058,131 @@ fn an_expert_parallel_job_matches_its_exchanges_within_each_expert_group() {
                 .collect();
             (ranks, g["matched"].as_u64().expect("matched"))
         })
+        .collect()
+}
+
+/// Expert-parallel jobs (`cpu-jobs/ep2dp2`, `ep4dp2`: a mixture of experts sharded over EP
+/// consecutive ranks, tokens exchanged by `all_to_all_single`; the dense layers' gradients
+/// all-reduced over the world, each expert's over the ranks holding it). Every collective has
+/// the same shape on every rank, so only the order each rank created its groups in tells the
+/// world's gradient all-reduce from the experts' pairs' (`ep2dp2` was refused as ambiguous
+/// until it was read; `ep4dp2` was recorded after, as a blind test). Each group's matched
+/// collectives are the program's own record: its first member's `c10d::` ops inside its steps,
+/// the world's and the expert groups' all-reduces told apart by their size (the program's
+/// dense parameters and its experts').
+#[test]
+fn an_expert_parallel_job_matches_its_exchanges_within_each_expert_group() {
+    for (job, ep, dp) in [("ep2dp2", 2, 2), ("ep4dp2", 4, 2)] {
+        expert_parallel_groups(job, ep, dp);
+    }
+}
+
+fn expert_parallel_groups(name: &str, ep: i64, dp: i64) {
+    let job = format!(
+        "{}/../../testdata/kineto/stepcast/cpu-jobs/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    // `moe_ep.py`'s sizes: width 256, experts 1,024 wide, two a rank, two blocks.
+    let (width, hidden, blocks, experts) = (256, 1024, 2, 2);
+    let dense =
+        blocks * (width * width + width + width * experts * ep as u64) + width * width + width;
+    let expert = blocks * experts * (2 * width * hidden + hidden + width);
+    let run = stepcast(&["replay", "--json", &job]);
+    run.assert_success();
+    let json = run.json();
+    let collectives = &json["collectives"];
+    assert_eq!(collectives["host_groups"], "inferred", "{name}");
+    assert_eq!(collectives["unmatched"].as_array().map(Vec::len), Some(0));
+    assert_eq!(json["clock_alignment"]["status"], "solved");
+    let issued = |rank: i64, op: &str, elements: Option<u64>| {
+        issued_in_steps(&format!("{job}/rank{rank}.json.gz"), op)
+            .into_iter()
+            .filter(|&n| elements.is_none_or(|e| n == e))
+            .count() as u64
+    };
+    let world = ep * dp;
+    let mut expected = vec![(
+        (0..world).collect::<Vec<_>>(),
+        issued(0, "c10d::allreduce_", Some(dense)),
+    )];
+    for replica in 0..dp {
+        let group: Vec<i64> = (replica * ep..(replica + 1) * ep).collect();
+        let exchanges = issued(group[0], "c10d::alltoall_base_", None);
+        expected.push((group, exchanges));
+    }
+    for e in 0..ep {
+        let group: Vec<i64> = (e..world).step_by(ep as usize).collect();
+        let reduces = issued(group[0], "c10d::allreduce_", Some(expert));
+        expected.push((group, reduces));
+    }
+    assert!(expected.iter().all(|(_, n)| *n > 0), "{name}: {expected:?}");
+    assert_eq!(inferred_groups(&json), expected, "{name}");
+    assert!(json["max_abs_error"].as_f64().is_some_and(|e| e <= 0.02));
+}
+
+/// A job of the three kinds of parallelism at once (`cpu-jobs/tp2pp2dp2`, eight processes,
+/// Megatron's layout: TP pairs of consecutive ranks, two pipeline stages four ranks apart, DP
+/// pairs within a stage; recorded as a blind test of the inference): each TP pair's matched
+/// all-reduces are its first member's activation all-reduces (16 × 512 elements), each DP
+/// pair's its gradient all-reduces, and every send is matched to its receive by (sender,
+/// receiver, order).
+#[test]
+fn a_tensor_pipeline_and_data_parallel_job_matches_each_collective_within_its_group() {
+    let job = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/kineto/stepcast/cpu-jobs/tp2pp2dp2"
+    );
+    let run = stepcast(&["replay", "--json", job]);
+    run.assert_success();
+    let json = run.json();
+    let collectives = &json["collectives"];
+    assert_eq!(collectives["host_groups"], "inferred");
+    assert_eq!(collectives["unmatched"].as_array().map(Vec::len), Some(0));
+    assert_eq!(json["clock_alignment"]["status"], "solved");
+    assert_eq!(json["clock_alignment"]["violated_constraints"], 0);
+    let activation = 16 * 512;
+    let all_reduces =
+        |rank: i64| issued_in_steps(&format!("{job}/rank{rank}.json.gz"), "c10d::allreduce_");
+    let tp: Groups = &[&[0, 1], &[2, 3], &[4, 5], &[6, 7]];
+    let dp: Groups = &[&[0, 2], &[1, 3], &[4, 6], &[5, 7]];
+    let expected: Vec<(Vec<i64>, u64)> = tp
+        .iter()
+        .map(|g| {
+            let n = all_reduces(g[0])
+                .into_iter()
+                .filter(|&e| e == activation)
+                .count();
+            (g.to_vec(), n as u64)
+        })
+        .chain(dp.iter().map(|g| {
+            let n = all_reduces(g[0])
+                .into_iter()
+                .filter(|&e| e != activation)
+                .count();
+            (g.to_vec(), n as u64)
+        }))
         .collect();
-    assert_eq!(groups, expected);
+    assert!(expected.iter().all(|(_, n)| *n > 0), "{expected:?}");
+    assert_eq!(inferred_groups(&json), expected);
+    let transfers: std::collections::BTreeMap<(i64, i64), u64> = collectives["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .filter(|g| g["source"] == "peer_order")
+        .map(|g| {
+            let (sender, receiver) = g["group"]
+                .as_str()
+                .and_then(|n| n.strip_prefix("p2p "))
+                .and_then(|n| n.split_once("->"))
+                .expect("p2p SENDER->RECEIVER");
+            let pair = (
+                sender.parse().expect("sender"),
+                receiver.parse().expect("receiver"),
+            );
+            (pair, g["matched"].as_u64().expect("matched"))
+        })
+        .collect();
+    assert_eq!(transfers, sends_by_pair(job, 8));
     assert!(json["max_abs_error"].as_f64().is_some_and(|e| e <= 0.02));
 }
 

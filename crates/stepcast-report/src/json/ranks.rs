@@ -214,7 +214,7 @@ pub enum RankDetail {
 pub struct OverRanksJson {
     /// Every rank's mean step error (`replayed / measured - 1` over its steps).
     pub step_error: DistributionF64Json,
-    /// Every rank's total NCCL wait for peers.
+    /// Every rank's total wait for peers in its collectives (NCCL's or gloo's).
     pub wait_ns: DistributionJson,
     /// Every rank's clock offset.
     pub clock_offset_ns: DistributionJson,
@@ -801,7 +801,7 @@ pub fn ranks_json(report: &RanksReport, detail: &RankDetail) -> RanksJson {
     }
 }
 
-/// Distributions over the ranks of their step error, NCCL wait, clock offset and path time.
+/// Distributions over the ranks of their step error, collective wait, clock offset and path time.
 fn over_ranks(report: &RanksReport, ranks: &[RankJson]) -> OverRanksJson {
     let errors: Vec<(f64, i64)> = ranks
         .iter()

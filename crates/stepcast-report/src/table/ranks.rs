@@ -260,8 +260,8 @@ pub fn ranks_text(doc: &RanksJson) -> String {
             "error",
             "clock offset\nµs",
             "residual\nmax µs",
-            "NCCL wait\nms",
-            "NCCL transfer\nms",
+            "collective\nwait ms",
+            "collective\ntransfer ms",
             "critical\npath ms",
         ],
         1,
@@ -277,18 +277,21 @@ pub fn ranks_text(doc: &RanksJson) -> String {
             .map_or(0, |r| r.max_abs_ns);
         let on_path = doc.critical_path.ns_by_rank.get(i).map_or(0, |r| r.ns);
         let comm = doc.wait_transfer.per_rank.get(i);
-        for step in &rank.steps {
+        // The clock, the waits and the path are the rank's over every replayed step: said on
+        // its first step's row only (repeated on each, they read as per-step figures).
+        for (k, step) in rank.steps.iter().enumerate() {
+            let per_rank = |text: String| if k == 0 { text } else { String::new() };
             table.add_row(vec![
                 rank.rank.to_string(),
                 step.number.to_string(),
                 ms(step.measured_ns),
                 ms(step.replayed_ns),
                 signed_percent(step.error),
-                micros(offset),
-                micros(residual),
-                comm.map_or_else(String::new, |c| ms(c.wait_ns)),
-                comm.map_or_else(String::new, |c| ms(c.transfer_ns)),
-                ms(on_path),
+                per_rank(micros(offset)),
+                per_rank(micros(residual)),
+                per_rank(comm.map_or_else(String::new, |c| ms(c.wait_ns))),
+                per_rank(comm.map_or_else(String::new, |c| ms(c.transfer_ns))),
+                per_rank(ms(on_path)),
             ]);
         }
     }
@@ -296,7 +299,7 @@ pub fn ranks_text(doc: &RanksJson) -> String {
     if shown.len() < doc.ranks.len() {
         ranks_section.push_str(&format!(
             "\n{} of {} ranks shown (the most critical-path time; `--ranks all` lists every \
-             rank). Over the ranks: step error median {}, max {} (rank {}); NCCL wait median \
+             rank). Over the ranks: step error median {}, max {} (rank {}); collective wait median \
              {} ms, max {} ms (rank {}).\n",
             shown.len(),
             doc.ranks.len(),

@@ -458,6 +458,35 @@ pub struct GlobalReplay {
     pub timeline: Timeline,
 }
 
+impl GlobalReplay {
+    /// Time of the critical path on each rank (by [`RankId`]) between `from_ns` and `to_ns`
+    /// (replayed, global time): the path's tasks hold back-to-back stretches of it, the last
+    /// ending at the last task's end, and a late start the stretch before the first. The job's
+    /// step is measured over its steady steps, a window the whole path runs beyond (the
+    /// warm-up step before it): its ranks' times per step are this window's.
+    pub fn critical_path_ns_by_rank_between(
+        &self,
+        global: &GlobalGraph,
+        from_ns: i64,
+        to_ns: i64,
+    ) -> Vec<i64> {
+        let mut by_rank = vec![0i64; self.critical_path_ns_by_rank.len()];
+        let within = |start: i64, end: i64| (end.min(to_ns) - start.max(from_ns)).max(0);
+        let mut cursor = self.critical_path.last().map_or(0, |p| p.end_ns);
+        for p in self.critical_path.iter().rev() {
+            let start = cursor - p.share_ns;
+            by_rank[global.rank_of(p.task).index()] += within(start, cursor);
+            cursor = start;
+        }
+        if let Some((rank, late_ns)) = self.critical_path_late_start
+            && let Some(index) = global.ranks.iter().position(|r| r.rank == rank)
+        {
+            by_rank[index] += within(cursor - late_ns, cursor);
+        }
+        by_rank
+    }
+}
+
 /// Replays the global graph; measures every rank's steps and the critical path across ranks.
 pub fn replay_global(global: &GlobalGraph) -> Result<GlobalReplay, SimError> {
     let graph = &global.graph;

@@ -74,8 +74,8 @@ pub enum JobError {
 #[derive(Clone, Debug)]
 pub struct JobReplay {
     pub period: JobPeriod,
-    /// Time of the global critical path on each rank (job rank order): the ranks that bound
-    /// the job's step.
+    /// Time of the global critical path on each rank (job rank order) over the steady steps
+    /// the period spans: the ranks that bound the job's step.
     pub critical_path_ns_by_rank: Vec<i64>,
     /// Matched collectives of the recording that the transform removed on some member (left
     /// out of the global graph: the other members' instances run without their peers).
@@ -356,9 +356,11 @@ impl<'a> Job<'a> {
         let replay = replay_global(&global)?;
         let period =
             job_period(&global, &replay.timeline, baseline).ok_or(JobError::NoCommonSteps)?;
+        let critical_path_ns_by_rank =
+            replay.critical_path_ns_by_rank_between(&global, period.span_start_ns, period.end_ns);
         let measured = JobReplay {
             period,
-            critical_path_ns_by_rank: replay.critical_path_ns_by_rank,
+            critical_path_ns_by_rank,
             collectives_dropped: dropped,
             collectives_matched: matched.len(),
         };
