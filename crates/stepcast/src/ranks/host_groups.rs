@@ -18,9 +18,10 @@
 //! no more threads a group than a pool, then those in that order, then any (ids from a pid
 //! namespace of their own, a program that sized its pools otherwise). Of the first tier with
 //! agreeing assignments the matching (`match_collectives`) keeps the ones whose matched
-//! collectives are in order on the ranks that share a clock (one host: no collective ends on
-//! one member before another member started it), and of those the one whose members' ends lie
-//! clearly closest together; a tier all of whose groupings are out of order gives way to the
+//! collectives are in order (no collective ends on one member before another member started
+//! it: on one host's clock, or across hosts on the clocks the grouping's own matching aligns,
+//! a grouping they cannot be aligned under being out too), and of those the one whose members'
+//! ends lie clearly closest together; a tier all of whose groupings are out gives way to the
 //! next. Where none or several remain, the host collectives are left unmatched and the
 //! matching says why; only ranks that declare no group at all keep the old reading, one
 //! channel of the world's.

@@ -568,8 +568,10 @@ pub fn match_collectives(ranks: &[RankGraph]) -> CollectiveMatching {
     let members = GroupMembers::of(ranks);
     // Several assignments may give every group's members the same collectives (a world group
     // running one program on every rank agrees with any grouping; so does a thread that always
-    // runs the same bucket). The clocks decide, where ranks share one (one host): a grouping
-    // whose matched collectives end on one member before another member started is out; of
+    // runs the same bucket). The clocks decide, each grouping's clocks aligned by its own
+    // matching where the ranks record several hosts: a grouping whose matched collectives end
+    // on one member before another member started is out, as is one the clocks cannot be
+    // aligned under; of
     // the rest, the one whose members' ends lie closest together (the clock QP's objective,
     // per instance) is kept when it is clearly closest: true peers finish a collective
     // together, ranks paired by mistake only by chance. The inference offers its groupings
@@ -584,7 +586,9 @@ pub fn match_collectives(ranks: &[RankGraph]) -> CollectiveMatching {
                     candidate.iter().map(Vec::as_slice).collect();
                 match_lists(ranks, &lists, &members, HostGroups::Inferred)
             })
-            .filter_map(|matching| Some((fit_on_one_clock(ranks, &clock, &matching)?, matching)))
+            .filter_map(|matching| {
+                Some((fit_on_aligned_clocks(ranks, &clock, &matching)?, matching))
+            })
             .collect();
         ordered.sort_by(|a, b| a.0.total_cmp(&b.0));
         let clearly_closest = match ordered.as_slice() {
@@ -611,17 +615,33 @@ pub fn match_collectives(ranks: &[RankGraph]) -> CollectiveMatching {
 /// next: a clear margin, not noise.
 const CLEARLY_CLOSER: f64 = 2.0;
 
-/// How a grouping's inferred collectives sit on the ranks that share a clock (ranks of one
-/// host): how many are out of order (one member's end before another member's start, by more
-/// than the tolerance), and their members' squared distance from the members' mean end (ms²),
-/// averaged over the instances of members that share a clock with another (the clock QP's
-/// objective where the clocks need no offsets; 0 with none). `None` when any is out of order.
-fn fit_on_one_clock(
+/// How a grouping's inferred collectives sit on the ranks' clocks: whether any is out of order
+/// (one member's end before another member's start, by more than the tolerance), and their
+/// members' squared distance from the members' mean end (ms²), averaged over the members (the
+/// clock QP's objective; 0 with none). Ranks of one host share a clock and need no offset;
+/// with several hosts the grouping's own matching is aligned first (the QP), and a grouping
+/// the clocks cannot be aligned under (its constraints contradict each other, or it leaves a
+/// host's clock untied to the others) is out with the ones out of order: across hosts, a
+/// grouping that pairs one host's collectives with another's only fits if one offset puts
+/// every such pair together. `None` when the grouping is out.
+fn fit_on_aligned_clocks(
     ranks: &[RankGraph],
     clock: &[usize],
     matching: &CollectiveMatching,
 ) -> Option<f64> {
     let tolerance = super::CONSTRAINT_TOLERANCE_NS;
+    let one_clock = clock.iter().all(|&c| c == clock[0]);
+    let offsets_ns = if one_clock {
+        vec![0; ranks.len()]
+    } else {
+        let alignment = super::clocks::align_clocks(ranks, matching).ok()?;
+        if alignment.status != super::clocks::AlignmentStatus::Solved
+            || !alignment.unaligned.is_empty()
+        {
+            return None;
+        }
+        alignment.offsets_ns
+    };
     let mut total = 0.0;
     let mut instances = 0usize;
     let inferred = matching
@@ -629,27 +649,31 @@ fn fit_on_one_clock(
         .iter()
         .filter(|c| c.source == GroupSource::Inferred);
     for c in inferred {
-        // Per clock: its members' (start, end).
-        let mut on_clock: BTreeMap<usize, Vec<(i64, i64)>> = BTreeMap::new();
-        for (r, task) in c.members() {
-            let rank = &ranks[r.index()];
-            let g = &rank.window.graph;
-            on_clock.entry(clock[r.index()]).or_default().push((
-                rank.origin_ns + g.rec_start_ns[task.index()],
-                rank.origin_ns + g.rec_end_ns[task.index()],
-            ));
+        // Its members' aligned (start, end).
+        let times: Vec<(i64, i64)> = c
+            .members()
+            .map(|(r, task)| {
+                let rank = &ranks[r.index()];
+                let g = &rank.window.graph;
+                let base = rank.origin_ns - offsets_ns[r.index()];
+                (
+                    base + g.rec_start_ns[task.index()],
+                    base + g.rec_end_ns[task.index()],
+                )
+            })
+            .collect();
+        if times.len() < 2 {
+            continue;
         }
-        for times in on_clock.values().filter(|t| t.len() >= 2) {
-            let latest_start = times.iter().map(|t| t.0).max().unwrap_or(i64::MIN);
-            let earliest_end = times.iter().map(|t| t.1).min().unwrap_or(i64::MAX);
-            if earliest_end < latest_start - tolerance {
-                return None;
-            }
-            let ends = times.iter().map(|t| t.1 as f64 / 1e6);
-            let mean = ends.clone().sum::<f64>() / times.len() as f64;
-            total += ends.map(|e| (e - mean) * (e - mean)).sum::<f64>();
-            instances += times.len();
+        let latest_start = times.iter().map(|t| t.0).max().unwrap_or(i64::MIN);
+        let earliest_end = times.iter().map(|t| t.1).min().unwrap_or(i64::MAX);
+        if earliest_end < latest_start - tolerance {
+            return None;
         }
+        let ends = times.iter().map(|t| t.1 as f64 / 1e6);
+        let mean = ends.clone().sum::<f64>() / times.len() as f64;
+        total += ends.map(|e| (e - mean) * (e - mean)).sum::<f64>();
+        instances += times.len();
     }
     Some(total / instances.max(1) as f64)
 }

@@ -28,6 +28,7 @@ const GLOO_JOBS: &[&str] = &[
     "stepcast/cpu-jobs/ep2dp2",
     "stepcast/cpu-jobs/ep4dp2",
     "stepcast/cpu-jobs/tp2pp2dp2",
+    "stepcast/cpu-jobs/tp2dp2-2hosts",
 ];
 
 type Rank = (i64, Trace, stepcast::Window, Mapping);
