@@ -29,6 +29,8 @@ const GLOO_JOBS: &[&str] = &[
     "stepcast/cpu-jobs/ep4dp2",
     "stepcast/cpu-jobs/tp2pp2dp2",
     "stepcast/cpu-jobs/tp2dp2-2hosts",
+    "stepcast/cpu-jobs/tp4dp2-2hosts",
+    "stepcast/cpu-jobs/tp2dp4-2hosts",
 ];
 
 type Rank = (i64, Trace, stepcast::Window, Mapping);
