@@ -63,7 +63,7 @@ enum Tier {
     /// group has more threads than gloo's default pool: each pool is its own group.
     PoolsInCreationOrder,
     /// The threads follow the creation order; a group may have more threads than one pool
-    /// (a program that gave a group more with `ProcessGroupGloo.Options`).
+    /// (a group created with more, [`GLOO_POOL_THREADS`]).
     InCreationOrder,
     /// Any assignment (thread ids that are not the host's, e.g. from a container's own pid
     /// namespace with ids reused, or pools that started threads later).
@@ -72,8 +72,9 @@ enum Tier {
 
 const TIERS: [Tier; 3] = [Tier::PoolsInCreationOrder, Tier::InCreationOrder, Tier::Any];
 
-/// Worker threads gloo starts for a process group unless the program asks for others
-/// (`ProcessGroupGloo::Options::threads`, 2 in PyTorch).
+/// Worker threads gloo starts for a process group: `ProcessGroupGloo::Options::threads`, 2 by
+/// default, and `torch.distributed` (2.15) creates its gloo groups without passing a program's
+/// `pg_options`; a program that builds its groups from C++ may ask for others (the next tier).
 const GLOO_POOL_THREADS: usize = 2;
 
 /// How the groups of host-run collectives were found.
