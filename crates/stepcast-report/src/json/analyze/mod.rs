@@ -7,6 +7,14 @@
 //! Every list is in a fixed order and every map keyed by a kind lists every kind, so the same
 //! analysis always serializes to the same bytes.
 
+mod mapping;
+mod off_cpu;
+mod statistics;
+
+pub use mapping::*;
+pub use off_cpu::*;
+pub use statistics::*;
+
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::value::RawValue;
@@ -77,98 +85,6 @@ pub struct AnalyzeJson {
     /// The answer a person reads first, as `advise` gives it (`json::answer`); `None`
     /// (`null`) where the caller did not ask `advise` or it could not run.
     pub answer: Option<super::AnswerJson>,
-}
-
-/// A step's host thread off its CPU (`stepcast::analyze::off_cpu`).
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct OffCpuJson {
-    /// The thread: the step marker's (without markers, the traced thread off its CPU most).
-    pub thread: SchedThreadJson,
-    /// The thread's untraced time in the step: between its recorded events.
-    pub gap_ns: i64,
-    /// Of `gap_ns`, off its CPU: `preempted` (runnable, another thread had the CPU),
-    /// `waiting` (blocked until a wakeup), `runnable_after_wakeup` (woken, waiting for a CPU).
-    /// The rest of the gaps was on the CPU, as far as the scheduler recorded.
-    pub gap_off_cpu_ns: NsMap,
-    /// Off-CPU time inside the thread's recorded events (their durations include it).
-    pub in_events_ns: NsMap,
-    /// Off-CPU time on the step's critical path.
-    pub critical_path_ns: NsMap,
-    /// Each off-CPU interval, clipped to the step, in time order.
-    pub intervals: Vec<OffCpuIntervalJson>,
-}
-
-/// A thread the scheduler named.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct SchedThreadJson {
-    /// Thread id.
-    pub tid: i64,
-    /// Its command name as the scheduler recorded it.
-    pub name: String,
-}
-
-/// One interval a thread was off its CPU.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct OffCpuIntervalJson {
-    /// When it left its CPU (or the step began), ns from the trace's origin.
-    pub start_ns: i64,
-    /// When it ran again (or the step ended).
-    pub end_ns: i64,
-    /// `preempted` or `blocked`.
-    pub reason: &'static str,
-    /// The thread its CPU switched to (for `preempted`: the one that took its CPU).
-    pub switched_to: Option<SchedThreadJson>,
-    /// `blocked`: when a wakeup made it runnable (`null` when none was recorded).
-    pub wakeup_ns: Option<i64>,
-    /// `blocked`: the thread that woke it, where the trace says.
-    pub woken_by: Option<SchedThreadJson>,
-    /// Of the interval, ns in the thread's untraced gaps.
-    pub in_gap_ns: i64,
-    /// Of the interval, ns on the step's critical path.
-    pub critical_path_ns: i64,
-}
-
-impl OffCpuJson {
-    fn new(trace: &Trace, step: &stepcast::analyze::off_cpu::StepOffCpu) -> Self {
-        use stepcast::analyze::off_cpu::OffCpuState;
-        let by_state = |ns: &[i64; 3]| {
-            NsMap(
-                OffCpuState::ALL
-                    .iter()
-                    .map(|state| (state.as_str(), ns[*state as usize]))
-                    .collect(),
-            )
-        };
-        let thread = |t: &stepcast_trace::ThreadRef| SchedThreadJson {
-            tid: t.tid,
-            name: t.name.clone(),
-        };
-        let lane = trace.lane(step.lane);
-        OffCpuJson {
-            thread: SchedThreadJson {
-                tid: lane.tid,
-                name: lane.name.clone().unwrap_or_default(),
-            },
-            gap_ns: step.gap_ns,
-            gap_off_cpu_ns: by_state(&step.gap_off_cpu_ns),
-            in_events_ns: by_state(&step.in_events_ns),
-            critical_path_ns: by_state(&step.critical_ns),
-            intervals: step
-                .slices
-                .iter()
-                .map(|slice| OffCpuIntervalJson {
-                    start_ns: slice.start_ns,
-                    end_ns: slice.end_ns,
-                    reason: slice.reason.as_str(),
-                    switched_to: slice.next.as_ref().map(thread),
-                    wakeup_ns: slice.wakeup_ns,
-                    woken_by: slice.waker.as_ref().map(thread),
-                    in_gap_ns: slice.in_gap_ns,
-                    critical_path_ns: slice.critical_ns,
-                })
-                .collect(),
-        }
-    }
 }
 
 /// Nanoseconds by a fixed set of keys, serialized as a JSON object in the order given.
@@ -446,142 +362,8 @@ pub struct HtaTemporalJson {
     pub microsecond_rounding: bool,
 }
 
-/// A `pid` or `tid` as the file wrote it: a number, or a string (2021 traces write
-/// `"tid": "stream 7"`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(untagged)]
-pub enum FileId {
-    /// Written as a number.
-    Number(i64),
-    /// Written as a string.
-    Text(String),
-}
-
-impl FileId {
-    fn new(number: i64, text: &Option<String>) -> FileId {
-        match text {
-            Some(text) => FileId::Text(text.clone()),
-            None => FileId::Number(number),
-        }
-    }
-}
-
 /// The most characters a `short_name` has.
 pub const SHORT_NAME_WIDTH: usize = 80;
-
-/// How a column's names are shortened: `names::short_names` (kernels) or `short_labels` (ops).
-type ShortColumn = fn(&[&str], usize) -> Vec<String>;
-
-/// The short names of one table's column (no two different names alike).
-fn short_column(names: &[String], shorten: ShortColumn) -> Vec<String> {
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    shorten(&names, SHORT_NAME_WIDTH)
-}
-
-/// A recorded event, in the input file's ids and units.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct FileEventJson {
-    /// `pid` as in the file (device index for device work).
-    pub pid: FileId,
-    /// `tid` as in the file (stream id for device work).
-    pub tid: FileId,
-    /// `ts` as in the file, µs.
-    pub ts: FileMicros,
-    /// `dur` as in the file, µs.
-    pub dur: FileMicros,
-    /// `name` as in the file.
-    pub name: String,
-    /// Its start in the document's own unit and origin (ns since the trace's origin, as every
-    /// other `start_ns`): `ts` and `dur` find the event in the file, these compare it.
-    pub start_ns: i64,
-    /// Its duration, ns.
-    pub dur_ns: i64,
-}
-
-/// Device work by mapping over the whole window.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct MappingJson {
-    /// `mapped_device_ns / device_ns`, in `[0, 1]` (1 without device time).
-    pub gpu_time_mapped_fraction: f64,
-    /// Device tasks (kernels, copies, memsets, collectives).
-    pub device_tasks: u64,
-    /// Their recorded time.
-    pub device_ns: i64,
-    /// Device time whose task maps to an op and a phase.
-    pub mapped_device_ns: i64,
-    /// `device_ns - mapped_device_ns`, explained in `unmapped`.
-    pub unmapped_device_ns: i64,
-    /// The part of the mapped work mapped by the weaker evidence of the same kernel elsewhere
-    /// in the trace (work with no launching call in the trace).
-    pub mapped_by_same_kernel_elsewhere: TasksNsJson,
-    /// The unmapped device work, by reason; tasks and time sum to the unmapped totals.
-    pub unmapped: UnmappedJson,
-    /// Device time with a layer.
-    pub layered_device_ns: i64,
-    /// Device time by phase, every phase.
-    pub device_ns_by_phase: NsMap,
-    /// Device time by the evidence that decided its phase, every kind.
-    pub device_ns_by_evidence: NsMap,
-    /// Tasks (host and device) by phase, every phase.
-    pub tasks_by_phase: Counts,
-    /// Host threads found to run the autograd backward pass.
-    pub backward_threads: Vec<ThreadJson>,
-}
-
-impl MappingJson {
-    /// Device tasks not mapped to an op and a phase.
-    pub fn unmapped_tasks(&self) -> u64 {
-        self.unmapped.tasks()
-    }
-}
-
-/// Unmapped device work, by cause (see [`UnmappedCause`]); each `{tasks, ns}`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct UnmappedJson {
-    /// No launching call in the trace, launched before the host recording began.
-    pub launched_before_window: TasksNsJson,
-    /// No launching call in the trace, and no sign it was launched before the window.
-    pub no_launch_recorded: TasksNsJson,
-    /// The launching call has no op, annotation or Python frame around it.
-    pub no_op_around_launch: TasksNsJson,
-    /// An op was found but nothing names the phase (outside every step).
-    pub no_phase_evidence: TasksNsJson,
-}
-
-impl UnmappedJson {
-    fn new(time: &MappedTime) -> Self {
-        let cause = |cause: UnmappedCause| {
-            let TasksNs { tasks, ns } = time.unmapped(cause);
-            TasksNsJson { tasks, ns }
-        };
-        UnmappedJson {
-            launched_before_window: cause(UnmappedCause::LaunchedBeforeWindow),
-            no_launch_recorded: cause(UnmappedCause::NoLaunchRecorded),
-            no_op_around_launch: cause(UnmappedCause::NoOpAroundLaunch),
-            no_phase_evidence: cause(UnmappedCause::NoPhaseEvidence),
-        }
-    }
-
-    /// Unmapped tasks, every cause.
-    pub fn tasks(&self) -> u64 {
-        self.causes().iter().map(|(_, c)| c.tasks).sum()
-    }
-
-    /// Unmapped time, every cause.
-    pub fn ns(&self) -> i64 {
-        self.causes().iter().map(|(_, c)| c.ns).sum()
-    }
-
-    /// Every cause with its name, in order.
-    pub fn causes(&self) -> [(&'static str, &TasksNsJson); 4] {
-        [
-            ("launched_before_window", &self.launched_before_window),
-            ("no_launch_recorded", &self.no_launch_recorded),
-            ("no_op_around_launch", &self.no_op_around_launch),
-            ("no_phase_evidence", &self.no_phase_evidence),
-        ]
-    }
-}
 
 /// A count of tasks and their time.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -605,141 +387,6 @@ pub struct ThreadJson {
     pub pid: i64,
     /// Thread id.
     pub tid: i64,
-}
-
-/// Statistics of the recorded window.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct StatisticsJson {
-    /// Kernels (computation and collectives) by total time, at most 20.
-    pub top_kernels: Vec<NameStatsJson>,
-    /// `cpu_op` events (inclusive time) by total time, at most 20.
-    pub top_ops: Vec<NameStatsJson>,
-    /// Launch → start latency of device work, by name, largest total first, at most 20.
-    pub queue_latency: Vec<NamedDurationsJson>,
-    /// Device work by the API that launched it.
-    pub kernels_per_launch_api: Vec<LaunchApiJson>,
-    /// How much the steps' measured spans vary.
-    pub step_variability: StepVariabilityJson,
-}
-
-/// Count, total, mean, standard deviation, minimum and maximum of durations.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct DurationsJson {
-    /// Values.
-    pub count: u64,
-    /// Their sum, ns.
-    pub total_ns: i64,
-    /// Mean, ns.
-    pub mean_ns: f64,
-    /// Sample standard deviation (`n - 1`), ns; 0 for fewer than two values.
-    pub std_ns: f64,
-    /// Smallest, ns.
-    pub min_ns: i64,
-    /// Largest, ns.
-    pub max_ns: i64,
-}
-
-/// A kernel or op name and its durations.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct NameStatsJson {
-    /// The name, in full.
-    pub name: String,
-    /// The name as tables show it: demangled and shortened, at most
-    /// [`SHORT_NAME_WIDTH`] characters, distinct from every other row's (`crate::names`).
-    pub short_name: String,
-    /// Over every instance.
-    #[serde(flatten)]
-    pub instances: DurationsJson,
-    /// Over the steps: the name's total time in each step (0 where it did not run).
-    pub per_step: DurationsJson,
-}
-
-/// A name and a set of durations.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct NamedDurationsJson {
-    /// The name, in full.
-    pub name: String,
-    /// The name as tables show it (as [`NameStatsJson::short_name`]).
-    pub short_name: String,
-    /// The durations.
-    #[serde(flatten)]
-    pub durations: DurationsJson,
-}
-
-/// Device work launched through one API.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct LaunchApiJson {
-    /// The launching call's name; `None` (`null`) for work whose launch is not in the trace.
-    pub api: Option<String>,
-    /// Distinct launching calls.
-    pub calls: u64,
-    /// Device tasks they launched.
-    pub device_tasks: u64,
-    /// `device_tasks / calls` (0 without calls).
-    pub tasks_per_call: f64,
-    /// Recorded time of those tasks.
-    pub device_ns: i64,
-}
-
-/// The steps' measured spans.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct StepVariabilityJson {
-    /// One per step, in step order.
-    pub steps: Vec<StepSpanJson>,
-    /// Over every step.
-    pub all: VariabilityJson,
-    /// Over the steady-state steps.
-    pub steady: VariabilityJson,
-}
-
-/// A step's measured span.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct StepSpanJson {
-    /// `N` of `ProfilerStep#N`.
-    pub number: u64,
-    /// The step's `measured_ns`.
-    pub measured_ns: i64,
-}
-
-/// Durations and their coefficient of variation.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct VariabilityJson {
-    /// The durations.
-    #[serde(flatten)]
-    pub durations: DurationsJson,
-    /// `std_ns / mean_ns` (0 when the mean is 0).
-    pub cv: f64,
-}
-
-/// One device's memory peak.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct MemoryJson {
-    /// Device index; `-1` for host memory.
-    pub device: i64,
-    /// The most bytes allocated at once.
-    pub peak_bytes: i64,
-    /// When first reached, from the trace origin (may precede it).
-    pub peak_at_ns: i64,
-    /// Reserved (cached) bytes at the peak, if recorded.
-    pub reserved_bytes_at_peak: Option<i64>,
-    /// The most reserved bytes recorded, if any.
-    pub max_reserved_bytes: Option<i64>,
-    /// Allocation events (positive bytes).
-    pub allocations: u64,
-    /// Free events (negative bytes).
-    pub frees: u64,
-    /// Memory events on the device.
-    pub memory_events: u64,
-    /// The allocating thread, if known.
-    pub thread: Option<ThreadJson>,
-    /// The innermost `cpu_op` live at the peak on that thread.
-    pub op: Option<String>,
-    /// The ops live at the peak, outermost first.
-    pub op_stack: Vec<String>,
-    /// The layer of the host task the peak is attributed to.
-    pub layer: Option<String>,
-    /// The phase of that task.
-    pub phase: Option<&'static str>,
 }
 
 /// The `analyze` document of `analysis`, the analysis of `window` (built from `trace`).
@@ -1155,28 +802,6 @@ impl HtaTemporalJson {
             kernels: hta.kernels,
             last_step_excluded: hta.last_step_excluded,
             microsecond_rounding: hta.microsecond_rounding,
-        }
-    }
-}
-
-impl DurationsJson {
-    fn new(stats: &DurationStats) -> Self {
-        DurationsJson {
-            count: stats.count,
-            total_ns: stats.total_ns,
-            mean_ns: stats.mean_ns,
-            std_ns: stats.std_ns,
-            min_ns: stats.min_ns,
-            max_ns: stats.max_ns,
-        }
-    }
-}
-
-impl VariabilityJson {
-    fn new(stats: &DurationStats) -> Self {
-        VariabilityJson {
-            durations: DurationsJson::new(stats),
-            cv: stats.cv(),
         }
     }
 }
