@@ -131,6 +131,19 @@ pub fn load_ranks(
         })
         .collect();
     super::ranks::one_grouping(&groupings)?;
+    let spans: Vec<super::ranks::FileSpan<'_>> = loaded
+        .iter()
+        .map(|(_, l)| {
+            let host = l
+                .trace
+                .distributed
+                .as_ref()
+                .and_then(|d| d.host_name.as_deref());
+            let span = super::ranks::recorded_span(l.trace.origin_ns, &l.window.graph);
+            (l.path.as_path(), host, span)
+        })
+        .collect();
+    super::ranks::one_run(&spans)?;
     // And tied by the collectives they run, as `replay DIR` checks it.
     let counts: Vec<(&std::path::Path, usize)> = loaded
         .iter()

@@ -216,6 +216,14 @@ impl Job {
             })
             .collect();
         one_grouping(&groupings)?;
+        let spans: Vec<FileSpan<'_>> = ranks
+            .iter()
+            .map(|r| {
+                let span = recorded_span(r.graph.origin_ns, &r.graph.window.graph);
+                (r.file.as_path(), r.graph.host_name.as_deref(), span)
+            })
+            .collect();
+        one_run(&spans)?;
         let mut execution_traces: Vec<(i64, RankEt)> = Vec::new();
         let mut ranks: Vec<(PathBuf, bool, RankGraph)> = ranks
             .into_iter()
@@ -691,6 +699,69 @@ pub(crate) fn one_grouping(ranks: &[FileGroups<'_>]) -> anyhow::Result<()> {
          the ranks of one job",
         words.join("; ")
     )
+}
+
+/// A rank's file, the host its trace records, and its recorded span (first start to last end,
+/// nanoseconds on that host's clock; `None` for a rank without tasks).
+pub(crate) type FileSpan<'a> = (&'a Path, Option<&'a str>, Option<(i64, i64)>);
+
+/// The recorded span of a rank's graph on its host's clock: `origin_ns` plus its tasks' first
+/// recorded start and last recorded end.
+pub(crate) fn recorded_span(origin_ns: i64, graph: &stepcast::graph::Graph) -> Option<(i64, i64)> {
+    let start = graph.rec_start_ns.iter().min()?;
+    let end = graph.rec_end_ns.iter().max()?;
+    Some((
+        origin_ns.saturating_add(*start),
+        origin_ns.saturating_add(*end),
+    ))
+}
+
+/// The ranks checked to be one run where they share a host: the ranks of a job run together,
+/// so on one host's clock their recorded spans overlap (directly or through one another), and
+/// ranks recorded there at other times are another run of the program (the same world, groups
+/// and host: nothing else tells them apart), an error naming the files of each run, fewest
+/// first. Ranks that record no host are not checked.
+pub(crate) fn one_run(ranks: &[FileSpan<'_>]) -> anyhow::Result<()> {
+    let mut by_host: std::collections::BTreeMap<&str, Vec<(i64, i64, &Path)>> = Default::default();
+    for &(file, host, span) in ranks {
+        if let (Some(host), Some((start, end))) = (host, span) {
+            by_host.entry(host).or_default().push((start, end, file));
+        }
+    }
+    for (host, mut spans) in by_host {
+        spans.sort();
+        // Runs: spans that overlap, through one another; a new run where a span begins after
+        // every earlier one ended.
+        let mut runs: Vec<(i64, Vec<&Path>)> = Vec::new();
+        for (start, end, file) in spans {
+            match runs.last_mut() {
+                Some((run_end, files)) if start <= *run_end => {
+                    *run_end = (*run_end).max(end);
+                    files.push(file);
+                }
+                _ => runs.push((end, vec![file])),
+            }
+        }
+        if runs.len() <= 1 {
+            continue;
+        }
+        let mut runs: Vec<Vec<&Path>> = runs
+            .into_iter()
+            .map(|(_, mut files)| {
+                files.sort();
+                each_once(files)
+            })
+            .collect();
+        runs.sort_by_key(Vec::len);
+        let words: Vec<String> = runs.iter().map(|files| file_list(files)).collect();
+        bail!(
+            "these traces are not one job: on host {host} they were recorded in {} runs whose \
+             profiled spans do not overlap ({}); give the ranks of one run",
+            runs.len(),
+            words.join("; ")
+        );
+    }
+    Ok(())
 }
 
 /// The processes of one file as ranks, each graph built (on every core) and its trace dropped.

@@ -833,6 +833,48 @@ fn two_hosts_aligned(job: &str) {
     assert!(json["max_abs_error"].as_f64().is_some_and(|e| e <= 0.02));
 }
 
+/// Two runs of one program on one host (`tp2dp2`'s ranks 0 and 1 and `tp2dp2-adam-loop`'s 2 and
+/// 3: the same world, groups, layout and host, recorded hours apart) are not one job: on the
+/// host's one clock the ranks of a job overlap, and these two pairs do not. `replay` and
+/// `optimize` refuse the folder naming the files of each run (matching it failed with a
+/// message that asked for every rank of the job, which it had).
+#[test]
+fn two_runs_on_one_host_are_not_one_job() {
+    let dir = super::TempDir::new("two-runs");
+    let job = |name: &str| {
+        format!(
+            "{}/../../testdata/kineto/stepcast/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        )
+    };
+    let (a, b) = (
+        job("cpu-jobs/tp2dp2"),
+        job("cpu-job-pairs/tp2dp2-adam-loop"),
+    );
+    let files = [
+        (format!("{a}/rank0.json.gz"), "rank0.json.gz"),
+        (format!("{a}/rank1.json.gz"), "rank1.json.gz"),
+        (format!("{b}/rank2.json.gz"), "rank2.json.gz"),
+        (format!("{b}/rank3.json.gz"), "rank3.json.gz"),
+    ];
+    let files: Vec<(&str, &str)> = files.iter().map(|(s, n)| (s.as_str(), *n)).collect();
+    let (folder, copies) = folder_of(&dir, "mixed", &files);
+    for command in ["replay", "optimize"] {
+        let run = stepcast(&[command, super::path_str(&folder)]);
+        assert_eq!(run.code, Some(1), "{command}");
+        let err = run.stderr.trim();
+        let names: Vec<String> = copies.iter().map(|c| c.display().to_string()).collect();
+        assert!(
+            err.contains("not one job")
+                && err.contains("2 runs")
+                && err.contains(&format!("{} and {};", names[0], names[1]))
+                && err.contains(&format!("; {} and {}", names[2], names[3])),
+            "{command}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
+
 /// Two runs whose ranks created their groups in another order give one group name different
 /// members: not one job, whatever else they share (world size, program, host).
 #[test]
