@@ -1,15 +1,17 @@
-"""Records `tp_dp.py`'s job as a job of two hosts on this one machine: each host's processes run
-in a UTS namespace of their own (`unshare --uts`, root) named `node0` and `node1`, so each
-rank's trace records its host's name (Kineto's `host_name`) and stepcast reads the job as two
-hosts with a clock each. Tensor parallelism stays within a host (ranks 0, 1 on `node0`, 2, 3 on
-`node1`), data parallelism crosses them ({0, 2}, {1, 3}), as jobs of several machines are laid
-out. The two "hosts" share one physical clock: the offset stepcast solves between them has a
-known answer, 0.
+"""Records one of this folder's jobs as a job of two hosts on this one machine: each host's
+processes run in a UTS namespace of their own (`unshare --uts`, root) named `node0` and `node1`,
+so each rank's trace records its host's name (Kineto's `host_name`) and stepcast reads the job
+as two hosts with a clock each. The first half of the ranks run on `node0`, the second on
+`node1`, so the groups of consecutive ranks stay within a host (`tp_dp.py`'s TP groups,
+`moe_ep.py`'s EP groups, `fsdp.py`'s shard groups, `pp_dp.py`'s stage replicas) and the others
+cross them, as jobs of several machines are laid out. The two "hosts" share one physical
+clock: the offset stepcast solves between them has a known answer, 0.
 
-    python3 two_hosts.py OUTDIR TP DP
+    python3 two_hosts.py OUTDIR TP DP                  (tp_dp.py's job)
+    python3 two_hosts.py --script SCRIPT OUTDIR A B    (SCRIPT: tp_dp, moe_ep, fsdp or pp_dp)
 
-Writes OUTDIR/tp<TP>dp<DP>-2hosts/rank<R>.json.gz and OUTDIR/tp<TP>dp<DP>-2hosts.timing.json
-(`tp_dp.py`'s files, renamed when both hosts are done).
+Writes OUTDIR/<job>-2hosts/rank<R>.json.gz and OUTDIR/<job>-2hosts.timing.json (the script's
+files, renamed when both hosts are done).
 """
 
 import os
@@ -20,30 +22,48 @@ import torch.multiprocessing as mp
 
 HOSTS = 2
 
+# Per script: its job's folder name and the arguments of its `run` after the rank.
+SCRIPTS = {
+    "tp_dp": (lambda a, b: f"tp{a}dp{b}", lambda a, b, outdir: (a, b, outdir, False)),
+    "moe_ep": (lambda a, b: f"ep{a}dp{b}", lambda a, b, outdir: (a, b, outdir)),
+    "fsdp": (
+        lambda a, b: f"fsdp{a}" + (f"x{b}" if b > 1 else ""),
+        lambda a, b, outdir: (a, b, outdir),
+    ),
+    "pp_dp": (lambda a, b: f"pp{a}dp{b}", lambda a, b, outdir: (a, b, outdir)),
+}
 
-def local_rank(index, host, per_host, tp, dp, outdir):
-    import tp_dp
 
-    tp_dp.run(host * per_host + index, tp, dp, outdir, False)
+def local_rank(index, script, host, per_host, a, b, outdir):
+    import importlib
+
+    run = importlib.import_module(script).run
+    run(host * per_host + index, *SCRIPTS[script][1](a, b, outdir))
 
 
-def run_host(host, outdir, tp, dp):
-    per_host = tp * dp // HOSTS
-    mp.spawn(local_rank, args=(host, per_host, tp, dp, outdir), nprocs=per_host)
+def run_host(script, host, outdir, a, b):
+    per_host = a * b // HOSTS
+    mp.spawn(local_rank, args=(script, host, per_host, a, b, outdir), nprocs=per_host)
 
 
 if __name__ == "__main__":
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, here)
-    if len(sys.argv) == 6 and sys.argv[1] == "--host":
-        host, outdir, tp, dp = int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
-        run_host(host, outdir, tp, dp)
+    args = sys.argv[1:]
+    if len(args) == 6 and args[0] == "--host":
+        script, host, outdir = args[1], int(args[2]), args[3]
+        run_host(script, host, outdir, int(args[4]), int(args[5]))
         sys.exit(0)
-    if len(sys.argv) != 4:
-        sys.exit("usage: two_hosts.py OUTDIR TP DP")
-    outdir, tp, dp = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    if tp * dp % HOSTS or tp > tp * dp // HOSTS:
-        sys.exit("TP x DP ranks must split evenly over two hosts, each a whole TP group")
+    script = "tp_dp"
+    if len(args) == 5 and args[0] == "--script":
+        script, args = args[1].removesuffix(".py"), args[2:]
+    if len(args) != 3 or script not in SCRIPTS:
+        sys.exit(f"usage: two_hosts.py [--script {'|'.join(SCRIPTS)}] OUTDIR A B")
+    outdir, a, b = args[0], int(args[1]), int(args[2])
+    if a * b % HOSTS:
+        sys.exit("the job's ranks must split evenly over two hosts")
+    if script == "tp_dp" and a > a * b // HOSTS:
+        sys.exit("each host must hold whole TP groups")
     os.makedirs(outdir, exist_ok=True)
     hosts = [
         subprocess.Popen(
@@ -56,10 +76,11 @@ if __name__ == "__main__":
                 sys.executable,
                 os.path.abspath(__file__),
                 "--host",
+                script,
                 str(h),
                 outdir,
-                str(tp),
-                str(dp),
+                str(a),
+                str(b),
             ]
         )
         for h in range(HOSTS)
@@ -67,7 +88,7 @@ if __name__ == "__main__":
     codes = [p.wait() for p in hosts]
     if any(codes):
         sys.exit(f"a host failed: exit codes {codes}")
-    name = f"tp{tp}dp{dp}"
+    name = SCRIPTS[script][0](a, b)
     os.rename(os.path.join(outdir, name), os.path.join(outdir, f"{name}-2hosts"))
     os.rename(
         os.path.join(outdir, f"{name}.timing.json"),
