@@ -801,10 +801,17 @@ fn tensor_and_data_parallel_groups(job: &str, tp_groups: Groups, dp_groups: Grou
 /// clocks are aligned by its own matching, and the one grouping they align under is the
 /// program's. Bar fixed before the recording: node1's offset within 0.5 ms of 0. Held, the
 /// same program with TP 4 x DP 2 and TP 2 x DP 4 over the two hosts was recorded as a blind
-/// test of it (both matched first time).
+/// test of it, and then the expert-parallel, FSDP and pipeline jobs over two hosts (each
+/// matched first time).
 #[test]
 fn a_job_of_two_hosts_is_aligned_to_the_clock_they_share() {
-    for (job, _, _) in &TP_DP_JOBS[4..] {
+    let jobs = TP_DP_JOBS[4..].iter().map(|j| j.0);
+    let others = [HYBRID_SHARDED_JOBS[2].0, PP_DP_JOBS[2].0];
+    let expert = format!(
+        "{}/../../testdata/kineto/stepcast/cpu-jobs/ep2dp2-2hosts",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    for job in jobs.chain(others).chain([expert.as_str()]) {
         two_hosts_aligned(job);
     }
 }
@@ -920,7 +927,7 @@ fn ranks_that_declare_one_group_with_other_members_are_not_one_job() {
 /// each stage's replicas (`testdata/kineto/stepcast/cpu-jobs/README.md`): each job, its ranks,
 /// and its stages' replica groups.
 const PP_DP_JOB: &str = PP_DP_JOBS[0].0;
-const PP_DP_JOBS: [(&str, i64, Groups); 2] = [
+const PP_DP_JOBS: [(&str, i64, Groups); 3] = [
     (
         concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -936,6 +943,14 @@ const PP_DP_JOBS: [(&str, i64, Groups); 2] = [
         ),
         6,
         &[&[0, 1, 2], &[3, 4, 5]],
+    ),
+    (
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../testdata/kineto/stepcast/cpu-jobs/pp2dp2-2hosts"
+        ),
+        4,
+        &[&[0, 1], &[2, 3]],
     ),
 ];
 
@@ -1179,7 +1194,7 @@ fn inferred_groups(json: &serde_json::Value) -> Vec<(Vec<i64>, u64)> {
 /// dense parameters and its experts').
 #[test]
 fn an_expert_parallel_job_matches_its_exchanges_within_each_expert_group() {
-    for (job, ep, dp) in [("ep2dp2", 2, 2), ("ep4dp2", 4, 2)] {
+    for (job, ep, dp) in [("ep2dp2", 2, 2), ("ep4dp2", 4, 2), ("ep2dp2-2hosts", 2, 2)] {
         expert_parallel_groups(job, ep, dp);
     }
 }
@@ -1312,7 +1327,7 @@ fn a_hybrid_sharded_job_matches_each_collective_within_its_mesh_dimension() {
 }
 
 /// Each job, its replicate groups and its shard groups.
-const HYBRID_SHARDED_JOBS: [(&str, Groups, Groups); 2] = [
+const HYBRID_SHARDED_JOBS: [(&str, Groups, Groups); 3] = [
     (
         concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -1328,6 +1343,14 @@ const HYBRID_SHARDED_JOBS: [(&str, Groups, Groups); 2] = [
         ),
         &[&[0, 4], &[1, 5], &[2, 6], &[3, 7]],
         &[&[0, 1, 2, 3], &[4, 5, 6, 7]],
+    ),
+    (
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../testdata/kineto/stepcast/cpu-jobs/fsdp2x2-2hosts"
+        ),
+        &[&[0, 2], &[1, 3]],
+        &[&[0, 1], &[2, 3]],
     ),
 ];
 

@@ -31,6 +31,9 @@ const GLOO_JOBS: &[&str] = &[
     "stepcast/cpu-jobs/tp2dp2-2hosts",
     "stepcast/cpu-jobs/tp4dp2-2hosts",
     "stepcast/cpu-jobs/tp2dp4-2hosts",
+    "stepcast/cpu-jobs/ep2dp2-2hosts",
+    "stepcast/cpu-jobs/fsdp2x2-2hosts",
+    "stepcast/cpu-jobs/pp2dp2-2hosts",
 ];
 
 type Rank = (i64, Trace, stepcast::Window, Mapping);
