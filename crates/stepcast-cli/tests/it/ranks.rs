@@ -579,8 +579,9 @@ type Groups = &'static [&'static [i64]];
 /// {0,2}, {1,3}), and tensor parallel 2 x data parallel 3 (six processes, recorded after the
 /// inference was written), and tensor parallel 4 x data parallel 2 (eight processes, where
 /// the inference first gave up: see the README), and TP 2 x DP 2, TP 4 x DP 2 and TP 2 x DP 4
-/// as two hosts (TP within a host, DP across) (`testdata/kineto/stepcast/cpu-jobs/README.md`).
-const TP_DP_JOBS: [(&str, Groups, Groups); 7] = [
+/// as two hosts (TP within a host, DP across), and TP 4 x DP 4, sixteen processes, recorded as
+/// a blind test (`testdata/kineto/stepcast/cpu-jobs/README.md`).
+const TP_DP_JOBS: [(&str, Groups, Groups); 8] = [
     (
         concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -636,6 +637,24 @@ const TP_DP_JOBS: [(&str, Groups, Groups); 7] = [
         ),
         &[&[0, 1], &[2, 3], &[4, 5], &[6, 7]],
         &[&[0, 2, 4, 6], &[1, 3, 5, 7]],
+    ),
+    (
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../testdata/kineto/stepcast/cpu-jobs/tp4dp4"
+        ),
+        &[
+            &[0, 1, 2, 3],
+            &[4, 5, 6, 7],
+            &[8, 9, 10, 11],
+            &[12, 13, 14, 15],
+        ],
+        &[
+            &[0, 4, 8, 12],
+            &[1, 5, 9, 13],
+            &[2, 6, 10, 14],
+            &[3, 7, 11, 15],
+        ],
     ),
 ];
 
@@ -805,7 +824,7 @@ fn tensor_and_data_parallel_groups(job: &str, tp_groups: Groups, dp_groups: Grou
 /// matched first time).
 #[test]
 fn a_job_of_two_hosts_is_aligned_to_the_clock_they_share() {
-    let jobs = TP_DP_JOBS[4..].iter().map(|j| j.0);
+    let jobs = TP_DP_JOBS[4..7].iter().map(|j| j.0);
     let others = [HYBRID_SHARDED_JOBS[2].0, PP_DP_JOBS[2].0];
     let expert = format!(
         "{}/../../testdata/kineto/stepcast/cpu-jobs/ep2dp2-2hosts",

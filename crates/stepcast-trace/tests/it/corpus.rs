@@ -8,7 +8,7 @@ use stepcast_trace::{EventKind, LaneKind, ReadError, Runtime, Trace};
 use crate::{FileKind, corpus};
 
 /// Kineto traces and Execution Traces under `testdata/kineto/` (see `testdata/README.md`).
-const KINETO_FILES: usize = 267;
+const KINETO_FILES: usize = 283;
 const EXECUTION_TRACES: usize = 5;
 
 /// Checks that hold for any successfully read trace. Returns the problems found.
@@ -376,6 +376,22 @@ Expect { file: "stepcast/cpu-loader-pairs/heavyloader-workers0.json.gz", records
     Expect { file: "stepcast/cpu-jobs/pp2dp2-2hosts/rank1.json.gz", records: 5601, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(1), Some(4)) },
     Expect { file: "stepcast/cpu-jobs/pp2dp2-2hosts/rank2.json.gz", records: 6489, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(2), Some(4)) },
     Expect { file: "stepcast/cpu-jobs/pp2dp2-2hosts/rank3.json.gz", records: 6489, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(3), Some(4)) },
+    Expect { file: "stepcast/cpu-jobs/tp4dp4/rank0.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(0), Some(16)) },
+    Expect { file: "stepcast/cpu-jobs/tp4dp4/rank1.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(1), Some(16)) },
+    Expect { file: "stepcast/cpu-jobs/tp4dp4/rank2.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(2), Some(16)) },
+    Expect { file: "stepcast/cpu-jobs/tp4dp4/rank3.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(3), Some(16)) },
+    Expect { file: "stepcast/cpu-jobs/tp4dp4/rank4.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(4), Some(16)) },
+    Expect { file: "stepcast/cpu-jobs/tp4dp4/rank5.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(5), Some(16)) },
+    Expect { file: "stepcast/cpu-jobs/tp4dp4/rank6.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(6), Some(16)) },
+    Expect { file: "stepcast/cpu-jobs/tp4dp4/rank7.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(7), Some(16)) },
+    Expect { file: "stepcast/cpu-jobs/tp4dp4/rank8.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(8), Some(16)) },
+    Expect { file: "stepcast/cpu-jobs/tp4dp4/rank9.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(9), Some(16)) },
+    Expect { file: "stepcast/cpu-jobs/tp4dp4/rank10.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(10), Some(16)) },
+    Expect { file: "stepcast/cpu-jobs/tp4dp4/rank11.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(11), Some(16)) },
+    Expect { file: "stepcast/cpu-jobs/tp4dp4/rank12.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(12), Some(16)) },
+    Expect { file: "stepcast/cpu-jobs/tp4dp4/rank13.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(13), Some(16)) },
+    Expect { file: "stepcast/cpu-jobs/tp4dp4/rank14.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(14), Some(16)) },
+    Expect { file: "stepcast/cpu-jobs/tp4dp4/rank15.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(15), Some(16)) },
     Expect { file: "stepcast/cpu-jobs/ep4dp2/rank0.json.gz", records: 8813, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(0), Some(8)) },
     Expect { file: "stepcast/cpu-jobs/ep4dp2/rank1.json.gz", records: 8813, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(1), Some(8)) },
     Expect { file: "stepcast/cpu-jobs/ep4dp2/rank2.json.gz", records: 8813, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(2), Some(8)) },
