@@ -629,19 +629,32 @@ fn fit_on_aligned_clocks(
     clock: &[usize],
     matching: &CollectiveMatching,
 ) -> Option<f64> {
-    let tolerance = super::CONSTRAINT_TOLERANCE_NS;
     let one_clock = clock.iter().all(|&c| c == clock[0]);
-    let offsets_ns = if one_clock {
-        vec![0; ranks.len()]
-    } else {
-        let alignment = super::clocks::align_clocks(ranks, matching).ok()?;
-        if alignment.status != super::clocks::AlignmentStatus::Solved
-            || !alignment.unaligned.is_empty()
-        {
-            return None;
-        }
-        alignment.offsets_ns
-    };
+    let same_host = vec![0; ranks.len()];
+    if one_clock {
+        return members_fit(ranks, matching, &same_host, None);
+    }
+    // Within each host first (no solve: its ranks share one offset), so that only the
+    // groupings in order there are aligned.
+    members_fit(ranks, matching, &same_host, Some(clock))?;
+    let alignment = super::clocks::align_clocks(ranks, matching).ok()?;
+    if alignment.status != super::clocks::AlignmentStatus::Solved || !alignment.unaligned.is_empty()
+    {
+        return None;
+    }
+    members_fit(ranks, matching, &alignment.offsets_ns, None)
+}
+
+/// [`fit_on_aligned_clocks`] with the ranks' clocks read through `offsets_ns`: `None` when an
+/// inferred collective is out of order; `within` (each rank's clock) compares only the members
+/// that share one.
+fn members_fit(
+    ranks: &[RankGraph],
+    matching: &CollectiveMatching,
+    offsets_ns: &[i64],
+    within: Option<&[usize]>,
+) -> Option<f64> {
+    let tolerance = super::CONSTRAINT_TOLERANCE_NS;
     let mut total = 0.0;
     let mut instances = 0usize;
     let inferred = matching
@@ -649,31 +662,31 @@ fn fit_on_aligned_clocks(
         .iter()
         .filter(|c| c.source == GroupSource::Inferred);
     for c in inferred {
-        // Its members' aligned (start, end).
-        let times: Vec<(i64, i64)> = c
-            .members()
-            .map(|(r, task)| {
-                let rank = &ranks[r.index()];
-                let g = &rank.window.graph;
-                let base = rank.origin_ns - offsets_ns[r.index()];
-                (
+        // Per clock compared: its members' aligned (start, end).
+        let mut on_clock: BTreeMap<usize, Vec<(i64, i64)>> = BTreeMap::new();
+        for (r, task) in c.members() {
+            let rank = &ranks[r.index()];
+            let g = &rank.window.graph;
+            let base = rank.origin_ns - offsets_ns[r.index()];
+            on_clock
+                .entry(within.map_or(0, |clock| clock[r.index()]))
+                .or_default()
+                .push((
                     base + g.rec_start_ns[task.index()],
                     base + g.rec_end_ns[task.index()],
-                )
-            })
-            .collect();
-        if times.len() < 2 {
-            continue;
+                ));
         }
-        let latest_start = times.iter().map(|t| t.0).max().unwrap_or(i64::MIN);
-        let earliest_end = times.iter().map(|t| t.1).min().unwrap_or(i64::MAX);
-        if earliest_end < latest_start - tolerance {
-            return None;
+        for times in on_clock.values().filter(|t| t.len() >= 2) {
+            let latest_start = times.iter().map(|t| t.0).max().unwrap_or(i64::MIN);
+            let earliest_end = times.iter().map(|t| t.1).min().unwrap_or(i64::MAX);
+            if earliest_end < latest_start - tolerance {
+                return None;
+            }
+            let ends = times.iter().map(|t| t.1 as f64 / 1e6);
+            let mean = ends.clone().sum::<f64>() / times.len() as f64;
+            total += ends.map(|e| (e - mean) * (e - mean)).sum::<f64>();
+            instances += times.len();
         }
-        let ends = times.iter().map(|t| t.1 as f64 / 1e6);
-        let mean = ends.clone().sum::<f64>() / times.len() as f64;
-        total += ends.map(|e| (e - mean) * (e - mean)).sum::<f64>();
-        instances += times.len();
     }
     Some(total / instances.max(1) as f64)
 }
