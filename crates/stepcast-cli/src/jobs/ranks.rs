@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use anyhow::{Context as _, bail};
 use rayon::prelude::*;
 use stepcast::graph::{BuildOptions, build};
-use stepcast::ranks::{RankGraph, ReducedRank, recorded_rank, replay_rank_graphs};
+use stepcast::ranks::{RankGraph, ReducedRank, is_generic_host, recorded_rank, replay_rank_graphs};
 
 use super::execution_traces::{JobEts, RankEt, split_inputs};
 use stepcast_report::json::ranks::{RankDetail, RankEtJson, RanksJson, UnreadableJson, ranks_json};
@@ -720,10 +720,12 @@ pub(crate) fn recorded_span(origin_ns: i64, graph: &stepcast::graph::Graph) -> O
 /// so on one host's clock their recorded spans overlap (directly or through one another), and
 /// ranks recorded there at other times are another run of the program (the same world, groups
 /// and host: nothing else tells them apart), an error naming the files of each run, fewest
-/// first. Ranks that record no host are not checked.
+/// first. Ranks that record no host, or a name many machines share (`localhost`), are not
+/// checked: as the clock alignment reads them, they share no clock.
 pub(crate) fn one_run(ranks: &[FileSpan<'_>]) -> anyhow::Result<()> {
     let mut by_host: std::collections::BTreeMap<&str, Vec<(i64, i64, &Path)>> = Default::default();
     for &(file, host, span) in ranks {
+        let host = host.map(str::trim).filter(|h| !is_generic_host(h));
         if let (Some(host), Some((start, end))) = (host, span) {
             by_host.entry(host).or_default().push((start, end, file));
         }

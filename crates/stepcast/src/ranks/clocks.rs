@@ -747,7 +747,7 @@ pub(crate) fn shared_clocks(ranks: &[RankGraph]) -> Vec<usize> {
 
 /// A host name that many machines share (a container's default, a loopback name): not
 /// evidence of one clock.
-fn is_generic_host(host: &str) -> bool {
+pub fn is_generic_host(host: &str) -> bool {
     let lower = host.to_ascii_lowercase();
     lower.is_empty()
         || matches!(

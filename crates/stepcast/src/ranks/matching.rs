@@ -571,12 +571,11 @@ pub fn match_collectives(ranks: &[RankGraph]) -> CollectiveMatching {
     // runs the same bucket). The clocks decide, each grouping's clocks aligned by its own
     // matching where the ranks record several hosts: a grouping whose matched collectives end
     // on one member before another member started is out, as is one the clocks cannot be
-    // aligned under; of
-    // the rest, the one whose members' ends lie closest together (the clock QP's objective,
-    // per instance) is kept when it is clearly closest: true peers finish a collective
-    // together, ranks paired by mistake only by chance. The inference offers its groupings
-    // most likely first (`host_groups::Tier`); a tier all of whose groupings the clocks put
-    // out of order gives way to the next.
+    // aligned under; of the rest, the one whose members' ends lie closest together (the clock
+    // QP's objective, per instance) is kept when it is clearly closest: true peers finish a
+    // collective together, ranks paired by mistake only by chance. The inference offers its
+    // groupings most likely first (`host_groups::Tier`); a tier all of whose groupings the
+    // clocks put out gives way to the next.
     let clock = super::clocks::shared_clocks(ranks);
     let mut judge = |candidates: Vec<Vec<Vec<CollectiveInstance>>>| {
         let mut ordered: Vec<(f64, CollectiveMatching)> = candidates
