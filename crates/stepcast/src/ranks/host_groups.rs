@@ -226,7 +226,15 @@ pub(crate) fn infer_host_groups<J>(
         for i in list.iter().filter(|i| is_host(i)) {
             let keys = threads.entry(graph.lane[i.task.index()]).or_default();
             if counted(i.step) {
-                keys.push((i.step, i.op.clone(), i.elements));
+                // An all-to-all's input differs between its members where its splits are
+                // uneven (a mixture of experts' tokens, as many as its router sent each
+                // rank's experts): its size does not tell its group.
+                let uneven = matches!(
+                    crate::comm::Collective::parse(&i.op),
+                    Some(crate::comm::Collective::AllToAll)
+                );
+                let elements = if uneven { None } else { i.elements };
+                keys.push((i.step, i.op.clone(), elements));
             }
         }
         if !threads.is_empty() && groups.is_empty() {

@@ -2,7 +2,7 @@
 whose experts are sharded over an expert-parallel group of EP ranks and replicated over DP
 such groups, trained on gloo; each rank is traced by the PyTorch profiler.
 
-    python3 moe_ep.py OUTDIR EP DP
+    python3 moe_ep.py OUTDIR EP DP [token]
 
 Each of BLOCKS blocks is a dense layer (replicated on every rank) followed by a mixture of
 EXPERTS_PER_RANK * EP experts with expert-choice routing (Zhou et al., 2022: each expert takes
@@ -12,6 +12,13 @@ splits). The tokens an expert takes are sent to the rank holding it by one
 backward runs both exchanges again in reverse. After the backward the dense layers' gradients
 are all-reduced over the whole world and each expert's over the DP ranks holding the same
 expert (what DeepSpeed-MoE and Megatron call the expert-data-parallel group).
+
+With `token`, the routing is token choice instead (Switch Transformer's top-1 with a capacity,
+as GShard and Megatron's all-to-all dispatcher do): each token goes to the expert that scores
+it highest, an expert keeps at most TOKEN_CAPACITY of a rank's tokens (the rest are dropped),
+the counts are exchanged first (an `all_to_all_single` of EXPERTS_PER_RANK * EP counts), then
+the tokens with uneven splits, each rank sending as many as its router chose: the exchanges'
+sizes differ from rank to rank and step to step. Writes OUTDIR/ep<EP>dp<DP>-token/.
 
 Ranks are laid out EP-major: rank = replica * EP + expert_rank, so the EP groups are
 {0..EP-1}, {EP..2EP-1}, ... and the expert-data-parallel groups {0, EP, 2EP, ...},
@@ -41,6 +48,7 @@ BLOCKS = 2
 EXPERTS_PER_RANK = 2
 TOKENS = 64
 CAPACITY = 16
+TOKEN_CAPACITY = 20
 
 
 class AllToAll(torch.autograd.Function):
@@ -61,6 +69,24 @@ class AllToAll(torch.autograd.Function):
         return out, None
 
 
+class AllToAllUneven(torch.autograd.Function):
+    """Sends `sent[r]` rows to rank r of the group and receives `received[r]` from it; the
+    backward sends the gradients back the same way."""
+
+    @staticmethod
+    def forward(ctx, x, sent, received, group):
+        ctx.sent, ctx.received, ctx.group = sent, received, group
+        out = x.new_empty(sum(received), x.shape[1])
+        dist.all_to_all_single(out, x.contiguous(), received, sent, group=group)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        out = grad.new_empty(sum(ctx.sent), grad.shape[1])
+        dist.all_to_all_single(out, grad.contiguous(), ctx.sent, ctx.received, group=ctx.group)
+        return out, None, None, None
+
+
 class Expert(nn.Module):
     def __init__(self):
         super().__init__()
@@ -72,15 +98,17 @@ class Expert(nn.Module):
 
 
 class MoeBlock(nn.Module):
-    def __init__(self, ep, group):
+    def __init__(self, ep, group, token_choice=False):
         super().__init__()
-        self.ep, self.group = ep, group
+        self.ep, self.group, self.token_choice = ep, group, token_choice
         self.dense = nn.Linear(WIDTH, WIDTH)
         self.router = nn.Linear(WIDTH, EXPERTS_PER_RANK * ep, bias=False)
         self.experts = nn.ModuleList(Expert() for _ in range(EXPERTS_PER_RANK))
 
     def forward(self, x):
         x = x + F.gelu(self.dense(x))
+        if self.token_choice:
+            return x + self.token_choice_experts(x)
         scores = self.router(x).softmax(dim=-1)  # tokens x experts
         gate, index = scores.t().topk(CAPACITY, dim=-1)  # experts x capacity
         sent = x[index.reshape(-1)]  # (experts * capacity) x width, grouped by expert's rank
@@ -95,8 +123,31 @@ class MoeBlock(nn.Module):
         weighted = returned * gate.reshape(-1, 1)
         return x + torch.zeros_like(x).index_add(0, index.reshape(-1), weighted)
 
+    def token_choice_experts(self, x):
+        gate, choice = self.router(x).softmax(dim=-1).max(dim=-1)
+        kept, counts = [], []
+        for e in range(EXPERTS_PER_RANK * self.ep):
+            tokens = (choice == e).nonzero().squeeze(1)
+            tokens = tokens[gate[tokens].argsort(descending=True)][:TOKEN_CAPACITY]
+            kept.append(tokens)
+            counts.append(len(tokens))
+        index = torch.cat(kept)
+        # Rank r receives, from each rank, the counts for its experts, then the tokens.
+        incoming = torch.empty(len(counts), dtype=torch.int64)
+        dist.all_to_all_single(incoming, torch.tensor(counts), group=self.group)
+        incoming = incoming.view(self.ep, EXPERTS_PER_RANK)
+        sent = [sum(counts[r * EXPERTS_PER_RANK : (r + 1) * EXPERTS_PER_RANK]) for r in range(self.ep)]
+        received = incoming.sum(dim=1).tolist()
+        tokens = AllToAllUneven.apply(x[index], sent, received, self.group)
+        chunks = tokens.split(incoming.reshape(-1).tolist())  # by (source rank, local expert)
+        outputs = torch.cat(
+            [self.experts[k % EXPERTS_PER_RANK](chunk) for k, chunk in enumerate(chunks)]
+        )
+        returned = AllToAllUneven.apply(outputs, received, sent, self.group)
+        return torch.zeros_like(x).index_add(0, index, returned * gate[index].unsqueeze(1))
 
-def run(rank, ep, dp, outdir):
+
+def run(rank, ep, dp, outdir, token_choice=False):
     world = ep * dp
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = "29591"
@@ -109,7 +160,7 @@ def run(rank, ep, dp, outdir):
     ep_group = ep_groups[replica]
     expert_dp_group = expert_dp_groups[expert_rank]
     torch.manual_seed(0)
-    blocks = nn.ModuleList(MoeBlock(ep, ep_group) for _ in range(BLOCKS))
+    blocks = nn.ModuleList(MoeBlock(ep, ep_group, token_choice) for _ in range(BLOCKS))
     head = nn.Linear(WIDTH, WIDTH)
     torch.manual_seed(1 + expert_rank)
     for block in blocks:
@@ -148,7 +199,7 @@ def run(rank, ep, dp, outdir):
     for _ in range(5):
         step()
     dist.barrier()
-    name = f"ep{ep}dp{dp}"
+    name = f"ep{ep}dp{dp}" + ("-token" if token_choice else "")
     folder = os.path.join(outdir, name)
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, f"rank{rank}.json")
@@ -190,8 +241,9 @@ def run(rank, ep, dp, outdir):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4:
-        sys.exit("usage: moe_ep.py OUTDIR EP DP")
+    if len(sys.argv) not in (4, 5) or sys.argv[4:] not in ([], ["token"]):
+        sys.exit("usage: moe_ep.py OUTDIR EP DP [token]")
     outdir, ep, dp = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    token_choice = sys.argv[4:] == ["token"]
     os.makedirs(outdir, exist_ok=True)
-    mp.spawn(run, args=(ep, dp, outdir), nprocs=ep * dp)
+    mp.spawn(run, args=(ep, dp, outdir, token_choice), nprocs=ep * dp)
