@@ -8,7 +8,7 @@ use stepcast_trace::{EventKind, LaneKind, ReadError, Runtime, Trace};
 use crate::{FileKind, corpus};
 
 /// Kineto traces and Execution Traces under `testdata/kineto/` (see `testdata/README.md`).
-const KINETO_FILES: usize = 283;
+const KINETO_FILES: usize = 287;
 const EXECUTION_TRACES: usize = 5;
 
 /// Checks that hold for any successfully read trace. Returns the problems found.
@@ -392,6 +392,10 @@ Expect { file: "stepcast/cpu-loader-pairs/heavyloader-workers0.json.gz", records
     Expect { file: "stepcast/cpu-jobs/tp4dp4/rank13.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(13), Some(16)) },
     Expect { file: "stepcast/cpu-jobs/tp4dp4/rank14.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(14), Some(16)) },
     Expect { file: "stepcast/cpu-jobs/tp4dp4/rank15.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(15), Some(16)) },
+    Expect { file: "stepcast/cpu-jobs/ep2dp2-token/rank0.json.gz", records: 11753, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(0), Some(4)) },
+    Expect { file: "stepcast/cpu-jobs/ep2dp2-token/rank1.json.gz", records: 11753, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(1), Some(4)) },
+    Expect { file: "stepcast/cpu-jobs/ep2dp2-token/rank2.json.gz", records: 11753, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(2), Some(4)) },
+    Expect { file: "stepcast/cpu-jobs/ep2dp2-token/rank3.json.gz", records: 11753, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(3), Some(4)) },
     Expect { file: "stepcast/cpu-jobs/ep4dp2/rank0.json.gz", records: 8813, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(0), Some(8)) },
     Expect { file: "stepcast/cpu-jobs/ep4dp2/rank1.json.gz", records: 8813, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(1), Some(8)) },
     Expect { file: "stepcast/cpu-jobs/ep4dp2/rank2.json.gz", records: 8813, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(2), Some(8)) },

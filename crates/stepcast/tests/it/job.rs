@@ -35,6 +35,7 @@ const GLOO_JOBS: &[&str] = &[
     "stepcast/cpu-jobs/fsdp2x2-2hosts",
     "stepcast/cpu-jobs/pp2dp2-2hosts",
     "stepcast/cpu-jobs/tp4dp4",
+    "stepcast/cpu-jobs/ep2dp2-token",
 ];
 
 type Rank = (i64, Trace, stepcast::Window, Mapping);
