@@ -392,3 +392,27 @@ fn hip_traces_name_hip_graphs() {
     assert_eq!(hip_name, "hip_graphs");
     assert_eq!(cuda_name, "hip_graphs");
 }
+
+/// A model that removes waits (syncs, loading) is bounded by the waits it could remove, not by
+/// a collective's wait for its peers: on a rank of a CPU job over gloo (no device, no sync, no
+/// loader), whose worker threads wait 210 ms a step for the other ranks, `remove_syncs` and
+/// `prefetch_inputs` predict ×1 and say they can gain nothing (their bound counted those
+/// waits: 320 ms, ×2.17, a bound no change to this rank could reach).
+#[test]
+fn waits_for_peers_are_no_bound_of_a_model_that_removes_waits() {
+    let rank = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/kineto/stepcast/cpu-jobs/tp2pp2dp2/rank4.json.gz"
+    );
+    for model in ["remove_syncs", "prefetch_inputs"] {
+        let run = stepcast(&["whatif", rank, model, "--json"]);
+        run.assert_success();
+        let json = run.json();
+        assert!(
+            json["peers"]["wait_ns"].as_i64().is_some_and(|w| w > 0),
+            "{model}: the rank waits for its peers"
+        );
+        assert_eq!(json["gain_ns"], 0, "{model}");
+        assert_eq!(json["trust"]["bound_ns"], 0, "{model}");
+    }
+}

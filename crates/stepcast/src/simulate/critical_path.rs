@@ -14,6 +14,9 @@ pub struct CriticalPath {
     /// Time on the path spent waiting for peers (collectives), launch latency or other
     /// edges' lags (except a thread handoff's, which is host time).
     pub wait_ns: i64,
+    /// Of `wait_ns`, the waits for peers outside the graph (a collective's declared peer
+    /// lateness): no change to this rank's own work removes them.
+    pub peer_wait_ns: i64,
     /// The same time, task by task: each share is host work, device work or waiting, and
     /// belongs to the task it preceded or made up. Shares sum to `length_ns`.
     pub shares: Vec<PathShare>,
@@ -100,8 +103,11 @@ pub fn critical_path(
                     task = pred;
                     continue;
                 }
-                Some(_) => {
+                Some(binding) => {
                     // Waited for peers (or a released edge) inside its own span.
+                    if binding == Binding::PeerWait {
+                        path.peer_wait_ns += (until - begin).max(0);
+                    }
                     path.add(task, ShareKind::Wait, until - begin);
                     until = until.min(begin);
                 }

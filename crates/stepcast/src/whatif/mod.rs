@@ -193,8 +193,9 @@ pub struct WholePath {
     /// transform can relax them without cutting a cost on the path, so the bound counts them
     /// ([`trust::assess`]).
     pub contention_ns: i64,
-    /// Time per steady step it spent waiting (peers, latencies, syncs' lags): what removing
-    /// waits can take off it, besides blocking calls' waits ([`trust::assess`]).
+    /// Time per steady step it spent waiting (latencies, syncs' lags), its waits for peers
+    /// left out (the declared peers input holds them): what removing waits can take off it,
+    /// besides blocking calls' waits ([`trust::assess`]).
     pub wait_ns: i64,
 }
 
@@ -478,7 +479,7 @@ fn measure_and_path(
         tasks.dedup();
         WholePath {
             contention_ns: contention_on(graph, timeline, &tasks) / steps,
-            wait_ns: whole.wait_ns / steps,
+            wait_ns: (whole.wait_ns - whole.peer_wait_ns) / steps,
             tasks,
         }
     });

@@ -12,9 +12,9 @@ use super::Resource;
 use super::models::Model;
 use super::profiler_cost::{self, ProfilerCost};
 use super::{Baseline, Context, Outcome, Period, WhatIfError, recorded_timeline, steady_period};
-use crate::graph::NO_STEP;
+use crate::graph::{EdgeKind, NO_STEP};
 use crate::replay::{measured_span, replayed_span, tasks_by_step};
-use crate::simulate::{RecordedOrder, SimOptions, simulate};
+use crate::simulate::{Binding, RecordedOrder, SimOptions, simulate};
 
 /// A task this many times the median of its name, and at least [`OUTLIER_STEP_SHARE`] of a
 /// step, is a cold start (first-call initialization, lazy module loading, autotuning).
@@ -194,8 +194,15 @@ pub fn window_trust_of(
         if step == NO_STEP || !steady.contains(&(step as usize)) || graph.kind[t].on_device() {
             continue;
         }
-        // Any host task whose completion waited (a sync, a blocking or pageable copy).
-        if timeline.completion[t].is_some() {
+        // Any host task whose completion waited (a sync, a blocking or pageable copy), but
+        // not for its peers: a host-run collective (gloo's) waits for the other ranks, the
+        // declared input a one-rank what-if keeps (or balances, counting it in its path cut),
+        // not a wait a model that removes syncs or loading could remove.
+        let on_peers = matches!(
+            timeline.completion[t],
+            Some(Binding::PeerWait | Binding::Edge(_, EdgeKind::PeerArrival))
+        );
+        if timeline.completion[t].is_some() && !on_peers {
             let waited = timeline.end_ns[t] - timeline.begin_ns[t] - graph.dur_ns[t];
             wait_ns = wait_ns.saturating_add(waited.max(0));
         }
