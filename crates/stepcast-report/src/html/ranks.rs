@@ -251,13 +251,13 @@ fn steps(ranks: &RanksJson) -> Section {
 
 fn wait_transfer(ranks: &RanksJson) -> Section {
     let mut body = paragraph(
-        "Each rank's NCCL kernels split into waiting for its peers and the transfer itself \
-         (aligned clocks).",
+        "Each rank's collectives (NCCL's kernels, gloo's worker-thread ranges) split into \
+         waiting for its peers and the transfer itself (aligned clocks).",
     );
     for rank in &ranks.wait_transfer.per_rank {
         let _ = write!(
             body,
-            "<h3>rank {} ({} kernels, {})</h3>\n{}",
+            "<h3>rank {} ({} collectives, {})</h3>\n{}",
             rank.rank,
             rank.kernels,
             ms(rank.recorded_ns),
