@@ -572,6 +572,17 @@ fn a_gloo_job_matches_its_host_collectives_on_one_clock() {
 }
 
 /// A job's tensor-parallel (or data-parallel) groups, each its ranks.
+/// A job folder of `testdata/kineto/stepcast/cpu-jobs/` (see its README), as a `&'static str`.
+macro_rules! cpu_job {
+    ($name:literal) => {
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../testdata/kineto/stepcast/cpu-jobs/",
+            $name
+        )
+    };
+}
+
 type Groups = &'static [&'static [i64]];
 
 /// Real jobs recorded on this project's CPU with real subgroups, over gloo: tensor parallel 2
@@ -582,67 +593,39 @@ type Groups = &'static [&'static [i64]];
 /// as two hosts (TP within a host, DP across), and TP 4 x DP 4, sixteen processes, recorded as
 /// a blind test (`testdata/kineto/stepcast/cpu-jobs/README.md`).
 const TP_DP_JOBS: [(&str, Groups, Groups); 8] = [
+    (cpu_job!("tp2dp2"), &[&[0, 1], &[2, 3]], &[&[0, 2], &[1, 3]]),
     (
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../testdata/kineto/stepcast/cpu-jobs/tp2dp2"
-        ),
-        &[&[0, 1], &[2, 3]],
-        &[&[0, 2], &[1, 3]],
-    ),
-    (
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../testdata/kineto/stepcast/cpu-jobs/tp2dp2-dp-major"
-        ),
+        cpu_job!("tp2dp2-dp-major"),
         &[&[0, 2], &[1, 3]],
         &[&[0, 1], &[2, 3]],
     ),
     (
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../testdata/kineto/stepcast/cpu-jobs/tp2dp3"
-        ),
+        cpu_job!("tp2dp3"),
         &[&[0, 1], &[2, 3], &[4, 5]],
         &[&[0, 2, 4], &[1, 3, 5]],
     ),
     (
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../testdata/kineto/stepcast/cpu-jobs/tp4dp2"
-        ),
+        cpu_job!("tp4dp2"),
         &[&[0, 1, 2, 3], &[4, 5, 6, 7]],
         &[&[0, 4], &[1, 5], &[2, 6], &[3, 7]],
     ),
     (
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../testdata/kineto/stepcast/cpu-jobs/tp2dp2-2hosts"
-        ),
+        cpu_job!("tp2dp2-2hosts"),
         &[&[0, 1], &[2, 3]],
         &[&[0, 2], &[1, 3]],
     ),
     (
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../testdata/kineto/stepcast/cpu-jobs/tp4dp2-2hosts"
-        ),
+        cpu_job!("tp4dp2-2hosts"),
         &[&[0, 1, 2, 3], &[4, 5, 6, 7]],
         &[&[0, 4], &[1, 5], &[2, 6], &[3, 7]],
     ),
     (
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../testdata/kineto/stepcast/cpu-jobs/tp2dp4-2hosts"
-        ),
+        cpu_job!("tp2dp4-2hosts"),
         &[&[0, 1], &[2, 3], &[4, 5], &[6, 7]],
         &[&[0, 2, 4, 6], &[1, 3, 5, 7]],
     ),
     (
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../testdata/kineto/stepcast/cpu-jobs/tp4dp4"
-        ),
+        cpu_job!("tp4dp4"),
         &[
             &[0, 1, 2, 3],
             &[4, 5, 6, 7],
@@ -826,11 +809,7 @@ fn tensor_and_data_parallel_groups(job: &str, tp_groups: Groups, dp_groups: Grou
 fn a_job_of_two_hosts_is_aligned_to_the_clock_they_share() {
     let jobs = TP_DP_JOBS[4..7].iter().map(|j| j.0);
     let others = [HYBRID_SHARDED_JOBS[2].0, PP_DP_JOBS[2].0];
-    let expert = format!(
-        "{}/../../testdata/kineto/stepcast/cpu-jobs/ep2dp2-2hosts",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    for job in jobs.chain(others).chain([expert.as_str()]) {
+    for job in jobs.chain(others).chain([cpu_job!("ep2dp2-2hosts")]) {
         two_hosts_aligned(job);
     }
 }
@@ -947,31 +926,33 @@ fn ranks_that_declare_one_group_with_other_members_are_not_one_job() {
 /// and its stages' replica groups.
 const PP_DP_JOB: &str = PP_DP_JOBS[0].0;
 const PP_DP_JOBS: [(&str, i64, Groups); 3] = [
-    (
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../testdata/kineto/stepcast/cpu-jobs/pp2dp2"
-        ),
-        4,
-        &[&[0, 1], &[2, 3]],
-    ),
-    (
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../testdata/kineto/stepcast/cpu-jobs/pp2dp3"
-        ),
-        6,
-        &[&[0, 1, 2], &[3, 4, 5]],
-    ),
-    (
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../testdata/kineto/stepcast/cpu-jobs/pp2dp2-2hosts"
-        ),
-        4,
-        &[&[0, 1], &[2, 3]],
-    ),
+    (cpu_job!("pp2dp2"), 4, &[&[0, 1], &[2, 3]]),
+    (cpu_job!("pp2dp3"), 6, &[&[0, 1, 2], &[3, 4, 5]]),
+    (cpu_job!("pp2dp2-2hosts"), 4, &[&[0, 1], &[2, 3]]),
 ];
+
+/// The matched point-to-point transfers of a replay's `collectives.groups`, per (sender,
+/// receiver): the groups named `p2p S->R`.
+fn transfers_by_pair(groups: &serde_json::Value) -> std::collections::BTreeMap<(i64, i64), u64> {
+    groups
+        .as_array()
+        .expect("groups")
+        .iter()
+        .filter(|g| g["source"] == "peer_order")
+        .map(|g| {
+            let (sender, receiver) = g["group"]
+                .as_str()
+                .and_then(|n| n.strip_prefix("p2p "))
+                .and_then(|n| n.split_once("->"))
+                .expect("p2p SENDER->RECEIVER");
+            let pair = (
+                sender.parse().expect("sender"),
+                receiver.parse().expect("receiver"),
+            );
+            (pair, g["matched"].as_u64().expect("matched"))
+        })
+        .collect()
+}
 
 /// Per (sender, receiver): the `c10d::send` ops inside the profiled steps of each rank's
 /// trace, as its JSON records them (the reference).
@@ -1023,24 +1004,7 @@ fn pipeline_transfers_and_replica_groups(job: &str, ranks: i64, replicas: Groups
         .collect();
     assert_eq!(reduced, replicas, "{job}");
     // Every send the traces record matched to its receive, per (sender, receiver).
-    let transfers: std::collections::BTreeMap<(i64, i64), u64> = groups
-        .iter()
-        .filter(|g| g["source"] == "peer_order")
-        .map(|g| {
-            let (sender, receiver) = g["group"]
-                .as_str()
-                .and_then(|n| n.strip_prefix("p2p "))
-                .and_then(|n| n.split_once("->"))
-                .expect("p2p SENDER->RECEIVER");
-            (
-                (
-                    sender.parse().expect("sender"),
-                    receiver.parse().expect("receiver"),
-                ),
-                g["matched"].as_u64().expect("matched"),
-            )
-        })
-        .collect();
+    let transfers = transfers_by_pair(&collectives["groups"]);
     assert_eq!(transfers, sends_by_pair(job, ranks), "{job}");
     // Stage 0's rank r sends to stage 1's rank r + ranks/2, and back.
     let half = ranks / 2;
@@ -1216,31 +1180,27 @@ fn inferred_groups(json: &serde_json::Value) -> Vec<(Vec<i64>, u64)> {
 #[test]
 fn an_expert_parallel_job_matches_its_exchanges_within_each_expert_group() {
     let jobs = [
-        ("ep2dp2", 2, 2),
-        ("ep4dp2", 4, 2),
-        ("ep2dp2-2hosts", 2, 2),
-        ("ep2dp2-token", 2, 2),
+        (cpu_job!("ep2dp2"), 2, 2),
+        (cpu_job!("ep4dp2"), 4, 2),
+        (cpu_job!("ep2dp2-2hosts"), 2, 2),
+        (cpu_job!("ep2dp2-token"), 2, 2),
     ];
     for (job, ep, dp) in jobs {
         expert_parallel_groups(job, ep, dp);
     }
 }
 
-fn expert_parallel_groups(name: &str, ep: i64, dp: i64) {
-    let job = format!(
-        "{}/../../testdata/kineto/stepcast/cpu-jobs/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
+fn expert_parallel_groups(job: &str, ep: i64, dp: i64) {
     // `moe_ep.py`'s sizes: width 256, experts 1,024 wide, two a rank, two blocks.
     let (width, hidden, blocks, experts) = (256, 1024, 2, 2);
     let dense =
         blocks * (width * width + width + width * experts * ep as u64) + width * width + width;
     let expert = blocks * experts * (2 * width * hidden + hidden + width);
-    let run = stepcast(&["replay", "--json", &job]);
+    let run = stepcast(&["replay", "--json", job]);
     run.assert_success();
     let json = run.json();
     let collectives = &json["collectives"];
-    assert_eq!(collectives["host_groups"], "inferred", "{name}");
+    assert_eq!(collectives["host_groups"], "inferred", "{job}");
     assert_eq!(collectives["unmatched"].as_array().map(Vec::len), Some(0));
     assert_eq!(json["clock_alignment"]["status"], "solved");
     let issued = |rank: i64, op: &str, elements: Option<u64>| {
@@ -1264,8 +1224,8 @@ fn expert_parallel_groups(name: &str, ep: i64, dp: i64) {
         let reduces = issued(group[0], "c10d::allreduce_", Some(expert));
         expected.push((group, reduces));
     }
-    assert!(expected.iter().all(|(_, n)| *n > 0), "{name}: {expected:?}");
-    assert_eq!(inferred_groups(&json), expected, "{name}");
+    assert!(expected.iter().all(|(_, n)| *n > 0), "{job}: {expected:?}");
+    assert_eq!(inferred_groups(&json), expected, "{job}");
     assert!(json["max_abs_error"].as_f64().is_some_and(|e| e <= 0.02));
 }
 
@@ -1277,10 +1237,7 @@ fn expert_parallel_groups(name: &str, ep: i64, dp: i64) {
 /// receiver, order).
 #[test]
 fn a_tensor_pipeline_and_data_parallel_job_matches_each_collective_within_its_group() {
-    let job = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../testdata/kineto/stepcast/cpu-jobs/tp2pp2dp2"
-    );
+    let job = cpu_job!("tp2pp2dp2");
     let run = stepcast(&["replay", "--json", job]);
     run.assert_success();
     let json = run.json();
@@ -1313,24 +1270,7 @@ fn a_tensor_pipeline_and_data_parallel_job_matches_each_collective_within_its_gr
         .collect();
     assert!(expected.iter().all(|(_, n)| *n > 0), "{expected:?}");
     assert_eq!(inferred_groups(&json), expected);
-    let transfers: std::collections::BTreeMap<(i64, i64), u64> = collectives["groups"]
-        .as_array()
-        .expect("groups")
-        .iter()
-        .filter(|g| g["source"] == "peer_order")
-        .map(|g| {
-            let (sender, receiver) = g["group"]
-                .as_str()
-                .and_then(|n| n.strip_prefix("p2p "))
-                .and_then(|n| n.split_once("->"))
-                .expect("p2p SENDER->RECEIVER");
-            let pair = (
-                sender.parse().expect("sender"),
-                receiver.parse().expect("receiver"),
-            );
-            (pair, g["matched"].as_u64().expect("matched"))
-        })
-        .collect();
+    let transfers = transfers_by_pair(&collectives["groups"]);
     assert_eq!(transfers, sends_by_pair(job, 8));
     assert!(json["max_abs_error"].as_f64().is_some_and(|e| e <= 0.02));
 }
@@ -1356,26 +1296,17 @@ fn a_hybrid_sharded_job_matches_each_collective_within_its_mesh_dimension() {
 /// Each job, its replicate groups and its shard groups.
 const HYBRID_SHARDED_JOBS: [(&str, Groups, Groups); 3] = [
     (
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../testdata/kineto/stepcast/cpu-jobs/fsdp2x2"
-        ),
+        cpu_job!("fsdp2x2"),
         &[&[0, 2], &[1, 3]],
         &[&[0, 1], &[2, 3]],
     ),
     (
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../testdata/kineto/stepcast/cpu-jobs/fsdp4x2"
-        ),
+        cpu_job!("fsdp4x2"),
         &[&[0, 4], &[1, 5], &[2, 6], &[3, 7]],
         &[&[0, 1, 2, 3], &[4, 5, 6, 7]],
     ),
     (
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../testdata/kineto/stepcast/cpu-jobs/fsdp2x2-2hosts"
-        ),
+        cpu_job!("fsdp2x2-2hosts"),
         &[&[0, 2], &[1, 3]],
         &[&[0, 1], &[2, 3]],
     ),
@@ -1390,38 +1321,15 @@ fn hybrid_sharded_groups(job: &str, replicate: Groups, shard: Groups) {
     assert_eq!(collectives["unmatched"].as_array().map(Vec::len), Some(0));
     assert_eq!(json["clock_alignment"]["status"], "solved");
     // The program's record on rank 0: its ops per kind inside its steps.
-    let trace = gzipped_json(format!("{job}/rank0.json.gz"));
-    let events = trace["traceEvents"].as_array().expect("events");
-    let steps = step_spans(&trace);
-    let issued = |name: &str| {
-        events
-            .iter()
-            .filter(|e| e["name"] == name)
-            .filter(|e| {
-                let ts = e["ts"].as_f64().unwrap_or_default();
-                steps.iter().any(|&(a, b)| a <= ts && ts <= b)
-            })
-            .count() as u64
-    };
+    let issued = |name: &str| issued_in_steps(&format!("{job}/rank0.json.gz"), name).len() as u64;
     let gathers = issued("c10d::_allgather_base_");
     let scatters = issued("c10d::_reduce_scatter_base_");
     let reduces = issued("c10d::allreduce_");
     assert!(gathers > 0 && scatters > 0 && reduces > 0);
-    let groups: Vec<(Vec<i64>, u64)> = collectives["groups"]
-        .as_array()
-        .expect("groups")
-        .iter()
-        .map(|g| {
-            assert_eq!(g["source"], "inferred");
-            let ranks = g["ranks"]
-                .as_array()
-                .expect("members")
-                .iter()
-                .filter_map(serde_json::Value::as_i64)
-                .collect();
-            (ranks, g["matched"].as_u64().expect("matched"))
-        })
-        .collect();
+    // Every group inferred (none recorded), each matching the program's count.
+    let all = collectives["groups"].as_array().expect("groups");
+    assert!(all.iter().all(|g| g["source"] == "inferred"), "{job}");
+    let groups = inferred_groups(&json);
     let expected: Vec<(Vec<i64>, u64)> = replicate
         .iter()
         .map(|g| (g.to_vec(), reduces))
