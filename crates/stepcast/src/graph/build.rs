@@ -215,6 +215,9 @@ impl Builder<'_> {
                         .iter()
                         .any(|e| e.kind.is_api_call());
                     let mut outer_end = i64::MIN;
+                    // Whether the last task is a gloo send's range that outlasted the op that
+                    // posted it (see below).
+                    let mut open_send = false;
                     let calls = &mut host_calls[lane_index];
                     // On a thread that makes calls, a host-run collective (gloo on CUDA
                     // tensors: its copies' calls inside it) is the stretch between them.
@@ -238,7 +241,18 @@ impl Builder<'_> {
                         if !is_task {
                             continue;
                         }
-                        if event.start_ns < outer_end {
+                        if event.start_ns < outer_end && open_send {
+                            // An asynchronous send (`isend`, `batch_isend_irecv`: what
+                            // `torch.distributed.pipelining` posts) has its range end when its
+                            // wait returns, and the thread runs on meanwhile (posts the batch's
+                            // receive, computes the next microbatch): the range is the send's
+                            // task up to the next op, which is a task of its own. Its end
+                            // constrains nothing (only a send's start is ordered).
+                            let g = &mut self.graph;
+                            let last = g.task_count() - 1;
+                            g.rec_end_ns[last] = event.start_ns.max(g.rec_start_ns[last]);
+                            g.dur_ns[last] = g.rec_end_ns[last] - g.rec_start_ns[last];
+                        } else if event.start_ns < outer_end {
                             // gloo's point-to-point ranges start inside the op that posted
                             // them (`c10d::send`, `c10d::recv_`): one that outlasts it
                             // (`gloo:recv` waiting for the peer) is a task for the rest of its
@@ -262,6 +276,7 @@ impl Builder<'_> {
                                     event.end_ns(),
                                 );
                                 outer_end = event.end_ns();
+                                open_send = self.trace.name(event.name) == "gloo:send";
                                 continue;
                             }
                             if posted_by_previous {
@@ -280,6 +295,7 @@ impl Builder<'_> {
                         }
                         self.push_stretches(lane_index as u32, &mut collectives, event.start_ns);
                         outer_end = event.end_ns();
+                        open_send = false;
                         let kind = if has_calls {
                             TaskKind::ApiCall
                         } else {

@@ -22,6 +22,7 @@ use std::collections::BTreeMap;
 use stepcast_trace::{CommArgs, LaneKind, Trace};
 
 use super::host_groups::{HostGroupInference, HostGroups, infer_host_groups};
+use super::transfer_peers::resolve_transfer_peers;
 use super::{RankGraph, RankId, RankTrace, lane_label};
 use crate::Window;
 use crate::analyze::mapping::{Mapping, map};
@@ -95,7 +96,9 @@ pub struct Peer {
     /// Whether this rank sends (else it receives).
     pub sends: bool,
     /// The other side's rank number, as the posting op records it (`c10d::send`'s `dst`,
-    /// `c10d::recv_`'s `src`: a rank of the default group).
+    /// `c10d::recv_`'s `src`): its rank in the process group the transfer ran on, which the
+    /// op does not record (the world rank on the world group; see
+    /// [`super::transfer_peers`] for how the job's groups place it).
     pub rank: i64,
 }
 
@@ -497,9 +500,10 @@ struct GroupMembers {
 
 impl GroupMembers {
     /// From each rank's table of group members (global rank numbers), the first rank's entry
-    /// for a group winning, mapped onto the ranks given by their rank numbers; members not
-    /// among them are left out (missing ranks are the job's to report, not a collective's).
-    fn of(ranks: &[RankGraph]) -> GroupMembers {
+    /// for a group winning, and each transfer's pair (`lists`: each rank's collectives),
+    /// mapped onto the ranks given by their rank numbers; members not among them are left out
+    /// (missing ranks are the job's to report, not a collective's).
+    fn of(ranks: &[RankGraph], lists: &[&[CollectiveInstance]]) -> GroupMembers {
         let by_number: BTreeMap<i64, RankId> = ranks
             .iter()
             .enumerate()
@@ -507,12 +511,8 @@ impl GroupMembers {
             .collect();
         let mut members: BTreeMap<String, Vec<RankId>> = BTreeMap::new();
         // A transfer's pair: its sender and receiver.
-        for rank in ranks {
-            for instance in rank
-                .collectives_by_stream
-                .iter()
-                .filter(|i| i.source == GroupSource::PeerOrder)
-            {
+        for list in lists {
+            for instance in list.iter().filter(|i| i.source == GroupSource::PeerOrder) {
                 members.entry(instance.group.clone()).or_insert_with(|| {
                     let (sender, receiver) = Peer::pair_of(&instance.group).unwrap_or((-1, -1));
                     let mut pair: Vec<RankId> = [sender, receiver]
@@ -555,7 +555,7 @@ pub fn match_collectives(ranks: &[RankGraph]) -> CollectiveMatching {
     let recorded_streams = ranks
         .windows(2)
         .all(|w| w[0].collective_streams == w[1].collective_streams);
-    let recorded: Vec<&[CollectiveInstance]> = ranks
+    let as_recorded: Vec<&[CollectiveInstance]> = ranks
         .iter()
         .map(|rank| {
             if recorded_streams {
@@ -565,7 +565,9 @@ pub fn match_collectives(ranks: &[RankGraph]) -> CollectiveMatching {
             }
         })
         .collect();
-    let members = GroupMembers::of(ranks);
+    let resolved = resolve_transfer_peers(ranks, &as_recorded);
+    let recorded: Vec<&[CollectiveInstance]> = resolved.iter().map(AsRef::as_ref).collect();
+    let members = GroupMembers::of(ranks, &recorded);
     // Several assignments may give every group's members the same collectives (a world group
     // running one program on every rank agrees with any grouping; so does a thread that always
     // runs the same bucket). The clocks decide, each grouping's clocks aligned by its own

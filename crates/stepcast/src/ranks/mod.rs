@@ -19,6 +19,7 @@ mod reduced;
 mod split;
 mod stragglers;
 mod thread_ops;
+mod transfer_peers;
 
 use stepcast_trace::{LaneId, LaneKind, Trace};
 

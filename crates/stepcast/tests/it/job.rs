@@ -3,7 +3,8 @@
 //! invariants of every prediction (a change of nothing is the baseline, the baseline is the
 //! measured step, k× faster gives at most k×, the gain never exceeds the bound) on the DLRM
 //! job (8 NCCL ranks, one step) and the gloo jobs recorded here (several steps, process
-//! groups, send/recv, FSDP's all-gathers, experts' all-to-all exchanges).
+//! groups, send/recv, FSDP's all-gathers, experts' all-to-all exchanges, DTensor's functional
+//! collectives, `torch.distributed.pipelining`'s batched transfers).
 
 use stepcast::analyze::mapping::{Mapping, map};
 use stepcast::graph::{BuildOptions, build};
@@ -36,6 +37,10 @@ const GLOO_JOBS: &[&str] = &[
     "stepcast/cpu-jobs/pp2dp2-2hosts",
     "stepcast/cpu-jobs/tp4dp4",
     "stepcast/cpu-jobs/ep2dp2-token",
+    "stepcast/cpu-jobs/dtensor-tp2dp2",
+    "stepcast/cpu-jobs/dtensor-tp4dp2",
+    "stepcast/cpu-jobs/pipelining-pp2dp2",
+    "stepcast/cpu-jobs/pipelining-pp4dp2",
 ];
 
 type Rank = (i64, Trace, stepcast::Window, Mapping);

@@ -52,7 +52,11 @@ def run(rank, pp, dp, outdir):
     layers = []
     for _ in range(LAYERS_PER_STAGE):
         layers += [nn.Linear(WIDTH, WIDTH), nn.ReLU()]
-    module = DDP(nn.Sequential(*layers), process_group=mesh["dp"].get_group())
+    # `static_graph`: with three or more microbatches' forwards before their backwards (1F1B's
+    # warm-up on four stages) DDP's bucket rebuild fails an internal assert in torch 2.15.
+    module = DDP(
+        nn.Sequential(*layers), process_group=mesh["dp"].get_group(), static_graph=True
+    )
     stage = PipelineStage(
         module, stage_index, pp, torch.device("cpu"), group=mesh["pp"].get_group()
     )
