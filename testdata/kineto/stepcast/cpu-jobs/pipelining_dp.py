@@ -7,12 +7,18 @@ schedule's own batched point-to-point ops, each stage replicated over DP ranks b
 and transfer runs on gloo, in the process group of its mesh dimension; each rank is traced by
 the PyTorch profiler.
 
-    python3 pipelining_dp.py OUTDIR PP DP
+    python3 pipelining_dp.py OUTDIR PP DP [interleaved] [fsdp]
 
 The mesh is (PP, DP), rank = stage * DP + replica: the DP groups are consecutive ranks and a
 replica's pipeline is {replica, DP + replica, ...}. Writes OUTDIR/pipelining-pp<PP>dp<DP>/rank<R>.json.gz
 (a job folder: one trace per rank) and OUTDIR/pipelining-pp<PP>dp<DP>.timing.json (rank 0's
 steps timed without the profiler, between barriers). One intra-op thread per process.
+
+`interleaved`: `ScheduleInterleaved1F1B` with two stages a rank (virtual stages: rank i of the
+pipeline holds stages i and PP + i, so the last rank's activations go back to the first);
+`fsdp`: each stage sharded by FSDP2 (`fully_shard`, gradients reduce-scattered) over the `dp`
+group instead of DDP, as torchtitan trains with pipelining. The folder's name then says so
+(`pipelining-interleaved-pp2dp2-fsdp`).
 """
 
 import gzip
@@ -28,7 +34,8 @@ import torch.multiprocessing as mp
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.distributed.device_mesh import init_device_mesh
-from torch.distributed.pipelining import PipelineStage, Schedule1F1B
+from torch.distributed.fsdp import fully_shard
+from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleInterleaved1F1B
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 SCHEDULE = dict(wait=2, warmup=3, active=6)
@@ -39,47 +46,64 @@ MICROBATCHES = 4
 MICROBATCH = 16
 
 
-def run(rank, pp, dp, outdir):
+def run(rank, pp, dp, outdir, interleaved=False, fsdp=False):
     world = pp * dp
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = "29591"
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=world)
     mesh = init_device_mesh("cpu", (pp, dp), mesh_dim_names=("pp", "dp"))
-    stage_index = mesh["pp"].get_local_rank()
+    pp_rank = mesh["pp"].get_local_rank()
     replica = mesh["dp"].get_local_rank()
-    torch.manual_seed(stage_index)
-    layers = []
-    for _ in range(LAYERS_PER_STAGE):
-        layers += [nn.Linear(WIDTH, WIDTH), nn.ReLU()]
-    # `static_graph`: with three or more microbatches' forwards before their backwards (1F1B's
-    # warm-up on four stages) DDP's bucket rebuild fails an internal assert in torch 2.15.
-    module = DDP(
-        nn.Sequential(*layers), process_group=mesh["dp"].get_group(), static_graph=True
-    )
-    stage = PipelineStage(
-        module, stage_index, pp, torch.device("cpu"), group=mesh["pp"].get_group()
-    )
-    schedule = Schedule1F1B(stage, MICROBATCHES, loss_fn=F.mse_loss)
-    opt = torch.optim.SGD(module.parameters(), lr=1e-3, momentum=0.9)
+    stages_per_rank = 2 if interleaved else 1
+    num_stages = pp * stages_per_rank
+    stages, modules = [], []
+    for virtual in range(stages_per_rank):
+        stage_index = pp_rank + virtual * pp
+        torch.manual_seed(stage_index)
+        layers = []
+        for _ in range(LAYERS_PER_STAGE):
+            layers += [nn.Linear(WIDTH, WIDTH), nn.ReLU()]
+        module = nn.Sequential(*layers)
+        if fsdp:
+            fully_shard(module, mesh=mesh["dp"], reshard_after_forward=False)
+        else:
+            # `static_graph`: with three or more microbatches' forwards before their
+            # backwards (1F1B's warm-up on four stages) DDP's bucket rebuild fails an
+            # internal assert in torch 2.15.
+            module = DDP(module, process_group=mesh["dp"].get_group(), static_graph=True)
+        modules.append(module)
+        stages.append(
+            PipelineStage(
+                module, stage_index, num_stages, torch.device("cpu"), group=mesh["pp"].get_group()
+            )
+        )
+    if interleaved:
+        schedule = ScheduleInterleaved1F1B(stages, MICROBATCHES, loss_fn=F.mse_loss)
+    else:
+        schedule = Schedule1F1B(stages[0], MICROBATCHES, loss_fn=F.mse_loss)
+    params = [p for m in modules for p in m.parameters()]
+    opt = torch.optim.SGD(params, lr=1e-3, momentum=0.9)
     torch.manual_seed(1000 + replica)
     x = torch.randn(MICROBATCHES * MICROBATCH, WIDTH)
     y = torch.randn(MICROBATCHES * MICROBATCH, WIDTH)
+    first = any(s.is_first for s in stages)
+    last = any(s.is_last for s in stages)
 
     def step():
         opt.zero_grad(set_to_none=True)
-        if stage_index == 0:
-            schedule.step(x)
-        elif stage_index == pp - 1:
-            schedule.step(target=y)
-        else:
-            schedule.step()
+        schedule.step(*([x] if first else []), **({"target": y} if last else {}))
         opt.step()
 
     for _ in range(5):
         step()
     dist.barrier()
-    name = f"pipelining-pp{pp}dp{dp}"
+    name = (
+        "pipelining-"
+        + ("interleaved-" if interleaved else "")
+        + f"pp{pp}dp{dp}"
+        + ("-fsdp" if fsdp else "")
+    )
     folder = os.path.join(outdir, name)
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, f"rank{rank}.json")
@@ -121,8 +145,11 @@ def run(rank, pp, dp, outdir):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4:
-        sys.exit("usage: pipelining_dp.py OUTDIR PP DP")
+    options = {"interleaved", "fsdp"}
+    extra = sys.argv[4:]
+    if len(sys.argv) < 4 or any(a not in options for a in extra):
+        sys.exit("usage: pipelining_dp.py OUTDIR PP DP [interleaved] [fsdp]")
     outdir, pp, dp = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     os.makedirs(outdir, exist_ok=True)
-    mp.spawn(run, args=(pp, dp, outdir), nprocs=pp * dp)
+    args = (pp, dp, outdir, "interleaved" in extra, "fsdp" in extra)
+    mp.spawn(run, args=args, nprocs=pp * dp)
