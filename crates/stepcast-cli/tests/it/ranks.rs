@@ -1381,21 +1381,28 @@ fn sends_in_group(
     pairs
 }
 
-/// Pipeline jobs as `torch.distributed.pipelining` runs them (`cpu-jobs/pipelining-pp2dp2`,
-/// `pipelining-pp4dp2`: `Schedule1F1B`, the stages replicated by DDP; recorded as blind tests,
-/// bar fixed before): the schedule sends on the device mesh's `pp` group, so each posting op
-/// names its peer by its index in that group (stage 1's rank 3 names rank 1 `0`), and posts
-/// its sends and receives in batches whose ranges overlap (a send's range open while the
-/// receive is posted and the next microbatch computed). Read as world ranks, 120 of 132
-/// transfers were unmatched; with the batch's ranges dropped as nested, the rest too. Every
-/// send is now matched to its receive between pipeline neighbours, as many per pair as the
-/// program's own ops (read in the group the trace describes as `mesh_pp`), and the replicas'
-/// gradient all-reduces within their declared group.
+/// Pipeline jobs as `torch.distributed.pipelining` runs them, recorded as blind tests (bars
+/// fixed before): `cpu-jobs/pipelining-pp2dp2`, `pipelining-pp4dp2` (`Schedule1F1B`, the
+/// stages replicated by DDP) and `pipelining-interleaved-pp2dp2-fsdp`,
+/// `pipelining-interleaved-pp4dp2` (`ScheduleInterleaved1F1B`, two stages a rank, so the last
+/// rank of a pipeline sends back to the first; FSDP2 replicas in the first). The schedules
+/// send on the device mesh's `pp` group, so each posting op names its peer by its index in
+/// that group (stage 1's rank 3 names rank 1 `0`); they post batches of transfers and wait
+/// later, so a transfer's range stays open while the thread posts the next and computes (and
+/// the interleaved schedule wraps each action in a `record_function`, the posting op inside
+/// it). Read as world ranks, the 1F1B jobs left 120 and 360 instances unmatched; with the
+/// open ranges taken as nested, the transfers they held were lost. Every send is now matched
+/// to its receive between neighbours of one pipeline, as many per pair as the program's own
+/// ops (read in the group the trace describes as `mesh_pp`), no receive ending before its
+/// send began, and the replicas' collectives within their declared group, as many as each
+/// group's first member issued.
 #[test]
 fn a_pipelining_job_matches_each_transfer_within_its_pipeline_group() {
-    for (job, stages, replicas) in [
-        (cpu_job!("pipelining-pp2dp2"), 2, 2),
-        (cpu_job!("pipelining-pp4dp2"), 4, 2),
+    for (job, stages, replicas, ring) in [
+        (cpu_job!("pipelining-pp2dp2"), 2, 2, false),
+        (cpu_job!("pipelining-pp4dp2"), 4, 2, false),
+        (cpu_job!("pipelining-interleaved-pp2dp2-fsdp"), 2, 2, true),
+        (cpu_job!("pipelining-interleaved-pp4dp2"), 4, 2, true),
     ] {
         let ranks = stages * replicas;
         let run = stepcast(&["replay", "--json", "--ranks", "all", job]);
@@ -1407,28 +1414,43 @@ fn a_pipelining_job_matches_each_transfer_within_its_pipeline_group() {
             Some(0),
             "{job}"
         );
-        assert_eq!(json["clock_alignment"]["status"], "solved");
+        assert_eq!(json["clock_alignment"]["status"], "solved", "{job}");
         assert_eq!(json["clock_alignment"]["violated_constraints"], 0);
         assert!(json["max_abs_error"].as_f64().is_some_and(|e| e <= 0.02));
         let transfers = transfers_by_pair(&collectives["groups"]);
         assert_eq!(transfers, sends_in_group(job, ranks, "mesh_pp"), "{job}");
-        // Between neighbouring stages of one replica's pipeline only, both ways.
-        let mut neighbours: Vec<(i64, i64)> = (0..ranks - replicas)
-            .flat_map(|r| [(r, r + replicas), (r + replicas, r)])
-            .collect();
-        neighbours.sort();
-        assert_eq!(transfers.keys().copied().collect::<Vec<_>>(), neighbours);
-        // The replicas' all-reduces in their stage's group (DDP all-reduced stage 0's
-        // gradients only here: the other stages' traces hold none), as many as each issued.
+        // Between neighbouring ranks of one replica's pipeline only, both ways (an
+        // interleaved pipeline's last rank also feeds its first).
+        let mut neighbours: std::collections::BTreeSet<(i64, i64)> = Default::default();
+        for r in 0..ranks {
+            let next = r + replicas;
+            let next = if next < ranks {
+                next
+            } else if ring {
+                next - ranks
+            } else {
+                continue;
+            };
+            neighbours.extend([(r, next), (next, r)]);
+        }
+        let found: std::collections::BTreeSet<(i64, i64)> = transfers.keys().copied().collect();
+        assert_eq!(found, neighbours, "{job}");
+        // The replicas' collectives in their stage's group (DDP all-reduced stage 0's
+        // gradients only: the other stages' traces hold none), as many as each issued.
         let mut expected = Vec::new();
         for stage in 0..stages {
             let group: Vec<i64> = (stage * replicas..(stage + 1) * replicas).collect();
-            let issued = issued_in_steps(
-                &format!("{job}/rank{}.json.gz", group[0]),
+            let file = format!("{job}/rank{}.json.gz", group[0]);
+            let issued: usize = [
                 "c10d::allreduce_",
-            );
-            if !issued.is_empty() {
-                expected.push((group, issued.len() as u64));
+                "c10d::_allgather_base_",
+                "c10d::_reduce_scatter_base_",
+            ]
+            .iter()
+            .map(|op| issued_in_steps(&file, op).len())
+            .sum();
+            if issued > 0 {
+                expected.push((group, issued as u64));
             }
         }
         assert!(!expected.is_empty());

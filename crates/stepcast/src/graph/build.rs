@@ -4,6 +4,7 @@
 //! behind the host, so a step's kernels overlap the next step's host work, and only a replay
 //! of the whole window reproduces the backlog each step inherits.
 
+mod async_transfers;
 mod collectives;
 mod device_lanes;
 mod graph_nodes;
@@ -88,6 +89,7 @@ pub fn build(trace: &Trace, options: &BuildOptions) -> Window {
         graph: Graph::default(),
         report: BuildReport::default(),
         launch_latency_ns: i64::MAX,
+        transfer_posts: Vec::new(),
     };
     let host_calls = b.tasks();
     let calls = b.call_index(&host_calls);
@@ -95,6 +97,7 @@ pub fn build(trace: &Trace, options: &BuildOptions) -> Window {
     let mut steps = b.assign_steps(&launcher);
     b.mark_teardown(&mut steps);
     let mut edges = std::mem::take(&mut launcher.edges);
+    edges.append(&mut b.transfer_posts);
     let device_lanes = DeviceLanes::new(trace, &b.graph, &launcher.call_of);
     b.sync_edges(&calls, &launcher.call_of, &device_lanes, &mut edges);
     // After the sync edges: a launch-latency sample held by a wait is not one.
@@ -129,6 +132,9 @@ struct Builder<'t> {
     report: BuildReport,
     /// Calibrated delay from a launch call's begin to its work (`i64::MAX`: not calibrated).
     launch_latency_ns: i64,
+    /// The edges from the tasks that posted gloo's asynchronous transfers to them
+    /// (`async_transfers.rs`).
+    transfer_posts: Vec<PendingEdge>,
 }
 
 struct Launches {
@@ -203,6 +209,7 @@ impl Builder<'_> {
     fn tasks(&mut self) -> Vec<Vec<(i64, u64)>> {
         let trace = self.trace;
         let mut host_calls = vec![Vec::new(); trace.lanes.len()];
+        let mut async_transfers: Vec<(usize, Vec<usize>)> = Vec::new();
         let mut lane_start = 0usize;
         for (lane_index, lane) in trace.lanes.iter().enumerate() {
             let lane_end = lane_start
@@ -215,9 +222,13 @@ impl Builder<'_> {
                         .iter()
                         .any(|e| e.kind.is_api_call());
                     let mut outer_end = i64::MIN;
-                    // Whether the last task is a gloo send's range that outlasted the op that
-                    // posted it (see below).
-                    let mut open_send = false;
+                    // gloo's asynchronous transfers go on lanes of their own, once the
+                    // thread's tasks are built (`async_transfers.rs`).
+                    let transfers = if has_calls {
+                        Vec::new()
+                    } else {
+                        self.async_transfers(events.clone())
+                    };
                     let calls = &mut host_calls[lane_index];
                     // On a thread that makes calls, a host-run collective (gloo on CUDA
                     // tensors: its copies' calls inside it) is the stretch between them.
@@ -230,6 +241,9 @@ impl Builder<'_> {
                     .peekable();
                     for i in events {
                         let event = &trace.events[i];
+                        if transfers.binary_search(&i).is_ok() {
+                            continue;
+                        }
                         if let (true, Some(corr)) = (event.kind.is_api_call(), event.correlation) {
                             calls.push((event.start_ns, corr.get()));
                         }
@@ -241,18 +255,7 @@ impl Builder<'_> {
                         if !is_task {
                             continue;
                         }
-                        if event.start_ns < outer_end && open_send {
-                            // An asynchronous send (`isend`, `batch_isend_irecv`: what
-                            // `torch.distributed.pipelining` posts) has its range end when its
-                            // wait returns, and the thread runs on meanwhile (posts the batch's
-                            // receive, computes the next microbatch): the range is the send's
-                            // task up to the next op, which is a task of its own. Its end
-                            // constrains nothing (only a send's start is ordered).
-                            let g = &mut self.graph;
-                            let last = g.task_count() - 1;
-                            g.rec_end_ns[last] = event.start_ns.max(g.rec_start_ns[last]);
-                            g.dur_ns[last] = g.rec_end_ns[last] - g.rec_start_ns[last];
-                        } else if event.start_ns < outer_end {
+                        if event.start_ns < outer_end {
                             // gloo's point-to-point ranges start inside the op that posted
                             // them (`c10d::send`, `c10d::recv_`): one that outlasts it
                             // (`gloo:recv` waiting for the peer) is a task for the rest of its
@@ -276,7 +279,6 @@ impl Builder<'_> {
                                     event.end_ns(),
                                 );
                                 outer_end = event.end_ns();
-                                open_send = self.trace.name(event.name) == "gloo:send";
                                 continue;
                             }
                             if posted_by_previous {
@@ -295,7 +297,6 @@ impl Builder<'_> {
                         }
                         self.push_stretches(lane_index as u32, &mut collectives, event.start_ns);
                         outer_end = event.end_ns();
-                        open_send = false;
                         let kind = if has_calls {
                             TaskKind::ApiCall
                         } else {
@@ -304,6 +305,9 @@ impl Builder<'_> {
                         self.push_task(kind, lane_index as u32, i);
                     }
                     self.push_stretches(lane_index as u32, &mut collectives, i64::MAX);
+                    if !transfers.is_empty() {
+                        async_transfers.push((lane_index, transfers));
+                    }
                 }
                 LaneKind::DeviceStream => {
                     for i in events {
@@ -341,6 +345,12 @@ impl Builder<'_> {
                 let gap = self.graph.rec_start_ns[t + 1] - self.graph.rec_end_ns[t];
                 self.graph.gap_ns[t] = gap.max(0);
             }
+        }
+        // After the threads' gaps: a lane of transfers in flight has none (each transfer
+        // begins when the task that posted it ends).
+        for (thread, transfers) in async_transfers {
+            let posts = self.transfer_lanes(thread, &transfers);
+            self.transfer_posts.extend(posts);
         }
         host_calls
     }

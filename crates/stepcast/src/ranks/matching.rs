@@ -365,12 +365,12 @@ pub(crate) fn collectives_of(
                 .and_then(|_| host_peer(trace, graph.event[i]));
             let peer = posted.map(|(peer, _)| peer);
             // gloo sends a CPU tensor inside the posting op (`c10d::send`) and its `gloo:send`
-            // range only waits for completion: the op's task is the transfer's start.
-            let task = match (posted, graph.lane_pred(task)) {
-                (Some((Peer { sends: true, .. }, posting)), Some(pred))
-                    if graph.event[pred.index()] == posting =>
-                {
-                    pred
+            // range only waits for completion: the task holding the op (the op's own, or a
+            // `record_function` around it, as `torch.distributed.pipelining` wraps each
+            // action) is the transfer's start.
+            let task = match posted {
+                Some((Peer { sends: true, .. }, posting)) => {
+                    task_holding(trace, graph, posting).unwrap_or(task)
                 }
                 _ => task,
             };
@@ -421,6 +421,26 @@ pub(crate) fn collectives_of(
         }
     }
     instances
+}
+
+/// The task of a host thread's own lane (not its transfers in flight) whose recorded span
+/// holds `event`'s start.
+fn task_holding(
+    trace: &Trace,
+    graph: &crate::graph::Graph,
+    event: stepcast_trace::EventId,
+) -> Option<TaskId> {
+    let event = trace.events.get(event.index())?;
+    // A thread's own lane is the first graph lane of its trace lane; the lanes of its
+    // transfers in flight come after every trace lane's.
+    let lane = graph
+        .lanes
+        .iter()
+        .find(|l| l.trace_lane == event.lane && l.kind == LaneKind::CpuThread)?;
+    let tasks = lane.first_task as usize..(lane.first_task + lane.task_count) as usize;
+    let before = graph.rec_start_ns[tasks.clone()].partition_point(|&s| s <= event.start_ns);
+    let t = tasks.start + before.checked_sub(1)?;
+    (graph.rec_end_ns[t] >= event.start_ns).then_some(TaskId(t as u32))
 }
 
 /// Events before a gloo point-to-point range its posting op is looked for among.

@@ -41,6 +41,8 @@ const GLOO_JOBS: &[&str] = &[
     "stepcast/cpu-jobs/dtensor-tp4dp2",
     "stepcast/cpu-jobs/pipelining-pp2dp2",
     "stepcast/cpu-jobs/pipelining-pp4dp2",
+    "stepcast/cpu-jobs/pipelining-interleaved-pp2dp2-fsdp",
+    "stepcast/cpu-jobs/pipelining-interleaved-pp4dp2",
 ];
 
 type Rank = (i64, Trace, stepcast::Window, Mapping);
