@@ -6,7 +6,8 @@
 //! (dPRO's `θ_i − θ_j ≤ T̄_j[o2] − T̄_i[o1]` for every inter-rank dependency `o1 → o2`):
 //!
 //! - **collective order**: a reducing collective (all-reduce, all-gather, ...) cannot end on
-//!   any rank before every rank has started it: `end[r] − o_r ≥ start[q] − o_q` for every pair;
+//!   any rank before every rank has started it: `end[r] − o_r ≥ start[q] − o_q` for every pair
+//!   (a rooted one, whose root the trace does not name, orders nothing: [`is_rooted`]);
 //! - **send/recv pairs**: a point-to-point kernel (NCCL `SendRecv`, `Send`, `Recv`) receives
 //!   from its peers, and a receive cannot finish before its send started:
 //!   `end[receiver] − o_receiver ≥ start[sender] − o_sender`. NCCL's rendezvous gives the
@@ -91,6 +92,24 @@ pub fn is_point_to_point(op: &str) -> bool {
         Collective::parse(op),
         Some(Collective::SendRecv | Collective::AllToAll)
     )
+}
+
+/// Whether a collective type (from [`super::collective_op`]) has a root: a broadcast, reduce,
+/// gather or scatter. Its members wait for the root alone (gloo's gather senders and its
+/// broadcast root return once their data is out, before the others start), and the trace
+/// does not say which member is the root: none of its members' times orders another's, and
+/// its ends need not lie together.
+pub fn is_rooted(op: &str) -> bool {
+    use crate::comm::Collective;
+    match Collective::parse(op) {
+        Some(Collective::Broadcast | Collective::Reduce) => true,
+        Some(_) => false,
+        // gloo's `gather` and `scatter`, which NCCL has no kernel of their own for.
+        None => {
+            let op = op.to_ascii_lowercase();
+            op.ends_with("gather") || op.ends_with("scatter")
+        }
+    }
 }
 
 /// One row of the QP: `end[later] − o_later ≥ start[earlier] − o_earlier`, from the
@@ -313,7 +332,9 @@ fn constraint_kinds(
         .matched
         .iter()
         .map(|c| {
-            if c.sender.is_none() && !is_point_to_point(&c.op) {
+            if is_rooted(&c.op) {
+                None
+            } else if c.sender.is_none() && !is_point_to_point(&c.op) {
                 Some(ConstraintKind::CollectiveOrder)
             } else if options.send_recv {
                 Some(ConstraintKind::SendRecv)

@@ -443,6 +443,9 @@ pub struct GlobalReplay {
     pub ranks: Vec<RankReplay>,
     /// From the earliest replayed step start to the latest end, earliest first.
     pub critical_path: Vec<PathTask>,
+    /// When the path ends: the latest step's end, which may outlast its last task (the host
+    /// working on untraced after it), the first task's share running to it.
+    pub critical_path_end_ns: i64,
     /// Time of the critical path spent on each rank (by [`RankId`]).
     pub critical_path_ns_by_rank: Vec<i64>,
     /// How often the critical path crosses from one rank to another.
@@ -472,7 +475,8 @@ impl GlobalReplay {
     ) -> Vec<i64> {
         let mut by_rank = vec![0i64; self.critical_path_ns_by_rank.len()];
         let within = |start: i64, end: i64| (end.min(to_ns) - start.max(from_ns)).max(0);
-        let mut cursor = self.critical_path.last().map_or(0, |p| p.end_ns);
+        // The shares run back from the path's end, which the last task's end may precede.
+        let mut cursor = self.critical_path_end_ns;
         for p in self.critical_path.iter().rev() {
             let start = cursor - p.share_ns;
             by_rank[global.rank_of(p.task).index()] += within(start, cursor);
@@ -531,6 +535,7 @@ pub fn replay_global(global: &GlobalGraph) -> Result<GlobalReplay, SimError> {
     let mut replay = GlobalReplay {
         ranks,
         critical_path: Vec::new(),
+        critical_path_end_ns: 0,
         critical_path_ns_by_rank: vec![0; global.ranks.len()],
         critical_path_rank_crossings: 0,
         critical_path_late_start: None,
@@ -560,6 +565,7 @@ fn critical_path(
     let mut task = last;
     let mut at_end = true;
     let mut time = end_ns.max(timeline.end_ns[last.index()]);
+    replay.critical_path_end_ns = time;
     let mut guard = 0usize;
     while time > from_ns && guard <= 4 * graph.task_count() + 4 {
         guard += 1;

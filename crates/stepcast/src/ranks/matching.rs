@@ -678,10 +678,11 @@ fn members_fit(
     let tolerance = super::CONSTRAINT_TOLERANCE_NS;
     let mut total = 0.0;
     let mut instances = 0usize;
+    // A rooted collective's members need not overlap, nor end together (`is_rooted`).
     let inferred = matching
         .matched
         .iter()
-        .filter(|c| c.source == GroupSource::Inferred);
+        .filter(|c| c.source == GroupSource::Inferred && !super::clocks::is_rooted(&c.op));
     for c in inferred {
         // Per clock compared: its members' aligned (start, end).
         let mut on_clock: BTreeMap<usize, Vec<(i64, i64)>> = BTreeMap::new();

@@ -29,7 +29,7 @@ use crate::simulate::SimError;
 pub use clocks::{
     AlignError, AlignOptions, AlignmentStatus, CONSTRAINT_TOLERANCE_NS, ClockAlignment,
     ConstraintKind, OrderingConstraint, RankResidual, align_clocks, align_clocks_with,
-    is_generic_host, is_point_to_point, ordering_constraints,
+    is_generic_host, is_point_to_point, is_rooted, ordering_constraints,
 };
 pub use global::{
     GlobalCollective, GlobalGraph, GlobalReplay, LaneTime, PathSegment, PathTask, RankPart,

@@ -43,6 +43,8 @@ const GLOO_JOBS: &[&str] = &[
     "stepcast/cpu-jobs/pipelining-pp4dp2",
     "stepcast/cpu-jobs/pipelining-interleaved-pp2dp2-fsdp",
     "stepcast/cpu-jobs/pipelining-interleaved-pp4dp2",
+    "stepcast/cpu-jobs/dp4-bookkeeping",
+    "stepcast/cpu-jobs/dp8-bookkeeping",
 ];
 
 type Rank = (i64, Trace, stepcast::Window, Mapping);
