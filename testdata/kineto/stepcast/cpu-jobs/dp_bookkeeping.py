@@ -6,11 +6,13 @@ metrics gathered on every rank (`all_gather_object`: sizes, then pickled bytes) 
 {0, 1}, {2, 3}, ...), started asynchronously and waited on after the optimizer step, and a
 `barrier` at the end of the step. Each rank is traced by the PyTorch profiler.
 
-    python3 dp_bookkeeping.py OUTDIR WORLD
+    python3 dp_bookkeeping.py OUTDIR WORLD [compiled]
 
 Writes OUTDIR/dp<WORLD>-bookkeeping/rank<R>.json.gz (a job folder: one trace per rank) and
 OUTDIR/dp<WORLD>-bookkeeping.timing.json (rank 0's steps timed without the profiler, between
-barriers). One intra-op thread per process.
+barriers). One intra-op thread per process. `compiled`: the DDP model under `torch.compile`
+(TorchDynamo's DDP optimizer splits the graph at the gradient buckets), in
+`dp<WORLD>-bookkeeping-compiled/`.
 """
 
 import gzip
@@ -34,7 +36,7 @@ LAYERS = 4
 BATCH = 32
 
 
-def run(rank, world, outdir):
+def run(rank, world, outdir, compiled=False):
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = "29601"
     torch.set_num_threads(1)
@@ -47,6 +49,8 @@ def run(rank, world, outdir):
     for _ in range(LAYERS):
         layers += [nn.Linear(WIDTH, WIDTH), nn.ReLU()]
     model = DDP(nn.Sequential(*layers))
+    if compiled:
+        model = torch.compile(model)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
     torch.manual_seed(1000 + rank)
     x = torch.randn(BATCH, WIDTH)
@@ -74,7 +78,7 @@ def run(rank, world, outdir):
     for _ in range(5):
         step()
     dist.barrier()
-    name = f"dp{world}-bookkeeping"
+    name = f"dp{world}-bookkeeping" + ("-compiled" if compiled else "")
     folder = os.path.join(outdir, name)
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, f"rank{rank}.json")
@@ -116,8 +120,9 @@ def run(rank, world, outdir):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or int(sys.argv[2]) % 2:
-        sys.exit("usage: dp_bookkeeping.py OUTDIR WORLD (an even number of ranks)")
+    extra = sys.argv[3:]
+    if len(sys.argv) < 3 or int(sys.argv[2]) % 2 or extra not in ([], ["compiled"]):
+        sys.exit("usage: dp_bookkeeping.py OUTDIR WORLD [compiled] (an even number of ranks)")
     outdir, world = sys.argv[1], int(sys.argv[2])
     os.makedirs(outdir, exist_ok=True)
-    mp.spawn(run, args=(world, outdir), nprocs=world)
+    mp.spawn(run, args=(world, outdir, extra == ["compiled"]), nprocs=world)
