@@ -1538,12 +1538,14 @@ fn a_dtensor_two_dimensional_job_matches_each_collective_within_its_mesh_dimensi
 /// member only after all had started, which put the program's own grouping out. A rooted
 /// collective now orders none of its members (`is_rooted`). Each group's matched collectives
 /// are its first member's `c10d::` ops inside its steps (the pairs' all-reduces told apart by
-/// their 16 elements).
+/// their 16 elements). And the four-rank job under `torch.compile` (compiled regions instead
+/// of eager ops; recorded after the change as a blind test of it, matched first time).
 #[test]
 fn a_job_with_rooted_object_and_barrier_collectives_matches_each_within_its_group() {
     for (job, world) in [
         (cpu_job!("dp4-bookkeeping"), 4),
         (cpu_job!("dp8-bookkeeping"), 8),
+        (cpu_job!("dp4-bookkeeping-compiled"), 4),
     ] {
         let run = stepcast(&["replay", "--json", job]);
         run.assert_success();

@@ -8,7 +8,7 @@ use stepcast_trace::{EventKind, LaneKind, ReadError, Runtime, Trace};
 use crate::{FileKind, corpus};
 
 /// Kineto traces and Execution Traces under `testdata/kineto/` (see `testdata/README.md`).
-const KINETO_FILES: usize = 335;
+const KINETO_FILES: usize = 339;
 const EXECUTION_TRACES: usize = 5;
 
 /// Checks that hold for any successfully read trace. Returns the problems found.
@@ -444,6 +444,10 @@ Expect { file: "stepcast/cpu-loader-pairs/heavyloader-workers0.json.gz", records
     Expect { file: "stepcast/cpu-jobs/dp8-bookkeeping/rank5.json.gz", records: 3853, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(5), Some(8)) },
     Expect { file: "stepcast/cpu-jobs/dp8-bookkeeping/rank6.json.gz", records: 3853, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(6), Some(8)) },
     Expect { file: "stepcast/cpu-jobs/dp8-bookkeeping/rank7.json.gz", records: 3853, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(7), Some(8)) },
+    Expect { file: "stepcast/cpu-jobs/dp4-bookkeeping-compiled/rank0.json.gz", records: 3445, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(0), Some(4)) },
+    Expect { file: "stepcast/cpu-jobs/dp4-bookkeeping-compiled/rank1.json.gz", records: 3289, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(1), Some(4)) },
+    Expect { file: "stepcast/cpu-jobs/dp4-bookkeeping-compiled/rank2.json.gz", records: 3289, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(2), Some(4)) },
+    Expect { file: "stepcast/cpu-jobs/dp4-bookkeeping-compiled/rank3.json.gz", records: 3289, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(3), Some(4)) },
     Expect { file: "stepcast/cpu-jobs/ep4dp2/rank0.json.gz", records: 8813, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(0), Some(8)) },
     Expect { file: "stepcast/cpu-jobs/ep4dp2/rank1.json.gz", records: 8813, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(1), Some(8)) },
     Expect { file: "stepcast/cpu-jobs/ep4dp2/rank2.json.gz", records: 8813, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(2), Some(8)) },

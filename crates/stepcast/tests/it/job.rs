@@ -45,6 +45,7 @@ const GLOO_JOBS: &[&str] = &[
     "stepcast/cpu-jobs/pipelining-interleaved-pp4dp2",
     "stepcast/cpu-jobs/dp4-bookkeeping",
     "stepcast/cpu-jobs/dp8-bookkeeping",
+    "stepcast/cpu-jobs/dp4-bookkeeping-compiled",
 ];
 
 type Rank = (i64, Trace, stepcast::Window, Mapping);
