@@ -3,12 +3,14 @@ processes run in a UTS namespace of their own (`unshare --uts`, root) named `nod
 so each rank's trace records its host's name (Kineto's `host_name`) and stepcast reads the job
 as two hosts with a clock each. The first half of the ranks run on `node0`, the second on
 `node1`, so the groups of consecutive ranks stay within a host (`tp_dp.py`'s TP groups,
-`moe_ep.py`'s EP groups, `fsdp.py`'s shard groups, `pp_dp.py`'s stage replicas) and the others
+`moe_ep.py`'s EP groups, `fsdp.py`'s shard groups, `pp_dp.py`'s and `pipelining_dp.py`'s stage
+replicas) and the others
 cross them, as jobs of several machines are laid out. The two "hosts" share one physical
 clock: the offset stepcast solves between them has a known answer, 0.
 
     python3 two_hosts.py OUTDIR TP DP                  (tp_dp.py's job)
-    python3 two_hosts.py --script SCRIPT OUTDIR A B    (SCRIPT: tp_dp, moe_ep, fsdp or pp_dp)
+    python3 two_hosts.py --script SCRIPT OUTDIR A B    (SCRIPT: tp_dp, moe_ep, fsdp, pp_dp or
+                                                        pipelining_dp)
 
 Writes OUTDIR/<job>-2hosts/rank<R>.json.gz and OUTDIR/<job>-2hosts.timing.json (the script's
 files, renamed when both hosts are done).
@@ -31,6 +33,7 @@ SCRIPTS = {
         lambda a, b, outdir: (a, b, outdir),
     ),
     "pp_dp": (lambda a, b: f"pp{a}dp{b}", lambda a, b, outdir: (a, b, outdir)),
+    "pipelining_dp": (lambda a, b: f"pipelining-pp{a}dp{b}", lambda a, b, outdir: (a, b, outdir)),
 }
 
 
