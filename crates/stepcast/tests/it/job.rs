@@ -46,6 +46,7 @@ const GLOO_JOBS: &[&str] = &[
     "stepcast/cpu-jobs/dp4-bookkeeping",
     "stepcast/cpu-jobs/dp8-bookkeeping",
     "stepcast/cpu-jobs/dp4-bookkeeping-compiled",
+    "stepcast/cpu-jobs/pipelining-pp2dp2-2hosts",
 ];
 
 type Rank = (i64, Trace, stepcast::Window, Mapping);
