@@ -8,7 +8,7 @@ use stepcast_trace::{EventKind, LaneKind, ReadError, Runtime, Trace};
 use crate::{FileKind, corpus};
 
 /// Kineto traces and Execution Traces under `testdata/kineto/` (see `testdata/README.md`).
-const KINETO_FILES: usize = 343;
+const KINETO_FILES: usize = 351;
 const EXECUTION_TRACES: usize = 5;
 
 /// Checks that hold for any successfully read trace. Returns the problems found.
@@ -452,6 +452,14 @@ Expect { file: "stepcast/cpu-loader-pairs/heavyloader-workers0.json.gz", records
     Expect { file: "stepcast/cpu-jobs/pipelining-pp2dp2-2hosts/rank1.json.gz", records: 4887, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(1), Some(4)) },
     Expect { file: "stepcast/cpu-jobs/pipelining-pp2dp2-2hosts/rank2.json.gz", records: 5765, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(2), Some(4)) },
     Expect { file: "stepcast/cpu-jobs/pipelining-pp2dp2-2hosts/rank3.json.gz", records: 5765, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(3), Some(4)) },
+    Expect { file: "stepcast/cpu-jobs/tp2pp2dp2-titan/rank0.json.gz", records: 25525, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(0), Some(8)) },
+    Expect { file: "stepcast/cpu-jobs/tp2pp2dp2-titan/rank1.json.gz", records: 25525, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(1), Some(8)) },
+    Expect { file: "stepcast/cpu-jobs/tp2pp2dp2-titan/rank2.json.gz", records: 25525, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(2), Some(8)) },
+    Expect { file: "stepcast/cpu-jobs/tp2pp2dp2-titan/rank3.json.gz", records: 25525, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(3), Some(8)) },
+    Expect { file: "stepcast/cpu-jobs/tp2pp2dp2-titan/rank4.json.gz", records: 26611, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(4), Some(8)) },
+    Expect { file: "stepcast/cpu-jobs/tp2pp2dp2-titan/rank5.json.gz", records: 26611, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(5), Some(8)) },
+    Expect { file: "stepcast/cpu-jobs/tp2pp2dp2-titan/rank6.json.gz", records: 26611, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(6), Some(8)) },
+    Expect { file: "stepcast/cpu-jobs/tp2pp2dp2-titan/rank7.json.gz", records: 26611, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(7), Some(8)) },
     Expect { file: "stepcast/cpu-jobs/ep4dp2/rank0.json.gz", records: 8813, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(0), Some(8)) },
     Expect { file: "stepcast/cpu-jobs/ep4dp2/rank1.json.gz", records: 8813, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(1), Some(8)) },
     Expect { file: "stepcast/cpu-jobs/ep4dp2/rank2.json.gz", records: 8813, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(2), Some(8)) },

@@ -10,9 +10,12 @@
 //! no rank sends to itself. A candidate stays only while the peer it names, where it is among
 //! the ranks given, has transfers the other way that could come from this rank, and as many as
 //! the transfers already placed between the two need (every send has one receive); pruning
-//! repeats until nothing changes. One candidate left: the transfer's pair. Several, or none:
-//! the index read as a world rank, as recorded, so that a transfer the trace cannot place is
-//! matched as before or reported unmatched, never paired by a guess.
+//! repeats until nothing changes. One candidate left: the transfer's pair. Where several
+//! remain, the whole job is weighed: of the assignments of those transfers under which every
+//! two ranks' sends one way number the receives the other, a transfer takes the peer they all
+//! agree on. None, or no agreement: the index read as a world rank, as recorded, so that a
+//! transfer the trace cannot place is matched as before or reported unmatched, never paired
+//! by a guess.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -104,12 +107,104 @@ fn resolved_peers(ranks: &[RankGraph], lists: &[&[CollectiveInstance]]) -> BTree
         return BTreeMap::new();
     }
     while prune(ranks, &position, &transfers, &mut candidates) {}
-    candidates
-        .into_iter()
-        .filter_map(|(key, c)| match c.len() {
+    let mut resolved: BTreeMap<Key, i64> = candidates
+        .iter()
+        .filter_map(|(&key, c)| match c.len() {
             1 => c.first().map(|&peer| (key, peer)),
             _ => None,
         })
+        .collect();
+    resolved.extend(agreed_by_every_balance(
+        ranks,
+        &position,
+        &transfers,
+        &candidates,
+    ));
+    resolved
+}
+
+/// Assignments of the keys pruning left several candidates tried at most.
+const MAX_ASSIGNMENTS: usize = 100_000;
+
+/// Balanced assignments kept at most (past it, only the keys they all agree on count).
+const MAX_BALANCED: usize = 64;
+
+/// Where pruning leaves keys with several candidates (each check sees one pair of ranks at a
+/// time; a 3-D job's symmetric groups let a stage-0 rank's index name a data-parallel peer as
+/// well as its pipeline peer until the whole job is weighed): every assignment of them under
+/// which, between every two ranks given, each direction's sends number that direction's
+/// receives. The keys on which every such assignment agrees, with their peer; none where no
+/// assignment balances, or too many would have to be tried.
+fn agreed_by_every_balance(
+    ranks: &[RankGraph],
+    position: &BTreeMap<i64, usize>,
+    transfers: &BTreeMap<Key, usize>,
+    candidates: &BTreeMap<Key, BTreeSet<i64>>,
+) -> BTreeMap<Key, i64> {
+    let open: Vec<(Key, Vec<i64>)> = candidates
+        .iter()
+        .filter(|(_, c)| c.len() > 1)
+        .map(|(&key, c)| (key, c.iter().copied().collect()))
+        .collect();
+    let tries = open
+        .iter()
+        .try_fold(1usize, |n, (_, c)| n.checked_mul(c.len()))
+        .filter(|&n| n <= MAX_ASSIGNMENTS);
+    if open.is_empty() || tries.is_none() {
+        return BTreeMap::new();
+    }
+    // The flows every key with one candidate fixes: (sender, receiver) → (sent, received),
+    // counted on each side.
+    let mut fixed: BTreeMap<(i64, i64), (usize, usize)> = BTreeMap::new();
+    let flow = |flows: &mut BTreeMap<(i64, i64), (usize, usize)>, key: Key, peer: i64| {
+        let (r, sends, _) = key;
+        let me = ranks[r].rank;
+        let n = transfers[&key];
+        if sends {
+            flows.entry((me, peer)).or_default().0 += n;
+        } else {
+            flows.entry((peer, me)).or_default().1 += n;
+        }
+    };
+    for (&key, c) in candidates {
+        if let (1, Some(&peer)) = (c.len(), c.first()) {
+            flow(&mut fixed, key, peer);
+        }
+    }
+    let balanced = |flows: &BTreeMap<(i64, i64), (usize, usize)>| {
+        flows
+            .iter()
+            .all(|(&(sender, receiver), &(sent, received))| {
+                // A side not among the ranks given has no count to weigh.
+                !(position.contains_key(&sender) && position.contains_key(&receiver))
+                    || sent == received
+            })
+    };
+    let mut solutions: Vec<Vec<i64>> = Vec::new();
+    for code in 0..tries.unwrap_or(0) {
+        let mut rest = code;
+        let mut flows = fixed.clone();
+        let mut picked = Vec::with_capacity(open.len());
+        for (key, c) in &open {
+            let peer = c[rest % c.len()];
+            rest /= c.len();
+            flow(&mut flows, *key, peer);
+            picked.push(peer);
+        }
+        if balanced(&flows) {
+            solutions.push(picked);
+            if solutions.len() > MAX_BALANCED {
+                break;
+            }
+        }
+    }
+    let Some(first) = solutions.first() else {
+        return BTreeMap::new();
+    };
+    open.iter()
+        .enumerate()
+        .filter(|&(k, _)| solutions.iter().all(|s| s[k] == first[k]))
+        .map(|(k, (key, _))| (*key, first[k]))
         .collect()
 }
 

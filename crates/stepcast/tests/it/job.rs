@@ -47,6 +47,7 @@ const GLOO_JOBS: &[&str] = &[
     "stepcast/cpu-jobs/dp8-bookkeeping",
     "stepcast/cpu-jobs/dp4-bookkeeping-compiled",
     "stepcast/cpu-jobs/pipelining-pp2dp2-2hosts",
+    "stepcast/cpu-jobs/tp2pp2dp2-titan",
 ];
 
 type Rank = (i64, Trace, stepcast::Window, Mapping);
