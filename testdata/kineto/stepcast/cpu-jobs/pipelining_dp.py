@@ -7,7 +7,7 @@ schedule's own batched point-to-point ops, each stage replicated over DP ranks b
 and transfer runs on gloo, in the process group of its mesh dimension; each rank is traced by
 the PyTorch profiler.
 
-    python3 pipelining_dp.py OUTDIR PP DP [interleaved] [fsdp]
+    python3 pipelining_dp.py OUTDIR PP DP [interleaved|zero-bubble] [fsdp]
 
 The mesh is (PP, DP), rank = stage * DP + replica: the DP groups are consecutive ranks and a
 replica's pipeline is {replica, DP + replica, ...}. Writes OUTDIR/pipelining-pp<PP>dp<DP>/rank<R>.json.gz
@@ -16,6 +16,8 @@ steps timed without the profiler, between barriers). One intra-op thread per pro
 
 `interleaved`: `ScheduleInterleaved1F1B` with two stages a rank (virtual stages: rank i of the
 pipeline holds stages i and PP + i, so the last rank's activations go back to the first);
+`zero-bubble`: `ScheduleInterleavedZeroBubble`, the same two stages a rank, each backward split
+into its input's gradient and, later, its weights' (folder `pipelining-zero-bubble-...`);
 `fsdp`: each stage sharded by FSDP2 (`fully_shard`, gradients reduce-scattered) over the `dp`
 group instead of DDP, as torchtitan trains with pipelining. The folder's name then says so
 (`pipelining-interleaved-pp2dp2-fsdp`).
@@ -35,7 +37,12 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
-from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleInterleaved1F1B
+from torch.distributed.pipelining import (
+    PipelineStage,
+    Schedule1F1B,
+    ScheduleInterleaved1F1B,
+    ScheduleInterleavedZeroBubble,
+)
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 SCHEDULE = dict(wait=2, warmup=3, active=6)
@@ -46,7 +53,7 @@ MICROBATCHES = 4
 MICROBATCH = 16
 
 
-def run(rank, pp, dp, outdir, interleaved=False, fsdp=False):
+def run(rank, pp, dp, outdir, interleaved=False, fsdp=False, zero_bubble=False):
     world = pp * dp
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = "29591"
@@ -55,7 +62,7 @@ def run(rank, pp, dp, outdir, interleaved=False, fsdp=False):
     mesh = init_device_mesh("cpu", (pp, dp), mesh_dim_names=("pp", "dp"))
     pp_rank = mesh["pp"].get_local_rank()
     replica = mesh["dp"].get_local_rank()
-    stages_per_rank = 2 if interleaved else 1
+    stages_per_rank = 2 if interleaved or zero_bubble else 1
     num_stages = pp * stages_per_rank
     stages, modules = [], []
     for virtual in range(stages_per_rank):
@@ -78,7 +85,9 @@ def run(rank, pp, dp, outdir, interleaved=False, fsdp=False):
                 module, stage_index, num_stages, torch.device("cpu"), group=mesh["pp"].get_group()
             )
         )
-    if interleaved:
+    if zero_bubble:
+        schedule = ScheduleInterleavedZeroBubble(stages, MICROBATCHES, loss_fn=F.mse_loss)
+    elif interleaved:
         schedule = ScheduleInterleaved1F1B(stages, MICROBATCHES, loss_fn=F.mse_loss)
     else:
         schedule = Schedule1F1B(stages[0], MICROBATCHES, loss_fn=F.mse_loss)
@@ -101,6 +110,7 @@ def run(rank, pp, dp, outdir, interleaved=False, fsdp=False):
     name = (
         "pipelining-"
         + ("interleaved-" if interleaved else "")
+        + ("zero-bubble-" if zero_bubble else "")
         + f"pp{pp}dp{dp}"
         + ("-fsdp" if fsdp else "")
     )
@@ -145,11 +155,12 @@ def run(rank, pp, dp, outdir, interleaved=False, fsdp=False):
 
 
 if __name__ == "__main__":
-    options = {"interleaved", "fsdp"}
+    options = {"interleaved", "zero-bubble", "fsdp"}
     extra = sys.argv[4:]
-    if len(sys.argv) < 4 or any(a not in options for a in extra):
-        sys.exit("usage: pipelining_dp.py OUTDIR PP DP [interleaved] [fsdp]")
+    schedules = {"interleaved", "zero-bubble"}.intersection(extra)
+    if len(sys.argv) < 4 or any(a not in options for a in extra) or len(schedules) > 1:
+        sys.exit("usage: pipelining_dp.py OUTDIR PP DP [interleaved|zero-bubble] [fsdp]")
     outdir, pp, dp = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     os.makedirs(outdir, exist_ok=True)
-    args = (pp, dp, outdir, "interleaved" in extra, "fsdp" in extra)
+    args = (pp, dp, outdir, "interleaved" in extra, "fsdp" in extra, "zero-bubble" in extra)
     mp.spawn(run, args=args, nprocs=pp * dp)
