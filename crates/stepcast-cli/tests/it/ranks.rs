@@ -1401,7 +1401,9 @@ fn sends_in_group(
 /// send began, and the replicas' collectives within their declared group, as many as each
 /// group's first member issued. And the 1F1B job as two hosts (stage 0 on `node0`, stage 1 on
 /// `node1`: the transfers alone tie the clocks; recorded after these changes as a blind test,
-/// matched first time, node1's offset +91 µs against the known 0).
+/// matched first time, node1's offset +91 µs against the known 0), and two zero-bubble
+/// pipelines (`ScheduleInterleavedZeroBubble`, DDP and FSDP2 replicas; blind, matched first
+/// time).
 #[test]
 fn a_pipelining_job_matches_each_transfer_within_its_pipeline_group() {
     for (job, stages, replicas, ring) in [
@@ -1410,6 +1412,8 @@ fn a_pipelining_job_matches_each_transfer_within_its_pipeline_group() {
         (cpu_job!("pipelining-pp2dp2-2hosts"), 2, 2, false),
         (cpu_job!("pipelining-interleaved-pp2dp2-fsdp"), 2, 2, true),
         (cpu_job!("pipelining-interleaved-pp4dp2"), 4, 2, true),
+        (cpu_job!("pipelining-zero-bubble-pp2dp2"), 2, 2, true),
+        (cpu_job!("pipelining-zero-bubble-pp4dp2-fsdp"), 4, 2, true),
     ] {
         let ranks = stages * replicas;
         let run = stepcast(&["replay", "--json", "--ranks", "all", job]);

@@ -8,7 +8,7 @@ use stepcast_trace::{EventKind, LaneKind, ReadError, Runtime, Trace};
 use crate::{FileKind, corpus};
 
 /// Kineto traces and Execution Traces under `testdata/kineto/` (see `testdata/README.md`).
-const KINETO_FILES: usize = 351;
+const KINETO_FILES: usize = 363;
 const EXECUTION_TRACES: usize = 5;
 
 /// Checks that hold for any successfully read trace. Returns the problems found.
@@ -460,6 +460,18 @@ Expect { file: "stepcast/cpu-loader-pairs/heavyloader-workers0.json.gz", records
     Expect { file: "stepcast/cpu-jobs/tp2pp2dp2-titan/rank5.json.gz", records: 26611, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(5), Some(8)) },
     Expect { file: "stepcast/cpu-jobs/tp2pp2dp2-titan/rank6.json.gz", records: 26611, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(6), Some(8)) },
     Expect { file: "stepcast/cpu-jobs/tp2pp2dp2-titan/rank7.json.gz", records: 26611, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(7), Some(8)) },
+    Expect { file: "stepcast/cpu-jobs/pipelining-zero-bubble-pp2dp2/rank0.json.gz", records: 10515, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(0), Some(4)) },
+    Expect { file: "stepcast/cpu-jobs/pipelining-zero-bubble-pp2dp2/rank1.json.gz", records: 10515, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(1), Some(4)) },
+    Expect { file: "stepcast/cpu-jobs/pipelining-zero-bubble-pp2dp2/rank2.json.gz", records: 11489, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(2), Some(4)) },
+    Expect { file: "stepcast/cpu-jobs/pipelining-zero-bubble-pp2dp2/rank3.json.gz", records: 11489, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(3), Some(4)) },
+    Expect { file: "stepcast/cpu-jobs/pipelining-zero-bubble-pp4dp2-fsdp/rank0.json.gz", records: 12351, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(0), Some(8)) },
+    Expect { file: "stepcast/cpu-jobs/pipelining-zero-bubble-pp4dp2-fsdp/rank1.json.gz", records: 12351, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(1), Some(8)) },
+    Expect { file: "stepcast/cpu-jobs/pipelining-zero-bubble-pp4dp2-fsdp/rank2.json.gz", records: 13449, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(2), Some(8)) },
+    Expect { file: "stepcast/cpu-jobs/pipelining-zero-bubble-pp4dp2-fsdp/rank3.json.gz", records: 13449, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(3), Some(8)) },
+    Expect { file: "stepcast/cpu-jobs/pipelining-zero-bubble-pp4dp2-fsdp/rank4.json.gz", records: 13449, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(4), Some(8)) },
+    Expect { file: "stepcast/cpu-jobs/pipelining-zero-bubble-pp4dp2-fsdp/rank5.json.gz", records: 13449, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(5), Some(8)) },
+    Expect { file: "stepcast/cpu-jobs/pipelining-zero-bubble-pp4dp2-fsdp/rank6.json.gz", records: 13989, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(6), Some(8)) },
+    Expect { file: "stepcast/cpu-jobs/pipelining-zero-bubble-pp4dp2-fsdp/rank7.json.gz", records: 13989, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(7), Some(8)) },
     Expect { file: "stepcast/cpu-jobs/ep4dp2/rank0.json.gz", records: 8813, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(0), Some(8)) },
     Expect { file: "stepcast/cpu-jobs/ep4dp2/rank1.json.gz", records: 8813, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(1), Some(8)) },
     Expect { file: "stepcast/cpu-jobs/ep4dp2/rank2.json.gz", records: 8813, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(2), Some(8)) },

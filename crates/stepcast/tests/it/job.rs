@@ -48,6 +48,8 @@ const GLOO_JOBS: &[&str] = &[
     "stepcast/cpu-jobs/dp4-bookkeeping-compiled",
     "stepcast/cpu-jobs/pipelining-pp2dp2-2hosts",
     "stepcast/cpu-jobs/tp2pp2dp2-titan",
+    "stepcast/cpu-jobs/pipelining-zero-bubble-pp2dp2",
+    "stepcast/cpu-jobs/pipelining-zero-bubble-pp4dp2-fsdp",
 ];
 
 type Rank = (i64, Trace, stepcast::Window, Mapping);
