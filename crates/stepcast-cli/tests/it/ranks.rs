@@ -1670,3 +1670,55 @@ fn a_three_dimensional_job_matches_each_collective_and_transfer_within_its_mesh_
     found.sort();
     assert_eq!(found, expected);
 }
+
+/// The first FSDP (`FullyShardedDataParallel` with `HYBRID_SHARD`: `cpu-jobs/fsdp1-2x2`,
+/// `fsdp1-4x2`; recorded as blind tests, bar fixed before, matched first time): its flat
+/// shards all-gathered (`c10d::allgather_`) and reduce-scattered within each shard group, the
+/// replicas' gradient shards all-reduced within each replicate group, each group's matched
+/// count its first member's ops inside its steps.
+#[test]
+fn a_first_fsdp_hybrid_sharded_job_matches_each_collective_within_its_mesh_dimension() {
+    const JOBS: [(&str, Groups, Groups); 2] = [
+        (
+            cpu_job!("fsdp1-2x2"),
+            &[&[0, 2], &[1, 3]],
+            &[&[0, 1], &[2, 3]],
+        ),
+        (
+            cpu_job!("fsdp1-4x2"),
+            &[&[0, 4], &[1, 5], &[2, 6], &[3, 7]],
+            &[&[0, 1, 2, 3], &[4, 5, 6, 7]],
+        ),
+    ];
+    for (job, replicate, shard) in JOBS {
+        let run = stepcast(&["replay", "--json", job]);
+        run.assert_success();
+        let json = run.json();
+        let collectives = &json["collectives"];
+        assert_eq!(collectives["host_groups"], "inferred", "{job}");
+        assert_eq!(
+            collectives["unmatched"].as_array().map(Vec::len),
+            Some(0),
+            "{job}"
+        );
+        assert_eq!(json["clock_alignment"]["status"], "solved");
+        assert!(json["max_abs_error"].as_f64().is_some_and(|e| e <= 0.02));
+        let issued = |rank: i64, names: &[&str]| -> u64 {
+            let file = format!("{job}/rank{rank}.json.gz");
+            names
+                .iter()
+                .map(|n| issued_in_steps(&file, n).len() as u64)
+                .sum()
+        };
+        let expected: Vec<(Vec<i64>, u64)> = replicate
+            .iter()
+            .map(|g| (g.to_vec(), issued(g[0], &["c10d::allreduce_"])))
+            .chain(shard.iter().map(|g| {
+                let n = issued(g[0], &["c10d::allgather_", "c10d::_reduce_scatter_base_"]);
+                (g.to_vec(), n)
+            }))
+            .collect();
+        assert!(expected.iter().all(|(_, n)| *n > 0), "{expected:?}");
+        assert_eq!(inferred_groups(&json), expected, "{job}");
+    }
+}

@@ -50,6 +50,8 @@ const GLOO_JOBS: &[&str] = &[
     "stepcast/cpu-jobs/tp2pp2dp2-titan",
     "stepcast/cpu-jobs/pipelining-zero-bubble-pp2dp2",
     "stepcast/cpu-jobs/pipelining-zero-bubble-pp4dp2-fsdp",
+    "stepcast/cpu-jobs/fsdp1-2x2",
+    "stepcast/cpu-jobs/fsdp1-4x2",
 ];
 
 type Rank = (i64, Trace, stepcast::Window, Mapping);
