@@ -959,22 +959,9 @@ fn transfers_by_pair(groups: &serde_json::Value) -> std::collections::BTreeMap<(
 }
 
 /// Per (sender, receiver): the `c10d::send` ops inside the profiled steps of each rank's
-/// trace, as its JSON records them (the reference).
+/// trace, as its JSON records them (the reference), sent on the world group.
 fn sends_by_pair(job: &str, ranks: i64) -> std::collections::BTreeMap<(i64, i64), u64> {
-    let mut pairs = std::collections::BTreeMap::new();
-    for r in 0..ranks {
-        let json = gzipped_json(format!("{job}/rank{r}.json.gz"));
-        for e in json["traceEvents"].as_array().expect("events") {
-            if e["name"] == "c10d::send" {
-                let dst: i64 = e["args"]["Concrete Inputs"][2]
-                    .as_str()
-                    .and_then(|d| d.parse().ok())
-                    .expect("the destination rank");
-                *pairs.entry((r, dst)).or_default() += 1;
-            }
-        }
-    }
-    pairs
+    sends_in_group(job, ranks, "default_pg")
 }
 
 #[test]
@@ -1385,6 +1372,27 @@ fn sends_in_group(
     pairs
 }
 
+/// `replay --json --ranks all` of the job in `job`, held to what every job matched whole shows:
+/// every collective instance matched, the clocks solved with no ordering violated, every
+/// rank-step replayed within 2 %.
+fn replayed_whole(job: &str) -> serde_json::Value {
+    let run = stepcast(&["replay", "--json", "--ranks", "all", job]);
+    run.assert_success();
+    let json = run.json();
+    assert_eq!(
+        json["collectives"]["unmatched"].as_array().map(Vec::len),
+        Some(0),
+        "{job}"
+    );
+    assert_eq!(json["clock_alignment"]["status"], "solved", "{job}");
+    assert_eq!(json["clock_alignment"]["violated_constraints"], 0, "{job}");
+    assert!(
+        json["max_abs_error"].as_f64().is_some_and(|e| e <= 0.02),
+        "{job}"
+    );
+    json
+}
+
 /// Pipeline jobs as `torch.distributed.pipelining` runs them, recorded as blind tests (bars
 /// fixed before): `cpu-jobs/pipelining-pp2dp2`, `pipelining-pp4dp2` (`Schedule1F1B`, the
 /// stages replicated by DDP) and `pipelining-interleaved-pp2dp2-fsdp`,
@@ -1416,18 +1424,8 @@ fn a_pipelining_job_matches_each_transfer_within_its_pipeline_group() {
         (cpu_job!("pipelining-zero-bubble-pp4dp2-fsdp"), 4, 2, true),
     ] {
         let ranks = stages * replicas;
-        let run = stepcast(&["replay", "--json", "--ranks", "all", job]);
-        run.assert_success();
-        let json = run.json();
+        let json = replayed_whole(job);
         let collectives = &json["collectives"];
-        assert_eq!(
-            collectives["unmatched"].as_array().map(Vec::len),
-            Some(0),
-            "{job}"
-        );
-        assert_eq!(json["clock_alignment"]["status"], "solved", "{job}");
-        assert_eq!(json["clock_alignment"]["violated_constraints"], 0);
-        assert!(json["max_abs_error"].as_f64().is_some_and(|e| e <= 0.02));
         let transfers = transfers_by_pair(&collectives["groups"]);
         assert_eq!(transfers, sends_in_group(job, ranks, "mesh_pp"), "{job}");
         // Between neighbouring ranks of one replica's pipeline only, both ways (an
@@ -1469,6 +1467,51 @@ fn a_pipelining_job_matches_each_transfer_within_its_pipeline_group() {
     }
 }
 
+/// DTensor's and FSDP2's collectives per mesh group, the program's own record: for each group
+/// a trace declares as `mesh_tp` or `mesh_dp` (the description stepcast does not read), its
+/// members and how many collectives its first member issued inside its steps (DTensor's
+/// functional ones in `mesh_tp`, FSDP2's in `mesh_dp`).
+fn issued_per_mesh_group(job: &str, ranks: i64) -> Vec<(Vec<i64>, u64)> {
+    let mut expected = Vec::new();
+    for r in 0..ranks {
+        let file = format!("{job}/rank{r}.json.gz");
+        let issued = |names: &[&str]| -> u64 {
+            names
+                .iter()
+                .map(|n| issued_in_steps(&file, n).len() as u64)
+                .sum()
+        };
+        for g in gzipped_json(&file)["distributedInfo"]["pg_config"]
+            .as_array()
+            .expect("groups")
+        {
+            let members: Vec<i64> = g["ranks"]
+                .as_array()
+                .expect("ranks")
+                .iter()
+                .filter_map(serde_json::Value::as_i64)
+                .collect();
+            if members[0] != r {
+                continue;
+            }
+            let count = match g["pg_desc"].as_str() {
+                Some("mesh_tp") => issued(&[
+                    "_c10d_functional::all_gather_into_tensor",
+                    "_c10d_functional::reduce_scatter_tensor",
+                    "_c10d_functional::all_reduce",
+                ]),
+                Some("mesh_dp") => {
+                    issued(&["c10d::_allgather_base_", "c10d::_reduce_scatter_base_"])
+                }
+                _ => continue,
+            };
+            assert!(count > 0, "{job}: {g}");
+            expected.push((members, count));
+        }
+    }
+    expected
+}
+
 /// PyTorch's 2-D recipe on gloo (`cpu-jobs/dtensor-tp2dp2`, `dtensor-tp4dp2`: DTensor tensor
 /// parallelism over the mesh's `tp` dimension, FSDP2 over `dp`; recorded as blind tests, bar
 /// fixed before): DTensor issues functional collectives (`_c10d_functional::*`, waited on by
@@ -1483,56 +1526,10 @@ fn a_dtensor_two_dimensional_job_matches_each_collective_within_its_mesh_dimensi
         (cpu_job!("dtensor-tp2dp2"), 4),
         (cpu_job!("dtensor-tp4dp2"), 8),
     ] {
-        let run = stepcast(&["replay", "--json", job]);
-        run.assert_success();
-        let json = run.json();
+        let json = replayed_whole(job);
         let collectives = &json["collectives"];
         assert_eq!(collectives["host_groups"], "inferred", "{job}");
-        assert_eq!(
-            collectives["unmatched"].as_array().map(Vec::len),
-            Some(0),
-            "{job}"
-        );
-        assert_eq!(json["clock_alignment"]["status"], "solved");
-        assert!(json["max_abs_error"].as_f64().is_some_and(|e| e <= 0.02));
-        let mut expected: Vec<(Vec<i64>, u64)> = Vec::new();
-        for r in 0..ranks {
-            let file = format!("{job}/rank{r}.json.gz");
-            let trace = gzipped_json(&file);
-            let issued = |names: &[&str]| -> u64 {
-                names
-                    .iter()
-                    .map(|n| issued_in_steps(&file, n).len() as u64)
-                    .sum()
-            };
-            for g in trace["distributedInfo"]["pg_config"]
-                .as_array()
-                .expect("groups")
-            {
-                let members: Vec<i64> = g["ranks"]
-                    .as_array()
-                    .expect("ranks")
-                    .iter()
-                    .filter_map(serde_json::Value::as_i64)
-                    .collect();
-                if members[0] != r {
-                    continue;
-                }
-                let count = match g["pg_desc"].as_str() {
-                    Some("mesh_tp") => issued(&[
-                        "_c10d_functional::all_gather_into_tensor",
-                        "_c10d_functional::reduce_scatter_tensor",
-                        "_c10d_functional::all_reduce",
-                    ]),
-                    Some("mesh_dp") => {
-                        issued(&["c10d::_allgather_base_", "c10d::_reduce_scatter_base_"])
-                    }
-                    _ => continue,
-                };
-                assert!(count > 0, "{job}: {g}");
-                expected.push((members, count));
-            }
-        }
+        let mut expected = issued_per_mesh_group(job, ranks);
         expected.sort();
         let mut found = inferred_groups(&json);
         found.sort();
@@ -1558,19 +1555,9 @@ fn a_job_with_rooted_object_and_barrier_collectives_matches_each_within_its_grou
         (cpu_job!("dp8-bookkeeping"), 8),
         (cpu_job!("dp4-bookkeeping-compiled"), 4),
     ] {
-        let run = stepcast(&["replay", "--json", job]);
-        run.assert_success();
-        let json = run.json();
+        let json = replayed_whole(job);
         let collectives = &json["collectives"];
         assert_eq!(collectives["host_groups"], "inferred", "{job}");
-        assert_eq!(
-            collectives["unmatched"].as_array().map(Vec::len),
-            Some(0),
-            "{job}"
-        );
-        assert_eq!(json["clock_alignment"]["status"], "solved");
-        assert_eq!(json["clock_alignment"]["violated_constraints"], 0);
-        assert!(json["max_abs_error"].as_f64().is_some_and(|e| e <= 0.02));
         let issued =
             |rank: i64, op: &str| issued_in_steps(&format!("{job}/rank{rank}.json.gz"), op);
         let world_ops: usize = [
@@ -1613,58 +1600,16 @@ fn a_job_with_rooted_object_and_barrier_collectives_matches_each_within_its_grou
 #[test]
 fn a_three_dimensional_job_matches_each_collective_and_transfer_within_its_mesh_dimension() {
     let job = cpu_job!("tp2pp2dp2-titan");
-    let run = stepcast(&["replay", "--json", job]);
-    run.assert_success();
-    let json = run.json();
+    let json = replayed_whole(job);
     let collectives = &json["collectives"];
-    assert_eq!(collectives["host_groups"], "inferred");
-    assert_eq!(collectives["unmatched"].as_array().map(Vec::len), Some(0));
-    assert_eq!(json["clock_alignment"]["status"], "solved");
-    assert_eq!(json["clock_alignment"]["violated_constraints"], 0);
-    assert!(json["max_abs_error"].as_f64().is_some_and(|e| e <= 0.02));
+    assert_eq!(collectives["host_groups"], "inferred", "{job}");
     let transfers = transfers_by_pair(&collectives["groups"]);
     assert_eq!(transfers, sends_in_group(job, 8, "mesh_pp"));
     let pairs: Vec<(i64, i64)> = transfers.keys().copied().collect();
     let mut neighbours: Vec<(i64, i64)> = (0..4).flat_map(|r| [(r, r + 4), (r + 4, r)]).collect();
     neighbours.sort();
     assert_eq!(pairs, neighbours);
-    let mut expected: Vec<(Vec<i64>, u64)> = Vec::new();
-    for r in 0..8 {
-        let file = format!("{job}/rank{r}.json.gz");
-        let issued = |names: &[&str]| -> u64 {
-            names
-                .iter()
-                .map(|n| issued_in_steps(&file, n).len() as u64)
-                .sum()
-        };
-        for g in gzipped_json(&file)["distributedInfo"]["pg_config"]
-            .as_array()
-            .expect("groups")
-        {
-            let members: Vec<i64> = g["ranks"]
-                .as_array()
-                .expect("ranks")
-                .iter()
-                .filter_map(serde_json::Value::as_i64)
-                .collect();
-            if members[0] != r {
-                continue;
-            }
-            let count = match g["pg_desc"].as_str() {
-                Some("mesh_tp") => issued(&[
-                    "_c10d_functional::all_gather_into_tensor",
-                    "_c10d_functional::reduce_scatter_tensor",
-                    "_c10d_functional::all_reduce",
-                ]),
-                Some("mesh_dp") => {
-                    issued(&["c10d::_allgather_base_", "c10d::_reduce_scatter_base_"])
-                }
-                _ => continue,
-            };
-            assert!(count > 0, "{g}");
-            expected.push((members, count));
-        }
-    }
+    let mut expected = issued_per_mesh_group(job, 8);
     expected.sort();
     let mut found = inferred_groups(&json);
     found.sort();
@@ -1691,18 +1636,9 @@ fn a_first_fsdp_hybrid_sharded_job_matches_each_collective_within_its_mesh_dimen
         ),
     ];
     for (job, replicate, shard) in JOBS {
-        let run = stepcast(&["replay", "--json", job]);
-        run.assert_success();
-        let json = run.json();
+        let json = replayed_whole(job);
         let collectives = &json["collectives"];
         assert_eq!(collectives["host_groups"], "inferred", "{job}");
-        assert_eq!(
-            collectives["unmatched"].as_array().map(Vec::len),
-            Some(0),
-            "{job}"
-        );
-        assert_eq!(json["clock_alignment"]["status"], "solved");
-        assert!(json["max_abs_error"].as_f64().is_some_and(|e| e <= 0.02));
         let issued = |rank: i64, names: &[&str]| -> u64 {
             let file = format!("{job}/rank{rank}.json.gz");
             names
