@@ -23,17 +23,22 @@ pub enum Collective {
     AllGather,
     Broadcast,
     Reduce,
+    /// gloo's `gather` and `scatter` (NCCL has no kernel of their own for them).
+    Gather,
+    Scatter,
     AllToAll,
     SendRecv,
 }
 
 impl Collective {
-    pub const ALL: [Collective; 7] = [
+    pub const ALL: [Collective; 9] = [
         Collective::AllReduce,
         Collective::ReduceScatter,
         Collective::AllGather,
         Collective::Broadcast,
         Collective::Reduce,
+        Collective::Gather,
+        Collective::Scatter,
         Collective::AllToAll,
         Collective::SendRecv,
     ];
@@ -45,6 +50,8 @@ impl Collective {
             Collective::AllGather => "all_gather",
             Collective::Broadcast => "broadcast",
             Collective::Reduce => "reduce",
+            Collective::Gather => "gather",
+            Collective::Scatter => "scatter",
             Collective::AllToAll => "all_to_all",
             Collective::SendRecv => "send_recv",
         }
@@ -75,6 +82,10 @@ impl Collective {
             Collective::Broadcast
         } else if has("sendrecv") || has("send") || has("recv") {
             Collective::SendRecv
+        } else if has("gather") {
+            Collective::Gather
+        } else if has("scatter") {
+            Collective::Scatter
         } else if has("reduce") {
             Collective::Reduce
         } else {
@@ -87,9 +98,11 @@ impl Collective {
         let n = n.max(1) as f64;
         match self {
             Collective::AllReduce => 2.0 * (n - 1.0) / n,
-            Collective::ReduceScatter | Collective::AllGather | Collective::AllToAll => {
-                (n - 1.0) / n
-            }
+            Collective::ReduceScatter
+            | Collective::AllGather
+            | Collective::Gather
+            | Collective::Scatter
+            | Collective::AllToAll => (n - 1.0) / n,
             Collective::Broadcast | Collective::Reduce | Collective::SendRecv => 1.0,
         }
     }
@@ -435,6 +448,14 @@ mod tests {
             Collective::parse("reduce_scatter_tensor"),
             Some(Collective::ReduceScatter)
         );
+        // gloo's rooted collectives, told apart from the all- and reduce- ones they name.
+        assert_eq!(Collective::parse("gloo:gather"), Some(Collective::Gather));
+        assert_eq!(Collective::parse("gloo:scatter"), Some(Collective::Scatter));
+        assert_eq!(
+            Collective::parse("gloo:all_gather"),
+            Some(Collective::AllGather)
+        );
+        assert_eq!(Collective::parse("gloo:reduce"), Some(Collective::Reduce));
         assert_eq!(Preset::by_name("NVLink-3"), Some(Preset::Nvlink3));
     }
 }

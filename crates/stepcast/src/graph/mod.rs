@@ -349,6 +349,17 @@ impl Graph {
         (task.0 > lane.first_task).then(|| TaskId(task.0 - 1))
     }
 
+    /// The task of trace lane `lane`'s own graph lane (its first: lanes of a thread's
+    /// transfers in flight come after every trace lane's) that began at or before `at_ns` and
+    /// had not ended before it: the task whose time holds that instant.
+    pub fn task_holding(&self, lane: LaneId, at_ns: i64) -> Option<TaskId> {
+        let lane = self.lanes.iter().find(|l| l.trace_lane == lane)?;
+        let first = lane.first_task as usize;
+        let starts = &self.rec_start_ns[first..first + lane.task_count as usize];
+        let t = first + starts.partition_point(|&s| s <= at_ns).checked_sub(1)?;
+        (self.rec_end_ns[t] >= at_ns).then_some(TaskId(t as u32))
+    }
+
     /// Stored edges plus lane-order edges, by kind, over the tasks `filter` accepts.
     pub fn edges_by_kind(&self, mut filter: impl FnMut(TaskId) -> bool) -> Vec<(EdgeKind, u64)> {
         self.edges_by_kind_of(

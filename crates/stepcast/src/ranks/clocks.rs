@@ -101,15 +101,10 @@ pub fn is_point_to_point(op: &str) -> bool {
 /// its ends need not lie together.
 pub fn is_rooted(op: &str) -> bool {
     use crate::comm::Collective;
-    match Collective::parse(op) {
-        Some(Collective::Broadcast | Collective::Reduce) => true,
-        Some(_) => false,
-        // gloo's `gather` and `scatter`, which NCCL has no kernel of their own for.
-        None => {
-            let op = op.to_ascii_lowercase();
-            op.ends_with("gather") || op.ends_with("scatter")
-        }
-    }
+    matches!(
+        Collective::parse(op),
+        Some(Collective::Broadcast | Collective::Reduce | Collective::Gather | Collective::Scatter)
+    )
 }
 
 /// One row of the QP: `end[later] − o_later ≥ start[earlier] − o_earlier`, from the

@@ -369,9 +369,11 @@ pub(crate) fn collectives_of(
             // `record_function` around it, as `torch.distributed.pipelining` wraps each
             // action) is the transfer's start.
             let task = match posted {
-                Some((Peer { sends: true, .. }, posting)) => {
-                    task_holding(trace, graph, posting).unwrap_or(task)
-                }
+                Some((Peer { sends: true, .. }, posting)) => trace
+                    .events
+                    .get(posting.index())
+                    .and_then(|op| graph.task_holding(op.lane, op.start_ns))
+                    .unwrap_or(task),
                 _ => task,
             };
             let (group, source, step) = match (process_group, recorded_seq, step) {
@@ -421,26 +423,6 @@ pub(crate) fn collectives_of(
         }
     }
     instances
-}
-
-/// The task of a host thread's own lane (not its transfers in flight) whose recorded span
-/// holds `event`'s start.
-fn task_holding(
-    trace: &Trace,
-    graph: &crate::graph::Graph,
-    event: stepcast_trace::EventId,
-) -> Option<TaskId> {
-    let event = trace.events.get(event.index())?;
-    // A thread's own lane is the first graph lane of its trace lane; the lanes of its
-    // transfers in flight come after every trace lane's.
-    let lane = graph
-        .lanes
-        .iter()
-        .find(|l| l.trace_lane == event.lane && l.kind == LaneKind::CpuThread)?;
-    let tasks = lane.first_task as usize..(lane.first_task + lane.task_count) as usize;
-    let before = graph.rec_start_ns[tasks.clone()].partition_point(|&s| s <= event.start_ns);
-    let t = tasks.start + before.checked_sub(1)?;
-    (graph.rec_end_ns[t] >= event.start_ns).then_some(TaskId(t as u32))
 }
 
 /// Events before a gloo point-to-point range its posting op is looked for among.

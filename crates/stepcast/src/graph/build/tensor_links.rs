@@ -105,12 +105,9 @@ impl Builder<'_> {
     /// The task whose time holds `event`: its own, or the task of its lane around it.
     fn task_holding(&self, event: EventId) -> Option<TaskId> {
         let trace_event = self.trace.events.get(event.index())?;
-        let g = &self.graph;
-        let lane = g.lanes.iter().find(|l| l.trace_lane == trace_event.lane)?;
-        let first = lane.first_task as usize;
-        let starts = &g.rec_start_ns[first..first + lane.task_count as usize];
-        let k = starts.partition_point(|&s| s <= trace_event.start_ns);
-        let t = first + k.checked_sub(1)?;
-        (g.rec_end_ns[t] >= trace_event.end_ns()).then_some(TaskId(t as u32))
+        let t = self
+            .graph
+            .task_holding(trace_event.lane, trace_event.start_ns)?;
+        (self.graph.rec_end_ns[t.index()] >= trace_event.end_ns()).then_some(t)
     }
 }

@@ -333,13 +333,9 @@ fn enclosing_op(trace: &Trace, parents: &[Option<EventId>], event: EventId) -> O
 /// is a CPU op (the thread makes no runtime calls).
 fn enclosing_cpu_task(graph: &Graph, trace: &Trace, event: EventId) -> Option<TaskId> {
     let e = &trace.events[event.index()];
-    let lane = graph.lanes.iter().find(|l| l.trace_lane == e.lane)?;
-    let first = lane.first_task as usize;
-    let tasks = first..first + lane.task_count as usize;
-    let after = graph.rec_start_ns[tasks.clone()].partition_point(|&s| s <= e.start_ns);
-    let t = first + after.checked_sub(1)?;
-    (graph.kind[t] == TaskKind::CpuOp && graph.rec_end_ns[t] >= e.end_ns())
-        .then_some(TaskId(t as u32))
+    let t = graph.task_holding(e.lane, e.start_ns)?;
+    (graph.kind[t.index()] == TaskKind::CpuOp && graph.rec_end_ns[t.index()] >= e.end_ns())
+        .then_some(t)
 }
 
 /// The window's host updates (see the module documentation); `None` when no step of it runs
