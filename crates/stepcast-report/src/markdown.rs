@@ -109,7 +109,13 @@ pub fn analyze_markdown(analyze: &AnalyzeJson) -> String {
             ),
             ("host time by phase", &breakdown.host_time_by_phase, span_ns),
         ];
+        // A trace without device work has no device partitions: its device is "idle" and
+        // the idle charged to "host launch" throughout.
+        let has_device_work = analyze.mapping.device_tasks > 0;
         for (partition, map, total) in maps {
+            if !has_device_work && partition.starts_with("device") {
+                continue;
+            }
             for &(key, ns) in &map.0 {
                 if ns != 0 {
                     let _ = writeln!(

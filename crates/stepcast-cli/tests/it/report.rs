@@ -582,3 +582,60 @@ fn a_category_has_one_colour_everywhere_and_no_empty_part_is_listed() {
         );
     }
 }
+
+/// A trace without device work shows no device partitions anywhere (text, Markdown, HTML):
+/// they would read "idle 100 %, charged to launch". A GPU trace keeps every one of them.
+#[test]
+fn a_cpu_only_trace_shows_no_device_partitions() {
+    const CPU_ONLY: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/kineto/stepcast/cpu-pairs/mlp-base.json.gz"
+    );
+    let dir = TempDir::new("report-cpu-only");
+    for (trace, has_device) in [(CPU_ONLY, false), (NCCL, true)] {
+        let json = stepcast(&["analyze", "--json", trace]).json();
+        assert_eq!(
+            json["mapping"]["device_tasks"]
+                .as_u64()
+                .is_some_and(|n| n > 0),
+            has_device,
+            "{trace}"
+        );
+        let text = stepcast(&["analyze", trace]).stdout;
+        let md = stepcast(&["analyze", trace, "--format", "md"]).stdout;
+        let page = dir.path().join("page.html");
+        stepcast(&["report", trace, "-o", path_str(&page)]).assert_success();
+        let html = std::fs::read_to_string(&page).expect("the report exists");
+        for (shown, what) in [
+            (text.contains("idle by cause"), "text: idle table"),
+            (
+                text.contains("\nTop layers on the GPU")
+                    || text.contains("\nTop layers on the device"),
+                "text: device layers",
+            ),
+            (
+                text.lines()
+                    .filter(|line| line.starts_with("│ phase ") && line.contains("host"))
+                    .all(|header| header.matches('┆').count() == 4),
+                "text: device columns of the phase tables",
+            ),
+            (
+                md.contains("| device idle by cause |"),
+                "md: idle partition",
+            ),
+            (
+                html.contains("<h3>Device idle by cause</h3>"),
+                "html: idle chart",
+            ),
+            (
+                html.contains("<h3>Device time by phase</h3>"),
+                "html: device phases",
+            ),
+        ] {
+            assert_eq!(shown, has_device, "{trace}: {what}");
+        }
+        // The host's partitions are shown either way.
+        assert!(text.contains("\nTop layers on the host"), "{trace}");
+        assert!(html.contains("<h3>Host time by phase</h3>"), "{trace}");
+    }
+}

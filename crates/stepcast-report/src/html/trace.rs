@@ -405,7 +405,21 @@ fn layer_parts(layers: &LayersJson) -> Vec<(String, i64)> {
     parts
 }
 
-fn breakdown_charts(out: &mut String, breakdown: &BreakdownJson, span_ns: i64) {
+/// Charts that partition device time, or the device's idle time: a trace without device work
+/// shows none of them (they would read 100 % idle, charged to "launch").
+const DEVICE_CHARTS: [&str; 4] = [
+    "Device idle by cause",
+    "Communication against computation",
+    "Device time by phase",
+    "Device time by layer",
+];
+
+fn breakdown_charts(
+    out: &mut String,
+    breakdown: &BreakdownJson,
+    span_ns: i64,
+    has_device_work: bool,
+) {
     let charts: [(&str, Vec<(String, i64)>); 6] = [
         ("Host and device", map_parts(&breakdown.host_device)),
         (
@@ -447,6 +461,9 @@ fn breakdown_charts(out: &mut String, breakdown: &BreakdownJson, span_ns: i64) {
         ),
     ];
     for (title, parts) in charts {
+        if !has_device_work && DEVICE_CHARTS.contains(&title) {
+            continue;
+        }
         let total = if title == "Device idle by cause" {
             parts.iter().map(|p| p.1).sum()
         } else {
@@ -463,19 +480,29 @@ fn breakdown_charts(out: &mut String, breakdown: &BreakdownJson, span_ns: i64) {
 
 fn breakdowns(analyze: &AnalyzeJson) -> Section {
     let mut body = String::new();
+    let has_device_work = analyze.mapping.device_tasks > 0;
     match (&analyze.typical_step, analyzed(analyze)) {
         (Some(typical), _) => {
             body.push_str(&paragraph(&format!(
-                "The typical step: {} averaged part by part ({} per step). Every chart \
-                 partitions the step's span, except idle by cause, which partitions the \
-                 device's idle time.",
+                "The typical step: {} averaged part by part ({} per step). {}",
                 match typical.steps_used.as_slice() {
                     [one] => format!("step {one}"),
                     many => format!("steps {}", step_numbers(many)),
                 },
-                ms(typical.span_ns)
+                ms(typical.span_ns),
+                if has_device_work {
+                    "Every chart partitions the step's span, except idle by cause, which \
+                     partitions the device's idle time."
+                } else {
+                    "Every chart partitions the step's span; the trace records no device work."
+                }
             )));
-            breakdown_charts(&mut body, &typical.breakdown, typical.span_ns);
+            breakdown_charts(
+                &mut body,
+                &typical.breakdown,
+                typical.span_ns,
+                has_device_work,
+            );
         }
         (None, Some(step)) => {
             body.push_str(&paragraph(&format!(
@@ -487,7 +514,12 @@ fn breakdowns(analyze: &AnalyzeJson) -> Section {
                 },
                 ms(step.measured_ns)
             )));
-            breakdown_charts(&mut body, &step.breakdown, step.measured_ns);
+            breakdown_charts(
+                &mut body,
+                &step.breakdown,
+                step.measured_ns,
+                has_device_work,
+            );
         }
         (None, None) => body.push_str(&paragraph("The trace has no steps.")),
     }

@@ -132,16 +132,24 @@ pub(super) fn idle_row(label: String, breakdown: &BreakdownJson) -> Vec<String> 
 pub(super) fn phase_table(breakdown: &BreakdownJson, span: i64, words: &Words) -> String {
     let device_phases = &breakdown.device_time_by_phase;
     let host_phases = &breakdown.host_time_by_phase;
-    let mut table = new_table(
-        &[
-            "phase",
-            &format!("{}\nms", words.device),
-            &format!("{}\n%", words.device),
-            "host\nms",
-            "host\n%",
-        ],
-        1,
-    );
+    // A trace without device work has no device column to show: it would read 100 % idle.
+    let device = words.has_device_work;
+    let mut header = vec!["phase".to_string()];
+    if device {
+        header.push(format!("{}\nms", words.device));
+        header.push(format!("{}\n%", words.device));
+    }
+    header.extend(["host\nms".to_string(), "host\n%".to_string()]);
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut table = new_table(&header, 1);
+    let row = |label: String, device_ns: i64, host_ns: i64| {
+        let mut row = vec![label];
+        if device {
+            row.extend([ms(device_ns), share(device_ns, span)]);
+        }
+        row.extend([ms(host_ns), share(host_ns, span)]);
+        row
+    };
     for &(phase, device_ns) in &device_phases.0 {
         let host_ns = host_phases.get(phase);
         let label = if phase == "idle" {
@@ -149,21 +157,13 @@ pub(super) fn phase_table(breakdown: &BreakdownJson, span: i64, words: &Words) -
         } else {
             phase.replace('_', " ")
         };
-        table.add_row(vec![
-            label,
-            ms(device_ns),
-            share(device_ns, span),
-            ms(host_ns),
-            share(host_ns, span),
-        ]);
+        table.add_row(row(label, device_ns, host_ns));
     }
-    table.add_row(vec![
+    table.add_row(row(
         "total".to_string(),
-        ms(device_phases.total()),
-        share(device_phases.total(), span),
-        ms(host_phases.total()),
-        share(host_phases.total(), span),
-    ]);
+        device_phases.total(),
+        host_phases.total(),
+    ));
     table.to_string()
 }
 

@@ -50,14 +50,18 @@ pub fn analyze_text(analyze: &AnalyzeJson) -> String {
     out.push('\n');
 
     push_section(&mut out, "Steps", &steps_table(analyze, analyzed, &words));
-    push_section(
-        &mut out,
-        &format!(
-            "{} idle by cause and communication overlap, per step (ms)",
-            words.device_title
-        ),
-        &idle_table(analyze, analyzed, &words),
-    );
+    // Without device work there is no device idle to attribute, nor kernels for collectives to
+    // overlap: the table would charge every step to "launch".
+    if words.has_device_work {
+        push_section(
+            &mut out,
+            &format!(
+                "{} idle by cause and communication overlap, per step (ms)",
+                words.device_title
+            ),
+            &idle_table(analyze, analyzed, &words),
+        );
+    }
     if let Some(step) = analyzed {
         let label = step_label(step);
         push_section(
@@ -65,11 +69,13 @@ pub fn analyze_text(analyze: &AnalyzeJson) -> String {
             &format!("Time by phase, {label} ({} ms)", ms(step.measured_ns)),
             &phase_table(&step.breakdown, step.measured_ns, &words),
         );
-        push_section(
-            &mut out,
-            &format!("Top layers on the {}, {label}", words.device),
-            &layers_table(&step.breakdown.device_top_layers, step.measured_ns),
-        );
+        if words.has_device_work {
+            push_section(
+                &mut out,
+                &format!("Top layers on the {}, {label}", words.device),
+                &layers_table(&step.breakdown.device_top_layers, step.measured_ns),
+            );
+        }
         push_section(
             &mut out,
             &format!("Top layers on the host, {label}"),
