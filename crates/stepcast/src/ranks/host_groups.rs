@@ -22,9 +22,12 @@
 //! it: on one host's clock, or across hosts on the clocks the grouping's own matching aligns,
 //! a grouping they cannot be aligned under being out too), and of those the one whose members'
 //! ends lie clearly closest together; a tier all of whose groupings are out gives way to the
-//! next. Where none or several remain, the host collectives are left unmatched and the
-//! matching says why; only ranks that declare no group at all keep the old reading, one
-//! channel of the world's.
+//! next. Only where no tier has a grouping on which every group's members agree exactly are
+//! the tiers offered again with members that agree but for some collectives one holds and
+//! the other does not ([`Agreement::ButForSome`]: a program can start a collective from a
+//! thread the profiler does not trace, on some ranks and not on others). Where none or
+//! several remain, the host collectives are left unmatched and the matching says why; only
+//! ranks that declare no group at all keep the old reading, one channel of the world's.
 //!
 //! With a rank missing, a group of it looks like no group to the others: the inference then
 //! finds no agreeing grouping rather than guess one (a grouping that let a thread join a group
@@ -226,15 +229,7 @@ pub(crate) fn infer_host_groups<J>(
         for i in list.iter().filter(|i| is_host(i)) {
             let keys = threads.entry(graph.lane[i.task.index()]).or_default();
             if counted(i.step) {
-                // An all-to-all's input differs between its members where its splits are
-                // uneven (a mixture of experts' tokens, as many as its router sent each
-                // rank's experts): its size does not tell its group.
-                let uneven = matches!(
-                    crate::comm::Collective::parse(&i.op),
-                    Some(crate::comm::Collective::AllToAll)
-                );
-                let elements = if uneven { None } else { i.elements };
-                keys.push((i.step, i.op.clone(), elements));
+                keys.push((i.step, i.op.clone(), i.elements_alike()));
             }
         }
         if !threads.is_empty() && groups.is_empty() {
@@ -354,68 +349,145 @@ pub(crate) fn infer_host_groups<J>(
             })
             .collect()
     };
-    let mut judged_tier: Option<Vec<Vec<bool>>> = None;
-    for tier in TIERS {
-        let admitted: Vec<Vec<bool>> = choices
-            .iter()
-            .map(|options| options.iter().map(|o| o.in_tier(tier)).collect())
-            .collect();
-        if judged_tier.as_ref() == Some(&admitted) {
-            // The same groupings as the tier before: judged already.
-            continue;
-        }
-        let mut search = Search::new(&choices, &admitted);
-        search.run(0);
-        let (steps, solutions) = (search.steps, search.solutions);
-        judged_tier = Some(admitted);
-        if steps > MAX_SEARCH_STEPS {
-            return Outcome(HostGroups::TooManyChoices);
-        }
-        if solutions.is_empty() {
-            continue;
-        }
-        if solutions.len() > MAX_CANDIDATES {
-            return Outcome(HostGroups::Ambiguous);
-        }
-        let groupings = solutions.iter().map(|s| relabel(s)).collect();
-        if let Some(judged) = judge(groupings) {
-            return HostGroupInference::Judged(judged);
+    let host_keys: usize = per_rank
+        .iter()
+        .flat_map(|rank| &rank.threads)
+        .map(Vec::len)
+        .sum();
+    // Exactly first; only where no tier's groupings agree exactly (or the judge puts every one
+    // out), the tiers again with members that agree but for some collectives recorded on
+    // some of them only ([`Agreement::ButForSome`]), which the matching then reports as
+    // missing on the others.
+    for agreement in [Agreement::Exact, Agreement::ButForSome] {
+        let mut judged_tier: Option<Vec<Vec<bool>>> = None;
+        for tier in TIERS {
+            let admitted: Vec<Vec<bool>> = choices
+                .iter()
+                .map(|options| options.iter().map(|o| o.in_tier(tier)).collect())
+                .collect();
+            if judged_tier.as_ref() == Some(&admitted) {
+                // The same groupings as the tier before: judged already.
+                continue;
+            }
+            let mut search = Search::new(&choices, &admitted, agreement);
+            search.run(0, 0);
+            let (steps, solutions, least_differing) =
+                (search.steps, search.solutions, search.least_differing);
+            judged_tier = Some(admitted);
+            if steps > MAX_SEARCH_STEPS {
+                return Outcome(HostGroups::TooManyChoices);
+            }
+            let too_many_differ = least_differing.is_some_and(|d| d * DIFFERING_SHARE > host_keys);
+            if solutions.is_empty() || too_many_differ {
+                continue;
+            }
+            if solutions.len() > MAX_CANDIDATES {
+                return Outcome(HostGroups::Ambiguous);
+            }
+            let groupings = solutions.iter().map(|s| relabel(s)).collect();
+            if let Some(judged) = judge(groupings) {
+                return HostGroupInference::Judged(judged);
+            }
         }
     }
     // No tier had a grouping that agrees, or the judge put every one out.
     Outcome(HostGroups::Inconsistent)
 }
 
-/// A depth-first search over ranks for the assignments on which every group's members agree,
-/// stopped past [`MAX_CANDIDATES`] solutions.
+/// When two members' collectives of one group agree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Agreement {
+    /// The same collectives (step, type, elements), as many of each.
+    Exact,
+    /// The same but for some that one member's trace holds and the other's does not, the two
+    /// sharing at least half of either; of the groupings under which every group's members
+    /// agree so, those that leave the fewest collectives differing, and only where they are
+    /// at most one in [`DIFFERING_SHARE`] of the host collectives. A profiler records a
+    /// collective only on a thread it traces, and a program can start one from a thread it
+    /// does not: PowerSGD launches its P and Q all-reduces from a future's callback, which
+    /// runs on the training thread (traced) when the future has completed already and on
+    /// gloo's thread (not traced) otherwise, and real jobs' traces held them on one member of
+    /// a pair and not on the other.
+    ButForSome,
+}
+
+/// [`Agreement::ButForSome`]: the host collectives of which one may differ, at most.
+const DIFFERING_SHARE: usize = 20;
+
+impl Agreement {
+    /// Whether `a` and `b` (sorted) agree, and if so how many collectives differ between them
+    /// (the size of their multisets' symmetric difference).
+    fn differing(self, a: &[&Key], b: &[&Key]) -> Option<usize> {
+        if a == b {
+            return Some(0);
+        }
+        if self == Agreement::Exact {
+            return None;
+        }
+        // The size of their multisets' intersection, walking both sorted lists.
+        let (mut i, mut j, mut common) = (0, 0, 0);
+        while i < a.len() && j < b.len() {
+            match a[i].cmp(b[j]) {
+                std::cmp::Ordering::Less => i += 1,
+                std::cmp::Ordering::Greater => j += 1,
+                std::cmp::Ordering::Equal => {
+                    common += 1;
+                    i += 1;
+                    j += 1;
+                }
+            }
+        }
+        (2 * common >= a.len().max(b.len())).then_some(a.len() + b.len() - 2 * common)
+    }
+}
+
+/// A depth-first search over ranks for the assignments on which every group's members agree
+/// (under [`Agreement::ButForSome`], those leaving the fewest collectives differing, pruned
+/// by the fewest found so far), stopped past [`MAX_CANDIDATES`] solutions.
 struct Search<'c, 'k> {
     choices: &'c [Vec<Assignment<'k>>],
+    agreement: Agreement,
     /// Per rank, per assignment: whether the search tries it (its tier's).
     admitted: &'c [Vec<bool>],
     /// Group → the collectives its first member assigned gets.
     fixed: BTreeMap<&'k str, &'c Vec<&'k Key>>,
     picked: Vec<usize>,
     solutions: Vec<Vec<usize>>,
+    /// The collectives differing from their group's first member under each solution (0 under
+    /// [`Agreement::Exact`]).
+    least_differing: Option<usize>,
     steps: usize,
 }
 
 impl<'c, 'k> Search<'c, 'k> {
-    fn new(choices: &'c [Vec<Assignment<'k>>], admitted: &'c [Vec<bool>]) -> Self {
+    fn new(
+        choices: &'c [Vec<Assignment<'k>>],
+        admitted: &'c [Vec<bool>],
+        agreement: Agreement,
+    ) -> Self {
         Search {
             choices,
+            agreement,
             admitted,
             fixed: BTreeMap::new(),
             picked: Vec::new(),
             solutions: Vec::new(),
+            least_differing: None,
             steps: 0,
         }
     }
 
-    fn run(&mut self, rank: usize) {
+    /// Tries every admitted assignment of `rank` and the ranks after it, `differing`
+    /// collectives differing under the assignments picked so far.
+    fn run(&mut self, rank: usize, differing: usize) {
         if self.solutions.len() > MAX_CANDIDATES || self.steps > MAX_SEARCH_STEPS {
             return;
         }
         if rank == self.choices.len() {
+            if self.least_differing.is_none_or(|least| differing < least) {
+                self.solutions.clear();
+                self.least_differing = Some(differing);
+            }
             self.solutions.push(self.picked.clone());
             return;
         }
@@ -426,10 +498,18 @@ impl<'c, 'k> Search<'c, 'k> {
             }
             let by_group = &option.by_group;
             self.steps += 1;
-            let agrees = by_group
-                .iter()
-                .all(|(g, keys)| self.fixed.get(g).is_none_or(|fixed| *fixed == keys));
-            if !agrees {
+            let mut total = Some(differing);
+            for (g, keys) in by_group {
+                if let Some(fixed) = self.fixed.get(g) {
+                    total = total
+                        .zip(self.agreement.differing(fixed, keys))
+                        .map(|(t, d)| t + d);
+                }
+            }
+            let Some(total) = total else {
+                continue;
+            };
+            if self.least_differing.is_some_and(|least| total > least) {
                 continue;
             }
             let added: Vec<&'k str> = by_group
@@ -441,7 +521,7 @@ impl<'c, 'k> Search<'c, 'k> {
                 self.fixed.entry(g).or_insert(keys);
             }
             self.picked.push(index);
-            self.run(rank + 1);
+            self.run(rank + 1, total);
             self.picked.pop();
             for g in added {
                 self.fixed.remove(g);

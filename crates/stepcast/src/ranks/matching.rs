@@ -90,6 +90,19 @@ pub struct CollectiveInstance {
     pub peer: Option<Peer>,
 }
 
+impl CollectiveInstance {
+    /// Its elements where they tell which collective it is: every member of a collective
+    /// passes the same elements, except an all-to-all's, whose input differs between its
+    /// members where its splits are uneven (a mixture of experts' tokens, as many as its
+    /// router sent each rank's experts).
+    pub(crate) fn elements_alike(&self) -> Option<i64> {
+        match crate::comm::Collective::parse(&self.op) {
+            Some(crate::comm::Collective::AllToAll) => None,
+            _ => self.elements,
+        }
+    }
+}
+
 /// The other side of a point-to-point transfer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Peer {
@@ -471,16 +484,31 @@ enum Placement {
     Ambiguous,
 }
 
-/// The offset of `list` within `reference` (each entry: type and recorded end in the rank's
-/// own time). Only offsets where `list` lies inside `reference` with every type equal are
-/// candidates; among several, the one whose end-time differences spread least. With none, the
-/// lists are taken as they come (offset 0), so that a real disagreement is reported as such.
-fn place(reference: &[(&str, i64)], list: &[(&str, i64)]) -> Placement {
+/// One entry of a rank's list of a step's collectives, as [`place`] compares them: its type,
+/// its elements where every member's are the same (`None`: unknown, or a collective whose
+/// members' inputs may differ), and its recorded end in the rank's own time.
+type Signature<'i> = (&'i str, Option<i64>, i64);
+
+/// The offset of `list` within `reference`. Only offsets where `list` lies inside `reference`
+/// with every type equal, and every size where both are known, are candidates (a profiler can
+/// record a collective on one member and not on another: PowerSGD's second and third
+/// all-reduces, launched from a future's callback, are traced only where that callback ran on
+/// the training thread); among several, the one whose end-time differences spread least. With
+/// none, the lists are taken as they come (offset 0), so that a real disagreement is reported
+/// as such.
+fn place(reference: &[Signature<'_>], list: &[Signature<'_>]) -> Placement {
     let room = reference.len().saturating_sub(list.len());
+    let same = |a: &Signature<'_>, b: &Signature<'_>| {
+        a.0 == b.0
+            && match (a.1, b.1) {
+                (Some(x), Some(y)) => x == y,
+                _ => true,
+            }
+    };
     let mut candidates: Vec<(i64, usize)> = (0..=room)
-        .filter(|&d| list.iter().zip(&reference[d..]).all(|(a, b)| a.0 == b.0))
+        .filter(|&d| list.iter().zip(&reference[d..]).all(|(a, b)| same(a, b)))
         .map(|d| {
-            let diffs = list.iter().zip(&reference[d..]).map(|(a, b)| a.1 - b.1);
+            let diffs = list.iter().zip(&reference[d..]).map(|(a, b)| a.2 - b.2);
             let spread = diffs.clone().max().unwrap_or(0) - diffs.min().unwrap_or(0);
             (spread, d)
         })
@@ -749,13 +777,13 @@ fn match_lists(
             }
             continue;
         }
-        let signature = |r: usize| -> Vec<(&str, i64)> {
+        let signature = |r: usize| -> Vec<Signature<'_>> {
             let graph = &ranks[r].window.graph;
             lists[r]
                 .iter()
                 .map(|i| {
                     let end = ranks[r].origin_ns + graph.rec_end_ns[i.task.index()];
-                    (i.op.as_str(), end)
+                    (i.op.as_str(), i.elements_alike(), end)
                 })
                 .collect()
         };

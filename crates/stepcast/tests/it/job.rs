@@ -52,6 +52,10 @@ const GLOO_JOBS: &[&str] = &[
     "stepcast/cpu-jobs/pipelining-zero-bubble-pp4dp2-fsdp",
     "stepcast/cpu-jobs/fsdp1-2x2",
     "stepcast/cpu-jobs/fsdp1-4x2",
+    "stepcast/cpu-jobs/zero-dp4",
+    "stepcast/cpu-jobs/zero-dp8",
+    "stepcast/cpu-jobs/powersgd-tp2dp2",
+    "stepcast/cpu-jobs/powersgd-tp4dp2",
 ];
 
 type Rank = (i64, Trace, stepcast::Window, Mapping);
