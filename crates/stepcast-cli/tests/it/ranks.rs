@@ -1767,3 +1767,72 @@ fn a_job_whose_ranks_traced_different_collectives_matches_the_shared_ones_and_na
         assert_eq!(found, surplus, "{job}");
     }
 }
+
+/// Jobs traced without `record_shapes` (the profiler's default; `cpu-jobs/*-noshapes`, each
+/// the same program as the job of its name, recorded by `without_shapes.py`): no collective's
+/// size and no transfer's peer is in the trace. The collectives still match within their
+/// groups, as many per group as the same program's recording with shapes matches (which the
+/// tests above hold to its `c10d::` ops); the transfers, which no record pairs, are each
+/// reported unmatched for that reason (as many as each rank's `c10d::send` and `c10d::recv_`
+/// ops inside its steps), and the text says why.
+#[test]
+fn a_job_traced_without_shapes_matches_its_collectives_and_names_its_unpaired_transfers() {
+    for (job, with_shapes, ranks) in [
+        (cpu_job!("tp4dp2-noshapes"), cpu_job!("tp4dp2"), 8),
+        (cpu_job!("ep2dp2-noshapes"), cpu_job!("ep2dp2"), 4),
+        (cpu_job!("pp2dp2-noshapes"), cpu_job!("pp2dp2"), 4),
+    ] {
+        let run = stepcast(&["replay", "--json", "--ranks", "all", job]);
+        run.assert_success();
+        let json = run.json();
+        assert_eq!(json["collectives"]["host_groups"], "inferred", "{job}");
+        assert_eq!(json["clock_alignment"]["status"], "solved", "{job}");
+        assert!(json["max_abs_error"].as_f64().is_some_and(|e| e <= 0.02));
+        let reference = stepcast(&["replay", "--json", "--ranks", "all", with_shapes]).json();
+        assert_eq!(inferred_groups(&json), inferred_groups(&reference), "{job}");
+        let unmatched = json["collectives"]["unmatched"]
+            .as_array()
+            .expect("unmatched");
+        let transfers_issued: Vec<u64> = (0..ranks)
+            .map(|r| {
+                let trace = gzipped_json(&format!("{job}/rank{r}.json.gz"));
+                let steps = step_spans(&trace);
+                trace["traceEvents"]
+                    .as_array()
+                    .expect("events")
+                    .iter()
+                    .filter(|e| e["name"] == "c10d::send" || e["name"] == "c10d::recv_")
+                    .filter(|e| {
+                        let ts = e["ts"].as_f64().unwrap_or_default();
+                        steps.iter().any(|&(a, b)| a <= ts && ts <= b)
+                    })
+                    .count() as u64
+            })
+            .collect();
+        let unpaired: Vec<u64> = (0..ranks)
+            .map(|r| {
+                unmatched
+                    .iter()
+                    .filter(|u| {
+                        u["rank"] == r
+                            && u["reason"]
+                                .as_str()
+                                .is_some_and(|s| s.contains("peer is not recorded"))
+                    })
+                    .count() as u64
+            })
+            .collect();
+        assert_eq!(unpaired, transfers_issued, "{job}");
+        assert_eq!(
+            unmatched.len() as u64,
+            unpaired.iter().sum::<u64>(),
+            "{job}: nothing else unmatched"
+        );
+        let text = stepcast(&["replay", job]).stdout;
+        assert_eq!(
+            text.contains("record_shapes=True"),
+            transfers_issued.iter().any(|&n| n > 0),
+            "{job}"
+        );
+    }
+}

@@ -118,6 +118,8 @@ pub(crate) fn group_list(doc: &RanksJson) -> Vec<String> {
     doc.collectives
         .groups
         .iter()
+        // Transfers without a recorded peer stand for no group ([`unpaired_transfers_words`]).
+        .filter(|g| g.group != stepcast::ranks::UNPAIRED_TRANSFERS)
         .map(|g| {
             // A group's members where a trace names them: what its collectives wait for.
             let members = g.ranks.as_ref().map_or_else(String::new, |ranks| {
@@ -148,6 +150,23 @@ pub(crate) fn host_groups_words(doc: &RanksJson) -> Option<String> {
          {why}; their {left} instances are left unmatched (each keeps its own recorded wait) \
          rather than paired across every rank."
     ))
+}
+
+/// Where gloo's point-to-point transfers record no peer (traced without `record_shapes`):
+/// how many, and that they are left unmatched.
+pub(crate) fn unpaired_transfers_words(doc: &RanksJson) -> Option<String> {
+    let reason = stepcast::ranks::UnmatchedReason::PeerNotRecorded.as_str();
+    let left = doc
+        .collectives
+        .unmatched
+        .iter()
+        .filter(|u| u.reason == reason)
+        .count();
+    (left > 0).then(|| {
+        format!(
+            "{left} point-to-point transfers (gloo's send and recv) record no peer: their              posting ops keep it among their concrete inputs, which the profiler records only              with record_shapes=True. They are left unmatched (each keeps its own recorded              wait), and the pipeline's waits between ranks are the recorded ones; trace with              record_shapes=True to pair them."
+        )
+    })
 }
 
 /// Why the groups of gloo's collectives were not inferred, where they were not.
@@ -221,6 +240,10 @@ pub fn ranks_text(doc: &RanksJson) -> String {
         out.push_str(&wrap(&words, ""));
     }
     if let Some(words) = host_groups_words(doc) {
+        out.push('\n');
+        out.push_str(&wrap(&words, ""));
+    }
+    if let Some(words) = unpaired_transfers_words(doc) {
         out.push('\n');
         out.push_str(&wrap(&words, ""));
     }

@@ -195,6 +195,9 @@ pub enum UnmatchedReason {
     /// Run by a host thread (gloo), no group recorded, and none inferred although the ranks
     /// declare groups (see [`CollectiveMatching::host_groups`]).
     GroupNotInferred,
+    /// A host thread's point-to-point transfer whose posting op does not record its peer
+    /// (traced without `record_shapes`): nothing says which rank's transfer is its other side.
+    PeerNotRecorded,
 }
 
 impl UnmatchedReason {
@@ -206,6 +209,9 @@ impl UnmatchedReason {
             UnmatchedReason::NoPeerGiven => "no other member of its group among the ranks given",
             UnmatchedReason::NotAMember => "the rank is not a member of the group recorded",
             UnmatchedReason::GroupNotInferred => "its group is neither recorded nor inferred",
+            UnmatchedReason::PeerNotRecorded => {
+                "a transfer whose peer is not recorded (traced without record_shapes)"
+            }
         }
     }
 }
@@ -276,6 +282,14 @@ pub fn rank_collectives(rank: &RankTrace<'_>) -> Vec<CollectiveInstance> {
 /// The group of the collectives host threads run where no process group is recorded (gloo),
 /// until one is inferred.
 pub(crate) const HOST_CHANNEL: &str = "host";
+
+/// The group of the point-to-point transfers host threads run (gloo's `gloo:send`,
+/// `gloo:recv`) whose peer is not recorded: the posting op records it among its concrete
+/// inputs, which the profiler keeps only under `record_shapes=True`. A transfer names no
+/// group, and one rank's sends and receives are not one collective: they are reported
+/// unmatched ([`UnmatchedReason::PeerNotRecorded`]) and kept out of the group inference, so
+/// the job's collectives still match.
+pub const UNPAIRED_TRANSFERS: &str = "host transfers, peer not recorded";
 
 /// Device streams of `window` that run collectives, ordered by their first collective.
 fn collective_streams(window: &Window) -> Vec<u32> {
@@ -389,7 +403,12 @@ pub(crate) fn collectives_of(
                     .unwrap_or(task),
                 _ => task,
             };
+            let unpaired = stream == HOST_CHANNEL
+                && peer.is_none()
+                && crate::comm::Collective::parse(trace.name(graph.name[i]))
+                    == Some(crate::comm::Collective::SendRecv);
             let (group, source, step) = match (process_group, recorded_seq, step) {
+                _ if unpaired => (UNPAIRED_TRANSFERS.to_string(), GroupSource::StepOrder, step),
                 _ if peer.is_some() => {
                     let me = rank_number.unwrap_or(0);
                     let other = peer.map_or(0, |p| p.rank);
@@ -741,8 +760,13 @@ fn match_lists(
         HostGroups::NoHostCollectives | HostGroups::Undeclared
     );
     let mut not_inferred: Vec<(usize, &CollectiveInstance)> = Vec::new();
+    let mut unpaired: Vec<(usize, &CollectiveInstance)> = Vec::new();
     for (r, instances) in per_rank.iter().enumerate() {
         for instance in instances.iter() {
+            if instance.group == UNPAIRED_TRANSFERS {
+                unpaired.push((r, instance));
+                continue;
+            }
             if host_unmatchable && instance.group == HOST_CHANNEL {
                 not_inferred.push((r, instance));
                 continue;
@@ -914,6 +938,11 @@ fn match_lists(
             not_inferred
                 .into_iter()
                 .map(|(r, i)| (r, i, UnmatchedReason::GroupNotInferred)),
+        )
+        .chain(
+            unpaired
+                .into_iter()
+                .map(|(r, i)| (r, i, UnmatchedReason::PeerNotRecorded)),
         );
     for (r, instance, reason) in left_out {
         let key = (instance.group.clone(), instance.source);

@@ -39,7 +39,8 @@ pub(crate) use global::{RankView, merge};
 pub use host_groups::HostGroups;
 pub use matching::{
     CollectiveInstance, CollectiveMatching, GroupMatching, GroupSource, MatchedCollective,
-    UnmatchedCollective, UnmatchedReason, collective_op, match_collectives, rank_collectives,
+    UNPAIRED_TRANSFERS, UnmatchedCollective, UnmatchedReason, collective_op, match_collectives,
+    rank_collectives,
 };
 pub use rank_graph::{HostOp, RankGraph};
 pub use reduced::{MAGIC, ReducedError, ReducedRank, SCHEMA_VERSION, is_reduced};
