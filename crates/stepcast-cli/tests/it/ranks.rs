@@ -1795,7 +1795,7 @@ fn a_job_traced_without_shapes_matches_its_collectives_and_names_its_unpaired_tr
             .expect("unmatched");
         let transfers_issued: Vec<u64> = (0..ranks)
             .map(|r| {
-                let trace = gzipped_json(&format!("{job}/rank{r}.json.gz"));
+                let trace = gzipped_json(format!("{job}/rank{r}.json.gz"));
                 let steps = step_spans(&trace);
                 trace["traceEvents"]
                     .as_array()
