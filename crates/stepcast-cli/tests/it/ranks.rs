@@ -1781,6 +1781,14 @@ fn a_job_traced_without_shapes_matches_its_collectives_and_names_its_unpaired_tr
         (cpu_job!("tp4dp2-noshapes"), cpu_job!("tp4dp2"), 8),
         (cpu_job!("ep2dp2-noshapes"), cpu_job!("ep2dp2"), 4),
         (cpu_job!("pp2dp2-noshapes"), cpu_job!("pp2dp2"), 4),
+        // Recorded as blind tests, the bar fixed before: met first time.
+        (cpu_job!("pp2dp3-noshapes"), cpu_job!("pp2dp3"), 6),
+        (cpu_job!("fsdp4x2-noshapes"), cpu_job!("fsdp4x2"), 8),
+        (
+            cpu_job!("pipelining-interleaved-pp2dp2-fsdp-noshapes"),
+            cpu_job!("pipelining-interleaved-pp2dp2-fsdp"),
+            4,
+        ),
     ] {
         let run = stepcast(&["replay", "--json", "--ranks", "all", job]);
         run.assert_success();

@@ -59,6 +59,9 @@ const GLOO_JOBS: &[&str] = &[
     "stepcast/cpu-jobs/tp4dp2-noshapes",
     "stepcast/cpu-jobs/ep2dp2-noshapes",
     "stepcast/cpu-jobs/pp2dp2-noshapes",
+    "stepcast/cpu-jobs/pp2dp3-noshapes",
+    "stepcast/cpu-jobs/fsdp4x2-noshapes",
+    "stepcast/cpu-jobs/pipelining-interleaved-pp2dp2-fsdp-noshapes",
 ];
 
 type Rank = (i64, Trace, stepcast::Window, Mapping);
