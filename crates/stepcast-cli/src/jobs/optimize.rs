@@ -109,6 +109,36 @@ pub fn load_ranks(
         loaded.push((rank, mapped));
     }
     progress.update("loading ranks", files.len(), files.len());
+    // Each process's last profiling window, as `replay DIR` takes them.
+    let pids: Vec<Option<i64>> = loaded
+        .iter()
+        .map(|(_, l)| super::ranks::process_id(&l.trace))
+        .collect();
+    let windows: Vec<super::ranks::Window<'_>> = loaded
+        .iter()
+        .zip(&pids)
+        .map(|((rank, l), pid)| {
+            let host = l
+                .trace
+                .distributed
+                .as_ref()
+                .and_then(|d| d.host_name.as_deref());
+            super::ranks::Window {
+                process: recorded_rank(&l.trace)
+                    .map(|_| *rank)
+                    .zip(host)
+                    .zip(*pid)
+                    .map(|((rank, host), pid)| (rank, host, pid)),
+                start_ns: super::ranks::recorded_span(l.trace.origin_ns, &l.window.graph)
+                    .map(|(start, _)| start),
+                file: l.path.as_path(),
+            }
+        })
+        .collect();
+    let keep = super::ranks::latest_windows(&windows);
+    drop(windows);
+    let mut keep = keep.into_iter();
+    loaded.retain(|_| keep.next().unwrap_or(true));
     // One job, as `replay DIR` checks it: traces of two recorded world sizes are refused.
     let worlds: Vec<(&std::path::Path, Option<i64>)> = loaded
         .iter()

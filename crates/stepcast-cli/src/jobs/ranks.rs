@@ -157,6 +157,9 @@ pub struct Job {
     missing: Vec<i64>,
     /// Files left out as unreadable ([`Unreadable::Skip`]), in name order.
     skipped: Vec<Skipped>,
+    /// Traces of earlier profiling windows of a rank's process, left out ([`last_windows`]),
+    /// in name order.
+    earlier_windows: Vec<PathBuf>,
     /// Per rank joined with its Execution Trace: the rank and what the join gave.
     execution_traces: Vec<(i64, RankEt)>,
     /// Execution Traces given of no rank's process.
@@ -193,7 +196,7 @@ impl Job {
     /// were reduced from), numbered: the rank a trace records, else its position among them
     /// all.
     fn numbered(files: Vec<Vec<Rank>>, skipped: Vec<Skipped>) -> anyhow::Result<Job> {
-        let mut ranks: Vec<Rank> = files.into_iter().flatten().collect();
+        let (mut ranks, earlier_windows) = last_windows(files.into_iter().flatten().collect());
         if ranks.iter().any(|r| r.reduced) {
             // `reduce` names its files after the traces, but a suffix can reorder names
             // (`a.json.gz.stepcast-rank` sorts before `a.json.stepcast-rank`): position
@@ -284,6 +287,7 @@ impl Job {
             world_size,
             missing,
             skipped,
+            earlier_windows,
             execution_traces,
             ets_unmatched: Vec::new(),
         })
@@ -406,6 +410,11 @@ impl Job {
         }
         document.world_size = self.world_size;
         document.missing_ranks = self.missing.clone();
+        document.earlier_windows = self
+            .earlier_windows
+            .iter()
+            .map(|file| file.display().to_string())
+            .collect();
         document.unreadable = self
             .skipped
             .iter()
@@ -499,6 +508,10 @@ pub(super) struct Rank {
     pub(super) process: u32,
     pub(super) recorded: Option<i64>,
     pub(super) world_size: Option<i64>,
+    /// The process id its host threads share, where they share one (not kept by a reduced
+    /// rank): with its host and rank, what tells the windows of one process apart from
+    /// another run's ([`last_windows`]).
+    pid: Option<i64>,
     pub(super) graph: RankGraph,
     /// Read from a reduced rank rather than its trace.
     reduced: bool,
@@ -525,11 +538,86 @@ impl Rank {
             process: reduced.process,
             recorded: reduced.recorded_rank,
             world_size: reduced.world_size,
+            pid: None,
             graph: reduced.graph,
             reduced: true,
             et: reduced.execution_trace,
         }
     }
+}
+
+/// Each process's last profiling window, and the files of its earlier ones (in name order). A
+/// profiler whose schedule repeats writes a trace per window (`tensorboard_trace_handler`:
+/// `<host>_<pid>.<ns>.pt.trace.json`, all in one folder), every one of the same rank, host and
+/// process id: windows of one run, which would otherwise read as one rank given twice, or as
+/// runs whose spans do not overlap. The job is the ranks' last windows (the steadiest, and
+/// one window the ranks recorded together; [`one_run`] still checks they overlap); a trace
+/// whose rank, host or process id is unknown is its own.
+fn last_windows(ranks: Vec<Rank>) -> (Vec<Rank>, Vec<PathBuf>) {
+    let windows: Vec<Window<'_>> = ranks
+        .iter()
+        .map(|rank| Window {
+            process: rank
+                .recorded
+                .zip(rank.graph.host_name.as_deref())
+                .zip(rank.pid)
+                .map(|((rank, host), pid)| (rank, host, pid)),
+            start_ns: recorded_span(rank.graph.origin_ns, &rank.graph.window.graph)
+                .map(|(start, _)| start),
+            file: &rank.file,
+        })
+        .collect();
+    let keep = latest_windows(&windows);
+    let mut kept = Vec::with_capacity(ranks.len());
+    let mut earlier = Vec::new();
+    for (rank, keep) in ranks.into_iter().zip(keep) {
+        if keep {
+            kept.push(rank);
+        } else {
+            earlier.push(rank.file);
+        }
+    }
+    earlier.sort();
+    (kept, earlier)
+}
+
+/// The process id a trace's host threads share, where they share one.
+pub(crate) fn process_id(trace: &Trace) -> Option<i64> {
+    let mut pids = trace
+        .lanes
+        .iter()
+        .filter(|lane| lane.kind == stepcast_trace::LaneKind::CpuThread)
+        .map(|lane| lane.pid);
+    let first = pids.next()?;
+    pids.all(|pid| pid == first).then_some(first)
+}
+
+/// A trace as one profiling window of a process: its (rank, host, process id) where all are
+/// known, when it starts, and its file.
+pub(crate) struct Window<'a> {
+    pub(crate) process: Option<(i64, &'a str, i64)>,
+    pub(crate) start_ns: Option<i64>,
+    pub(crate) file: &'a Path,
+}
+
+/// Per window, whether it is its process's last (the latest start, then the last file name);
+/// a window of no known process is kept.
+pub(crate) fn latest_windows(windows: &[Window<'_>]) -> Vec<bool> {
+    let mut last: std::collections::BTreeMap<(i64, &str, i64), usize> = Default::default();
+    for (i, window) in windows.iter().enumerate() {
+        if let Some(process) = window.process {
+            let kept = last.entry(process).or_insert(i);
+            let latest = &windows[*kept];
+            if (window.start_ns, window.file) > (latest.start_ns, latest.file) {
+                *kept = i;
+            }
+        }
+    }
+    windows
+        .iter()
+        .enumerate()
+        .map(|(i, w)| w.process.is_none_or(|process| last[&process] == i))
+        .collect()
 }
 
 /// The ranks of one file: a trace's processes, or the one rank a reduced rank holds.
@@ -775,11 +863,13 @@ pub(super) fn rank_graphs(file: &Path, traces: Vec<Trace>, ets: &JobEts) -> Vec<
             let et = ets.attach(&mut trace).map(|(rank_et, _)| rank_et);
             let window = build(&trace, &BuildOptions::default());
             let recorded = recorded_rank(&trace);
+            let pid = process_id(&trace);
             Rank {
                 file: file.to_path_buf(),
                 process: process as u32,
                 recorded,
                 world_size: trace.distributed.as_ref().and_then(|d| d.world_size),
+                pid,
                 graph: RankGraph::new(recorded.unwrap_or(0), &trace, window),
                 reduced: false,
                 et,

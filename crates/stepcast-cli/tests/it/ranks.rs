@@ -1,6 +1,6 @@
 //! `stepcast replay DIR` (and several files): the 8 ranks of one DLRM step as one graph.
 
-use super::stepcast;
+use super::{TempDir, path_str, stepcast};
 
 /// The 8 rank traces of one DLRM job.
 pub(super) const DLRM: &str = concat!(
@@ -1843,4 +1843,79 @@ fn a_job_traced_without_shapes_matches_its_collectives_and_names_its_unpaired_tr
             "{job}"
         );
     }
+}
+
+/// A job traced as PyTorch's tutorials trace (`cpu-jobs/tp2dp2-tensorboard`:
+/// `tensorboard_trace_handler` and a schedule repeating twice, so two files per rank,
+/// `<host>_<pid>.<ns>.pt.trace.json.gz`, in one folder): the folder replays as each rank's last
+/// window, and lists the others as earlier windows, left out. The window order is the
+/// handler's own, the `<ns>` it names each file with: per process id, every file but the one
+/// with the largest is an earlier window. And the replay is the replay of the last windows'
+/// files given alone.
+#[test]
+fn a_folder_of_repeated_profiling_windows_replays_each_ranks_last_window() {
+    let job = cpu_job!("tp2dp2-tensorboard");
+    let run = stepcast(&["replay", "--json", "--ranks", "all", job]);
+    run.assert_success();
+    let json = run.json();
+    let mut names: Vec<String> = std::fs::read_dir(job)
+        .expect("the folder")
+        .map(|e| {
+            e.expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    // `<host>_<pid>.<ns>.pt.trace.json.gz` → (pid, ns).
+    let window = |name: &str| -> (u64, u128) {
+        let mut parts = name.split('.');
+        let pid = parts
+            .next()
+            .and_then(|p| p.rsplit('_').next())
+            .expect("pid");
+        let ns = parts.next().expect("ns");
+        (pid.parse().expect("pid"), ns.parse().expect("ns"))
+    };
+    let latest = |name: &str| {
+        let (pid, ns) = window(name);
+        names.iter().all(|other| {
+            let (other_pid, other_ns) = window(other);
+            other_pid != pid || other_ns <= ns
+        })
+    };
+    let earlier: Vec<String> = names
+        .iter()
+        .filter(|n| !latest(n))
+        .map(|n| format!("{job}/{n}"))
+        .collect();
+    assert_eq!(earlier.len(), 4, "two windows a rank: {names:?}");
+    assert_eq!(json["earlier_windows"], serde_json::json!(earlier));
+    assert_eq!(
+        json["collectives"]["unmatched"].as_array().map(Vec::len),
+        Some(0)
+    );
+    assert!(json["max_abs_error"].as_f64().is_some_and(|e| e <= 0.02));
+    // The last windows alone: the same replay.
+    let alone = TempDir::new("last-windows");
+    for name in names.iter().filter(|n| latest(n)) {
+        std::fs::copy(format!("{job}/{name}"), alone.path().join(name)).expect("copy");
+    }
+    let alone_json =
+        stepcast(&["replay", "--json", "--ranks", "all", path_str(alone.path())]).json();
+    assert!(alone_json.get("earlier_windows").is_none());
+    for field in [
+        "collectives",
+        "clock_offsets_ns",
+        "critical_path",
+        "max_abs_error",
+    ] {
+        assert_eq!(json[field], alone_json[field], "{field}");
+    }
+    let text = stepcast(&["replay", job]).stdout;
+    assert!(
+        text.contains("each rank's last window is replayed"),
+        "{text}"
+    );
 }

@@ -149,6 +149,9 @@ fn answer(ranks: &RanksJson) -> Section {
     if let Some(words) = crate::table::ranks::unpaired_transfers_words(ranks) {
         body.push_str(&paragraph(&words));
     }
+    if let Some(words) = crate::table::ranks::earlier_windows_words(ranks) {
+        body.push_str(&paragraph(&words));
+    }
     if !ranks.unreadable.is_empty() {
         body.push_str(&paragraph(&crate::table::ranks::unreadable_words(ranks)));
     }

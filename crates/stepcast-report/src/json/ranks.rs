@@ -51,6 +51,11 @@ pub struct RanksJson {
     /// Rank files left out because they could not be read (`--skip-unreadable`), with why:
     /// like a missing rank, every figure that depends on all ranks is of the others only.
     pub unreadable: Vec<UnreadableJson>,
+    /// Traces of earlier profiling windows of a rank's process (a repeating profiler schedule
+    /// writes one per window: `tensorboard_trace_handler`), left out: the job is each rank's
+    /// last window. Absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub earlier_windows: Vec<String>,
     /// Ranks joined with the Execution Trace of their process (given among the job's files,
     /// told by content, paired by process id): their graphs hold its data dependencies.
     /// Absent when none was given.
@@ -656,6 +661,7 @@ pub fn ranks_json(report: &RanksReport, detail: &RankDetail) -> RanksJson {
         world_size: None,
         missing_ranks: Vec::new(),
         unreadable: Vec::new(),
+        earlier_windows: Vec::new(),
         execution_traces: Vec::new(),
         execution_traces_unmatched: Vec::new(),
         schema: "stepcast.replay-ranks/3",

@@ -152,6 +152,31 @@ pub(crate) fn host_groups_words(doc: &RanksJson) -> Option<String> {
     ))
 }
 
+/// The traces of earlier profiling windows left out: how many, which (the first few), and what
+/// was replayed instead.
+pub(crate) fn earlier_windows_words(doc: &RanksJson) -> Option<String> {
+    let files = &doc.earlier_windows;
+    if files.is_empty() {
+        return None;
+    }
+    let shown: Vec<String> = files.iter().take(4).map(|f| sanitize(f)).collect();
+    let more = files.len() - shown.len();
+    Some(format!(
+        "The profiler traced these processes in several windows (a repeating schedule, one \
+         file per window, as tensorboard_trace_handler writes them): each rank's last window \
+         is replayed, and the {} file{} of earlier windows left out ({}{}); give a window's \
+         files alone to replay it.",
+        files.len(),
+        if files.len() == 1 { "" } else { "s" },
+        shown.join(", "),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        }
+    ))
+}
+
 /// Where gloo's point-to-point transfers record no peer (traced without `record_shapes`):
 /// how many, and that they are left unmatched.
 pub(crate) fn unpaired_transfers_words(doc: &RanksJson) -> Option<String> {
@@ -244,6 +269,10 @@ pub fn ranks_text(doc: &RanksJson) -> String {
         out.push_str(&wrap(&words, ""));
     }
     if let Some(words) = unpaired_transfers_words(doc) {
+        out.push('\n');
+        out.push_str(&wrap(&words, ""));
+    }
+    if let Some(words) = earlier_windows_words(doc) {
         out.push('\n');
         out.push_str(&wrap(&words, ""));
     }
