@@ -129,6 +129,7 @@ pub fn load_ranks(
                     .zip(host)
                     .zip(*pid)
                     .map(|((rank, host), pid)| (rank, host, pid)),
+                steps: super::ranks::Window::steps_of(&l.window),
                 start_ns: super::ranks::recorded_span(l.trace.origin_ns, &l.window.graph)
                     .map(|(start, _)| start),
                 file: l.path.as_path(),

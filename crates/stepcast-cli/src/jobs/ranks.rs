@@ -549,10 +549,10 @@ impl Rank {
 /// Each process's last profiling window, and the files of its earlier ones (in name order). A
 /// profiler whose schedule repeats writes a trace per window (`tensorboard_trace_handler`:
 /// `<host>_<pid>.<ns>.pt.trace.json`, all in one folder), every one of the same rank, host and
-/// process id: windows of one run, which would otherwise read as one rank given twice, or as
-/// runs whose spans do not overlap. The job is the ranks' last windows (the steadiest, and
-/// one window the ranks recorded together; [`one_run`] still checks they overlap); a trace
-/// whose rank, host or process id is unknown is its own.
+/// process id, each with steps of its own: windows of one run, which would otherwise read as
+/// one rank given twice, or as runs whose spans do not overlap. The job is the ranks' last
+/// windows (the steadiest, and one window the ranks recorded together; [`one_run`] still
+/// checks they overlap); see [`latest_windows`] for what is not taken as windows.
 fn last_windows(ranks: Vec<Rank>) -> (Vec<Rank>, Vec<PathBuf>) {
     let windows: Vec<Window<'_>> = ranks
         .iter()
@@ -562,6 +562,7 @@ fn last_windows(ranks: Vec<Rank>) -> (Vec<Rank>, Vec<PathBuf>) {
                 .zip(rank.graph.host_name.as_deref())
                 .zip(rank.pid)
                 .map(|((rank, host), pid)| (rank, host, pid)),
+            steps: Window::steps_of(&rank.graph.window),
             start_ns: recorded_span(rank.graph.origin_ns, &rank.graph.window.graph)
                 .map(|(start, _)| start),
             file: &rank.file,
@@ -593,31 +594,63 @@ pub(crate) fn process_id(trace: &Trace) -> Option<i64> {
 }
 
 /// A trace as one profiling window of a process: its (rank, host, process id) where all are
-/// known, when it starts, and its file.
+/// known, the steps it holds (first and last `ProfilerStep` number), when it starts, and its
+/// file.
 pub(crate) struct Window<'a> {
     pub(crate) process: Option<(i64, &'a str, i64)>,
+    pub(crate) steps: Option<(u64, u64)>,
     pub(crate) start_ns: Option<i64>,
     pub(crate) file: &'a Path,
 }
 
-/// Per window, whether it is its process's last (the latest start, then the last file name);
-/// a window of no known process is kept.
+impl Window<'_> {
+    /// The first and last step numbers of `window`'s steps (its markers'), if it has any.
+    pub(crate) fn steps_of(window: &stepcast::Window) -> Option<(u64, u64)> {
+        let mut numbers = window
+            .steps
+            .iter()
+            .filter(|s| !s.synthetic)
+            .map(|s| s.number);
+        let first = numbers.next()?;
+        Some(numbers.fold((first, first), |(lo, hi), n| (lo.min(n), hi.max(n))))
+    }
+}
+
+/// Per window, whether it is its process's last (the latest start, then the last file name).
+/// Traces of one (rank, host, process id) are windows of one process only where their steps
+/// are known and none shares a step number with another (one process numbers its steps on;
+/// a rerun of the program, whose processes a container may give the same ids, numbers them
+/// from 0 again): otherwise each is kept, as is a window of no known process, and the job
+/// checks refuse them as they would any two runs.
 pub(crate) fn latest_windows(windows: &[Window<'_>]) -> Vec<bool> {
-    let mut last: std::collections::BTreeMap<(i64, &str, i64), usize> = Default::default();
+    let mut by_process: std::collections::BTreeMap<(i64, &str, i64), Vec<usize>> =
+        Default::default();
     for (i, window) in windows.iter().enumerate() {
         if let Some(process) = window.process {
-            let kept = last.entry(process).or_insert(i);
-            let latest = &windows[*kept];
-            if (window.start_ns, window.file) > (latest.start_ns, latest.file) {
-                *kept = i;
-            }
+            by_process.entry(process).or_default().push(i);
         }
     }
-    windows
-        .iter()
-        .enumerate()
-        .map(|(i, w)| w.process.is_none_or(|process| last[&process] == i))
-        .collect()
+    let mut keep = vec![true; windows.len()];
+    for members in by_process.values().filter(|m| m.len() > 1) {
+        let mut spans: Vec<(u64, u64)> = Vec::with_capacity(members.len());
+        for &i in members {
+            match windows[i].steps {
+                Some(span) => spans.push(span),
+                None => break,
+            }
+        }
+        spans.sort_unstable();
+        let apart = spans.len() == members.len() && spans.windows(2).all(|w| w[0].1 < w[1].0);
+        if !apart {
+            continue;
+        }
+        let order = |&i: &usize| (windows[i].start_ns, windows[i].file);
+        let last = members.iter().copied().max_by_key(order);
+        for &i in members {
+            keep[i] = Some(i) == last;
+        }
+    }
+    keep
 }
 
 /// The ranks of one file: a trace's processes, or the one rank a reduced rank holds.

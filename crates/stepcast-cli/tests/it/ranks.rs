@@ -1918,4 +1918,22 @@ fn a_folder_of_repeated_profiling_windows_replays_each_ranks_last_window() {
         text.contains("each rank's last window is replayed"),
         "{text}"
     );
+    // Two copies of one window share its process and its steps: not two windows of one
+    // process (a rerun, whose processes a container may give the same ids, numbers its steps
+    // from the start again), so the
+    // folder is refused as one rank given twice.
+    for name in names.iter().filter(|n| latest(n)).take(1) {
+        std::fs::copy(
+            format!("{job}/{name}"),
+            alone.path().join(format!("copy-{name}")),
+        )
+        .expect("copy");
+    }
+    let refused = stepcast(&["replay", path_str(alone.path())]);
+    assert_eq!(refused.code, Some(1), "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("give one trace per rank"),
+        "{}",
+        refused.stderr
+    );
 }
