@@ -1920,8 +1920,7 @@ fn a_folder_of_repeated_profiling_windows_replays_each_ranks_last_window() {
     );
     // Two copies of one window share its process and its steps: not two windows of one
     // process (a rerun, whose processes a container may give the same ids, numbers its steps
-    // from the start again), so the
-    // folder is refused as one rank given twice.
+    // from the start again), so the folder is refused as one rank given twice.
     for name in names.iter().filter(|n| latest(n)).take(1) {
         std::fs::copy(
             format!("{job}/{name}"),
