@@ -110,14 +110,9 @@ pub fn load_ranks(
     }
     progress.update("loading ranks", files.len(), files.len());
     // Each process's last profiling window, as `replay DIR` takes them.
-    let pids: Vec<Option<i64>> = loaded
-        .iter()
-        .map(|(_, l)| super::ranks::process_id(&l.trace))
-        .collect();
     let windows: Vec<super::ranks::Window<'_>> = loaded
         .iter()
-        .zip(&pids)
-        .map(|((rank, l), pid)| {
+        .map(|(rank, l)| {
             let host = l
                 .trace
                 .distributed
@@ -127,7 +122,7 @@ pub fn load_ranks(
                 process: recorded_rank(&l.trace)
                     .map(|_| *rank)
                     .zip(host)
-                    .zip(*pid)
+                    .zip(super::ranks::process_id(&l.trace))
                     .map(|((rank, host), pid)| (rank, host, pid)),
                 steps: super::ranks::Window::steps_of(&l.window),
                 start_ns: super::ranks::recorded_span(l.trace.origin_ns, &l.window.graph)

@@ -1918,6 +1918,21 @@ fn a_folder_of_repeated_profiling_windows_replays_each_ranks_last_window() {
         text.contains("each rank's last window is replayed"),
         "{text}"
     );
+    // `advise DIR` predicts on the same windows.
+    let advise = stepcast(&["advise", "--json", job]).json();
+    let mut used: Vec<String> = advise["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .filter_map(|f| f.as_str().map(str::to_string))
+        .collect();
+    used.sort();
+    let last: Vec<String> = names
+        .iter()
+        .filter(|n| latest(n))
+        .map(|n| format!("{job}/{n}"))
+        .collect();
+    assert_eq!(used, last);
     // Two copies of one window share its process and its steps: not two windows of one
     // process (a rerun, whose processes a container may give the same ids, numbers its steps
     // from the start again), so the folder is refused as one rank given twice.
