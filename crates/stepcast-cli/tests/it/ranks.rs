@@ -1690,7 +1690,8 @@ fn a_zero_sharded_job_matches_each_owners_broadcasts_within_its_pair() {
 }
 
 /// PowerSGD's compressed data parallelism over tensor-parallel blocks
-/// (`cpu-jobs/powersgd-tp2dp2`, `powersgd-tp4dp2`; blind tests, bar fixed before): PowerSGD
+/// (`cpu-jobs/powersgd-tp2dp2`, `powersgd-tp4dp2`, `powersgd-tp2dp3`; blind tests, bars fixed
+/// before, the first two missed, the third recorded after the change): PowerSGD
 /// all-reduces a bucket's P and Q factors from a future's callback, which the profiler traces
 /// only where it ran on the training thread, so some ranks' traces hold them and their DP
 /// peers' do not (refused as "inconsistent", then "ambiguous", before the inference let
@@ -1700,7 +1701,7 @@ fn a_zero_sharded_job_matches_each_owners_broadcasts_within_its_pair() {
 /// the rank that recorded it: as many as its `c10d::allreduce_` ops outnumber its peer's.
 #[test]
 fn a_job_whose_ranks_traced_different_collectives_matches_the_shared_ones_and_names_the_rest() {
-    const JOBS: [(&str, Groups, Groups); 2] = [
+    const JOBS: [(&str, Groups, Groups); 3] = [
         (
             cpu_job!("powersgd-tp2dp2"),
             &[&[0, 1], &[2, 3]],
@@ -1710,6 +1711,12 @@ fn a_job_whose_ranks_traced_different_collectives_matches_the_shared_ones_and_na
             cpu_job!("powersgd-tp4dp2"),
             &[&[0, 1, 2, 3], &[4, 5, 6, 7]],
             &[&[0, 4], &[1, 5], &[2, 6], &[3, 7]],
+        ),
+        // Recorded after the change, as a blind test (bar fixed before): met first time.
+        (
+            cpu_job!("powersgd-tp2dp3"),
+            &[&[0, 1], &[2, 3], &[4, 5]],
+            &[&[0, 2, 4], &[1, 3, 5]],
         ),
     ];
     const ACTIVATIONS: u64 = 16 * 512;

@@ -8,7 +8,7 @@ use stepcast_trace::{EventKind, LaneKind, ReadError, Runtime, Trace};
 use crate::{FileKind, corpus};
 
 /// Kineto traces and Execution Traces under `testdata/kineto/` (see `testdata/README.md`).
-const KINETO_FILES: usize = 441;
+const KINETO_FILES: usize = 447;
 const EXECUTION_TRACES: usize = 5;
 
 /// Checks that hold for any successfully read trace. Returns the problems found.
@@ -550,6 +550,12 @@ Expect { file: "stepcast/cpu-loader-pairs/heavyloader-workers0.json.gz", records
     Expect { file: "stepcast/cpu-jobs/tp2dp2-tensorboard/vm_18091.1796023332442877099.pt.trace.json.gz", records: 2104, runtime: Runtime::CpuOnly, steps: 3, kernels: 0, syncs: 0, distributed: Dist::Present(Some(2), Some(4)) },
     Expect { file: "stepcast/cpu-jobs/tp2dp2-tensorboard/vm_18092.1796023331575399752.pt.trace.json.gz", records: 2104, runtime: Runtime::CpuOnly, steps: 3, kernels: 0, syncs: 0, distributed: Dist::Present(Some(3), Some(4)) },
     Expect { file: "stepcast/cpu-jobs/tp2dp2-tensorboard/vm_18092.1796023332427298730.pt.trace.json.gz", records: 2104, runtime: Runtime::CpuOnly, steps: 3, kernels: 0, syncs: 0, distributed: Dist::Present(Some(3), Some(4)) },
+    Expect { file: "stepcast/cpu-jobs/powersgd-tp2dp3/rank0.json.gz", records: 7867, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(0), Some(6)) },
+    Expect { file: "stepcast/cpu-jobs/powersgd-tp2dp3/rank1.json.gz", records: 7867, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(1), Some(6)) },
+    Expect { file: "stepcast/cpu-jobs/powersgd-tp2dp3/rank2.json.gz", records: 8145, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(2), Some(6)) },
+    Expect { file: "stepcast/cpu-jobs/powersgd-tp2dp3/rank3.json.gz", records: 7867, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(3), Some(6)) },
+    Expect { file: "stepcast/cpu-jobs/powersgd-tp2dp3/rank4.json.gz", records: 7867, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(4), Some(6)) },
+    Expect { file: "stepcast/cpu-jobs/powersgd-tp2dp3/rank5.json.gz", records: 7867, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(5), Some(6)) },
     Expect { file: "stepcast/cpu-jobs/ep4dp2/rank0.json.gz", records: 8813, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(0), Some(8)) },
     Expect { file: "stepcast/cpu-jobs/ep4dp2/rank1.json.gz", records: 8813, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(1), Some(8)) },
     Expect { file: "stepcast/cpu-jobs/ep4dp2/rank2.json.gz", records: 8813, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(2), Some(8)) },

@@ -56,6 +56,7 @@ const GLOO_JOBS: &[&str] = &[
     "stepcast/cpu-jobs/zero-dp8",
     "stepcast/cpu-jobs/powersgd-tp2dp2",
     "stepcast/cpu-jobs/powersgd-tp4dp2",
+    "stepcast/cpu-jobs/powersgd-tp2dp3",
     "stepcast/cpu-jobs/tp4dp2-noshapes",
     "stepcast/cpu-jobs/ep2dp2-noshapes",
     "stepcast/cpu-jobs/pp2dp2-noshapes",
