@@ -38,53 +38,13 @@ from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powerSG
 from torch.distributed.optim import ZeroRedundancyOptimizer
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+# Megatron-style blocks split over a TP group: tp_dp.py's, as tp_pp_dp.py uses them.
+from tp_dp import WIDTH, ParallelBlock
+
 SCHEDULE = dict(wait=2, warmup=3, active=6)
 TIMED_STEPS = 20
-WIDTH = 512
-HIDDEN = 2048
 LAYERS = 4
 BATCH = 32
-
-
-class ReduceForward(torch.autograd.Function):
-    """Megatron's `g`: all-reduce over the TP group in forward, identity in backward."""
-
-    @staticmethod
-    def forward(ctx, x, group):
-        x = x.clone()
-        dist.all_reduce(x, group=group)
-        return x
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad, None
-
-
-class ReduceBackward(torch.autograd.Function):
-    """Megatron's `f`: identity in forward, all-reduce over the TP group in backward."""
-
-    @staticmethod
-    def forward(ctx, x, group):
-        ctx.group = group
-        return x
-
-    @staticmethod
-    def backward(ctx, grad):
-        grad = grad.clone()
-        dist.all_reduce(grad, group=ctx.group)
-        return grad, None
-
-
-class ParallelBlock(nn.Module):
-    def __init__(self, tp, group):
-        super().__init__()
-        self.group = group
-        self.up = nn.Linear(WIDTH, HIDDEN // tp)
-        self.down = nn.Linear(HIDDEN // tp, WIDTH, bias=False)
-
-    def forward(self, x):
-        h = F.gelu(self.up(ReduceBackward.apply(x, self.group)))
-        return x + ReduceForward.apply(self.down(h), self.group)
 
 
 def zero_job(rank, world):

@@ -7,15 +7,14 @@ three steps per rank).
     python3 with_tensorboard_handler.py TBDIR SCRIPT.py OUTDIR ARGS...
 
 The script's own trace (its last window, under OUTDIR) is written as before; TBDIR gets the
-handler's files, two per rank. `mp.spawn` starts each rank as a fresh interpreter, so the
-patch is a `sitecustomize` module (in a temporary directory put first on `PYTHONPATH`),
-which every one of them imports at startup.
+handler's files, two per rank. The patch reaches every process `mp.spawn` starts
+(`patched_profiler.py`).
 """
 
 import os
-import subprocess
 import sys
-import tempfile
+
+from patched_profiler import run_patched
 
 PATCH = '''
 import os
@@ -65,9 +64,4 @@ if __name__ == "__main__":
         sys.exit("usage: with_tensorboard_handler.py TBDIR SCRIPT.py OUTDIR ARGS...")
     tb_dir = os.path.abspath(sys.argv[1])
     os.makedirs(tb_dir, exist_ok=True)
-    with tempfile.TemporaryDirectory() as patch_dir:
-        with open(os.path.join(patch_dir, "sitecustomize.py"), "w") as f:
-            f.write(PATCH)
-        path = [patch_dir] + [p for p in [os.environ.get("PYTHONPATH")] if p]
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(path), STEPCAST_TB_DIR=tb_dir)
-        sys.exit(subprocess.call([sys.executable, *sys.argv[2:]], env=env))
+    sys.exit(run_patched(PATCH, sys.argv[2:], {"STEPCAST_TB_DIR": tb_dir}))

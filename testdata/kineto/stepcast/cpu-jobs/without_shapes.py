@@ -4,16 +4,13 @@ on any op or `gloo:` range, so no collective's size is in the trace.
 
     python3 without_shapes.py SCRIPT.py OUTDIR ARGS...
 
-`mp.spawn` starts each rank as a fresh interpreter, so the patch is a `sitecustomize` module
-(in a temporary directory put first on `PYTHONPATH`), which every one of them imports at
-startup. The folders are those SCRIPT writes; rename them (this folder's copies end in
-`-noshapes`).
+The patch reaches every process `mp.spawn` starts (`patched_profiler.py`). The folders are
+those SCRIPT writes; rename them (this folder's copies end in `-noshapes`).
 """
 
-import os
-import subprocess
 import sys
-import tempfile
+
+from patched_profiler import run_patched
 
 PATCH = '''
 import torch.profiler
@@ -32,9 +29,4 @@ torch.profiler.profile.__init__ = _init_without_shapes
 if __name__ == "__main__":
     if len(sys.argv) < 3:
         sys.exit("usage: without_shapes.py SCRIPT.py OUTDIR ARGS...")
-    with tempfile.TemporaryDirectory() as patch_dir:
-        with open(os.path.join(patch_dir, "sitecustomize.py"), "w") as f:
-            f.write(PATCH)
-        path = [patch_dir] + [p for p in [os.environ.get("PYTHONPATH")] if p]
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
-        sys.exit(subprocess.call([sys.executable, *sys.argv[1:]], env=env))
+    sys.exit(run_patched(PATCH, sys.argv[1:]))
