@@ -112,23 +112,14 @@ pub fn load_ranks(
     // Each process's last profiling window, as `replay DIR` takes them.
     let windows: Vec<super::ranks::Window<'_>> = loaded
         .iter()
-        .map(|(rank, l)| {
-            let host = l
-                .trace
-                .distributed
-                .as_ref()
-                .and_then(|d| d.host_name.as_deref());
-            super::ranks::Window {
-                process: recorded_rank(&l.trace)
-                    .map(|_| *rank)
-                    .zip(host)
-                    .zip(super::ranks::process_id(&l.trace))
-                    .map(|((rank, host), pid)| (rank, host, pid)),
-                steps: super::ranks::Window::steps_of(&l.window),
-                start_ns: super::ranks::recorded_span(l.trace.origin_ns, &l.window.graph)
-                    .map(|(start, _)| start),
-                file: l.path.as_path(),
-            }
+        .map(|(_, l)| {
+            let distributed = l.trace.distributed.as_ref();
+            let process = (
+                recorded_rank(&l.trace),
+                distributed.and_then(|d| d.host_name.as_deref()),
+                super::ranks::process_id(&l.trace),
+            );
+            super::ranks::Window::new(process, &l.window, l.trace.origin_ns, &l.path)
         })
         .collect();
     let keep = super::ranks::latest_windows(&windows);

@@ -556,16 +556,15 @@ impl Rank {
 fn last_windows(ranks: Vec<Rank>) -> (Vec<Rank>, Vec<PathBuf>) {
     let windows: Vec<Window<'_>> = ranks
         .iter()
-        .map(|rank| Window {
-            process: rank
-                .recorded
-                .zip(rank.graph.host_name.as_deref())
-                .zip(rank.pid)
-                .map(|((rank, host), pid)| (rank, host, pid)),
-            steps: Window::steps_of(&rank.graph.window),
-            start_ns: recorded_span(rank.graph.origin_ns, &rank.graph.window.graph)
-                .map(|(start, _)| start),
-            file: &rank.file,
+        .map(|rank| {
+            let host = rank.graph.host_name.as_deref();
+            let process = (rank.recorded, host, rank.pid);
+            Window::new(
+                process,
+                &rank.graph.window,
+                rank.graph.origin_ns,
+                &rank.file,
+            )
         })
         .collect();
     let keep = latest_windows(&windows);
@@ -603,16 +602,29 @@ pub(crate) struct Window<'a> {
     pub(crate) file: &'a Path,
 }
 
-impl Window<'_> {
-    /// The first and last step numbers of `window`'s steps (its markers'), if it has any.
-    pub(crate) fn steps_of(window: &stepcast::Window) -> Option<(u64, u64)> {
+impl<'a> Window<'a> {
+    /// The window of a trace's `window` (its times from `origin_ns`) in `file`, of the process
+    /// (recorded rank, host, process id) where all three are known.
+    pub(crate) fn new(
+        (rank, host, pid): (Option<i64>, Option<&'a str>, Option<i64>),
+        window: &stepcast::Window,
+        origin_ns: i64,
+        file: &'a Path,
+    ) -> Window<'a> {
         let mut numbers = window
             .steps
             .iter()
             .filter(|s| !s.synthetic)
             .map(|s| s.number);
-        let first = numbers.next()?;
-        Some(numbers.fold((first, first), |(lo, hi), n| (lo.min(n), hi.max(n))))
+        let steps = numbers
+            .next()
+            .map(|first| numbers.fold((first, first), |(lo, hi), n| (lo.min(n), hi.max(n))));
+        Window {
+            process: rank.zip(host).zip(pid).map(|((r, h), p)| (r, h, p)),
+            steps,
+            start_ns: recorded_span(origin_ns, &window.graph).map(|(start, _)| start),
+            file,
+        }
     }
 }
 

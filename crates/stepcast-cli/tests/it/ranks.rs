@@ -1110,21 +1110,29 @@ fn with_a_rank_missing_gloo_groups_are_not_guessed() {
     );
 }
 
-/// The element counts of the first input of each op named `name` inside `file`'s steps (a
-/// rank's own record of the collectives it issued, apart from the gloo worker threads' ranges
-/// the matching reads).
-fn issued_in_steps(file: &str, name: &str) -> Vec<u64> {
+/// The events named one of `names` that start inside one of the trace's `ProfilerStep` ranges.
+fn events_in_steps(file: &str, names: &[&str]) -> Vec<serde_json::Value> {
     let trace = gzipped_json(file);
     let steps = step_spans(&trace);
     trace["traceEvents"]
         .as_array()
         .expect("events")
         .iter()
-        .filter(|e| e["name"] == name)
+        .filter(|e| names.iter().any(|n| e["name"] == *n))
         .filter(|e| {
             let ts = e["ts"].as_f64().unwrap_or_default();
             steps.iter().any(|&(a, b)| a <= ts && ts <= b)
         })
+        .cloned()
+        .collect()
+}
+
+/// The element counts of the first input of each op named `name` inside `file`'s steps (a
+/// rank's own record of the collectives it issued, apart from the gloo worker threads' ranges
+/// the matching reads).
+fn issued_in_steps(file: &str, name: &str) -> Vec<u64> {
+    events_in_steps(file, &[name])
+        .iter()
         .map(|e| {
             // A tensor (`[d0, d1]`) or a list of them (`[[d0]]`): the first tensor's dims.
             let dims = &e["args"]["Input Dims"][0];
@@ -1810,18 +1818,8 @@ fn a_job_traced_without_shapes_matches_its_collectives_and_names_its_unpaired_tr
             .expect("unmatched");
         let transfers_issued: Vec<u64> = (0..ranks)
             .map(|r| {
-                let trace = gzipped_json(format!("{job}/rank{r}.json.gz"));
-                let steps = step_spans(&trace);
-                trace["traceEvents"]
-                    .as_array()
-                    .expect("events")
-                    .iter()
-                    .filter(|e| e["name"] == "c10d::send" || e["name"] == "c10d::recv_")
-                    .filter(|e| {
-                        let ts = e["ts"].as_f64().unwrap_or_default();
-                        steps.iter().any(|&(a, b)| a <= ts && ts <= b)
-                    })
-                    .count() as u64
+                let file = format!("{job}/rank{r}.json.gz");
+                events_in_steps(&file, &["c10d::send", "c10d::recv_"]).len() as u64
             })
             .collect();
         let unpaired: Vec<u64> = (0..ranks)
