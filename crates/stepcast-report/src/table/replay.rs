@@ -59,6 +59,8 @@ pub fn replay_text(replay: &ReplayJson) -> String {
             "recorded call, source by rule"
         } else if kind == "thread_handoff" {
             "autograd engine thread"
+        } else if kind == "collective_wait" || kind == "collective_post" {
+            "gloo worker thread, by timing"
         } else if kind == "launch_queue" {
             "recorded calls, capacity calibrated"
         } else {

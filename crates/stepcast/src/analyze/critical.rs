@@ -14,7 +14,7 @@ use stepcast_trace::{EventId, EventKind, NameId, Trace};
 
 use super::host_time;
 use super::mapping::{Mapping, Phase};
-use crate::graph::{Graph, NO_STEP, TaskId, TaskKind};
+use crate::graph::{Graph, NO_STEP, TaskId, TaskKind, is_host_collective};
 use crate::simulate::{CriticalPath, PathShare, ShareKind, Timeline, critical_path};
 use crate::window::Window;
 
@@ -231,8 +231,13 @@ impl CriticalPathBreakdown {
 }
 
 /// What a share of the critical path was spent on.
-pub fn share_bound(g: &Graph, share: &PathShare) -> Bound {
+pub fn share_bound(trace: &Trace, g: &Graph, share: &PathShare) -> Bound {
     let kind = g.kind[share.task.index()];
+    // A collective a host thread runs (gloo's) is communication, its transfer and its wait
+    // for peers alike, as a collective kernel is.
+    if !kind.on_device() && is_host_collective(trace.name(g.name[share.task.index()])) {
+        return Bound::Communication;
+    }
     match (share.kind, kind) {
         (ShareKind::Host, _) => Bound::Cpu,
         (ShareKind::Device, TaskKind::Collective) | (ShareKind::Wait, TaskKind::Collective) => {
@@ -263,7 +268,7 @@ pub fn breakdown(
     let mut op_of: Option<(TaskId, Option<NameId>)> = None;
     for share in &path.shares {
         let t = share.task.index();
-        let bound = share_bound(g, share);
+        let bound = share_bound(trace, g, share);
         by_bound[bound as usize] += share.ns;
         let phase = mapping.phase[t];
         // A host share includes the untraced host time just before its task: the part inside

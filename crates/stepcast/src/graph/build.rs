@@ -5,6 +5,7 @@
 //! of the whole window reproduces the backlog each step inherits.
 
 mod async_transfers;
+mod collective_waits;
 mod collectives;
 mod device_lanes;
 mod graph_nodes;
@@ -90,6 +91,8 @@ pub fn build(trace: &Trace, options: &BuildOptions) -> Window {
         report: BuildReport::default(),
         launch_latency_ns: i64::MAX,
         transfer_posts: Vec::new(),
+        gloo: collective_waits::GlooWork::default(),
+        pending_waits: collective_waits::PendingWaits::default(),
     };
     let host_calls = b.tasks();
     let calls = b.call_index(&host_calls);
@@ -98,6 +101,7 @@ pub fn build(trace: &Trace, options: &BuildOptions) -> Window {
     b.mark_teardown(&mut steps);
     let mut edges = std::mem::take(&mut launcher.edges);
     edges.append(&mut b.transfer_posts);
+    b.collective_waits(&mut edges);
     let device_lanes = DeviceLanes::new(trace, &b.graph, &launcher.call_of);
     b.sync_edges(&calls, &launcher.call_of, &device_lanes, &mut edges);
     // After the sync edges: a launch-latency sample held by a wait is not one.
@@ -135,6 +139,10 @@ struct Builder<'t> {
     /// The edges from the tasks that posted gloo's asynchronous transfers to them
     /// (`async_transfers.rs`).
     transfer_posts: Vec<PendingEdge>,
+    /// gloo's collectives and their posts, and the waits for them found on each thread
+    /// (`collective_waits.rs`).
+    gloo: collective_waits::GlooWork,
+    pending_waits: collective_waits::PendingWaits,
 }
 
 struct Launches {
@@ -210,6 +218,7 @@ impl Builder<'_> {
         let trace = self.trace;
         let mut host_calls = vec![Vec::new(); trace.lanes.len()];
         let mut async_transfers: Vec<(usize, Vec<usize>)> = Vec::new();
+        self.gloo = collective_waits::GlooWork::new(trace, &self.names);
         let mut lane_start = 0usize;
         for (lane_index, lane) in trace.lanes.iter().enumerate() {
             let lane_end = lane_start
@@ -239,7 +248,7 @@ impl Builder<'_> {
                     }
                     .into_iter()
                     .peekable();
-                    for i in events {
+                    for i in events.clone() {
                         let event = &trace.events[i];
                         if transfers.binary_search(&i).is_ok() {
                             continue;
@@ -305,6 +314,14 @@ impl Builder<'_> {
                         self.push_task(kind, lane_index as u32, i);
                     }
                     self.push_stretches(lane_index as u32, &mut collectives, i64::MAX);
+                    if !has_calls {
+                        self.split_at_waits(
+                            lane_index as u32,
+                            first_task as usize,
+                            events,
+                            &transfers,
+                        );
+                    }
                     if !transfers.is_empty() {
                         async_transfers.push((lane_index, transfers));
                     }

@@ -99,6 +99,13 @@ pub enum EdgeKind {
     /// The autograd engine thread starts a backward pass after the last work of the thread
     /// that called `backward()`, which resumes after the pass's last work (`build/handoff.rs`).
     ThreadHandoff,
+    /// A thread resumed after a collective that gloo's worker thread ran for it: it had waited
+    /// in `work.wait()`, which records nothing (`build/collective_waits.rs`). The lag is the
+    /// recorded wake-up.
+    CollectiveWait,
+    /// gloo's idle worker thread took a collective after the thread's task that posted it (a
+    /// `c10d::` op) began (`build/collective_waits.rs`).
+    CollectivePost,
     /// A task that filled every multiprocessor of its device ([`SmDemand::Fills`]) held a
     /// task of another stream until its last waves. Never stored: the engine finds it while
     /// it replays (a binding, not an input), so a what-if that moves the full task moves
@@ -126,7 +133,7 @@ pub enum EdgeKind {
 }
 
 impl EdgeKind {
-    pub const ALL: [EdgeKind; 15] = [
+    pub const ALL: [EdgeKind; 17] = [
         EdgeKind::LaneOrder,
         EdgeKind::Launch,
         EdgeKind::HostSync,
@@ -137,6 +144,8 @@ impl EdgeKind {
         EdgeKind::PeerArrival,
         EdgeKind::CollectiveArrival,
         EdgeKind::ThreadHandoff,
+        EdgeKind::CollectiveWait,
+        EdgeKind::CollectivePost,
         EdgeKind::DeviceFull,
         EdgeKind::TensorStage,
         EdgeKind::TensorWait,
@@ -156,7 +165,10 @@ impl EdgeKind {
     pub fn from_source_begin(self) -> bool {
         matches!(
             self,
-            EdgeKind::Launch | EdgeKind::PeerArrival | EdgeKind::CollectiveArrival
+            EdgeKind::Launch
+                | EdgeKind::PeerArrival
+                | EdgeKind::CollectiveArrival
+                | EdgeKind::CollectivePost
         )
     }
 
@@ -185,6 +197,8 @@ impl EdgeKind {
             EdgeKind::PeerArrival => "peer_arrival",
             EdgeKind::CollectiveArrival => "collective_arrival",
             EdgeKind::ThreadHandoff => "thread_handoff",
+            EdgeKind::CollectiveWait => "collective_wait",
+            EdgeKind::CollectivePost => "collective_post",
             EdgeKind::DeviceFull => "device_full",
             EdgeKind::TensorStage => "tensor_stage",
             EdgeKind::TensorWait => "tensor_wait",
@@ -336,6 +350,24 @@ impl Graph {
             sm_demand: Vec::with_capacity(tasks),
             ..Graph::default()
         }
+    }
+
+    /// Drops every task from `first` on (their edges are not installed yet): the builder
+    /// rebuilds the last lane's tasks when it splits them.
+    pub(crate) fn truncate_tasks(&mut self, first: usize) {
+        self.kind.truncate(first);
+        self.lane.truncate(first);
+        self.name.truncate(first);
+        self.event.truncate(first);
+        self.dur_ns.truncate(first);
+        self.dur_without_inferred_ns.truncate(first);
+        self.gap_ns.truncate(first);
+        self.rec_start_ns.truncate(first);
+        self.rec_end_ns.truncate(first);
+        self.step.truncate(first);
+        self.not_before_ns.truncate(first);
+        self.peer_wait_ns.truncate(first);
+        self.sm_demand.truncate(first);
     }
 
     /// Incoming stored edges of `task` (lane order excluded).

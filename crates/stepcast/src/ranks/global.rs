@@ -248,12 +248,20 @@ pub(crate) fn merge(
             .map(|t| out.rec_end_ns[t.index()] - out.rec_start_ns[t.index()])
             .min()
             .unwrap_or(0);
-        let transfer_ns: Vec<i64> = tasks
+        // An instance that ended before its last peer began did not wait for every peer: a
+        // rooted collective's (gloo's `broadcast`, `gather`, `reduce`: a receiver waits for its
+        // root only, a sender for no one). It keeps its recorded time and waits for no release.
+        let ends_bind: Vec<bool> = tasks
             .iter()
             .zip(&c.ranks)
-            .map(|(t, &r)| {
+            .map(|(t, &r)| c.end_binds(r) && out.rec_end_ns[t.index()] >= last_start)
+            .collect();
+        let transfer_ns: Vec<i64> = tasks
+            .iter()
+            .zip(&ends_bind)
+            .map(|(t, &binds)| {
                 let recorded = out.rec_end_ns[t.index()] - out.rec_start_ns[t.index()];
-                if !c.end_binds(r) {
+                if !binds {
                     return recorded;
                 }
                 match transfer {
@@ -299,7 +307,7 @@ pub(crate) fn merge(
                 peer_edges.push((release, EdgeKind::CollectiveArrival, t, 0));
                 global.peer_edges += 1;
             }
-            if c.end_binds(r) {
+            if ends_bind[i] {
                 peer_edges.push((t, EdgeKind::PeerArrival, release, 0));
                 global.peer_edges += 1;
             }

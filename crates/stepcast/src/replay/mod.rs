@@ -245,6 +245,20 @@ pub(crate) fn replayed_marker_end(
         .get(graph.lane[last.index()] as usize)
         .filter(|lane| last.0 + 1 < lane.first_task + lane.task_count)
         .map(|_| graph.rec_start_ns[last.index() + 1] - graph.rec_end_ns[last.index()]);
+    // A thread that waited for a collective after `last` (`EdgeKind::CollectiveWait` into its
+    // next task) was blocked when the marker ended: the marker ends as long before the thread
+    // resumed as it did in the recording, not a share of the wake-up left as the gap.
+    if recorded_gap.is_some() {
+        let next = TaskId(last.0 + 1);
+        let waited = graph
+            .preds(next)
+            .any(|e| graph.pred_kind[e] == EdgeKind::CollectiveWait);
+        let before_resuming = graph.rec_start_ns[next.index()] - step.marker_end_ns;
+        if waited && before_resuming >= 0 {
+            return timeline.end_ns[last.index()]
+                .max(timeline.begin_ns[next.index()].saturating_sub(before_resuming));
+        }
+    }
     let tail = match recorded_gap {
         Some(gap) if gap > 0 && gap >= recorded_tail => {
             (recorded_tail as i128 * graph.gap_ns[last.index()] as i128 / gap as i128) as i64

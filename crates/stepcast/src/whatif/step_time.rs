@@ -15,7 +15,7 @@ use stepcast_trace::NameId;
 
 use super::Baseline;
 use crate::analyze::host_time;
-use crate::graph::{TaskId, TaskKind};
+use crate::graph::{TaskId, TaskKind, is_host_collective};
 use crate::simulate::{PathShare, ShareKind};
 use crate::whatif::Context;
 
@@ -121,6 +121,13 @@ impl StepTime {
         };
         for share in shares {
             let kind = graph.kind[share.task.index()];
+            // A collective a host thread runs (gloo's): communication, as a kernel's is.
+            if !kind.on_device()
+                && is_host_collective(context.trace.name(graph.name[share.task.index()]))
+            {
+                add(TimeKind::Communication, share, share.ns);
+                continue;
+            }
             match (share.kind, kind) {
                 (ShareKind::Host, _) => {
                     let loading = host_time::share_loading_ns(

@@ -8,6 +8,7 @@ mod critical;
 mod ddp;
 mod device_only;
 mod et;
+mod gloo_waits;
 mod horovod;
 mod host_phase;
 mod host_update;

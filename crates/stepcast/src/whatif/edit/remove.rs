@@ -167,13 +167,16 @@ impl EditGraph {
             }
         }
         // On a thread, a handoff that held the removed task's start (the autograd engine's
-        // backward pass ending) still holds the next task of the thread: that thread was
-        // blocked until then, whatever it ran first.
+        // backward pass ending, a gloo collective the thread waited for) still holds the next
+        // task of the thread: that thread was blocked until then, whatever it ran first.
         if !on_device && let Some(next) = lane_next {
             let handoffs: Vec<Edge> = preds
                 .iter()
                 .copied()
-                .filter(|e| self.alive[e.from as usize] && e.kind == EdgeKind::ThreadHandoff)
+                .filter(|e| {
+                    self.alive[e.from as usize]
+                        && matches!(e.kind, EdgeKind::ThreadHandoff | EdgeKind::CollectiveWait)
+                })
                 .collect();
             for inp in handoffs {
                 self.add_edge(inp.from, next, inp.kind, inp.lag_ns);

@@ -24,7 +24,8 @@ impl EditGraph {
 
     /// A launch call's work is ready a calibrated moment after the call returns (or, for a
     /// call that blocks on it, a latency after it begins, never after it returns): when the
-    /// call's cost changes from `old_ns` to `new_ns`, so does the lag of its launch edges.
+    /// call's cost changes from `old_ns` to `new_ns`, so does the lag of its launch edges. The
+    /// same for a host task that posts gloo work (`EdgeKind::CollectivePost`).
     fn retime_launches(&mut self, call: TaskId, old_ns: i64, new_ns: i64) {
         if self.rows[call.index()].kind.on_device() || old_ns == new_ns {
             return;
@@ -34,7 +35,9 @@ impl EditGraph {
         targets.dedup();
         for target in targets {
             for edge in &mut self.preds[target as usize] {
-                if edge.from != call.0 || edge.kind != EdgeKind::Launch {
+                if edge.from != call.0
+                    || !matches!(edge.kind, EdgeKind::Launch | EdgeKind::CollectivePost)
+                {
                     continue;
                 }
                 edge.lag_ns = if edge.lag_ns >= old_ns {

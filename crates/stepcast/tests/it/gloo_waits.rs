@@ -1,0 +1,199 @@
+//! A thread that waits for gloo's work on another thread (`work.wait()`, which records
+//! nothing) waits for it in the graph: recorded gloo jobs of `stepcast/cpu-jobs/` and
+//! `stepcast/cpu-ddp-pairs/` (their scripts beside them), checked against their own events.
+
+use stepcast::analyze::critical::{Bound, share_bound, step_critical_path};
+use stepcast::graph::{EdgeKind, TaskId};
+use stepcast::simulate::{RecordedOrder, SimOptions, simulate};
+use stepcast_trace::{EventKind, LaneId, Trace};
+
+use crate::load;
+
+/// Rank 0 of a DDP job, a tensor × data parallel job, a pipeline and an FSDP job.
+const GLOO_RANKS: [&str; 4] = [
+    "stepcast/cpu-ddp-pairs/ddp-gloo2/rank0.json.gz",
+    "stepcast/cpu-jobs/tp2dp2/rank0.json.gz",
+    "stepcast/cpu-jobs/pipelining-pp2dp2/rank0.json.gz",
+    "stepcast/cpu-jobs/fsdp2x2/rank0.json.gz",
+];
+
+/// The thread's ops and annotations, at every depth, as `(start, end)`.
+fn thread_ranges(trace: &Trace, lane: LaneId) -> Vec<(i64, i64)> {
+    trace
+        .events
+        .iter()
+        .filter(|e| e.lane == lane)
+        .filter(|e| matches!(e.kind, EventKind::CpuOp | EventKind::UserAnnotation))
+        .filter(|e| !trace.name(e.name).starts_with("gloo:"))
+        .map(|e| (e.start_ns, e.end_ns()))
+        .collect()
+}
+
+/// Every `collective_wait` edge leaves a gloo range of another lane, and its target's thread
+/// ran nothing (as its events record) from 100 µs before that range ended until it resumed,
+/// within the recorded wake-up; the lane keeps no more than that wake-up as its gap. At least
+/// one wait a step: each of these programs waits for a collective every step.
+#[test]
+fn a_thread_that_waited_for_gloo_work_waits_for_it_in_the_graph() {
+    for relative in GLOO_RANKS {
+        let (trace, window) = load(relative);
+        let g = &window.graph;
+        let mut waits = 0;
+        for t in 0..g.task_count() {
+            let task = TaskId(t as u32);
+            for e in g.preds(task) {
+                if g.pred_kind[e] != EdgeKind::CollectiveWait {
+                    continue;
+                }
+                waits += 1;
+                let source = g.pred[e].index();
+                assert!(
+                    trace.name(g.name[source]).starts_with("gloo:"),
+                    "{relative}: a wait for {}",
+                    trace.name(g.name[source])
+                );
+                assert_ne!(
+                    g.lane[source], g.lane[t],
+                    "{relative}: a wait on its own lane"
+                );
+                let (ended, resumed) = (g.rec_end_ns[source], g.rec_start_ns[t]);
+                assert_eq!(resumed - ended, g.pred_lag_ns[e], "{relative}");
+                assert!(
+                    ended <= resumed,
+                    "{relative}: resumed before the collective ended"
+                );
+                let lane = g.lanes[g.lane[t] as usize].trace_lane;
+                let busy = thread_ranges(&trace, lane)
+                    .into_iter()
+                    .find(|&(start, end)| {
+                        let around = start <= ended - 100_000 && end >= resumed;
+                        !around && start < resumed && end > ended - 100_000
+                    });
+                assert_eq!(
+                    busy, None,
+                    "{relative}: the thread ran this while it was taken to wait (collective \
+                     ended at {ended}, thread resumed at {resumed})"
+                );
+                if let Some(before) = g.lane_pred(task) {
+                    assert!(g.gap_ns[before.index()] <= g.pred_lag_ns[e], "{relative}");
+                }
+            }
+        }
+        assert!(
+            waits >= window.steps.len() - 1,
+            "{relative}: {waits} waits in {} steps",
+            window.steps.len()
+        );
+    }
+}
+
+/// Halving every gloo collective (its transfer and its wait for peers) releases the threads
+/// that waited for them earlier, and the window ends earlier: the waits are the collectives',
+/// not recorded gaps of the waiting thread.
+#[test]
+fn a_faster_gloo_collective_releases_the_thread_that_waited_for_it() {
+    for relative in GLOO_RANKS {
+        let (trace, mut window) = load(relative);
+        let baseline =
+            simulate(&window.graph, &RecordedOrder, SimOptions::default()).expect("replay");
+        let g = &mut window.graph;
+        let waiting: Vec<usize> = (0..g.task_count())
+            .filter(|&t| {
+                g.preds(TaskId(t as u32))
+                    .any(|e| g.pred_kind[e] == EdgeKind::CollectiveWait)
+            })
+            .collect();
+        assert!(
+            !waiting.is_empty(),
+            "{relative}: no thread waited for gloo work"
+        );
+        for t in 0..g.task_count() {
+            if !g.kind[t].on_device() && trace.name(g.name[t]).starts_with("gloo:") {
+                g.dur_ns[t] /= 2;
+                g.peer_wait_ns[t] /= 2;
+            }
+        }
+        let faster =
+            simulate(&window.graph, &RecordedOrder, SimOptions::default()).expect("replay");
+        let moved = waiting
+            .iter()
+            .filter(|&&t| faster.begin_ns[t] < baseline.begin_ns[t] - 50_000)
+            .count();
+        assert!(
+            moved * 2 >= waiting.len(),
+            "{relative}: {moved} of {} waiting tasks released earlier",
+            waiting.len()
+        );
+        let end = |ends: &[i64]| ends.iter().copied().max().unwrap_or(0);
+        assert!(
+            end(&faster.end_ns) < end(&baseline.end_ns),
+            "{relative}: the window did not end earlier"
+        );
+    }
+}
+
+/// On each steady step, the critical path's communication is at least half the time the step
+/// thread ran no op while a gloo range of another thread was in flight (from the recorded
+/// events): a wait for a collective is communication, not the CPU work of the op after it.
+#[test]
+fn the_critical_path_charges_a_wait_for_gloo_work_to_communication() {
+    for relative in GLOO_RANKS {
+        let (trace, window) = load(relative);
+        let g = &window.graph;
+        let timeline = simulate(g, &RecordedOrder, SimOptions::default()).expect("replay");
+        let step_lane = trace.steps[0].lane;
+        let mut thread = thread_ranges(&trace, step_lane);
+        thread.sort_unstable();
+        let gloo: Vec<(i64, i64)> = trace
+            .events
+            .iter()
+            .filter(|e| e.lane != step_lane && trace.name(e.name).starts_with("gloo:"))
+            .map(|e| (e.start_ns, e.end_ns()))
+            .collect();
+        for (index, step) in window.steps.iter().enumerate().skip(1) {
+            let (from, to) = (step.start_ns, step.marker_end_ns);
+            // The step thread's idle stretches inside the step.
+            let mut idle = Vec::new();
+            let mut reach = from;
+            for &(start, end) in &thread {
+                if start > reach && start > from && reach < to {
+                    idle.push((reach, start.min(to)));
+                }
+                reach = reach.max(end);
+            }
+            let waited: i64 = idle
+                .iter()
+                .map(|&(a, b)| {
+                    let mut covered: Vec<(i64, i64)> = gloo
+                        .iter()
+                        .map(|&(s, e)| (s.max(a), e.min(b)))
+                        .filter(|&(s, e)| e > s)
+                        .collect();
+                    covered.sort_unstable();
+                    let (mut total, mut at) = (0, i64::MIN);
+                    for (s, e) in covered {
+                        let s = s.max(at);
+                        if e > s {
+                            total += e - s;
+                            at = e;
+                        }
+                    }
+                    total
+                })
+                .sum();
+            let path = step_critical_path(&trace, &window, &timeline, index);
+            let communication: i64 = path
+                .path
+                .shares
+                .iter()
+                .filter(|s| share_bound(&trace, g, s) == Bound::Communication)
+                .map(|s| s.ns)
+                .sum();
+            assert!(
+                2 * communication >= waited,
+                "{relative} step {index}: {communication} ns of communication on the path, \
+                 {waited} ns waited for gloo"
+            );
+        }
+    }
+}
