@@ -19,11 +19,12 @@
 //! the lane is the wake-up, never the wait. Of several collectives ending in one such stretch,
 //! the thread waited last for the latest.
 //!
-//! Where a worker thread had been idle for more than [`WAKE_NS`] and took a collective at most
-//! [`POST_WINDOW_NS`] after a thread's `c10d::` op began (the op that posts it), the worker
-//! starts after that post ([`EdgeKind::CollectivePost`]) instead of after its own recorded idle
-//! time. Both are taken only where the timing is that clear; elsewhere the lanes keep their
-//! recorded gaps, as before.
+//! Each collective a worker thread took starts after the task that posted it began: the
+//! latest `c10d::` op of another thread of the process that began before the worker took it
+//! and after the worker took its previous one ([`EdgeKind::CollectivePost`], lagged by the
+//! recorded delay). A worker idle for more than [`WAKE_NS`] before it keeps no gap of its own
+//! there; a busy one keeps its recorded turnaround. Both edges are taken only where the timing
+//! is that clear; elsewhere the lanes keep their recorded gaps, as before.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -44,10 +45,6 @@ pub const MIN_BLOCKED_NS: i64 = 100_000;
 /// within 480 µs; with up to 8 processes on 2 cores a thread blocked 14 ms waited 5 ms more
 /// for a core).
 pub const WAKE_NS: i64 = 500_000;
-
-/// An idle worker thread takes a posted collective within this of the post beginning (the
-/// recorded gloo jobs: median 110 µs).
-pub const POST_WINDOW_NS: i64 = 1_000_000;
 
 /// The end of one of gloo's ranges: what a thread may have waited for.
 #[derive(Clone, Copy, Debug)]
@@ -303,9 +300,9 @@ impl Builder<'_> {
     }
 
     /// The edges of the waits found while the threads were built (every lane has its tasks
-    /// and gaps now), and the posts of collectives to idle worker threads. Each wait's lane
-    /// keeps the recorded wake-up as its gap before the piece that resumed, and an idle
-    /// worker no gap before the collective it took.
+    /// and gaps now), and the posts of collectives to worker threads. Each wait's lane keeps
+    /// the recorded wake-up as its gap before the piece that resumed, and an idle worker no
+    /// gap before the collective it took.
     pub(super) fn collective_waits(&mut self, edges: &mut Vec<PendingEdge>) {
         let gloo = std::mem::take(&mut self.gloo);
         let pending = std::mem::take(&mut self.pending_waits);
@@ -355,15 +352,15 @@ impl Builder<'_> {
         if waited + posted > 0 {
             self.report.notes.push(format!(
                 "{waited} waits of a thread for a gloo collective on another thread \
-                 (`collective_wait` edges) and {posted} collectives taken by an idle worker \
-                 thread as they were posted (`collective_post` edges): the threads resume after \
+                 (`collective_wait` edges) and {posted} collectives a worker thread took after \
+                 their post (`collective_post` edges): the threads resume after \
                  the collectives, not at their recorded times"
             ));
         }
     }
 
-    /// `CollectivePost` edges: each gloo range a worker thread took after idling, from the
-    /// task of the `c10d::` op that posted it. Returns how many.
+    /// `CollectivePost` edges: each gloo range a worker thread took, from the task of the
+    /// `c10d::` op that posted it. Returns how many.
     fn collective_posts(
         &mut self,
         gloo: &GlooWork,
@@ -383,27 +380,29 @@ impl Builder<'_> {
             let Some(before) = g.lane_pred(task) else {
                 continue;
             };
-            if start - g.rec_end_ns[before.index()] <= WAKE_NS {
-                continue;
-            }
             let worker_lane = trace.events[event].lane.index();
             let pid = trace.lanes[worker_lane].pid;
+            // The latest post of another thread of the process before the worker took it,
+            // made after the worker took its previous collective (an earlier one was that
+            // collective's).
             let latest = gloo.posts.partition_point(|&(s, _, _)| s <= start);
-            let Some(&(post_ns, _, post_lane)) = latest.checked_sub(1).map(|k| &gloo.posts[k])
+            let Some(&(post_ns, _, post_lane)) = gloo.posts[..latest]
+                .iter()
+                .rev()
+                .take_while(|&&(s, _, _)| s > g.rec_start_ns[before.index()])
+                .find(|&&(_, _, l)| l != worker_lane && trace.lanes[l].pid == pid)
             else {
                 continue;
             };
-            if start - post_ns > POST_WINDOW_NS
-                || post_lane == worker_lane
-                || trace.lanes[post_lane].pid != pid
-            {
-                continue;
-            }
             let Some(holder) = self.host_task_at(post_lane, post_ns) else {
                 continue;
             };
             let g = &mut self.graph;
-            g.gap_ns[before.index()] = 0;
+            // A worker idle when the work came has no time of its own before it; a busy one
+            // keeps its recorded turnaround after its previous collective.
+            if start - g.rec_end_ns[before.index()] > WAKE_NS {
+                g.gap_ns[before.index()] = 0;
+            }
             edges.push(PendingEdge {
                 from: holder,
                 to: task,
