@@ -149,8 +149,13 @@ pub fn critical_path(
                     clip(timeline.end_ns[pred.index()])
                 };
                 // A handoff's lag is untraced host time around it (Python before and after
-                // `backward()`); other lags are latencies or waits.
-                let lag_kind = if kind == EdgeKind::ThreadHandoff {
+                // `backward()`), as is a gloo wait's (the thread waking, Python after
+                // `work.wait()`) and a post's (the posting task's work before it); other lags
+                // are latencies or waits.
+                let lag_kind = if matches!(
+                    kind,
+                    EdgeKind::ThreadHandoff | EdgeKind::CollectiveWait | EdgeKind::CollectivePost
+                ) {
                     ShareKind::Host
                 } else {
                     ShareKind::Wait
