@@ -8,7 +8,7 @@ use stepcast_trace::{EventKind, LaneKind, ReadError, Runtime, Trace};
 use crate::{FileKind, corpus};
 
 /// Kineto traces and Execution Traces under `testdata/kineto/` (see `testdata/README.md`).
-const KINETO_FILES: usize = 447;
+const KINETO_FILES: usize = 459;
 const EXECUTION_TRACES: usize = 5;
 
 /// Checks that hold for any successfully read trace. Returns the problems found.
@@ -291,6 +291,18 @@ Expect { file: "stepcast/cpu-loader-pairs/heavyloader-workers0.json.gz", records
     Expect { file: "stepcast/cpu-job-pairs/tp2dp2-adam-loop/rank1.json.gz", records: 5557, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(1), Some(4)) },
     Expect { file: "stepcast/cpu-job-pairs/tp2dp2-adam-loop/rank2.json.gz", records: 5557, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(2), Some(4)) },
     Expect { file: "stepcast/cpu-job-pairs/tp2dp2-adam-loop/rank3.json.gz", records: 5557, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(3), Some(4)) },
+    Expect { file: "stepcast/cpu-job-pairs/tp2dp3-adam-fused/rank0.json.gz", records: 4273, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(0), Some(6)) },
+    Expect { file: "stepcast/cpu-job-pairs/tp2dp3-adam-fused/rank1.json.gz", records: 4273, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(1), Some(6)) },
+    Expect { file: "stepcast/cpu-job-pairs/tp2dp3-adam-fused/rank2.json.gz", records: 4273, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(2), Some(6)) },
+    Expect { file: "stepcast/cpu-job-pairs/tp2dp3-adam-fused/rank3.json.gz", records: 4273, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(3), Some(6)) },
+    Expect { file: "stepcast/cpu-job-pairs/tp2dp3-adam-fused/rank4.json.gz", records: 4273, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(4), Some(6)) },
+    Expect { file: "stepcast/cpu-job-pairs/tp2dp3-adam-fused/rank5.json.gz", records: 4273, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(5), Some(6)) },
+    Expect { file: "stepcast/cpu-job-pairs/tp2dp3-adam-loop/rank0.json.gz", records: 5557, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(0), Some(6)) },
+    Expect { file: "stepcast/cpu-job-pairs/tp2dp3-adam-loop/rank1.json.gz", records: 5557, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(1), Some(6)) },
+    Expect { file: "stepcast/cpu-job-pairs/tp2dp3-adam-loop/rank2.json.gz", records: 5557, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(2), Some(6)) },
+    Expect { file: "stepcast/cpu-job-pairs/tp2dp3-adam-loop/rank3.json.gz", records: 5557, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(3), Some(6)) },
+    Expect { file: "stepcast/cpu-job-pairs/tp2dp3-adam-loop/rank4.json.gz", records: 5557, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(4), Some(6)) },
+    Expect { file: "stepcast/cpu-job-pairs/tp2dp3-adam-loop/rank5.json.gz", records: 5557, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(5), Some(6)) },
     Expect { file: "stepcast/cpu-jobs/fsdp2x2/rank0.json.gz", records: 9697, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(0), Some(4)) },
     Expect { file: "stepcast/cpu-jobs/fsdp2x2/rank1.json.gz", records: 9697, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(1), Some(4)) },
     Expect { file: "stepcast/cpu-jobs/fsdp2x2/rank2.json.gz", records: 9697, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(2), Some(4)) },

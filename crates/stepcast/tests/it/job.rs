@@ -263,12 +263,20 @@ fn the_jobs_advice_is_ranked_by_the_jobs_gain_within_each_bound() {
 
 /// Each job-level pair: BEFORE and AFTER folders, the model, and the bar on its traced error
 /// (fixed before the pair was recorded: the folder's README).
-const JOB_PAIRS: &[(&str, &str, &str, f64)] = &[(
-    "tp2dp2-adam-loop",
-    "tp2dp2-adam-fused",
-    "fused_optimizer",
-    0.20,
-)];
+const JOB_PAIRS: &[(&str, &str, &str, f64)] = &[
+    (
+        "tp2dp2-adam-loop",
+        "tp2dp2-adam-fused",
+        "fused_optimizer",
+        0.20,
+    ),
+    (
+        "tp2dp3-adam-loop",
+        "tp2dp3-adam-fused",
+        "fused_optimizer",
+        0.20,
+    ),
+];
 
 /// The job-level pairs recorded here (`stepcast/cpu-job-pairs/`): one change on every rank,
 /// BEFORE and AFTER. The README's table row is this prediction against the measured outcome
