@@ -103,7 +103,7 @@ pub enum EdgeKind {
     /// in `work.wait()`, which records nothing (`build/collective_waits.rs`). The lag is the
     /// recorded wake-up.
     CollectiveWait,
-    /// gloo's idle worker thread took a collective after the thread's task that posted it (a
+    /// gloo's worker thread took a collective after the thread's task that posted it (a
     /// `c10d::` op) began (`build/collective_waits.rs`).
     CollectivePost,
     /// A task that filled every multiprocessor of its device ([`SmDemand::Fills`]) held a

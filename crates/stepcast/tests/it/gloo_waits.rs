@@ -5,6 +5,7 @@
 use stepcast::analyze::critical::{Bound, share_bound, step_critical_path};
 use stepcast::graph::{EdgeKind, TaskId};
 use stepcast::simulate::{RecordedOrder, SimOptions, simulate};
+use stepcast::whatif::{EditGraph, HostGaps, Selection};
 use stepcast_trace::{EventKind, LaneId, Trace};
 
 use crate::load;
@@ -195,5 +196,45 @@ fn the_critical_path_charges_a_wait_for_gloo_work_to_communication() {
                  {waited} ns waited for gloo"
             );
         }
+    }
+}
+
+/// Removing the task a thread resumed into after a wait (a model that drops ops drops it: the
+/// optimizer's first op after DDP's last bucket) leaves the thread waiting: the next task of
+/// the thread begins no earlier than the collective ended, in the edited graph's replay.
+#[test]
+fn removing_the_task_after_a_wait_keeps_the_wait() {
+    let (_, window) = load(GLOO_RANKS[0]);
+    let g = &window.graph;
+    let mut waits: Vec<(usize, usize)> = Vec::new();
+    for t in 0..g.task_count() {
+        for e in g.preds(TaskId(t as u32)) {
+            if g.pred_kind[e] == EdgeKind::CollectiveWait {
+                waits.push((g.pred[e].index(), t));
+            }
+        }
+    }
+    let targets: Vec<usize> = waits.iter().map(|&(_, t)| t).collect();
+    // Waits whose target has a next task on its thread, itself not removed.
+    waits.retain(|&(_, t)| {
+        t + 1 < g.task_count() && g.lane[t + 1] == g.lane[t] && !targets.contains(&(t + 1))
+    });
+    assert!(!waits.is_empty());
+    let mut edit = EditGraph::new(
+        g,
+        window.report.launch_latency_ns,
+        window.report.dispatch_gap_ns,
+    );
+    let removed = Selection::new(waits.iter().map(|&(_, t)| TaskId(t as u32)).collect());
+    edit.remove(&removed, HostGaps::Drop).expect("remove");
+    let (edited, new_id) = edit.finish().expect("a valid graph");
+    let timeline = simulate(&edited, &RecordedOrder, SimOptions::default()).expect("replay");
+    for (source, target) in waits {
+        let (source, next) = (new_id[source].index(), new_id[target + 1].index());
+        assert!(
+            timeline.begin_ns[next] >= timeline.end_ns[source],
+            "the task after a removed wait began {} ns before the collective it waited for ended",
+            timeline.end_ns[source] - timeline.begin_ns[next]
+        );
     }
 }

@@ -13,18 +13,19 @@
 //!
 //! Where the recording shows the thread blocked (it ran nothing for at least
 //! [`MIN_BLOCKED_NS`] before a collective of another thread ended, and resumed at most
-//! [`WAKE_NS`] after, or half as long after as it had been blocked), that stretch is a wait. The thread's task around it is split there,
-//! into a piece before and a piece after, and the piece after waits for the collective
-//! ([`EdgeKind::CollectiveWait`], lagged by the recorded wake-up). The untraced time left on
-//! the lane is the wake-up, never the wait. Of several collectives ending in one such stretch,
-//! the thread waited last for the latest.
+//! [`WAKE_NS`] after, or half as long after as it had been blocked), that stretch is a wait:
+//! in a gap between its ops, or inside an op that had posted work (a `c10d::` op inside it
+//! began). The thread's task around it is split there, into a piece before and a piece after,
+//! and the piece after waits for the collective ([`EdgeKind::CollectiveWait`], lagged by the
+//! recorded wake-up). The untraced time left on the lane is the wake-up, never the wait. Of
+//! several collectives ending in one such stretch, the thread waited last for the latest.
+//! Elsewhere the thread keeps its recorded gaps, as before.
 //!
 //! Each collective a worker thread took starts after the task that posted it began: the
 //! latest `c10d::` op of another thread of the process that began before the worker took it
 //! and after the worker took its previous one ([`EdgeKind::CollectivePost`], lagged by the
 //! recorded delay). A worker idle for more than [`WAKE_NS`] before it keeps no gap of its own
-//! there; a busy one keeps its recorded turnaround. Both edges are taken only where the timing
-//! is that clear; elsewhere the lanes keep their recorded gaps, as before.
+//! there; a busy one keeps its recorded turnaround.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
