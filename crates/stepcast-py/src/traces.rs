@@ -507,8 +507,8 @@ impl Job {
         let peers = self::peers(peers)?;
         let transform = transform(model, scenario, params)?;
         detached(py, progress, |p| {
-            let loaded = jobs::load_ranks(&self.paths, &self.read, p)?;
-            jobs::whatif_job(&loaded, &transform, peers, p)
+            let job = jobs::load_ranks(&self.paths, &self.read, p)?;
+            jobs::whatif_job(&job, &transform, peers, p)
         })
     }
 
@@ -518,8 +518,8 @@ impl Job {
     fn advise(&self, py: Python<'_>, peers: &str, progress: Option<Py<PyAny>>) -> PyResult<String> {
         let peers = self::peers(peers)?;
         detached(py, progress, |p| {
-            let loaded = jobs::load_ranks(&self.paths, &self.read, p)?;
-            jobs::advise_job(&loaded, peers, p)
+            let job = jobs::load_ranks(&self.paths, &self.read, p)?;
+            jobs::advise_job(&job, peers, p)
         })
     }
 
@@ -536,9 +536,11 @@ impl Job {
     ) -> PyResult<String> {
         let options = optimize_options(memory_budget, passes, time_limit, peers)?;
         detached(py, progress, |p| {
-            let loaded = jobs::load_ranks(&self.paths, &self.read, p)?;
-            let ranks: Vec<_> = loaded.iter().collect();
-            jobs::optimize(&ranks, &options, p)
+            let job = jobs::load_ranks(&self.paths, &self.read, p)?;
+            let ranks: Vec<_> = job.ranks.iter().collect();
+            let mut document = jobs::optimize(&ranks, &options, p)?;
+            document.earlier_windows = job.earlier_windows();
+            Ok(document)
         })
     }
 }

@@ -13,12 +13,12 @@ pub fn run(args: &AdviseArgs) -> anyhow::Result<super::Answer> {
     if args.trace.is_dir() {
         // A job's folder: every change on every rank, ranked by the job's gain.
         super::refuse_execution_trace(super::ET_OF_A_JOB)?;
-        let ranks = jobs::load_ranks(
+        let job = jobs::load_ranks(
             std::slice::from_ref(&args.trace),
             super::read_options(),
             &progress,
         )?;
-        let document = jobs::advise_job(&ranks, args.peers.peers(), &progress)?;
+        let document = jobs::advise_job(&job, args.peers.peers(), &progress)?;
         drop(progress);
         return super::render(&args.output, &document, table::advise_job_text, None, None);
     }

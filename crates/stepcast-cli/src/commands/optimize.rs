@@ -26,15 +26,19 @@ pub fn run(args: &OptimizeArgs) -> anyhow::Result<super::Answer> {
     // An invalid option fails before any trace is read.
     options.check()?;
     let progress = Terminal::new();
-    let loaded = match (super::execution_trace(), args.traces.as_slice()) {
-        (Some(_), [trace]) if !trace.is_dir() => vec![super::load(trace, &progress)?],
+    let job = match (super::execution_trace(), args.traces.as_slice()) {
+        (Some(_), [trace]) if !trace.is_dir() => jobs::JobRanks {
+            ranks: vec![super::load(trace, &progress)?],
+            earlier_windows: Vec::new(),
+        },
         _ => {
             super::refuse_execution_trace(super::ET_OF_A_JOB)?;
             jobs::load_ranks(&args.traces, super::read_options(), &progress)?
         }
     };
-    let ranks: Vec<_> = loaded.iter().collect();
-    let document = jobs::optimize(&ranks, &options, &progress)?;
+    let ranks: Vec<_> = job.ranks.iter().collect();
+    let mut document = jobs::optimize(&ranks, &options, &progress)?;
+    document.earlier_windows = job.earlier_windows();
     drop(progress);
     super::render(&args.output, &document, table::optimize_text, None, None)
 }

@@ -133,9 +133,9 @@ fn job(args: &ReportArgs, paths: &[PathBuf]) -> anyhow::Result<Answer> {
             document.ranks.len()
         )))
     } else {
-        let ranks = jobs::load_ranks(paths, super::read_options(), &progress)?;
+        let job = jobs::load_ranks(paths, super::read_options(), &progress)?;
         Some(
-            jobs::advise_job(&ranks, args.peers.peers(), &progress)
+            jobs::advise_job(&job, args.peers.peers(), &progress)
                 .map_err(|e| stepcast_cli::message(&e)),
         )
     };

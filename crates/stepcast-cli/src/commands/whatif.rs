@@ -52,12 +52,12 @@ pub fn run(args: &WhatIfArgs) -> anyhow::Result<super::Answer> {
     if args.trace.is_dir() {
         // A job's folder: the change on every rank, predicted on the job's global graph.
         super::refuse_execution_trace(super::ET_OF_A_JOB)?;
-        let ranks = jobs::load_ranks(
+        let job = jobs::load_ranks(
             std::slice::from_ref(&args.trace),
             super::read_options(),
             &progress,
         )?;
-        let document = jobs::whatif_job(&ranks, &transform, args.peers.peers(), &progress)?;
+        let document = jobs::whatif_job(&job, &transform, args.peers.peers(), &progress)?;
         drop(progress);
         return super::render(&args.output, &document, table::whatif_job_text, None, None);
     }

@@ -7,7 +7,7 @@ use stepcast::whatif::Peers;
 use stepcast::whatif::job::{Job, JobRank};
 use stepcast_report::json::{AdviseJobJson, WhatIfJobJson, advise_job_json, whatif_job_json};
 
-use super::{Loaded, Progress, Transform};
+use super::{JobRanks, Loaded, Progress, Transform};
 
 /// The world the ranks record and the ranks of it not given.
 fn world(ranks: &[Loaded]) -> (Option<i64>, Vec<i64>) {
@@ -61,11 +61,12 @@ fn job<'a>(ranks: &'a [Loaded], peers: Peers) -> anyhow::Result<Job<'a>> {
 
 /// `whatif DIR MODEL`: the change on every rank, the job's step before and after.
 pub fn whatif_job(
-    ranks: &[Loaded],
+    job_ranks: &JobRanks,
     transform: &Transform,
     peers: Peers,
     progress: &dyn Progress,
 ) -> anyhow::Result<WhatIfJobJson> {
+    let ranks = job_ranks.ranks.as_slice();
     progress.update("predicting the job", 0, 1);
     let job = job(ranks, peers)?;
     let cannot = || format!("cannot predict the job of {} ranks", ranks.len());
@@ -101,6 +102,7 @@ pub fn whatif_job(
     document.trust.caveats.extend(missing_caveat(&missing));
     document.world_size = world_size;
     document.missing_ranks = missing;
+    document.earlier_windows = job_ranks.earlier_windows();
     for (rank, loaded) in document.ranks.iter_mut().zip(ranks) {
         rank.file = loaded.file();
     }
@@ -110,10 +112,11 @@ pub fn whatif_job(
 
 /// `advise DIR`: every change on every rank, ranked by the job's gain.
 pub fn advise_job(
-    ranks: &[Loaded],
+    job_ranks: &JobRanks,
     peers: Peers,
     progress: &dyn Progress,
 ) -> anyhow::Result<AdviseJobJson> {
+    let ranks = job_ranks.ranks.as_slice();
     progress.update("advising the job", 0, 1);
     let job = job(ranks, peers)?;
     let advice = job
@@ -128,6 +131,7 @@ pub fn advise_job(
     }
     document.world_size = world_size;
     document.missing_ranks = missing;
+    document.earlier_windows = job_ranks.earlier_windows();
     document.files = ranks.iter().map(|l| l.path.display().to_string()).collect();
     progress.update("advising the job", 1, 1);
     Ok(document)

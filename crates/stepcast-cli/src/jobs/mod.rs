@@ -36,7 +36,7 @@ pub use execution_traces::{JobEts, RankEt, execution_trace_process};
 pub use export::export;
 pub use info::info;
 pub use job_predictions::{advise_job, whatif_job};
-pub use optimize::{OptimizeOptions, load_ranks, optimize};
+pub use optimize::{JobRanks, OptimizeOptions, load_ranks, optimize};
 pub use ranks::{Input, Job, Skipped, Unreadable, job_inputs, open, rank_files};
 pub use reduce::{
     REDUCED_EXTENSION, Reduced, ReducedFile, is_reduced_file, reduce, reduce_file,

@@ -91,7 +91,7 @@ pub fn load_ranks(
     paths: &[PathBuf],
     read: &ReadOptions,
     progress: &dyn Progress,
-) -> anyhow::Result<Vec<Loaded>> {
+) -> anyhow::Result<JobRanks> {
     let (files, et_files) = super::job_inputs(paths)?;
     let ets = super::JobEts::read(&et_files)?;
     if let Some(reduced) = files.iter().find(|f| super::is_reduced_file(f)) {
@@ -124,6 +124,13 @@ pub fn load_ranks(
         .collect();
     let keep = super::ranks::latest_windows(&windows);
     drop(windows);
+    let mut earlier_windows: Vec<PathBuf> = loaded
+        .iter()
+        .zip(&keep)
+        .filter(|(_, kept)| !**kept)
+        .map(|((_, l), _)| l.path.clone())
+        .collect();
+    earlier_windows.sort();
     let mut keep = keep.into_iter();
     loaded.retain(|_| keep.next().unwrap_or(true));
     // One job, as `replay DIR` checks it: traces of two recorded world sizes are refused.
@@ -168,7 +175,29 @@ pub fn load_ranks(
         .collect();
     super::ranks::tied_by_collectives(&counts)?;
     loaded.sort_by(|a, b| (a.0, &a.1.path).cmp(&(b.0, &b.1.path)));
-    Ok(loaded.into_iter().map(|(_, mapped)| mapped).collect())
+    Ok(JobRanks {
+        ranks: loaded.into_iter().map(|(_, mapped)| mapped).collect(),
+        earlier_windows,
+    })
+}
+
+/// The ranks of one job ([`load_ranks`]), and the traces of earlier profiling windows of their
+/// processes, left out (as `replay DIR` leaves them out: each rank's last window stands).
+pub struct JobRanks {
+    /// One per rank, in rank order.
+    pub ranks: Vec<Loaded>,
+    /// In name order.
+    pub earlier_windows: Vec<PathBuf>,
+}
+
+impl JobRanks {
+    /// The left-out windows' files, as the user named them.
+    pub fn earlier_windows(&self) -> Vec<String> {
+        self.earlier_windows
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect()
+    }
 }
 
 /// The time limit, and the search's progress as a stage naming the moves replayed and the

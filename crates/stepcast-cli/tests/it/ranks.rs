@@ -1938,6 +1938,17 @@ fn a_folder_of_repeated_profiling_windows_replays_each_ranks_last_window() {
         .map(|n| format!("{job}/{n}"))
         .collect();
     assert_eq!(used, last);
+    // ... and lists the windows it left out, as `whatif DIR` and `optimize DIR` do.
+    assert_eq!(advise["earlier_windows"], serde_json::json!(earlier));
+    let whatif = stepcast(&["whatif", "--json", job, "fused_optimizer"]).json();
+    assert_eq!(whatif["earlier_windows"], serde_json::json!(earlier));
+    let optimize = stepcast(&["optimize", "--json", "--time-limit", "5", job]).json();
+    assert_eq!(optimize["earlier_windows"], serde_json::json!(earlier));
+    let text = stepcast(&["whatif", job, "fused_optimizer"]).stdout;
+    assert!(
+        text.contains("each rank's last window is replayed"),
+        "{text}"
+    );
     // Two copies of one window share its process and its steps: not two windows of one
     // process (a rerun, whose processes a container may give the same ids, numbers its steps
     // from the start again), so the folder is refused as one rank given twice.

@@ -149,7 +149,7 @@ fn answer(ranks: &RanksJson) -> Section {
     if let Some(words) = crate::table::ranks::unpaired_transfers_words(ranks) {
         body.push_str(&paragraph(&words));
     }
-    if let Some(words) = crate::table::ranks::earlier_windows_words(ranks) {
+    if let Some(words) = crate::table::ranks::earlier_windows_words(&ranks.earlier_windows) {
         body.push_str(&paragraph(&words));
     }
     if !ranks.unreadable.is_empty() {

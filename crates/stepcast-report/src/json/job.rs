@@ -97,6 +97,10 @@ pub struct WhatIfJobJson {
     pub world_size: Option<i64>,
     /// Ranks of the recorded world not given.
     pub missing_ranks: Vec<i64>,
+    /// Traces of earlier profiling windows of the ranks' processes, left out: each rank's
+    /// last window stands, as `replay DIR` takes it. Absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub earlier_windows: Vec<String>,
     /// Why the figures are no prediction, if they are not (see `trust.declined`).
     pub declined: Option<String>,
     /// The job's steady period as recorded (aligned clocks), measured as a replay's is.
@@ -175,6 +179,7 @@ pub fn whatif_job_json(
         ranks_given: baseline.period.ranks.len(),
         world_size: None,
         missing_ranks: Vec::new(),
+        earlier_windows: Vec::new(),
         declined: assessed.declined.clone(),
         measured_ns: measured.step_ns,
         baseline_ns: baseline.period.step_ns,
@@ -229,6 +234,10 @@ pub struct AdviseJobJson {
     pub world_size: Option<i64>,
     /// Ranks of the recorded world not given.
     pub missing_ranks: Vec<i64>,
+    /// Traces of earlier profiling windows of the ranks' processes, left out: each rank's
+    /// last window stands, as `replay DIR` takes it. Absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub earlier_windows: Vec<String>,
     /// The trace of each rank as the user named it, in rank order (filled in by the caller).
     pub files: Vec<String>,
     /// The rank numbers, in order.
@@ -260,6 +269,7 @@ pub fn advise_job_json(
         ranks_given: baseline.period.ranks.len(),
         world_size: None,
         missing_ranks: Vec::new(),
+        earlier_windows: Vec::new(),
         files: Vec::new(),
         ranks: baseline.period.ranks.iter().map(|r| r.rank).collect(),
         declined: advice.declined.clone(),

@@ -46,6 +46,11 @@ pub struct OptimizeJson {
     pub search: SearchJson,
     /// Per rank, in `traces` order.
     pub ranks: Vec<RankStepJson>,
+    /// Traces of earlier profiling windows of the ranks' processes, left out: each rank's
+    /// last window stands, as `replay DIR` takes it (filled in by the caller). Absent when
+    /// none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub earlier_windows: Vec<String>,
     /// Whether the job's figures (`baseline_ns`, `planned_ns`, each move's, `ranks`) come from
     /// the job's global replay: every rank with the plan, replayed as one graph, each waiting
     /// for its peers. `false` for one trace, or where the ranks could not be replayed together
@@ -376,6 +381,7 @@ pub fn optimize_json(traces: &[&Trace], peers: Peers, optimized: &Optimized) -> 
             restarts: optimized.search.restarts,
             stopped: optimized.search.stopped.as_str(),
         },
+        earlier_windows: Vec::new(),
         global_replay: optimized.global,
         bound_by_before: shares(&optimized.bound_by_before),
         bound_by: shares(&optimized.bound_by),

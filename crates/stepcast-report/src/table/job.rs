@@ -80,6 +80,10 @@ pub fn whatif_job_text(doc: &WhatIfJobJson) -> String {
         out.push_str(&wrap(&line, ""));
         out.push('\n');
     }
+    if let Some(line) = super::ranks::earlier_windows_words(&doc.earlier_windows) {
+        out.push_str(&wrap(&line, ""));
+        out.push('\n');
+    }
     if let Some(bound) = doc.trust.bound_ns {
         let most = match doc.trust.bound_speedup {
             Some(s) => format!("at most {} ms per step ({})", ms(bound), speedup(Some(s))),
@@ -154,6 +158,10 @@ pub fn advise_job_text(doc: &AdviseJobJson) -> String {
     ));
     out.push('\n');
     if let Some(line) = missing(&doc.missing_ranks, doc.world_size) {
+        out.push_str(&wrap(&line, ""));
+        out.push('\n');
+    }
+    if let Some(line) = super::ranks::earlier_windows_words(&doc.earlier_windows) {
         out.push_str(&wrap(&line, ""));
         out.push('\n');
     }

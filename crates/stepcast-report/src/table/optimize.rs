@@ -78,6 +78,10 @@ pub fn optimize_text(doc: &OptimizeJson) -> String {
         "",
     ));
     out.push('\n');
+    if let Some(line) = super::ranks::earlier_windows_words(&doc.earlier_windows) {
+        out.push_str(&wrap(&line, ""));
+        out.push('\n');
+    }
     if doc.global_replay {
         let shares = |ranks: &[crate::json::RankShareJson]| -> String {
             let parts: Vec<String> = ranks

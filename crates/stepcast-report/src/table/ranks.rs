@@ -154,8 +154,7 @@ pub(crate) fn host_groups_words(doc: &RanksJson) -> Option<String> {
 
 /// The traces of earlier profiling windows left out: how many, which (the first few), and what
 /// was replayed instead.
-pub(crate) fn earlier_windows_words(doc: &RanksJson) -> Option<String> {
-    let files = &doc.earlier_windows;
+pub(crate) fn earlier_windows_words(files: &[String]) -> Option<String> {
     if files.is_empty() {
         return None;
     }
@@ -272,7 +271,7 @@ pub fn ranks_text(doc: &RanksJson) -> String {
         out.push('\n');
         out.push_str(&wrap(&words, ""));
     }
-    if let Some(words) = earlier_windows_words(doc) {
+    if let Some(words) = earlier_windows_words(&doc.earlier_windows) {
         out.push('\n');
         out.push_str(&wrap(&words, ""));
     }
