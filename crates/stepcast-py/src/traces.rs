@@ -536,11 +536,7 @@ impl Job {
     ) -> PyResult<String> {
         let options = optimize_options(memory_budget, passes, time_limit, peers)?;
         detached(py, progress, |p| {
-            let job = jobs::load_ranks(&self.paths, &self.read, p)?;
-            let ranks: Vec<_> = job.ranks.iter().collect();
-            let mut document = jobs::optimize(&ranks, &options, p)?;
-            document.earlier_windows = job.earlier_windows();
-            Ok(document)
+            jobs::load_ranks(&self.paths, &self.read, p)?.optimize(&options, p)
         })
     }
 }

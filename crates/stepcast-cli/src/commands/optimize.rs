@@ -36,9 +36,7 @@ pub fn run(args: &OptimizeArgs) -> anyhow::Result<super::Answer> {
             jobs::load_ranks(&args.traces, super::read_options(), &progress)?
         }
     };
-    let ranks: Vec<_> = job.ranks.iter().collect();
-    let mut document = jobs::optimize(&ranks, &options, &progress)?;
-    document.earlier_windows = job.earlier_windows();
+    let document = job.optimize(&options, &progress)?;
     drop(progress);
     super::render(&args.output, &document, table::optimize_text, None, None)
 }

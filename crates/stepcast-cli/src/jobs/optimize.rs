@@ -198,6 +198,18 @@ impl JobRanks {
             .map(|p| p.display().to_string())
             .collect()
     }
+
+    /// [`optimize`] on these ranks, the plan's document listing the windows left out.
+    pub fn optimize(
+        &self,
+        options: &OptimizeOptions,
+        progress: &dyn Progress,
+    ) -> anyhow::Result<OptimizeJson> {
+        let ranks: Vec<&Loaded> = self.ranks.iter().collect();
+        let mut document = optimize(&ranks, options, progress)?;
+        document.earlier_windows = self.earlier_windows();
+        Ok(document)
+    }
 }
 
 /// The time limit, and the search's progress as a stage naming the moves replayed and the
