@@ -40,6 +40,9 @@ fn a_thread_that_waited_for_gloo_work_waits_for_it_in_the_graph() {
         let (trace, window) = load(relative);
         let g = &window.graph;
         let mut waits = 0;
+        // Each thread's ranges, read once.
+        let mut ranges: std::collections::BTreeMap<LaneId, Vec<(i64, i64)>> =
+            std::collections::BTreeMap::new();
         for t in 0..g.task_count() {
             let task = TaskId(t as u32);
             for e in g.preds(task) {
@@ -64,12 +67,13 @@ fn a_thread_that_waited_for_gloo_work_waits_for_it_in_the_graph() {
                     "{relative}: resumed before the collective ended"
                 );
                 let lane = g.lanes[g.lane[t] as usize].trace_lane;
-                let busy = thread_ranges(&trace, lane)
-                    .into_iter()
-                    .find(|&(start, end)| {
-                        let around = start <= ended - 100_000 && end >= resumed;
-                        !around && start < resumed && end > ended - 100_000
-                    });
+                let thread = ranges
+                    .entry(lane)
+                    .or_insert_with(|| thread_ranges(&trace, lane));
+                let busy = thread.iter().copied().find(|&(start, end)| {
+                    let around = start <= ended - 100_000 && end >= resumed;
+                    !around && start < resumed && end > ended - 100_000
+                });
                 assert_eq!(
                     busy, None,
                     "{relative}: the thread ran this while it was taken to wait (collective \

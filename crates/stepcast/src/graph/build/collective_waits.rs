@@ -30,7 +30,7 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use stepcast_trace::{EventKind, Trace};
+use stepcast_trace::{EventKind, LaneId, Trace};
 
 use super::names::NameFacts;
 use super::{Builder, PendingEdge};
@@ -395,7 +395,7 @@ impl Builder<'_> {
             else {
                 continue;
             };
-            let Some(holder) = self.host_task_at(post_lane, post_ns) else {
+            let Some(holder) = g.task_holding(LaneId(post_lane as u32), post_ns) else {
                 continue;
             };
             let g = &mut self.graph;
@@ -413,19 +413,5 @@ impl Builder<'_> {
             posted += 1;
         }
         posted
-    }
-
-    /// The task of trace lane `trace_lane`'s thread running at `at_ns` (the last one begun by
-    /// then, if it has not ended).
-    fn host_task_at(&self, trace_lane: usize, at_ns: i64) -> Option<TaskId> {
-        let g = &self.graph;
-        let lane = g
-            .lanes
-            .iter()
-            .find(|l| l.trace_lane.index() == trace_lane && l.task_count > 0)?;
-        let tasks = lane.first_task as usize..(lane.first_task + lane.task_count) as usize;
-        let k = g.rec_start_ns[tasks.clone()].partition_point(|&s| s <= at_ns);
-        let t = tasks.start + k.checked_sub(1)?;
-        (g.rec_end_ns[t] >= at_ns).then_some(TaskId(t as u32))
     }
 }
