@@ -348,7 +348,8 @@ fn stragglers(ranks: &RanksJson) -> Section {
             "Per matched collective, on aligned clocks: the last rank started it last; \
              spread is how long after the first rank it started (the others' wait), \
              lead how long after the next-to-last; cause says whether its launch \
-             came late (host) or its stream was busy (stream), doing what it ran meanwhile.",
+             came late (host), its stream was busy (stream) or, posted in time, its worker \
+             thread took it late (worker), doing what it ran meanwhile.",
         );
         body.push_str(&table.render());
         body

@@ -615,6 +615,7 @@ pub fn ranks_json(report: &RanksReport, detail: &RankDetail) -> RanksJson {
                     longest_op,
                     longest_op_ns,
                 } => ("host", longest_op.clone(), Some(*longest_op_ns)),
+                StragglerCause::Worker { delay_ns } => ("worker", None, Some(*delay_ns)),
                 StragglerCause::Unknown => ("unknown", None, None),
             };
             let activity = s.doing.as_ref().map(|d| ActivityJson {

@@ -404,9 +404,21 @@ pub fn ranks_text(doc: &RanksJson) -> String {
             )
         });
         let doing = match (s.cause, &s.doing, s.doing_ns) {
+            // gloo's worker thread queues collectives as a stream does.
+            ("stream", Some(task), _)
+                if s.activity
+                    .as_ref()
+                    .is_some_and(|a| a.lane.starts_with("thread ")) =>
+            {
+                format!("worker busy: {}", sanitize(task))
+            }
             ("stream", Some(task), _) => format!("stream busy: {}", sanitize(task)),
             ("host", Some(op), Some(ns)) => format!("host: {} ({})", sanitize(op), us(ns)),
             ("host", _, _) => "host: launched late".to_string(),
+            ("worker", _, Some(ns)) => format!(
+                "worker: posted before the others arrived, its thread took it {} after",
+                us(ns)
+            ),
             _ => "unknown".to_string(),
         };
         let doing = match activity {

@@ -122,14 +122,19 @@ impl RankGraph {
         let collectives_by_stream = collectives_of(trace, &window, &mapping, true);
         let collectives_by_first_use = collectives_of(trace, &window, &mapping, false);
         // The lanes that run a collective (a device stream, or gloo's host threads), and the
-        // threads that launch one.
+        // threads that launch or post one.
         let mut collective_lane = vec![false; graph.lanes.len()];
         let mut launching_thread = vec![false; graph.lanes.len()];
         for c in &collectives_by_stream {
             let t = c.task.index();
             collective_lane[graph.lane[t] as usize] = true;
+            // A thread runs its own transfers (gloo's send and receive): it posts them too.
+            launching_thread[graph.lane[t] as usize] = true;
             for e in graph.preds(c.task) {
-                if graph.pred_kind[e] == EdgeKind::Launch {
+                if matches!(
+                    graph.pred_kind[e],
+                    EdgeKind::Launch | EdgeKind::CollectivePost
+                ) {
                     launching_thread[graph.lane[graph.pred[e].index()] as usize] = true;
                 }
             }

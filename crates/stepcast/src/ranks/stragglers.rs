@@ -4,10 +4,14 @@
 
 use super::{CollectiveMatching, GlobalGraph, HostOp, RankGraph, WaitTransfer};
 use crate::analyze::mapping::Phase;
-use crate::graph::{EdgeKind, Graph, TaskId};
+use crate::graph::{EdgeKind, TaskId};
+use stepcast_trace::LaneKind;
 
 /// A stream predecessor ending at most this long before a collective starts held it back.
 const STREAM_GATE_TOLERANCE_NS: i64 = 2_000;
+/// The same for gloo's worker thread, which takes its next queued collective tens of µs after
+/// the last (a thread's turnaround, not a stream's).
+const WORKER_GATE_TOLERANCE_NS: i64 = 100_000;
 
 /// What held the last rank back from a collective.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -20,6 +24,9 @@ pub enum StragglerCause {
         longest_op: Option<String>,
         longest_op_ns: i64,
     },
+    /// Posted to a worker thread (gloo) before the others arrived, on a worker that was idle:
+    /// the worker took it `delay_ns` after the post (woken late on a busy CPU).
+    Worker { delay_ns: i64 },
     /// Neither is in the trace (the collective was launched before the window opened).
     Unknown,
 }
@@ -99,10 +106,10 @@ pub fn stragglers(
                 .take_while(|p| p.group == collective.group)
                 .find_map(|p| p.instance_on(s.last_rank));
             let rank = &ranks[last];
-            let cause = cause(rank, local, previous_launch);
             // The wait, in the last rank's own time.
             let shift = global.ranks[last].shift_ns;
             let wait = (second - shift, s.last_start_ns - shift);
+            let cause = cause(rank, local, previous_launch, wait.0);
             let doing = doing(rank, local, &cause, wait);
             Straggler {
                 collective: k as u32,
@@ -119,45 +126,130 @@ pub fn stragglers(
         .collect()
 }
 
-fn launch_call(graph: &Graph, task: TaskId) -> Option<TaskId> {
-    graph
-        .preds(task)
-        .find(|&e| graph.pred_kind[e] == EdgeKind::Launch)
-        .map(|e| graph.pred[e])
+/// Where a host asked for a collective: the launch call of a device collective, the task
+/// holding the `c10d::` op that posted a host-run (gloo) one to its worker thread, or the
+/// transfer itself where the posting thread ran it.
+#[derive(Clone, Copy, Debug)]
+struct Post {
+    task: TaskId,
+    /// The call, or the posting op, as recorded.
+    start_ns: i64,
+    end_ns: i64,
+    /// Posted to a worker thread that runs it (gloo), not launched onto a stream.
+    to_worker: bool,
 }
 
-fn cause(rank: &RankGraph, task: TaskId, previous: Option<TaskId>) -> StragglerCause {
+fn posting(rank: &RankGraph, task: TaskId) -> Option<Post> {
+    let graph = &rank.window.graph;
+    graph
+        .preds(task)
+        .find_map(|e| {
+            let from = graph.pred[e];
+            let (start_ns, end_ns) = (
+                graph.rec_start_ns[from.index()],
+                graph.rec_end_ns[from.index()],
+            );
+            match graph.pred_kind[e] {
+                EdgeKind::Launch => Some(Post {
+                    task: from,
+                    start_ns,
+                    end_ns,
+                    to_worker: false,
+                }),
+                // The holder may be a long op (an autograd node whose hook posts several buckets):
+                // the post itself is the latest `c10d::` op inside it before the worker took it.
+                EdgeKind::CollectivePost => {
+                    let op = rank
+                        .host_ops_starting(
+                            graph.lane[from.index()],
+                            start_ns,
+                            graph.rec_start_ns[task.index()],
+                        )
+                        .filter(|o| rank.name(o.name).starts_with("c10d::"))
+                        .last();
+                    Some(match op {
+                        Some(o) => Post {
+                            task: from,
+                            start_ns: o.start_ns,
+                            end_ns: o.end_ns(),
+                            to_worker: true,
+                        },
+                        None => Post {
+                            task: from,
+                            start_ns,
+                            end_ns: start_ns,
+                            to_worker: true,
+                        },
+                    })
+                }
+                _ => None,
+            }
+        })
+        .or_else(|| {
+            // A transfer the calling thread ran itself (gloo's send and receive of a CPU tensor,
+            // inside its `c10d::` op): the thread arrived when it posted it.
+            let start_ns = graph.rec_start_ns[task.index()];
+            rank.host_ops_near(graph.lane[task.index()], start_ns, start_ns)
+                .filter(|o| o.end_ns() >= start_ns && rank.name(o.name).starts_with("c10d::"))
+                .last()
+                .map(|o| Post {
+                    task,
+                    start_ns: o.start_ns,
+                    end_ns: o.start_ns,
+                    to_worker: false,
+                })
+        })
+}
+
+/// What held the last rank back from `task`, whose peers' next-to-last arrived at
+/// `waited_from_ns` (its own clock).
+fn cause(
+    rank: &RankGraph,
+    task: TaskId,
+    previous: Option<TaskId>,
+    waited_from_ns: i64,
+) -> StragglerCause {
     let graph = &rank.window.graph;
     let start = graph.rec_start_ns[task.index()];
     let stream_pred = graph.lane_pred(task);
-    let call = launch_call(graph, task);
-    let stream_busy = stream_pred
-        .is_some_and(|p| graph.rec_end_ns[p.index()] >= start - STREAM_GATE_TOLERANCE_NS);
-    let call_early = call.is_none_or(|c| {
-        stream_pred.is_some_and(|p| graph.rec_start_ns[c.index()] < graph.rec_end_ns[p.index()])
-    });
-    if let Some(p) = stream_pred.filter(|_| stream_busy && call_early) {
+    let post = posting(rank, task);
+    // A thread that ran its transfer itself is no queue its previous work held it in.
+    let own_thread = post.is_some_and(|p| p.task == task);
+    let tolerance_ns = match graph.lanes[graph.lane[task.index()] as usize].kind {
+        LaneKind::CpuThread => WORKER_GATE_TOLERANCE_NS,
+        LaneKind::DeviceStream => STREAM_GATE_TOLERANCE_NS,
+    };
+    let stream_busy =
+        stream_pred.is_some_and(|p| graph.rec_end_ns[p.index()] >= start - tolerance_ns);
+    let call_early =
+        post.is_none_or(|c| stream_pred.is_some_and(|p| c.start_ns < graph.rec_end_ns[p.index()]));
+    if let Some(p) = stream_pred.filter(|_| stream_busy && call_early && !own_thread) {
         return StragglerCause::Stream {
             previous_task: rank.name(graph.name[p.index()]).to_string(),
         };
     }
-    let Some(call) = call else {
+    let Some(post) = post else {
         return StragglerCause::Unknown;
     };
-    let call_start = graph.rec_start_ns[call.index()];
-    let thread = graph.lane[call.index()];
+    // Posted to another thread before anyone waited: the host was not late, its worker was.
+    if post.to_worker && post.end_ns <= waited_from_ns {
+        return StragglerCause::Worker {
+            delay_ns: start - post.end_ns,
+        };
+    }
+    let thread = graph.lane[post.task.index()];
     let since = previous
-        .and_then(|p| launch_call(graph, p))
-        .filter(|p| graph.lane[p.index()] == graph.lane[call.index()])
-        .map(|p| graph.rec_end_ns[p.index()])
+        .and_then(|p| posting(rank, p))
+        .filter(|p| graph.lane[p.task.index()] == thread)
+        .map(|p| p.end_ns)
         .or_else(|| {
-            let step = graph.step[call.index()];
+            let step = graph.step[post.task.index()];
             rank.window.steps.get(step as usize).map(|s| s.start_ns)
         })
         .unwrap_or(i64::MIN);
     let longest = rank
-        .host_ops_starting(thread, since, call_start)
-        .filter(|e| e.end_ns() <= call_start)
+        .host_ops_starting(thread, since, post.start_ns)
+        .filter(|e| e.end_ns() <= post.start_ns)
         .max_by_key(|e| (e.dur_ns, std::cmp::Reverse(e.start_ns)));
     StragglerCause::Host {
         longest_op: longest.map(|e| rank.name(e.name).to_string()),
@@ -206,9 +298,9 @@ fn doing(
             })
         }
         StragglerCause::Host { .. } => {
-            let call = launch_call(graph, task)?;
-            let graph_lane = graph.lane[call.index()];
-            let call_start = graph.rec_start_ns[call.index()];
+            let post = posting(rank, task)?;
+            let graph_lane = graph.lane[post.task.index()];
+            let call_start = post.start_ns;
             let window = if call_start > wait.0 {
                 (wait.0, wait.1.min(call_start))
             } else {
@@ -221,7 +313,7 @@ fn doing(
                 .collect();
             // The innermost op covering at least half of the wait, else the op covering most.
             let half = (window.1 - window.0 + 1) / 2;
-            let (event, overlap_ns) = covered
+            let op_covering = covered
                 .iter()
                 .filter(|&&(_, ns)| ns >= half)
                 .min_by_key(|&&(e, _)| (e.dur_ns, std::cmp::Reverse(e.start_ns)))
@@ -230,7 +322,35 @@ fn doing(
                         .iter()
                         .max_by_key(|&&(e, ns)| (ns, std::cmp::Reverse(e.start_ns)))
                 })
-                .copied()?;
+                .copied();
+            // A thread blocked in `work.wait()` runs no op: it was waiting for the collective
+            // its `collective_wait` edge comes from (its previous one, on gloo's worker), and
+            // then for its own wake-up, until the task that posted this one resumed it.
+            let resumed_ns = graph.rec_start_ns[post.task.index()];
+            let blocked_on = graph
+                .preds(post.task)
+                .filter(|&e| graph.pred_kind[e] == EdgeKind::CollectiveWait)
+                .map(|e| graph.pred[e])
+                .map(|t| {
+                    let span = (
+                        graph.rec_start_ns[t.index()],
+                        graph.rec_end_ns[t.index()].max(resumed_ns),
+                    );
+                    (overlap(span, window), std::cmp::Reverse(t.0), t)
+                })
+                .max()
+                .filter(|&(ns, ..)| ns > op_covering.map_or(0, |(_, covered_ns)| covered_ns));
+            if let Some((overlap_ns, _, t)) = blocked_on {
+                return Some(Doing {
+                    name: rank.name(graph.name[t.index()]).to_string(),
+                    lane: rank.lane_labels[graph.lane[t.index()] as usize].clone(),
+                    op: op(t),
+                    layer: layer(t),
+                    phase: Some(rank.phase[t.index()]),
+                    overlap_ns,
+                });
+            }
+            let (event, overlap_ns) = op_covering?;
             // Its layer and phase: those of the first task its thread ran inside it, else of
             // the last one before it (the lane's tasks are in recorded order, by start).
             let lane = &graph.lanes[graph_lane as usize];
@@ -255,6 +375,6 @@ fn doing(
                 overlap_ns,
             })
         }
-        StragglerCause::Unknown => None,
+        StragglerCause::Worker { .. } | StragglerCause::Unknown => None,
     }
 }

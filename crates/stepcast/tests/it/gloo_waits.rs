@@ -3,10 +3,11 @@
 //! `stepcast/cpu-ddp-pairs/` (their scripts beside them), checked against their own events.
 
 use stepcast::analyze::critical::{Bound, share_bound, step_critical_path};
-use stepcast::graph::{EdgeKind, TaskId};
+use stepcast::graph::{BuildOptions, EdgeKind, TaskId, build};
+use stepcast::ranks::{RankGraph, RankId, StragglerCause, recorded_rank, replay_rank_graphs};
 use stepcast::simulate::{RecordedOrder, SimOptions, simulate};
 use stepcast::whatif::{EditGraph, HostGaps, Selection};
-use stepcast_trace::{EventKind, LaneId, Trace};
+use stepcast_trace::{EventKind, LaneId, Trace, read_trace};
 
 use crate::load;
 
@@ -239,6 +240,119 @@ fn removing_the_task_after_a_wait_keeps_the_wait() {
             timeline.begin_ns[next] >= timeline.end_ns[source],
             "the task after a removed wait began {} ns before the collective it waited for ended",
             timeline.end_ns[source] - timeline.begin_ns[next]
+        );
+    }
+}
+
+/// Every rank of the job folder `dir`, with its graph, sorted by rank.
+fn job_ranks(dir: &str) -> Vec<(i64, Trace, stepcast::Window)> {
+    let dir = crate::testdata(dir);
+    let mut ranks: Vec<(i64, Trace, stepcast::Window)> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|entry| entry.map(|e| e.path()).unwrap_or_else(|e| panic!("{e}")))
+        .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
+        .map(|path| {
+            let trace = read_trace(&path).unwrap_or_else(|e| panic!("{e}"));
+            let rank = recorded_rank(&trace).unwrap_or_else(|| panic!("{}", path.display()));
+            let window = build(&trace, &BuildOptions::default());
+            (rank, trace, window)
+        })
+        .collect();
+    ranks.sort_by_key(|r| r.0);
+    ranks
+}
+
+/// A gloo collective's straggler is charged to what the thread that posted it was running
+/// (the `c10d::` op's thread, found through its `collective_post` edge, or the thread itself
+/// for a transfer it ran inside its `c10d::` op), as a device collective's is to its launching
+/// thread: no straggler whose instance was posted is left
+/// without a cause, and each activity named is an op that thread recorded during the wait,
+/// read from the trace's own events (a TP × DP, a pipeline, an FSDP and an expert-parallel job).
+#[test]
+fn a_gloo_straggler_is_charged_to_the_thread_that_posted_its_collective() {
+    for dir in [
+        "stepcast/cpu-jobs/tp2dp2",
+        "stepcast/cpu-jobs/pp2dp2",
+        "stepcast/cpu-jobs/fsdp2x2",
+        "stepcast/cpu-jobs/ep2dp2",
+    ] {
+        let ranks = job_ranks(dir);
+        let views: Vec<RankGraph> = ranks
+            .iter()
+            .map(|(rank, trace, window)| RankGraph::new(*rank, trace, window.clone()))
+            .collect();
+        let report = replay_rank_graphs(&views).unwrap_or_else(|e| panic!("{dir}: {e}"));
+        let (mut charged, mut long_waits, mut named) = (0, 0, 0);
+        for s in &report.stragglers {
+            let q = ranks
+                .iter()
+                .position(|r| r.0 == s.last_rank)
+                .unwrap_or_else(|| panic!("{s:?}"));
+            let (_, trace, window) = &ranks[q];
+            let g = &window.graph;
+            let c = &report.matching.matched[s.collective as usize];
+            let task = c
+                .instance_on(RankId(q as u32))
+                .unwrap_or_else(|| panic!("{dir}: {s:?}"));
+            // Posted to a worker, or run by the posting thread inside its `c10d::` op.
+            let start = g.rec_start_ns[task.index()];
+            let trace_lane = g.lanes[g.lane[task.index()] as usize].trace_lane;
+            let posted = g
+                .preds(task)
+                .any(|e| g.pred_kind[e] == EdgeKind::CollectivePost)
+                || trace.events.iter().any(|e| {
+                    e.lane == trace_lane
+                        && trace.name(e.name).starts_with("c10d::")
+                        && (e.start_ns..=e.end_ns()).contains(&start)
+                });
+            if !posted {
+                continue;
+            }
+            assert!(!matches!(s.cause, StragglerCause::Unknown), "{dir}: {s:?}");
+            charged += 1;
+            // A wait of 100 µs or more: the thread ran something traced in it, and it is named.
+            // (A shorter one may fall in a gap between ops; a transfer's sender that began
+            // before its receiver delayed no one.)
+            let long = s.lead_ns >= 100_000;
+            long_waits += usize::from(long);
+            let (StragglerCause::Host { .. }, Some(doing)) = (&s.cause, &s.doing) else {
+                continue;
+            };
+            assert!((0..=s.lead_ns).contains(&doing.overlap_ns), "{dir}: {s:?}");
+            // The wait on the rank's own clock: the lead before its instance began.
+            let wait = (start - s.lead_ns, start);
+            let on_lane = |e: &stepcast_trace::Event| {
+                format!("thread {}", trace.lanes[e.lane.index()].tid) == doing.lane
+                    && trace.name(e.name) == doing.name
+            };
+            let recorded = if doing.name.starts_with("gloo:") {
+                // Blocked in `work.wait()` on that collective: it began before the wait ended,
+                // and ended at most the longest wake-up (5 ms) before the wait began.
+                trace
+                    .events
+                    .iter()
+                    .any(|e| on_lane(e) && e.start_ns < wait.1 && e.end_ns() + 5_000_000 > wait.0)
+            } else {
+                trace.events.iter().any(|e| {
+                    on_lane(e)
+                        && e.end_ns().min(wait.1) - e.start_ns.max(wait.0)
+                            >= doing.overlap_ns - 1_000
+                })
+            };
+            assert!(
+                recorded,
+                "{dir}: no {doing:?} in the trace's events during {wait:?}"
+            );
+            named += usize::from(long);
+        }
+        assert!(
+            charged * 2 >= report.stragglers.len(),
+            "{dir}: {charged} of {} stragglers charged to a posting thread",
+            report.stragglers.len()
+        );
+        assert!(
+            named * 10 >= long_waits * 9,
+            "{dir}: {named} of {long_waits} stragglers that held the others 100 µs name an op"
         );
     }
 }

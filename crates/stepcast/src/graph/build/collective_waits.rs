@@ -378,19 +378,20 @@ impl Builder<'_> {
             }
             let g = &self.graph;
             let start = g.rec_start_ns[task.index()];
-            let Some(before) = g.lane_pred(task) else {
-                continue;
-            };
+            let before = g.lane_pred(task);
             let worker_lane = trace.events[event].lane.index();
             let pid = trace.lanes[worker_lane].pid;
             // The latest post of another thread of the process before the worker took it,
             // made after the worker took its previous collective (an earlier one was that
-            // collective's).
+            // collective's). The worker's first collective of the window takes the latest
+            // post before it: without one it would start at its recorded time whatever its
+            // poster did.
+            let previous_start_ns = before.map_or(i64::MIN, |b| g.rec_start_ns[b.index()]);
             let latest = gloo.posts.partition_point(|&(s, _, _)| s <= start);
             let Some(&(post_ns, _, post_lane)) = gloo.posts[..latest]
                 .iter()
                 .rev()
-                .take_while(|&&(s, _, _)| s > g.rec_start_ns[before.index()])
+                .take_while(|&&(s, _, _)| s > previous_start_ns)
                 .find(|&&(_, _, l)| l != worker_lane && trace.lanes[l].pid == pid)
             else {
                 continue;
@@ -401,7 +402,9 @@ impl Builder<'_> {
             let g = &mut self.graph;
             // A worker idle when the work came has no time of its own before it; a busy one
             // keeps its recorded turnaround after its previous collective.
-            if start - g.rec_end_ns[before.index()] > WAKE_NS {
+            if let Some(before) = before
+                && start - g.rec_end_ns[before.index()] > WAKE_NS
+            {
                 g.gap_ns[before.index()] = 0;
             }
             edges.push(PendingEdge {
