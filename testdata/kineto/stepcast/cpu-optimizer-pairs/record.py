@@ -3,7 +3,10 @@ with its optimizer's update run per parameter tensor (`foreach=False`), per list
 (`foreach=True`) and in one fused kernel (`fused=True`), each traced with the PyTorch profiler
 (Kineto, CPU activity only) and timed with the profiler off, interleaved.
 
-    python3 record.py OUTDIR WORKLOAD VARIANT [VARIANT ...]
+    python3 record.py [--no-shapes] OUTDIR WORKLOAD VARIANT [VARIANT ...]
+
+`--no-shapes` traces with `record_shapes=False` (the profiler's default, what most users'
+traces are) and names each configuration `<workload>-<variant>-noshapes`.
 
 The tracing and the interleaved timing are `../cpu-pairs/record.py`'s (imported, not copied):
 schedule wait 2 / warmup 3 / active 6 with `record_shapes=True`, one intra-op thread, 7 rounds
@@ -43,12 +46,27 @@ def wide_mlp():
     return model, (torch.randn(32, 1024), torch.randn(32, 1024)), F.mse_loss
 
 
+def gelu_mlp():
+    """6 linear layers of width 768 with GELU, batch 64: 12 parameter tensors of up to 590 k
+    elements, every unit alive (no exact zeros in Adam's state, whose CPU `sqrt` slows on them:
+    `zeros_in_sqrt.py`)."""
+    layers = []
+    for _ in range(6):
+        layers += [nn.Linear(768, 768), nn.GELU()]
+    model = nn.Sequential(*layers[:-1])
+    return model, (torch.randn(64, 768), torch.randn(64, 768)), F.mse_loss
+
+
 WORKLOADS = {
     "mlp": cpu_pairs.mlp,
+    "gelumlp": gelu_mlp,
     "widemlp": wide_mlp,
     "cnn": cpu_pairs.cnn,
     "transformer": cpu_pairs.transformer,
 }
+
+
+SUFFIX = ""
 
 
 def make_config(workload, variant):
@@ -57,11 +75,16 @@ def make_config(workload, variant):
     model, batch, loss_fn = WORKLOADS[workload]()
     opt = OPTIMIZERS[optimizer](model.parameters(), **IMPLEMENTATIONS[implementation])
     step = cpu_pairs.training_step(model, batch, loss_fn, opt)
-    return cpu_pairs.Config(f"{workload}-{variant}", step)
+    return cpu_pairs.Config(f"{workload}-{variant}{SUFFIX}", step)
 
 
 if __name__ == "__main__":
-    outdir, workload, variants = sys.argv[1], sys.argv[2], sys.argv[3:]
+    args = sys.argv[1:]
+    if args and args[0] == "--no-shapes":
+        args = args[1:]
+        cpu_pairs.RECORD_SHAPES = False
+        SUFFIX = "-noshapes"
+    outdir, workload, variants = args[0], args[1], args[2:]
     os.makedirs(outdir, exist_ok=True)
     cpu_pairs.make_config = make_config
     cpu_pairs.record_workload(outdir, workload, variants)

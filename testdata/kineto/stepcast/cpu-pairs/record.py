@@ -46,6 +46,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 SCHEDULE = dict(wait=2, warmup=3, active=6)
+# The profiler's `record_shapes`: off for pairs recorded as a user's default profile is
+# (`../cpu-optimizer-pairs/record.py --no-shapes`).
+RECORD_SHAPES = True
 WARMUP_STEPS = 5
 ROUNDS = 7
 TIMED_STEPS = 15
@@ -222,7 +225,7 @@ def trace(outdir, config):
     with torch.profiler.profile(
         activities=[torch.profiler.ProfilerActivity.CPU],
         schedule=torch.profiler.schedule(**SCHEDULE),
-        record_shapes=True,
+        record_shapes=RECORD_SHAPES,
         on_trace_ready=lambda p: p.export_chrome_trace(path),
     ) as prof:
         for _ in range(steps):

@@ -23,6 +23,13 @@
 //! slower than this, up to `traffic_ratio = 1` (only the dispatches saved). No constant is
 //! fitted: the ratio comes from the update's shapes and the optimizer's state
 //! ([`state_tensors`]), the costs from the trace.
+//!
+//! A trace recorded without shapes (`record_shapes=False`, the profiler's default) still names
+//! each op: on the parameter whose update took longest, every op that took longer than two
+//! dispatches is taken to read and write whole parameter tensors, as many as its name says
+//! ([`passes_by_name`]: a binary op's other operand a scalar). A step counter's `add_` on its
+//! one-element tensor, slowed by the profiler as much as the others, counts two passes too
+//! many (Adam: 21 for 19).
 
 use std::collections::BTreeMap;
 
@@ -65,6 +72,10 @@ pub struct HostUpdates {
     /// Tensors per parameter element the fused kernel reads and writes; `None` for an optimizer
     /// whose state is unknown (then `traffic_ratio` is 1: only dispatches are saved).
     pub fused_passes: Option<i64>,
+    /// Whether the ops' input shapes were recorded. Without them `parameter_elements` is 0
+    /// (unknown), `parameters` counts the ops of the least frequent name (a `_foreach_` op's
+    /// list counts once) and `loop_passes` comes from the ops' names.
+    pub shapes: bool,
     pub dispatch_ns: i64,
     pub dispatch_from: Dispatch,
 }
@@ -76,6 +87,9 @@ pub enum Dispatch {
     SmallUpdateOp,
     /// The median other op under the optimizer step (`item`, `to`).
     OtherOp,
+    /// The shortest update op (a step counter's `add_`): a trace without shapes, whose update
+    /// ran no other op.
+    ShortestUpdateOp,
     /// Nothing to read it from: 0.
     Unknown,
 }
@@ -85,6 +99,7 @@ impl Dispatch {
         match self {
             Dispatch::SmallUpdateOp => "the median update op on a small tensor",
             Dispatch::OtherOp => "the median other op of the optimizer step",
+            Dispatch::ShortestUpdateOp => "the shortest update op, no shapes being recorded",
             Dispatch::Unknown => "none recorded: taken as 0",
         }
     }
@@ -119,6 +134,22 @@ fn state_tensors(optimizer: &str, ops: &[&str], ops_per_parameter: usize) -> Opt
         "RMSprop" => Some(1 + i64::from(has("addcmul")) + i64::from(has("lerp"))),
         "Adadelta" => Some(2),
         _ => None,
+    }
+}
+
+/// Tensors an update op reads and writes per element of the tensor it updates, from its name
+/// alone (a trace without shapes): each tensor operand read once, the result written once, a
+/// binary op's other operand taken to be a scalar (`mul_(beta2)`, `add_(eps)`): the fewest
+/// its name allows.
+fn passes_by_name(name: &str) -> i64 {
+    let op = name.strip_prefix("aten::").unwrap_or(name);
+    let op = op.strip_prefix("_foreach_").unwrap_or(op);
+    match op.trim_end_matches('_') {
+        // self and two tensors read, self written.
+        "addcmul" | "addcdiv" => 4,
+        // self and another tensor read (lerp's weight a scalar), one written.
+        "lerp" | "maximum" | "minimum" => 3,
+        _ => 2,
     }
 }
 
@@ -196,16 +227,27 @@ fn accumulated_gradients(trace: &Trace) -> Vec<(i64, i64)> {
 struct UpdateOp {
     name: NameId,
     event: EventId,
+    /// Empty where the trace recorded no shapes.
     first_input: Vec<i64>,
+    /// 0 where the trace recorded no shapes.
     traffic: i64,
 }
 
 impl UpdateOp {
-    /// `None` for an op that is bookkeeping or computes on no tensor of more than one element.
-    fn read(trace: &Trace, event: EventId, parameters: &[i64]) -> Option<UpdateOp> {
+    /// `None` for an op that is bookkeeping or computes on no tensor of more than one element
+    /// (where `shapes` were recorded: without them, every op but bookkeeping).
+    fn read(trace: &Trace, event: EventId, parameters: &[i64], shapes: bool) -> Option<UpdateOp> {
         let name = trace.events[event.index()].name;
         if is_bookkeeping(trace.name(name)) {
             return None;
+        }
+        if !shapes {
+            return Some(UpdateOp {
+                name,
+                event,
+                first_input: Vec::new(),
+                traffic: 0,
+            });
         }
         let tensors = tensors(trace.inputs_of(event)?, parameters);
         let first = tensors.first()?.0;
@@ -244,6 +286,8 @@ struct UpdateOps {
     other_ns: Vec<i64>,
     /// Already one fused op per step: nothing to fuse.
     fused: bool,
+    /// Whether the range's ops recorded their input shapes.
+    shapes: bool,
 }
 
 impl UpdateOps {
@@ -270,11 +314,14 @@ impl UpdateOps {
                 .name(trace.events[id.index()].name)
                 .contains("_fused_")
         });
+        let shapes = children
+            .iter()
+            .any(|&id| trace.inputs_of(id).is_some_and(|inputs| !inputs.is_empty()));
         let mut ops = Vec::new();
         let mut with_gap_ns = Vec::new();
         let mut other_ns = Vec::new();
         for (k, &id) in children.iter().enumerate() {
-            let Some(op) = UpdateOp::read(trace, id, parameters) else {
+            let Some(op) = UpdateOp::read(trace, id, parameters, shapes) else {
                 other_ns.push(trace.events[id.index()].dur_ns);
                 continue;
             };
@@ -290,6 +337,7 @@ impl UpdateOps {
             with_gap_ns,
             other_ns,
             fused,
+            shapes,
         }
     }
 
@@ -306,7 +354,8 @@ impl UpdateOps {
         let mut by_name: BTreeMap<NameId, (usize, i64)> = BTreeMap::new();
         for op in &self.ops {
             let entry = by_name.entry(op.name).or_default();
-            entry.0 += op.first_input.len();
+            // Without shapes an op updates one tensor, or one list.
+            entry.0 += op.first_input.len().max(1);
             entry.1 = op
                 .first_input
                 .iter()
@@ -389,10 +438,14 @@ pub fn host_updates(context: &Context<'_>) -> Option<HostUpdates> {
     // conversion: a dispatch and little else).
     let mut small: Vec<i64> = Vec::new();
     let mut other: Vec<i64> = Vec::new();
+    let mut shortest: Option<i64> = None;
     for (_, ops) in &ranges {
         for op in &ops.ops {
-            if op.traffic <= DISPATCH_ONLY_TRAFFIC {
-                small.push(trace.events[op.event.index()].dur_ns);
+            let dur_ns = trace.events[op.event.index()].dur_ns;
+            shortest = Some(shortest.map_or(dur_ns, |s| s.min(dur_ns)));
+            // Without shapes no op is known to be small.
+            if ops.shapes && op.traffic <= DISPATCH_ONLY_TRAFFIC {
+                small.push(dur_ns);
             }
         }
         other.extend_from_slice(&ops.other_ns);
@@ -401,10 +454,12 @@ pub fn host_updates(context: &Context<'_>) -> Option<HostUpdates> {
         v.sort_unstable();
         v.get(v.len() / 2).copied()
     };
-    let (dispatch_ns, dispatch_from) = match (median(small), median(other)) {
-        (Some(ns), _) => (ns, Dispatch::SmallUpdateOp),
-        (None, Some(ns)) => (ns, Dispatch::OtherOp),
-        (None, None) => (0, Dispatch::Unknown),
+    let shapes = ranges.iter().any(|(_, ops)| ops.shapes);
+    let (dispatch_ns, dispatch_from) = match (median(small), median(other), shortest) {
+        (Some(ns), ..) => (ns, Dispatch::SmallUpdateOp),
+        (None, Some(ns), _) => (ns, Dispatch::OtherOp),
+        (None, None, Some(ns)) if !shapes => (ns, Dispatch::ShortestUpdateOp),
+        _ => (0, Dispatch::Unknown),
     };
     let dispatch_ns = dispatch_ns.max(0);
     // Shapes and ratio from the range with the most update ops (a full step).
@@ -413,15 +468,38 @@ pub fn host_updates(context: &Context<'_>) -> Option<HostUpdates> {
     let mut op_names: Vec<&str> = widest.ops.iter().map(|op| trace.name(op.name)).collect();
     op_names.sort_unstable();
     op_names.dedup();
-    let tensors_updated: usize = widest.ops.iter().map(|op| op.first_input.len()).sum();
+    let tensors_updated: usize = widest.ops.iter().map(|op| op.first_input.len().max(1)).sum();
     let ops_per_parameter = tensors_updated / parameters.max(1);
     let fused_passes =
         state_tensors(&optimizer, &op_names, ops_per_parameter).map(|states| 3 + 2 * states);
-    let loop_traffic = widest.traffic();
+    let loop_passes = if widest.shapes {
+        widest.traffic() as f64 / parameter_elements.max(1) as f64
+    } else {
+        // A per-tensor loop repeats one sequence of ops per parameter (a `_foreach_` update is
+        // one sequence): the passes of the parameter whose ops took longest, counting the ops
+        // that took longer than two dispatches, each over the whole parameter.
+        let names: Vec<NameId> = widest.ops.iter().map(|op| op.name).collect();
+        let period = (1..=names.len() / 2)
+            .find(|&p| {
+                names.len() % p == 0 && names.iter().enumerate().all(|(i, n)| *n == names[i % p])
+            })
+            .unwrap_or(names.len())
+            .max(1);
+        let dur_ns = |op: &UpdateOp| trace.events[op.event.index()].dur_ns;
+        let heaviest = widest
+            .ops
+            .chunks(period)
+            .max_by_key(|ops| ops.iter().map(dur_ns).sum::<i64>())
+            .unwrap_or(&[]);
+        let passes: i64 = heaviest
+            .iter()
+            .filter(|op| dur_ns(op) > 2 * dispatch_ns)
+            .map(|op| passes_by_name(trace.name(op.name)))
+            .sum();
+        passes as f64
+    };
     let traffic_ratio = match fused_passes {
-        Some(passes) if loop_traffic > 0 => {
-            (passes as f64 * parameter_elements as f64 / loop_traffic as f64).min(1.0)
-        }
+        Some(passes) if loop_passes > 0.0 => (passes as f64 / loop_passes).min(1.0),
         _ => 1.0,
     };
     let steps = ranges
@@ -447,9 +525,10 @@ pub fn host_updates(context: &Context<'_>) -> Option<HostUpdates> {
         ops_per_step: widest.ops.len(),
         parameters,
         parameter_elements,
-        loop_passes: loop_traffic as f64 / parameter_elements.max(1) as f64,
+        loop_passes,
         traffic_ratio,
         fused_passes,
+        shapes: widest.shapes,
         dispatch_ns,
         dispatch_from,
     })

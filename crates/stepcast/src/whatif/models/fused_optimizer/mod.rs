@@ -68,11 +68,19 @@ pub fn caveats(context: &Context<'_>) -> Vec<String> {
     };
     let ms = |ns: i64| format!("{:.3} ms", ns as f64 / 1e6);
     let (update_ns, fused_ns) = updates.mean_ns();
+    let counted = if updates.shapes {
+        "from the ops' recorded shapes"
+    } else {
+        "from the ops' names, the trace recording no shapes (`record_shapes=False`): on the \
+         parameter whose update took longest, each op that took longer than two dispatches \
+         taken to read and write whole parameter tensors, a binary op's other operand a \
+         scalar (a step counter's one-element `add_` counts two passes too many)"
+    };
     let how = match updates.fused_passes {
         Some(passes) => format!(
             "{passes} tensor passes per parameter element (reading the parameter, its \
              gradient and state once, writing the parameter and state once) over the \
-             loop's {:.1}, from the ops' recorded shapes; where the arithmetic, not the traffic \
+             loop's {:.1}, {counted}; where the arithmetic, not the traffic \
              through memory, binds the update, the fused op is slower, up to the loop's time \
              less its dispatches",
             updates.loop_passes
@@ -83,19 +91,36 @@ pub fn caveats(context: &Context<'_>) -> Vec<String> {
             updates.optimizer
         ),
     };
-    vec![format!(
-        "the {} update runs on the host (no device kernels): per step, {} update ops on {} \
-         tensors ({} elements), {} with the Python loop between them, become one fused op of \
+    let tensors = if updates.shapes {
+        format!(
+            "{} tensors ({} elements)",
+            updates.parameters, updates.parameter_elements
+        )
+    } else {
+        format!("{} tensors (sizes not recorded)", updates.parameters)
+    };
+    let mut caveats = Vec::new();
+    // PyTorch's optimizers with a fused implementation (`fused=True`), CPU and CUDA.
+    if !matches!(updates.optimizer.as_str(), "Adam" | "AdamW" | "SGD" | "Adagrad") {
+        caveats.push(format!(
+            "PyTorch has no `fused=True` for `torch.optim.{}` (it has one for Adam, AdamW, SGD \
+             and Adagrad): this gain needs a fused kernel of your own; `foreach=True` saves \
+             part of it (one dispatch per op for all tensors, the same passes over them)",
+            updates.optimizer
+        ));
+    }
+    caveats.push(format!(
+        "the {} update runs on the host (no device kernels): per step, {} update ops on \
+         {tensors}, {} with the Python loop between them, become one fused op of \
          {}: one dispatch ({:.1} µs: {}) plus ×{:.2} of the ops' \
          time beyond their dispatch, the fused kernel's {how}",
         updates.optimizer,
         updates.ops_per_step,
-        updates.parameters,
-        updates.parameter_elements,
         ms(update_ns),
         ms(fused_ns),
         updates.dispatch_ns as f64 / 1e3,
         updates.dispatch_from.describe(),
         updates.traffic_ratio,
-    )]
+    ));
+    caveats
 }
