@@ -116,3 +116,53 @@ fn a_cpu_only_step_gains_what_the_fused_update_saves() {
         "gained {gained_ns} ns a step, the update saves {saved_ns}"
     );
 }
+
+/// A trace recorded without shapes (`record_shapes=False`, the profiler's default) still has
+/// its update read, by the ops' names: `gelumlp` of the recording is 6 linear layers 768 → 768
+/// (12 tensors); Adam's loop makes 19 passes per element (above), and the reading counts the
+/// step counter's one-element `add_` as a tensor's (2 more) where it took longer than two
+/// dispatches. SGD with momentum, read the same way from a job's rank recorded both with and
+/// without shapes (`cpu-jobs/tp4dp2`), gets the fewest passes its op names allow (2 per `add_`,
+/// against 3 with shapes): never more than with shapes.
+#[test]
+fn an_update_traced_without_shapes_is_read_by_its_ops_names() {
+    let (updates, speedup) = updates_of("gelumlp-adam-loop-noshapes");
+    let updates = updates.expect("an update on the host");
+    assert!(!updates.shapes);
+    assert_eq!(updates.optimizer, "Adam");
+    assert_eq!(updates.parameters, 12);
+    assert_eq!(updates.parameter_elements, 0);
+    assert!(
+        (19.0..=21.0).contains(&updates.loop_passes),
+        "{}",
+        updates.loop_passes
+    );
+    assert_eq!(updates.fused_passes, Some(7));
+    assert!(speedup > 1.0, "{speedup}");
+    for step in &updates.steps {
+        assert!(
+            step.fused_ns > 0 && step.fused_ns < step.update_ns,
+            "{step:?}"
+        );
+    }
+    let read = |path: &str| {
+        let (trace, window) = load(path);
+        let mapping = map(&trace, &window);
+        host_updates(&Context::new(&trace, &window, &mapping)).expect("an update on the host")
+    };
+    let with = read("stepcast/cpu-jobs/tp4dp2/rank0.json.gz");
+    let without = read("stepcast/cpu-jobs/tp4dp2-noshapes/rank0.json.gz");
+    assert!(with.shapes && !without.shapes);
+    assert_eq!(
+        (with.optimizer.as_str(), without.optimizer.as_str()),
+        ("SGD", "SGD")
+    );
+    assert_eq!(with.parameters, without.parameters);
+    assert_eq!(with.fused_passes, without.fused_passes);
+    assert!(
+        (without.loop_passes - 6.0).abs() < 1e-3 && without.loop_passes <= with.loop_passes,
+        "{} without shapes, {} with",
+        without.loop_passes,
+        with.loop_passes
+    );
+}

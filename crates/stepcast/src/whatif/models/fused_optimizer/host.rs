@@ -468,7 +468,11 @@ pub fn host_updates(context: &Context<'_>) -> Option<HostUpdates> {
     let mut op_names: Vec<&str> = widest.ops.iter().map(|op| trace.name(op.name)).collect();
     op_names.sort_unstable();
     op_names.dedup();
-    let tensors_updated: usize = widest.ops.iter().map(|op| op.first_input.len().max(1)).sum();
+    let tensors_updated: usize = widest
+        .ops
+        .iter()
+        .map(|op| op.first_input.len().max(1))
+        .sum();
     let ops_per_parameter = tensors_updated / parameters.max(1);
     let fused_passes =
         state_tensors(&optimizer, &op_names, ops_per_parameter).map(|states| 3 + 2 * states);

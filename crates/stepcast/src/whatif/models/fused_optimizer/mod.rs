@@ -101,7 +101,10 @@ pub fn caveats(context: &Context<'_>) -> Vec<String> {
     };
     let mut caveats = Vec::new();
     // PyTorch's optimizers with a fused implementation (`fused=True`), CPU and CUDA.
-    if !matches!(updates.optimizer.as_str(), "Adam" | "AdamW" | "SGD" | "Adagrad") {
+    if !matches!(
+        updates.optimizer.as_str(),
+        "Adam" | "AdamW" | "SGD" | "Adagrad"
+    ) {
         caveats.push(format!(
             "PyTorch has no `fused=True` for `torch.optim.{}` (it has one for Adam, AdamW, SGD \
              and Adagrad): this gain needs a fused kernel of your own; `foreach=True` saves \
