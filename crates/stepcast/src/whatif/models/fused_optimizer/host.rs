@@ -485,7 +485,8 @@ pub fn host_updates(context: &Context<'_>) -> Option<HostUpdates> {
         let names: Vec<NameId> = widest.ops.iter().map(|op| op.name).collect();
         let period = (1..=names.len() / 2)
             .find(|&p| {
-                names.len() % p == 0 && names.iter().enumerate().all(|(i, n)| *n == names[i % p])
+                names.len().is_multiple_of(p)
+                    && names.iter().enumerate().all(|(i, n)| *n == names[i % p])
             })
             .unwrap_or(names.len())
             .max(1);
