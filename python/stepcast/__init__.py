@@ -259,7 +259,7 @@ def load(
     folder of reduced ranks (``stepcast reduce``, ``stepcast.distributed.reduce``) gives the
     ``Job`` its traces would.
     ``step_range``: a regular expression; steps are the ranges (NVTX, ROCTx, XPlane host
-    events) whose name it matches
+    events, PyTorch profiler host ops and annotations) whose name it matches
     (the command line's ``--step-range``).
     ``et``: the PyTorch Execution Trace of the same run (the command line's ``--et``): its
     ops are joined with the trace's and the data dependencies it states between threads become

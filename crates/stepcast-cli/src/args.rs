@@ -22,8 +22,9 @@ pub struct Args {
     #[command(subcommand)]
     pub command: Command,
     /// Steps are the ranges whose name matches REGEX (NVTX ranges of an Nsight Systems export,
-    /// ROCTx ranges of rocprofv3, host events of an XPlane; e.g. '^train_step$'), numbered from
-    /// 0, instead of the format's own step markers.
+    /// ROCTx ranges of rocprofv3, host events of an XPlane, host ops and annotations of a
+    /// PyTorch profiler trace; e.g. '^train_step$'), numbered from 0, instead of the format's
+    /// own step markers.
     #[arg(long, value_name = "REGEX", global = true)]
     pub step_range: Option<String>,
     /// Join the trace with this Horovod timeline (HOROVOD_TIMELINE, written by rank 0; give

@@ -297,13 +297,10 @@ fn directory_clue(path: &Path) -> String {
 }
 
 fn read_kineto(source: &Source<'_>, options: &ReadOptions) -> Result<Vec<Trace>, ReadError> {
-    let mut trace = crate::read_kineto(source)?;
-    note_step_range_unused(
-        &mut trace,
-        options,
-        "a Kineto trace: its steps are its ProfilerStep#N markers",
-    );
-    Ok(vec![trace])
+    Ok(vec![crate::read_kineto(
+        source,
+        options.step_range.as_ref(),
+    )?])
 }
 
 fn read_rocprof(source: &Source<'_>, options: &ReadOptions) -> Result<Vec<Trace>, ReadError> {

@@ -133,11 +133,15 @@ fn join_comm_timeline(framework: Trace, timeline: &Path) -> Result<Trace, ReadEr
     })
 }
 
-/// Reads a Kineto (Chrome-trace JSON) file or bytes in memory, plain or gzip-compressed.
-fn read_kineto(source: &detect::Source<'_>) -> Result<Trace, ReadError> {
+/// Reads a Kineto (Chrome-trace JSON) file or bytes in memory, plain or gzip-compressed;
+/// `step_range` replaces its `ProfilerStep#N` markers ([`ReadOptions::step_range`]).
+fn read_kineto(
+    source: &detect::Source<'_>,
+    step_range: Option<&regex::Regex>,
+) -> Result<Trace, ReadError> {
     let path = source.path;
     if let Some(bytes) = source.bytes {
-        return read_kineto_bytes(bytes, path);
+        return read_kineto_bytes(bytes, path, step_range);
     }
     let io = |cause| ReadError::Io {
         path: path.to_path_buf(),
@@ -159,9 +163,9 @@ fn read_kineto(source: &detect::Source<'_>) -> Result<Trace, ReadError> {
         let expected = gzip_isize(&mut file, source.len).ok().flatten();
         file.seek(SeekFrom::Start(0)).map_err(io)?;
         let decoder = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 16, file));
-        kineto::read_rereadable(decoder, path, true, expected, reread)
+        kineto::read_rereadable(decoder, path, true, expected, reread, step_range)
     } else {
-        kineto::read_rereadable(file, path, false, Some(source.len), reread)
+        kineto::read_rereadable(file, path, false, Some(source.len), reread, step_range)
     }
 }
 
@@ -196,7 +200,7 @@ pub fn read_trace_bytes(bytes: &[u8], path: &Path) -> Result<Trace, ReadError> {
     }
     let source = detect::Source::in_memory(bytes, path);
     if detect::detect(&source.head).is_none() {
-        return read_kineto_bytes(bytes, path);
+        return read_kineto_bytes(bytes, path, None);
     }
     // A memory source holds one process: rocprofv3 and XPlane readers give one trace.
     let mut traces = detect::read_source(&source, &ReadOptions::default())?;
@@ -209,7 +213,11 @@ pub fn read_trace_bytes(bytes: &[u8], path: &Path) -> Result<Trace, ReadError> {
 }
 
 /// The Kineto reader over bytes in memory, plain or gzip-compressed.
-fn read_kineto_bytes(bytes: &[u8], path: &Path) -> Result<Trace, ReadError> {
+fn read_kineto_bytes(
+    bytes: &[u8],
+    path: &Path,
+    step_range: Option<&regex::Regex>,
+) -> Result<Trace, ReadError> {
     if bytes.starts_with(&GZIP_MAGIC) {
         let expected = bytes
             .len()
@@ -226,10 +234,18 @@ fn read_kineto_bytes(bytes: &[u8], path: &Path) -> Result<Trace, ReadError> {
             true,
             expected,
             reread,
+            step_range,
         )
     } else {
         let reread: kineto::Reread<'_> = Box::new(move || Ok(Box::new(bytes)));
-        kineto::read_rereadable(bytes, path, false, Some(bytes.len() as u64), reread)
+        kineto::read_rereadable(
+            bytes,
+            path,
+            false,
+            Some(bytes.len() as u64),
+            reread,
+            step_range,
+        )
     }
 }
 

@@ -163,7 +163,9 @@ fn the_answer_names_the_kind_of_time() {
 
 /// A trace without step markers says its whole window stands as one step and how to get
 /// steps: `--step-range` where the format has ranges to make them of (an Nsight Systems
-/// export's NVTX ranges), recording markers where it has not (Kineto); with steps, no hint.
+/// export's NVTX ranges), recording markers or `--step-range` for a PyTorch trace (whose
+/// `record_function` ranges it reads: `cpu-step-ranges/userstep`, six `train_step` ranges and
+/// no `prof.step()`); with steps, no hint.
 #[test]
 fn a_trace_without_steps_gets_the_way_to_steps() {
     let nsys = concat!(
@@ -173,9 +175,13 @@ fn a_trace_without_steps_gets_the_way_to_steps() {
     let kineto = format!(
         "{TESTDATA}/HolisticTraceAnalysis/tests/data/critical_path/end_to_end/simple_add/input/trace.json.gz"
     );
-    let cases: [(&[&str], Option<&str>); 4] = [
+    let userstep = format!("{TESTDATA}/stepcast/cpu-step-ranges/userstep.json.gz");
+    let cases: [(&[&str], Option<&str>); 7] = [
         (&[nsys], Some("--step-range REGEX")),
         (&[&kineto], Some("prof.step()")),
+        (&[&kineto], Some("--step-range REGEX")),
+        (&[&userstep], Some("--step-range REGEX")),
+        (&[&userstep, "--step-range", "^train_step$"], None),
         (&[nsys, "--step-range", "^aten::mul, op_id = 32"], None),
         (&[NCCL], None),
     ];

@@ -269,6 +269,11 @@ pub fn answer(doc: &AdviseJson) -> AnswerJson {
         None => format!("stepcast report {file} -o report.html"),
     };
     let steps_hint = doc.no_step_markers.then(|| match doc.step_range_events {
+        // A PyTorch trace: the program can mark its steps, or its own ranges can be read as them.
+        Some(events) if events == stepcast_trace::kineto::STEP_RANGE_EVENTS => format!(
+            "record step markers to see steps (`prof.step()` once per iteration), or \
+             `--step-range REGEX` makes steps of the {events} whose name matches REGEX"
+        ),
         Some(events) => {
             format!("`--step-range REGEX` makes steps of the {events} whose name matches REGEX")
         }

@@ -87,6 +87,9 @@ pub struct TraceBuilder {
     events_min_start_ns: Option<i64>,
     syncs: Vec<SyncEvent>,
     steps: Vec<PendingStep>,
+    /// `ReadOptions::step_range`: the host ops and annotations it matches are the steps,
+    /// numbered in start order, instead of the `ProfilerStep#N` markers.
+    step_range: Option<regex::Regex>,
     memory: Vec<PendingMemory>,
     /// Launch flows: (pid, tid, ts) of the flow's end → flow id. Kineto's flow id is the
     /// correlation id, so these recover correlations that `args` lack.
@@ -302,6 +305,13 @@ fn non_negative(int: Option<Int>) -> Option<i64> {
 }
 
 impl TraceBuilder {
+    /// Steps will be the host ops and annotations `pattern` matches (`train_step` ranges of a
+    /// program that never called `prof.step()`), numbered from 0 in start order, instead of
+    /// the `ProfilerStep#N` markers; each is kept as nothing else, as a marker is.
+    pub fn steps_from_ranges(&mut self, pattern: Option<&regex::Regex>) {
+        self.step_range = pattern.cloned();
+    }
+
     /// Reserves the event table (and the launch flows, and the memory events) for an input of
     /// about `bytes` bytes of JSON. Reserved but untouched memory costs address space, not
     /// RAM: the estimate is generous (a Kineto record takes 100 to 400 bytes of JSON, one every
@@ -501,7 +511,27 @@ impl TraceBuilder {
             self.lane_labels.insert(lane, owned);
         }
         let name = raw.name.as_ref().map_or(&b""[..], RawText::as_bytes);
-        if let (EventKind::CpuOp | EventKind::UserAnnotation, Some(number)) =
+        let host_range = matches!(kind, EventKind::CpuOp | EventKind::UserAnnotation)
+            && lane.0 == LaneKind::CpuThread;
+        if let Some(pattern) = self.step_range.as_ref().filter(|_| host_range) {
+            let text = std::str::from_utf8(name).map_err(|_| NOT_UTF8)?;
+            if pattern.is_match(text) {
+                let name = self.intern_name(name)?;
+                self.steps.push(PendingStep {
+                    // Numbered in start order by `finish`.
+                    number: 0,
+                    name,
+                    lane,
+                    start_abs_ns,
+                    dur_ns,
+                });
+                return Ok(true);
+            }
+            // The markers the pattern replaces are dropped, as they are when read.
+            if name.starts_with(b"ProfilerStep#") {
+                return Ok(true);
+            }
+        } else if let (EventKind::CpuOp | EventKind::UserAnnotation, Some(number)) =
             (kind, name.strip_prefix(b"ProfilerStep#"))
         {
             let number = std::str::from_utf8(number).map_err(|_| NOT_UTF8)?;
@@ -953,6 +983,25 @@ impl TraceBuilder {
             })
             .collect();
         steps.sort_unstable_by_key(|s| (s.start_ns, s.number));
+        if let Some(pattern) = &self.step_range {
+            for (number, step) in steps.iter_mut().enumerate() {
+                step.number = number as u64;
+            }
+            let pattern = pattern.as_str();
+            self.diagnostics.note(if steps.is_empty() {
+                format!(
+                    "no step markers: none of the {} matches `{pattern}`, so the window is one \
+                     step",
+                    super::STEP_RANGE_EVENTS
+                )
+            } else {
+                format!(
+                    "steps are the {} {} matching `{pattern}`",
+                    steps.len(),
+                    super::STEP_RANGE_EVENTS
+                )
+            });
+        }
 
         // Memory events keep file order among equal times (a stable sort).
         let mut memory: Vec<MemoryEvent> = self
@@ -1038,7 +1087,7 @@ impl TraceBuilder {
             off_cpu: Vec::new(),
             comm_tensors: Vec::new(),
             links: Vec::new(),
-            step_range_events: None,
+            step_range_events: Some(super::STEP_RANGE_EVENTS),
         }
     }
 }

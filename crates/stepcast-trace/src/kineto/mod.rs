@@ -42,22 +42,32 @@ pub fn read_sized<R: Read>(
     gzip: bool,
     expected_bytes: Option<u64>,
 ) -> Result<Trace, ReadError> {
-    read_document(Document::new(reader, path, gzip), path, expected_bytes)
+    read_document(
+        Document::new(reader, path, gzip),
+        path,
+        expected_bytes,
+        None,
+    )
 }
 
 /// [`read_sized`], for input that `reread` reads again from its start (decompressed) where a
 /// message needs the line of an error.
+/// What `--step-range` makes steps of in a Kineto trace ([`Trace::step_range_events`]).
+pub const STEP_RANGE_EVENTS: &str = "host ops and annotations";
+
 pub(crate) fn read_rereadable<'p, R: Read>(
     reader: R,
     path: &'p Path,
     gzip: bool,
     expected_bytes: Option<u64>,
     reread: Reread<'p>,
+    step_range: Option<&regex::Regex>,
 ) -> Result<Trace, ReadError> {
     read_document(
         Document::rereadable(reader, path, gzip, reread),
         path,
         expected_bytes,
+        step_range,
     )
 }
 
@@ -65,8 +75,10 @@ fn read_document<R: Read>(
     mut document: Document<'_, R>,
     path: &Path,
     expected_bytes: Option<u64>,
+    step_range: Option<&regex::Regex>,
 ) -> Result<Trace, ReadError> {
     let mut builder = TraceBuilder::default();
+    builder.steps_from_ranges(step_range);
     if let Some(bytes) = expected_bytes {
         builder.expect_bytes(bytes);
     }

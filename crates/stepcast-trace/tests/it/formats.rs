@@ -852,3 +852,66 @@ fn rocprof_step_range_makes_steps_of_matching_roctx_ranges() {
     assert_eq!(annotations(&plain), ["step", "forward", "step"]);
     assert!(plain.steps.is_empty());
 }
+
+/// A program that never called `prof.step()` but wrapped each iteration in
+/// `record_function("train_step")` (`kineto/stepcast/cpu-step-ranges/`, recorded here): the
+/// pattern makes those ranges its steps, numbered in start order, with the times the file
+/// records for them (read here from the JSON itself), and keeps them as nothing else; without it
+/// the trace has no step and the ranges are annotations.
+#[test]
+fn kineto_step_range_makes_steps_of_matching_host_ranges() {
+    let path = testdata().join("kineto/stepcast/cpu-step-ranges/userstep.json.gz");
+    let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{e}"));
+    let json: serde_json::Value = serde_json::from_reader(flate2::read::GzDecoder::new(file))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut recorded: Vec<(f64, f64)> = json["traceEvents"]
+        .as_array()
+        .expect("traceEvents")
+        .iter()
+        .filter(|e| e["name"] == "train_step" && e["ph"] == "X")
+        .map(|e| {
+            (
+                e["ts"].as_f64().expect("ts"),
+                e["dur"].as_f64().expect("dur"),
+            )
+        })
+        .collect();
+    recorded.sort_by(|a, b| a.0.total_cmp(&b.0));
+    assert_eq!(recorded.len(), 6);
+
+    let plain = read_trace(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert!(plain.steps.is_empty());
+    let named = |t: &Trace| {
+        t.events
+            .iter()
+            .filter(|e| t.name(e.name) == "train_step")
+            .count()
+    };
+    assert_eq!(named(&plain), 6);
+
+    let stepped = with_step_range(&path, "^train_step$");
+    assert_eq!(named(&stepped), 0);
+    assert_eq!(stepped.events.len(), plain.events.len() - 6);
+    assert_eq!(stepped.steps.len(), 6);
+    for (k, (step, (ts_us, dur_us))) in stepped.steps.iter().zip(&recorded).enumerate() {
+        assert_eq!(step.number, k as u64);
+        let start_us = (stepped.origin_ns + step.start_ns - stepped.file_time_base_ns) as f64 / 1e3;
+        assert!((start_us - ts_us).abs() < 0.002, "{step:?} against {ts_us}");
+        assert!(
+            (step.dur_ns as f64 / 1e3 - dur_us).abs() < 0.002,
+            "{step:?} against {dur_us}"
+        );
+    }
+    assert!(
+        stepped
+            .diagnostics
+            .notes
+            .iter()
+            .any(|n| n == "steps are the 6 host ops and annotations matching `^train_step$`"),
+        "{:?}",
+        stepped.diagnostics.notes
+    );
+    let none = with_step_range(&path, "^no such range$");
+    assert!(none.steps.is_empty());
+    assert_eq!(none.events.len(), plain.events.len());
+}
