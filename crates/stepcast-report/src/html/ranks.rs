@@ -338,7 +338,10 @@ fn stragglers(ranks: &RanksJson) -> Section {
             Cell::ms(s.lead_ns),
             Cell::ms(s.spread_ns),
             Cell::text(s.cause),
-            Cell::text(s.doing.clone().unwrap_or_default()),
+            Cell::text(match (s.cause, &s.doing, s.doing_ns) {
+                ("worker", _, Some(ns)) => format!("taken {} ms after its post", ms(ns)),
+                (_, doing, _) => doing.clone().unwrap_or_default(),
+            }),
         ]);
     }
     let body = if table.is_empty() {

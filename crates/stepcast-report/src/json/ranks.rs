@@ -472,12 +472,13 @@ pub struct StragglerJson {
     pub lead_ns: i64,
     /// From the first rank's start to the last rank's.
     pub spread_ns: i64,
-    /// `host` (launched late), `stream` (its stream was busy) or `unknown`.
+    /// `host` (launched or posted late), `stream` (its stream, or gloo's worker thread, was
+    /// busy), `worker` (posted in time, taken late by gloo's idle worker thread) or `unknown`.
     pub cause: &'static str,
     /// What the last rank was doing: the previous task on its stream (`stream`), or the longest
-    /// op of the launching thread since its previous collective launch (`host`).
+    /// op of the launching or posting thread since its previous collective (`host`).
     pub doing: Option<String>,
-    /// How long that op ran (`host` only).
+    /// How long that op ran (`host`), or how long after its post the worker took it (`worker`).
     pub doing_ns: Option<i64>,
     /// What the last rank ran while the others waited for it, mapped to its op, layer and
     /// phase; `None` (`null`) when the cause is unknown.
