@@ -96,8 +96,11 @@ pub fn caveats(context: &Context<'_>) -> Vec<String> {
             "{} tensors ({} elements)",
             updates.parameters, updates.parameter_elements
         )
-    } else {
+    } else if updates.parameters > 1 {
         format!("{} tensors (sizes not recorded)", updates.parameters)
+    } else {
+        // `_foreach_` ops: one list, its length not recorded either.
+        "its tensors (their number and sizes not recorded)".to_string()
     };
     let mut caveats = Vec::new();
     // PyTorch's optimizers with a fused implementation (`fused=True`), CPU and CUDA.
