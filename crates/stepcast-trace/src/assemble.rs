@@ -95,6 +95,19 @@ pub struct Assembly {
     pub records: u64,
 }
 
+/// The note `info` shows where `--step-range` was given: how many `what` (`NVTX ranges`) the
+/// pattern made steps of, or that it matched none.
+pub(crate) fn step_range_note(steps: usize, what: &str, pattern: &regex::Regex) -> String {
+    let pattern = pattern.as_str();
+    if steps == 0 {
+        format!(
+            "no step markers: none of the {what} matches `{pattern}`, so the window is one step"
+        )
+    } else {
+        format!("steps are the {steps} {what} matching `{pattern}`")
+    }
+}
+
 /// `ReadOptions::step_range` as a reader applies it: the pattern, and what the format calls the
 /// events it is matched against (for the note `info` shows).
 struct StepRange {
@@ -292,20 +305,7 @@ impl Assembly {
                     ..*step
                 })
                 .collect();
-            diagnostics.note(if steps.is_empty() {
-                format!(
-                    "no step markers: none of the {} matches `{}`, so the window is one step",
-                    range.what,
-                    range.pattern.as_str()
-                )
-            } else {
-                format!(
-                    "steps are the {} {} matching `{}`",
-                    steps.len(),
-                    range.what,
-                    range.pattern.as_str()
-                )
-            });
+            diagnostics.note(step_range_note(steps.len(), range.what, &range.pattern));
         }
         if events.is_empty() {
             let mut skips: Vec<(&String, &u64)> = diagnostics.skipped.iter().collect();

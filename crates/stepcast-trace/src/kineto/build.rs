@@ -987,20 +987,11 @@ impl TraceBuilder {
             for (number, step) in steps.iter_mut().enumerate() {
                 step.number = number as u64;
             }
-            let pattern = pattern.as_str();
-            self.diagnostics.note(if steps.is_empty() {
-                format!(
-                    "no step markers: none of the {} matches `{pattern}`, so the window is one \
-                     step",
-                    super::STEP_RANGE_EVENTS
-                )
-            } else {
-                format!(
-                    "steps are the {} {} matching `{pattern}`",
-                    steps.len(),
-                    super::STEP_RANGE_EVENTS
-                )
-            });
+            self.diagnostics.note(crate::assemble::step_range_note(
+                steps.len(),
+                super::STEP_RANGE_EVENTS,
+                pattern,
+            ));
         }
 
         // Memory events keep file order among equal times (a stable sort).
