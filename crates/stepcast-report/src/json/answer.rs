@@ -323,6 +323,24 @@ pub fn answer(doc: &AdviseJson) -> AnswerJson {
         (None, Some(why)) => sentence.push_str(&format!(". {}{}", capital(why), "")),
         (None, None) => {}
     }
+    // A declined change that could have paid more than the one offered: the answer says it
+    // was left unpredicted rather than let the smaller change stand alone.
+    let offered = change.as_ref().and_then(|c| c.speedup).unwrap_or(1.0);
+    let passed_over = doc
+        .failed
+        .iter()
+        .filter_map(|f| Some((f, f.at_most?)))
+        .filter(|&(_, at_most)| at_most >= doc.useful_speedup && at_most > offered)
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    if let Some((f, at_most)) = passed_over {
+        sentence.push_str(&format!(
+            ". Not predicted: {} (up to {}) is declined on this trace: `stepcast whatif {file} {}` \
+             says why",
+            f.name,
+            times(Some(at_most)),
+            f.name
+        ));
+    }
     if let Some(hint) = &steps_hint {
         sentence.push_str(&format!(". {}", capital(hint)));
     }

@@ -599,11 +599,14 @@ impl AdviseJson {
     }
 }
 
-/// A candidate `advise` tried and could not predict.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// A candidate `advise` tried and could not predict, or declined.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FailedCandidateJson {
     pub name: String,
     pub error: String,
+    /// Of a declined candidate, the speedup its bound allows (what it changes in the trace):
+    /// what is left unpredicted; `None` (`null`) where it failed or its bound is no gain.
+    pub at_most: Option<f64>,
 }
 
 /// One model or combination that `advise` tried.
@@ -808,9 +811,10 @@ pub fn advise_json(trace: &Trace, window: &Window, advice: &Advice) -> AdviseJso
         failed: advice
             .failed
             .iter()
-            .map(|(name, error)| FailedCandidateJson {
-                name: name.clone(),
-                error: error.clone(),
+            .map(|f| FailedCandidateJson {
+                name: f.name.clone(),
+                error: f.error.clone(),
+                at_most: f.at_most.and_then(finite),
             })
             .collect(),
         step_time: StepTimeJson::new(trace, &advice.step_time),

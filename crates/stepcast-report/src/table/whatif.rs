@@ -426,6 +426,18 @@ pub fn advise_text(doc: &AdviseJson) -> String {
             ));
         }
     }
+    // A change declined on this trace that could have paid: what the user gives up, and the
+    // reason below says what would let it be predicted.
+    for f in &doc.failed {
+        if let Some(at_most) = f.at_most.filter(|&x| x >= doc.useful_speedup) {
+            notes.push(format!(
+                "Not predicted: {} could gain up to {} (what it changes in the trace), but is \
+                 declined here; why and what to give, under \"Could not be predicted\" below.",
+                f.name,
+                speedup(Some(at_most))
+            ));
+        }
+    }
     if let Some(hardware) = &answer.hardware {
         notes.push(format!(
             "A faster machine (not a change to the program): {} would give {}.",

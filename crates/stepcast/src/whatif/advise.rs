@@ -101,6 +101,19 @@ pub(crate) fn name(models: &[Model]) -> String {
         .join(" + ")
 }
 
+/// A candidate `advise` offers no prediction for.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NotPredicted {
+    /// The models' names joined by ` + `.
+    pub name: String,
+    /// Why: the error, or `declined: ` and the reason.
+    pub error: String,
+    /// Of a declined candidate, the most it could gain by what it changes in the trace
+    /// (`Outcome::bound_ns`), as a speedup of the baseline: what the user would give up by
+    /// leaving it; `None` for a candidate that failed or whose bound is no gain.
+    pub at_most: Option<f64>,
+}
+
 /// What `advise` found.
 #[derive(Clone, Debug)]
 pub struct Advice {
@@ -112,8 +125,9 @@ pub struct Advice {
     /// time and the memory it saves.
     pub memory_trades: Vec<Candidate>,
     /// Candidates that could not be predicted on this trace (e.g. a transform that would make
-    /// the graph cyclic), with why, in the order tried: left out of the ranking, never fatal.
-    pub failed: Vec<(String, String)>,
+    /// the graph cyclic) or were declined, with why, in the order tried: left out of the
+    /// ranking, never fatal.
+    pub failed: Vec<NotPredicted>,
     /// Why no candidate is offered, if none is (`trust::WindowTrust::declined`): the
     /// candidates are then not predicted at all.
     pub declined: Option<String>,
@@ -188,17 +202,42 @@ pub fn advise(context: &Context<'_>) -> Result<Advice, WhatIfError> {
     })
 }
 
-/// The candidates that were predicted; the others go to `failed` as (name, why).
+/// The candidates that were predicted and not declined; the others go to `failed`.
 fn keep_predicted(
     tried: Vec<Result<Candidate, WhatIfError>>,
-    failed: &mut Vec<(String, String)>,
+    failed: &mut Vec<NotPredicted>,
 ) -> Vec<Candidate> {
     let mut kept = Vec::with_capacity(tried.len());
     for result in tried {
         match result {
-            Ok(candidate) => kept.push(candidate),
-            Err(WhatIfError::Model { name, source }) => failed.push((name, source.to_string())),
-            Err(other) => failed.push((String::new(), other.to_string())),
+            Ok(mut candidate) => match candidate.outcome.declined.take() {
+                // The window's self-checks passed (else no candidate is tried): a candidate
+                // declined here failed its own (a gain its bound cannot explain) or stands
+                // outside its model's domain.
+                Some(reason) => {
+                    let outcome = &candidate.outcome;
+                    let baseline = outcome.baseline.step_ns;
+                    failed.push(NotPredicted {
+                        name: candidate.name(),
+                        error: WhatIfError::Declined(reason).to_string(),
+                        at_most: outcome
+                            .bound_ns
+                            .filter(|&b| b > 0 && b < baseline)
+                            .map(|b| baseline as f64 / (baseline - b) as f64),
+                    })
+                }
+                None => kept.push(candidate),
+            },
+            Err(WhatIfError::Model { name, source }) => failed.push(NotPredicted {
+                name,
+                error: source.to_string(),
+                at_most: None,
+            }),
+            Err(other) => failed.push(NotPredicted {
+                name: String::new(),
+                error: other.to_string(),
+                at_most: None,
+            }),
         }
     }
     kept
@@ -224,14 +263,6 @@ fn try_all(
                 source: Box::new(source),
             })?;
             assess(context, window, &models, &mut outcome);
-            // The window's self-checks passed (else no candidate is tried): a candidate
-            // declined here failed its own (a gain its bound cannot explain).
-            if let Some(reason) = outcome.declined.take() {
-                return Err(WhatIfError::Model {
-                    name: name(&models),
-                    source: Box::new(WhatIfError::Declined(reason)),
-                });
-            }
             let memory = match models.as_slice() {
                 [model] => model.memory_effect(context),
                 _ => None,

@@ -345,8 +345,67 @@ fn workers_that_displace_intra_op_threads_decline() {
             "{cores:?} {threads:?}: {why}"
         );
     }
-    for (cores, threads) in [(Some(2.0), Some(1.0)), (None, None)] {
+    for (cores, threads) in [(Some(2.0), Some(1.0)), (None, Some(1.0))] {
         let outcome = prefetch(cores, threads);
         assert_eq!(outcome.declined, None, "{cores:?} {threads:?}");
+    }
+}
+
+/// On a CPU-only trace with neither the training process's intra-op threads nor the cores
+/// given, `prefetch_inputs` declines: the same program on one thread gained ×1.9 from workers
+/// and on PyTorch's default two threads lost (×0.74), and nothing in the two BEFORE traces
+/// tells them apart. The reason names what to give, and the one-thread worker's batch it
+/// quotes is the one the model then runs with `--threads 1`. A GPU job's trace, whose host
+/// the workers do not share with the training's compute, still predicts.
+#[test]
+fn a_cpu_only_loader_with_an_unknown_host_declines() {
+    use stepcast::whatif::ModelParams;
+    use stepcast::whatif::models::{LoaderHost, loader_work};
+    for (path, predicts) in [
+        ("stepcast/cpu-loader-pairs/loader-workers0.json.gz", false),
+        ("stepcast/cpu-loader-pairs/loader2t-workers0.json.gz", false),
+        (
+            "stepcast/cpu-loader-pairs/heavyloader-workers0.json.gz",
+            false,
+        ),
+        ("stepcast/h200-pairs/loader-workers0.json.gz", true),
+    ] {
+        let (trace, window) = load(path);
+        let mapping = map(&trace, &window);
+        let context = Context::new(&trace, &window, &mapping);
+        let with = |threads: Option<f64>| {
+            let params = ModelParams {
+                workers: Some(2.0),
+                threads,
+                ..ModelParams::default()
+            };
+            let model = Model::with_params("prefetch_inputs", &params).expect("a model");
+            apply_models(&context, &[model]).expect("predicts")
+        };
+        let unknown = with(None);
+        assert_eq!(
+            unknown.declined.is_none(),
+            predicts,
+            "{path}: {:?}",
+            unknown.declined
+        );
+        if predicts {
+            continue;
+        }
+        let why = unknown.declined.unwrap_or_default();
+        assert!(
+            why.contains("--threads N") && why.contains("--cores C"),
+            "{why}"
+        );
+        let one = LoaderHost {
+            cores: None,
+            threads: Some(1),
+        };
+        let batch_ms = format!(
+            "{:.1} ms",
+            loader_work(&context).in_worker_ns(one) as f64 / 1e6
+        );
+        assert!(why.contains(&batch_ms), "{path}: {batch_ms} not in {why}");
+        assert_eq!(with(Some(1.0)).declined, None, "{path}");
     }
 }

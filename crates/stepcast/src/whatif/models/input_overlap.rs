@@ -355,6 +355,45 @@ pub fn oversubscribed(context: &Context<'_>, workers: u32, host: LoaderHost) -> 
     ))
 }
 
+/// On a CPU-only trace, the host the answer turns on is unknown: a reason to decline, or
+/// `None`. The workers run on the cores the training itself computes on, and the trace records
+/// neither those cores nor the training process's intra-op threads: with one thread
+/// (`torch.set_num_threads(1)`) a worker runs the loading's tensor ops as fast as the training
+/// process did and the workers use cores it leaves idle (this project's 2-core pairs: ×1.5 to
+/// ×2.3 with 1, 2 and 4 workers, as traced); with PyTorch's default, a thread per core, they
+/// displace its threads ([`oversubscribed`]: ×0.74 and ×0.89 with 1 and 2). No default stands for both, and
+/// [`WORKER_TENSOR_SLOWDOWN`], fitted on a GPU machine's 16-CPU host, for neither: the two
+/// predictions would differ in direction. It matters where the loading is a twentieth or more
+/// of the CPU work of a step (less, and a few mostly idle workers change little either way)
+/// and the tensor ops PyTorch spreads over its threads a tenth or more (a loader of Python
+/// and small tensors, beside a training of them, runs alike either way).
+pub fn host_unknown(context: &Context<'_>, host: LoaderHost) -> Option<String> {
+    if host.threads.is_some() || host.cores.is_some() || loader_in_workers(context) {
+        return None;
+    }
+    let work = loader_work(context);
+    let cpu_ns = work.recorded_ns + work.training_ns;
+    let spread = work.parallel_ns + work.training_parallel_ns;
+    if work.batches == 0 || work.recorded_ns * 20 < cpu_ns || spread * 10 < cpu_ns {
+        return None;
+    }
+    let one_thread = LoaderHost {
+        cores: None,
+        threads: Some(1),
+    };
+    Some(format!(
+        "a CPU-only run's DataLoader workers share the cores its training computes on, and the \
+         trace records neither those cores nor the training process's intra-op threads, which \
+         spread {:.1} ms of each step's tensor ops: with one thread a worker loads a batch in \
+         about {:.1} ms and takes cores the training leaves idle; with PyTorch's default, a \
+         thread per core, the workers displace those threads (on this project's 2-core pairs: \
+         ×1.5-2.3 with one thread, ×0.74-0.89 with the default). Give --threads N \
+         (torch.get_num_threads()) and --cores C",
+        (work.parallel_ns + work.training_parallel_ns) as f64 / 1e6,
+        work.in_worker_ns(one_thread) as f64 / 1e6,
+    ))
+}
+
 /// How often `workers` worker processes deliver a batch in the steady state: one batch's
 /// loading in a worker ([`LoaderWork::in_worker_ns`]) divided among them, and, where the
 /// host's cores are known, no faster than those cores can run the batch's loading and the

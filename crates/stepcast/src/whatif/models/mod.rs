@@ -574,6 +574,10 @@ impl Model {
             )
         };
         match self {
+            Model::PrefetchInputs { workers, host, .. } if device_free() => {
+                input_overlap::host_unknown(context, *host)
+                    .or_else(|| input_overlap::oversubscribed(context, *workers, *host))
+            }
             Model::PrefetchInputs { workers, host, .. } => {
                 input_overlap::oversubscribed(context, *workers, *host)
             }
