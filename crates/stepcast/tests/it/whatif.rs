@@ -1188,8 +1188,9 @@ fn fusion_stops_at_cross_stream_waits_and_advise_survives_a_failing_model() {
         let context = context(&loaded);
         let advice = advise(&context).unwrap_or_else(|e| panic!("{relative}: {e}"));
         assert!(!advice.candidates.is_empty(), "{relative}");
-        for (name, error) in &advice.failed {
-            assert!(!name.is_empty() && !error.is_empty(), "{relative}");
+        for failed in &advice.failed {
+            let name = &failed.name;
+            assert!(!name.is_empty() && !failed.error.is_empty(), "{relative}");
             assert!(
                 advice.candidates.iter().all(|c| &c.name() != name),
                 "{relative}: {name} both failed and ranked"
