@@ -394,6 +394,79 @@ pub fn host_unknown(context: &Context<'_>, host: LoaderHost) -> Option<String> {
     ))
 }
 
+/// What `prefetch_inputs` with these inputs rests on, on this trace: the workers' pace with
+/// the loading split it comes from, and the contention charged where the cores are unknown;
+/// for a loader already in workers, why nothing changed.
+pub fn caveats(
+    context: &Context<'_>,
+    contention: f64,
+    workers: u32,
+    host: LoaderHost,
+) -> Vec<String> {
+    if loader_in_workers(context) {
+        return vec![
+            "the loader already runs in worker processes (_MultiProcessingDataLoaderIter): its \
+             remaining wait is for batches the workers did not have ready; it needs more \
+             workers or cheaper transforms, not prefetching, so nothing changed"
+                .to_string(),
+        ];
+    }
+    let ms = |ns: i64| ns as f64 / 1e6;
+    let work = loader_work(context);
+    let delivery = delivery_ns(context, workers, host).unwrap_or(0);
+    let in_worker = work.in_worker_ns(host);
+    let slowdown = worker_slowdown(host);
+    let why_slower = match (host.threads, host.cores) {
+        _ if slowdown >= WORKER_TENSOR_SLOWDOWN => format!(
+            "×{WORKER_TENSOR_SLOWDOWN} fitted on one recorded H100 pair with 16 CPUs; it did \
+             not hold on the H200 pairs, where workers were faster: give --threads (the \
+             training process's intra-op threads) or --cores to cap it"
+        ),
+        (Some(threads), _) => format!(
+            "one thread is at most as many times slower as the {threads} intra-op threads the \
+             training process spread them over (--threads)"
+        ),
+        (None, cores) => format!(
+            "one thread is at most as many times slower as the {} intra-op threads the \
+             training process had by default, one per core (--threads if it had fewer)",
+            cores.unwrap_or(0)
+        ),
+    };
+    let cpu_bound = match host.cores {
+        Some(cores) => format!(
+            ", and {cores} cores (--cores) run the training process's own {:.3} ms of host work \
+             per batch and the worker's {:.3} ms in no less than {:.3} ms; no contention is \
+             charged beside that",
+            ms(work.training_ns),
+            ms(in_worker),
+            ms(work.training_ns + in_worker) / cores.max(1) as f64
+        ),
+        None => String::new(),
+    };
+    let mut caveats = vec![format!(
+        "the step after is at least {:.3} ms, the pace of {workers} worker processes \
+         (--workers): a batch's loading takes {:.3} ms here ({:.3} ms of tensor ops PyTorch \
+         spread over its intra-op threads, {:.3} ms of ops that run on one thread anyway: \
+         random draws, views, small tensors, and {:.3} ms untraced); a worker runs it on one \
+         thread, about {:.3} ms per batch (the spread ops ×{slowdown:.1}: {why_slower}){cpu_bound}",
+        ms(delivery),
+        ms(work.recorded_ns),
+        ms(work.parallel_ns),
+        ms(work.serial_ns),
+        ms(work.untraced_ns),
+        ms(in_worker),
+    )];
+    if host.cores.is_none() {
+        caveats.push(format!(
+            "the host's cores are unknown (the trace does not record them; --cores): charges \
+             {:.0} % contention on this process's host work (--contention; the default was \
+             measured on one V100 pair, and was about 0 with 4 workers on a 16-CPU H100 host)",
+            contention * 100.0
+        ));
+    }
+    caveats
+}
+
 /// How often `workers` worker processes deliver a batch in the steady state: one batch's
 /// loading in a worker ([`LoaderWork::in_worker_ns`]) divided among them, and, where the
 /// host's cores are known, no faster than those cores can run the batch's loading and the
