@@ -1228,50 +1228,79 @@ fn expert_parallel_groups(job: &str, ep: i64, dp: i64) {
     assert!(json["max_abs_error"].as_f64().is_some_and(|e| e <= 0.02));
 }
 
-/// A job of the three kinds of parallelism at once (`cpu-jobs/tp2pp2dp2`, eight processes,
-/// Megatron's layout: TP pairs of consecutive ranks, two pipeline stages four ranks apart, DP
-/// pairs within a stage; recorded as a blind test of the inference): each TP pair's matched
-/// all-reduces are its first member's activation all-reduces (16 × 512 elements), each DP
-/// pair's its gradient all-reduces, and every send is matched to its receive by (sender,
-/// receiver, order).
+/// Jobs of the three kinds of parallelism at once, in Megatron's layout (rank = (stage × DP +
+/// replica) × TP + tp: TP groups of consecutive ranks, pipeline stages TP × DP ranks apart, DP
+/// groups within a stage): `cpu-jobs/tp2pp2dp2` (eight processes) and `tp2pp3dp2` (twelve,
+/// three stages, the middle one receiving from and sending to both neighbours), each recorded
+/// as a blind test of the inference. Each TP group's matched all-reduces are its first
+/// member's activation all-reduces (16 × 512 elements), each DP group's its gradient
+/// all-reduces, and every send is matched to its receive by (sender, receiver, order).
 #[test]
 fn a_tensor_pipeline_and_data_parallel_job_matches_each_collective_within_its_group() {
-    let job = cpu_job!("tp2pp2dp2");
+    for (job, tp, pp, dp) in [
+        (cpu_job!("tp2pp2dp2"), 2, 2, 2),
+        (cpu_job!("tp2pp3dp2"), 2, 3, 2),
+    ] {
+        three_dimensional_groups(job, tp, pp, dp);
+    }
+}
+
+fn three_dimensional_groups(job: &str, tp: i64, pp: i64, dp: i64) {
     let run = stepcast(&["replay", "--json", job]);
     run.assert_success();
     let json = run.json();
     let collectives = &json["collectives"];
-    assert_eq!(collectives["host_groups"], "inferred");
-    assert_eq!(collectives["unmatched"].as_array().map(Vec::len), Some(0));
-    assert_eq!(json["clock_alignment"]["status"], "solved");
-    assert_eq!(json["clock_alignment"]["violated_constraints"], 0);
+    assert_eq!(collectives["host_groups"], "inferred", "{job}");
+    assert_eq!(
+        collectives["unmatched"].as_array().map(Vec::len),
+        Some(0),
+        "{job}"
+    );
+    assert_eq!(json["clock_alignment"]["status"], "solved", "{job}");
+    assert_eq!(json["clock_alignment"]["violated_constraints"], 0, "{job}");
     let activation = 16 * 512;
     let all_reduces =
         |rank: i64| issued_in_steps(&format!("{job}/rank{rank}.json.gz"), "c10d::allreduce_");
-    let tp: Groups = &[&[0, 1], &[2, 3], &[4, 5], &[6, 7]];
-    let dp: Groups = &[&[0, 2], &[1, 3], &[4, 6], &[5, 7]];
-    let expected: Vec<(Vec<i64>, u64)> = tp
+    let rank = |stage: i64, replica: i64, t: i64| (stage * dp + replica) * tp + t;
+    let mut tp_groups: Vec<Vec<i64>> = Vec::new();
+    let mut dp_groups: Vec<Vec<i64>> = Vec::new();
+    for stage in 0..pp {
+        for replica in 0..dp {
+            tp_groups.push((0..tp).map(|t| rank(stage, replica, t)).collect());
+        }
+        for t in 0..tp {
+            dp_groups.push((0..dp).map(|r| rank(stage, r, t)).collect());
+        }
+    }
+    let expected: Vec<(Vec<i64>, u64)> = tp_groups
         .iter()
         .map(|g| {
             let n = all_reduces(g[0])
                 .into_iter()
                 .filter(|&e| e == activation)
                 .count();
-            (g.to_vec(), n as u64)
+            (g.clone(), n as u64)
         })
-        .chain(dp.iter().map(|g| {
+        .chain(dp_groups.iter().map(|g| {
             let n = all_reduces(g[0])
                 .into_iter()
                 .filter(|&e| e != activation)
                 .count();
-            (g.to_vec(), n as u64)
+            (g.clone(), n as u64)
         }))
         .collect();
-    assert!(expected.iter().all(|(_, n)| *n > 0), "{expected:?}");
-    assert_eq!(inferred_groups(&json), expected);
+    assert!(expected.iter().all(|(_, n)| *n > 0), "{job}: {expected:?}");
+    let mut expected = expected;
+    expected.sort();
+    let mut inferred = inferred_groups(&json);
+    inferred.sort();
+    assert_eq!(inferred, expected, "{job}");
     let transfers = transfers_by_pair(&collectives["groups"]);
-    assert_eq!(transfers, sends_by_pair(job, 8));
-    assert!(json["max_abs_error"].as_f64().is_some_and(|e| e <= 0.02));
+    assert_eq!(transfers, sends_by_pair(job, tp * pp * dp), "{job}");
+    assert!(
+        json["max_abs_error"].as_f64().is_some_and(|e| e <= 0.02),
+        "{job}"
+    );
 }
 
 /// A hybrid-sharded job (FSDP2 over a 2 × 2 mesh on gloo: parameters sharded over {0, 1} and

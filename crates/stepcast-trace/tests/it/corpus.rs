@@ -8,7 +8,7 @@ use stepcast_trace::{EventKind, LaneKind, ReadError, Runtime, Trace};
 use crate::{FileKind, corpus};
 
 /// Kineto traces and Execution Traces under `testdata/kineto/` (see `testdata/README.md`).
-const KINETO_FILES: usize = 462;
+const KINETO_FILES: usize = 474;
 const EXECUTION_TRACES: usize = 5;
 
 /// Checks that hold for any successfully read trace. Returns the problems found.
@@ -359,6 +359,18 @@ Expect { file: "stepcast/cpu-loader-pairs/heavyloader-workers0.json.gz", records
     Expect { file: "stepcast/cpu-jobs/tp2pp2dp2/rank5.json.gz", records: 6949, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(5), Some(8)) },
     Expect { file: "stepcast/cpu-jobs/tp2pp2dp2/rank6.json.gz", records: 6949, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(6), Some(8)) },
     Expect { file: "stepcast/cpu-jobs/tp2pp2dp2/rank7.json.gz", records: 6949, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(7), Some(8)) },
+    Expect { file: "stepcast/cpu-jobs/tp2pp3dp2/rank0.json.gz", records: 5821, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(0), Some(12)) },
+    Expect { file: "stepcast/cpu-jobs/tp2pp3dp2/rank1.json.gz", records: 5821, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(1), Some(12)) },
+    Expect { file: "stepcast/cpu-jobs/tp2pp3dp2/rank2.json.gz", records: 5821, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(2), Some(12)) },
+    Expect { file: "stepcast/cpu-jobs/tp2pp3dp2/rank3.json.gz", records: 5821, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(3), Some(12)) },
+    Expect { file: "stepcast/cpu-jobs/tp2pp3dp2/rank4.json.gz", records: 6445, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(4), Some(12)) },
+    Expect { file: "stepcast/cpu-jobs/tp2pp3dp2/rank5.json.gz", records: 6445, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(5), Some(12)) },
+    Expect { file: "stepcast/cpu-jobs/tp2pp3dp2/rank6.json.gz", records: 6445, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(6), Some(12)) },
+    Expect { file: "stepcast/cpu-jobs/tp2pp3dp2/rank7.json.gz", records: 6445, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(7), Some(12)) },
+    Expect { file: "stepcast/cpu-jobs/tp2pp3dp2/rank8.json.gz", records: 6949, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(8), Some(12)) },
+    Expect { file: "stepcast/cpu-jobs/tp2pp3dp2/rank9.json.gz", records: 6949, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(9), Some(12)) },
+    Expect { file: "stepcast/cpu-jobs/tp2pp3dp2/rank10.json.gz", records: 6949, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(10), Some(12)) },
+    Expect { file: "stepcast/cpu-jobs/tp2pp3dp2/rank11.json.gz", records: 6949, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(11), Some(12)) },
     Expect { file: "stepcast/cpu-jobs/tp2dp2-2hosts/rank0.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(0), Some(4)) },
     Expect { file: "stepcast/cpu-jobs/tp2dp2-2hosts/rank1.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(1), Some(4)) },
     Expect { file: "stepcast/cpu-jobs/tp2dp2-2hosts/rank2.json.gz", records: 4189, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(2), Some(4)) },
