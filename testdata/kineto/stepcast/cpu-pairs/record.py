@@ -6,6 +6,7 @@ predicted from BEFORE can be checked against AFTER as measured.
     python3 record.py OUTDIR ddp              # spawns the two gloo ranks itself
     python3 record.py OUTDIR ddp4             # four ranks sharing the cores (ddp-gloo4/)
     python3 record.py OUTDIR mlp base checkpoint   # activation checkpointing (../cpu-recompute-pairs/)
+    python3 record.py OUTDIR gpt base checkpoint reentrant   # a tiny GPT, non-reentrant and reentrant checkpointing
 
 A configuration is `<workload>-<variant>`; a pair is two variants of one workload that differ
 by exactly one change (README.md beside this script lists them and their bars). Modeled on
@@ -109,6 +110,58 @@ def cnn():
     return small_cnn(), (x, y), F.cross_entropy
 
 
+class GptBlock(nn.Module):
+    """A pre-norm causal self-attention block (4 heads, `scaled_dot_product_attention`) and a
+    GELU MLP of 4 × the width, each with its residual addition."""
+
+    def __init__(self, width=128, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(width), nn.LayerNorm(width)
+        self.qkv, self.proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
+        self.mlp = nn.Sequential(
+            nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width)
+        )
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).reshape(b, t, c))
+        return x + self.mlp(self.ln2(x))
+
+
+class TinyGpt(nn.Module):
+    """Token and position embeddings (vocabulary 512, 64 positions, width 128), 3 `GptBlock`s,
+    a final layer norm and an untied head."""
+
+    def __init__(self):
+        super().__init__()
+        self.tokens, self.positions = nn.Embedding(512, 128), nn.Embedding(64, 128)
+        self.blocks = nn.ModuleList(GptBlock() for _ in range(3))
+        self.ln_f, self.head = nn.LayerNorm(128), nn.Linear(128, 512, bias=False)
+
+    def embed(self, idx):
+        return self.tokens(idx) + self.positions(torch.arange(idx.shape[1]))
+
+    def out(self, h):
+        return self.head(self.ln_f(h))
+
+    def forward(self, idx):
+        h = self.embed(idx)
+        for block in self.blocks:
+            h = block(h)
+        return self.out(h)
+
+
+def gpt():
+    """`TinyGpt`, 8 sequences of 64 tokens, next-token cross entropy."""
+    x = torch.randint(0, 512, (8, 64))
+    y = torch.randint(0, 512, (8, 64))
+    return TinyGpt(), (x, y), lambda out, y: F.cross_entropy(out.flatten(0, 1), y.flatten())
+
+
 class Images(torch.utils.data.Dataset):
     """CPU-side preprocessing of a synthetic image: decode-like work, crop, flip, normalize."""
 
@@ -170,10 +223,13 @@ def make_config(workload, variant):
         # The workers' prefetched batches (2 per worker) are used up before a timed round.
         return Config(name, step, lead_in=2 * workers + 2)
 
-    model, batch, loss_fn = {"mlp": mlp, "transformer": transformer, "cnn": cnn}[workload]()
+    model, batch, loss_fn = {"mlp": mlp, "transformer": transformer, "cnn": cnn, "gpt": gpt}[
+        workload
+    ]()
     optim_args = {
         "base": {},
         "checkpoint": {},
+        "reentrant": {},
         "threads1": {},
         "threads2": {},
         "loop": {"foreach": False},
@@ -182,20 +238,31 @@ def make_config(workload, variant):
     }[variant]
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, **optim_args)
     forward = torch.compile(model) if variant == "compiled" else model
-    if variant == "checkpoint":
-        forward = checkpointed(workload, model)
+    if variant in ("checkpoint", "reentrant"):
+        forward = checkpointed(workload, model, reentrant=variant == "reentrant")
     step = training_step(model, batch, loss_fn, opt, forward)
     return Config(name, step, threads=2 if variant == "threads2" else 1)
 
 
-def checkpointed(workload, model):
+def checkpointed(workload, model, reentrant=False):
     """The model's forward with every layer under activation checkpointing
-    (`torch.utils.checkpoint`, non-reentrant): each encoder layer of `transformer`, each linear
-    layer with its ReLU of `mlp`, each convolution with its batch norm and ReLU of `cnn` (and
-    its head). Their activations are dropped after the forward pass and the
-    backward pass runs each layer's forward again before its own backward."""
+    (`torch.utils.checkpoint`, non-reentrant unless `reentrant`): each encoder layer of
+    `transformer`, each linear layer with its ReLU of `mlp`, each convolution with its batch
+    norm and ReLU of `cnn` (and its head), each block of `gpt` (not its embeddings or head).
+    Their activations are dropped after the forward pass and the backward pass runs each
+    layer's forward again before its own backward (reentrant: inside the layer's
+    `CheckpointFunctionBackward`, as a forward and backward of its own)."""
     from torch.utils.checkpoint import checkpoint
 
+    if workload == "gpt":
+
+        def gpt_forward(idx):
+            h = model.embed(idx)
+            for block in model.blocks:
+                h = checkpoint(block, h, use_reentrant=reentrant)
+            return model.out(h)
+
+        return gpt_forward
     if workload == "transformer":
         layers = list(model.layers)
     elif workload == "mlp":
@@ -208,7 +275,7 @@ def checkpointed(workload, model):
 
     def forward(x):
         for layer in layers:
-            x = checkpoint(layer, x, use_reentrant=False)
+            x = checkpoint(layer, x, use_reentrant=reentrant)
         return x
 
     return forward
