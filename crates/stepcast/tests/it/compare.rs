@@ -1761,6 +1761,31 @@ const PAIRS: &[Pair] = &[
             RECOMPUTE_ON_CPU,
         )],
     ),
+    cpu(
+        "stepcast/cpu-recompute-pairs/gpt-base.json.gz",
+        "stepcast/cpu-recompute-pairs/gpt-checkpoint.json.gz",
+        "each block under `torch.utils.checkpoint` (tiny causal GPT, quiet CPU)",
+        &[held_with(
+            "recompute",
+            &FRACTION_1,
+            Bar::Traced(0.15),
+            true,
+            RECOMPUTE_ON_CPU_GPT,
+        )],
+    ),
+    cpu(
+        "stepcast/cpu-recompute-pairs/gpt-base.json.gz",
+        "stepcast/cpu-recompute-pairs/gpt-reentrant.json.gz",
+        "each block under `torch.utils.checkpoint(use_reentrant=True)` (tiny causal GPT, quiet \
+         CPU)",
+        &[held_with(
+            "recompute",
+            &FRACTION_1,
+            Bar::Traced(0.15),
+            true,
+            RECOMPUTE_ON_CPU_GPT,
+        )],
+    ),
 ];
 
 /// The CPU `recompute` pairs (`cpu-recompute-pairs/README.md`).
@@ -1769,6 +1794,14 @@ const RECOMPUTE_ON_CPU: &str = "the first pairs of the model on a CPU-only trace
      again before its first backward op. The backward phase was predicted within 3.5 % (35.1 ms \
      against 34.0); the optimizer phase, which the change does not touch, took 7.3 ms in \
      BEFORE's trace and 4.4 in AFTER's";
+const RECOMPUTE_ON_CPU_GPT: &str = "an unseen program, its bar fixed after the first three \
+     pairs' results were seen and before it was recorded (load average 0.3 to 0.6): `--fraction \
+     1` inserts the whole forward again before the backward, 17.0 ms a step, where the program \
+     checkpoints only its three blocks (not the embeddings, the 512-way head or the loss): the \
+     backward phase grew by 10.0 ms a step (non-reentrant) and 13.7 (reentrant: each block's \
+     forward and a backward of its own inside `CheckpointFunctionBackward`) where the model \
+     adds 16.1. Without the profiler checkpointing cost 14.0 and 14.4 ms a step (46.2 → 60.2 and \
+     60.6 ms): the prediction's cost, made from the traced forward, is within 1 % of that";
 const RECOMPUTE_ON_CPU_CNN: &str = "a third pair, its bar fixed after the first two's results \
      were seen and before it was recorded: the backward phase predicted at 21.7 ms a step \
      against 20.8 measured (+4.5 %), the forward at 7.7 against 7.8. Without the profiler \
