@@ -1765,26 +1765,14 @@ const PAIRS: &[Pair] = &[
         "stepcast/cpu-recompute-pairs/gpt-base.json.gz",
         "stepcast/cpu-recompute-pairs/gpt-checkpoint.json.gz",
         "each block under `torch.utils.checkpoint` (tiny causal GPT, quiet CPU)",
-        &[held_with(
-            "recompute",
-            &FRACTION_1,
-            Bar::Traced(0.15),
-            true,
-            RECOMPUTE_ON_CPU_GPT,
-        )],
+        RECOMPUTE_GPT,
     ),
     cpu(
         "stepcast/cpu-recompute-pairs/gpt-base.json.gz",
         "stepcast/cpu-recompute-pairs/gpt-reentrant.json.gz",
         "each block under `torch.utils.checkpoint(use_reentrant=True)` (tiny causal GPT, quiet \
          CPU)",
-        &[held_with(
-            "recompute",
-            &FRACTION_1,
-            Bar::Traced(0.15),
-            true,
-            RECOMPUTE_ON_CPU_GPT,
-        )],
+        RECOMPUTE_GPT,
     ),
 ];
 
@@ -1794,6 +1782,14 @@ const RECOMPUTE_ON_CPU: &str = "the first pairs of the model on a CPU-only trace
      again before its first backward op. The backward phase was predicted within 3.5 % (35.1 ms \
      against 34.0); the optimizer phase, which the change does not touch, took 7.3 ms in \
      BEFORE's trace and 4.4 in AFTER's";
+/// The GPT pairs' check: one bar for both ways of checkpointing.
+const RECOMPUTE_GPT: &[Check] = &[held_with(
+    "recompute",
+    &FRACTION_1,
+    Bar::Traced(0.15),
+    true,
+    RECOMPUTE_ON_CPU_GPT,
+)];
 const RECOMPUTE_ON_CPU_GPT: &str = "an unseen program, its bar fixed after the first three \
      pairs' results were seen and before it was recorded (load average 0.3 to 0.6): `--fraction \
      1` inserts the whole forward again before the backward, 17.0 ms a step, where the program \
