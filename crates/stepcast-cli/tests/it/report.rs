@@ -422,6 +422,38 @@ fn report_is_deterministic_and_shows_the_clis_numbers() {
     )));
 }
 
+/// A change `advise` declines but whose bound is a gain (`prefetch_inputs` on a CPU-only
+/// loader trace given no host) has its own table on the page: its bound as `advise --json`
+/// states it, and its reason, not hidden by leaving the ranking.
+#[test]
+fn a_declined_change_that_could_gain_is_on_the_page() {
+    let trace = format!("{TESTDATA}/kineto/stepcast/cpu-loader-pairs/loader-workers0.json.gz");
+    let dir = TempDir::new("report-declined");
+    let page = dir.path().join("page.html");
+    stepcast(&["report", &trace, "-o", path_str(&page)]).assert_success();
+    let html = std::fs::read_to_string(&page).expect("the report exists");
+    let advise = stepcast(&["advise", "--json", &trace]).json();
+    let prefetch = advise["failed"]
+        .as_array()
+        .expect("failed")
+        .iter()
+        .find(|f| f["name"] == "prefetch_inputs")
+        .expect("declined");
+    let at_most = prefetch["at_most"].as_f64().expect("a bound");
+    let section = html
+        .split("<h3>Declined here</h3>")
+        .nth(1)
+        .and_then(|rest| rest.split("<h3>").next())
+        .expect("a Declined here table");
+    assert!(section.contains("prefetch_inputs"), "{section}");
+    assert!(section.contains(&format!("{at_most:.3}×")), "{section}");
+    assert!(section.contains("--threads N"), "{section}");
+    // A trace with nothing declined that could gain has no such table.
+    stepcast(&["report", NCCL, "-o", path_str(&page)]).assert_success();
+    let html = std::fs::read_to_string(&page).expect("the report exists");
+    assert!(!html.contains("<h3>Declined here</h3>"));
+}
+
 #[test]
 fn report_of_a_job_folder_writes_nothing_to_stderr_on_a_pipe() {
     let dir = TempDir::new("report-job");

@@ -267,6 +267,29 @@ fn candidates(advise: &AdviseJson) -> String {
             program.len() - ANSWER_CANDIDATES
         )));
     }
+    // Declined changes that could gain: left out of the ranking, named with what they could
+    // gain and why, so a lever the trace cannot size is not a lever the page hides.
+    let declined: Vec<_> = advise
+        .failed
+        .iter()
+        .filter(|f| f.at_most.is_some_and(|x| x >= advise.useful_speedup))
+        .collect();
+    if !declined.is_empty() {
+        out.push_str(
+            "<h3>Declined here</h3>\n<p>Changes the trace could gain from but that are not \
+             predicted on it: each with the most it could gain (its bound, from the trace) and \
+             why it is declined.</p>\n",
+        );
+        let mut table = Table::new(&["what-if", "at most", "why"]);
+        for f in declined {
+            table.row(vec![
+                Cell::text(&f.name),
+                Cell::number(speedup(f.at_most), f.at_most.unwrap_or(0.0)),
+                Cell::text(f.error.strip_prefix("declined: ").unwrap_or(&f.error)),
+            ]);
+        }
+        out.push_str(&table.render());
+    }
     if !hardware.is_empty() {
         out.push_str(
             "<h3>A faster machine</h3>\n<p>What faster hardware would buy, alone or with the \
