@@ -320,7 +320,12 @@ fn memory_budget_is_met_by_the_least_slowdown_found_exhaustively() {
     let mut exhaustive: Vec<(i64, Model, i64)> = Vec::new();
     let mut peak = None;
     for fraction in fractions {
-        for model in [Model::Recompute { fraction }, Model::Offload { fraction }] {
+        for model in [
+            Model::Recompute {
+                fraction: Some(fraction),
+            },
+            Model::Offload { fraction },
+        ] {
             let effect = model.memory_effect(&context).expect("a memory trade");
             peak = effect.peak_bytes;
             let step = apply_models(&context, std::slice::from_ref(&model))

@@ -869,6 +869,53 @@ fn device_multiset(g: &stepcast::graph::Graph) -> std::collections::BTreeMap<(u3
     out
 }
 
+/// By default `recompute` checkpoints the forward pass's repeated blocks one by one, as the
+/// recorded programs did (`cpu-pairs/record.py`): the tiny GPT's 3 blocks, the transformer's
+/// 2 encoder layers, the CNN's 5 convolution blocks and the MLP's 15 linear-and-ReLU pairs
+/// (of 16 linear layers). The caveat names that count; the ops it recomputes are whole
+/// blocks, and no more than `--fraction 1` recomputes (the embeddings, head and loss stay).
+#[test]
+fn recompute_by_default_checkpoints_the_repeated_blocks_the_program_has() {
+    for (relative, blocks) in [
+        ("stepcast/cpu-recompute-pairs/gpt-base.json.gz", 3),
+        ("stepcast/cpu-recompute-pairs/transformer-base.json.gz", 2),
+        ("stepcast/cpu-recompute-pairs/cnn-base.json.gz", 5),
+        ("stepcast/cpu-recompute-pairs/mlp-base.json.gz", 15),
+    ] {
+        let loaded = load_mapped(relative);
+        let context = context(&loaded);
+        let default = Model::by_name("recompute").expect("a model");
+        let caveats = default.caveats(&context).join(" ");
+        assert!(
+            caveats.contains(&format!("{blocks} repeated blocks of")),
+            "{relative}: {caveats}"
+        );
+        let memory = default.memory_effect(&context).expect("a memory trade");
+        assert!(
+            memory.units > 0 && memory.units.is_multiple_of(blocks),
+            "{relative}: {} units",
+            memory.units
+        );
+        let whole = Model::Recompute {
+            fraction: Some(1.0),
+        };
+        let by_blocks = apply_models(&context, std::slice::from_ref(&default))
+            .unwrap_or_else(|e| panic!("{relative}: {e}"));
+        let by_whole = apply_models(&context, std::slice::from_ref(&whole))
+            .unwrap_or_else(|e| panic!("{relative}: {e}"));
+        assert!(
+            0 < by_blocks.changes.added && by_blocks.changes.added < by_whole.changes.added,
+            "{relative}: {} vs {}",
+            by_blocks.changes.added,
+            by_whole.changes.added
+        );
+        assert!(
+            by_blocks.predicted.step_ns <= by_whole.predicted.step_ns,
+            "{relative}"
+        );
+    }
+}
+
 /// Recomputation inserts copies of recorded forward kernels only (same name and duration),
 /// removes nothing, and slows the step down by at most what it inserted.
 #[test]
@@ -884,7 +931,9 @@ fn recompute_reinserts_recorded_forward_kernels_and_is_bounded() {
             .collect();
         let mut last_added = 0;
         for fraction in [0.25, 1.0] {
-            let model = Model::Recompute { fraction };
+            let model = Model::Recompute {
+                fraction: Some(fraction),
+            };
             let outcome = apply_models(&context, std::slice::from_ref(&model))
                 .unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(outcome.changes.removed, 0, "{relative}");
@@ -974,7 +1023,9 @@ fn recompute_on_a_cpu_trace_reinserts_forward_host_ops_and_is_bounded() {
         .collect();
     let mut last_added = 0;
     for fraction in [0.25, 1.0] {
-        let model = Model::Recompute { fraction };
+        let model = Model::Recompute {
+            fraction: Some(fraction),
+        };
         assert_eq!(model.outside_domain(&context), None);
         let outcome =
             apply_models(&context, std::slice::from_ref(&model)).unwrap_or_else(|e| panic!("{e}"));
@@ -1017,9 +1068,14 @@ fn recompute_on_a_cpu_trace_reinserts_forward_host_ops_and_is_bounded() {
         }
     }
     let per_step = forward_ops_by_step.values().copied().max().unwrap_or(0);
-    let steady = apply_models(&context, &[Model::Recompute { fraction: 1.0 }])
-        .unwrap_or_else(|e| panic!("{e}"))
-        .steady_steps;
+    let steady = apply_models(
+        &context,
+        &[Model::Recompute {
+            fraction: Some(1.0),
+        }],
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+    .steady_steps;
     assert!(
         last_added <= per_step * steady,
         "{last_added} > {per_step} × {steady}"

@@ -60,7 +60,7 @@ pub fn model(m: &Move) -> Option<Model> {
     let fraction = |percent: u32| f64::from(percent) / 100.0;
     match *m {
         Move::Recompute { percent } => Some(Model::Recompute {
-            fraction: fraction(percent),
+            fraction: Some(fraction(percent)),
         }),
         Move::Offload { percent } => Some(Model::Offload {
             fraction: fraction(percent),

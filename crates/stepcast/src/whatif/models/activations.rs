@@ -405,6 +405,94 @@ pub fn choose(activations: &Activations, fraction: f64) -> Vec<&ForwardUnit> {
     chosen
 }
 
+/// The repeated blocks of a forward pass: where its outermost ops' names repeat one sequence
+/// `count` times in a row (a transformer's layers, a residual stage's blocks, an MLP's
+/// linear-and-activation pairs), the units `torch.utils.checkpoint` is usually applied to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Blocks {
+    /// Of a step's units, the first of the first block.
+    pub start: usize,
+    /// Ops per block (at least [`MIN_BLOCK_OPS`]).
+    pub ops: usize,
+    /// Blocks in a row (at least 2).
+    pub count: usize,
+}
+
+/// The fewest ops a block has, of at least two names: one op repeated (`view`, `add`) is not
+/// a layer.
+pub const MIN_BLOCK_OPS: usize = 2;
+
+/// The longest run of one sequence of names repeated twice or more in a row in `names` (the
+/// most names covered; of runs that cover as many, the shortest block, so that four blocks are
+/// not read as two of twice their length). `None` where nothing repeats.
+pub fn repeated_blocks<T: PartialEq>(names: &[T]) -> Option<Blocks> {
+    let n = names.len();
+    let mut best: Option<Blocks> = None;
+    for ops in MIN_BLOCK_OPS..=n / 2 {
+        // `run` names in a row equal the name `ops` further on, from `from`: the names from
+        // `from` to `from + run + ops` repeat a block of `ops`.
+        let (mut from, mut run) = (0, 0);
+        for j in 0..n - ops {
+            if names[j] != names[j + ops] {
+                run = 0;
+                continue;
+            }
+            if run == 0 {
+                from = j;
+            }
+            run += 1;
+            let count = (run + ops) / ops;
+            // A block of one op over and over (`view`, `view`) is no layer either.
+            let distinct = names[from + 1..from + ops]
+                .iter()
+                .any(|x| *x != names[from]);
+            if count >= 2 && distinct && best.is_none_or(|b| count * ops > b.count * b.ops) {
+                best = Some(Blocks {
+                    start: from,
+                    ops,
+                    count,
+                });
+            }
+        }
+    }
+    best
+}
+
+/// The units of each steady step's repeated blocks ([`repeated_blocks`] over the names of its
+/// units' ops), where they are at least half its forward units; `None` where, in some steady
+/// step, they are not (no repeated layers to checkpoint one by one). With the chosen units,
+/// the fewest blocks a step has.
+pub fn choose_blocks<'a>(
+    context: &Context<'_>,
+    activations: &'a Activations,
+) -> Option<(Vec<&'a ForwardUnit>, Blocks)> {
+    let trace = context.trace;
+    let units = &activations.units;
+    let mut chosen = Vec::new();
+    let mut fewest: Option<Blocks> = None;
+    let mut start = 0;
+    while start < units.len() {
+        let step = units[start].step;
+        let end = start + units[start..].partition_point(|u| u.step == step);
+        let step_units = &units[start..end];
+        let names: Vec<_> = step_units
+            .iter()
+            .map(|u| trace.events[u.op.index()].name)
+            .collect();
+        let blocks = repeated_blocks(&names)?;
+        if blocks.count * blocks.ops * 2 < step_units.len() {
+            return None;
+        }
+        let span = blocks.start..blocks.start + blocks.count * blocks.ops;
+        chosen.extend(step_units[span].iter().filter(|u| u.backward.is_some()));
+        if fewest.is_none_or(|f| blocks.count < f.count) {
+            fewest = Some(blocks);
+        }
+        start = end;
+    }
+    fewest.map(|blocks| (chosen, blocks))
+}
+
 /// What a memory-for-time trade saves, per steady step (means over the steady steps).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemoryEffect {
@@ -460,4 +548,32 @@ pub fn memory_effect(
 /// find it cost the lane's length per unit: quadratic in the trace for the memory trades.)
 pub(super) fn lane_prev(edit: &super::super::edit::EditGraph, task: TaskId) -> Option<TaskId> {
     edit.lane_prev(task)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Blocks, repeated_blocks};
+
+    fn blocks(names: &str) -> Option<Blocks> {
+        repeated_blocks(&names.chars().collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn the_longest_run_of_one_repeated_sequence_is_the_blocks() {
+        // Embeddings, three layers, a head: the layers.
+        let found = blocks("epabcabcabch").expect("blocks");
+        assert_eq!((found.ops, found.count), (3, 3));
+        assert_eq!(&"epabcabcabch"[found.start..found.start + 9], "abcabcabc");
+        // Four blocks are not read as two of twice their length.
+        assert_eq!(blocks("abababab").map(|b| (b.ops, b.count)), Some((2, 4)));
+        // Most covered wins over more blocks.
+        assert_eq!(
+            blocks("ababxabcdeabcdeabcde").map(|b| (b.ops, b.count)),
+            Some((5, 3))
+        );
+        // Nothing repeats, or only one op does.
+        assert_eq!(blocks("abcdefg"), None);
+        assert_eq!(blocks("vvvvvvvv"), None);
+        assert_eq!(blocks(""), None);
+    }
 }

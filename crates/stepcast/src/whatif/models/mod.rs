@@ -80,7 +80,7 @@ pub enum Model {
         host: LoaderHost,
     },
     /// Activation recomputation, a memory-for-time trade: see [`recompute`].
-    Recompute { fraction: f64 },
+    Recompute { fraction: Option<f64> },
     /// vDNN offloading of activations, a memory-for-time trade: see [`offload`].
     Offload { fraction: f64 },
     /// Gist encoding of activations, a memory-for-time trade: see [`gist`].
@@ -202,9 +202,7 @@ impl Model {
     /// The memory-for-time trades (usually slower; they save memory) with their defaults.
     pub fn memory_trades() -> Vec<Model> {
         vec![
-            Model::Recompute {
-                fraction: DEFAULT_FRACTION,
-            },
+            Model::Recompute { fraction: None },
             Model::Offload {
                 fraction: DEFAULT_FRACTION,
             },
@@ -281,7 +279,10 @@ impl Model {
                     format!("prefetch_inputs({})", given.join(","))
                 }
             }
-            Model::Recompute { fraction } => with_fraction("recompute", *fraction),
+            Model::Recompute { fraction: None } => "recompute".to_string(),
+            Model::Recompute {
+                fraction: Some(fraction),
+            } => format!("recompute(fraction={fraction})"),
             Model::Offload { fraction } => with_fraction("offload", *fraction),
             Model::Gist { fraction } => with_fraction("gist", *fraction),
         }
@@ -305,9 +306,7 @@ impl Model {
             "kernel_fusion" => Model::KernelFusion { factor: None },
             "reconstruct_batchnorm" => Model::ReconstructBatchnorm,
             "prefetch_inputs" => prefetch_default(),
-            "recompute" => Model::Recompute {
-                fraction: DEFAULT_FRACTION,
-            },
+            "recompute" => Model::Recompute { fraction: None },
             "offload" => Model::Offload {
                 fraction: DEFAULT_FRACTION,
             },
@@ -442,9 +441,10 @@ impl Model {
                     .contention
                     .unwrap_or_else(|| contention_on(host.cores));
             }
-            Model::Recompute { fraction }
-            | Model::Offload { fraction }
-            | Model::Gist { fraction } => *fraction = params.fraction.unwrap_or(*fraction),
+            Model::Recompute { fraction } => *fraction = params.fraction.or(*fraction),
+            Model::Offload { fraction } | Model::Gist { fraction } => {
+                *fraction = params.fraction.unwrap_or(*fraction)
+            }
             Model::CudaGraphs | Model::RemoveSyncs | Model::ReconstructBatchnorm => {}
         }
         if let (Model::Amp | Model::AmpBf16, Some(dtype)) = (&model, params.dtype) {
@@ -621,6 +621,7 @@ impl Model {
             Model::FusedOptimizer { .. } => fused_optimizer::caveats(context),
             Model::FasterHardware(hardware) => hardware::caveats(context, hardware),
             Model::ReconstructBatchnorm => vec![batchnorm::CAVEAT.to_string()],
+            Model::Recompute { fraction } => recompute::caveats(context, *fraction),
             _ => Vec::new(),
         }
     }

@@ -2,15 +2,25 @@
 
 use super::super::edit::{EditGraph, Insert, InsertHost, InsertLaunch, Selection};
 use super::super::{Context, WhatIfError};
+use super::DEFAULT_FRACTION;
 use super::activations::{
-    Activations, MemoryEffect, choose, forward_units, lane_prev, memory_effect,
+    Activations, Blocks, ForwardUnit, MemoryEffect, choose, choose_blocks, forward_units,
+    lane_prev, memory_effect,
 };
 
 /// **Activation recomputation** (`torch.utils.checkpoint`; Chen et al., "Training Deep Nets
-/// with Sublinear Memory Cost"): the front of each steady step's forward pass — its outermost
-/// ops, in order, while their activation bytes stay within `fraction` of the step's — is one
-/// checkpointed segment: its activations are dropped after the forward pass and recomputed
-/// when the backward pass reaches them.
+/// with Sublinear Memory Cost"). What is recomputed:
+///
+/// - By default (`fraction` `None`), the forward pass's **repeated blocks**, each checkpointed
+///   on its own, as the function is usually applied (a transformer's layers, not its
+///   embeddings, head or loss): [`choose_blocks`], where they are at least half the forward's
+///   outermost ops; else the front half as below, and [`caveats`] says which.
+/// - With `fraction`, the front of each steady step's forward pass — its outermost ops, in
+///   order, while their activation bytes stay within `fraction` of the step's — as one
+///   checkpointed segment.
+///
+/// Their activations are dropped after the forward pass and recomputed when the backward
+/// pass reaches them.
 ///
 /// Time: every kernel (and memset) of a recomputed op is inserted again, with its recorded
 /// duration, on the stream of that op's backward, right before its first backward task (found
@@ -25,22 +35,25 @@ use super::activations::{
 /// recorded duration and the recorded host time after it (the Python forward between ops,
 /// which the recomputation runs again too). The slowdown is at most those ops' and gaps' time.
 ///
-/// Memory ([`recompute_memory`]): the segment's activations are gone from the forward pass
+/// Memory ([`recompute_memory`]): a segment's activations are gone from the forward pass
 /// but rematerialized at once when its backward starts, after the rest of the network's
 /// activations were freed: the activation peak goes from `T` to `max(T − C, C)` (`T` all
-/// activations, `C` the segment's). Bytes: see [`super::activations::ActivationSource`].
+/// activations, `C` the segment's); of `n` blocks checkpointed one by one, one block is
+/// rematerialized at a time: `T − C + C / n` (their inputs, kept, are not counted). Bytes:
+/// see [`super::activations::ActivationSource`].
 pub fn recompute(
     context: &Context<'_>,
     edit: &mut EditGraph,
-    fraction: f64,
+    fraction: Option<f64>,
 ) -> Result<usize, WhatIfError> {
     let graph = &context.window.graph;
     let activations = forward_units(context);
+    let (chosen, _) = selected(context, &activations, fraction);
     if activations.host_only {
-        return recompute_on_host(context, edit, &activations, fraction);
+        return recompute_on_host(context, edit, &chosen);
     }
     let mut inserted = 0;
-    for unit in choose(&activations, fraction) {
+    for unit in chosen {
         let Some(backward) = unit.backward.filter(|&b| edit.is_alive(b)) else {
             continue;
         };
@@ -92,12 +105,11 @@ pub fn recompute(
 fn recompute_on_host(
     context: &Context<'_>,
     edit: &mut EditGraph,
-    activations: &Activations,
-    fraction: f64,
+    chosen: &[&ForwardUnit],
 ) -> Result<usize, WhatIfError> {
     let graph = &context.window.graph;
     let mut inserted = 0;
-    for unit in choose(activations, fraction) {
+    for unit in chosen {
         let Some(backward) = unit.backward.filter(|&b| edit.is_alive(b)) else {
             continue;
         };
@@ -124,12 +136,69 @@ fn recompute_on_host(
     Ok(inserted)
 }
 
+/// The units [`recompute`] acts on with `fraction`, and the blocks they are where it found
+/// them (by default).
+fn selected<'a>(
+    context: &Context<'_>,
+    activations: &'a Activations,
+    fraction: Option<f64>,
+) -> (Vec<&'a ForwardUnit>, Option<Blocks>) {
+    match fraction {
+        Some(fraction) => (choose(activations, fraction), None),
+        None => match choose_blocks(context, activations) {
+            Some((chosen, blocks)) => (chosen, Some(blocks)),
+            None => (choose(activations, DEFAULT_FRACTION), None),
+        },
+    }
+}
+
 /// The memory [`recompute`] saves (see there).
-pub fn recompute_memory(context: &Context<'_>, fraction: f64) -> MemoryEffect {
+pub fn recompute_memory(context: &Context<'_>, fraction: Option<f64>) -> MemoryEffect {
     let activations = forward_units(context);
-    let chosen = choose(&activations, fraction);
+    let (chosen, blocks) = selected(context, &activations, fraction);
     memory_effect(context, &activations, &chosen, |total, chosen| {
         let c: i64 = chosen.iter().sum();
-        total - (total - c).max(c)
+        match blocks {
+            Some(blocks) => c - c / blocks.count.max(1) as i64,
+            None => total - (total - c).max(c),
+        }
     })
+}
+
+/// What [`recompute`] acts on, on this trace, by default: the blocks it found, or that it
+/// found none and recomputes the front half; nothing where `fraction` is given (the user
+/// chose).
+pub fn caveats(context: &Context<'_>, fraction: Option<f64>) -> Vec<String> {
+    if fraction.is_some() {
+        return Vec::new();
+    }
+    let activations = forward_units(context);
+    // The first steady step's outermost forward ops, which the blocks are counted among.
+    let step = activations.units.first().map(|u| u.step);
+    let ops = activations
+        .units
+        .iter()
+        .filter(|u| Some(u.step) == step)
+        .count();
+    match choose_blocks(context, &activations) {
+        Some((_, blocks)) => {
+            vec![format!(
+                "recomputes the forward pass's {} repeated blocks of {} ops each (the longest \
+                 run of one sequence of ops; where a block starts within it, the trace does not \
+                 say), each checkpointed on its own as `torch.utils.checkpoint` is usually \
+                 applied; the other {} of its {ops} outermost ops (embeddings, head, loss) keep \
+                 their activations: give --fraction F to recompute the front F of the forward \
+                 pass's activations as one segment instead",
+                blocks.count,
+                blocks.ops,
+                ops.saturating_sub(blocks.count * blocks.ops),
+            )]
+        }
+        None => vec![format!(
+            "no sequence of ops repeats in a row over half the forward pass (no layers to \
+             checkpoint one by one): recomputes its front {:.0} % of the activations as one \
+             segment (--fraction)",
+            DEFAULT_FRACTION * 100.0
+        )],
+    }
 }
