@@ -7,6 +7,7 @@ predicted from BEFORE can be checked against AFTER as measured.
     python3 record.py OUTDIR ddp4             # four ranks sharing the cores (ddp-gloo4/)
     python3 record.py OUTDIR mlp base checkpoint   # activation checkpointing (../cpu-recompute-pairs/)
     python3 record.py OUTDIR gpt base checkpoint reentrant   # a tiny GPT, non-reentrant and reentrant checkpointing
+    python3 record.py OUTDIR resmlp base checkpoint   # a residual MLP, each block checkpointed
 
 A configuration is `<workload>-<variant>`; a pair is two variants of one workload that differ
 by exactly one change (README.md beside this script lists them and their bars). Modeled on
@@ -162,6 +163,51 @@ def gpt():
     return TinyGpt(), (x, y), lambda out, y: F.cross_entropy(out.flatten(0, 1), y.flatten())
 
 
+class ResidualMlpBlock(nn.Module):
+    """A pre-norm residual MLP block: layer norm, linear to 4 × the width, GELU, linear back,
+    added to its input."""
+
+    def __init__(self, width=256):
+        super().__init__()
+        self.ln = nn.LayerNorm(width)
+        self.mlp = nn.Sequential(
+            nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width)
+        )
+
+    def forward(self, x):
+        return x + self.mlp(self.ln(x))
+
+
+class ResMlp(nn.Module):
+    """An input projection (64 → 256), 4 `ResidualMlpBlock`s, a final layer norm and a
+    10-way classifier."""
+
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(64, 256)
+        self.blocks = nn.ModuleList(ResidualMlpBlock() for _ in range(4))
+        self.ln_f, self.head = nn.LayerNorm(256), nn.Linear(256, 10)
+
+    def embed(self, x):
+        return self.inp(x)
+
+    def out(self, h):
+        return self.head(self.ln_f(h))
+
+    def forward(self, x):
+        h = self.embed(x)
+        for block in self.blocks:
+            h = block(h)
+        return self.out(h)
+
+
+def resmlp():
+    """`ResMlp`, batch 128."""
+    x = torch.randn(128, 64)
+    y = torch.randint(0, 10, (128,))
+    return ResMlp(), (x, y), F.cross_entropy
+
+
 class Images(torch.utils.data.Dataset):
     """CPU-side preprocessing of a synthetic image: decode-like work, crop, flip, normalize."""
 
@@ -223,9 +269,13 @@ def make_config(workload, variant):
         # The workers' prefetched batches (2 per worker) are used up before a timed round.
         return Config(name, step, lead_in=2 * workers + 2)
 
-    model, batch, loss_fn = {"mlp": mlp, "transformer": transformer, "cnn": cnn, "gpt": gpt}[
-        workload
-    ]()
+    model, batch, loss_fn = {
+        "mlp": mlp,
+        "transformer": transformer,
+        "cnn": cnn,
+        "gpt": gpt,
+        "resmlp": resmlp,
+    }[workload]()
     optim_args = {
         "base": {},
         "checkpoint": {},
@@ -248,13 +298,14 @@ def checkpointed(workload, model, reentrant=False):
     """The model's forward with every layer under activation checkpointing
     (`torch.utils.checkpoint`, non-reentrant unless `reentrant`): each encoder layer of
     `transformer`, each linear layer with its ReLU of `mlp`, each convolution with its batch
-    norm and ReLU of `cnn` (and its head), each block of `gpt` (not its embeddings or head).
+    norm and ReLU of `cnn` (and its head), each block of `gpt` and `resmlp` (not their
+    embeddings, input projection or head).
     Their activations are dropped after the forward pass and the backward pass runs each
     layer's forward again before its own backward (reentrant: inside the layer's
     `CheckpointFunctionBackward`, as a forward and backward of its own)."""
     from torch.utils.checkpoint import checkpoint
 
-    if workload == "gpt":
+    if workload in ("gpt", "resmlp"):
 
         def gpt_forward(idx):
             h = model.embed(idx)
