@@ -1774,6 +1774,17 @@ const PAIRS: &[Pair] = &[
          CPU)",
         RECOMPUTE_GPT,
     ),
+    cpu(
+        "stepcast/cpu-recompute-pairs/resmlp-base.json.gz",
+        "stepcast/cpu-recompute-pairs/resmlp-checkpoint.json.gz",
+        "each residual MLP block under `torch.utils.checkpoint` (quiet CPU)",
+        &[held(
+            "recompute",
+            Bar::Missed(&Bar::Traced(0.15)),
+            false,
+            RECOMPUTE_ON_CPU_RESMLP,
+        )],
+    ),
 ];
 
 /// The CPU `recompute` pairs (`cpu-recompute-pairs/README.md`).
@@ -1798,6 +1809,14 @@ const RECOMPUTE_ON_CPU_GPT: &str = "an unseen program, its bar fixed after the f
      forward and a backward of its own inside `CheckpointFunctionBackward`) where the model \
      adds 16.1. Without the profiler checkpointing cost 14.0 and 14.4 ms a step (46.2 → 60.2 and \
      60.6 ms): the prediction's cost, made from the traced forward, is within 1 % of that";
+const RECOMPUTE_ON_CPU_RESMLP: &str = "the default, the forward pass's repeated blocks \
+     checkpointed one by one (written after the GPT pairs were seen), held blind: its bar fixed \
+     before recording (load average 0.8 to 0.9). It found the program's 4 blocks; the change \
+     itself grew the backward phase by 5.6 ms a step and the forward by 1.0 as traced, where \
+     the model adds 9.9; and AFTER's trace ran the update it does not touch (`Adam.step`) in \
+     8.1 ms a step where BEFORE's took 12.5, as the MLP pair's did: with BEFORE's update AFTER's \
+     step would be 50.4 ms, and the error +6.7 %. Without the profiler checkpointing cost 7.5 ms a step (35.1 → 42.6 ms), and the \
+     prediction is within about 1 % of that outcome";
 const RECOMPUTE_ON_CPU_CNN: &str = "a third pair, its bar fixed after the first two's results \
      were seen and before it was recorded: the backward phase predicted at 21.7 ms a step \
      against 20.8 measured (+4.5 %), the forward at 7.7 against 7.8. Without the profiler \
