@@ -198,7 +198,8 @@ pub struct WhatIfArgs {
     #[arg(long, value_name = "X", conflicts_with = "scenario")]
     pub copy: Option<f64>,
     /// recompute, offload, gist: the share of each step's activation bytes acted on, from the
-    /// front of the forward pass (0 < F <= 1; default 0.5).
+    /// front of the forward pass (0 < F <= 1; default 0.5; recompute without it checkpoints
+    /// the forward pass's repeated blocks one by one).
     #[arg(long, value_name = "F", conflicts_with = "scenario")]
     pub fraction: Option<f64>,
     /// prefetch_inputs: how much slower the training process's host work runs beside the
