@@ -361,9 +361,9 @@ pub fn oversubscribed(context: &Context<'_>, workers: u32, host: LoaderHost) -> 
 /// (`torch.set_num_threads(1)`) a worker runs the loading's tensor ops as fast as the training
 /// process did and the workers use cores it leaves idle (this project's 2-core pairs: ×1.5 to
 /// ×2.3 with 1, 2 and 4 workers, as traced); with PyTorch's default, a thread per core, they
-/// displace its threads ([`oversubscribed`]: ×0.74 and ×0.89 with 1 and 2). No default stands for both, and
-/// [`WORKER_TENSOR_SLOWDOWN`], fitted on a GPU machine's 16-CPU host, for neither: the two
-/// predictions would differ in direction. It matters where the loading is a twentieth or more
+/// displace its threads ([`oversubscribed`]: ×0.74 and ×0.89 with 1 and 2). No default
+/// stands for both, and [`WORKER_TENSOR_SLOWDOWN`], fitted on a GPU machine's 16-CPU host, for
+/// neither: the two predictions would differ in direction. It matters where the loading is a twentieth or more
 /// of the CPU work of a step (less, and a few mostly idle workers change little either way)
 /// and the tensor ops PyTorch spreads over its threads a tenth or more (a loader of Python
 /// and small tensors, beside a training of them, runs alike either way).
@@ -389,7 +389,7 @@ pub fn host_unknown(context: &Context<'_>, host: LoaderHost) -> Option<String> {
          thread per core, the workers displace those threads (on this project's 2-core pairs: \
          ×1.5-2.3 with one thread, ×0.74-0.89 with the default). Give --threads N \
          (torch.get_num_threads()) and --cores C",
-        (work.parallel_ns + work.training_parallel_ns) as f64 / 1e6,
+        spread as f64 / 1e6,
         work.in_worker_ns(one_thread) as f64 / 1e6,
     ))
 }
