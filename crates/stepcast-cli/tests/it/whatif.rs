@@ -283,11 +283,15 @@ fn bad_model_or_scenario_is_one_message_and_nothing_written() {
 fn memory_trades_report_the_memory_they_save() {
     let mut saved = Vec::new();
     for (args, name) in [
-        (&["recompute"][..], "recompute"),
+        (
+            &["recompute", "--fraction", "0.5"][..],
+            "recompute(fraction=0.5)",
+        ),
         (
             &["recompute", "--fraction", "0.25"][..],
             "recompute(fraction=0.25)",
         ),
+        (&["recompute"][..], "recompute"),
         (&["offload"][..], "offload"),
         (&["gist"][..], "gist"),
     ] {

@@ -425,7 +425,32 @@ pub const MIN_BLOCK_OPS: usize = 2;
 /// The longest run of one sequence of names repeated twice or more in a row in `names` (the
 /// most names covered; of runs that cover as many, the shortest block, so that four blocks are
 /// not read as two of twice their length). `None` where nothing repeats.
+///
+/// Two blocks are taken only where no shorter sequence repeats three times or more over half a
+/// block's length: a stack of near-identical layers (a ResNet's bottlenecks, whose first in
+/// each stage differs) can repeat exactly twice at a length no layer has, and its layers are
+/// the shorter run.
 pub fn repeated_blocks<T: PartialEq>(names: &[T]) -> Option<Blocks> {
+    let best = longest_run(names, 2)?;
+    match longest_run(names, 3) {
+        Some(finer)
+            if best.count == 2 && finer.ops < best.ops && finer.covered() * 2 >= best.ops =>
+        {
+            Some(finer)
+        }
+        _ => Some(best),
+    }
+}
+
+impl Blocks {
+    /// The units the blocks cover.
+    pub fn covered(&self) -> usize {
+        self.count * self.ops
+    }
+}
+
+/// [`repeated_blocks`]' run of at least `min_count` blocks.
+fn longest_run<T: PartialEq>(names: &[T], min_count: usize) -> Option<Blocks> {
     let n = names.len();
     let mut best: Option<Blocks> = None;
     for ops in MIN_BLOCK_OPS..=n / 2 {
@@ -446,7 +471,7 @@ pub fn repeated_blocks<T: PartialEq>(names: &[T]) -> Option<Blocks> {
             let distinct = names[from + 1..from + ops]
                 .iter()
                 .any(|x| *x != names[from]);
-            if count >= 2 && distinct && best.is_none_or(|b| count * ops > b.count * b.ops) {
+            if count >= min_count && distinct && best.is_none_or(|b| count * ops > b.covered()) {
                 best = Some(Blocks {
                     start: from,
                     ops,
@@ -570,6 +595,15 @@ mod tests {
         assert_eq!(
             blocks("ababxabcdeabcdeabcde").map(|b| (b.ops, b.count)),
             Some((5, 3))
+        );
+        // Twice at a length no layer has, where a shorter block repeats: the shorter.
+        assert_eq!(
+            blocks("abababXabababX").map(|b| (b.ops, b.count)),
+            Some((2, 3))
+        );
+        assert_eq!(
+            blocks("abcdefabcdef").map(|b| (b.ops, b.count)),
+            Some((6, 2))
         );
         // Nothing repeats, or only one op does.
         assert_eq!(blocks("abcdefg"), None);
