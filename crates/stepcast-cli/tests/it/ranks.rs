@@ -1816,22 +1816,26 @@ fn a_job_whose_ranks_traced_different_collectives_matches_the_shared_ones_and_na
 /// the same program as the job of its name, recorded by `without_shapes.py`): no collective's
 /// size and no transfer's peer is in the trace. The collectives still match within their
 /// groups, as many per group as the same program's recording with shapes matches (which the
-/// tests above hold to its `c10d::` ops); the transfers, which no record pairs, are each
-/// reported unmatched for that reason (as many as each rank's `c10d::send` and `c10d::recv_`
-/// ops inside its steps), and the text says why.
+/// tests above hold to its `c10d::` ops). The transfers, which no record pairs, are paired by
+/// their times where that is certain: each pair's group is one the recording with shapes
+/// names, with no more transfers than it; where sends and receives block (`pp_dp.py`), every
+/// pair that recording has. Each side left open is unmatched for that reason; paired and open
+/// together are each rank's `c10d::send` and `c10d::recv_` ops inside its steps, and the text
+/// says which is which.
 #[test]
-fn a_job_traced_without_shapes_matches_its_collectives_and_names_its_unpaired_transfers() {
-    for (job, with_shapes, ranks) in [
-        (cpu_job!("tp4dp2-noshapes"), cpu_job!("tp4dp2"), 8),
-        (cpu_job!("ep2dp2-noshapes"), cpu_job!("ep2dp2"), 4),
-        (cpu_job!("pp2dp2-noshapes"), cpu_job!("pp2dp2"), 4),
+fn a_job_traced_without_shapes_matches_its_collectives_and_pairs_its_transfers_by_time() {
+    for (job, with_shapes, ranks, every_pair) in [
+        (cpu_job!("tp4dp2-noshapes"), cpu_job!("tp4dp2"), 8, true),
+        (cpu_job!("ep2dp2-noshapes"), cpu_job!("ep2dp2"), 4, true),
+        (cpu_job!("pp2dp2-noshapes"), cpu_job!("pp2dp2"), 4, true),
         // Recorded as blind tests, the bar fixed before: met first time.
-        (cpu_job!("pp2dp3-noshapes"), cpu_job!("pp2dp3"), 6),
-        (cpu_job!("fsdp4x2-noshapes"), cpu_job!("fsdp4x2"), 8),
+        (cpu_job!("pp2dp3-noshapes"), cpu_job!("pp2dp3"), 6, true),
+        (cpu_job!("fsdp4x2-noshapes"), cpu_job!("fsdp4x2"), 8, true),
         (
             cpu_job!("pipelining-interleaved-pp2dp2-fsdp-noshapes"),
             cpu_job!("pipelining-interleaved-pp2dp2-fsdp"),
             4,
+            false,
         ),
     ] {
         let run = stepcast(&["replay", "--json", "--ranks", "all", job]);
@@ -1842,6 +1846,32 @@ fn a_job_traced_without_shapes_matches_its_collectives_and_names_its_unpaired_tr
         assert!(json["max_abs_error"].as_f64().is_some_and(|e| e <= 0.02));
         let reference = stepcast(&["replay", "--json", "--ranks", "all", with_shapes]).json();
         assert_eq!(inferred_groups(&json), inferred_groups(&reference), "{job}");
+        // Each transfer group: its name and how many transfers it matched.
+        let transfer_groups = |json: &serde_json::Value, source: &str| -> Vec<(String, u64)> {
+            json["collectives"]["groups"]
+                .as_array()
+                .expect("groups")
+                .iter()
+                .filter(|g| g["source"] == source)
+                .map(|g| {
+                    let name = g["group"].as_str().expect("group").to_string();
+                    (name, g["matched"].as_u64().expect("matched"))
+                })
+                .collect()
+        };
+        let timed = transfer_groups(&json, "peer_by_time");
+        let recorded = transfer_groups(&reference, "peer_order");
+        if every_pair {
+            assert_eq!(timed, recorded, "{job}");
+        } else {
+            assert!(!timed.is_empty(), "{job}");
+            for (group, matched) in &timed {
+                assert!(
+                    recorded.iter().any(|(g, m)| g == group && matched <= m),
+                    "{job}: {group} ({matched}) is not a recorded pair: {recorded:?}"
+                );
+            }
+        }
         let unmatched = json["collectives"]["unmatched"]
             .as_array()
             .expect("unmatched");
@@ -1849,6 +1879,22 @@ fn a_job_traced_without_shapes_matches_its_collectives_and_names_its_unpaired_tr
             .map(|r| {
                 let file = format!("{job}/rank{r}.json.gz");
                 events_in_steps(&file, &["c10d::send", "c10d::recv_"]).len() as u64
+            })
+            .collect();
+        // Per rank: its sides paired by time (one per transfer it sends or receives) and left
+        // open.
+        let paired: Vec<u64> = (0..ranks as i64)
+            .map(|r| {
+                json["collectives"]["groups"]
+                    .as_array()
+                    .expect("groups")
+                    .iter()
+                    .filter(|g| {
+                        g["source"] == "peer_by_time"
+                            && g["ranks"].as_array().is_some_and(|m| m.contains(&r.into()))
+                    })
+                    .map(|g| g["matched"].as_u64().expect("matched"))
+                    .sum()
             })
             .collect();
         let unpaired: Vec<u64> = (0..ranks)
@@ -1864,13 +1910,29 @@ fn a_job_traced_without_shapes_matches_its_collectives_and_names_its_unpaired_tr
                     .count() as u64
             })
             .collect();
-        assert_eq!(unpaired, transfers_issued, "{job}");
+        let sides: Vec<u64> = paired.iter().zip(&unpaired).map(|(p, u)| p + u).collect();
+        assert_eq!(sides, transfers_issued, "{job}");
         assert_eq!(
             unmatched.len() as u64,
             unpaired.iter().sum::<u64>(),
             "{job}: nothing else unmatched"
         );
-        let text = stepcast(&["replay", job]).stdout;
+        // The text as words, whatever its line breaks.
+        let text = stepcast(&["replay", job])
+            .stdout
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert_eq!(
+            text.contains("paired by their times"),
+            paired.iter().any(|&n| n > 0),
+            "{job}"
+        );
+        assert_eq!(
+            text.contains("are left unmatched"),
+            unpaired.iter().any(|&n| n > 0),
+            "{job}"
+        );
         assert_eq!(
             text.contains("record_shapes=True"),
             transfers_issued.iter().any(|&n| n > 0),

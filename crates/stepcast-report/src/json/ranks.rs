@@ -424,8 +424,10 @@ pub struct GroupMatchingJson {
     pub group: String,
     /// `recorded_seq` (recorded group and sequence number), `group_step_order` (recorded group;
     /// step and order within the step), `step_order` (no group recorded: the stream; step and
-    /// order within the step), `stream_order` (outside any step: order on the stream) or
-    /// `inferred` (host threads' collectives, the group inferred: see `host_groups`).
+    /// order within the step), `stream_order` (outside any step: order on the stream),
+    /// `inferred` (host threads' collectives, the group inferred: see `host_groups`),
+    /// `peer_order` (a gloo transfer, its pair recorded) or `peer_by_time` (a gloo transfer
+    /// whose peer is not recorded, paired by the two sides' times).
     pub source: &'static str,
     /// Its members among the ranks given (rank numbers), as a trace declares or records them;
     /// `null` where none does, every rank given then taken to be one.

@@ -128,6 +128,7 @@ pub(crate) fn group_list(doc: &RanksJson) -> Vec<String> {
             });
             let how = match g.source {
                 "inferred" => "group inferred".to_string(),
+                "peer_by_time" => "paired by time".to_string(),
                 source => format!("by {}", source.replace('_', " ")),
             };
             format!("{}{members} {how}", sanitize(&g.group))
@@ -177,7 +178,7 @@ pub(crate) fn earlier_windows_words(files: &[String]) -> Option<String> {
 }
 
 /// Where gloo's point-to-point transfers record no peer (traced without `record_shapes`):
-/// how many, and that they are left unmatched.
+/// how many the ranks' times paired, and how many are left unmatched.
 pub(crate) fn unpaired_transfers_words(doc: &RanksJson) -> Option<String> {
     let reason = stepcast::ranks::UnmatchedReason::PeerNotRecorded.as_str();
     let left = doc
@@ -186,11 +187,38 @@ pub(crate) fn unpaired_transfers_words(doc: &RanksJson) -> Option<String> {
         .iter()
         .filter(|u| u.reason == reason)
         .count();
-    (left > 0).then(|| {
-        format!(
-            "{left} point-to-point transfers (gloo's send and recv) record no peer: their              posting ops keep it among their concrete inputs, which the profiler records only              with record_shapes=True. They are left unmatched (each keeps its own recorded              wait), and the pipeline's waits between ranks are the recorded ones; trace with              record_shapes=True to pair them."
-        )
-    })
+    let paired: u64 = doc
+        .collectives
+        .groups
+        .iter()
+        .filter(|g| g.source == stepcast::ranks::GroupSource::PeerByTime.as_str())
+        .map(|g| u64::from(g.matched))
+        .sum();
+    if left == 0 && paired == 0 {
+        return None;
+    }
+    let mut words = format!(
+        "{} of gloo's point-to-point sends and receives record no peer: their posting ops keep \
+         it among their concrete inputs, which the profiler records only with \
+         record_shapes=True.",
+        2 * paired + left as u64
+    );
+    if paired > 0 {
+        words.push_str(&format!(
+            " {} of them are paired by their times into {paired} transfers (inferred): gloo \
+             sends only once the receiver has posted, so a transfer's two sides overlap, and \
+             each pair is one that every pairing consistent with the ranks' times holds.",
+            2 * paired
+        ));
+    }
+    if left > 0 {
+        words.push_str(&format!(
+            " The other {left} are left unmatched (each keeps its own recorded wait): their times fit more \
+             than one other side, and the pipeline's waits between ranks are the recorded ones \
+             there; trace with record_shapes=True to pair them."
+        ));
+    }
+    Some(words)
 }
 
 /// Why the groups of gloo's collectives were not inferred, where they were not.

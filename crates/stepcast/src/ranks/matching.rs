@@ -22,6 +22,7 @@ use std::collections::BTreeMap;
 use stepcast_trace::{CommArgs, LaneKind, Trace};
 
 use super::host_groups::{HostGroupInference, HostGroups, infer_host_groups};
+use super::timed_transfers::pair_by_time;
 use super::transfer_peers::resolve_transfer_peers;
 use super::{RankGraph, RankId, RankTrace, lane_label};
 use crate::Window;
@@ -51,6 +52,11 @@ pub enum GroupSource {
     /// receiver) the posting op records; the place is its order between the two over the
     /// window (transfers between two ranks arrive in the order they were posted).
     PeerOrder,
+    /// A point-to-point transfer whose posting op records no peer (traced without
+    /// `record_shapes`), paired by the two sides' times (see [`super::timed_transfers`]):
+    /// its group is the pair (sender, receiver) so found; the place, as under
+    /// [`GroupSource::PeerOrder`].
+    PeerByTime,
 }
 
 impl GroupSource {
@@ -62,7 +68,14 @@ impl GroupSource {
             GroupSource::StreamOrder => "stream_order",
             GroupSource::Inferred => "inferred",
             GroupSource::PeerOrder => "peer_order",
+            GroupSource::PeerByTime => "peer_by_time",
         }
+    }
+
+    /// Whether the collectives so found are point-to-point transfers: a pair of a sender
+    /// and a receiver, not a group whose members all post the same collective.
+    pub fn is_transfer(self) -> bool {
+        matches!(self, GroupSource::PeerOrder | GroupSource::PeerByTime)
     }
 }
 
@@ -86,8 +99,27 @@ pub struct CollectiveInstance {
     /// tensor inputs): part of what tells one group's collectives from another's.
     pub elements: Option<i64>,
     /// A point-to-point transfer's direction and the other side's rank number, as the op
-    /// that posted it records them (see [`GroupSource::PeerOrder`]).
+    /// that posted it records them (see [`GroupSource::PeerOrder`]), or as its times pair it
+    /// (see [`GroupSource::PeerByTime`]).
     pub peer: Option<Peer>,
+    /// A host (gloo) transfer's side as its rank ran it, peer recorded or not.
+    pub transfer: Option<HostTransfer>,
+}
+
+/// One side of a host (gloo) point-to-point transfer, as its rank ran it: what the pairing
+/// by time reads where the posting op records no peer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct HostTransfer {
+    /// Whether this rank sends (`gloo:send`; else it receives, `gloo:recv`).
+    pub sends: bool,
+    /// The task holding the op that posted it (`c10d::send`, `c10d::recv_`), else its range's
+    /// own: where a send starts.
+    pub posted_by: TaskId,
+    /// When the posting op started and when the range ended, on the rank's recorded clock
+    /// (as the graph's times): gloo sends only once the receiver has posted its receive, so
+    /// the two sides of one transfer overlap between these.
+    pub posted_ns: i64,
+    pub done_ns: i64,
 }
 
 impl CollectiveInstance {
@@ -387,26 +419,28 @@ pub(crate) fn collectives_of(
                 .flatten()
                 .filter(|s| !s.synthetic)
                 .map(|s| s.number);
-            let posted = rank_number
-                .filter(|_| stream == HOST_CHANNEL)
-                .and_then(|_| host_peer(trace, graph.event[i]));
-            let peer = posted.map(|(peer, _)| peer);
+            let transfer = (stream == HOST_CHANNEL)
+                .then(|| host_transfer(trace, graph, task))
+                .flatten();
+            let peer =
+                transfer
+                    .filter(|_| rank_number.is_some())
+                    .and_then(|(transfer, posting)| {
+                        Some(Peer {
+                            sends: transfer.sends,
+                            rank: recorded_peer(trace, posting?)?,
+                        })
+                    });
+            let transfer = transfer.map(|(transfer, _)| transfer);
             // gloo sends a CPU tensor inside the posting op (`c10d::send`) and its `gloo:send`
             // range only waits for completion: the task holding the op (the op's own, or a
             // `record_function` around it, as `torch.distributed.pipelining` wraps each
             // action) is the transfer's start.
-            let task = match posted {
-                Some((Peer { sends: true, .. }, posting)) => trace
-                    .events
-                    .get(posting.index())
-                    .and_then(|op| graph.task_holding(op.lane, op.start_ns))
-                    .unwrap_or(task),
+            let task = match (peer, transfer) {
+                (Some(Peer { sends: true, .. }), Some(t)) => t.posted_by,
                 _ => task,
             };
-            let unpaired = stream == HOST_CHANNEL
-                && peer.is_none()
-                && crate::comm::Collective::parse(trace.name(graph.name[i]))
-                    == Some(crate::comm::Collective::SendRecv);
+            let unpaired = transfer.is_some() && peer.is_none();
             let (group, source, step) = match (process_group, recorded_seq, step) {
                 _ if unpaired => (UNPAIRED_TRANSFERS.to_string(), GroupSource::StepOrder, step),
                 _ if peer.is_some() => {
@@ -451,6 +485,7 @@ pub(crate) fn collectives_of(
                 seq,
                 elements,
                 peer,
+                transfer,
             });
         }
     }
@@ -460,38 +495,57 @@ pub(crate) fn collectives_of(
 /// Events before a gloo point-to-point range its posting op is looked for among.
 const POSTING_LOOKBACK: usize = 16;
 
-/// The direction and other side of a gloo point-to-point range (`gloo:send`, `gloo:recv`):
-/// the op that posted it, the last `c10d::send`/`c10d::recv_` on its thread starting no
-/// later, records the peer's rank as its third input (`Concrete Inputs`). With the posting
-/// op's event; `None` for other ranges, or where the posting op or its peer is not recorded.
-fn host_peer(
+/// The side of a gloo point-to-point transfer whose range (`gloo:send`, `gloo:recv`) is
+/// `range`'s task, with the event of the op that posted it: the last `c10d::send` /
+/// `c10d::recv_` on its thread starting no later, where one of the same direction is there.
+/// `None` for other tasks.
+fn host_transfer(
     trace: &Trace,
-    event: stepcast_trace::EventId,
-) -> Option<(Peer, stepcast_trace::EventId)> {
-    let range = trace.events.get(event.index())?;
-    let sends = match trace.name(range.name) {
+    graph: &crate::graph::Graph,
+    range: TaskId,
+) -> Option<(HostTransfer, Option<stepcast_trace::EventId>)> {
+    let event = graph.event[range.index()];
+    let range_event = trace.events.get(event.index())?;
+    let sends = match trace.name(range_event.name) {
         "gloo:send" => true,
         "gloo:recv" => false,
         _ => return None,
     };
-    let lane = trace.lane_events(range.lane);
-    let before = lane.partition_point(|e| e.start_ns <= range.start_ns);
+    let lane = trace.lane_events(range_event.lane);
+    let before = lane.partition_point(|e| e.start_ns <= range_event.start_ns);
     // The posting op comes just before its range (a few events back at most): a bounded
     // look, so that ranges without one cost no scan of the whole thread.
     let from = before.saturating_sub(POSTING_LOOKBACK);
-    let posting = from
-        + lane[from..before].iter().rposition(|e| {
+    let posting = lane[from..before]
+        .iter()
+        .rposition(|e| {
             let name = trace.name(e.name);
             name.starts_with("c10d::send") || name.starts_with("c10d::recv")
-        })?;
-    let posting_event = &lane[posting];
-    if trace.name(posting_event.name).starts_with("c10d::send") != sends {
-        return None;
-    }
-    let lane_start = trace.events.partition_point(|e| e.lane < range.lane);
-    let id = stepcast_trace::EventId((lane_start + posting) as u32);
-    match trace.inputs_of(id)?.get(2)? {
-        stepcast_trace::OpInput::Int(rank) if *rank >= 0 => Some((Peer { sends, rank: *rank }, id)),
+        })
+        .map(|k| from + k)
+        .filter(|&k| trace.name(lane[k].name).starts_with("c10d::send") == sends);
+    let lane_start = trace.events.partition_point(|e| e.lane < range_event.lane);
+    let posting_event = posting.map(|k| stepcast_trace::EventId((lane_start + k) as u32));
+    let (posted_by, posted_ns) = posting
+        .and_then(|k| {
+            let op = &lane[k];
+            Some((graph.task_holding(op.lane, op.start_ns)?, op.start_ns))
+        })
+        .unwrap_or((range, graph.rec_start_ns[range.index()]));
+    let transfer = HostTransfer {
+        sends,
+        posted_by,
+        posted_ns,
+        done_ns: graph.rec_end_ns[range.index()],
+    };
+    Some((transfer, posting_event))
+}
+
+/// The peer a gloo posting op (`c10d::send`, `c10d::recv_`) records as its third input
+/// (`Concrete Inputs`, kept only under `record_shapes=True`).
+fn recorded_peer(trace: &Trace, posting: stepcast_trace::EventId) -> Option<i64> {
+    match trace.inputs_of(posting)?.get(2)? {
+        stepcast_trace::OpInput::Int(rank) if *rank >= 0 => Some(*rank),
         _ => None,
     }
 }
@@ -561,7 +615,7 @@ impl GroupMembers {
         let mut members: BTreeMap<String, Vec<RankId>> = BTreeMap::new();
         // A transfer's pair: its sender and receiver.
         for list in lists {
-            for instance in list.iter().filter(|i| i.source == GroupSource::PeerOrder) {
+            for instance in list.iter().filter(|i| i.source.is_transfer()) {
                 members.entry(instance.group.clone()).or_insert_with(|| {
                     let (sender, receiver) = Peer::pair_of(&instance.group).unwrap_or((-1, -1));
                     let mut pair: Vec<RankId> = [sender, receiver]
@@ -616,7 +670,29 @@ pub fn match_collectives(ranks: &[RankGraph]) -> CollectiveMatching {
         .collect();
     let resolved = resolve_transfer_peers(ranks, &as_recorded);
     let recorded: Vec<&[CollectiveInstance]> = resolved.iter().map(AsRef::as_ref).collect();
-    let members = GroupMembers::of(ranks, &recorded);
+    // Transfers that record no peer are paired by their times where every rank shares one
+    // clock (one host's). Across hosts the clocks are aligned by the collectives to within
+    // milliseconds, more than separates a transfer from its neighbours, and pairing one host's
+    // ranks alone would pair a transfer whose other side is on another host with a stranger:
+    // there they stay unmatched.
+    let clock = super::clocks::shared_clocks(ranks);
+    if clock.iter().any(|&c| c != clock[0]) {
+        return match_job(ranks, &recorded, &clock);
+    }
+    let timed = pair_by_time(ranks, &recorded);
+    let lists: Vec<&[CollectiveInstance]> = timed.iter().map(AsRef::as_ref).collect();
+    match_job(ranks, &lists, &clock)
+}
+
+/// [`match_collectives`] on each rank's list of collectives, transfers paired where they can
+/// be, the groups of gloo's collectives inferred where none is recorded; `clock`: each rank's
+/// shared clock ([`super::clocks::shared_clocks`]).
+fn match_job(
+    ranks: &[RankGraph],
+    recorded: &[&[CollectiveInstance]],
+    clock: &[usize],
+) -> CollectiveMatching {
+    let members = GroupMembers::of(ranks, recorded);
     // Several assignments may give every group's members the same collectives (a world group
     // running one program on every rank agrees with any grouping; so does a thread that always
     // runs the same bucket). The clocks decide, each grouping's clocks aligned by its own
@@ -627,7 +703,6 @@ pub fn match_collectives(ranks: &[RankGraph]) -> CollectiveMatching {
     // collective together, ranks paired by mistake only by chance. The inference offers its
     // groupings most likely first (`host_groups::Tier`); a tier all of whose groupings the
     // clocks put out gives way to the next.
-    let clock = super::clocks::shared_clocks(ranks);
     let mut judge = |candidates: Vec<Vec<Vec<CollectiveInstance>>>| {
         let mut ordered: Vec<(f64, CollectiveMatching)> = candidates
             .iter()
@@ -637,7 +712,7 @@ pub fn match_collectives(ranks: &[RankGraph]) -> CollectiveMatching {
                 match_lists(ranks, &lists, &members, HostGroups::Inferred)
             })
             .filter_map(|matching| {
-                Some((fit_on_aligned_clocks(ranks, &clock, &matching)?, matching))
+                Some((fit_on_aligned_clocks(ranks, clock, &matching)?, matching))
             })
             .collect();
         ordered.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -649,14 +724,14 @@ pub fn match_collectives(ranks: &[RankGraph]) -> CollectiveMatching {
         Some(if clearly_closest {
             ordered.swap_remove(0).1
         } else {
-            match_lists(ranks, &recorded, &members, HostGroups::Ambiguous)
+            match_lists(ranks, recorded, &members, HostGroups::Ambiguous)
         })
     };
     let present_members = |group: &str| members.of_group(group).map(<[RankId]>::len);
-    match infer_host_groups(ranks, &recorded, &present_members, &mut judge) {
+    match infer_host_groups(ranks, recorded, &present_members, &mut judge) {
         HostGroupInference::Judged(matching) => matching,
         HostGroupInference::Outcome(host_groups) => {
-            match_lists(ranks, &recorded, &members, host_groups)
+            match_lists(ranks, recorded, &members, host_groups)
         }
     }
 }
@@ -873,7 +948,7 @@ fn match_lists(
             .enumerate()
             .find(|(_, i)| i.is_some_and(|i| i.peer.is_some_and(|p| p.sends)))
             .map(|(r, _)| RankId(r as u32));
-        let same_type = if source == GroupSource::PeerOrder {
+        let same_type = if source.is_transfer() {
             let sends = row
                 .iter()
                 .flatten()
@@ -892,7 +967,7 @@ fn match_lists(
                 .filter_map(|(r, i)| i.map(|i| (RankId(r as u32), i.task)))
                 .unzip();
             matched.push(MatchedCollective {
-                sender: sender.filter(|_| source == GroupSource::PeerOrder),
+                sender: sender.filter(|_| source.is_transfer()),
                 group,
                 source,
                 step,

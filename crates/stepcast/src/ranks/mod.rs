@@ -19,6 +19,7 @@ mod reduced;
 mod split;
 mod stragglers;
 mod thread_ops;
+mod timed_transfers;
 mod transfer_peers;
 
 use stepcast_trace::{LaneId, LaneKind, Trace};
@@ -38,9 +39,9 @@ pub use global::{
 pub(crate) use global::{RankView, merge};
 pub use host_groups::HostGroups;
 pub use matching::{
-    CollectiveInstance, CollectiveMatching, GroupMatching, GroupSource, MatchedCollective,
-    UNPAIRED_TRANSFERS, UnmatchedCollective, UnmatchedReason, collective_op, match_collectives,
-    rank_collectives,
+    CollectiveInstance, CollectiveMatching, GroupMatching, GroupSource, HostTransfer,
+    MatchedCollective, UNPAIRED_TRANSFERS, UnmatchedCollective, UnmatchedReason, collective_op,
+    match_collectives, rank_collectives,
 };
 pub use rank_graph::{HostOp, RankGraph};
 pub use reduced::{MAGIC, ReducedError, ReducedRank, SCHEMA_VERSION, is_reduced};

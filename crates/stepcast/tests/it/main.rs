@@ -25,6 +25,7 @@ mod profiler_cost;
 mod ranks;
 mod reduced;
 mod steps;
+mod timed_transfers;
 mod trust;
 mod whatif;
 

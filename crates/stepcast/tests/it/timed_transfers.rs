@@ -1,0 +1,136 @@
+//! gloo transfers whose peer is not recorded, paired by their times (`ranks::timed_transfers`),
+//! held to the peers the same traces record. Each job below was traced with
+//! `record_shapes=True` (`testdata/kineto/stepcast/cpu-jobs/`), so its posting ops
+//! (`c10d::send`, `c10d::recv_`) name every transfer's peer; with those ops' inputs taken out, as
+//! a trace without shapes has them, every pair found by time must be a recorded pair, and the
+//! sides left open are unmatched for that reason. Where each transfer is posted and waited for
+//! in one call (`send`/`recv` from Python: `pp_dp.py`, `tp_pp_dp.py`; and `pipelining`'s plain
+//! 1F1B schedule), every recorded pair is found. Ranks recorded on two hosts
+//! (`two_hosts.py`) are not paired at all: their clocks are not compared that closely.
+
+use std::collections::BTreeSet;
+
+use stepcast::graph::{BuildOptions, TaskId, build};
+use stepcast::ranks::{
+    CollectiveMatching, GroupSource, RankGraph, RankId, UnmatchedReason, match_collectives,
+    recorded_rank,
+};
+use stepcast_trace::read_trace;
+
+use crate::testdata;
+
+/// How many of a job's recorded pairs its times must find.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Found {
+    Every,
+    Some,
+    /// Its ranks ran on several hosts.
+    None,
+}
+
+/// (job under `stepcast/cpu-jobs/`, how many of its pairs are found).
+const JOBS: &[(&str, Found)] = &[
+    ("pp2dp2", Found::Every),
+    ("pp2dp3", Found::Every),
+    ("tp2pp2dp2", Found::Every),
+    ("tp2pp2dp2-titan", Found::Every),
+    ("tp2pp3dp2", Found::Every),
+    ("pipelining-pp2dp2", Found::Every),
+    // Interleaved and zero-bubble schedules post a step's sends and receives ahead and wait
+    // later: one side may overlap several others, and some stay open.
+    ("pipelining-pp4dp2", Found::Some),
+    ("pipelining-interleaved-pp2dp2-fsdp", Found::Some),
+    ("pipelining-zero-bubble-pp2dp2", Found::Some),
+    ("pp2dp2-2hosts", Found::None),
+    ("pipelining-pp2dp2-2hosts", Found::None),
+];
+
+/// The job's ranks in rank order, the transfers' recorded peers taken out where `hide_peers`.
+fn ranks_of(job: &str, hide_peers: bool) -> Vec<RankGraph> {
+    let dir = testdata(&format!("stepcast/cpu-jobs/{job}"));
+    let mut ranks: Vec<RankGraph> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|entry| entry.unwrap_or_else(|e| panic!("{e}")).path())
+        .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
+        .map(|path| {
+            let mut trace = read_trace(&path).unwrap_or_else(|e| panic!("{e}"));
+            if hide_peers {
+                let posting: Vec<bool> = trace
+                    .op_inputs
+                    .iter()
+                    .map(|(event, _)| {
+                        let name = trace.name(trace.events[event.index()].name);
+                        name.starts_with("c10d::send") || name.starts_with("c10d::recv")
+                    })
+                    .collect();
+                let mut keep = posting.iter().map(|&p| !p);
+                trace.op_inputs.retain(|_| keep.next().unwrap_or(true));
+            }
+            let rank = recorded_rank(&trace).unwrap_or_else(|| panic!("{}", path.display()));
+            let window = build(&trace, &BuildOptions::default());
+            RankGraph::new(rank, &trace, window)
+        })
+        .collect();
+    ranks.sort_by_key(|r| r.rank);
+    ranks
+}
+
+/// The matched collectives of `source`: group and members with their instances.
+fn pairs(
+    matching: &CollectiveMatching,
+    source: GroupSource,
+) -> BTreeSet<(String, Vec<(RankId, TaskId)>)> {
+    matching
+        .matched
+        .iter()
+        .filter(|c| c.source == source)
+        .map(|c| (c.group.clone(), c.members().collect()))
+        .collect()
+}
+
+#[test]
+fn transfers_paired_by_time_are_the_pairs_the_traces_record() {
+    for &(job, expected) in JOBS {
+        let recorded = match_collectives(&ranks_of(job, false));
+        let timed = match_collectives(&ranks_of(job, true));
+        let truth = pairs(&recorded, GroupSource::PeerOrder);
+        let found = pairs(&timed, GroupSource::PeerByTime);
+        assert!(!truth.is_empty(), "{job}: no recorded transfer");
+        assert!(
+            recorded.unmatched.is_empty(),
+            "{job}: the recorded peers pair every transfer"
+        );
+        let wrong: Vec<_> = found.difference(&truth).collect();
+        assert!(
+            wrong.is_empty(),
+            "{job}: paired by time, not recorded: {wrong:?}"
+        );
+        match expected {
+            Found::Every => assert_eq!(found.len(), truth.len(), "{job}"),
+            Found::Some => assert!(!found.is_empty(), "{job}: nothing paired"),
+            Found::None => assert!(found.is_empty(), "{job}: paired across hosts"),
+        }
+        // The other sides are unmatched for want of a peer, and nothing else changes.
+        let open = timed
+            .unmatched
+            .iter()
+            .filter(|u| u.reason == UnmatchedReason::PeerNotRecorded)
+            .count();
+        assert_eq!(open, 2 * (truth.len() - found.len()), "{job}");
+        if expected == Found::None {
+            // Without their transfers, one host's ranks share no matched collective with the
+            // other's: the clocks, and the groups of gloo's all-reduces with them, are left
+            // unsolved (as before the pairing by time).
+            continue;
+        }
+        assert_eq!(timed.unmatched.len(), open, "{job}");
+        let collectives = |m: &CollectiveMatching| {
+            m.matched
+                .iter()
+                .filter(|c| !c.source.is_transfer())
+                .map(|c| (c.group.clone(), c.members().collect::<Vec<_>>()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(collectives(&timed), collectives(&recorded), "{job}");
+    }
+}
