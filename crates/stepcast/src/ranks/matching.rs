@@ -536,7 +536,7 @@ fn host_transfer(
         sends,
         posted_by,
         posted_ns,
-        done_ns: graph.rec_end_ns[range.index()],
+        done_ns: range_event.end_ns(),
     };
     Some((transfer, posting_event))
 }

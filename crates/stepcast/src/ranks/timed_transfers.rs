@@ -15,12 +15,24 @@
 //! taken prunes the candidates that would break the order between its two ranks (transfers
 //! between two ranks arrive in the order they were posted), and the test runs again.
 //!
-//! Replicas of one pipeline stage run in near lockstep, so a send often overlaps receives of
-//! both replicas: time alone may leave many transfers open. Then a transfer with a candidate
-//! among the pairs of ranks the pairs taken show talking keeps only those (a stage talks to the
-//! same peers all run), provided that leaves a matching as large: where it would not, the pairs
-//! shown are not all the job's, and nothing is pruned. What is still open stays unmatched, with
-//! its reason.
+//! Replicas of one pipeline stage run in near lockstep, and a schedule that posts ahead
+//! (`torch.distributed.pipelining`'s batched `isend`/`irecv`) holds several transfers in
+//! flight: a send often overlaps several receives, and time alone leaves many open. Three
+//! things a training job does narrow them, tried in this order whenever nothing more is forced:
+//!
+//! 1. Where a rank's open sends can only go to one rank, whose open receives can only come
+//!    from it, transfers between them arrive in the order they were posted: between two pairs
+//!    taken, as many sends as receives pair in order; before the first and after the last, they
+//!    pair outward from it while each overlaps (a window cuts one side's first or last
+//!    transfers, not the middle).
+//! 2. A step repeats its schedule: where a rank has as many open sends (receives) in every step,
+//!    the k-th of a step goes to the rank a pair taken in any step shows for that place.
+//! 3. A stage talks to the same peers all run: a side with a candidate among the pairs of ranks
+//!    shown talking keeps only those.
+//!
+//! 2 and 3 narrow the candidates only where a matching as large remains: where it would not,
+//! what was shown is not all of it, and nothing is narrowed. What is still open stays
+//! unmatched, with its reason.
 //!
 //! All the ranks given must share one clock (one host's): across hosts the clocks are aligned
 //! by the collectives to within milliseconds, more than separates a transfer from its
@@ -31,15 +43,20 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::RankGraph;
-use super::matching::{CollectiveInstance, GroupSource, Peer, UNPAIRED_TRANSFERS};
+use super::matching::{CollectiveInstance, GroupSource, HostTransfer, Peer, UNPAIRED_TRANSFERS};
 
 /// How far two sides' spans may miss each other and still count as overlapping: the clock
 /// alignment's own tolerance.
 const TOLERANCE_NS: i64 = super::CONSTRAINT_TOLERANCE_NS;
 
-/// Receives one send may overlap and still be weighed: past it (many replicas in lockstep), the
-/// send stays open rather than the graph grow past what a replay can afford.
-const MAX_CANDIDATES: usize = 64;
+/// Receives one send may overlap and still be weighed: an asynchronous schedule's spans overlap
+/// hundreds (`torch.distributed.pipelining`'s interleaved 1F1B on four stages, up to about a
+/// thousand); past it, the send stays open.
+const MAX_CANDIDATES: usize = 2048;
+
+/// Candidate pairs weighed at most over the job (each a few bytes in the matching and its
+/// components): past it, every transfer stays open rather than the pairing outgrow a replay.
+const MAX_EDGES: usize = 1 << 24;
 
 /// One side of a transfer whose peer is not recorded.
 struct Side {
@@ -49,7 +66,10 @@ struct Side {
     index: usize,
     /// Its order among its rank's open sides of its direction.
     order: u32,
-    /// Posted and done, on the clock compared.
+    /// Its place among its rank's open sides of its direction in its step, where the rank has
+    /// as many such sides in every step (its schedule repeats).
+    slot: Option<u32>,
+    /// Posted and done, on the recorded clock.
     from_ns: i64,
     to_ns: i64,
 }
@@ -64,23 +84,42 @@ pub(crate) fn pair_by_time<'a>(
     let mut receives: Vec<Side> = Vec::new();
     for (r, list) in lists.iter().enumerate() {
         let base_ns = ranks[r].origin_ns;
+        let open: Vec<(usize, &CollectiveInstance, HostTransfer)> = list
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| i.group == UNPAIRED_TRANSFERS)
+            .filter_map(|(k, i)| Some((k, i, i.transfer?)))
+            .collect();
+        // Per direction: the sides of each step, to tell whether every step has as many.
+        let mut per_step: [BTreeMap<u64, u32>; 2] = [BTreeMap::new(), BTreeMap::new()];
+        for (_, instance, t) in &open {
+            if let Some(step) = instance.step {
+                *per_step[usize::from(t.sends)].entry(step).or_default() += 1;
+            }
+        }
+        let repeats = per_step.each_ref().map(|counts| {
+            let mut counts = counts.values();
+            let first = counts.next();
+            counts.all(|n| Some(n) == first)
+        });
         let mut orders = [0u32; 2];
-        for (index, instance) in list.iter().enumerate() {
-            let Some(t) = instance
-                .transfer
-                .filter(|_| instance.group == UNPAIRED_TRANSFERS)
-            else {
-                continue;
-            };
-            let order = &mut orders[usize::from(t.sends)];
+        let mut slots: [BTreeMap<u64, u32>; 2] = [BTreeMap::new(), BTreeMap::new()];
+        for (index, instance, t) in open {
+            let direction = usize::from(t.sends);
+            let slot = instance.step.filter(|_| repeats[direction]).map(|step| {
+                let slot = slots[direction].entry(step).or_default();
+                *slot += 1;
+                *slot - 1
+            });
             let side = Side {
                 rank: r,
                 index,
-                order: *order,
+                order: orders[direction],
+                slot,
                 from_ns: base_ns + t.posted_ns,
                 to_ns: base_ns + t.done_ns.max(t.posted_ns),
             };
-            *order += 1;
+            orders[direction] += 1;
             if t.sends {
                 sends.push(side);
             } else {
@@ -92,7 +131,9 @@ pub(crate) fn pair_by_time<'a>(
     if sends.is_empty() || receives.is_empty() {
         return borrowed();
     }
-    let candidates = overlapping(&sends, &receives);
+    let Some(candidates) = overlapping(&sends, &receives) else {
+        return borrowed();
+    };
     let pairs = forced_pairs(&sends, &receives, candidates);
     // Per rank: list index → (the other side's rank number, whether this side sends).
     let mut resolved: Vec<BTreeMap<usize, (i64, bool)>> = vec![BTreeMap::new(); lists.len()];
@@ -143,9 +184,9 @@ pub(crate) fn pair_by_time<'a>(
         .collect()
 }
 
-/// Per send, the receives of other ranks whose spans overlap its own, ascending;
-/// none where more than [`MAX_CANDIDATES`] do.
-fn overlapping(sends: &[Side], receives: &[Side]) -> Vec<Vec<u32>> {
+/// Per send, the receives of other ranks whose spans overlap its own, ascending; none where
+/// more than [`MAX_CANDIDATES`] do. `None` where the job's candidates pass [`MAX_EDGES`].
+fn overlapping(sends: &[Side], receives: &[Side]) -> Option<Vec<Vec<u32>>> {
     let mut by_start: Vec<u32> = (0..receives.len() as u32).collect();
     by_start.sort_by_key(|&b| receives[b as usize].from_ns);
     let longest_ns = receives
@@ -153,79 +194,279 @@ fn overlapping(sends: &[Side], receives: &[Side]) -> Vec<Vec<u32>> {
         .map(|b| b.to_ns - b.from_ns)
         .max()
         .unwrap_or(0);
-    sends
-        .iter()
-        .map(|a| {
-            let key = |b: &u32| receives[*b as usize].from_ns;
-            let earliest = a.from_ns - TOLERANCE_NS - longest_ns;
-            let latest = a.to_ns + TOLERANCE_NS;
-            let lo = by_start.partition_point(|b| key(b) < earliest);
-            let hi = by_start.partition_point(|b| key(b) <= latest);
-            let mut found: Vec<u32> = Vec::new();
-            for &b in &by_start[lo..hi] {
+    let mut edges = 0usize;
+    let mut candidates = Vec::with_capacity(sends.len());
+    for a in sends {
+        let key = |b: &u32| receives[*b as usize].from_ns;
+        let earliest = a.from_ns - TOLERANCE_NS - longest_ns;
+        let latest = a.to_ns + TOLERANCE_NS;
+        let lo = by_start.partition_point(|b| key(b) < earliest);
+        let hi = by_start.partition_point(|b| key(b) <= latest);
+        let mut found: Vec<u32> = by_start[lo..hi]
+            .iter()
+            .copied()
+            .filter(|&b| {
                 let side = &receives[b as usize];
-                if side.rank != a.rank && side.to_ns >= a.from_ns - TOLERANCE_NS {
-                    found.push(b);
-                    if found.len() > MAX_CANDIDATES {
-                        return Vec::new();
-                    }
-                }
-            }
-            found.sort_unstable();
-            found
-        })
-        .collect()
+                side.rank != a.rank && side.to_ns >= a.from_ns - TOLERANCE_NS
+            })
+            .take(MAX_CANDIDATES + 1)
+            .collect();
+        if found.len() > MAX_CANDIDATES {
+            found.clear();
+        }
+        found.sort_unstable();
+        edges += found.len();
+        if edges > MAX_EDGES {
+            return None;
+        }
+        candidates.push(found);
+    }
+    Some(candidates)
 }
 
-/// Per send, the receive every maximum matching of `candidates` pairs it with, the order
-/// between two ranks kept, and the pairs of ranks shown talking preferred where that keeps
-/// the matching as large (see the module documentation).
-fn forced_pairs(
-    sends: &[Side],
-    receives: &[Side],
-    mut candidates: Vec<Vec<u32>>,
-) -> Vec<Option<u32>> {
-    let mut pairs: Vec<Option<u32>> = vec![None; sends.len()];
-    let mut receive_paired = vec![false; receives.len()];
-    // (sender's rank, receiver's rank) → the send's order → the receive's order.
-    let mut between: BTreeMap<(usize, usize), BTreeMap<u32, u32>> = BTreeMap::new();
+/// Per send, the receive it is paired with (see the module documentation): the pairs every
+/// maximum matching of `candidates` holds, the order between two ranks kept, then the order
+/// within two ranks that talk only to each other, then each step's schedule and the pairs of
+/// ranks shown talking preferred where that keeps the matching as large.
+fn forced_pairs(sends: &[Side], receives: &[Side], candidates: Vec<Vec<u32>>) -> Vec<Option<u32>> {
+    let mut pairing = Pairing {
+        sends,
+        receives,
+        candidates,
+        send_mate: vec![None; sends.len()],
+        receive_mate: vec![None; receives.len()],
+        between: BTreeMap::new(),
+    };
     loop {
-        let matching = Matching::maximum(&candidates, receives.len());
+        let matching = Matching::maximum(&pairing.candidates, receives.len());
+        let forced = matching.forced(&pairing.candidates);
+        if pairing.take(forced) > 0 || pairing.take(pairing.in_order_between_exclusive()) > 0 {
+            continue;
+        }
+        // Nothing more is certain: keep each side to the peer its place in the step's schedule
+        // was shown to have, then to the pairs of ranks shown talking, where that keeps a
+        // matching as large.
+        let narrowed = [pairing.keep_to_schedule(), pairing.keep_to_shown()]
+            .into_iter()
+            .find(|restricted| {
+                *restricted != pairing.candidates
+                    && Matching::maximum(restricted, receives.len()).size >= matching.size
+            });
+        match narrowed {
+            Some(restricted) => pairing.candidates = restricted,
+            None => return pairing.send_mate,
+        }
+    }
+}
+
+/// The pairing's state: what each side may still pair with, and the pairs taken.
+struct Pairing<'s> {
+    sends: &'s [Side],
+    receives: &'s [Side],
+    /// Per send, its receives still possible.
+    candidates: Vec<Vec<u32>>,
+    send_mate: Vec<Option<u32>>,
+    receive_mate: Vec<Option<u32>>,
+    /// (sender's rank, receiver's rank) → the send's order → the receive's order, of the pairs
+    /// taken.
+    between: BTreeMap<(usize, usize), BTreeMap<u32, u32>>,
+}
+
+impl Pairing<'_> {
+    /// Takes `pairs` (send, receive) not yet taken, then drops every candidate that would pair
+    /// a side twice or break the order between two ranks. How many were new.
+    fn take(&mut self, pairs: Vec<(usize, u32)>) -> usize {
         let mut taken = 0;
-        for (a, b) in matching.forced(&candidates) {
-            if pairs[a].is_none() {
-                pairs[a] = Some(b);
-                receive_paired[b as usize] = true;
-                let (send, receive) = (&sends[a], &receives[b as usize]);
-                between
-                    .entry((send.rank, receive.rank))
-                    .or_default()
-                    .insert(send.order, receive.order);
-                taken += 1;
+        for (a, b) in pairs {
+            if self.send_mate[a].is_some() || self.receive_mate[b as usize].is_some() {
+                continue;
             }
+            self.send_mate[a] = Some(b);
+            self.receive_mate[b as usize] = Some(a as u32);
+            let (send, receive) = (&self.sends[a], &self.receives[b as usize]);
+            self.between
+                .entry((send.rank, receive.rank))
+                .or_default()
+                .insert(send.order, receive.order);
+            taken += 1;
         }
         if taken > 0 {
-            for (a, list) in candidates.iter_mut().enumerate() {
-                match pairs[a] {
+            for (a, list) in self.candidates.iter_mut().enumerate() {
+                match self.send_mate[a] {
                     Some(b) => *list = vec![b],
                     None => list.retain(|&b| {
-                        !receive_paired[b as usize]
-                            && in_order(&between, &sends[a], &receives[b as usize])
+                        self.receive_mate[b as usize].is_none()
+                            && in_order(&self.between, &self.sends[a], &self.receives[b as usize])
                     }),
                 }
             }
-            continue;
         }
-        // Nothing more is forced: keep to the pairs of ranks shown talking, where that keeps
-        // a matching as large.
-        let shown: BTreeSet<(usize, usize)> = between.keys().copied().collect();
-        let restricted = keep_to_shown(sends, receives, &candidates, &shown);
-        if restricted == candidates
-            || Matching::maximum(&restricted, receives.len()).size < matching.size
-        {
-            return pairs;
+        taken
+    }
+
+    /// Where a rank's open sends can only go to one rank, whose open receives can only come
+    /// from it, and some pair between them is taken: transfers between two ranks arrive in
+    /// the order they were posted, so between two pairs taken as many sends as receives pair
+    /// in order, and before the first (after the last) they pair outward from it, as far as
+    /// each overlaps (a window cuts one side's first or last transfers, not the other's).
+    fn in_order_between_exclusive(&self) -> Vec<(usize, u32)> {
+        // Per rank: its open sends' and open receives' candidate ranks, and its sides in order.
+        let ranks = 1 + self
+            .sends
+            .iter()
+            .chain(self.receives)
+            .map(|s| s.rank)
+            .max()
+            .unwrap_or(0);
+        let mut send_peers: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); ranks];
+        let mut receive_peers: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); ranks];
+        let mut sends_of: Vec<Vec<usize>> = vec![Vec::new(); ranks];
+        let mut receives_of: Vec<Vec<u32>> = vec![Vec::new(); ranks];
+        for (a, list) in self.candidates.iter().enumerate() {
+            let rank = self.sends[a].rank;
+            sends_of[rank].push(a);
+            if self.send_mate[a].is_none() {
+                for &b in list {
+                    send_peers[rank].insert(self.receives[b as usize].rank);
+                    receive_peers[self.receives[b as usize].rank].insert(rank);
+                }
+            }
         }
-        candidates = restricted;
+        for (b, receive) in self.receives.iter().enumerate() {
+            receives_of[receive.rank].push(b as u32);
+        }
+        let mut pairs = Vec::new();
+        for &(sender, receiver) in self.between.keys() {
+            let exclusive = send_peers[sender].iter().all(|&r| r == receiver)
+                && receive_peers[receiver].iter().all(|&r| r == sender);
+            if !exclusive {
+                continue;
+            }
+            // The two ranks' sides between them: open, or paired with each other.
+            let s: Vec<usize> = sends_of[sender]
+                .iter()
+                .copied()
+                .filter(|&a| {
+                    self.send_mate[a].is_none_or(|b| self.receives[b as usize].rank == receiver)
+                })
+                .collect();
+            let r: Vec<u32> = receives_of[receiver]
+                .iter()
+                .copied()
+                .filter(|&b| {
+                    self.receive_mate[b as usize]
+                        .is_none_or(|a| self.sends[a as usize].rank == sender)
+                })
+                .collect();
+            let anchors: Vec<(usize, usize)> = s
+                .iter()
+                .enumerate()
+                .filter_map(|(i, &a)| {
+                    let b = self.send_mate[a]?;
+                    Some((i, r.iter().position(|&x| x == b)?))
+                })
+                .collect();
+            let alive = |a: usize, b: u32| self.candidates[a].binary_search(&b).is_ok();
+            let (Some(&first), Some(&last)) = (anchors.first(), anchors.last()) else {
+                continue;
+            };
+            // Before the first pair taken, outward from it.
+            for (&a, &b) in s[..first.0].iter().rev().zip(r[..first.1].iter().rev()) {
+                if !alive(a, b) {
+                    break;
+                }
+                pairs.push((a, b));
+            }
+            // Between two pairs taken, as many on each side, all in order.
+            for w in anchors.windows(2) {
+                let (sa, ra) = (&s[w[0].0 + 1..w[1].0], &r[w[0].1 + 1..w[1].1]);
+                if sa.len() == ra.len() && sa.iter().zip(ra).all(|(&a, &b)| alive(a, b)) {
+                    pairs.extend(sa.iter().copied().zip(ra.iter().copied()));
+                }
+            }
+            // After the last, outward from it.
+            for (&a, &b) in s[last.0 + 1..].iter().zip(&r[last.1 + 1..]) {
+                if !alive(a, b) {
+                    break;
+                }
+                pairs.push((a, b));
+            }
+        }
+        pairs.retain(|&(a, b)| {
+            self.send_mate[a].is_none() && self.receive_mate[b as usize].is_none()
+        });
+        pairs
+    }
+
+    /// The candidates with each side kept to the rank its place in its step's schedule was
+    /// shown to talk to by a pair taken (a training step repeats its schedule: the k-th send of
+    /// a rank's step goes to the same rank every step), where no two pairs disagree.
+    fn keep_to_schedule(&self) -> Vec<Vec<u32>> {
+        let mut peer: BTreeMap<(usize, bool, u32), Option<usize>> = BTreeMap::new();
+        let mut show = |side: &Side, sends: bool, other: usize| {
+            if let Some(slot) = side.slot {
+                let shown = peer.entry((side.rank, sends, slot)).or_insert(Some(other));
+                if *shown != Some(other) {
+                    *shown = None;
+                }
+            }
+        };
+        for (a, b) in self.send_mate.iter().enumerate() {
+            if let Some(b) = *b {
+                let (send, receive) = (&self.sends[a], &self.receives[b as usize]);
+                show(send, true, receive.rank);
+                show(receive, false, send.rank);
+            }
+        }
+        let allows = |side: &Side, sends: bool, other: usize| {
+            side.slot
+                .and_then(|slot| peer.get(&(side.rank, sends, slot)).copied().flatten())
+                .is_none_or(|p| p == other)
+        };
+        self.candidates
+            .iter()
+            .enumerate()
+            .map(|(a, list)| {
+                let send = &self.sends[a];
+                list.iter()
+                    .copied()
+                    .filter(|&b| {
+                        let receive = &self.receives[b as usize];
+                        allows(send, true, receive.rank) && allows(receive, false, send.rank)
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The candidates with each side that has a candidate among the pairs of ranks shown
+    /// talking kept to those.
+    fn keep_to_shown(&self) -> Vec<Vec<u32>> {
+        let shown: BTreeSet<(usize, usize)> = self.between.keys().copied().collect();
+        let is_shown = |a: usize, b: u32| {
+            shown.contains(&(self.sends[a].rank, self.receives[b as usize].rank))
+        };
+        let mut receive_has_shown = vec![false; self.receives.len()];
+        for (a, list) in self.candidates.iter().enumerate() {
+            for &b in list {
+                if is_shown(a, b) {
+                    receive_has_shown[b as usize] = true;
+                }
+            }
+        }
+        self.candidates
+            .iter()
+            .enumerate()
+            .map(|(a, list)| {
+                let send_has_shown = list.iter().any(|&b| is_shown(a, b));
+                list.iter()
+                    .copied()
+                    .filter(|&b| {
+                        is_shown(a, b) || (!send_has_shown && !receive_has_shown[b as usize])
+                    })
+                    .collect()
+            })
+            .collect()
     }
 }
 
@@ -242,36 +483,6 @@ fn in_order(
     let before = taken.range(..send.order).next_back();
     let after = taken.range(send.order + 1..).next();
     before.is_none_or(|(_, &r)| r < receive.order) && after.is_none_or(|(_, &r)| r > receive.order)
-}
-
-/// `candidates` with each side that has a candidate among the `shown` pairs of ranks kept to
-/// those.
-fn keep_to_shown(
-    sends: &[Side],
-    receives: &[Side],
-    candidates: &[Vec<u32>],
-    shown: &BTreeSet<(usize, usize)>,
-) -> Vec<Vec<u32>> {
-    let is_shown = |a: usize, b: u32| shown.contains(&(sends[a].rank, receives[b as usize].rank));
-    let mut receive_has_shown = vec![false; receives.len()];
-    for (a, list) in candidates.iter().enumerate() {
-        for &b in list {
-            if is_shown(a, b) {
-                receive_has_shown[b as usize] = true;
-            }
-        }
-    }
-    candidates
-        .iter()
-        .enumerate()
-        .map(|(a, list)| {
-            let send_has_shown = list.iter().any(|&b| is_shown(a, b));
-            list.iter()
-                .copied()
-                .filter(|&b| is_shown(a, b) || (!send_has_shown && !receive_has_shown[b as usize]))
-                .collect()
-        })
-        .collect()
 }
 
 const NONE: u32 = u32::MAX;

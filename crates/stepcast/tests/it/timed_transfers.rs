@@ -36,11 +36,15 @@ const JOBS: &[(&str, Found)] = &[
     ("tp2pp2dp2-titan", Found::Every),
     ("tp2pp3dp2", Found::Every),
     ("pipelining-pp2dp2", Found::Every),
+    ("pipelining-pp4dp2", Found::Every),
     // Interleaved and zero-bubble schedules post a step's sends and receives ahead and wait
-    // later: one side may overlap several others, and some stay open.
-    ("pipelining-pp4dp2", Found::Some),
-    ("pipelining-interleaved-pp2dp2-fsdp", Found::Some),
-    ("pipelining-zero-bubble-pp2dp2", Found::Some),
+    // later: one side may overlap several others. On two stages each rank talks to one other,
+    // and the order between them places every transfer; on four, a rank talks to two each way
+    // (the last stage's activations go back to the first), and some stay open.
+    ("pipelining-interleaved-pp2dp2-fsdp", Found::Every),
+    ("pipelining-zero-bubble-pp2dp2", Found::Every),
+    ("pipelining-interleaved-pp4dp2", Found::Some),
+    ("pipelining-zero-bubble-pp4dp2-fsdp", Found::Some),
     ("pp2dp2-2hosts", Found::None),
     ("pipelining-pp2dp2-2hosts", Found::None),
 ];
