@@ -138,3 +138,56 @@ fn transfers_paired_by_time_are_the_pairs_the_traces_record() {
         assert_eq!(collectives(&timed), collectives(&recorded), "{job}");
     }
 }
+
+/// The blind recordings without shapes (`cpu-jobs/tp2pp2dp2-noshapes`, `pp3dp2-noshapes`: the
+/// bar fixed before recording): every transfer is paired by time, 0 unmatched, and every pair
+/// is one the scripts' layout gives: rank = (stage × DP + replica) × TP + tp index, so a rank's
+/// neighbour stage is TP × DP ranks away, each way, and every such pair talks.
+#[test]
+fn blind_jobs_pair_as_their_layout_says() {
+    for (job, tp, pp, dp) in [
+        ("tp2pp2dp2-noshapes", 2, 2, 2),
+        ("pp3dp2-noshapes", 1, 3, 2),
+    ] {
+        let ranks = ranks_of(job, false);
+        let matching = match_collectives(&ranks);
+        assert!(
+            matching.unmatched.is_empty(),
+            "{job}: {:?}",
+            matching.unmatched
+        );
+        let mut talking: BTreeSet<(i64, i64)> = BTreeSet::new();
+        let mut transfers = 0;
+        for c in matching.matched.iter().filter(|c| c.source.is_transfer()) {
+            assert_eq!(c.source, GroupSource::PeerByTime, "{job}");
+            let sender = c.sender.expect("a transfer's sender");
+            let receiver = c
+                .ranks
+                .iter()
+                .copied()
+                .find(|&r| r != sender)
+                .expect("receiver");
+            let (s, r) = (ranks[sender.index()].rank, ranks[receiver.index()].rank);
+            assert_eq!((s - r).abs(), tp * dp, "{job}: {s} -> {r}");
+            talking.insert((s, r));
+            transfers += 1;
+        }
+        assert_eq!(
+            talking.len() as i64,
+            2 * (pp - 1) * tp * dp,
+            "{job}: {talking:?}"
+        );
+        // As many transfers as the job posted sends (each rank's `c10d::send` ops).
+        let sends: usize = ranks
+            .iter()
+            .map(|rank| {
+                (0..rank.window.graph.task_count())
+                    .filter(|&t| {
+                        rank.names[rank.window.graph.name[t].index()].starts_with("c10d::send")
+                    })
+                    .count()
+            })
+            .sum();
+        assert_eq!(transfers, sends, "{job}");
+    }
+}
