@@ -212,10 +212,16 @@ pub(crate) fn unpaired_transfers_words(doc: &RanksJson) -> Option<String> {
         ));
     }
     if left > 0 {
+        let why = if doc.clock_alignment.clocks > 1 {
+            "their ranks ran on several hosts, whose clocks the collectives align only to \
+             within milliseconds, more than separates a transfer from its neighbours"
+        } else {
+            "their times fit more than one other side"
+        };
         words.push_str(&format!(
-            " The other {left} are left unmatched (each keeps its own recorded wait): their times fit more \
-             than one other side, and the pipeline's waits between ranks are the recorded ones \
-             there; trace with record_shapes=True to pair them."
+            " The other {left} are left unmatched (each keeps its own recorded wait): {why}, \
+             and the pipeline's waits between ranks are the recorded ones there; trace with \
+             record_shapes=True to pair them."
         ));
     }
     Some(words)

@@ -676,7 +676,7 @@ pub fn match_collectives(ranks: &[RankGraph]) -> CollectiveMatching {
     // ranks alone would pair a transfer whose other side is on another host with a stranger:
     // there they stay unmatched.
     let clock = super::clocks::shared_clocks(ranks);
-    if clock.iter().any(|&c| c != clock[0]) {
+    if clock.windows(2).any(|w| w[0] != w[1]) {
         return match_job(ranks, &recorded, &clock);
     }
     let timed = pair_by_time(ranks, &recorded);
