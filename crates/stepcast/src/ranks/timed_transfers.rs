@@ -20,11 +20,11 @@
 //! flight: a send often overlaps several receives, and time alone leaves many open. Three
 //! things a training job does narrow them, tried in this order whenever nothing more is forced:
 //!
-//! 1. Where a rank's open sends can only go to one rank, whose open receives can only come
-//!    from it, transfers between them arrive in the order they were posted: between two pairs
-//!    taken, as many sends as receives pair in order; before the first and after the last, they
-//!    pair outward from it while each overlaps (a window cuts one side's first or last
-//!    transfers, not the middle).
+//! 1. Where which open sides go between two ranks is known (none that could go between them
+//!    could go elsewhere), transfers between them arrive in the order they were posted:
+//!    between two pairs taken, as many sends as receives pair in order; before the first and
+//!    after the last, they pair outward from it while each overlaps (a window cuts one side's
+//!    first or last transfers, not the middle).
 //! 2. A step repeats its schedule: where a rank has as many open sends (receives) in every step,
 //!    the k-th of a step goes to the rank a pair taken in any step shows for that place.
 //! 3. A stage talks to the same peers all run: a side with a candidate among the pairs of ranks
@@ -240,7 +240,7 @@ fn forced_pairs(sends: &[Side], receives: &[Side], candidates: Vec<Vec<u32>>) ->
     loop {
         let matching = Matching::maximum(&pairing.candidates, receives.len());
         let forced = matching.forced(&pairing.candidates);
-        if pairing.take(forced) > 0 || pairing.take(pairing.in_order_between_exclusive()) > 0 {
+        if pairing.take(forced) > 0 || pairing.take(pairing.in_order_between_known()) > 0 {
             continue;
         }
         // Nothing more is certain: keep each side to the peer its place in the step's schedule
@@ -304,13 +304,16 @@ impl Pairing<'_> {
         taken
     }
 
-    /// Where a rank's open sends can only go to one rank, whose open receives can only come
-    /// from it, and some pair between them is taken: transfers between two ranks arrive in
-    /// the order they were posted, so between two pairs taken as many sends as receives pair
-    /// in order, and before the first (after the last) they pair outward from it, as far as
-    /// each overlaps (a window cuts one side's first or last transfers, not the other's).
-    fn in_order_between_exclusive(&self) -> Vec<(usize, u32)> {
-        // Per rank: its open sends' and open receives' candidate ranks, and its sides in order.
+    /// Where every open send of one rank that could go to another can go nowhere else, and
+    /// every open receive of that other that could come from it nowhere else (what sides go
+    /// between the two is then known), and some pair between them is taken: transfers between
+    /// two ranks arrive in the order they were posted, so between two pairs taken as many
+    /// sends as receives pair in order, and before the first (after the last) they pair
+    /// outward from it, as far as each overlaps (a window cuts one side's first or last
+    /// transfers, not the other's). A side with no candidate left is counted on every pair of
+    /// its rank, so that a transfer the window or the cap lost breaks the count, never shifts
+    /// it.
+    fn in_order_between_known(&self) -> Vec<(usize, u32)> {
         let ranks = 1 + self
             .sends
             .iter()
@@ -318,53 +321,65 @@ impl Pairing<'_> {
             .map(|s| s.rank)
             .max()
             .unwrap_or(0);
-        let mut send_peers: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); ranks];
-        let mut receive_peers: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); ranks];
-        let mut sends_of: Vec<Vec<usize>> = vec![Vec::new(); ranks];
-        let mut receives_of: Vec<Vec<u32>> = vec![Vec::new(); ranks];
+        // The ranks each open side may pair with.
+        let mut send_peers: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); self.sends.len()];
+        let mut receive_peers: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); self.receives.len()];
         for (a, list) in self.candidates.iter().enumerate() {
-            let rank = self.sends[a].rank;
-            sends_of[rank].push(a);
             if self.send_mate[a].is_none() {
                 for &b in list {
-                    send_peers[rank].insert(self.receives[b as usize].rank);
-                    receive_peers[self.receives[b as usize].rank].insert(rank);
+                    send_peers[a].insert(self.receives[b as usize].rank);
+                    receive_peers[b as usize].insert(self.sends[a].rank);
                 }
             }
         }
+        let mut sends_of: Vec<Vec<usize>> = vec![Vec::new(); ranks];
+        for (a, send) in self.sends.iter().enumerate() {
+            sends_of[send.rank].push(a);
+        }
+        let mut receives_of: Vec<Vec<u32>> = vec![Vec::new(); ranks];
         for (b, receive) in self.receives.iter().enumerate() {
             receives_of[receive.rank].push(b as u32);
         }
+        // Whether a side goes between the two ranks (`Some(true)`), does not (`Some(false)`),
+        // or might (`None`): paired, or by the ranks it may still pair with.
+        let between = |mate: Option<usize>, peers: &BTreeSet<usize>, other: usize| match mate {
+            Some(rank) => Some(rank == other),
+            None if peers.iter().all(|&r| r == other) => Some(true),
+            None if !peers.contains(&other) => Some(false),
+            None => None,
+        };
         let mut pairs = Vec::new();
         for &(sender, receiver) in self.between.keys() {
-            let exclusive = send_peers[sender].iter().all(|&r| r == receiver)
-                && receive_peers[receiver].iter().all(|&r| r == sender);
-            if !exclusive {
+            let s: Option<Vec<usize>> = sends_of[sender]
+                .iter()
+                .filter_map(|&a| {
+                    let mate = self.send_mate[a].map(|b| self.receives[b as usize].rank);
+                    match between(mate, &send_peers[a], receiver) {
+                        Some(true) => Some(Some(a)),
+                        Some(false) => None,
+                        None => Some(None),
+                    }
+                })
+                .collect();
+            let r: Option<Vec<u32>> = receives_of[receiver]
+                .iter()
+                .filter_map(|&b| {
+                    let mate = self.receive_mate[b as usize].map(|a| self.sends[a as usize].rank);
+                    match between(mate, &receive_peers[b as usize], sender) {
+                        Some(true) => Some(Some(b)),
+                        Some(false) => None,
+                        None => Some(None),
+                    }
+                })
+                .collect();
+            let (Some(s), Some(r)) = (s, r) else {
                 continue;
-            }
-            // The two ranks' sides between them: open, or paired with each other.
-            let s: Vec<usize> = sends_of[sender]
-                .iter()
-                .copied()
-                .filter(|&a| {
-                    self.send_mate[a].is_none_or(|b| self.receives[b as usize].rank == receiver)
-                })
-                .collect();
-            let r: Vec<u32> = receives_of[receiver]
-                .iter()
-                .copied()
-                .filter(|&b| {
-                    self.receive_mate[b as usize]
-                        .is_none_or(|a| self.sends[a as usize].rank == sender)
-                })
-                .collect();
+            };
+            let place: BTreeMap<u32, usize> = r.iter().enumerate().map(|(k, &b)| (b, k)).collect();
             let anchors: Vec<(usize, usize)> = s
                 .iter()
                 .enumerate()
-                .filter_map(|(i, &a)| {
-                    let b = self.send_mate[a]?;
-                    Some((i, r.iter().position(|&x| x == b)?))
-                })
+                .filter_map(|(i, &a)| Some((i, *place.get(&self.send_mate[a]?)?)))
                 .collect();
             let alive = |a: usize, b: u32| self.candidates[a].binary_search(&b).is_ok();
             let (Some(&first), Some(&last)) = (anchors.first(), anchors.last()) else {
