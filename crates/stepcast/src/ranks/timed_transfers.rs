@@ -226,8 +226,8 @@ fn overlapping(sends: &[Side], receives: &[Side]) -> Option<Vec<Vec<u32>>> {
 
 /// Per send, the receive it is paired with (see the module documentation): the pairs every
 /// maximum matching of `candidates` holds, the order between two ranks kept, then the order
-/// within two ranks that talk only to each other, then each step's schedule and the pairs of
-/// ranks shown talking preferred where that keeps the matching as large.
+/// between two ranks wherever which sides go between them is known, then each step's schedule
+/// and the pairs of ranks shown talking preferred where that keeps the matching as large.
 fn forced_pairs(sends: &[Side], receives: &[Side], candidates: Vec<Vec<u32>>) -> Vec<Option<u32>> {
     let mut pairing = Pairing {
         sends,
