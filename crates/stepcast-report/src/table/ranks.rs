@@ -210,11 +210,18 @@ pub(crate) fn unpaired_transfers_words(doc: &RanksJson) -> Option<String> {
              each pair is one that every pairing consistent with the ranks' times holds.",
             2 * paired
         ));
+        if doc.clock_alignment.clocks > 1 {
+            words.push_str(
+                " Across hosts, each host's clock was first placed against the others' by the \
+                 transfers: at the one interval of offsets where the most of them fit at once.",
+            );
+        }
     }
     if left > 0 {
         let why = if doc.clock_alignment.clocks > 1 {
-            "their ranks ran on several hosts, whose clocks the collectives align only to \
-             within milliseconds, more than separates a transfer from its neighbours"
+            "their ranks ran on several hosts, and their transfers placed no host's clock \
+             against the others' (they fit at several offsets, or with another host's as well), \
+             or their times fit more than one other side"
         } else {
             "their times fit more than one other side"
         };

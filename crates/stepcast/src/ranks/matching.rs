@@ -23,6 +23,7 @@ use stepcast_trace::{CommArgs, LaneKind, Trace};
 
 use super::host_groups::{HostGroupInference, HostGroups, infer_host_groups};
 use super::timed_transfers::pair_by_time;
+use super::transfer_clocks::pairing_clocks;
 use super::transfer_peers::resolve_transfer_peers;
 use super::{RankGraph, RankId, RankTrace, lane_label};
 use crate::Window;
@@ -670,16 +671,14 @@ pub fn match_collectives(ranks: &[RankGraph]) -> CollectiveMatching {
         .collect();
     let resolved = resolve_transfer_peers(ranks, &as_recorded);
     let recorded: Vec<&[CollectiveInstance]> = resolved.iter().map(AsRef::as_ref).collect();
-    // Transfers that record no peer are paired by their times where every rank shares one
-    // clock (one host's). Across hosts the clocks are aligned by the collectives to within
-    // milliseconds, more than separates a transfer from its neighbours, and pairing one host's
-    // ranks alone would pair a transfer whose other side is on another host with a stranger:
-    // there they stay unmatched.
+    // Transfers that record no peer are paired by their times, on one clock: across hosts,
+    // each host's clock placed against the others by the transfers themselves (nothing else
+    // ties a host whose only link to the others is transfers that name no peer).
     let clock = super::clocks::shared_clocks(ranks);
-    if clock.windows(2).any(|w| w[0] != w[1]) {
+    let Some(pairing_clocks) = pairing_clocks(ranks, &recorded, &clock) else {
         return match_job(ranks, &recorded, &clock);
-    }
-    let timed = pair_by_time(ranks, &recorded);
+    };
+    let timed = pair_by_time(ranks, &recorded, &pairing_clocks);
     let lists: Vec<&[CollectiveInstance]> = timed.iter().map(AsRef::as_ref).collect();
     match_job(ranks, &lists, &clock)
 }

@@ -20,6 +20,7 @@ mod split;
 mod stragglers;
 mod thread_ops;
 mod timed_transfers;
+mod transfer_clocks;
 mod transfer_peers;
 
 use stepcast_trace::{LaneId, LaneKind, Trace};

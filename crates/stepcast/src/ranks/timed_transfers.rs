@@ -34,16 +34,19 @@
 //! what was shown is not all of it, and nothing is narrowed. What is still open stays
 //! unmatched, with its reason.
 //!
-//! All the ranks given must share one clock (one host's): across hosts the clocks are aligned
-//! by the collectives to within milliseconds, more than separates a transfer from its
-//! neighbours, and pairing one host's ranks alone would pair a transfer whose other side is on
-//! another host with a stranger.
+//! Each rank's times are read on the clock its host was placed on ([`PairingClock`]): one
+//! host's ranks share its clock; across hosts, the transfers themselves place each host's
+//! clock against the others' ([`super::transfer_clocks`]), and a side pairs only with sides
+//! of its group of placed hosts (a rank whose host was not placed keeps its sides open: paired
+//! among one host's ranks alone, a transfer whose other side is on another host would meet a
+//! stranger).
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use super::RankGraph;
 use super::matching::{CollectiveInstance, GroupSource, HostTransfer, Peer, UNPAIRED_TRANSFERS};
+use super::transfer_clocks::PairingClock;
 
 /// How far two sides' spans may miss each other and still count as overlapping: the clock
 /// alignment's own tolerance.
@@ -69,21 +72,27 @@ struct Side {
     /// Its place among its rank's open sides of its direction in its step, where the rank has
     /// as many such sides in every step (its schedule repeats).
     slot: Option<u32>,
-    /// Posted and done, on the recorded clock.
+    /// The group of hosts whose clocks were placed against each other it is read on
+    /// ([`PairingClock`]): sides pair only within one.
+    component: usize,
+    /// Posted and done, on that group's clock.
     from_ns: i64,
     to_ns: i64,
 }
 
 /// Each rank's list with the transfers whose peer is not recorded paired where their times
-/// pair them (see the module documentation), on ranks that share one clock.
+/// pair them (see the module documentation), each rank's times read on its `clocks` entry
+/// (a rank without one keeps its transfers open).
 pub(crate) fn pair_by_time<'a>(
     ranks: &[RankGraph],
     lists: &[&'a [CollectiveInstance]],
+    clocks: &[Option<PairingClock>],
 ) -> Vec<Cow<'a, [CollectiveInstance]>> {
     let mut sends: Vec<Side> = Vec::new();
     let mut receives: Vec<Side> = Vec::new();
     for (r, list) in lists.iter().enumerate() {
-        let base_ns = ranks[r].origin_ns;
+        let Some(clock) = clocks[r] else { continue };
+        let base_ns = ranks[r].origin_ns - clock.offset_ns;
         let open: Vec<(usize, &CollectiveInstance, HostTransfer)> = list
             .iter()
             .enumerate()
@@ -116,6 +125,7 @@ pub(crate) fn pair_by_time<'a>(
                 index,
                 order: orders[direction],
                 slot,
+                component: clock.component,
                 from_ns: base_ns + t.posted_ns,
                 to_ns: base_ns + t.done_ns.max(t.posted_ns),
             };
@@ -207,7 +217,9 @@ fn overlapping(sends: &[Side], receives: &[Side]) -> Option<Vec<Vec<u32>>> {
             .copied()
             .filter(|&b| {
                 let side = &receives[b as usize];
-                side.rank != a.rank && side.to_ns >= a.from_ns - TOLERANCE_NS
+                side.rank != a.rank
+                    && side.component == a.component
+                    && side.to_ns >= a.from_ns - TOLERANCE_NS
             })
             .take(MAX_CANDIDATES + 1)
             .collect();
@@ -500,21 +512,21 @@ fn in_order(
     before.is_none_or(|(_, &r)| r < receive.order) && after.is_none_or(|(_, &r)| r > receive.order)
 }
 
-const NONE: u32 = u32::MAX;
+pub(super) const NONE: u32 = u32::MAX;
 
 /// A maximum matching of a bipartite graph (sends on the left, receives on the right), by
 /// Hopcroft and Karp: O(E √V). Written here because `petgraph`'s matching is for general
 /// graphs, O(V³).
-struct Matching {
+pub(super) struct Matching {
     /// Per send, its receive ([`NONE`]: none).
-    left: Vec<u32>,
+    pub(super) left: Vec<u32>,
     /// Per receive, its send.
-    right: Vec<u32>,
-    size: usize,
+    pub(super) right: Vec<u32>,
+    pub(super) size: usize,
 }
 
 impl Matching {
-    fn maximum(adjacency: &[Vec<u32>], right_count: usize) -> Matching {
+    pub(super) fn maximum(adjacency: &[Vec<u32>], right_count: usize) -> Matching {
         let n = adjacency.len();
         let mut m = Matching {
             left: vec![NONE; n],

@@ -5,15 +5,15 @@
 //! a trace without shapes has them, every pair found by time must be a recorded pair, and the
 //! sides left open are unmatched for that reason. Where each transfer is posted and waited for
 //! in one call (`send`/`recv` from Python: `pp_dp.py`, `tp_pp_dp.py`; and `pipelining`'s plain
-//! 1F1B schedule), every recorded pair is found. Ranks recorded on two hosts
-//! (`two_hosts.py`) are not paired at all: their clocks are not compared that closely.
+//! 1F1B schedule), every recorded pair is found, on one host and across two (`two_hosts.py`:
+//! each host's clock placed against the other's by the transfers, `ranks::transfer_clocks`).
 
 use std::collections::BTreeSet;
 
 use stepcast::graph::{BuildOptions, TaskId, build};
 use stepcast::ranks::{
-    CollectiveMatching, GroupSource, RankGraph, RankId, UnmatchedReason, match_collectives,
-    recorded_rank,
+    AlignmentStatus, CollectiveMatching, GroupSource, RankGraph, RankId, UnmatchedReason,
+    align_clocks, match_collectives, recorded_rank,
 };
 use stepcast_trace::read_trace;
 
@@ -24,8 +24,6 @@ use crate::testdata;
 enum Found {
     Every,
     Some,
-    /// Its ranks ran on several hosts.
-    None,
 }
 
 /// (job under `stepcast/cpu-jobs/`, how many of its pairs are found).
@@ -45,8 +43,9 @@ const JOBS: &[(&str, Found)] = &[
     ("pipelining-zero-bubble-pp2dp2", Found::Every),
     ("pipelining-interleaved-pp4dp2", Found::Some),
     ("pipelining-zero-bubble-pp4dp2-fsdp", Found::Some),
-    ("pp2dp2-2hosts", Found::None),
-    ("pipelining-pp2dp2-2hosts", Found::None),
+    // Two hosts: the transfers are the only tie between them.
+    ("pp2dp2-2hosts", Found::Every),
+    ("pipelining-pp2dp2-2hosts", Found::Every),
 ];
 
 /// The job's ranks in rank order, the transfers' recorded peers taken out where `hide_peers`.
@@ -112,7 +111,6 @@ fn transfers_paired_by_time_are_the_pairs_the_traces_record() {
         match expected {
             Found::Every => assert_eq!(found.len(), truth.len(), "{job}"),
             Found::Some => assert!(!found.is_empty(), "{job}: nothing paired"),
-            Found::None => assert!(found.is_empty(), "{job}: paired across hosts"),
         }
         // The other sides are unmatched for want of a peer, and nothing else changes.
         let open = timed
@@ -121,12 +119,6 @@ fn transfers_paired_by_time_are_the_pairs_the_traces_record() {
             .filter(|u| u.reason == UnmatchedReason::PeerNotRecorded)
             .count();
         assert_eq!(open, 2 * (truth.len() - found.len()), "{job}");
-        if expected == Found::None {
-            // Without their transfers, one host's ranks share no matched collective with the
-            // other's: the clocks, and the groups of gloo's all-reduces with them, are left
-            // unsolved (as before the pairing by time).
-            continue;
-        }
         assert_eq!(timed.unmatched.len(), open, "{job}");
         let collectives = |m: &CollectiveMatching| {
             m.matched
@@ -189,5 +181,72 @@ fn blind_jobs_pair_as_their_layout_says() {
             })
             .sum();
         assert_eq!(transfers, sends, "{job}");
+    }
+}
+
+/// The jobs again with every rank read as a host of its own (its own clock, as ranks of
+/// traces that record no host name are): each rank's clock could be placed by the transfers
+/// alone, one rank at a time, but a replica of a rank's partner (one schedule, in lockstep)
+/// fits nearly as well as the partner, so no rank joins another and nothing is paired. What
+/// must hold whatever joins: a pair found is a recorded pair.
+#[test]
+fn transfers_paired_across_a_clock_per_rank_are_the_recorded_pairs() {
+    for &(job, _) in JOBS {
+        let recorded = match_collectives(&ranks_of(job, false));
+        let mut ranks = ranks_of(job, true);
+        for rank in &mut ranks {
+            rank.host_name = Some(format!("host-of-rank-{}", rank.rank));
+        }
+        let timed = match_collectives(&ranks);
+        let truth = pairs(&recorded, GroupSource::PeerOrder);
+        let found = pairs(&timed, GroupSource::PeerByTime);
+        let wrong: Vec<_> = found.difference(&truth).collect();
+        assert!(
+            wrong.is_empty(),
+            "{job}: paired by time, not recorded: {wrong:?}"
+        );
+    }
+}
+
+/// Jobs of two hosts traced without shapes (`two_hosts.py` under `without_shapes.py`: one
+/// physical clock, so the offset between the hosts is known to be 0), whose transfers are the
+/// only tie between the hosts: each host's clock is placed by the transfers, every transfer
+/// pairs as the layout says (stage s = rank / DP, rank r talking to r ± DP), the clocks are
+/// solved with the second host's offset within ±0.5 ms of 0, and nothing is left unmatched.
+/// `pp2dp2-2hosts-noshapes` is the job the placing was written on.
+#[test]
+fn jobs_of_two_hosts_without_shapes_pair_across_the_hosts() {
+    for (job, pp, dp) in [("pp2dp2-2hosts-noshapes", 2, 2)] {
+        let ranks = ranks_of(job, false);
+        let matching = match_collectives(&ranks);
+        assert!(
+            matching.unmatched.is_empty(),
+            "{job}: {:?}",
+            matching.unmatched
+        );
+        let mut talking: BTreeSet<(i64, i64)> = BTreeSet::new();
+        for c in matching.matched.iter().filter(|c| c.source.is_transfer()) {
+            assert_eq!(c.source, GroupSource::PeerByTime, "{job}");
+            let numbers: Vec<i64> = c.ranks.iter().map(|r| ranks[r.index()].rank).collect();
+            assert_eq!((numbers[0] - numbers[1]).abs(), dp, "{job}: {numbers:?}");
+            talking.insert((numbers[0], numbers[1]));
+        }
+        assert_eq!(talking.len() as i64, (pp - 1) * dp, "{job}: {talking:?}");
+        let alignment = align_clocks(&ranks, &matching).unwrap_or_else(|e| panic!("{job}: {e}"));
+        assert_eq!(alignment.status, AlignmentStatus::Solved, "{job}");
+        assert!(alignment.unaligned.is_empty(), "{job}");
+        assert_eq!(alignment.violated_constraints, 0, "{job}");
+        let hosts: BTreeSet<&str> = ranks
+            .iter()
+            .filter_map(|r| r.host_name.as_deref())
+            .collect();
+        assert_eq!(hosts.len(), 2, "{job}: {hosts:?}");
+        for (rank, offset_ns) in ranks.iter().zip(&alignment.offsets_ns) {
+            assert!(
+                offset_ns.abs() <= 500_000,
+                "{job}: rank {}'s clock off by {offset_ns} ns",
+                rank.rank
+            );
+        }
     }
 }
