@@ -216,7 +216,13 @@ fn transfers_paired_across_a_clock_per_rank_are_the_recorded_pairs() {
 /// `pp2dp2-2hosts-noshapes` is the job the placing was written on.
 #[test]
 fn jobs_of_two_hosts_without_shapes_pair_across_the_hosts() {
-    for (job, pp, dp) in [("pp2dp2-2hosts-noshapes", 2, 2)] {
+    for (job, pp, dp) in [
+        ("pp2dp2-2hosts-noshapes", 2, 2),
+        // Blind (the bar in the folder's README, committed before recording): transfers
+        // within each host and across them; `pipelining`'s 1F1B across the hosts.
+        ("pp4dp2-2hosts-noshapes", 4, 2),
+        ("pipelining-pp2dp2-2hosts-noshapes", 2, 2),
+    ] {
         let ranks = ranks_of(job, false);
         let matching = match_collectives(&ranks);
         assert!(
@@ -232,6 +238,23 @@ fn jobs_of_two_hosts_without_shapes_pair_across_the_hosts() {
             talking.insert((numbers[0], numbers[1]));
         }
         assert_eq!(talking.len() as i64, (pp - 1) * dp, "{job}: {talking:?}");
+        // As many transfers as the job posted sends (each rank's `c10d::send` ops).
+        let transfers = matching
+            .matched
+            .iter()
+            .filter(|c| c.source.is_transfer())
+            .count();
+        let sends: usize = ranks
+            .iter()
+            .map(|rank| {
+                (0..rank.window.graph.task_count())
+                    .filter(|&t| {
+                        rank.names[rank.window.graph.name[t].index()].starts_with("c10d::send")
+                    })
+                    .count()
+            })
+            .sum();
+        assert_eq!(transfers, sends, "{job}");
         let alignment = align_clocks(&ranks, &matching).unwrap_or_else(|e| panic!("{job}: {e}"));
         assert_eq!(alignment.status, AlignmentStatus::Solved, "{job}");
         assert!(alignment.unaligned.is_empty(), "{job}");
