@@ -493,6 +493,7 @@ impl Assembly {
             comm_args: Vec::new(),
             op_inputs: Vec::new(),
             record_function_ids: Vec::new(),
+            pipeline_transfers: Vec::new(),
             kernel_fill,
             off_cpu: Vec::new(),
             comm_tensors: Vec::new(),

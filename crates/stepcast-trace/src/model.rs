@@ -445,6 +445,9 @@ pub struct Trace {
     /// The tensors a communication library's stage moves (Horovod's timeline: a fused
     /// all-reduce carries several), sorted by event.
     pub comm_tensors: Vec<(EventId, Vec<CommTensor>)>,
+    /// The point-to-point transfers of a `torch.distributed.pipelining` schedule, by the range
+    /// its runtime runs each action in (`PP:1SEND_F0`), sorted by event.
+    pub pipeline_transfers: Vec<(EventId, PipelineTransfer)>,
     /// Dependencies the recording states between events of different lanes (a tensor's
     /// communication stages in order, the gradient it carries, the op that consumes it),
     /// sorted by target event.
@@ -476,6 +479,15 @@ impl Trace {
             .binary_search_by_key(&event, |(e, _)| *e)
             .ok()?;
         Some(&self.op_inputs[i].1)
+    }
+
+    /// The pipeline transfer the range `event` runs, if it is one.
+    pub fn pipeline_transfer(&self, event: EventId) -> Option<PipelineTransfer> {
+        let i = self
+            .pipeline_transfers
+            .binary_search_by_key(&event, |(e, _)| *e)
+            .ok()?;
+        Some(self.pipeline_transfers[i].1)
     }
 
     /// The record-function id of op `event`, if it recorded a non-zero one.
@@ -701,6 +713,67 @@ pub fn shape_elements(shape: &[i64]) -> Option<i64> {
             acc.checked_mul(size)
         }
     })
+}
+
+/// One side of a transfer between pipeline stages, as `torch.distributed.pipelining`'s
+/// schedule runtime names the range it runs it in: `PP:` and the action (`_Action`'s form:
+/// the stage index, `SEND_F`, `RECV_F`, `SEND_B` or `RECV_B`, the microbatch index), e.g.
+/// `PP:1SEND_F0`, stage 1 sending microbatch 0's activations to stage 2. Stages are the
+/// schedule's (virtual) stages, several a rank under an interleaved schedule; a forward
+/// transfer goes from stage s to s + 1, a backward one from s to s − 1.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub struct PipelineTransfer {
+    pub stage: u32,
+    pub sends: bool,
+    /// Activations (forward), else their gradients (backward).
+    pub forward: bool,
+    pub microbatch: u32,
+}
+
+impl PipelineTransfer {
+    /// From a range's name, where it is a pipeline transfer's.
+    pub fn parse(name: &str) -> Option<PipelineTransfer> {
+        let action = name.strip_prefix("PP:")?;
+        let digits = action.bytes().take_while(u8::is_ascii_digit).count();
+        let stage = action[..digits].parse().ok()?;
+        let rest = &action[digits..];
+        let (sends, forward, microbatch) = [
+            ("SEND_F", true, true),
+            ("RECV_F", false, true),
+            ("SEND_B", true, false),
+            ("RECV_B", false, false),
+        ]
+        .into_iter()
+        .find_map(|(kind, sends, forward)| {
+            let microbatch = rest.strip_prefix(kind)?;
+            (!microbatch.is_empty() && microbatch.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| Some((sends, forward, microbatch.parse().ok()?)))
+                .flatten()
+        })?;
+        Some(PipelineTransfer {
+            stage,
+            sends,
+            forward,
+            microbatch,
+        })
+    }
+
+    /// Whether `receive` is the other side of this send: the next stage's (the previous one's,
+    /// backward) receive of the same microbatch's same tensor.
+    pub fn pairs_with(&self, receive: &PipelineTransfer) -> bool {
+        let next = if self.forward {
+            self.stage.checked_add(1)
+        } else {
+            self.stage.checked_sub(1)
+        };
+        self.sends
+            && !receive.sends
+            && self.forward == receive.forward
+            && self.microbatch == receive.microbatch
+            && next == Some(receive.stage)
+    }
 }
 
 /// The NCCL metadata PyTorch writes in the `args` of `record_param_comms` (and of the NCCL

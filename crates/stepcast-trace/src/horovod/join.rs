@@ -142,6 +142,12 @@ pub(crate) fn merge(mut framework: Trace, horovod: Trace, label: &str) -> Trace 
         .map(|(e, a)| (follow(&new_framework, e), a))
         .collect();
     record_function_ids.sort_by_key(|(e, _)| *e);
+    let mut pipeline_transfers: Vec<_> = framework
+        .pipeline_transfers
+        .drain(..)
+        .map(|(e, a)| (follow(&new_framework, e), a))
+        .collect();
+    pipeline_transfers.sort_by_key(|(e, _)| *e);
     let mut kernel_fill: Vec<_> = framework
         .kernel_fill
         .drain(..)
@@ -202,6 +208,7 @@ pub(crate) fn merge(mut framework: Trace, horovod: Trace, label: &str) -> Trace 
         comm_args,
         op_inputs,
         record_function_ids,
+        pipeline_transfers,
         kernel_fill,
         comm_tensors,
         links,

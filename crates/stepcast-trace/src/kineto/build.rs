@@ -119,6 +119,7 @@ pub struct TraceBuilder {
     op_inputs: Vec<(u32, Vec<crate::model::OpInput>)>,
     /// Ops' record-function ids by the record's index in the file.
     record_function_ids: Vec<(u32, u64)>,
+    pipeline_transfers: Vec<(u32, crate::model::PipelineTransfer)>,
     /// The latest end in `events`, kept as they come (see [`TraceBuilder::span_ns`]).
     events_max_end_ns: Option<i64>,
     /// CUPTI range-profiler records kept as device work.
@@ -605,6 +606,11 @@ impl TraceBuilder {
         {
             self.record_function_ids.push((file_index, id.get()));
         }
+        if kind == EventKind::UserAnnotation
+            && let Some(transfer) = crate::model::PipelineTransfer::parse(self.names.get(name))
+        {
+            self.pipeline_transfers.push((file_index, transfer));
+        }
         let correlation = positive(args.correlation);
         let slot = self.lane_slot(lane);
         let index = self.events.len() as u32;
@@ -964,6 +970,8 @@ impl TraceBuilder {
         let op_inputs = follow_events(&events, std::mem::take(&mut self.op_inputs));
         let record_function_ids =
             follow_events(&events, std::mem::take(&mut self.record_function_ids));
+        let pipeline_transfers =
+            follow_events(&events, std::mem::take(&mut self.pipeline_transfers));
 
         for sync in &mut self.syncs {
             sync.start_ns -= origin_ns;
@@ -1074,6 +1082,7 @@ impl TraceBuilder {
             comm_args,
             op_inputs,
             record_function_ids,
+            pipeline_transfers,
             kernel_fill,
             off_cpu: Vec::new(),
             comm_tensors: Vec::new(),

@@ -15,6 +15,7 @@ mod mxnet;
 mod nsys;
 mod op_inputs;
 mod packaged;
+mod pipeline_actions;
 mod precision;
 mod tf_timeline;
 

@@ -121,6 +121,10 @@ pub struct HostTransfer {
     /// the two sides of one transfer overlap between these.
     pub posted_ns: i64,
     pub done_ns: i64,
+    /// The pipeline schedule's action that posted it, where the schedule's runtime names one
+    /// (`torch.distributed.pipelining`: `PP:1SEND_F0`): the stage and microbatch say which
+    /// receive a send's data goes to, where the trace records no peer.
+    pub pipeline: Option<stepcast_trace::PipelineTransfer>,
 }
 
 impl CollectiveInstance {
@@ -533,11 +537,21 @@ fn host_transfer(
             Some((graph.task_holding(op.lane, op.start_ns)?, op.start_ns))
         })
         .unwrap_or((range, graph.rec_start_ns[range.index()]));
+    // The schedule's action range around the posting op, of the same direction.
+    let pipeline = posting.and_then(|k| {
+        let op = &lane[k];
+        (k.saturating_sub(POSTING_LOOKBACK)..k)
+            .rev()
+            .filter(|&j| lane[j].start_ns <= op.start_ns && lane[j].end_ns() >= op.end_ns())
+            .find_map(|j| trace.pipeline_transfer(stepcast_trace::EventId((lane_start + j) as u32)))
+            .filter(|action| action.sends == sends)
+    });
     let transfer = HostTransfer {
         sends,
         posted_by,
         posted_ns,
         done_ns: range_event.end_ns(),
+        pipeline,
     };
     Some((transfer, posting_event))
 }

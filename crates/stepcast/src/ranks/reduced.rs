@@ -26,7 +26,7 @@ use super::RankGraph;
 pub const MAGIC: &[u8; 8] = b"STEPCRNK";
 
 /// The version of the form: the fields of [`ReducedRank`] and every type under it.
-pub const SCHEMA_VERSION: u32 = 7;
+pub const SCHEMA_VERSION: u32 = 8;
 
 const HEADER_BYTES: usize = MAGIC.len() + 4 + 8;
 

@@ -30,6 +30,12 @@
 //! 3. A stage talks to the same peers all run: a side with a candidate among the pairs of ranks
 //!    shown talking keeps only those.
 //!
+//! Where the pipeline schedule's runtime names the action each side was posted in
+//! (`torch.distributed.pipelining`: `PP:1SEND_F0`, [`HostTransfer::pipeline`]), a send's
+//! candidates are only the receives of the same microbatch's tensor at the next stage (the
+//! previous one, backward): on four stages interleaved, a rank talks to two ranks each way with
+//! several transfers in flight, and without the actions most stayed open.
+//!
 //! 2 and 3 narrow the candidates only where a matching as large remains: where it would not,
 //! what was shown is not all of it, and nothing is narrowed. What is still open stays
 //! unmatched, with its reason.
@@ -78,6 +84,8 @@ struct Side {
     /// Posted and done, on that group's clock.
     from_ns: i64,
     to_ns: i64,
+    /// The pipeline schedule's action that posted it ([`HostTransfer::pipeline`]).
+    pipeline: Option<stepcast_trace::PipelineTransfer>,
 }
 
 /// Each rank's list with the transfers whose peer is not recorded paired where their times
@@ -128,6 +136,7 @@ pub(crate) fn pair_by_time<'a>(
                 component: clock.component,
                 from_ns: base_ns + t.posted_ns,
                 to_ns: base_ns + t.done_ns.max(t.posted_ns),
+                pipeline: t.pipeline,
             };
             orders[direction] += 1;
             if t.sends {
@@ -220,6 +229,9 @@ fn overlapping(sends: &[Side], receives: &[Side]) -> Option<Vec<Vec<u32>>> {
                 side.rank != a.rank
                     && side.component == a.component
                     && side.to_ns >= a.from_ns - TOLERANCE_NS
+                    && a.pipeline
+                        .zip(side.pipeline)
+                        .is_none_or(|(s, r)| s.pairs_with(&r))
             })
             .take(MAX_CANDIDATES + 1)
             .collect();

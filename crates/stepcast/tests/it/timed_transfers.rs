@@ -3,10 +3,12 @@
 //! `record_shapes=True` (`testdata/kineto/stepcast/cpu-jobs/`), so its posting ops
 //! (`c10d::send`, `c10d::recv_`) name every transfer's peer; with those ops' inputs taken out, as
 //! a trace without shapes has them, every pair found by time must be a recorded pair, and the
-//! sides left open are unmatched for that reason. Where each transfer is posted and waited for
-//! in one call (`send`/`recv` from Python: `pp_dp.py`, `tp_pp_dp.py`; and `pipelining`'s plain
-//! 1F1B schedule), every recorded pair is found, on one host and across two (`two_hosts.py`:
-//! each host's clock placed against the other's by the transfers, `ranks::transfer_clocks`).
+//! sides left open are unmatched for that reason. Every recorded pair is found: by the times
+//! alone where each transfer is posted and waited for in one call (`send`/`recv` from Python:
+//! `pp_dp.py`, `tp_pp_dp.py`; and `pipelining`'s plain 1F1B schedule), with the schedule's
+//! actions (`PP:1SEND_F0`) where a schedule posts ahead; on one host and across two
+//! (`two_hosts.py`: each host's clock placed against the other's by the transfers,
+//! `ranks::transfer_clocks`).
 
 use std::collections::BTreeSet;
 
@@ -19,33 +21,27 @@ use stepcast_trace::read_trace;
 
 use crate::testdata;
 
-/// How many of a job's recorded pairs its times must find.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Found {
-    Every,
-    Some,
-}
-
-/// (job under `stepcast/cpu-jobs/`, how many of its pairs are found).
-const JOBS: &[(&str, Found)] = &[
-    ("pp2dp2", Found::Every),
-    ("pp2dp3", Found::Every),
-    ("tp2pp2dp2", Found::Every),
-    ("tp2pp2dp2-titan", Found::Every),
-    ("tp2pp3dp2", Found::Every),
-    ("pipelining-pp2dp2", Found::Every),
-    ("pipelining-pp4dp2", Found::Every),
+/// Jobs under `stepcast/cpu-jobs/` whose every recorded pair the times must find.
+const JOBS: &[&str] = &[
+    "pp2dp2",
+    "pp2dp3",
+    "tp2pp2dp2",
+    "tp2pp2dp2-titan",
+    "tp2pp3dp2",
+    "pipelining-pp2dp2",
+    "pipelining-pp4dp2",
     // Interleaved and zero-bubble schedules post a step's sends and receives ahead and wait
     // later: one side may overlap several others. On two stages each rank talks to one other,
     // and the order between them places every transfer; on four, a rank talks to two each way
-    // (the last stage's activations go back to the first), and some stay open.
-    ("pipelining-interleaved-pp2dp2-fsdp", Found::Every),
-    ("pipelining-zero-bubble-pp2dp2", Found::Every),
-    ("pipelining-interleaved-pp4dp2", Found::Some),
-    ("pipelining-zero-bubble-pp4dp2-fsdp", Found::Some),
+    // (the last stage's activations go back to the first), and the schedule's action around
+    // each side (`PP:1SEND_F0`: stage, direction, microbatch) says which receive a send goes to.
+    "pipelining-interleaved-pp2dp2-fsdp",
+    "pipelining-zero-bubble-pp2dp2",
+    "pipelining-interleaved-pp4dp2",
+    "pipelining-zero-bubble-pp4dp2-fsdp",
     // Two hosts: the transfers are the only tie between them.
-    ("pp2dp2-2hosts", Found::Every),
-    ("pipelining-pp2dp2-2hosts", Found::Every),
+    "pp2dp2-2hosts",
+    "pipelining-pp2dp2-2hosts",
 ];
 
 /// The job's ranks in rank order, the transfers' recorded peers taken out where `hide_peers`.
@@ -93,7 +89,7 @@ fn pairs(
 
 #[test]
 fn transfers_paired_by_time_are_the_pairs_the_traces_record() {
-    for &(job, expected) in JOBS {
+    for &job in JOBS {
         let recorded = match_collectives(&ranks_of(job, false));
         let timed = match_collectives(&ranks_of(job, true));
         let truth = pairs(&recorded, GroupSource::PeerOrder);
@@ -108,10 +104,7 @@ fn transfers_paired_by_time_are_the_pairs_the_traces_record() {
             wrong.is_empty(),
             "{job}: paired by time, not recorded: {wrong:?}"
         );
-        match expected {
-            Found::Every => assert_eq!(found.len(), truth.len(), "{job}"),
-            Found::Some => assert!(!found.is_empty(), "{job}: nothing paired"),
-        }
+        assert_eq!(found.len(), truth.len(), "{job}");
         // The other sides are unmatched for want of a peer, and nothing else changes.
         let open = timed
             .unmatched
@@ -191,7 +184,7 @@ fn blind_jobs_pair_as_their_layout_says() {
 /// must hold whatever joins: a pair found is a recorded pair.
 #[test]
 fn transfers_paired_across_a_clock_per_rank_are_the_recorded_pairs() {
-    for &(job, _) in JOBS {
+    for &job in JOBS {
         let recorded = match_collectives(&ranks_of(job, false));
         let mut ranks = ranks_of(job, true);
         for rank in &mut ranks {
