@@ -16,12 +16,16 @@
 //! ±20 ms.
 //!
 //! Hosts join one at a time: against the hosts placed so far (the first rank's first), the
-//! host whose transfers add the most pairs, at offsets forming one interval, joins at that
-//! interval's middle. A host that adds none (its transfers go elsewhere), or whose peak is
-//! several intervals (two offsets fit as well) or reaches the edge of the offsets searched,
-//! waits; where no host can join, the next starts a group of its own, whose transfers pair
-//! only within it. The offsets serve the pairing only: the clock alignment then solves them
-//! from the pairs, with the collectives.
+//! host whose transfers add the most pairs joins at the middle of the offsets where they do,
+//! only where those offsets are one interval inside the range searched, the pairs leave
+//! nearly no side of the placed hosts and the host single, and no other host adds half as
+//! many. Otherwise nothing joins, and the next host starts a group of its own; a group whose
+//! transfers leave many of its sides single keeps them all open (their other sides are
+//! elsewhere, and paired within the group they would meet strangers). The last rule is what
+//! a clock per rank needs (traces that record no host name): a replica of a rank's partner
+//! runs the partner's schedule in lockstep and fits nearly as well, so nothing joins there,
+//! and nothing is paired, rather than a replica. The offsets serve the pairing only: the
+//! clock alignment then solves them from the pairs, with the collectives.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -67,6 +71,20 @@ struct OpenSide {
     /// Posted and done, on its host's recorded clock (absolute).
     from_ns: i64,
     to_ns: i64,
+    /// The pipeline schedule's action that posted it, where named.
+    pipeline: Option<stepcast_trace::PipelineTransfer>,
+}
+
+impl OpenSide {
+    /// Whether this send and `receive` may be one transfer, as far as the pipeline schedule's
+    /// actions tell (anything, where either has none).
+    fn may_pair(&self, receive: &OpenSide) -> bool {
+        self.rank != receive.rank
+            && self
+                .pipeline
+                .zip(receive.pipeline)
+                .is_none_or(|(s, r)| s.pairs_with(&r))
+    }
 }
 
 /// Per rank, where its open sides are paired ([`PairingClock`]); `None` for a rank with none.
@@ -96,6 +114,7 @@ pub(crate) fn pairing_clocks(
                 sends: t.sends,
                 from_ns: origin_ns + t.posted_ns,
                 to_ns: origin_ns + t.done_ns.max(t.posted_ns),
+                pipeline: t.pipeline,
             });
         }
     }
@@ -208,7 +227,7 @@ fn overlaps(sends: &[OpenSide], receives: &[OpenSide], work: &mut u64) -> Option
             .copied()
             .filter(|&b| {
                 let receive = &receives[b as usize];
-                receive.rank != send.rank && receive.to_ns >= send.from_ns - TOLERANCE_NS
+                send.may_pair(receive) && receive.to_ns >= send.from_ns - TOLERANCE_NS
             })
             .collect();
         *work += list.len() as u64;
@@ -287,7 +306,12 @@ fn peak_offset(joined: &[OpenSide], host: &[OpenSide], work: &mut u64) -> Option
                     let y = &placed[k];
                     let from = (x.from_ns - y.to_ns - TOLERANCE_NS).max(-MAX_HOST_OFFSET_NS);
                     let to = (x.to_ns - y.from_ns + TOLERANCE_NS).min(MAX_HOST_OFFSET_NS);
-                    if from > to {
+                    let may_pair = if host_sends {
+                        x.may_pair(y)
+                    } else {
+                        y.may_pair(x)
+                    };
+                    if from > to || !may_pair {
                         continue;
                     }
                     let (send, receive) = if host_sends {
@@ -472,6 +496,7 @@ mod tests {
             sends,
             from_ns,
             to_ns,
+            pipeline: None,
         }
     }
 
