@@ -134,13 +134,7 @@ fn blind_jobs_pair_as_their_layout_says() {
         ("tp2pp2dp2-noshapes", 2, 2, 2),
         ("pp3dp2-noshapes", 1, 3, 2),
     ] {
-        let ranks = ranks_of(job, false);
-        let matching = match_collectives(&ranks);
-        assert!(
-            matching.unmatched.is_empty(),
-            "{job}: {:?}",
-            matching.unmatched
-        );
+        let (ranks, matching) = matched_whole(job);
         let mut talking: BTreeSet<(i64, i64)> = BTreeSet::new();
         let mut transfers = 0;
         for c in matching.matched.iter().filter(|c| c.source.is_transfer()) {
@@ -207,13 +201,7 @@ fn jobs_of_two_hosts_without_shapes_pair_across_the_hosts() {
         ("pp4dp2-2hosts-noshapes", 4, 2),
         ("pipelining-pp2dp2-2hosts-noshapes", 2, 2),
     ] {
-        let ranks = ranks_of(job, false);
-        let matching = match_collectives(&ranks);
-        assert!(
-            matching.unmatched.is_empty(),
-            "{job}: {:?}",
-            matching.unmatched
-        );
+        let (ranks, matching) = matched_whole(job);
         let mut talking: BTreeSet<(i64, i64)> = BTreeSet::new();
         for c in matching.matched.iter().filter(|c| c.source.is_transfer()) {
             assert_eq!(c.source, GroupSource::PeerByTime, "{job}");
@@ -249,6 +237,18 @@ fn jobs_of_two_hosts_without_shapes_pair_across_the_hosts() {
     }
 }
 
+/// The job's ranks and their matching, which must leave nothing unmatched.
+fn matched_whole(job: &str) -> (Vec<RankGraph>, CollectiveMatching) {
+    let ranks = ranks_of(job, false);
+    let matching = match_collectives(&ranks);
+    assert!(
+        matching.unmatched.is_empty(),
+        "{job}: {:?}",
+        matching.unmatched
+    );
+    (ranks, matching)
+}
+
 /// The sends the job's ranks posted: their traces' `c10d::send` ops.
 fn posted_sends(job: &str) -> usize {
     let dir = testdata(&format!("stepcast/cpu-jobs/{job}"));
@@ -280,13 +280,7 @@ fn blind_pipelining_jobs_pair_within_each_replicas_pipeline() {
         "pipelining-interleaved-pp4dp2-noshapes",
         "pipelining-zero-bubble-pp4dp2-noshapes",
     ] {
-        let ranks = ranks_of(job, false);
-        let matching = match_collectives(&ranks);
-        assert!(
-            matching.unmatched.is_empty(),
-            "{job}: {:?}",
-            matching.unmatched
-        );
+        let (ranks, matching) = matched_whole(job);
         let mut transfers = 0;
         for c in matching.matched.iter().filter(|c| c.source.is_transfer()) {
             assert_eq!(c.source, GroupSource::PeerByTime, "{job}");
