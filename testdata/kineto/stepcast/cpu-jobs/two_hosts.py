@@ -9,8 +9,9 @@ cross them, as jobs of several machines are laid out. The two "hosts" share one 
 clock: the offset stepcast solves between them has a known answer, 0.
 
     python3 two_hosts.py OUTDIR TP DP                  (tp_dp.py's job)
-    python3 two_hosts.py --script SCRIPT OUTDIR A B    (SCRIPT: tp_dp, moe_ep, fsdp, pp_dp or
-                                                        pipelining_dp)
+    python3 two_hosts.py --script SCRIPT OUTDIR A B    (SCRIPT: tp_dp, moe_ep, fsdp, pp_dp,
+                                                        pipelining_dp or
+                                                        pipelining_interleaved)
 
 Writes OUTDIR/<job>-2hosts/rank<R>.json.gz and OUTDIR/<job>-2hosts.timing.json (the script's
 files, renamed when both hosts are done).
@@ -34,13 +35,22 @@ SCRIPTS = {
     ),
     "pp_dp": (lambda a, b: f"pp{a}dp{b}", lambda a, b, outdir: (a, b, outdir)),
     "pipelining_dp": (lambda a, b: f"pipelining-pp{a}dp{b}", lambda a, b, outdir: (a, b, outdir)),
+    # `pipelining_dp.py`'s interleaved schedule (two stages a rank, the last rank's activations
+    # going back to the first).
+    "pipelining_interleaved": (
+        lambda a, b: f"pipelining-interleaved-pp{a}dp{b}",
+        lambda a, b, outdir: (a, b, outdir, True),
+    ),
 }
+
+# The module of a script whose name is not its module's.
+MODULES = {"pipelining_interleaved": "pipelining_dp"}
 
 
 def local_rank(index, script, host, per_host, a, b, outdir):
     import importlib
 
-    run = importlib.import_module(script).run
+    run = importlib.import_module(MODULES.get(script, script)).run
     run(host * per_host + index, *SCRIPTS[script][1](a, b, outdir))
 
 
