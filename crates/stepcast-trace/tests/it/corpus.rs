@@ -8,7 +8,7 @@ use stepcast_trace::{EventKind, LaneKind, ReadError, Runtime, Trace};
 use crate::{FileKind, corpus};
 
 /// Kineto traces and Execution Traces under `testdata/kineto/` (see `testdata/README.md`).
-const KINETO_FILES: usize = 527;
+const KINETO_FILES: usize = 535;
 const EXECUTION_TRACES: usize = 5;
 
 /// Checks that hold for any successfully read trace. Returns the problems found.
@@ -567,6 +567,14 @@ Expect { file: "stepcast/cpu-loader-pairs/heavyloader-workers0.json.gz", records
     Expect { file: "stepcast/cpu-jobs/pp3dp2-noshapes/rank3.json.gz", records: 5985, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(3), Some(6)) },
     Expect { file: "stepcast/cpu-jobs/pp3dp2-noshapes/rank4.json.gz", records: 6489, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(4), Some(6)) },
     Expect { file: "stepcast/cpu-jobs/pp3dp2-noshapes/rank5.json.gz", records: 6489, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(5), Some(6)) },
+    Expect { file: "stepcast/cpu-jobs/pipelining-interleaved-pp4dp2-2hosts-noshapes/rank0.json.gz", records: 10371, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(0), Some(8)) },
+    Expect { file: "stepcast/cpu-jobs/pipelining-interleaved-pp4dp2-2hosts-noshapes/rank1.json.gz", records: 10371, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(1), Some(8)) },
+    Expect { file: "stepcast/cpu-jobs/pipelining-interleaved-pp4dp2-2hosts-noshapes/rank2.json.gz", records: 10709, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(2), Some(8)) },
+    Expect { file: "stepcast/cpu-jobs/pipelining-interleaved-pp4dp2-2hosts-noshapes/rank3.json.gz", records: 10709, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(3), Some(8)) },
+    Expect { file: "stepcast/cpu-jobs/pipelining-interleaved-pp4dp2-2hosts-noshapes/rank4.json.gz", records: 10709, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(4), Some(8)) },
+    Expect { file: "stepcast/cpu-jobs/pipelining-interleaved-pp4dp2-2hosts-noshapes/rank5.json.gz", records: 10709, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(5), Some(8)) },
+    Expect { file: "stepcast/cpu-jobs/pipelining-interleaved-pp4dp2-2hosts-noshapes/rank6.json.gz", records: 11249, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(6), Some(8)) },
+    Expect { file: "stepcast/cpu-jobs/pipelining-interleaved-pp4dp2-2hosts-noshapes/rank7.json.gz", records: 11249, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(7), Some(8)) },
     Expect { file: "stepcast/cpu-jobs/pipelining-zero-bubble-pp4dp2-noshapes/rank0.json.gz", records: 10515, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(0), Some(8)) },
     Expect { file: "stepcast/cpu-jobs/pipelining-zero-bubble-pp4dp2-noshapes/rank1.json.gz", records: 10515, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(1), Some(8)) },
     Expect { file: "stepcast/cpu-jobs/pipelining-zero-bubble-pp4dp2-noshapes/rank2.json.gz", records: 10949, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(2), Some(8)) },

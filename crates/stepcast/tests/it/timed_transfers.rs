@@ -268,17 +268,20 @@ fn posted_sends(job: &str) -> usize {
 }
 
 /// The blind recordings of four stages posted ahead without shapes
-/// (`pipelining-interleaved-pp4dp2-noshapes`, `pipelining-zero-bubble-pp4dp2-noshapes`: the bar
-/// in the folder's README, committed before recording): every transfer paired by time, 0
-/// unmatched, each pair within one replica's pipeline (rank = stage × DP + replica) between
-/// neighbouring pipeline ranks or the last and the first (the interleaved schedules' wrap), as
-/// many transfers as sends posted, the clocks solved.
+/// (`pipelining-interleaved-pp4dp2-noshapes`, `pipelining-zero-bubble-pp4dp2-noshapes`, and the
+/// first over two hosts: the bars in the folder's README, committed before recording): every
+/// transfer paired by time, 0 unmatched, each pair within one replica's pipeline (rank =
+/// stage × DP + replica) between neighbouring pipeline ranks or the last and the first (the
+/// interleaved schedules' wrap), as many transfers as sends posted, the clocks solved and
+/// within ±0.5 ms of the one physical clock they share.
 #[test]
 fn blind_pipelining_jobs_pair_within_each_replicas_pipeline() {
     let (pp, dp) = (4, 2);
     for job in [
         "pipelining-interleaved-pp4dp2-noshapes",
         "pipelining-zero-bubble-pp4dp2-noshapes",
+        // Over two hosts (one physical clock): the actions and the hosts' clocks at once.
+        "pipelining-interleaved-pp4dp2-2hosts-noshapes",
     ] {
         let (ranks, matching) = matched_whole(job);
         let mut transfers = 0;
@@ -297,5 +300,10 @@ fn blind_pipelining_jobs_pair_within_each_replicas_pipeline() {
         let alignment = align_clocks(&ranks, &matching).unwrap_or_else(|e| panic!("{job}: {e}"));
         assert_eq!(alignment.status, AlignmentStatus::Solved, "{job}");
         assert_eq!(alignment.violated_constraints, 0, "{job}");
+        assert!(
+            alignment.offsets_ns.iter().all(|o| o.abs() <= 500_000),
+            "{job}: {:?}",
+            alignment.offsets_ns
+        );
     }
 }
