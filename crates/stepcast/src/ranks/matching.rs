@@ -178,7 +178,9 @@ pub struct MatchedCollective {
     /// recorded.
     pub ranks: Vec<RankId>,
     /// A point-to-point transfer's sender (its receiver is the other member): only its start
-    /// and the receiver's end are ordered (a send may complete before its receive is posted).
+    /// and the receiver's end are ordered, the one order every backend keeps (NCCL may complete
+    /// a small send before its receive is posted; gloo sends an unbound buffer only once it is,
+    /// which the pairing by time relies on, not the clock constraints).
     pub sender: Option<RankId>,
     /// The instance's task in its rank's own graph, one per member (`ranks[i]`'s is
     /// `instances[i]`).
