@@ -748,9 +748,11 @@ impl PipelineTransfer {
         .into_iter()
         .find_map(|(kind, sends, forward)| {
             let microbatch = rest.strip_prefix(kind)?;
-            (!microbatch.is_empty() && microbatch.bytes().all(|b| b.is_ascii_digit()))
-                .then(|| Some((sends, forward, microbatch.parse().ok()?)))
-                .flatten()
+            // Digits only: `parse` would take a sign too.
+            if !microbatch.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            Some((sends, forward, microbatch.parse().ok()?))
         })?;
         Some(PipelineTransfer {
             stage,

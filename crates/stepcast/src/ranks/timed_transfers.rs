@@ -206,29 +206,16 @@ pub(crate) fn pair_by_time<'a>(
 /// Per send, the receives of other ranks whose spans overlap its own, ascending; none where
 /// more than [`MAX_CANDIDATES`] do. `None` where the job's candidates pass [`MAX_EDGES`].
 fn overlapping(sends: &[Side], receives: &[Side]) -> Option<Vec<Vec<u32>>> {
-    let mut by_start: Vec<u32> = (0..receives.len() as u32).collect();
-    by_start.sort_by_key(|&b| receives[b as usize].from_ns);
-    let longest_ns = receives
-        .iter()
-        .map(|b| b.to_ns - b.from_ns)
-        .max()
-        .unwrap_or(0);
+    let index = SpanIndex::new(receives.iter().map(|b| (b.from_ns, b.to_ns)));
     let mut edges = 0usize;
     let mut candidates = Vec::with_capacity(sends.len());
     for a in sends {
-        let key = |b: &u32| receives[*b as usize].from_ns;
-        let earliest = a.from_ns - TOLERANCE_NS - longest_ns;
-        let latest = a.to_ns + TOLERANCE_NS;
-        let lo = by_start.partition_point(|b| key(b) < earliest);
-        let hi = by_start.partition_point(|b| key(b) <= latest);
-        let mut found: Vec<u32> = by_start[lo..hi]
-            .iter()
-            .copied()
+        let mut found: Vec<u32> = index
+            .overlapping(a.from_ns, a.to_ns)
             .filter(|&b| {
                 let side = &receives[b as usize];
                 side.rank != a.rank
                     && side.component == a.component
-                    && side.to_ns >= a.from_ns - TOLERANCE_NS
                     && a.pipeline
                         .zip(side.pipeline)
                         .is_none_or(|(s, r)| s.pairs_with(&r))
@@ -246,6 +233,51 @@ fn overlapping(sends: &[Side], receives: &[Side]) -> Option<Vec<Vec<u32>>> {
         candidates.push(found);
     }
     Some(candidates)
+}
+
+/// Spans (a side's posted and done) indexed by their starts, to find those a span overlaps
+/// (`ranks::transfer_clocks` weighs pairs across hosts with it too).
+pub(super) struct SpanIndex {
+    /// The spans' indices by start.
+    by_from: Vec<u32>,
+    from_ns: Vec<i64>,
+    to_ns: Vec<i64>,
+    longest_ns: i64,
+}
+
+impl SpanIndex {
+    pub(super) fn new(spans: impl Iterator<Item = (i64, i64)>) -> SpanIndex {
+        let (from_ns, to_ns): (Vec<i64>, Vec<i64>) = spans.unzip();
+        let mut by_from: Vec<u32> = (0..from_ns.len() as u32).collect();
+        by_from.sort_by_key(|&b| from_ns[b as usize]);
+        let longest_ns = from_ns
+            .iter()
+            .zip(&to_ns)
+            .map(|(from, to)| to - from)
+            .max()
+            .unwrap_or(0);
+        SpanIndex {
+            by_from,
+            from_ns,
+            to_ns,
+            longest_ns,
+        }
+    }
+
+    /// The spans that overlap `from_ns..=to_ns` within [`TOLERANCE_NS`], by start.
+    pub(super) fn overlapping(&self, from_ns: i64, to_ns: i64) -> impl Iterator<Item = u32> + '_ {
+        let starts = |b: &u32| self.from_ns[*b as usize];
+        let lo = self
+            .by_from
+            .partition_point(|b| starts(b) < from_ns - TOLERANCE_NS - self.longest_ns);
+        let hi = self
+            .by_from
+            .partition_point(|b| starts(b) <= to_ns + TOLERANCE_NS);
+        self.by_from[lo..hi]
+            .iter()
+            .copied()
+            .filter(move |&b| self.to_ns[b as usize] >= from_ns - TOLERANCE_NS)
+    }
 }
 
 /// Per send, the receive it is paired with (see the module documentation): the pairs every
@@ -524,21 +556,21 @@ fn in_order(
     before.is_none_or(|(_, &r)| r < receive.order) && after.is_none_or(|(_, &r)| r > receive.order)
 }
 
-pub(super) const NONE: u32 = u32::MAX;
+const NONE: u32 = u32::MAX;
 
 /// A maximum matching of a bipartite graph (sends on the left, receives on the right), by
 /// Hopcroft and Karp: O(E √V). Written here because `petgraph`'s matching is for general
 /// graphs, O(V³).
-pub(super) struct Matching {
+struct Matching {
     /// Per send, its receive ([`NONE`]: none).
-    pub(super) left: Vec<u32>,
+    left: Vec<u32>,
     /// Per receive, its send.
-    pub(super) right: Vec<u32>,
-    pub(super) size: usize,
+    right: Vec<u32>,
+    size: usize,
 }
 
 impl Matching {
-    pub(super) fn maximum(adjacency: &[Vec<u32>], right_count: usize) -> Matching {
+    fn maximum(adjacency: &[Vec<u32>], right_count: usize) -> Matching {
         let n = adjacency.len();
         let mut m = Matching {
             left: vec![NONE; n],

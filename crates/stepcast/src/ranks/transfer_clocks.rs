@@ -31,7 +31,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::RankGraph;
 use super::matching::{CollectiveInstance, UNPAIRED_TRANSFERS};
-use super::timed_transfers::{Matching, NONE};
+use super::timed_transfers::SpanIndex;
 
 /// Where a rank's open transfer sides are read when they are paired by time: its group of
 /// hosts whose clocks were placed against each other, and its host's offset there (the
@@ -119,6 +119,10 @@ pub(crate) fn pairing_clocks(
         }
     }
     let mut work = 0u64;
+    let mut host_sides: BTreeMap<usize, Sides> = BTreeMap::new();
+    for (&host, sides) in &hosts {
+        host_sides.insert(host, Sides::of(sides, &mut work)?);
+    }
     let mut placed: BTreeMap<usize, PairingClock> = BTreeMap::new();
     let mut component = 0;
     // The sides of the hosts placed in the current component, on its clock.
@@ -129,10 +133,15 @@ pub(crate) fn pairing_clocks(
     loop {
         let next = hosts.keys().find(|h| !placed.contains_key(h)).copied();
         if !joined.is_empty() {
+            // The component's own pairs, whatever the next host's offset.
+            let within = Sides::of(&joined, &mut work)?;
+            let mut matching = DynamicMatching::new(within.sends.len(), within.receives.len());
+            within.insert_into(&mut matching, 0, 0);
+            while matching.augment(&mut work) {}
             // Per host, its peak.
             let mut peaks: Vec<(usize, Peak)> = Vec::new();
-            for (&host, sides) in hosts.iter().filter(|(h, _)| !placed.contains_key(h)) {
-                if let Some(peak) = peak_offset(&joined, sides, &mut work)? {
+            for (&host, sides) in host_sides.iter().filter(|(h, _)| !placed.contains_key(h)) {
+                if let Some(peak) = peak_offset(&within, &matching, sides, &mut work)? {
                     peaks.push((host, peak));
                 }
             }
@@ -168,7 +177,8 @@ pub(crate) fn pairing_clocks(
                 }));
                 continue;
             }
-            if left_single(&joined, &mut work)? * SINGLE_SHARE > joined.len() {
+            let single = joined.len() - 2 * matching.size;
+            if single * SINGLE_SHARE > joined.len() {
                 open.insert(component);
             }
             component += 1;
@@ -197,46 +207,52 @@ pub(crate) fn pairing_clocks(
     )
 }
 
-/// How many of `sides` (on one clock) a maximum matching of their overlaps leaves single;
-/// `None` past the bounds.
-fn left_single(sides: &[OpenSide], work: &mut u64) -> Option<usize> {
-    let sends: Vec<OpenSide> = sides.iter().filter(|s| s.sends).copied().collect();
-    let receives: Vec<OpenSide> = sides.iter().filter(|s| !s.sends).copied().collect();
-    let adjacency = overlaps(&sends, &receives, work)?;
-    let matching = Matching::maximum(&adjacency, receives.len());
-    Some(sides.len() - 2 * matching.size)
+/// Sides on one clock, sends and receives apart, with the pairs of them that overlap.
+struct Sides {
+    sends: Vec<OpenSide>,
+    receives: Vec<OpenSide>,
+    /// Per send, the receives (by index) its span overlaps.
+    overlaps: Vec<Vec<u32>>,
 }
 
-/// Per send, the receives of other ranks on its clock whose spans overlap its own; `None`
-/// past the bounds.
-fn overlaps(sends: &[OpenSide], receives: &[OpenSide], work: &mut u64) -> Option<Vec<Vec<u32>>> {
-    let mut by_from: Vec<u32> = (0..receives.len() as u32).collect();
-    by_from.sort_by_key(|&b| receives[b as usize].from_ns);
-    let longest_ns = receives
-        .iter()
-        .map(|s| s.to_ns - s.from_ns)
-        .max()
-        .unwrap_or(0);
-    let mut adjacency: Vec<Vec<u32>> = Vec::with_capacity(sends.len());
-    for send in sends {
-        let from = |b: &u32| receives[*b as usize].from_ns;
-        let lo = by_from.partition_point(|b| from(b) < send.from_ns - TOLERANCE_NS - longest_ns);
-        let hi = by_from.partition_point(|b| from(b) <= send.to_ns + TOLERANCE_NS);
-        let list: Vec<u32> = by_from[lo..hi]
-            .iter()
-            .copied()
-            .filter(|&b| {
-                let receive = &receives[b as usize];
-                send.may_pair(receive) && receive.to_ns >= send.from_ns - TOLERANCE_NS
-            })
-            .collect();
-        *work += list.len() as u64;
-        adjacency.push(list);
-        if *work > MAX_WORK {
-            return None;
+impl Sides {
+    /// `None` past the bounds.
+    fn of(sides: &[OpenSide], work: &mut u64) -> Option<Sides> {
+        let sends: Vec<OpenSide> = sides.iter().filter(|s| s.sends).copied().collect();
+        let receives: Vec<OpenSide> = sides.iter().filter(|s| !s.sends).copied().collect();
+        let index = SpanIndex::new(receives.iter().map(|r| (r.from_ns, r.to_ns)));
+        let mut overlaps = Vec::with_capacity(sends.len());
+        for send in &sends {
+            let list: Vec<u32> = index
+                .overlapping(send.from_ns, send.to_ns)
+                .filter(|&b| send.may_pair(&receives[b as usize]))
+                .collect();
+            *work += list.len() as u64;
+            if *work > MAX_WORK {
+                return None;
+            }
+            overlaps.push(list);
+        }
+        Some(Sides {
+            sends,
+            receives,
+            overlaps,
+        })
+    }
+
+    fn len(&self) -> usize {
+        self.sends.len() + self.receives.len()
+    }
+
+    /// Adds its pairs to `matching`, its sends from `first_send` on, its receives from
+    /// `first_receive`.
+    fn insert_into(&self, matching: &mut DynamicMatching, first_send: usize, first_receive: usize) {
+        for (a, list) in self.overlaps.iter().enumerate() {
+            for &b in list {
+                matching.insert((first_send + a) as u32, (first_receive + b as usize) as u32);
+            }
         }
     }
-    Some(adjacency)
 }
 
 /// Where a host's clock fits the hosts placed: the offset and the pairs it makes.
@@ -253,35 +269,20 @@ struct Peak {
 }
 
 /// Sweeps the host's offset over ±[`MAX_HOST_OFFSET_NS`] and returns where the most transfers
-/// pair across at once, between the placed sides (`joined`, aligned) and the host's
-/// (`host`, on its recorded clock), each left single by its own side's transfers:
-/// `Some(None)` where no pair across adds to those within; `None` past the bounds.
-fn peak_offset(joined: &[OpenSide], host: &[OpenSide], work: &mut u64) -> Option<Option<Peak>> {
-    // Sends on the left (the placed first), receives on the right.
-    let split = |sides: &[OpenSide], sends: bool| -> Vec<OpenSide> {
-        sides.iter().filter(|s| s.sends == sends).copied().collect()
-    };
-    let (joined_sends, joined_receives) = (split(joined, true), split(joined, false));
-    let (host_sends, host_receives) = (split(host, true), split(host, false));
-    let (hs, hr) = (joined_sends.len(), joined_receives.len());
-    let mut matching = DynamicMatching::new(hs + host_sends.len(), hr + host_receives.len());
-    // Pairs within the component and within the host: on one clock each, whatever the offset.
-    for (a, list) in overlaps(&joined_sends, &joined_receives, work)?
-        .into_iter()
-        .enumerate()
-    {
-        for b in list {
-            matching.insert(a as u32, b);
-        }
-    }
-    for (a, list) in overlaps(&host_sends, &host_receives, work)?
-        .into_iter()
-        .enumerate()
-    {
-        for b in list {
-            matching.insert((hs + a) as u32, hr as u32 + b);
-        }
-    }
+/// pair at once, the placed sides (`joined`, aligned, `matching` a maximum matching of their
+/// own pairs) and the host's (`host`, on its recorded clock) together: `Some(None)` where no
+/// pair across adds to those within each; `None` past the bounds.
+fn peak_offset(
+    joined: &Sides,
+    matching: &DynamicMatching,
+    host: &Sides,
+    work: &mut u64,
+) -> Option<Option<Peak>> {
+    // Sends on the left and receives on the right, the placed first.
+    let (hs, hr) = (joined.sends.len(), joined.receives.len());
+    let mut matching = matching.grown(hs + host.sends.len(), hr + host.receives.len());
+    // The host's own pairs: on its clock, whatever its offset.
+    host.insert_into(&mut matching, hs, hr);
     while matching.augment(work) {}
     let within = matching.size;
     // The offsets at which each pair across overlaps. With the host's side `x` on its own
@@ -290,42 +291,28 @@ fn peak_offset(joined: &[OpenSide], host: &[OpenSide], work: &mut u64) -> Option
     let mut events: Vec<(i64, bool, u32, u32)> = Vec::new();
     let mut across =
         |host_sides: &[OpenSide], host_first: usize, placed: &[OpenSide], host_sends: bool| {
-            let longest_ns = placed
-                .iter()
-                .map(|y| y.to_ns - y.from_ns)
-                .max()
-                .unwrap_or(0);
-            let mut by_from: Vec<usize> = (0..placed.len()).collect();
-            by_from.sort_by_key(|&k| placed[k].from_ns);
+            let index = SpanIndex::new(placed.iter().map(|y| (y.from_ns, y.to_ns)));
             for (i, x) in host_sides.iter().enumerate() {
-                let earliest = x.from_ns - TOLERANCE_NS - MAX_HOST_OFFSET_NS - longest_ns;
-                let latest = x.to_ns + TOLERANCE_NS + MAX_HOST_OFFSET_NS;
-                let lo = by_from.partition_point(|&k| placed[k].from_ns < earliest);
-                let hi = by_from.partition_point(|&k| placed[k].from_ns <= latest);
-                for &k in &by_from[lo..hi] {
+                let candidates =
+                    index.overlapping(x.from_ns - MAX_HOST_OFFSET_NS, x.to_ns + MAX_HOST_OFFSET_NS);
+                for k in candidates.map(|k| k as usize) {
                     let y = &placed[k];
                     let from = (x.from_ns - y.to_ns - TOLERANCE_NS).max(-MAX_HOST_OFFSET_NS);
                     let to = (x.to_ns - y.from_ns + TOLERANCE_NS).min(MAX_HOST_OFFSET_NS);
-                    let may_pair = if host_sends {
-                        x.may_pair(y)
+                    let (send, receive, may_pair) = if host_sends {
+                        (host_first + i, k, x.may_pair(y))
                     } else {
-                        y.may_pair(x)
+                        (k, host_first + i, y.may_pair(x))
                     };
-                    if from > to || !may_pair {
-                        continue;
+                    if from <= to && may_pair {
+                        events.push((from, false, send as u32, receive as u32));
+                        events.push((to, true, send as u32, receive as u32));
                     }
-                    let (send, receive) = if host_sends {
-                        (host_first + i, k)
-                    } else {
-                        (k, host_first + i)
-                    };
-                    events.push((from, false, send as u32, receive as u32));
-                    events.push((to, true, send as u32, receive as u32));
                 }
             }
         };
-    across(&host_sends, hs, &joined_receives, true);
-    across(&host_receives, hr, &joined_sends, false);
+    across(&host.sends, hs, &joined.receives, true);
+    across(&host.receives, hr, &joined.sends, false);
     if events.len() > 2 * MAX_SWEEP_EDGES {
         return None;
     }
@@ -339,7 +326,8 @@ fn peak_offset(joined: &[OpenSide], host: &[OpenSide], work: &mut u64) -> Option
         let at = events[k].0;
         while k < events.len() && events[k].0 == at && !events[k].1 {
             matching.insert(events[k].2, events[k].3);
-            while matching.augment(work) {}
+            // One edge more raises the maximum by one at most.
+            matching.augment(work);
             k += 1;
         }
         runs.push((at, at, matching.size));
@@ -380,9 +368,12 @@ fn peak_offset(joined: &[OpenSide], host: &[OpenSide], work: &mut u64) -> Option
     }))
 }
 
+const NONE: u32 = u32::MAX;
+
 /// A maximum matching of a bipartite graph whose edges come and go: one augmenting path
 /// restores it after each change (an edge added raises the maximum by one at most, one
 /// removed lowers it by one at most).
+#[derive(Clone)]
 struct DynamicMatching {
     adjacency: Vec<Vec<u32>>,
     left: Vec<u32>,
@@ -403,6 +394,16 @@ impl DynamicMatching {
             seen: vec![0; right],
             search: 0,
         }
+    }
+
+    /// This matching with vertices added, on neither side matched.
+    fn grown(&self, left: usize, right: usize) -> Self {
+        let mut grown = self.clone();
+        grown.adjacency.resize(left, Vec::new());
+        grown.left.resize(left, NONE);
+        grown.right.resize(right, NONE);
+        grown.seen.resize(right, 0);
+        grown
     }
 
     fn insert(&mut self, l: u32, r: u32) {
@@ -513,7 +514,10 @@ mod tests {
             host.push(side(1, false, late - ms, late + ms / 10));
         }
         let mut work = 0;
-        let peak = peak_offset(&joined, &host, &mut work).flatten();
+        let joined = Sides::of(&joined, &mut work).expect("within bounds");
+        let host = Sides::of(&host, &mut work).expect("within bounds");
+        let matching = DynamicMatching::new(joined.sends.len(), joined.receives.len());
+        let peak = peak_offset(&joined, &matching, &host, &mut work).flatten();
         let peak = peak.expect("a peak");
         assert_eq!((peak.pairs, peak.added, peak.sides), (3, 3, 6));
         // Every transfer fits from 3.8 ms (the latest receive posted as the send's range ends)
