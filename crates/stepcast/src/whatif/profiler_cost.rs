@@ -11,6 +11,15 @@
 //! dispatcher's few hundred nanoseconds and the profiler's exit and enter callbacks, so the
 //! median such gap is the profiler's cost per recorded event, up to that dispatch (a floor
 //! taken as none).
+//!
+//! One cost is not counted: with `record_shapes` the profiler holds every op's input tensors
+//! until the profile is collected (pytorch/pytorch#133444), so within the traced steps no
+//! tensor hands its memory back. A CUDA tensor's memory is the device's caching allocator's;
+//! a CPU tensor's is the host's, and on a CPU-only run each op's output then lands in memory
+//! the process has not touched lately (page faults on first touch, caches cold) inside the
+//! op's recorded time, where an untraced step reuses the buffer just freed. How much depends
+//! on how far the process's heap had grown before the profile, which no trace records:
+//! `testdata/kineto/stepcast/cpu-profiler-cost/` measures it ([`ProfilerCost::retains_host_tensors`]).
 
 use std::ops::RangeInclusive;
 
@@ -37,6 +46,10 @@ pub struct ProfilerCost {
     /// step's process taken as taking turns (the step's thread waits for the autograd
     /// engine's backward pass), so a thread running beside them makes this an overestimate.
     pub host_share: f64,
+    /// `record_shapes` on a run with no device work: the profiler held the step's CPU
+    /// tensors (their memory not reused within the traced steps), a cost inside the ops'
+    /// recorded times that [`ProfilerCost::without`] does not take off.
+    pub retains_host_tensors: bool,
 }
 
 impl ProfilerCost {
@@ -134,10 +147,12 @@ pub fn estimate(
     if !trace.memory.is_empty() {
         options.push("profile_memory");
     }
+    let retains_host_tensors = !trace.op_inputs.is_empty() && !window.graph.has_device_tasks();
     Some(ProfilerCost {
         options,
         events_per_step: count / steps,
         per_event_ns,
         host_share: (count.saturating_mul(per_event_ns) as f64 / span_ns as f64).min(0.9),
+        retains_host_tensors,
     })
 }

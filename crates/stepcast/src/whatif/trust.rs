@@ -323,11 +323,21 @@ fn profiler_caveat(cost: &ProfilerCost, outcome: &Outcome) -> Option<String> {
             cost.options.join(", ")
         )
     };
+    let uncounted = if cost.retains_host_tensors {
+        "; and less by what this does not count: record_shapes held every op's input tensors \
+         until the profile was collected (pytorch/pytorch#133444), so each CPU op's output \
+         took memory not touched lately (page faults, cold caches) inside its recorded time, \
+         where an untraced step reuses the buffer just freed (steps traced with record_shapes \
+         took 0-24 % longer than without it on this project's CPU, the less the further the \
+         process's heap had grown before)"
+    } else {
+        ""
+    };
     Some(format!(
         "the profiler recorded {recorded}: {} host events per step at about {:.1} µs each (the \
          median gap between an op's child calls), {:.0} % of the steps' time; without \
          it the baseline would be about {:.3} ms and this prediction {:.3} ms ({:.3}× instead \
-         of {:.3}×)",
+         of {:.3}×){uncounted}",
         cost.events_per_step,
         cost.per_event_ns as f64 / 1e3,
         cost.host_share * 100.0,
