@@ -139,6 +139,7 @@ fn trust(assessed: &JobAssessed) -> TrustJson {
         anomaly: None,
         rests_on: None,
         declined: assessed.declined.clone(),
+        without_profiler: None,
     }
 }
 

@@ -68,8 +68,8 @@ pub use replay::{
 };
 pub use whatif::{
     AdviseJson, BottleneckJson, CandidateJson, MemorySavedJson, ModelRecordJson, PathItemJson,
-    PeersJson, PhaseJson, TasksJson, TrustJson, WhatIfJson, advise_json, memory_saved_json,
-    whatif_json,
+    PeersJson, PhaseJson, TasksJson, TrustJson, WhatIfJson, WithoutProfilerJson, advise_json,
+    memory_saved_json, whatif_json,
 };
 pub use whatif::{CalibrationJson, DdpConfigJson, DdpJson, FitJson, SweepRowJson, ddp_json};
 

@@ -106,6 +106,26 @@ pub struct TrustJson {
     /// than 2 % off its measured time, or an unchanged graph does not replay as the
     /// baseline. The figures are then shown only beside it. `None` (`null`) otherwise.
     pub declined: Option<String>,
+    /// The baseline and the prediction less the profiler's own cost on the host, where it
+    /// moves the baseline by 1 % or more (a caveat says the same in words). `None` (`null`)
+    /// otherwise.
+    pub without_profiler: Option<WithoutProfilerJson>,
+}
+
+/// A prediction as a run without the profiler would see it, first order: the baseline and
+/// predicted steps less the profiler's cost per recorded host event times the events, as a
+/// share of their host time on the critical path.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WithoutProfilerJson {
+    /// The baseline step less the profiler's cost.
+    pub baseline_ns: i64,
+    /// The predicted step less the profiler's cost.
+    pub predicted_ns: i64,
+    /// `baseline_ns / predicted_ns`.
+    pub speedup: Option<f64>,
+    /// `true` where a cost the estimate cannot see remains in both steps (`record_shapes` on
+    /// a CPU-only run holds every op's input tensors): each is then an upper side.
+    pub upper_side: bool,
 }
 
 impl TrustJson {
@@ -139,6 +159,12 @@ impl TrustJson {
             anomaly: verdict.anomaly.clone(),
             rests_on: verdict.rests_on.clone(),
             declined: verdict.declined.clone(),
+            without_profiler: verdict.without_profiler.map(|w| WithoutProfilerJson {
+                baseline_ns: w.baseline_ns,
+                predicted_ns: w.predicted_ns,
+                speedup: finite(w.speedup),
+                upper_side: w.upper_side,
+            }),
         }
     }
 }

@@ -608,6 +608,10 @@ pub struct Outcome {
     /// What limits the prediction, one sentence each ([`trust::assess`]); empty until
     /// assessed or when nothing does.
     pub caveats: Vec<String>,
+    /// The baseline and predicted step less the profiler's own cost, where it moves the
+    /// baseline by 1 % or more ([`trust::assess`], [`profiler_cost`]); `None` otherwise or
+    /// until assessed.
+    pub without_profiler: Option<profiler_cost::WithoutProfiler>,
     /// What the transform cut along the baseline's whole critical path, per steady step: its
     /// tasks' costs, untraced gaps and incoming lags (and, with `Peers::Balanced`, their
     /// peers' wait). The replay is a longest path: after a transform that only shortens, the
@@ -945,6 +949,7 @@ fn predict_edit(
         lag_saved_ns: lag_saved / steady_steps.max(1) as i64,
         bound_ns: None,
         caveats: Vec::new(),
+        without_profiler: None,
         path_cut_ns,
         path_contention_ns: whole_path.contention_ns,
         path_wait_ns: whole_path.wait_ns,

@@ -65,6 +65,20 @@ impl ProfilerCost {
     }
 }
 
+/// A prediction's baseline and predicted step less the profiler's counted cost
+/// ([`ProfilerCost::without`] of each): what a run without the profiler would see, first
+/// order.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WithoutProfiler {
+    pub baseline_ns: i64,
+    pub predicted_ns: i64,
+    /// `baseline_ns / predicted_ns`.
+    pub speedup: f64,
+    /// A cost the estimate cannot see remains in both steps
+    /// ([`ProfilerCost::retains_host_tensors`]): each is then an upper side.
+    pub upper_side: bool,
+}
+
 /// The profiler's cost over the `steady` steps of `window`, or `None` where the trace has no
 /// step thread with host events (device-only traces, other formats' without ops) or too few
 /// nested calls to measure it.

@@ -10,7 +10,7 @@ use rustc_hash::FxHashMap;
 
 use super::Resource;
 use super::models::Model;
-use super::profiler_cost::{self, ProfilerCost};
+use super::profiler_cost::{self, ProfilerCost, WithoutProfiler};
 use super::{Baseline, Context, Outcome, Period, WhatIfError, recorded_timeline, steady_period};
 use crate::graph::{EdgeKind, NO_STEP};
 use crate::replay::{measured_span, replayed_span, tasks_by_step};
@@ -306,8 +306,9 @@ fn steady_replay_error(measured: &Period, replayed: &Period) -> Option<String> {
 const PROFILER_SHARE: f64 = 0.01;
 
 /// How far the profiler's own cost moves `outcome`: its baseline and prediction less that
-/// cost's share of their host time on the critical path (first order: the path is kept).
-fn profiler_caveat(cost: &ProfilerCost, outcome: &Outcome) -> Option<String> {
+/// cost's share of their host time on the critical path (first order: the path is kept);
+/// `None` where it moves the baseline by less than [`PROFILER_SHARE`].
+fn without_profiler(cost: &ProfilerCost, outcome: &Outcome) -> Option<WithoutProfiler> {
     let host = |p: &super::Prediction| p.bottleneck.by_resource[Resource::Host as usize];
     let baseline_ns = outcome.baseline.step_ns;
     let baseline_without = cost.without(baseline_ns, host(&outcome.baseline));
@@ -315,6 +316,16 @@ fn profiler_caveat(cost: &ProfilerCost, outcome: &Outcome) -> Option<String> {
     if ((baseline_ns - baseline_without) as f64) < PROFILER_SHARE * baseline_ns as f64 {
         return None;
     }
+    Some(WithoutProfiler {
+        baseline_ns: baseline_without,
+        predicted_ns: predicted_without,
+        speedup: super::speedup(baseline_without, predicted_without),
+        upper_side: cost.retains_host_tensors,
+    })
+}
+
+/// The caveat that says what the profiler recorded and [`without_profiler`]'s figures.
+fn profiler_caveat(cost: &ProfilerCost, without: &WithoutProfiler, outcome: &Outcome) -> String {
     let recorded = if cost.options.is_empty() {
         "every op and runtime call".to_string()
     } else {
@@ -323,7 +334,7 @@ fn profiler_caveat(cost: &ProfilerCost, outcome: &Outcome) -> Option<String> {
             cost.options.join(", ")
         )
     };
-    let uncounted = if cost.retains_host_tensors {
+    let uncounted = if without.upper_side {
         "; and less by what this does not count: record_shapes held every op's input tensors \
          until the profile was collected (pytorch/pytorch#133444), so each CPU op's output \
          took memory not touched lately (page faults, cold caches) inside its recorded time, \
@@ -333,7 +344,7 @@ fn profiler_caveat(cost: &ProfilerCost, outcome: &Outcome) -> Option<String> {
     } else {
         ""
     };
-    Some(format!(
+    format!(
         "the profiler recorded {recorded}: {} host events per step at about {:.1} µs each (the \
          median gap between an op's child calls), {:.0} % of the steps' time; without \
          it the baseline would be about {:.3} ms and this prediction {:.3} ms ({:.3}× instead \
@@ -341,11 +352,11 @@ fn profiler_caveat(cost: &ProfilerCost, outcome: &Outcome) -> Option<String> {
         cost.events_per_step,
         cost.per_event_ns as f64 / 1e3,
         cost.host_share * 100.0,
-        baseline_without as f64 / 1e6,
-        predicted_without as f64 / 1e6,
-        super::speedup(baseline_without, predicted_without),
+        without.baseline_ns as f64 / 1e6,
+        without.predicted_ns as f64 / 1e6,
+        without.speedup,
         outcome.speedup
-    ))
+    )
 }
 
 /// The identity check: the editable graph every transform starts from, built unchanged,
@@ -419,6 +430,8 @@ pub struct Verdict {
     pub rests_on: Option<String>,
     /// [`Outcome::declined`].
     pub declined: Option<String>,
+    /// [`Outcome::without_profiler`].
+    pub without_profiler: Option<WithoutProfiler>,
 }
 
 impl Verdict {
@@ -430,6 +443,7 @@ impl Verdict {
             anomaly: outcome.anomaly.clone(),
             rests_on: outcome.rests_on.clone(),
             declined: outcome.declined.clone(),
+            without_profiler: outcome.without_profiler,
         }
     }
 }
@@ -534,8 +548,12 @@ pub fn assess_kind(
     if let (Some(paced_by), Some(host_speed)) = (&window.paced_by, kind.keeps_loader) {
         caveats.extend(workers_pace(outcome, paced_by, host_speed));
     }
-    if let Some(cost) = &window.profiler {
-        caveats.extend(profiler_caveat(cost, outcome));
+    outcome.without_profiler = window
+        .profiler
+        .as_ref()
+        .and_then(|cost| without_profiler(cost, outcome));
+    if let (Some(cost), Some(without)) = (&window.profiler, &outcome.without_profiler) {
+        caveats.push(profiler_caveat(cost, without, outcome));
     }
     if let Some(other) = outcome.other_peers_speedup
         && (other - outcome.speedup).abs() > PEERS_SHARE * outcome.speedup
