@@ -5,6 +5,7 @@ predicted from BEFORE can be checked against AFTER as measured.
     python3 record.py OUTDIR WORKLOAD [VARIANT ...]
     python3 record.py OUTDIR ddp              # spawns the two gloo ranks itself
     python3 record.py OUTDIR ddp4             # four ranks sharing the cores (ddp-gloo4/)
+    python3 record.py OUTDIR ddp-transformer  # `ddp` of another workload (`transformer`, `cnn`)
     python3 record.py OUTDIR mlp base checkpoint   # activation checkpointing (../cpu-recompute-pairs/)
     python3 record.py OUTDIR gpt base checkpoint reentrant   # a tiny GPT, non-reentrant and reentrant checkpointing
     python3 record.py OUTDIR resmlp base checkpoint   # a residual MLP, each block checkpointed
@@ -420,7 +421,10 @@ def record_workload(outdir, workload, variants):
 # --- data-parallel on gloo: two processes of one thread each -------------------------------------
 
 
-def ddp_rank(rank, world, outdir, port):
+DDP_WORKLOADS = {"mlp": mlp, "transformer": transformer, "cnn": cnn}
+
+
+def ddp_rank(rank, world, outdir, port, workload="mlp"):
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
@@ -428,18 +432,21 @@ def ddp_rank(rank, world, outdir, port):
     os.environ["MASTER_PORT"] = str(port)
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=world)
+    make = DDP_WORKLOADS[workload]
 
     # BEFORE: the plain model in one process (rank 0; rank 1 waits at the barrier).
     single = None
     if rank == 0:
-        model, batch, loss_fn = mlp()
+        model, batch, loss_fn = make()
         opt = torch.optim.Adam(model.parameters(), lr=1e-4)
         single = Config("ddp-single", training_step(model, batch, loss_fn, opt))
-    # AFTER: the same model and per-rank batch under DDP on both ranks.
+    # AFTER: the same model and per-rank batch (of the same shape and kind) under DDP (its
+    # defaults: buffers such as batch norm's broadcast from rank 0 every forward) on both ranks.
     torch.manual_seed(0)
-    model, (x, y), loss_fn = mlp()
+    model, (x, y), loss_fn = make()
     torch.manual_seed(rank + 1)
-    batch = (torch.randn_like(x), torch.randn_like(y))
+    labels = torch.randint_like(y, int(y.max()) + 1) if not y.is_floating_point() else None
+    batch = (torch.randn_like(x), torch.randn_like(y) if labels is None else labels)
     ddp_model = DistributedDataParallel(model)
     opt = torch.optim.Adam(ddp_model.parameters(), lr=1e-4)
     pair = Config(f"rank{rank}", training_step(ddp_model, batch, loss_fn, opt))
@@ -483,10 +490,10 @@ def ddp_rank(rank, world, outdir, port):
     dist.destroy_process_group()
 
 
-def record_ddp(outdir, world=2):
+def record_ddp(outdir, world=2, workload="mlp"):
     import torch.multiprocessing as mp
 
-    mp.spawn(ddp_rank, args=(world, outdir, 29517), nprocs=world, join=True)
+    mp.spawn(ddp_rank, args=(world, outdir, 29517, workload), nprocs=world, join=True)
 
 
 if __name__ == "__main__":
@@ -496,5 +503,7 @@ if __name__ == "__main__":
         record_ddp(outdir)
     elif workload == "ddp4":
         record_ddp(outdir, world=4)
+    elif workload.startswith("ddp-"):
+        record_ddp(outdir, workload=workload.removeprefix("ddp-"))
     else:
         record_workload(outdir, workload, variants)
