@@ -116,6 +116,9 @@ fn on_cpu_runs_the_cost_left_uncounted_is_said_and_the_estimate_stays_an_upper_s
         "cpu-recompute-pairs",
         "cpu-thread-pairs",
         "cpu-ddp-pairs",
+        "cpu-ddp-pairs/world4",
+        "cpu-ddp-pairs/transformer",
+        "cpu-ddp-pairs/cnn",
     ];
     let (mut with_shapes, mut without_shapes, mut above) = (0, 0, 0);
     let mut failures = Vec::new();
