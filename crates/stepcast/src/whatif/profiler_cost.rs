@@ -70,7 +70,9 @@ impl ProfilerCost {
 /// order.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct WithoutProfiler {
+    /// The baseline step less the profiler's counted cost.
     pub baseline_ns: i64,
+    /// The predicted step less the profiler's counted cost.
     pub predicted_ns: i64,
     /// `baseline_ns / predicted_ns`.
     pub speedup: f64,
