@@ -106,12 +106,27 @@ impl Ddp {
         let mut document = whatif_json(&trace, window, &name, &[], outcome);
         document.trace.file = loaded.file();
         if !window.graph.has_device_tasks() {
-            document.trust.caveats.push(
-                "a CPU-only trace: DDP's all-reduces run on a worker thread of the process \
-                 (gloo's), beside the training thread; the CPU time they take is not charged \
-                 to the training thread (on a machine with no core to spare, the step is longer)"
+            let processes = last.gpus.min(last.gpus_per_node);
+            document.trust.caveats.push(match last.host_cores {
+                Some(cores) if last.no_spare_core() => format!(
+                    "a CPU-only trace: DDP's all-reduces run on a worker thread of the process \
+                     (gloo's), beside the training thread, and the node's {processes} \
+                     processes take its {cores} cores (--cores): each all-reduce's CPU time \
+                     (its time on the link) is taken from the thread that readied its last \
+                     gradient, which the rest of the backward pass waits for"
+                ),
+                Some(cores) => format!(
+                    "a CPU-only trace: DDP's all-reduces run on a worker thread of the process \
+                     (gloo's), beside the training thread, on the cores the node's {processes} \
+                     processes leave of its {cores} (--cores): their CPU time is not charged \
+                     to the training thread"
+                ),
+                None => "a CPU-only trace: DDP's all-reduces run on a worker thread of the \
+                         process (gloo's), beside the training thread; the CPU time they take \
+                         is not charged to the training thread (on a machine with no core to \
+                         spare, the step is longer: --cores says how many the node has)"
                     .to_string(),
-            );
+            });
             let share = last.host_share();
             document.trust.caveats.push(match last.host_cores {
                 Some(cores) if share > 1.0 => format!(

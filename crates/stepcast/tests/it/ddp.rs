@@ -482,3 +482,64 @@ fn p3_hides_more_communication_than_ddp_and_wins_when_slices_are_cheap() {
         ddp.predicted_ns
     );
 }
+
+/// A CPU-only trace (`cpu-ddp-pairs/ddp-single`, the `mlp` on one core): where the node's
+/// cores are given and its processes take them all, each exchange's CPU time is taken from
+/// the training thread, a `gloo:cpu (inserted)` host task of its modeled time (times the
+/// processes' time-sharing) right after the host task that readied its last gradient; with a
+/// core to spare, or the cores not given, nothing is charged.
+#[test]
+fn gloo_cpu_time_is_taken_from_training_only_where_no_core_is_spare() {
+    let (trace, window, mapping) = loaded("stepcast/cpu-ddp-pairs/ddp-single.json.gz");
+    let context = Context::new(&trace, &window, &mapping);
+    let baseline = predict(&window, &window.graph).expect("replays");
+    let inputs = DdpInputs {
+        gradient_file: None,
+        names: Some(names(&trace)),
+    };
+    let cpu = trace.names.lookup("gloo:cpu (inserted)").expect("interned");
+    let run = |gpus: u32, cores: Option<f64>| {
+        let config = DdpConfig {
+            gpus,
+            gpus_per_node: gpus,
+            intra: Some(Link {
+                alpha_ns: 10_000.0,
+                bandwidth_bps: 1.1e9,
+            }),
+            host_cores: cores,
+            ..DdpConfig::default()
+        };
+        let sweep = sweep_with(&context, &baseline, &[config], &inputs).expect("predicts");
+        let outcome = sweep.last.expect("an outcome");
+        let graph = &outcome.graph;
+        let charged: Vec<i64> = (0..graph.task_count())
+            .filter(|&t| graph.name[t] == cpu)
+            .map(|t| graph.dur_ns[t])
+            .collect();
+        let exchanges: Vec<i64> = sweep.plans[0]
+            .inserted
+            .as_ref()
+            .expect("inserted")
+            .exchanges
+            .iter()
+            .map(|x| x.predicted_ns)
+            .collect();
+        (sweep.points[0].predicted_ns, charged, exchanges)
+    };
+    let (unsaid, none, _) = run(2, None);
+    let (spare, none_either, _) = run(2, Some(4.0));
+    assert!(none.is_empty() && none_either.is_empty());
+    assert_eq!(unsaid, spare, "a core to spare changes nothing");
+    // Two processes on two cores: each exchange's time, once.
+    let (taken, charged, exchanges) = run(2, Some(2.0));
+    assert_eq!(charged.len(), exchanges.len());
+    let mut sorted = (charged.clone(), exchanges.clone());
+    sorted.0.sort_unstable();
+    sorted.1.sort_unstable();
+    assert_eq!(sorted.0, sorted.1);
+    assert!(taken > unsaid, "{taken} ns, not more than {unsaid} ns");
+    // Four processes on two cores: twice each exchange's time.
+    let (_, charged, exchanges) = run(4, Some(2.0));
+    let total = |v: &[i64]| v.iter().sum::<i64>();
+    assert!((total(&charged) - 2 * total(&exchanges)).abs() <= charged.len() as i64);
+}

@@ -5,7 +5,7 @@ predicted from BEFORE can be checked against AFTER as measured.
     python3 record.py OUTDIR WORKLOAD [VARIANT ...]
     python3 record.py OUTDIR ddp              # spawns the two gloo ranks itself
     python3 record.py OUTDIR ddp4             # four ranks sharing the cores (ddp-gloo4/)
-    python3 record.py OUTDIR ddp-transformer  # `ddp` of another workload (`transformer`, `cnn`)
+    python3 record.py OUTDIR ddp-transformer  # `ddp` of another workload (`transformer`, `cnn`, `gpt`)
     python3 record.py OUTDIR mlp base checkpoint   # activation checkpointing (../cpu-recompute-pairs/)
     python3 record.py OUTDIR gpt base checkpoint reentrant   # a tiny GPT, non-reentrant and reentrant checkpointing
     python3 record.py OUTDIR resmlp base checkpoint   # a residual MLP, each block checkpointed
@@ -421,7 +421,13 @@ def record_workload(outdir, workload, variants):
 # --- data-parallel on gloo: two processes of one thread each -------------------------------------
 
 
-DDP_WORKLOADS = {"mlp": mlp, "transformer": transformer, "cnn": cnn}
+DDP_WORKLOADS = {"mlp": mlp, "transformer": transformer, "cnn": cnn, "gpt": gpt}
+
+
+def like(t):
+    """A random tensor of `t`'s shape and kind: normal values, or integers below `t`'s largest
+    (labels, token ids)."""
+    return torch.randn_like(t) if t.is_floating_point() else torch.randint_like(t, int(t.max()) + 1)
 
 
 def ddp_rank(rank, world, outdir, port, workload="mlp"):
@@ -445,8 +451,7 @@ def ddp_rank(rank, world, outdir, port, workload="mlp"):
     torch.manual_seed(0)
     model, (x, y), loss_fn = make()
     torch.manual_seed(rank + 1)
-    labels = torch.randint_like(y, int(y.max()) + 1) if not y.is_floating_point() else None
-    batch = (torch.randn_like(x), torch.randn_like(y) if labels is None else labels)
+    batch = (like(x), like(y))
     ddp_model = DistributedDataParallel(model)
     opt = torch.optim.Adam(ddp_model.parameters(), lr=1e-4)
     pair = Config(f"rank{rank}", training_step(ddp_model, batch, loss_fn, opt))

@@ -18,7 +18,7 @@ use crate::analyze::mapping::{Mapping, Phase};
 use crate::comm::{Collective, Topology};
 use crate::graph::{EdgeKind, NO_STEP, TaskId, TaskKind};
 use crate::whatif::WhatIfError;
-use crate::whatif::edit::{EditGraph, Insert};
+use crate::whatif::edit::{EditGraph, Insert, InsertHost};
 
 /// PyTorch DDP's first bucket: `dist._DEFAULT_FIRST_BUCKET_BYTES` (1 MiB), so that the first
 /// all-reduce starts early in the backward pass.
@@ -44,15 +44,19 @@ pub struct InsertNames {
     pub reduce_scatter: NameId,
     pub compress: NameId,
     pub decompress: NameId,
+    /// A CPU-only trace's exchange's CPU time, taken from the training thread where the
+    /// node has no core to spare ([`charge_exchange_cpu`]).
+    pub exchange_cpu: NameId,
 }
 
 /// The names [`InsertNames`] uses, for the caller to intern.
-pub const INSERT_NAMES: [&str; 5] = [
+pub const INSERT_NAMES: [&str; 6] = [
     "ddp:all_reduce (inserted)",
     "ddp:all_gather (inserted)",
     "ddp:reduce_scatter (inserted)",
     "dgc:compress (inserted)",
     "dgc:decompress (inserted)",
+    "gloo:cpu (inserted)",
 ];
 
 impl InsertNames {
@@ -65,6 +69,7 @@ impl InsertNames {
             reduce_scatter: get(2),
             compress: get(3),
             decompress: get(4),
+            exchange_cpu: get(5),
         }
     }
 }
@@ -448,4 +453,37 @@ pub fn insert(
         }
     }
     Ok(out)
+}
+
+/// On a CPU-only trace whose node has no core to spare: each inserted exchange's CPU time,
+/// taken from the thread that readied its last gradient. gloo moves a CPU tensor through
+/// loopback TCP and reduces it on a worker thread of the process, busy for about the
+/// exchange's time (the declared link is measured on such exchanges); with a process per
+/// core, that thread's core is a training thread's. The exchange keeps its own time beside it;
+/// its CPU time, times `share` (the processes' time-sharing, [`super::DdpConfig::host_share`]),
+/// becomes a host task right after the gradient's, which the rest of the backward pass waits
+/// for. Returns the CPU time charged per exchange, in `order`.
+pub fn charge_exchange_cpu(
+    edit: &mut EditGraph,
+    exchanges: &[InsertedBucket],
+    inserted: &Inserted,
+    name: NameId,
+    share: f64,
+) -> Result<i64, WhatIfError> {
+    let mut charged = 0;
+    for (x, &task) in exchanges.iter().zip(&inserted.exchanges) {
+        if task == TaskId::NONE || !edit.is_alive(x.ready) || edit.kind(x.ready).on_device() {
+            continue;
+        }
+        let dur_ns = (x.predicted_ns as f64 * share).round() as i64;
+        edit.insert_host(&InsertHost {
+            kind: TaskKind::CpuOp,
+            name,
+            dur_ns,
+            gap_ns: 0,
+            after: x.ready,
+        })?;
+        charged += dur_ns;
+    }
+    Ok(charged)
 }

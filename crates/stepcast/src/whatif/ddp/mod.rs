@@ -109,6 +109,14 @@ impl DdpConfig {
             _ => 1.0,
         }
     }
+
+    /// On a CPU-only trace: the node's cores are given and its processes take them all (a
+    /// process per core or more), so no core is left for gloo's worker threads.
+    pub fn no_spare_core(&self) -> bool {
+        let processes = self.gpus.min(self.gpus_per_node).max(1) as f64;
+        self.host_cores
+            .is_some_and(|cores| cores > 0.0 && processes >= cores)
+    }
 }
 
 /// Where the gradient (message) sizes came from.
@@ -505,6 +513,7 @@ pub fn apply(plan: &DdpPlan, edit: &mut EditGraph) -> Result<usize, WhatIfError>
         reduce_scatter: fallback,
         compress: fallback,
         decompress: fallback,
+        exchange_cpu: fallback,
     };
     apply_named(plan, edit, &names)
 }
@@ -554,6 +563,15 @@ pub fn apply_named(
             names,
             &inserted.forward_gates,
         )?;
+        if host_only && plan.config.no_spare_core() {
+            insert::charge_exchange_cpu(
+                edit,
+                &inserted.exchanges,
+                &done,
+                names.exchange_cpu,
+                share,
+            )?;
+        }
         return Ok(done.exchanges.len());
     }
     let mut by_cost: BTreeMap<i64, Vec<TaskId>> = BTreeMap::new();
