@@ -8,7 +8,7 @@ use stepcast_trace::{EventKind, LaneKind, ReadError, Runtime, Trace};
 use crate::{FileKind, corpus};
 
 /// Kineto traces and Execution Traces under `testdata/kineto/` (see `testdata/README.md`).
-const KINETO_FILES: usize = 544;
+const KINETO_FILES: usize = 547;
 const EXECUTION_TRACES: usize = 5;
 
 /// Checks that hold for any successfully read trace. Returns the problems found.
@@ -286,6 +286,9 @@ Expect { file: "stepcast/cpu-loader-pairs/heavyloader-workers0.json.gz", records
     Expect { file: "stepcast/cpu-ddp-pairs/world4/ddp-gloo4/rank2.json.gz", records: 12147, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(2), Some(4)) },
     Expect { file: "stepcast/cpu-ddp-pairs/world4/ddp-gloo4/rank3.json.gz", records: 12147, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(3), Some(4)) },
     Expect { file: "stepcast/cpu-ddp-pairs/world4/ddp-single.json.gz", records: 10385, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(0), Some(4)) },
+    Expect { file: "stepcast/cpu-ddp-pairs/transformer/rerun/ddp-single.json.gz", records: 11051, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(0), Some(2)) },
+    Expect { file: "stepcast/cpu-ddp-pairs/transformer/rerun/ddp-gloo2/rank0.json.gz", records: 12381, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(0), Some(2)) },
+    Expect { file: "stepcast/cpu-ddp-pairs/transformer/rerun/ddp-gloo2/rank1.json.gz", records: 12381, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(1), Some(2)) },
     Expect { file: "stepcast/cpu-ddp-pairs/gpt/ddp-single.json.gz", records: 15569, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(0), Some(2)) },
     Expect { file: "stepcast/cpu-ddp-pairs/gpt/ddp-gloo2/rank0.json.gz", records: 17817, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(0), Some(2)) },
     Expect { file: "stepcast/cpu-ddp-pairs/gpt/ddp-gloo2/rank1.json.gz", records: 17817, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Present(Some(1), Some(2)) },
