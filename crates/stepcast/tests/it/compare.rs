@@ -2135,12 +2135,14 @@ fn accuracy_markdown() -> Accuracy {
          0 of the job folder AFTER (the `mlp` in one process, then under \
          `DistributedDataParallel` over gloo in N, one intra-op thread each, the same batch \
          per process; four processes share the machine's two cores, given as `--cores 2`: \
-         each one's host work ×2, `DdpConfig::host_share`). The link is a declared input measured on the other recorded gloo jobs \
-         (`cpu-ddp-pairs/calibrate_gloo.py`), not on these pairs. The gradients are ready at the \
-         host tasks holding their `AccumulateGrad` ops, DDP's buckets (1 MiB, then 3.2 MB) are \
-         all-reduced on a worker thread beside the training thread, and the optimizer waits for \
-         the last; gloo's CPU time is not charged to the training thread (a caveat of every \
-         such prediction).\n\
+         each one's host work ×2, `DdpConfig::host_share`), and the same for the transformer, \
+         the small CNN and the tiny GPT of `cpu-pairs/record.py`. The link is a declared input \
+         measured on the other recorded gloo jobs (`cpu-ddp-pairs/calibrate_gloo.py`), not on \
+         these pairs. The gradients are ready at the host tasks holding their \
+         `AccumulateGrad` ops, DDP's buckets (1 MiB, then up to 25 MiB) are all-reduced on a \
+         worker thread beside the training thread, and the optimizer waits for the last; \
+         gloo's CPU time is charged to the training thread only where `--cores` says no core \
+         is left for it (a caveat of every such prediction says which).\n\
          \n\
          | pair (under `testdata/kineto/`) | change | predicted | measured (traced) | error | measured without profiler | error | bar |\n\
          |---|---|---|---|---|---|---|---|\n\
