@@ -462,7 +462,7 @@ pub fn insert(
 /// core, that thread's core is a training thread's. The exchange keeps its own time beside it;
 /// its CPU time, times `share` (the processes' time-sharing, [`super::DdpConfig::host_share`]),
 /// becomes a host task right after the gradient's, which the rest of the backward pass waits
-/// for. Returns the CPU time charged per exchange, in `order`.
+/// for. Returns the CPU time charged, all exchanges together.
 pub fn charge_exchange_cpu(
     edit: &mut EditGraph,
     exchanges: &[InsertedBucket],
