@@ -13,10 +13,12 @@
 
 use std::path::{Path, PathBuf};
 
+use stepcast::Window;
 use stepcast::analyze::mapping::map;
 use stepcast::graph::{BuildOptions, build};
-use stepcast::whatif::profiler_cost::estimate;
+use stepcast::whatif::profiler_cost::{ProfilerCost, estimate};
 use stepcast::whatif::{Baseline, Context, Resource, apply_models, models::Model};
+use stepcast_trace::Trace;
 
 fn pairs() -> Vec<PathBuf> {
     timed_traces(&["h100-pairs", "h200-pairs"])
@@ -45,6 +47,33 @@ fn timed_traces(dirs: &[&str]) -> Vec<PathBuf> {
     out
 }
 
+/// A trace read and replayed, the profiler's cost read from it, and its baseline step as
+/// replayed and less that cost ([`ProfilerCost::without`]).
+struct Estimated {
+    trace: Trace,
+    window: Window,
+    cost: ProfilerCost,
+    traced_ns: i64,
+    without_ns: i64,
+}
+
+/// [`Estimated`] of the trace at `path`; `None` where the trace shows no profiler cost.
+fn estimated(path: &Path) -> Option<Estimated> {
+    let trace = stepcast_trace::read_trace(path).expect("reads");
+    let window = build(&trace, &BuildOptions::default());
+    let baseline = Baseline::of(&window).expect("replays").prediction;
+    let cost = estimate(&trace, &window, &baseline.steady)?;
+    let host_ns = baseline.bottleneck.by_resource[Resource::Host as usize];
+    let without_ns = cost.without(baseline.step_ns, host_ns);
+    Some(Estimated {
+        trace,
+        window,
+        cost,
+        traced_ns: baseline.step_ns,
+        without_ns,
+    })
+}
+
 /// The median step timed without the profiler, in ns.
 fn timing_of(trace: &Path) -> Option<i64> {
     let name = trace.to_string_lossy().replace(".json.gz", ".timing.json");
@@ -59,15 +88,14 @@ fn the_profilers_cost_moves_baselines_toward_steps_timed_without_it() {
     let mut failures = Vec::new();
     for path in pairs() {
         let timed_ns = timing_of(&path).expect("timed");
-        let trace = stepcast_trace::read_trace(&path).expect("reads");
-        let window = build(&trace, &BuildOptions::default());
-        let baseline = Baseline::of(&window).expect("replays").prediction;
-        let Some(cost) = estimate(&trace, &window, &baseline.steady) else {
+        let Some(Estimated {
+            traced_ns,
+            without_ns,
+            ..
+        }) = estimated(&path)
+        else {
             continue;
         };
-        let host_ns = baseline.bottleneck.by_resource[Resource::Host as usize];
-        let traced_ns = baseline.step_ns;
-        let without_ns = cost.without(traced_ns, host_ns);
         let name = path.file_name().map(|n| n.to_string_lossy().to_string());
         let ms = |ns: i64| ns as f64 / 1e6;
         let line = format!(
@@ -118,16 +146,22 @@ fn on_cpu_runs_the_cost_left_uncounted_is_said_and_the_estimate_stays_an_upper_s
         "cpu-ddp-pairs",
         "cpu-ddp-pairs/world4",
         "cpu-ddp-pairs/transformer",
+        "cpu-ddp-pairs/transformer/rerun",
         "cpu-ddp-pairs/cnn",
+        "cpu-ddp-pairs/gpt",
     ];
     let (mut with_shapes, mut without_shapes, mut above) = (0, 0, 0);
     let mut failures = Vec::new();
     for path in timed_traces(&dirs) {
         let timed_ns = timing_of(&path).expect("timed");
-        let trace = stepcast_trace::read_trace(&path).expect("reads");
-        let window = build(&trace, &BuildOptions::default());
-        let baseline = Baseline::of(&window).expect("replays").prediction;
-        let Some(cost) = estimate(&trace, &window, &baseline.steady) else {
+        let Some(Estimated {
+            trace,
+            window,
+            cost,
+            traced_ns,
+            without_ns,
+        }) = estimated(&path)
+        else {
             continue;
         };
         let name = path.file_name().map(|n| n.to_string_lossy().to_string());
@@ -154,9 +188,6 @@ fn on_cpu_runs_the_cost_left_uncounted_is_said_and_the_estimate_stays_an_upper_s
                 "{name:?}: retention said {said}, record_shapes {shapes}"
             ));
         }
-        let traced_ns = baseline.step_ns;
-        let host_ns = baseline.bottleneck.by_resource[Resource::Host as usize];
-        let without_ns = cost.without(traced_ns, host_ns);
         assert!(without_ns <= traced_ns, "{name:?}");
         if traced_ns as f64 > 1.1 * timed_ns as f64 {
             above += 1;
