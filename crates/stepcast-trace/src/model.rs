@@ -474,29 +474,17 @@ impl Trace {
 
     /// The recorded inputs of op `event`, if it recorded them.
     pub fn inputs_of(&self, event: EventId) -> Option<&[OpInput]> {
-        let i = self
-            .op_inputs
-            .binary_search_by_key(&event, |(e, _)| *e)
-            .ok()?;
-        Some(&self.op_inputs[i].1)
+        of_event(&self.op_inputs, event).map(Vec::as_slice)
     }
 
     /// The pipeline transfer the range `event` runs, if it is one.
     pub fn pipeline_transfer(&self, event: EventId) -> Option<PipelineTransfer> {
-        let i = self
-            .pipeline_transfers
-            .binary_search_by_key(&event, |(e, _)| *e)
-            .ok()?;
-        Some(self.pipeline_transfers[i].1)
+        of_event(&self.pipeline_transfers, event).copied()
     }
 
     /// The record-function id of op `event`, if it recorded a non-zero one.
     pub fn record_function_id(&self, event: EventId) -> Option<u64> {
-        let i = self
-            .record_function_ids
-            .binary_search_by_key(&event, |(e, _)| *e)
-            .ok()?;
-        Some(self.record_function_ids[i].1)
+        of_event(&self.record_function_ids, event).copied()
     }
 
     /// The range of `events` that lies on `lane` (events are sorted by lane).
@@ -505,6 +493,12 @@ impl Trace {
         let hi = self.events.partition_point(|e| e.lane <= lane);
         &self.events[lo..hi]
     }
+}
+
+/// The entry of a side table sorted by event (`Trace::op_inputs` and the like) for `event`.
+fn of_event<T>(table: &[(EventId, T)], event: EventId) -> Option<&T> {
+    let i = table.binary_search_by_key(&event, |(e, _)| *e).ok()?;
+    Some(&table[i].1)
 }
 
 /// Why a host thread was off its CPU, as the scheduler's `sched_switch` said.

@@ -130,30 +130,16 @@ pub(crate) fn merge(mut framework: Trace, horovod: Trace, label: &str) -> Trace 
         )
         .collect();
     comm_args.sort_by_key(|(e, _)| *e);
-    let mut op_inputs: Vec<_> = framework
-        .op_inputs
-        .drain(..)
-        .map(|(e, a)| (follow(&new_framework, e), a))
-        .collect();
-    op_inputs.sort_by_key(|(e, _)| *e);
-    let mut record_function_ids: Vec<_> = framework
-        .record_function_ids
-        .drain(..)
-        .map(|(e, a)| (follow(&new_framework, e), a))
-        .collect();
-    record_function_ids.sort_by_key(|(e, _)| *e);
-    let mut pipeline_transfers: Vec<_> = framework
-        .pipeline_transfers
-        .drain(..)
-        .map(|(e, a)| (follow(&new_framework, e), a))
-        .collect();
-    pipeline_transfers.sort_by_key(|(e, _)| *e);
-    let mut kernel_fill: Vec<_> = framework
-        .kernel_fill
-        .drain(..)
-        .map(|(e, a)| (follow(&new_framework, e), a))
-        .collect();
-    kernel_fill.sort_by_key(|(e, _)| *e);
+    let op_inputs = remap_framework(std::mem::take(&mut framework.op_inputs), &new_framework);
+    let record_function_ids = remap_framework(
+        std::mem::take(&mut framework.record_function_ids),
+        &new_framework,
+    );
+    let pipeline_transfers = remap_framework(
+        std::mem::take(&mut framework.pipeline_transfers),
+        &new_framework,
+    );
+    let kernel_fill = remap_framework(std::mem::take(&mut framework.kernel_fill), &new_framework);
     let mut comm_tensors: Vec<_> = framework
         .comm_tensors
         .drain(..)
@@ -345,4 +331,15 @@ fn reads(inputs: Option<&[OpInput]>, tensor: &CommTensor) -> bool {
         }
         _ => false,
     })
+}
+
+/// A side table of the framework's trace (sorted by event), on the merged events' ids
+/// (`new[old]`), sorted by event again.
+fn remap_framework<T>(table: Vec<(EventId, T)>, new: &[EventId]) -> Vec<(EventId, T)> {
+    let mut table: Vec<_> = table
+        .into_iter()
+        .map(|(e, a)| (new[e.index()], a))
+        .collect();
+    table.sort_by_key(|(e, _)| *e);
+    table
 }
