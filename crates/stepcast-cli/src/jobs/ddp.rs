@@ -106,7 +106,7 @@ impl Ddp {
         let mut document = whatif_json(&trace, window, &name, &[], outcome);
         document.trace.file = loaded.file();
         if !window.graph.has_device_tasks() {
-            let processes = last.gpus.min(last.gpus_per_node);
+            let processes = last.processes_per_node();
             document.trust.caveats.push(match last.host_cores {
                 Some(cores) if last.no_spare_core() => format!(
                     "a CPU-only trace: DDP's all-reduces run on a worker thread of the process \
@@ -130,14 +130,12 @@ impl Ddp {
             let share = last.host_share();
             document.trust.caveats.push(match last.host_cores {
                 Some(cores) if share > 1.0 => format!(
-                    "the {} processes of a node share its {cores} cores: every host task and \
-                     the untraced host time after it run ×{share:.2} slower",
-                    last.gpus.min(last.gpus_per_node)
+                    "the {processes} processes of a node share its {cores} cores: every host \
+                     task and the untraced host time after it run ×{share:.2} slower"
                 ),
-                Some(cores) => format!(
-                    "the {} processes of a node each have a core of its {cores}",
-                    last.gpus.min(last.gpus_per_node)
-                ),
+                Some(cores) => {
+                    format!("the {processes} processes of a node each have a core of its {cores}")
+                }
                 None => "the node's cores are not given (--cores): with more processes per \
                          node than cores, they time-share them and the step is longer"
                     .to_string(),

@@ -100,10 +100,15 @@ impl Default for DdpConfig {
 }
 
 impl DdpConfig {
+    /// The processes (GPUs) on one node: at least one, at most the job's.
+    pub fn processes_per_node(&self) -> u32 {
+        self.gpus.min(self.gpus_per_node).max(1)
+    }
+
     /// On a CPU-only trace: how many times slower each process's host work runs when the
     /// processes of a node share its cores (`processes per node / cores`, at least 1).
     pub fn host_share(&self) -> f64 {
-        let processes = self.gpus.min(self.gpus_per_node).max(1) as f64;
+        let processes = self.processes_per_node() as f64;
         match self.host_cores {
             Some(cores) if cores > 0.0 => (processes / cores).max(1.0),
             _ => 1.0,
@@ -113,7 +118,7 @@ impl DdpConfig {
     /// On a CPU-only trace: the node's cores are given and its processes take them all (a
     /// process per core or more), so no core is left for gloo's worker threads.
     pub fn no_spare_core(&self) -> bool {
-        let processes = self.gpus.min(self.gpus_per_node).max(1) as f64;
+        let processes = self.processes_per_node() as f64;
         self.host_cores
             .is_some_and(|cores| cores > 0.0 && processes >= cores)
     }
