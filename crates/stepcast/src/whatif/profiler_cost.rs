@@ -154,7 +154,8 @@ pub fn estimate(
     let per_event_ns = gaps[gaps.len() / 2];
     let steps = steady.clone().count().max(1) as i64;
     let mut options = Vec::new();
-    if !trace.op_inputs.is_empty() {
+    let shapes = !trace.op_inputs.is_empty();
+    if shapes {
         options.push("record_shapes");
     }
     if python_frames {
@@ -163,12 +164,11 @@ pub fn estimate(
     if !trace.memory.is_empty() {
         options.push("profile_memory");
     }
-    let retains_host_tensors = !trace.op_inputs.is_empty() && !window.graph.has_device_tasks();
     Some(ProfilerCost {
         options,
         events_per_step: count / steps,
         per_event_ns,
         host_share: (count.saturating_mul(per_event_ns) as f64 / span_ns as f64).min(0.9),
-        retains_host_tensors,
+        retains_host_tensors: shapes && !window.graph.has_device_tasks(),
     })
 }
