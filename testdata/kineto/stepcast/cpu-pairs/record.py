@@ -9,6 +9,7 @@ predicted from BEFORE can be checked against AFTER as measured.
     python3 record.py OUTDIR mlp base checkpoint   # activation checkpointing (../cpu-recompute-pairs/)
     python3 record.py OUTDIR gpt base checkpoint reentrant   # a tiny GPT, non-reentrant and reentrant checkpointing
     python3 record.py OUTDIR resmlp base checkpoint   # a residual MLP, each block checkpointed
+    python3 record.py OUTDIR bigcnn base gist   # activations stashed in 16 bits (../cpu-gist-pairs/)
 
 A configuration is `<workload>-<variant>`; a pair is two variants of one workload that differ
 by exactly one change (README.md beside this script lists them and their bars). Modeled on
@@ -209,6 +210,20 @@ def resmlp():
     return ResMlp(), (x, y), F.cross_entropy
 
 
+def bigcnn():
+    """`small_cnn`, batch 32 at 32 × 32: its first feature maps 4 MiB each."""
+    x = torch.randn(32, 3, 32, 32)
+    y = torch.randint(0, 10, (32,))
+    return small_cnn(), (x, y), F.cross_entropy
+
+
+def bigresmlp():
+    """`ResMlp`, batch 1024: its hidden activations 4 MiB each."""
+    x = torch.randn(1024, 64)
+    y = torch.randint(0, 10, (1024,))
+    return ResMlp(), (x, y), F.cross_entropy
+
+
 class Images(torch.utils.data.Dataset):
     """CPU-side preprocessing of a synthetic image: decode-like work, crop, flip, normalize."""
 
@@ -237,6 +252,8 @@ class Config:
         self.step = step
         self.threads = threads
         self.lead_in = lead_in
+        # (a step, the `SixteenBitStash` it counts with), for the pairs that read their stash.
+        self.probe = None
 
 
 def training_step(model, batch, loss_fn, opt, forward=None):
@@ -276,6 +293,8 @@ def make_config(workload, variant):
         "cnn": cnn,
         "gpt": gpt,
         "resmlp": resmlp,
+        "bigcnn": bigcnn,
+        "bigresmlp": bigresmlp,
     }[workload]()
     optim_args = {
         "base": {},
@@ -286,13 +305,75 @@ def make_config(workload, variant):
         "loop": {"foreach": False},
         "fused": {"fused": True},
         "compiled": {},
+        "gist": {},
     }[variant]
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, **optim_args)
     forward = torch.compile(model) if variant == "compiled" else model
     if variant in ("checkpoint", "reentrant"):
         forward = checkpointed(workload, model, reentrant=variant == "reentrant")
+    if variant == "gist":
+        forward = stashed_in_16_bits(model)
     step = training_step(model, batch, loss_fn, opt, forward)
-    return Config(name, step, threads=2 if variant == "threads2" else 1)
+    config = Config(name, step, threads=2 if variant == "threads2" else 1)
+    if workload in ("bigcnn", "bigresmlp"):
+        # The activation bytes stashed per step, read after the timing by one more step
+        # (BEFORE's under hooks that only count): the memory a `gist` prediction saves.
+        counted = forward if variant == "gist" else stashed_in_16_bits(model, encode=False)
+        config.probe = (training_step(model, batch, loss_fn, opt, counted), counted.stash)
+    return config
+
+
+class SixteenBitStash:
+    """Gist's Delayed Precision Reduction (Jain et al., ISCA 2018, §3.2) as PyTorch does it:
+    `torch.autograd.graph.saved_tensors_hooks`. Every FP32 activation autograd saves for the
+    backward pass (a tensor of two or more dimensions that is not a parameter or a view of
+    one) is stashed in FP16 right after its forward op and widened back to FP32 when the
+    backward pass reads it. Other saved tensors (weights, batch norm's statistics, labels)
+    are kept as they are. `stashed_bytes` counts, per step, the FP32 bytes packed and the
+    bytes stashed instead."""
+
+    def __init__(self, model, encode=True):
+        self.params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+        self.encode = encode
+        self.stashed_bytes = [0, 0]
+
+    def encodes(self, t):
+        return (
+            t.dtype == torch.float32
+            and t.dim() >= 2
+            and t.untyped_storage().data_ptr() not in self.params
+        )
+
+    def pack(self, t):
+        if not self.encodes(t):
+            return t
+        self.stashed_bytes[0] += t.numel() * t.element_size()
+        if not self.encode:
+            # Counting only (the probe of a configuration that does not encode).
+            self.stashed_bytes[1] += t.numel() * t.element_size()
+            return t
+        encoded = t.to(torch.float16)
+        self.stashed_bytes[1] += encoded.numel() * encoded.element_size()
+        return ("fp16", encoded)
+
+    def unpack(self, packed):
+        if isinstance(packed, tuple):
+            return packed[1].to(torch.float32)
+        return packed
+
+
+def stashed_in_16_bits(model, encode=True):
+    """The model's forward under [`SixteenBitStash`]'s hooks (not the loss's: it is computed
+    in the training step, outside this forward, and keeps its saved tensors in FP32).
+    `encode=False`: the same hooks counting the bytes only (BEFORE's probe)."""
+    stash = SixteenBitStash(model, encode)
+
+    def forward(x):
+        with torch.autograd.graph.saved_tensors_hooks(stash.pack, stash.unpack):
+            return model(x)
+
+    forward.stash = stash
+    return forward
 
 
 def checkpointed(workload, model, reentrant=False):
@@ -415,7 +496,13 @@ def record_workload(outdir, workload, variants):
     names = [c.name for c in configs]
     for config in configs:
         others = [n for n in names if n != config.name]
-        write_timing(outdir, config.name, rounds[config.name], others, {"threads": config.threads})
+        extra = {"threads": config.threads}
+        if config.probe:
+            step, stash = config.probe
+            stash.stashed_bytes = [0, 0]
+            step()
+            extra["activation_bytes_fp32"], extra["activation_bytes_stashed"] = stash.stashed_bytes
+        write_timing(outdir, config.name, rounds[config.name], others, extra)
 
 
 # --- data-parallel on gloo: two processes of one thread each -------------------------------------
