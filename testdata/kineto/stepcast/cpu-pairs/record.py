@@ -224,6 +224,13 @@ def bigresmlp():
     return ResMlp(), (x, y), F.cross_entropy
 
 
+def biggpt():
+    """`TinyGpt`, 64 sequences of 64 tokens: its MLP's hidden activations 8 MiB each."""
+    x = torch.randint(0, 512, (64, 64))
+    y = torch.randint(0, 512, (64, 64))
+    return TinyGpt(), (x, y), lambda out, y: F.cross_entropy(out.flatten(0, 1), y.flatten())
+
+
 class Images(torch.utils.data.Dataset):
     """CPU-side preprocessing of a synthetic image: decode-like work, crop, flip, normalize."""
 
@@ -295,6 +302,7 @@ def make_config(workload, variant):
         "resmlp": resmlp,
         "bigcnn": bigcnn,
         "bigresmlp": bigresmlp,
+        "biggpt": biggpt,
     }[workload]()
     optim_args = {
         "base": {},
@@ -315,7 +323,7 @@ def make_config(workload, variant):
         forward = stashed_in_16_bits(model)
     step = training_step(model, batch, loss_fn, opt, forward)
     config = Config(name, step, threads=2 if variant == "threads2" else 1)
-    if workload in ("bigcnn", "bigresmlp"):
+    if workload in ("bigcnn", "bigresmlp", "biggpt"):
         # The activation bytes stashed per step, read after the timing by one more step
         # (BEFORE's under hooks that only count): the memory a `gist` prediction saves.
         counted = forward if variant == "gist" else stashed_in_16_bits(model, encode=False)
