@@ -231,6 +231,15 @@ def biggpt():
     return TinyGpt(), (x, y), lambda out, y: F.cross_entropy(out.flatten(0, 1), y.flatten())
 
 
+def bigtransformer():
+    """`transformer`'s 2 encoder layers (ReLU FFN), 32 × 64 tokens: its FFN's hidden
+    activations 8 MiB each."""
+    model, _, loss_fn = transformer()
+    x = torch.randn(32, 64, 256)
+    y = torch.randn(32, 64, 256)
+    return model, (x, y), loss_fn
+
+
 class Images(torch.utils.data.Dataset):
     """CPU-side preprocessing of a synthetic image: decode-like work, crop, flip, normalize."""
 
@@ -303,6 +312,7 @@ def make_config(workload, variant):
         "bigcnn": bigcnn,
         "bigresmlp": bigresmlp,
         "biggpt": biggpt,
+        "bigtransformer": bigtransformer,
     }[workload]()
     optim_args = {
         "base": {},
@@ -323,7 +333,7 @@ def make_config(workload, variant):
         forward = stashed_in_16_bits(model)
     step = training_step(model, batch, loss_fn, opt, forward)
     config = Config(name, step, threads=2 if variant == "threads2" else 1)
-    if workload in ("bigcnn", "bigresmlp", "biggpt"):
+    if workload in ("bigcnn", "bigresmlp", "biggpt", "bigtransformer"):
         # The activation bytes stashed per step, read after the timing by one more step
         # (BEFORE's under hooks that only count): the memory a `gist` prediction saves.
         counted = forward if variant == "gist" else stashed_in_16_bits(model, encode=False)
