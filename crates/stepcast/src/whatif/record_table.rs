@@ -44,6 +44,14 @@ pub const RECORDS: &[ModelRecord] = &[
         out_of_sample_max_error: Some(0.414),
     },
     ModelRecord {
+        model: "gist",
+        pairs: 5,
+        in_sample: 0,
+        in_sample_median_error: None,
+        out_of_sample_median_error: Some(0.072),
+        out_of_sample_max_error: Some(0.165),
+    },
+    ModelRecord {
         model: "kernel_fusion",
         pairs: 6,
         in_sample: 0,

@@ -4,6 +4,7 @@ mod breakdowns;
 mod causes;
 mod comm;
 mod compare;
+mod cpu_gist;
 mod critical;
 mod ddp;
 mod device_only;

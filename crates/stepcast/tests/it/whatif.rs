@@ -995,8 +995,9 @@ fn recompute_reinserts_recorded_forward_kernels_and_is_bounded() {
 
 /// On a CPU-only trace recomputation inserts copies of forward host ops only (same name,
 /// duration and gap), each on the thread of its backward, removes nothing, slows the step by
-/// at most what it inserted, and recomputes more with a larger share; offload and gist, which
-/// move or encode GPU memory, and reconstruct_batchnorm, whose figure is a GPU's, decline there. The MLP of `cpu-recompute-pairs`: its forward ops
+/// at most what it inserted, and recomputes more with a larger share; offload, which moves
+/// activations to host memory, and reconstruct_batchnorm, whose figure is a GPU's, decline
+/// there (gist on the CPU: `cpu_gist.rs`). The MLP of `cpu-recompute-pairs`: its forward ops
 /// are `aten::linear` and `aten::relu`, whose backward nodes carry their inner ops' sequence
 /// numbers (`AddmmBackward0`).
 #[test]
@@ -1086,7 +1087,6 @@ fn recompute_on_a_cpu_trace_reinserts_forward_host_ops_and_is_bounded() {
     );
     for model in [
         Model::Offload { fraction: 1.0 },
-        Model::Gist { fraction: 1.0 },
         Model::ReconstructBatchnorm,
     ] {
         let why = model.outside_domain(&context).expect("declined on a CPU");

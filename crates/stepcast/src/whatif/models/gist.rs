@@ -1,12 +1,15 @@
 //! Gist-style encoding of stashed activations (Daydream A.9): memory for time.
 
+use std::sync::LazyLock;
+
+use regex::Regex;
 use stepcast_trace::NameId;
 
-use super::super::edit::{EditGraph, Insert, InsertLaunch};
+use super::super::edit::{EditGraph, Insert, InsertHost, InsertLaunch};
 use super::super::{Context, WhatIfError};
 use super::activations::{
-    ActivationSource, ForwardUnit, MemoryEffect, choose, first_input_bytes, forward_units,
-    lane_prev, memory_effect,
+    ActivationSource, Activations, ForwardUnit, MemoryEffect, choose, first_input_bytes,
+    forward_units, lane_prev, memory_effect,
 };
 use crate::graph::{TaskId, TaskKind};
 
@@ -16,6 +19,19 @@ pub const COMPRESSION: i64 = 2;
 
 /// Smaller tensors do not show the memory bandwidth (a kernel's fixed cost dominates).
 const MIN_MEASURED_BYTES: i64 = 1 << 20;
+
+/// A CPU op that makes one element-wise pass over its input and computes next to nothing per
+/// element (ReLU, clamps, arithmetic operators): on a CPU-only trace, the pace of an encoding
+/// pass, which reads and writes each element once. Ops that compute a transcendental per
+/// element (GELU's `erf`, sigmoid, tanh, SiLU, ELU) are left out: on a CPU core they run well
+/// below that pace (`cpu-gist-pairs/bigresmlp-base`: `aten::gelu` at 1.9 GB/s where the casts
+/// ran at 4.8-6.8), where a GPU's element-wise kernels are all memory-bound.
+static ELEMENTWISE_OP: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^aten::(relu|threshold|clamp|clamp_min|hardtanh|leaky_relu|hardswish|hardsigmoid|add|sub|mul|div|neg)_?$",
+    )
+    .expect("valid regex")
+});
 
 /// The trace's own element-wise throughput, in activation bytes per ns: over the forward ops
 /// all of whose kernels are element-wise, the median of (bytes of the tensor they process /
@@ -27,16 +43,50 @@ pub fn elementwise_throughput(
     context: &Context<'_>,
     units: &[ForwardUnit],
 ) -> Option<(f64, NameId)> {
-    let graph = &context.window.graph;
     let names = &context.trace.names;
+    let graph = &context.window.graph;
+    median_throughput(context, units, |u| {
+        u.tasks.iter().all(|t| {
+            graph.kind[t.index()] == TaskKind::Kernel
+                && super::is_elementwise(names.get(graph.name[t.index()]))
+        })
+    })
+}
+
+/// [`elementwise_throughput`] of a trace without device work: over the forward's CPU ops of
+/// one plain element-wise pass (`aten::relu`, `aten::add`: [`ELEMENTWISE_OP`]), their first
+/// input's bytes over their host time (the op's dispatch included, as an encoding op's would
+/// be).
+pub fn host_elementwise_throughput(
+    context: &Context<'_>,
+    units: &[ForwardUnit],
+) -> Option<(f64, NameId)> {
+    let trace = context.trace;
+    median_throughput(context, units, |u| {
+        ELEMENTWISE_OP.is_match(trace.names.get(trace.events[u.op.index()].name))
+    })
+}
+
+/// The throughput an encoding pass runs at on this trace: on its kernels, or on a CPU-only
+/// run on its host ops.
+fn encoding_throughput(context: &Context<'_>, activations: &Activations) -> Option<(f64, NameId)> {
+    if activations.host_only {
+        host_elementwise_throughput(context, &activations.units)
+    } else {
+        elementwise_throughput(context, &activations.units)
+    }
+}
+
+/// The median (bytes / ns) over the units `element_wise` accepts, with a task name of one.
+fn median_throughput(
+    context: &Context<'_>,
+    units: &[ForwardUnit],
+    element_wise: impl Fn(&ForwardUnit) -> bool,
+) -> Option<(f64, NameId)> {
+    let graph = &context.window.graph;
     let mut samples: Vec<(f64, NameId)> = units
         .iter()
-        .filter(|u| {
-            u.tasks.iter().all(|t| {
-                graph.kind[t.index()] == TaskKind::Kernel
-                    && super::is_elementwise(names.get(graph.name[t.index()]))
-            })
-        })
+        .filter(|u| element_wise(u))
         .filter_map(|u| {
             let bytes = first_input_bytes(context.trace, u.op).unwrap_or(u.bytes);
             let ns: i64 = u.tasks.iter().map(|t| graph.dur_ns[t.index()]).sum();
@@ -63,20 +113,27 @@ pub fn elementwise_throughput(
 /// [`COMPRESSION`] (lossy Delayed Precision Reduction; Gist's lossless ReLU/pooling encodings
 /// save more on those layers), less one unit decoded at a time. Changes nothing when
 /// activation bytes or the throughput are unknown.
+///
+/// On a trace without device work (a CPU-only run, where PyTorch does the same with
+/// `torch.autograd.graph.saved_tensors_hooks`), each pass is a host task on the op's thread:
+/// the encode right after the unit's op, the decode right before its first backward op, each
+/// costing `bytes /` [`host_elementwise_throughput`].
 pub fn gist(
     context: &Context<'_>,
     edit: &mut EditGraph,
     fraction: f64,
 ) -> Result<usize, WhatIfError> {
     let activations = forward_units(context);
-    // Gist's encodings are GPU kernels: a CPU-only run is declined (`outside_domain`).
-    if activations.source == ActivationSource::Unknown || activations.host_only {
+    if activations.source == ActivationSource::Unknown {
         return Ok(0);
     }
-    let Some((throughput, name)) = elementwise_throughput(context, &activations.units) else {
+    let Some((throughput, name)) = encoding_throughput(context, &activations) else {
         return Ok(0);
     };
     let cost = |bytes: i64| (bytes as f64 / throughput).round() as i64;
+    if activations.host_only {
+        return gist_on_host(edit, &activations, fraction, name, cost);
+    }
     let mut inserted = 0;
     for unit in choose(&activations, fraction)
         .into_iter()
@@ -128,11 +185,109 @@ pub fn gist(
     Ok(inserted)
 }
 
+/// Why [`gist`] cannot price this trace's encoding (for `outside_domain`), if it cannot: the
+/// activations' bytes are unknown (no shapes, no memory events), or no element-wise op of at
+/// least 1 MiB gives the throughput an encoding pass would run at.
+pub fn unpriced(context: &Context<'_>) -> Option<String> {
+    let activations = forward_units(context);
+    if activations.source == ActivationSource::Unknown {
+        return Some(
+            "gist needs the activations' bytes (record_shapes=True or profile_memory=True): \
+             the trace records neither"
+                .to_string(),
+        );
+    }
+    let pass = if activations.host_only {
+        "a ReLU, clamp or arithmetic CPU op"
+    } else {
+        "element-wise kernels only"
+    };
+    encoding_throughput(context, &activations)
+        .is_none()
+        .then(|| {
+            format!(
+                "gist prices each encoding as one element-wise pass at this trace's own \
+             element-wise throughput, and no forward op of {pass} on a tensor of at least \
+             1 MiB records it (on smaller ones the time is the op's fixed cost)"
+            )
+        })
+}
+
+/// What a [`gist`] prediction rests on, one sentence each: the throughput each pass is
+/// priced at and what the model leaves out.
+pub fn caveats(context: &Context<'_>) -> Vec<String> {
+    let activations = forward_units(context);
+    let Some((bytes_per_ns, name)) = encoding_throughput(context, &activations) else {
+        return Vec::new();
+    };
+    let measured_on = if activations.host_only {
+        "forward ops that compute next to nothing per element (ReLU, clamps, arithmetic), their \
+         dispatch included"
+    } else {
+        "forward ops of element-wise kernels only"
+    };
+    let mut caveats = vec![format!(
+        "each encode and each decode is one element-wise pass over the op's activation bytes \
+         at {bytes_per_ns:.2} GB/s, the median of this trace's {measured_on}, on tensors of at \
+         least 1 MiB (as `{}`); the encoding is Gist's lossy 16-bit Delayed Precision \
+         Reduction: its lossless ReLU and pooling encodings, which save more on those layers, \
+         are not modelled",
+        context.trace.names.get(name),
+    )];
+    if activations.host_only {
+        caveats.push(
+            "on a CPU-only run the passes are host ops on the training thread, as PyTorch's \
+             `torch.autograd.graph.saved_tensors_hooks` runs them; the hooks' own Python calls \
+             (one per saved tensor, each way) are not counted"
+                .to_string(),
+        );
+    }
+    caveats
+}
+
+/// [`gist`] of a trace without device work: an encode host task after each chosen op, a
+/// decode before its first backward op, on their threads.
+fn gist_on_host(
+    edit: &mut EditGraph,
+    activations: &Activations,
+    fraction: f64,
+    name: NameId,
+    cost: impl Fn(i64) -> i64,
+) -> Result<usize, WhatIfError> {
+    let mut inserted = 0;
+    for unit in choose(activations, fraction)
+        .into_iter()
+        .filter(|u| u.bytes > 0)
+    {
+        let last = *unit.tasks.last().unwrap_or(&unit.tasks[0]);
+        let Some(backward) = unit
+            .backward
+            .filter(|&b| edit.is_alive(b) && edit.is_alive(last))
+        else {
+            continue;
+        };
+        let Some(before_backward) = lane_prev(edit, backward) else {
+            continue;
+        };
+        for after in [last, before_backward] {
+            edit.insert_host(&InsertHost {
+                kind: TaskKind::CpuOp,
+                name,
+                dur_ns: cost(unit.bytes),
+                gap_ns: 0,
+                after,
+            })?;
+            inserted += 1;
+        }
+    }
+    Ok(inserted)
+}
+
 /// The memory [`gist`] saves: the encoded units' activations shrink by [`COMPRESSION`], less
 /// the largest of them decoded at full size during its backward.
 pub fn gist_memory(context: &Context<'_>, fraction: f64) -> MemoryEffect {
     let activations = forward_units(context);
-    let known = elementwise_throughput(context, &activations.units).is_some();
+    let known = encoding_throughput(context, &activations).is_some();
     let chosen: Vec<&ForwardUnit> = choose(&activations, fraction)
         .into_iter()
         .filter(|u| known && u.bytes > 0)

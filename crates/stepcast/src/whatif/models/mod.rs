@@ -598,9 +598,7 @@ impl Model {
             Model::Offload { .. } if device_free() => Some(on_a_cpu(
                 "moving activations to host memory (they are in host memory already)",
             )),
-            Model::Gist { .. } if device_free() => Some(on_a_cpu(
-                "encoding activations (Gist's encodings are GPU kernels)",
-            )),
+            Model::Gist { .. } => gist::unpriced(context),
             _ => None,
         }
     }
@@ -622,6 +620,7 @@ impl Model {
             Model::FasterHardware(hardware) => hardware::caveats(context, hardware),
             Model::ReconstructBatchnorm => vec![batchnorm::CAVEAT.to_string()],
             Model::Recompute { fraction } => recompute::caveats(context, *fraction),
+            Model::Gist { .. } => gist::caveats(context),
             _ => Vec::new(),
         }
     }
