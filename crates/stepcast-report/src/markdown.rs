@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use crate::json::{AdviseJson, AnalyzeJson, NameStatsJson, NsMap};
-use crate::table::{step_list, summary_sentences};
+use crate::table::{record_cell, step_list, summary_sentences};
 
 /// Rows of each ranked table.
 const TOP: usize = 5;
@@ -196,7 +196,7 @@ pub fn advise_markdown(advise: &AdviseJson) -> String {
         ms(advise.baseline_ns),
         step_list(&advise.steady_steps),
     );
-    out.push_str("Changes to the program:\n\n| # | what-if | predicted ms | speedup | bound | caveats |\n|---:|---|---:|---:|---:|---|\n");
+    out.push_str("Changes to the program:\n\n| # | what-if | predicted ms | speedup | bound | record (pairs) | caveats |\n|---:|---|---:|---:|---:|---|---|\n");
     for (rank, candidate) in advise
         .candidates
         .iter()
@@ -206,12 +206,13 @@ pub fn advise_markdown(advise: &AdviseJson) -> String {
     {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} |",
             rank + 1,
             cell(&candidate.name),
             ms(candidate.predicted_ns),
             speedup(candidate.speedup),
             speedup(candidate.trust.bound_speedup),
+            cell(&record_cell(candidate)),
             cell(&candidate.trust.caveat_text())
         );
     }
@@ -247,10 +248,11 @@ pub fn advise_markdown(advise: &AdviseJson) -> String {
             });
             let _ = writeln!(
                 out,
-                "- {}: {}{}",
+                "- {}: {}{} (record: {})",
                 cell(&trade.name),
                 speedup(trade.speedup),
-                saved
+                saved,
+                record_cell(trade)
             );
         }
     }

@@ -14,7 +14,7 @@ use crate::json::{
     AdviseJson, AnalyzeJson, AnswerChangeJson, BreakdownJson, LayersJson, NameStatsJson, NsMap,
     StepAnalysisJson, WhatIfJson,
 };
-use crate::table::summary_sentences;
+use crate::table::{record_cell, summary_sentences};
 
 /// Candidates listed in the answer's table (the rest are in `advise`).
 const ANSWER_CANDIDATES: usize = 10;
@@ -244,6 +244,7 @@ fn candidates(advise: &AdviseJson) -> String {
         "speedup",
         "bound",
         "useful",
+        "record (pairs)",
         "caveats",
     ]);
     for (rank, candidate) in program.iter().take(ANSWER_CANDIDATES).enumerate() {
@@ -257,6 +258,7 @@ fn candidates(advise: &AdviseJson) -> String {
                 candidate.trust.bound_speedup.unwrap_or(0.0),
             ),
             Cell::text(if candidate.useful { "yes" } else { "no" }),
+            Cell::text(record_cell(candidate)),
             caveats_cell(&candidate.trust),
         ]);
     }
@@ -295,7 +297,13 @@ fn candidates(advise: &AdviseJson) -> String {
             "<h3>A faster machine</h3>\n<p>What faster hardware would buy, alone or with the \
              changes above: not a change to the program.</p>\n",
         );
-        let mut machines = Table::new(&["what-if", "predicted step", "speedup", "bound"]);
+        let mut machines = Table::new(&[
+            "what-if",
+            "predicted step",
+            "speedup",
+            "bound",
+            "record (pairs)",
+        ]);
         for candidate in hardware.iter().take(ANSWER_CANDIDATES / 2) {
             machines.row(vec![
                 Cell::text(&candidate.name),
@@ -305,6 +313,7 @@ fn candidates(advise: &AdviseJson) -> String {
                     speedup(candidate.trust.bound_speedup),
                     candidate.trust.bound_speedup.unwrap_or(0.0),
                 ),
+                Cell::text(record_cell(candidate)),
             ]);
         }
         out.push_str(&machines.render());
@@ -316,6 +325,7 @@ fn candidates(advise: &AdviseJson) -> String {
             "predicted step",
             "speedup",
             "memory saved",
+            "record (pairs)",
             "caveats",
         ]);
         for trade in &advise.memory_trades {
@@ -327,6 +337,7 @@ fn candidates(advise: &AdviseJson) -> String {
                     || Cell::text("n/a"),
                     |m| Cell::number(bytes(m.saved_bytes), m.saved_bytes as f64),
                 ),
+                Cell::text(record_cell(trade)),
                 caveats_cell(&trade.trust),
             ]);
         }

@@ -23,6 +23,7 @@ pub use info::info_text;
 pub use job::{advise_job_text, whatif_job_text};
 pub use optimize::optimize_text;
 pub use replay::replay_text;
+pub(crate) use whatif::record_cell;
 pub use whatif::{advise_text, whatif_text};
 
 /// Widest a table may be, in terminal columns.

@@ -339,7 +339,7 @@ fn signed_ms(ns: i64) -> String {
 /// How a one-model candidate's model did on the recorded pairs: `±12% (max 30%), 3 pairs`
 /// (median and largest |error| out of sample); `none` without a recorded pair, `-` for a
 /// combination (no pair records one).
-fn record_cell(c: &CandidateJson) -> String {
+pub(crate) fn record_cell(c: &CandidateJson) -> String {
     if c.models.len() != 1 {
         return "-".to_string();
     }
@@ -523,6 +523,7 @@ pub fn advise_text(doc: &AdviseJson) -> String {
                 "speedup",
                 "memory saved",
                 "peak after",
+                "record (pairs)",
             ],
             1,
         );
@@ -537,6 +538,7 @@ pub fn advise_text(doc: &AdviseJson) -> String {
                 memory
                     .and_then(|m| m.peak_after_bytes)
                     .map_or("n/a".to_string(), |p| bytes(p.max(0) as u64)),
+                record_cell(c),
             ]);
             if let Some(m) = memory {
                 notes.push(format!("{}: {}", c.name, m.summary()));

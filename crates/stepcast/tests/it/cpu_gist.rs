@@ -2,11 +2,10 @@
 //! inserts, their bound, and the memory it says it saves held to what the recorded program's
 //! own `saved_tensors_hooks` counted (each BEFORE's `.timing.json`).
 
-use stepcast::analyze::mapping::map;
 use stepcast::graph::TaskKind;
-use stepcast::whatif::{Context, Model, apply_models};
+use stepcast::whatif::{Model, apply_models};
 
-use crate::load;
+use crate::whatif::{context, load_mapped};
 
 /// Each program's BEFORE (the `rerun/` one is the same program recorded again).
 const BEFORE: [&str; 5] = [
@@ -47,15 +46,8 @@ fn hooks_bytes(before: &str) -> (i64, i64) {
 #[test]
 fn gist_on_a_cpu_trace_inserts_host_passes_and_saves_what_the_hooks_measured() {
     for before in BEFORE {
-        let (trace, window) = load(&format!("{before}.json.gz"));
-        let mapping = map(&trace, &window);
-        let context = Context {
-            trace: &trace,
-            window: &window,
-            mapping: &mapping,
-            peers: Default::default(),
-            data: None,
-        };
+        let loaded = load_mapped(&format!("{before}.json.gz"));
+        let context = context(&loaded);
         let model = Model::Gist { fraction: 1.0 };
         assert_eq!(model.outside_domain(&context), None, "{before}");
         let outcome =
@@ -66,7 +58,7 @@ fn gist_on_a_cpu_trace_inserts_host_passes_and_saves_what_the_hooks_measured() {
         assert_eq!(outcome.changes.removed, 0, "{before}");
         assert_eq!(outcome.changes.added, 2 * memory.units * steps, "{before}");
         let g = &outcome.graph;
-        let original = window.graph.task_count();
+        let original = loaded.window.graph.task_count();
         let inserted: Vec<usize> = (original..g.task_count()).collect();
         assert!(
             inserted.iter().all(|&t| g.kind[t] == TaskKind::CpuOp),
@@ -101,17 +93,9 @@ fn gist_on_a_cpu_trace_inserts_host_passes_and_saves_what_the_hooks_measured() {
 /// `cpu-recompute-pairs` (batch 64 × width 256: 64 KiB tensors).
 #[test]
 fn gist_declines_a_cpu_trace_it_cannot_price() {
-    let (trace, window) = load("stepcast/cpu-recompute-pairs/mlp-base.json.gz");
-    let mapping = map(&trace, &window);
-    let context = Context {
-        trace: &trace,
-        window: &window,
-        mapping: &mapping,
-        peers: Default::default(),
-        data: None,
-    };
+    let loaded = load_mapped("stepcast/cpu-recompute-pairs/mlp-base.json.gz");
     let why = Model::Gist { fraction: 1.0 }
-        .outside_domain(&context)
+        .outside_domain(&context(&loaded))
         .expect("declined");
     assert!(why.contains("1 MiB"), "{why}");
 }

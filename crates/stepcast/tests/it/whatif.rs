@@ -25,10 +25,10 @@ const RESNET_KINETO: &str = "param/et_replay/tests/inputs/resnet_kineto.json.gz"
 /// Every trace these tests load (the cache's order).
 const CACHED: [&str; 4] = [DF_INDEX_RESOLVER, NCCL_DATA, RESNET50, RESNET_KINETO];
 
-struct Loaded {
-    trace: Trace,
-    window: Window,
-    mapping: Mapping,
+pub(crate) struct Loaded {
+    pub(crate) trace: Trace,
+    pub(crate) window: Window,
+    pub(crate) mapping: Mapping,
 }
 
 fn loaded(relative: &'static str) -> &'static Loaded {
@@ -46,7 +46,7 @@ fn loaded(relative: &'static str) -> &'static Loaded {
 }
 
 /// A trace, its window and its mapping, uncached (for traces only one test reads).
-fn load_mapped(relative: &str) -> Loaded {
+pub(crate) fn load_mapped(relative: &str) -> Loaded {
     let (trace, window) = load(relative);
     let mapping = map(&trace, &window);
     Loaded {
@@ -56,7 +56,7 @@ fn load_mapped(relative: &str) -> Loaded {
     }
 }
 
-fn context(loaded: &Loaded) -> Context<'_> {
+pub(crate) fn context(loaded: &Loaded) -> Context<'_> {
     Context {
         trace: &loaded.trace,
         window: &loaded.window,

@@ -111,8 +111,8 @@ fn median_throughput(
 /// ([`elementwise_throughput`]); it is launched by a call costing the launch call of the
 /// kernel it follows (encode) or precedes (decode). Memory: the stash shrinks by
 /// [`COMPRESSION`] (lossy Delayed Precision Reduction; Gist's lossless ReLU/pooling encodings
-/// save more on those layers), less one unit decoded at a time. Changes nothing when
-/// activation bytes or the throughput are unknown.
+/// save more on those layers), less one unit decoded at a time. Changes nothing, and is
+/// declined ([`unpriced`]), when activation bytes or the throughput are unknown.
 ///
 /// On a trace without device work (a CPU-only run, where PyTorch does the same with
 /// `torch.autograd.graph.saved_tensors_hooks`), each pass is a host task on the op's thread:
@@ -139,14 +139,12 @@ pub fn gist(
         .into_iter()
         .filter(|u| u.bytes > 0)
     {
-        let last = *unit.tasks.last().unwrap_or(&unit.tasks[0]);
-        let Some(backward) = unit
-            .backward
-            .filter(|&b| edit.is_alive(b) && edit.is_alive(last))
+        let Some(Placement {
+            last,
+            backward,
+            before_backward,
+        }) = placement(edit, unit)
         else {
-            continue;
-        };
-        let Some(before_backward) = lane_prev(edit, backward) else {
             continue;
         };
         let launch_after = |edit: &EditGraph, device: TaskId, host: Option<TaskId>| {
@@ -245,6 +243,31 @@ pub fn caveats(context: &Context<'_>) -> Vec<String> {
     caveats
 }
 
+/// Where a unit's two passes go.
+struct Placement {
+    /// Its last forward task: the encode follows it.
+    last: TaskId,
+    /// Its first backward task.
+    backward: TaskId,
+    /// The task before `backward` on its lane: the decode follows it.
+    before_backward: TaskId,
+}
+
+/// The [`Placement`] of `unit`'s passes in `edit` as it stands; `None` when its backward is
+/// not linked, either end is gone, or nothing precedes its backward on its lane.
+fn placement(edit: &EditGraph, unit: &ForwardUnit) -> Option<Placement> {
+    let last = *unit.tasks.last().unwrap_or(&unit.tasks[0]);
+    let backward = unit
+        .backward
+        .filter(|&b| edit.is_alive(b) && edit.is_alive(last))?;
+    let before_backward = lane_prev(edit, backward)?;
+    Some(Placement {
+        last,
+        backward,
+        before_backward,
+    })
+}
+
 /// [`gist`] of a trace without device work: an encode host task after each chosen op, a
 /// decode before its first backward op, on their threads.
 fn gist_on_host(
@@ -259,14 +282,12 @@ fn gist_on_host(
         .into_iter()
         .filter(|u| u.bytes > 0)
     {
-        let last = *unit.tasks.last().unwrap_or(&unit.tasks[0]);
-        let Some(backward) = unit
-            .backward
-            .filter(|&b| edit.is_alive(b) && edit.is_alive(last))
+        let Some(Placement {
+            last,
+            before_backward,
+            ..
+        }) = placement(edit, unit)
         else {
-            continue;
-        };
-        let Some(before_backward) = lane_prev(edit, backward) else {
             continue;
         };
         for after in [last, before_backward] {
