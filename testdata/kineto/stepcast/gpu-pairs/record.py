@@ -10,7 +10,12 @@ changes it does not have:
   38.5 MB) is copied from a host tensor to the GPU every step with a blocking `.to()`, from
   pageable memory or from pinned memory (`Tensor.pin_memory()`, once): the one change is the
   host memory's kind (`faster_copies`);
-- the `loader` configurations of `../h200-pairs/` again, on whichever machine is lent.
+- the `loader` configurations of `../h200-pairs/` again, on whichever machine is lent;
+- `<workload>-gist` (`resnet`, `transformer`): the `fp32` program with its forward pass and
+  loss under `torch.autograd.graph.saved_tensors_hooks` that stash every saved FP32
+  activation in FP16 (a cast kernel each way: Gist's Delayed Precision Reduction, as
+  `../cpu-pairs/record.py`'s `gist` variant does on the CPU; what `stepcast whatif ... gist
+  --fraction 1` models).
 
     python3 record.py OUTDIR CONFIG ...
     python3 record.py --dry CONFIG ...    # builds each step and runs two on the CPU: a check
@@ -30,25 +35,56 @@ base_make_step = base.make_step
 
 
 def make_step(workload, variant):
-    """`../h200-pairs/record.py`'s `make_step`, with `offload` and the `copy` workload."""
+    """`../h200-pairs/record.py`'s `make_step`, with `offload`, `gist` and the `copy`
+    workload."""
     if workload == "copy":
         return copy_step(pinned={"pageable": False, "pinned": True}[variant])
-    if variant == "offload":
+    if variant in ("offload", "gist"):
         model, (x, y), loss_fn = {"resnet": base.resnet, "transformer": base.transformer}[
             workload
         ]()
         opt = torch.optim.Adam(model.parameters(), lr=1e-4)
         pin = base.DEVICE == "cuda"
+        if variant == "offload":
+            hooks = lambda: torch.autograd.graph.save_on_cpu(pin_memory=pin)  # noqa: E731
+        else:
+            stash = SixteenBitStash(model)
+            hooks = lambda: torch.autograd.graph.saved_tensors_hooks(  # noqa: E731
+                stash.pack, stash.unpack
+            )
 
         def step(i):
             opt.zero_grad(set_to_none=True)
-            with torch.autograd.graph.save_on_cpu(pin_memory=pin):
+            with hooks():
                 loss = loss_fn(model(x), y)
             loss.backward()
             opt.step()
 
         return step
     return base_make_step(workload, variant)
+
+
+class SixteenBitStash:
+    """Every saved FP32 activation (two or more dimensions, not a parameter or a view of one)
+    stashed in FP16 after its forward op and widened back when the backward pass reads it;
+    other saved tensors kept as they are (`../cpu-pairs/record.py`'s, on either device)."""
+
+    def __init__(self, model):
+        self.params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+
+    def pack(self, t):
+        if (
+            t.dtype == torch.float32
+            and t.dim() >= 2
+            and t.untyped_storage().data_ptr() not in self.params
+        ):
+            return ("fp16", t.to(torch.float16))
+        return t
+
+    def unpack(self, packed):
+        if isinstance(packed, tuple):
+            return packed[1].to(torch.float32)
+        return packed
 
 
 def copy_step(pinned):

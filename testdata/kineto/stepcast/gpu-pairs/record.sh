@@ -15,7 +15,8 @@ mkdir -p "$out"
 PYTHONUNBUFFERED=1 timeout "$limit" python3 "$here/record.py" "$out" \
     resnet-fp32 resnet-offload transformer-fp32 transformer-offload \
     copy-pageable copy-pinned \
-    loader-workers0 loader-workers2 loader-workers4
+    loader-workers0 loader-workers2 loader-workers4 \
+    resnet-gist transformer-gist
 status=$?
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/versions.txt"
 exit $status
