@@ -156,6 +156,13 @@ pub fn gist(
                     dur_ns: edit.dur_ns(call),
                 })
         };
+        // The decode call follows the call that launches the backward task (its step); not
+        // after a blocking one, which would wait for the decode: such a unit is left as it
+        // is, neither encoded nor decoded.
+        let host = edit.launcher(backward);
+        if host.is_some_and(|call| edit.is_blocking(call)) {
+            continue;
+        }
         let encode_launch = launch_after(edit, last, edit.launcher(last));
         edit.insert(&Insert {
             kind: TaskKind::Kernel,
@@ -164,12 +171,6 @@ pub fn gist(
             after: last,
             launch: encode_launch,
         })?;
-        // The decode call follows the call that launches the backward task (its step); not
-        // after a blocking one, which would wait for the decode.
-        let host = edit.launcher(backward);
-        if host.is_some_and(|call| edit.is_blocking(call)) {
-            continue;
-        }
         let decode_launch = launch_after(edit, backward, host);
         edit.insert(&Insert {
             kind: TaskKind::Kernel,
