@@ -1,0 +1,81 @@
+"""Measures the peak CPU memory a training step allocates, for the configurations of
+`../cpu-pairs/record.py`: the outcome a memory-for-time trade's "saves N MiB" stands for.
+
+    python3 probe.py OUT.json WORKLOAD:VARIANT ...
+
+Each configuration is built in this process (as `record.py` builds it: seed 0, one intra-op
+thread), run for WARMUP steps, then profiled for STEPS steps with `torch.profiler` (CPU
+activity, `profile_memory=True`, **`record_shapes=False`**: with shapes the profiler keeps
+every op's input tensors alive until the profile is collected, pytorch/pytorch#133444, and no
+tensor would be freed). Per profiled step: the largest "Total Allocated" of the profiler's
+`[memory]` events inside the step's `ProfilerStep#` range, and the allocated bytes at the
+step's start. "Total Allocated" counts only what was allocated while the profiler watched
+memory (from the warm-up step on) and not freed since, so a step's peak above its start is
+what the step itself holds at its fullest: activations, gradients, temporaries. OUT.json
+gets, per configuration, every profiled step's (start, peak) and the torch version.
+"""
+
+import gzip
+import json
+import os
+import sys
+import tempfile
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cpu-pairs"))
+import record  # noqa: E402
+
+WARMUP = 3
+STEPS = 3
+
+
+def peaks(config):
+    torch.set_num_threads(config.threads)
+    for _ in range(WARMUP):
+        config.step()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "trace.json")
+        with torch.profiler.profile(
+            activities=[torch.profiler.ProfilerActivity.CPU],
+            schedule=torch.profiler.schedule(wait=0, warmup=1, active=STEPS),
+            record_shapes=False,
+            profile_memory=True,
+            on_trace_ready=lambda p: p.export_chrome_trace(path),
+        ) as prof:
+            for _ in range(STEPS + 1):
+                config.step()
+                prof.step()
+        with open(path) as f:
+            events = json.load(f)["traceEvents"]
+    steps = sorted(
+        (e["ts"], e["ts"] + e["dur"])
+        for e in events
+        if e.get("ph") == "X" and e.get("name", "").startswith("ProfilerStep#")
+    )
+    # CPU allocations only (device type 0). "Total Allocated" counts what was allocated while
+    # the profiler watched memory and not freed since: the same origin for every step.
+    memory = sorted(
+        (e["ts"], e["args"]["Total Allocated"])
+        for e in events
+        if e.get("name") == "[memory]" and e.get("args", {}).get("Device Type") == 0
+    )
+    out = []
+    for start, end in steps:
+        inside = [total for ts, total in memory if start <= ts <= end]
+        before = [total for ts, total in memory if ts < start]
+        if inside:
+            out.append({"start_bytes": before[-1] if before else None, "peak_bytes": max(inside)})
+    return out
+
+
+if __name__ == "__main__":
+    out_path, specs = sys.argv[1], sys.argv[2:]
+    result = {"torch": torch.__version__, "record_shapes": False, "configs": {}}
+    for spec in specs:
+        workload, variant = spec.split(":")
+        config = record.make_config(workload, variant)
+        result["configs"][config.name] = peaks(config)
+        print(config.name, result["configs"][config.name], flush=True)
+    with open(out_path, "w") as f:
+        json.dump(result, f, indent=1)
