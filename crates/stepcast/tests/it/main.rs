@@ -18,6 +18,7 @@ mod invariants;
 mod job;
 mod launch_queue;
 mod mapping;
+mod memory_trades;
 mod nsys;
 mod off_cpu;
 mod optimize;

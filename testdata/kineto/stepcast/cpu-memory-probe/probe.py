@@ -1,7 +1,7 @@
 """Measures the peak CPU memory a training step allocates, for the configurations of
 `../cpu-pairs/record.py`: the outcome a memory-for-time trade's "saves N MiB" stands for.
 
-    python3 probe.py OUT.json WORKLOAD:VARIANT ...
+    python3 probe.py OUT.tsv WORKLOAD:VARIANT ...
 
 Each configuration is built in this process (as `record.py` builds it: seed 0, one intra-op
 thread), run for WARMUP steps, then profiled for STEPS steps with `torch.profiler` (CPU
@@ -11,11 +11,11 @@ tensor would be freed). Per profiled step: the largest "Total Allocated" of the 
 `[memory]` events inside the step's `ProfilerStep#` range, and the allocated bytes at the
 step's start. "Total Allocated" counts only what was allocated while the profiler watched
 memory (from the warm-up step on) and not freed since, so a step's peak above its start is
-what the step itself holds at its fullest: activations, gradients, temporaries. OUT.json
-gets, per configuration, every profiled step's (start, peak) and the torch version.
+what the step itself holds at its fullest: activations, gradients, temporaries. OUT.tsv gets
+one line per configuration and profiled step: its start and peak (the first step's start is
+empty: nothing was watched before it), under a line naming the torch version.
 """
 
-import gzip
 import json
 import os
 import sys
@@ -71,11 +71,16 @@ def peaks(config):
 
 if __name__ == "__main__":
     out_path, specs = sys.argv[1], sys.argv[2:]
-    result = {"torch": torch.__version__, "record_shapes": False, "configs": {}}
+    lines = [
+        f"# torch {torch.__version__}, record_shapes=False, profile_memory=True",
+        "config\tstep\tstart_bytes\tpeak_bytes",
+    ]
     for spec in specs:
         workload, variant = spec.split(":")
         config = record.make_config(workload, variant)
-        result["configs"][config.name] = peaks(config)
-        print(config.name, result["configs"][config.name], flush=True)
+        for i, step in enumerate(peaks(config)):
+            start = "" if step["start_bytes"] is None else step["start_bytes"]
+            lines.append(f"{config.name}\t{i}\t{start}\t{step['peak_bytes']}")
+            print(lines[-1], flush=True)
     with open(out_path, "w") as f:
-        json.dump(result, f, indent=1)
+        f.write("\n".join(lines) + "\n")

@@ -552,6 +552,16 @@ pub struct MemoryEffect {
     pub peak_bytes: Option<i64>,
 }
 
+/// What every memory-for-time trade's saving is and is not, as measured
+/// (`testdata/kineto/stepcast/cpu-memory-probe/`: the step's peak of allocated memory, with
+/// and without the change, on nine CPU programs).
+pub const PEAK_CAVEAT: &str = "the memory saved is the activations' own peak: the process's \
+     peak falls by it only where the activations make that peak. Measured on nine CPU programs \
+     (cpu-memory-probe), the step's peak fell by within 30 % of the figure on three; on three \
+     (two MLPs, a transformer) it did not move, the gradients and the optimizer's temporaries \
+     setting it; on three it fell by a sixth to a quarter of the figure, or rose (Gist on a \
+     CNN)";
+
 /// The [`MemoryEffect`] of acting on `chosen` among `activations`, where `saved(total,
 /// chosen bytes of the step)` is the peak saving of one step.
 pub fn memory_effect(

@@ -8,8 +8,8 @@ use stepcast_trace::NameId;
 use super::super::edit::{EditGraph, Insert, InsertHost, InsertLaunch};
 use super::super::{Context, WhatIfError};
 use super::activations::{
-    ActivationSource, Activations, ForwardUnit, MemoryEffect, choose, first_input_bytes,
-    forward_units, lane_prev, memory_effect,
+    ActivationSource, Activations, ForwardUnit, MemoryEffect, PEAK_CAVEAT, choose,
+    first_input_bytes, forward_units, lane_prev, memory_effect,
 };
 use crate::graph::{TaskId, TaskKind};
 
@@ -233,6 +233,7 @@ pub fn caveats(context: &Context<'_>) -> Vec<String> {
          are not modelled",
         context.trace.names.get(name),
     )];
+    caveats.push(PEAK_CAVEAT.to_string());
     if activations.host_only {
         caveats.push(
             "on a CPU-only run the passes are host ops on the training thread, as PyTorch's \

@@ -621,6 +621,7 @@ impl Model {
             Model::ReconstructBatchnorm => vec![batchnorm::CAVEAT.to_string()],
             Model::Recompute { fraction } => recompute::caveats(context, *fraction),
             Model::Gist { .. } => gist::caveats(context),
+            Model::Offload { .. } => vec![activations::PEAK_CAVEAT.to_string()],
             _ => Vec::new(),
         }
     }

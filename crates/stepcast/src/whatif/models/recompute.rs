@@ -4,8 +4,8 @@ use super::super::edit::{EditGraph, Insert, InsertHost, InsertLaunch, Selection}
 use super::super::{Context, WhatIfError};
 use super::DEFAULT_FRACTION;
 use super::activations::{
-    Activations, Blocks, ForwardUnit, MemoryEffect, choose, choose_blocks, forward_units,
-    lane_prev, memory_effect,
+    Activations, Blocks, ForwardUnit, MemoryEffect, PEAK_CAVEAT, choose, choose_blocks,
+    forward_units, lane_prev, memory_effect,
 };
 
 /// **Activation recomputation** (`torch.utils.checkpoint`; Chen et al., "Training Deep Nets
@@ -169,8 +169,9 @@ pub fn recompute_memory(context: &Context<'_>, fraction: Option<f64>) -> MemoryE
 /// found none and recomputes the front half; nothing where `fraction` is given (the user
 /// chose).
 pub fn caveats(context: &Context<'_>, fraction: Option<f64>) -> Vec<String> {
+    let mut caveats = vec![PEAK_CAVEAT.to_string()];
     if fraction.is_some() {
-        return Vec::new();
+        return caveats;
     }
     let activations = forward_units(context);
     // The first steady step's outermost forward ops, which the blocks are counted among.
@@ -180,9 +181,9 @@ pub fn caveats(context: &Context<'_>, fraction: Option<f64>) -> Vec<String> {
         .iter()
         .filter(|u| Some(u.step) == step)
         .count();
-    match choose_blocks(context, &activations) {
+    caveats.push(match choose_blocks(context, &activations) {
         Some((_, blocks)) => {
-            vec![format!(
+            format!(
                 "recomputes the forward pass's {} repeated blocks of {} ops each (the longest \
                  run of one sequence of ops; where a block starts within it, the trace does not \
                  say), each checkpointed on its own as `torch.utils.checkpoint` is usually \
@@ -192,13 +193,14 @@ pub fn caveats(context: &Context<'_>, fraction: Option<f64>) -> Vec<String> {
                 blocks.count,
                 blocks.ops,
                 ops.saturating_sub(blocks.count * blocks.ops),
-            )]
+            )
         }
-        None => vec![format!(
+        None => format!(
             "no sequence of ops repeats in a row over half the forward pass (no layers to \
              checkpoint one by one): recomputes its front {:.0} % of the activations as one \
              segment (--fraction)",
             DEFAULT_FRACTION * 100.0
-        )],
-    }
+        ),
+    });
+    caveats
 }
