@@ -214,6 +214,13 @@ pub struct MemorySavedJson {
     pub peak_before_bytes: Option<i64>,
     /// `peak_before_bytes - saved_bytes`.
     pub peak_after_bytes: Option<i64>,
+    /// The gradients a CPU-only step allocates anew (`zero_grad(set_to_none=True)`), FP32, from
+    /// its optimizer's recorded shapes; `null` where unknown.
+    pub gradient_bytes: Option<i64>,
+    /// How far the step's own peak falls: `max(A, G) - max(A - S, G)` with the activations
+    /// `A`, the saving `S` and `gradient_bytes` `G` (every gradient is allocated by the end of
+    /// the backward pass); `null` where `gradient_bytes` is.
+    pub step_peak_saved_bytes: Option<i64>,
 }
 
 impl MemorySavedJson {
@@ -231,6 +238,27 @@ impl MemorySavedJson {
         );
         if let (Some(before), Some(after)) = (self.peak_before_bytes, self.peak_after_bytes) {
             text.push_str(&format!("; recorded peak {} → {}", mib(before), mib(after)));
+        }
+        if let (Some(gradients), Some(step)) = (self.gradient_bytes, self.step_peak_saved_bytes) {
+            // Every gradient is allocated by the end of the backward pass: a floor.
+            let gradients = mib(gradients);
+            text.push_str(&if step <= 0 {
+                format!(
+                    "; the step's own peak does not fall: its gradients ({gradients}), all \
+                     allocated by the end of the backward pass, outweigh the activations"
+                )
+            } else if step < self.saved_bytes {
+                format!(
+                    "; the step's own peak falls by about {}: its gradients ({gradients}), all \
+                     allocated by the end of the backward pass, are a floor",
+                    mib(step)
+                )
+            } else {
+                format!(
+                    "; the step's own peak falls by as much: its gradients ({gradients}) stay \
+                     below what the activations leave"
+                )
+            });
         }
         text
     }
@@ -253,6 +281,8 @@ pub fn memory_saved_json(effect: &MemoryEffect) -> MemorySavedJson {
         ops_per_step: effect.units as u64,
         peak_before_bytes: effect.peak_bytes,
         peak_after_bytes: effect.peak_bytes.map(|p| p - effect.saved_bytes),
+        gradient_bytes: effect.gradient_bytes,
+        step_peak_saved_bytes: effect.step_peak_saved_bytes,
     }
 }
 
