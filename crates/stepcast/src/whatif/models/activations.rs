@@ -576,10 +576,14 @@ pub fn gradient_floor_bytes(context: &Context<'_>) -> Option<i64> {
         .iter()
         .filter(|e| trace.name(e.name).starts_with("Optimizer.zero_grad"))
         .collect();
+    // An op inside a `zero_grad` range (`aten::zero_`) zeroes the gradients in place.
     let zeroes_in_place = zero_grads.iter().any(|z| {
-        trace.lane_events(z.lane).iter().any(|e| {
-            e.start_ns >= z.start_ns && e.end_ns() <= z.end_ns() && e.kind == EventKind::CpuOp
-        })
+        let lane = trace.lane_events(z.lane);
+        let first = lane.partition_point(|e| e.start_ns < z.start_ns);
+        lane[first..]
+            .iter()
+            .take_while(|e| e.start_ns <= z.end_ns())
+            .any(|e| !std::ptr::eq(e, *z) && e.end_ns() <= z.end_ns() && e.kind == EventKind::CpuOp)
     });
     if zero_grads.is_empty() || zeroes_in_place {
         return None;
