@@ -88,9 +88,9 @@ fn step_growth(steps: &[(String, i64, i64)], config: &str) -> i64 {
     growth[growth.len() / 2]
 }
 
-/// Each trade's `saves` against the measured drop of the step's peak: met or missed as listed
-/// (±30 %, the README's bar), and never a saving claimed where the model has no activation
-/// bytes.
+/// Each trade's `saves`, and the step's own peak with the gradients as a floor, against the
+/// measured drop of the step's peak: met or missed as listed (±30 %, the README's bar), and
+/// never a saving claimed where the model has no activation bytes.
 #[test]
 fn memory_trades_savings_meet_or_miss_the_measured_peaks_as_listed() {
     let peaks = probe_steps();

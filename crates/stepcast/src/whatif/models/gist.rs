@@ -57,7 +57,7 @@ pub fn elementwise_throughput(
 /// one plain element-wise pass (`aten::relu`, `aten::add`: [`ELEMENTWISE_OP`]), their first
 /// input's bytes over their host time (the op's dispatch included, as an encoding op's would
 /// be).
-pub fn host_elementwise_throughput(
+fn host_elementwise_throughput(
     context: &Context<'_>,
     units: &[ForwardUnit],
 ) -> Option<(f64, NameId)> {
