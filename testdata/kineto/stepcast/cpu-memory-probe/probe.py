@@ -2,6 +2,8 @@
 `../cpu-pairs/record.py`: the outcome a memory-for-time trade's "saves N MiB" stands for.
 
     python3 probe.py OUT.tsv WORKLOAD:VARIANT ...
+    python3 probe.py OUT.tsv --traces DIR WORKLOAD:VARIANT ...   # and keep each profile
+
 
 Each configuration is built in this process (as `record.py` builds it: seed 0, one intra-op
 thread), run for WARMUP steps, then profiled for STEPS steps with `torch.profiler` (CPU
@@ -13,11 +15,15 @@ step's start. "Total Allocated" counts only what was allocated while the profile
 memory (from the warm-up step on) and not freed since, so a step's peak above its start is
 what the step itself holds at its fullest: activations, gradients, temporaries. OUT.tsv gets
 one line per configuration and profiled step: its start and peak (the first step's start is
-empty: nothing was watched before it), under a line naming the torch version.
+empty: nothing was watched before it), under a line naming the torch version. With `--traces DIR`, each configuration's profile is
+also kept, gzipped unchanged, as DIR/<workload>-<variant>.json.gz: a trace with the memory
+events a prediction of the step's peak is made from.
 """
 
+import gzip
 import json
 import os
+import shutil
 import sys
 import tempfile
 
@@ -30,7 +36,7 @@ WARMUP = 3
 STEPS = 3
 
 
-def peaks(config):
+def peaks(config, keep=None):
     torch.set_num_threads(config.threads)
     for _ in range(WARMUP):
         config.step()
@@ -48,6 +54,9 @@ def peaks(config):
                 prof.step()
         with open(path) as f:
             events = json.load(f)["traceEvents"]
+        if keep:
+            with open(path, "rb") as src, gzip.open(keep, "wb", compresslevel=9) as dst:
+                shutil.copyfileobj(src, dst)
     steps = sorted(
         (e["ts"], e["ts"] + e["dur"])
         for e in events
@@ -71,6 +80,10 @@ def peaks(config):
 
 if __name__ == "__main__":
     out_path, specs = sys.argv[1], sys.argv[2:]
+    traces = None
+    if specs[:1] == ["--traces"]:
+        traces, specs = specs[1], specs[2:]
+        os.makedirs(traces, exist_ok=True)
     lines = [
         f"# torch {torch.__version__}, record_shapes=False, profile_memory=True",
         "config\tstep\tstart_bytes\tpeak_bytes",
@@ -78,7 +91,8 @@ if __name__ == "__main__":
     for spec in specs:
         workload, variant = spec.split(":")
         config = record.make_config(workload, variant)
-        for i, step in enumerate(peaks(config)):
+        keep = os.path.join(traces, f"{config.name}.json.gz") if traces else None
+        for i, step in enumerate(peaks(config, keep)):
             start = "" if step["start_bytes"] is None else step["start_bytes"]
             lines.append(f"{config.name}\t{i}\t{start}\t{step['peak_bytes']}")
             print(lines[-1], flush=True)
