@@ -66,6 +66,8 @@ pub struct NewMemory {
     pub bytes: i64,
     pub total_allocated: Option<i64>,
     pub total_reserved: Option<i64>,
+    /// The address allocated or freed, if recorded.
+    pub addr: Option<u64>,
     /// The host thread that allocated or freed.
     pub lane: LaneKey,
 }
@@ -461,6 +463,7 @@ impl Assembly {
                 bytes: m.bytes,
                 total_allocated: m.total_allocated,
                 total_reserved: m.total_reserved,
+                addr: m.addr,
                 lane: lane_ids.get(&m.lane).copied(),
             })
             .collect();

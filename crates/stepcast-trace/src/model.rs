@@ -284,6 +284,9 @@ pub struct MemoryEvent {
     pub total_allocated: Option<i64>,
     /// The allocator's total reserved (cached) bytes on the device after this change, if recorded.
     pub total_reserved: Option<i64>,
+    /// The address allocated or freed, if recorded (Kineto's `Addr`): a tensor's allocation
+    /// and its free share it, which tells how long each allocation lived.
+    pub addr: Option<u64>,
     /// The host thread that allocated or freed, if it has a lane in this trace.
     pub lane: Option<LaneId>,
 }

@@ -210,17 +210,30 @@ pub struct MemorySavedJson {
     pub saved_bytes: i64,
     /// Forward ops acted on per steady step.
     pub ops_per_step: u64,
-    /// The recorded peak of allocated device memory, if the trace has memory events.
+    /// The recorded peak of allocated memory (the device's; the host's on a CPU-only trace),
+    /// if the trace has memory events.
     pub peak_before_bytes: Option<i64>,
-    /// `peak_before_bytes - saved_bytes`.
+    /// The peak with the trade, read off the recorded memory timeline (`step_peak_source`
+    /// `memory_timeline`); `null` where the memory events record no addresses or there are
+    /// none. Never `peak_before_bytes - saved_bytes`: the peak falls by the activations'
+    /// saving only where they make it.
     pub peak_after_bytes: Option<i64>,
     /// The gradients a CPU-only step allocates anew (`zero_grad(set_to_none=True)`), FP32, from
     /// its optimizer's recorded shapes; `null` where unknown.
     pub gradient_bytes: Option<i64>,
-    /// How far the step's own peak falls: `max(A, G) - max(A - S, G)` with the activations
-    /// `A`, the saving `S` and `gradient_bytes` `G` (every gradient is allocated by the end of
-    /// the backward pass); `null` where `gradient_bytes` is.
+    /// How far the step's own peak falls (mean over the steady steps; negative: it rises).
+    /// `step_peak_source` says how it was found.
     pub step_peak_saved_bytes: Option<i64>,
+    /// `memory_timeline`: the recorded memory events with the trade's activations moved
+    /// (everything else as recorded); `gradient_floor`: `max(A, G) - max(A - S, G)` with the
+    /// activations `A`, the saving `S` and `gradient_bytes` `G` (every gradient is allocated
+    /// by the end of the backward pass); `null` where neither is known.
+    pub step_peak_source: Option<&'static str>,
+    /// With `memory_timeline`: the step's peak above its start, recorded and with the trade
+    /// (means over the steady steps).
+    pub step_peak_before_bytes: Option<i64>,
+    /// See `step_peak_before_bytes`.
+    pub step_peak_after_bytes: Option<i64>,
 }
 
 impl MemorySavedJson {
@@ -236,10 +249,43 @@ impl MemorySavedJson {
             self.ops_per_step,
             self.source.replace('_', " "),
         );
-        if let (Some(before), Some(after)) = (self.peak_before_bytes, self.peak_after_bytes) {
-            text.push_str(&format!("; recorded peak {} → {}", mib(before), mib(after)));
+        if let (Some(before), Some(after)) = (self.step_peak_before_bytes, self.step_peak_after_bytes)
+        {
+            // Read off the recorded timeline: what the gradients, the optimizer and the
+            // order of frees leave.
+            let fall = before - after;
+            text.push_str(&format!(
+                "; the step's own peak (above its start, from the recorded memory events) {} → \
+                 {}: {}",
+                mib(before),
+                mib(after),
+                if fall > 0 {
+                    format!("falls by {}", mib(fall))
+                } else if fall < 0 {
+                    format!("rises by {}", mib(-fall))
+                } else {
+                    "does not move: what sets it is not an activation the trade moves".to_string()
+                }
+            ));
+            if let (Some(peak), Some(peak_after)) = (self.peak_before_bytes, self.peak_after_bytes)
+            {
+                text.push_str(&format!(
+                    "; recorded peak {} → {}",
+                    mib(peak),
+                    mib(peak_after)
+                ));
+            }
+        } else if let Some(before) = self.peak_before_bytes {
+            text.push_str(&format!(
+                "; recorded peak {}, its fall unknown (the memory events record no addresses)",
+                mib(before)
+            ));
         }
-        if let (Some(gradients), Some(step)) = (self.gradient_bytes, self.step_peak_saved_bytes) {
+        if let (Some(gradients), Some(step), Some("gradient_floor")) = (
+            self.gradient_bytes,
+            self.step_peak_saved_bytes,
+            self.step_peak_source,
+        ) {
             // Every gradient is allocated by the end of the backward pass: a floor.
             let gradients = mib(gradients);
             text.push_str(&if step <= 0 {
@@ -280,9 +326,12 @@ pub fn memory_saved_json(effect: &MemoryEffect) -> MemorySavedJson {
         saved_bytes: effect.saved_bytes,
         ops_per_step: effect.units as u64,
         peak_before_bytes: effect.peak_bytes,
-        peak_after_bytes: effect.peak_bytes.map(|p| p - effect.saved_bytes),
+        peak_after_bytes: effect.predicted_peak_bytes(),
         gradient_bytes: effect.gradient_bytes,
         step_peak_saved_bytes: effect.step_peak_saved_bytes,
+        step_peak_source: effect.step_peak_source(),
+        step_peak_before_bytes: effect.step_peak.map(|p| p.recorded_above_start_bytes),
+        step_peak_after_bytes: effect.step_peak.map(|p| p.predicted_above_start_bytes),
     }
 }
 

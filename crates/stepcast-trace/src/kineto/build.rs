@@ -48,6 +48,7 @@ struct PendingMemory {
     bytes: i64,
     total_allocated: Option<i64>,
     total_reserved: Option<i64>,
+    addr: Option<u64>,
 }
 
 struct PendingStep {
@@ -787,6 +788,10 @@ impl TraceBuilder {
             bytes,
             total_allocated: args.total_allocated.and_then(Int::get),
             total_reserved: args.total_reserved.and_then(Int::get),
+            addr: args
+                .addr
+                .and_then(Int::get)
+                .and_then(|a| u64::try_from(a).ok()),
         });
     }
 
@@ -1012,6 +1017,7 @@ impl TraceBuilder {
                 bytes: m.bytes,
                 total_allocated: m.total_allocated,
                 total_reserved: m.total_reserved,
+                addr: m.addr,
                 lane: lane_ids
                     .get(&(LaneKind::CpuThread, m.raw_pid, m.raw_tid))
                     .copied(),

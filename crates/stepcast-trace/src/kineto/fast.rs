@@ -138,6 +138,7 @@ fn args<'a>(
             A::WaitOnEventRecord => args.wait_on_cuda_event_record_corr_id = Some(Int(c.int()?)),
             A::Name => args.name = Some(c.string()?),
             A::AllocBytes => args.alloc_bytes = Some(Int(c.int()?)),
+            A::Addr => args.addr = Some(Int(c.int()?)),
             A::TotalAllocated => args.total_allocated = Some(Int(c.int()?)),
             A::TotalReserved => args.total_reserved = Some(Int(c.int()?)),
             A::DeviceType => args.device_type = Some(Int(c.int()?)),

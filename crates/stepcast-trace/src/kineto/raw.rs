@@ -57,6 +57,10 @@ pub struct RawArgs<'a> {
     /// `[memory]` events: bytes allocated (positive) or freed (negative).
     #[serde(rename = "Bytes")]
     pub alloc_bytes: Option<Int>,
+    /// `[memory]` events: the address allocated or freed (an allocation and its free share
+    /// it).
+    #[serde(rename = "Addr")]
+    pub addr: Option<Int>,
     /// `[memory]` events: the allocator's totals after the change.
     #[serde(rename = "Total Allocated")]
     pub total_allocated: Option<Int>,

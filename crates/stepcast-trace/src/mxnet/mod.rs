@@ -335,6 +335,7 @@ pub fn read(content: &[u8], path: &Path, options: &ReadOptions) -> Result<Trace,
             bytes: value.saturating_sub(before),
             total_allocated: Some(*value),
             total_reserved: None,
+            addr: None,
             lane: lane_of(*tid),
         });
     }

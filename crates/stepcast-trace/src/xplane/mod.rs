@@ -411,6 +411,7 @@ fn read_host(plane: &XPlane, assembly: &mut Assembly, file_index: &mut u32, summ
                             bytes,
                             total_allocated,
                             total_reserved,
+                            addr: None,
                             lane,
                         });
                         summary.memory_events += 1;

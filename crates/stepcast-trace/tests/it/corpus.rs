@@ -8,7 +8,7 @@ use stepcast_trace::{EventKind, LaneKind, ReadError, Runtime, Trace};
 use crate::{FileKind, corpus};
 
 /// Kineto traces and Execution Traces under `testdata/kineto/` (see `testdata/README.md`).
-const KINETO_FILES: usize = 557;
+const KINETO_FILES: usize = 570;
 const EXECUTION_TRACES: usize = 5;
 
 /// Checks that hold for any successfully read trace. Returns the problems found.
@@ -698,6 +698,19 @@ Expect { file: "stepcast/cpu-loader-pairs/heavyloader-workers0.json.gz", records
     Expect { file: "stepcast/cpu-gist-pairs/biggpt-gist.json.gz", records: 18065, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-gist-pairs/bigtransformer-base.json.gz", records: 11051, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-gist-pairs/bigtransformer-gist.json.gz", records: 12587, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-memory-probe/traces/mlp-base.json.gz", records: 7680, runtime: Runtime::CpuOnly, steps: 3, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-memory-probe/traces/transformer-base.json.gz", records: 7649, runtime: Runtime::CpuOnly, steps: 3, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-memory-probe/traces/cnn-base.json.gz", records: 4477, runtime: Runtime::CpuOnly, steps: 3, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-memory-probe/traces/gpt-base.json.gz", records: 11121, runtime: Runtime::CpuOnly, steps: 3, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-memory-probe/traces/resmlp-base.json.gz", records: 6701, runtime: Runtime::CpuOnly, steps: 3, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-memory-probe/traces/bigcnn-base.json.gz", records: 4477, runtime: Runtime::CpuOnly, steps: 3, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-memory-probe/traces/bigresmlp-base.json.gz", records: 6701, runtime: Runtime::CpuOnly, steps: 3, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-memory-probe/traces/biggpt-base.json.gz", records: 11123, runtime: Runtime::CpuOnly, steps: 3, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-memory-probe/traces/bigtransformer-base.json.gz", records: 7650, runtime: Runtime::CpuOnly, steps: 3, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-memory-probe/traces/bigcnn-checkpoint.json.gz", records: 5503, runtime: Runtime::CpuOnly, steps: 3, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-memory-probe/traces/bigresmlp-checkpoint.json.gz", records: 7338, runtime: Runtime::CpuOnly, steps: 3, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-memory-probe/traces/biggpt-checkpoint.json.gz", records: 12659, runtime: Runtime::CpuOnly, steps: 3, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-memory-probe/traces/bigtransformer-checkpoint.json.gz", records: 8890, runtime: Runtime::CpuOnly, steps: 3, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-thread-pairs/cnn-threads1.json.gz", records: 5207, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-thread-pairs/cnn-threads2.json.gz", records: 5207, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-thread-pairs/mlp-threads1.json.gz", records: 10385, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },

@@ -9,6 +9,7 @@ use regex::Regex;
 use stepcast_trace::{EventId, EventKind, SequenceNumber, Trace};
 
 use super::super::Context;
+use super::step_peak::{StepPeak, Trade, step_peak};
 use crate::analyze::mapping::Phase;
 use crate::graph::{NO_STEP, TaskId, TaskKind};
 
@@ -229,8 +230,14 @@ impl OpBytes {
             };
         }
         let trace = context.trace;
+        // The activations' memory: the host's on a CPU-only trace.
+        let host_only = !context.window.graph.has_device_tasks();
         let mut by_lane: BTreeMap<u32, Vec<(i64, i64)>> = BTreeMap::new();
-        for m in trace.memory.iter().filter(|m| m.device >= 0) {
+        for m in trace
+            .memory
+            .iter()
+            .filter(|m| if host_only { m.device == -1 } else { m.device >= 0 })
+        {
             if let Some(lane) = m.lane {
                 by_lane
                     .entry(lane.0)
@@ -508,9 +515,25 @@ pub fn choose_blocks<'a>(
     context: &Context<'_>,
     activations: &'a Activations,
 ) -> Option<(Vec<&'a ForwardUnit>, Blocks)> {
+    let (blocks, fewest) = block_spans(context, activations)?;
+    let chosen = blocks
+        .into_iter()
+        .flatten()
+        .filter(|u| u.backward.is_some())
+        .collect();
+    Some((chosen, fewest))
+}
+
+/// [`choose_blocks`]' blocks, each as the units it spans in recorded order (those whose
+/// backward is not found included): what `torch.utils.checkpoint` is applied to, one call
+/// per block.
+pub fn block_spans<'a>(
+    context: &Context<'_>,
+    activations: &'a Activations,
+) -> Option<(Vec<&'a [ForwardUnit]>, Blocks)> {
     let trace = context.trace;
     let units = &activations.units;
-    let mut chosen = Vec::new();
+    let mut spans = Vec::new();
     let mut fewest: Option<Blocks> = None;
     let mut start = 0;
     while start < units.len() {
@@ -525,14 +548,14 @@ pub fn choose_blocks<'a>(
         if blocks.count * blocks.ops * 2 < step_units.len() {
             return None;
         }
-        let span = blocks.start..blocks.start + blocks.count * blocks.ops;
-        chosen.extend(step_units[span].iter().filter(|u| u.backward.is_some()));
+        let span = &step_units[blocks.start..blocks.start + blocks.count * blocks.ops];
+        spans.extend(span.chunks(blocks.ops));
         if fewest.is_none_or(|f| blocks.count < f.count) {
             fewest = Some(blocks);
         }
         start = end;
     }
-    fewest.map(|blocks| (chosen, blocks))
+    fewest.map(|blocks| (spans, blocks))
 }
 
 /// What a memory-for-time trade saves, per steady step (means over the steady steps).
@@ -553,11 +576,32 @@ pub struct MemoryEffect {
     /// The parameters' gradients, where the step allocates them anew and their bytes are
     /// known ([`gradient_floor_bytes`]).
     pub gradient_bytes: Option<i64>,
-    /// How far the step's own peak falls, where `gradient_bytes` is known: `max(A, G) −
-    /// max(A − S, G)` (`A` the activations, `S` the saving, `G` the gradients). By the end of
-    /// the backward pass every gradient is allocated and the activations are freed: the step
-    /// peaks at least at `G`, and the saving moves its peak only above that.
+    /// The step's peak with the trade, read off the recorded memory timeline, where the
+    /// trace's memory events record addresses ([`super::step_peak`]).
+    pub step_peak: Option<StepPeak>,
+    /// How far the step's own peak falls: from the recorded timeline ([`Self::step_peak`])
+    /// where known; else, where `gradient_bytes` is known, `max(A, G) − max(A − S, G)` (`A`
+    /// the activations, `S` the saving, `G` the gradients: by the end of the backward pass
+    /// every gradient is allocated and the activations are freed, so the step peaks at least
+    /// at `G`, and the saving moves its peak only above that).
     pub step_peak_saved_bytes: Option<i64>,
+}
+
+impl MemoryEffect {
+    /// Where [`Self::step_peak_saved_bytes`] comes from: `memory_timeline`,
+    /// `gradient_floor`, or `None` where it is unknown.
+    pub fn step_peak_source(&self) -> Option<&'static str> {
+        match (self.step_peak, self.step_peak_saved_bytes) {
+            (Some(_), _) => Some("memory_timeline"),
+            (None, Some(_)) => Some("gradient_floor"),
+            (None, None) => None,
+        }
+    }
+
+    /// The window's peak with the trade, where the recorded timeline gives it.
+    pub fn predicted_peak_bytes(&self) -> Option<i64> {
+        self.step_peak.map(|p| p.predicted_peak_bytes)
+    }
 }
 
 /// The bytes of the gradients a CPU-only step allocates anew (`zero_grad(set_to_none=True)`,
@@ -604,11 +648,13 @@ pub const PEAK_CAVEAT: &str = "the memory saved is the activations' own peak: th
      peak takes them as a floor (`step_peak_saved_bytes`): within 30 % on five of the nine";
 
 /// The [`MemoryEffect`] of acting on `chosen` among `activations`, where `saved(total,
-/// chosen bytes of the step)` is the peak saving of one step.
+/// chosen bytes of the step)` is the peak saving of one step and `trade` how it moves the
+/// recorded activations.
 pub fn memory_effect(
     context: &Context<'_>,
     activations: &Activations,
     chosen: &[&ForwardUnit],
+    trade: &Trade<'_>,
     saved: impl Fn(i64, &[i64]) -> i64,
 ) -> MemoryEffect {
     // Per step: all units' bytes, and each chosen unit's.
@@ -622,14 +668,17 @@ pub fn memory_effect(
     }
     let steps = per_step.len().max(1) as i64;
     let mean = |f: &dyn Fn(&StepBytes) -> i64| per_step.values().map(f).sum::<i64>() / steps;
+    // The activations' memory: the host's on a CPU-only trace.
+    let host_only = !context.window.graph.has_device_tasks();
     let peak_bytes = crate::analyze::memory::memory(context.trace, context.window, context.mapping)
         .iter()
-        .filter(|d| d.device >= 0)
+        .filter(|d| if host_only { d.device == -1 } else { d.device >= 0 })
         .map(|d| d.peak.allocated_bytes)
         .max();
     let activation_bytes = mean(&|(total, _)| *total);
     let saved_bytes = mean(&|(total, c)| saved(*total, c).max(0));
     let gradient_bytes = gradient_floor_bytes(context);
+    let step_peak = step_peak(context, trade);
     MemoryEffect {
         source: activations.source,
         activation_bytes,
@@ -638,8 +687,11 @@ pub fn memory_effect(
         units: (chosen.len() as f64 / steps as f64).round() as usize,
         peak_bytes,
         gradient_bytes,
-        step_peak_saved_bytes: gradient_bytes
-            .map(|g| activation_bytes.max(g) - (activation_bytes - saved_bytes).max(g)),
+        step_peak,
+        step_peak_saved_bytes: step_peak.map(|p| p.fall_bytes).or_else(|| {
+            gradient_bytes
+                .map(|g| activation_bytes.max(g) - (activation_bytes - saved_bytes).max(g))
+        }),
     }
 }
 

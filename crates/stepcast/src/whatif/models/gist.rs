@@ -7,6 +7,7 @@ use stepcast_trace::NameId;
 
 use super::super::edit::{EditGraph, Insert, InsertHost, InsertLaunch};
 use super::super::{Context, WhatIfError};
+use super::step_peak::Trade;
 use super::activations::{
     ActivationSource, Activations, ForwardUnit, MemoryEffect, PEAK_CAVEAT, choose,
     first_input_bytes, forward_units, lane_prev, memory_effect,
@@ -310,12 +311,16 @@ fn gist_on_host(
 /// the largest of them decoded at full size during its backward.
 pub fn gist_memory(context: &Context<'_>, fraction: f64) -> MemoryEffect {
     let activations = forward_units(context);
-    let known = encoding_throughput(context, &activations).is_some();
+    // What is stashed does not depend on how fast it is encoded.
     let chosen: Vec<&ForwardUnit> = choose(&activations, fraction)
         .into_iter()
-        .filter(|u| known && u.bytes > 0)
+        .filter(|u| u.bytes > 0)
         .collect();
-    memory_effect(context, &activations, &chosen, |_, chosen| {
+    let trade = Trade::Stash {
+        units: chosen.clone(),
+        compression: COMPRESSION,
+    };
+    memory_effect(context, &activations, &chosen, &trade, |_, chosen| {
         let c: i64 = chosen.iter().sum();
         c - c / COMPRESSION - chosen.iter().copied().max().unwrap_or(0)
     })

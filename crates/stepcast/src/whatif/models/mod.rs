@@ -18,6 +18,7 @@ mod offload;
 pub(crate) mod peaks;
 mod recompute;
 mod steady;
+pub mod step_peak;
 mod syncs;
 
 use std::sync::LazyLock;

@@ -6,6 +6,7 @@ use super::super::edit::EditGraph;
 use super::super::{Context, WhatIfError};
 use super::activations::{ForwardUnit, MemoryEffect, choose, forward_units, memory_effect};
 use super::amp::compute_major;
+use super::step_peak::Trade;
 use crate::graph::{EdgeKind, TaskId, TaskKind};
 
 /// Copies smaller than this do not show a link's bandwidth (their fixed cost dominates).
@@ -180,7 +181,10 @@ pub fn offload_memory(context: &Context<'_>, fraction: f64) -> MemoryEffect {
         .into_iter()
         .filter(|u| u.bytes > 0)
         .collect();
-    memory_effect(context, &activations, &chosen, |_, chosen| {
+    let trade = Trade::Offload {
+        units: chosen.clone(),
+    };
+    memory_effect(context, &activations, &chosen, &trade, |_, chosen| {
         let mut sizes = chosen.to_vec();
         sizes.sort_unstable_by(|a, b| b.cmp(a));
         sizes.iter().sum::<i64>() - sizes.iter().take(2).sum::<i64>()

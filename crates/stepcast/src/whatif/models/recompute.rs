@@ -4,9 +4,10 @@ use super::super::edit::{EditGraph, Insert, InsertHost, InsertLaunch, Selection}
 use super::super::{Context, WhatIfError};
 use super::DEFAULT_FRACTION;
 use super::activations::{
-    Activations, Blocks, ForwardUnit, MemoryEffect, PEAK_CAVEAT, choose, choose_blocks,
-    forward_units, lane_prev, memory_effect,
+    Activations, Blocks, ForwardUnit, MemoryEffect, PEAK_CAVEAT, block_spans, choose,
+    choose_blocks, forward_units, lane_prev, memory_effect,
 };
+use super::step_peak::Trade;
 
 /// **Activation recomputation** (`torch.utils.checkpoint`; Chen et al., "Training Deep Nets
 /// with Sublinear Memory Cost"). What is recomputed:
@@ -156,13 +157,39 @@ fn selected<'a>(
 pub fn recompute_memory(context: &Context<'_>, fraction: Option<f64>) -> MemoryEffect {
     let activations = forward_units(context);
     let (chosen, blocks) = selected(context, &activations, fraction);
-    memory_effect(context, &activations, &chosen, |total, chosen| {
+    let trade = Trade::Recompute {
+        segments: segments(context, &activations, &chosen, blocks),
+    };
+    memory_effect(context, &activations, &chosen, &trade, |total, chosen| {
         let c: i64 = chosen.iter().sum();
         match blocks {
             Some(blocks) => c - c / blocks.count.max(1) as i64,
             None => total - (total - c).max(c),
         }
     })
+}
+
+/// The checkpointed calls [`recompute`] stands for, each as its units in recorded order: one
+/// per repeated block, or one per steady step (its chosen front).
+fn segments<'a>(
+    context: &Context<'_>,
+    activations: &'a Activations,
+    chosen: &[&'a ForwardUnit],
+    blocks: Option<Blocks>,
+) -> Vec<Vec<&'a ForwardUnit>> {
+    if blocks.is_some()
+        && let Some((spans, _)) = block_spans(context, activations)
+    {
+        return spans.into_iter().map(|s| s.iter().collect()).collect();
+    }
+    let mut segments: Vec<Vec<&ForwardUnit>> = Vec::new();
+    for &unit in chosen {
+        match segments.last_mut() {
+            Some(segment) if segment[0].step == unit.step => segment.push(unit),
+            _ => segments.push(vec![unit]),
+        }
+    }
+    segments
 }
 
 /// What [`recompute`] acts on, on this trace, by default: the blocks it found, or that it
