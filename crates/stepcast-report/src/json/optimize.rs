@@ -231,6 +231,11 @@ pub struct MemoryPlanJson {
     pub peak_bytes: i64,
     /// The peak with the chosen trade.
     pub predicted_peak_bytes: i64,
+    /// How the peaks with the trades were found: `memory_timeline` (the recorded memory
+    /// events with the trade's activations moved, everything else as recorded) or
+    /// `activations_saved` (the memory events record no addresses: the recorded peak less the
+    /// activations' saving, which the process's peak may not fall by).
+    pub peak_source: &'static str,
     /// Whether the peak fits the budget.
     pub fits: bool,
     /// The trade taken, if the recorded peak exceeds the budget and one fits.
@@ -245,8 +250,10 @@ pub struct MemoryOptionJson {
     /// The trade.
     #[serde(rename = "move")]
     pub step: MoveJson,
-    /// Bytes it saves at the peak (least over the ranks).
+    /// How far the job's peak falls with it (`peak_bytes - predicted_peak_bytes`).
     pub saved_bytes: i64,
+    /// The job's peak with it (the largest over the ranks).
+    pub predicted_peak_bytes: i64,
     /// Whether the peak fits the budget.
     pub fits: bool,
     /// Predicted with the plan; `null` when not replayed (it does not fit, or nothing had to).
@@ -358,6 +365,7 @@ pub fn optimize_json(traces: &[&Trace], peers: Peers, optimized: &Optimized) -> 
             budget_source: m.budget_source,
             peak_bytes: m.peak_bytes,
             predicted_peak_bytes: m.predicted_peak_bytes,
+            peak_source: m.peak_source,
             fits: m.predicted_peak_bytes <= m.budget_bytes,
             chosen: m.chosen.as_ref().map(MoveJson::new),
             options: m
@@ -366,6 +374,7 @@ pub fn optimize_json(traces: &[&Trace], peers: Peers, optimized: &Optimized) -> 
                 .map(|o| MemoryOptionJson {
                     step: MoveJson::new(&o.step),
                     saved_bytes: o.saved_bytes,
+                    predicted_peak_bytes: o.predicted_peak_bytes,
                     fits: o.fits,
                     step_ns: o.step_ns,
                 })

@@ -249,7 +249,8 @@ impl MemorySavedJson {
             self.ops_per_step,
             self.source.replace('_', " "),
         );
-        if let (Some(before), Some(after)) = (self.step_peak_before_bytes, self.step_peak_after_bytes)
+        if let (Some(before), Some(after)) =
+            (self.step_peak_before_bytes, self.step_peak_after_bytes)
         {
             // Read off the recorded timeline: what the gradients, the optimizer and the
             // order of frees leave.

@@ -155,12 +155,22 @@ pub fn optimize_text(doc: &OptimizeJson) -> String {
             ),
             (None, true) => "no memory option fits the budget".to_string(),
         };
+        let how = match memory.peak_source {
+            "memory_timeline" => {
+                " Each trade's peak is read off the recorded memory events, its activations \
+                 moved and everything else (gradients, the optimizer's temporaries) as recorded."
+            }
+            _ => {
+                " The memory events record no addresses: each trade's peak is the recorded \
+                 peak less the activations' saving, which the process's peak may not fall by."
+            }
+        };
         push_section(
             &mut out,
             "Memory",
             &wrap(
                 &format!(
-                    "Peak {} recorded, budget {} ({}): {}.",
+                    "Peak {} recorded, budget {} ({}): {}.{how}",
                     gib(memory.peak_bytes),
                     gib(memory.budget_bytes),
                     memory.budget_source,

@@ -200,8 +200,13 @@ pub struct Reference {
 #[derive(Clone, Debug, PartialEq)]
 pub struct MemoryOption {
     pub step: Move,
-    /// Least bytes saved over the ranks.
+    /// How far the job's peak falls: the recorded peak less [`Self::predicted_peak_bytes`].
     pub saved_bytes: i64,
+    /// The job's peak with the trade: the largest over the ranks of each rank's peak with it,
+    /// read off its recorded memory timeline ([`crate::whatif::models::step_peak`]); where a
+    /// rank's memory events record no addresses, its recorded peak less the activations'
+    /// saving, which its process's peak may not fall by ([`MemoryChoice::peak_source`]).
+    pub predicted_peak_bytes: i64,
     /// The job's predicted step with the plan and this trade.
     pub step_ns: Option<i64>,
     pub fits: bool,
@@ -217,6 +222,10 @@ pub struct MemoryChoice {
     pub peak_bytes: i64,
     /// The peak with the chosen trade, if any.
     pub predicted_peak_bytes: i64,
+    /// `memory_timeline` (every rank's peak with a trade read off its recorded memory) or
+    /// `activations_saved` (some rank's memory events record no addresses: its peak is taken
+    /// to fall by the activations' saving, a figure the process's peak may not reach).
+    pub peak_source: &'static str,
     pub options: Vec<MemoryOption>,
     /// The trade taken (the fitting option with the least predicted step), if the peak
     /// exceeded the budget.
@@ -656,22 +665,28 @@ impl<'a> Optimizer<'a> {
                 }
             };
         let leader = &self.leader().facts.memory;
-        // Least saved over the ranks: the plan must fit on every one.
-        let saved = |m: &Move| -> i64 {
+        // The largest peak over the ranks with the trade: the plan must fit on every one.
+        let predicted = |m: &Move| -> i64 {
             self.ranks
                 .iter()
                 .zip(&peaks)
-                .map(|(r, &peak)| peak_bytes - peak + r.facts.memory.saved_bytes(m).unwrap_or(0))
-                .min()
-                .unwrap_or(0)
+                .map(|(r, &peak)| r.facts.memory.predicted_peak_bytes(m).unwrap_or(peak))
+                .max()
+                .unwrap_or(peak_bytes)
+        };
+        let peak_source = if self.ranks.iter().all(|r| r.facts.memory.timeline_known()) {
+            "memory_timeline"
+        } else {
+            "activations_saved"
         };
         let over = peak_bytes > budget_bytes;
         let options: Vec<MemoryOption> = leader
             .options
             .par_iter()
             .map(|(m, _)| {
-                let saved_bytes = saved(m);
-                let fits = peak_bytes - saved_bytes <= budget_bytes;
+                let predicted_peak_bytes = predicted(m);
+                let saved_bytes = peak_bytes - predicted_peak_bytes;
+                let fits = predicted_peak_bytes <= budget_bytes;
                 let step_ns = if over && fits {
                     let mut with = plan.to_vec();
                     with.push(m.clone());
@@ -682,6 +697,7 @@ impl<'a> Optimizer<'a> {
                 Ok(MemoryOption {
                     step: m.clone(),
                     saved_bytes,
+                    predicted_peak_bytes,
                     step_ns,
                     fits,
                 })
@@ -693,13 +709,14 @@ impl<'a> Optimizer<'a> {
             .filter_map(|o| o.step_ns.map(|ns| (ns, o)))
             .min_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.step.cmp(&b.1.step)))
             .map(|(_, o)| o);
-        let predicted_peak_bytes = peak_bytes - chosen.map_or(0, |o| o.saved_bytes);
+        let predicted_peak_bytes = chosen.map_or(peak_bytes, |o| o.predicted_peak_bytes);
         Ok((
             Some(MemoryChoice {
                 budget_bytes,
                 budget_source,
                 peak_bytes,
                 predicted_peak_bytes,
+                peak_source,
                 chosen: chosen.map(|o| o.step.clone()),
                 options,
             }),

@@ -355,6 +355,8 @@ fn memory_budget_is_met_by_the_least_slowdown_found_exhaustively() {
     );
     let memory = plan.memory.as_ref().expect("the memory pass ran");
     assert_eq!(memory.peak_bytes, peak);
+    // This 2021 trace's memory events record no addresses: said so.
+    assert_eq!(memory.peak_source, "activations_saved");
     assert!(memory.predicted_peak_bytes <= budget, "{memory:?}");
     let chosen = memory.chosen.clone().expect("a trade was chosen");
     assert_eq!(plan.moves.last().map(|m| &m.step), Some(&chosen));
@@ -369,6 +371,51 @@ fn memory_budget_is_met_by_the_least_slowdown_found_exhaustively() {
     );
     assert!(roomy.moves.is_empty());
     assert_eq!(roomy.planned_ns, roomy.baseline_ns);
+}
+
+/// A budget the activations' saving would meet and the process's peak would not: on the CPU
+/// transformer whose checkpointed step's peak did not move (`cpu-memory-probe`), each trade's
+/// peak is read off the recorded memory timeline, and no trade is claimed to fit where the
+/// recorded peak less the activations' saving (the figure the pass used before) would have.
+#[test]
+fn memory_budget_is_judged_on_the_peak_read_off_the_recorded_memory() {
+    let loaded = load_mapped("stepcast/cpu-memory-probe/traces/transformer-base.json.gz");
+    let context = context(&loaded);
+    let budget = 12_000_000;
+    // What the old rule would have claimed: some trade's recorded peak less its saving fits.
+    let claimed = [0.25, 0.5, 0.75, 1.0].iter().any(|&fraction| {
+        let effect = Model::Recompute {
+            fraction: Some(fraction),
+        }
+        .memory_effect(&context)
+        .expect("a memory trade");
+        effect.peak_bytes.expect("memory events") - effect.saved_bytes <= budget
+    });
+    assert!(claimed);
+    let plan = optimized(
+        &[&loaded],
+        Options {
+            passes: vec![PassId::Memory],
+            memory_budget_bytes: Some(budget),
+        },
+    );
+    let memory = plan.memory.as_ref().expect("the memory pass ran");
+    assert_eq!(memory.peak_source, "memory_timeline");
+    assert!(memory.peak_bytes > budget);
+    assert!(!memory.options.is_empty());
+    for option in &memory.options {
+        assert!(
+            !option.fits && option.predicted_peak_bytes > budget,
+            "{option:?}"
+        );
+        assert_eq!(
+            option.saved_bytes,
+            memory.peak_bytes - option.predicted_peak_bytes
+        );
+    }
+    assert_eq!(memory.chosen, None);
+    assert_eq!(memory.predicted_peak_bytes, memory.peak_bytes);
+    assert!(plan.moves.is_empty());
 }
 
 /// The same plan, figure for figure, with one thread and with four.

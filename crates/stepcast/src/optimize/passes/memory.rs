@@ -5,9 +5,12 @@
 //! (`torch.autograd.graph.save_on_cpu`) of the front [`FRACTIONS`] of each step's activation
 //! bytes. Their costs are the project's models ([`crate::whatif::models::recompute`],
 //! [`crate::whatif::models::offload`]), applied on top of the speed plan and replayed; the
-//! memory each saves is theirs too ([`crate::whatif::models::MemoryEffect`]): the predicted
-//! peak is the recorded peak less that saving (the speed moves are taken not to change the
-//! peak). Gradient accumulation (smaller micro-batches) is not an option yet: the trace holds
+//! peak with each is theirs too ([`crate::whatif::models::MemoryEffect`]): read off the
+//! recorded memory timeline with the trade's activations moved
+//! ([`crate::whatif::models::step_peak`]), so a trade fits only where the process's peak, not
+//! just the activations', comes under the budget; where the memory events record no addresses,
+//! the recorded peak less the activations' saving, said so (the speed moves are taken not to
+//! change the peak). Gradient accumulation (smaller micro-batches) is not an option yet: the trace holds
 //! one batch size, and nothing in it says how kernels scale with a smaller one.
 
 use crate::whatif::edit::EditGraph;
@@ -46,12 +49,18 @@ impl MemoryFacts {
         }
     }
 
-    /// What `m` saves, if it is one of the options.
-    pub fn saved_bytes(&self, m: &Move) -> Option<i64> {
-        self.options
-            .iter()
-            .find(|(o, _)| o == m)
-            .map(|(_, e)| e.saved_bytes)
+    /// The peak with `m`, if it is one of the options: read off the recorded timeline where
+    /// it is known, else the recorded peak less the activations' saving.
+    pub fn predicted_peak_bytes(&self, m: &Move) -> Option<i64> {
+        let (_, effect) = self.options.iter().find(|(o, _)| o == m)?;
+        effect
+            .predicted_peak_bytes()
+            .or_else(|| Some(effect.peak_bytes? - effect.saved_bytes))
+    }
+
+    /// Whether every option's peak is read off the recorded memory timeline.
+    pub fn timeline_known(&self) -> bool {
+        self.options.iter().all(|(_, e)| e.step_peak.is_some())
     }
 }
 

@@ -7,11 +7,11 @@ use stepcast_trace::NameId;
 
 use super::super::edit::{EditGraph, Insert, InsertHost, InsertLaunch};
 use super::super::{Context, WhatIfError};
-use super::step_peak::Trade;
 use super::activations::{
     ActivationSource, Activations, ForwardUnit, MemoryEffect, PEAK_CAVEAT, choose,
     first_input_bytes, forward_units, lane_prev, memory_effect,
 };
+use super::step_peak::Trade;
 use crate::graph::{TaskId, TaskKind};
 
 /// The encoded stash is this many times smaller than the activation (Gist's lossy Delayed

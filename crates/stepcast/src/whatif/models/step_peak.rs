@@ -9,9 +9,11 @@
 //! together in the backward pass, the order of frees — and moves only the activations:
 //!
 //! - an **activation** of a forward op is a tensor it allocated (on its thread, inside its
-//!   range) that is still allocated when the step's backward pass begins; it is freed by the
-//!   backward op that last reads it (the `autograd::engine::evaluate_function` range holding
-//!   its free, its *use*);
+//!   range) that is still allocated when the step's backward pass begins and is freed by a
+//!   backward op (inside an `autograd::engine::evaluate_function` range: autograd releasing
+//!   what it saved, after the last op that reads it; that op's start is its *use*). A tensor
+//!   the program itself holds (its output, its loss) is freed elsewhere, and no trade moves
+//!   it;
 //! - each trade says, per activation, how many of its bytes are gone from the timeline and
 //!   from when to when ([`Trade`]), and the step's peak is the largest allocated value left.
 
@@ -24,7 +26,7 @@ use super::activations::ForwardUnit;
 use crate::analyze::mapping::Phase;
 use crate::graph::NO_STEP;
 
-/// One activation: a tensor a forward op allocated that the backward pass still holds.
+/// One activation: a tensor a forward op allocated that a backward op frees.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Activation {
     pub bytes: i64,
@@ -32,8 +34,7 @@ pub struct Activation {
     pub op_end_ns: i64,
     /// When it was freed.
     pub free_ns: i64,
-    /// The start of the backward op that freed it (its last reader), or the free itself
-    /// where no such range holds it.
+    /// The start of the backward op that freed it (its last reader).
     pub use_ns: i64,
 }
 
@@ -191,15 +192,18 @@ fn activations_of(device: &DeviceEvents<'_>, op: EventId, backward_ns: i64) -> V
         .allocations_in(event.lane, event.start_ns, event.end_ns())
         .filter_map(|at| {
             let free = device.event(device.free_of[at]?);
-            (free.time_ns >= backward_ns).then(|| Activation {
+            if free.time_ns < backward_ns {
+                return None;
+            }
+            // Freed by a backward op releasing what autograd saved: an activation. A tensor
+            // the program holds (its output, its loss) is freed elsewhere, and no trade
+            // moves it.
+            let use_ns = backward_op_at(trace, free.lane?, free.time_ns)?;
+            Some(Activation {
                 bytes: device.event(at).bytes,
                 op_end_ns: event.end_ns(),
                 free_ns: free.time_ns,
-                use_ns: free
-                    .lane
-                    .and_then(|lane| backward_op_at(trace, lane, free.time_ns))
-                    .unwrap_or(free.time_ns)
-                    .max(event.end_ns()),
+                use_ns: use_ns.max(event.end_ns()),
             })
         })
         .collect()
@@ -355,7 +359,9 @@ fn sweep(device: &DeviceEvents<'_>, changes: &[Change], steps: &[(i64, i64)]) ->
     let mut allocated = 0i64;
     for at in 0..device.events.len() {
         let m = device.event(at);
-        allocated = m.total_allocated.unwrap_or(allocated.saturating_add(m.bytes));
+        allocated = m
+            .total_allocated
+            .unwrap_or(allocated.saturating_add(m.bytes));
         items.push((m.time_ns, Item::Allocated(allocated)));
     }
     for c in changes.iter().filter(|c| c.until_ns > c.from_ns) {
@@ -371,7 +377,12 @@ fn sweep(device: &DeviceEvents<'_>, changes: &[Change], steps: &[(i64, i64)]) ->
     let mut out = vec![StepSweep::default(); steps.len()];
     let mut seen = vec![false; steps.len()];
     let mut outside: Option<i64> = None;
-    let (mut value, mut shift) = (0i64, 0i64);
+    // Before the first event: what it found allocated, where the allocator's total says.
+    let first = (!device.events.is_empty()).then(|| device.event(0));
+    let mut value = first
+        .and_then(|m| m.total_allocated.map(|t| t.saturating_sub(m.bytes)))
+        .unwrap_or(0);
+    let mut shift = 0i64;
     let mut i = 0;
     while i < items.len() {
         let t = items[i].0;
