@@ -242,8 +242,9 @@ pub fn advise_markdown(advise: &AdviseJson) -> String {
         for trade in &advise.memory_trades {
             let saved = trade.memory.as_ref().map_or_else(String::new, |m| {
                 format!(
-                    ", saves {:.1} MiB",
-                    m.saved_bytes as f64 / (1024.0 * 1024.0)
+                    ", saves {:.1} MiB of activations, the step's peak falls: {}",
+                    m.saved_bytes as f64 / (1024.0 * 1024.0),
+                    m.step_peak_cell()
                 )
             });
             let _ = writeln!(

@@ -324,7 +324,8 @@ fn candidates(advise: &AdviseJson) -> String {
             "trade",
             "predicted step",
             "speedup",
-            "memory saved",
+            "activations saved",
+            "step peak falls",
             "record (pairs)",
             "caveats",
         ]);
@@ -336,6 +337,15 @@ fn candidates(advise: &AdviseJson) -> String {
                 trade.memory.as_ref().map_or_else(
                     || Cell::text("n/a"),
                     |m| Cell::number(bytes(m.saved_bytes), m.saved_bytes as f64),
+                ),
+                trade.memory.as_ref().map_or_else(
+                    || Cell::text("n/a"),
+                    |m| {
+                        Cell::number(
+                            m.step_peak_cell(),
+                            m.step_peak_saved_bytes.unwrap_or(0) as f64,
+                        )
+                    },
                 ),
                 Cell::text(record_cell(trade)),
                 caveats_cell(&trade.trust),

@@ -237,6 +237,18 @@ pub struct MemorySavedJson {
 }
 
 impl MemorySavedJson {
+    /// How far the step's own peak falls, for a table cell: `2.0 MiB`, `rises 1.6 MiB`,
+    /// `none`, or `n/a` where neither the recorded timeline nor the gradients tell.
+    pub fn step_peak_cell(&self) -> String {
+        let mib = |b: i64| format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64);
+        match self.step_peak_saved_bytes {
+            None => "n/a".to_string(),
+            Some(0) => "none".to_string(),
+            Some(b) if b < 0 => format!("rises {}", mib(-b)),
+            Some(b) => mib(b),
+        }
+    }
+
     /// `saves 1.2 GiB of peak activation memory (2.4 GiB of the 4.8 GiB of activations kept
     /// per step, by 80 forward ops; bytes from memory events); recorded peak 9.1 GiB → 7.9 GiB`.
     pub fn summary(&self) -> String {

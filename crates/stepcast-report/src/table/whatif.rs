@@ -521,7 +521,8 @@ pub fn advise_text(doc: &AdviseJson) -> String {
                 "memory-for-time trade",
                 "step ms",
                 "speedup",
-                "memory saved",
+                "activations saved",
+                "step peak falls",
                 "peak after",
                 "record (pairs)",
             ],
@@ -535,6 +536,7 @@ pub fn advise_text(doc: &AdviseJson) -> String {
                 ms(c.predicted_ns),
                 speedup(c.speedup),
                 memory.map_or("n/a".to_string(), |m| bytes(m.saved_bytes.max(0) as u64)),
+                memory.map_or("n/a".to_string(), |m| m.step_peak_cell()),
                 memory
                     .and_then(|m| m.peak_after_bytes)
                     .map_or("n/a".to_string(), |p| bytes(p.max(0) as u64)),
