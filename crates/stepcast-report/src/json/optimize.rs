@@ -120,6 +120,8 @@ pub enum MoveJson {
         /// Share of the activation bytes, from the front of the forward pass, %.
         percent: u32,
     },
+    /// Recompute the forward pass's repeated blocks, each checkpointed on its own.
+    RecomputeBlocks,
     /// Offload the front of each step's activations to host memory.
     Offload {
         /// Share of the activation bytes, from the front of the forward pass, %.
@@ -147,6 +149,7 @@ impl MoveJson {
             },
             Move::Model { name } => MoveJson::Model { name: name.clone() },
             Move::Recompute { percent } => MoveJson::Recompute { percent: *percent },
+            Move::RecomputeBlocks => MoveJson::RecomputeBlocks,
             Move::Offload { percent } => MoveJson::Offload { percent: *percent },
         }
     }
@@ -173,6 +176,7 @@ impl MoveJson {
             },
             MoveJson::Model { name } => Move::Model { name: name.clone() },
             MoveJson::Recompute { percent } => Move::Recompute { percent: *percent },
+            MoveJson::RecomputeBlocks => Move::RecomputeBlocks,
             MoveJson::Offload { percent } => Move::Offload { percent: *percent },
         })
     }

@@ -23,6 +23,7 @@ fn move_label(m: &MoveJson) -> String {
         }
         MoveJson::Model { name } => name.clone(),
         MoveJson::Recompute { percent } => format!("recompute {percent} % of activations"),
+        MoveJson::RecomputeBlocks => "recompute each repeated block".to_string(),
         MoveJson::Offload { percent } => format!("offload {percent} % of activations"),
     }
 }

@@ -418,6 +418,45 @@ fn memory_budget_is_judged_on_the_peak_read_off_the_recorded_memory() {
     assert!(plan.moves.is_empty());
 }
 
+/// Where the forward pass has repeated blocks, the memory pass also offers checkpointing them
+/// one by one: on the wide residual MLP (`cpu-memory-probe`), a budget no front fraction meets
+/// is met by it, and the program checkpointed that way measured a step peak that fits too
+/// (its fall, 25,163,840 bytes, from the probe: `peaks-timeline.tsv`).
+#[test]
+fn memory_pass_checkpoints_the_repeated_blocks_where_no_front_fraction_fits() {
+    let loaded = load_mapped("stepcast/cpu-memory-probe/traces/bigresmlp-base.json.gz");
+    let budget = 50_000_000;
+    let plan = optimized(
+        &[&loaded],
+        Options {
+            passes: vec![PassId::Memory],
+            memory_budget_bytes: Some(budget),
+        },
+    );
+    let memory = plan.memory.as_ref().expect("the memory pass ran");
+    assert_eq!(memory.peak_source, "memory_timeline");
+    // A CPU-only trace: nothing to offload.
+    assert!(
+        memory
+            .options
+            .iter()
+            .all(|o| !matches!(o.step, Move::Offload { .. }))
+    );
+    for option in &memory.options {
+        let only_blocks = matches!(option.step, Move::RecomputeBlocks);
+        assert_eq!(option.fits, only_blocks, "{option:?}");
+    }
+    assert_eq!(memory.chosen, Some(Move::RecomputeBlocks));
+    assert!(memory.predicted_peak_bytes <= budget);
+    let measured_fall = 25_163_840;
+    assert!(memory.peak_bytes - measured_fall <= budget);
+    assert!((memory.peak_bytes - memory.predicted_peak_bytes - measured_fall).abs() < 1 << 20);
+    assert_eq!(
+        plan.moves.last().map(|m| &m.step),
+        Some(&Move::RecomputeBlocks)
+    );
+}
+
 /// The same plan, figure for figure, with one thread and with four.
 #[test]
 fn plan_does_not_depend_on_the_thread_count() {

@@ -3,7 +3,9 @@
 //!
 //! The options are activation recomputation (`torch.utils.checkpoint`) and vDNN offloading
 //! (`torch.autograd.graph.save_on_cpu`) of the front [`FRACTIONS`] of each step's activation
-//! bytes. Their costs are the project's models ([`crate::whatif::models::recompute`],
+//! bytes, and recomputation of the forward pass's repeated blocks one by one, where it has
+//! them (the usual way: each layer its own checkpoint, one layer's activations back at a
+//! time). Their costs are the project's models ([`crate::whatif::models::recompute`],
 //! [`crate::whatif::models::offload`]), applied on top of the speed plan and replayed; the
 //! peak with each is theirs too ([`crate::whatif::models::MemoryEffect`]): read off the
 //! recorded memory timeline with the trade's activations moved
@@ -14,7 +16,8 @@
 //! one batch size, and nothing in it says how kernels scale with a smaller one.
 
 use crate::whatif::edit::EditGraph;
-use crate::whatif::models::{MemoryEffect, Model};
+use crate::whatif::models::activations::choose_blocks;
+use crate::whatif::models::{MemoryEffect, Model, forward_units};
 use crate::whatif::{Context, WhatIfError};
 
 use super::Move;
@@ -35,12 +38,16 @@ impl MemoryFacts {
     pub fn find(context: &Context<'_>) -> MemoryFacts {
         let mut options = Vec::new();
         let mut peak_bytes = None;
-        for percent in FRACTIONS {
-            for m in [Move::Recompute { percent }, Move::Offload { percent }] {
-                if let Some(effect) = model(&m).and_then(|model| model.memory_effect(context)) {
-                    peak_bytes = peak_bytes.or(effect.peak_bytes);
-                    options.push((m, effect));
-                }
+        let activations = forward_units(context);
+        let blocks = choose_blocks(context, &activations).is_some();
+        let moves = FRACTIONS
+            .iter()
+            .flat_map(|&percent| [Move::Recompute { percent }, Move::Offload { percent }])
+            .chain(blocks.then_some(Move::RecomputeBlocks));
+        for m in moves {
+            if let Some(effect) = model(&m).and_then(|model| model.memory_effect(context)) {
+                peak_bytes = peak_bytes.or(effect.peak_bytes);
+                options.push((m, effect));
             }
         }
         MemoryFacts {
@@ -71,6 +78,8 @@ pub fn model(m: &Move) -> Option<Model> {
         Move::Recompute { percent } => Some(Model::Recompute {
             fraction: Some(fraction(percent)),
         }),
+        // Only offered where the forward pass has repeated blocks ([`MemoryFacts::find`]).
+        Move::RecomputeBlocks => Some(Model::Recompute { fraction: None }),
         Move::Offload { percent } => Some(Model::Offload {
             fraction: fraction(percent),
         }),

@@ -101,6 +101,9 @@ pub enum Move {
     Model { name: String },
     /// Recompute the front `percent` of each step's activation bytes.
     Recompute { percent: u32 },
+    /// Recompute the forward pass's repeated blocks, each checkpointed on its own (a
+    /// transformer's layers: how `torch.utils.checkpoint` is usually applied).
+    RecomputeBlocks,
     /// Offload the front `percent` of each step's activation bytes.
     Offload { percent: u32 },
 }
@@ -113,7 +116,7 @@ impl Move {
             Move::MergeBuckets { .. } | Move::BucketCap { .. } => PassId::TensorFusion,
             Move::Partition { .. } => PassId::TensorPartition,
             Move::Model { .. } => PassId::Program,
-            Move::Recompute { .. } | Move::Offload { .. } => PassId::Memory,
+            Move::Recompute { .. } | Move::RecomputeBlocks | Move::Offload { .. } => PassId::Memory,
         }
     }
 }
@@ -230,7 +233,10 @@ pub fn touches(facts: &Facts, base: &EditGraph, m: &Move) -> Option<Vec<TaskId>>
             .filter(|b| b.slot == *slot)
             .map(|b| b.task)
             .collect(),
-        Move::Model { .. } | Move::Recompute { .. } | Move::Offload { .. } => return None,
+        Move::Model { .. }
+        | Move::Recompute { .. }
+        | Move::RecomputeBlocks
+        | Move::Offload { .. } => return None,
     };
     let launchers: Vec<TaskId> = tasks.iter().filter_map(|&t| base.launcher(t)).collect();
     tasks.extend(launchers);
@@ -302,6 +308,9 @@ pub fn pytorch(facts: &Facts, m: &Move) -> String {
             "torch.utils.checkpoint around the modules that keep the first {percent} % of the \
              activation bytes of the forward pass"
         ),
+        Move::RecomputeBlocks => "torch.utils.checkpoint around each repeated block of the \
+             forward pass (each transformer layer, each residual block), one call per block"
+            .to_string(),
         Move::Offload { percent } => format!(
             "torch.autograd.graph.save_on_cpu(pin_memory=True) around the modules that keep \
              the first {percent} % of the activation bytes of the forward pass"
@@ -324,6 +333,7 @@ pub fn kind(context: &Context<'_>, facts: &Facts, m: &Move) -> TransformKind {
         | Move::BucketCap { .. }
         | Move::Partition { .. }
         | Move::Recompute { .. }
+        | Move::RecomputeBlocks
         | Move::Offload { .. } => (false, false),
     };
     TransformKind {
@@ -367,10 +377,20 @@ pub fn caveats(context: &Context<'_>, facts: &Facts, m: &Move) -> Vec<String> {
         Move::Model { name } => crate::whatif::models::Model::by_name(name)
             .map(|model| model.caveats(context))
             .unwrap_or_default(),
-        Move::Recompute { .. } | Move::Offload { .. } => vec![
-            "the predicted peak is the recorded peak less the activation bytes the trade \
-             saves; the other moves are taken not to change the peak"
+        Move::Recompute { .. } | Move::RecomputeBlocks | Move::Offload { .. } => {
+            let known = facts.memory.timeline_known();
+            vec![
+                if known {
+                    "the predicted peak is read off the recorded memory timeline with the trade's \
+                 activations moved and everything else as recorded; the other moves are taken \
+                 not to change the peak"
+                } else {
+                    "the memory events record no addresses: the predicted peak is the recorded \
+                 peak less the activation bytes the trade saves, which the process's peak may \
+                 not fall by; the other moves are taken not to change the peak"
+                }
                 .to_string(),
-        ],
+            ]
+        }
     }
 }

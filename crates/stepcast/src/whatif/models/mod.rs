@@ -221,11 +221,16 @@ impl Model {
         )
     }
 
-    /// What a memory-for-time trade saves (`None` for other models).
+    /// What a memory-for-time trade saves (`None` for other models, and for `offload` on a
+    /// CPU-only trace, whose activations are in host memory already).
     pub fn memory_effect(&self, context: &Context<'_>) -> Option<MemoryEffect> {
         match self {
             Model::Recompute { fraction } => Some(recompute_memory(context, *fraction)),
-            Model::Offload { fraction } => Some(offload_memory(context, *fraction)),
+            Model::Offload { fraction } => context
+                .window
+                .graph
+                .has_device_tasks()
+                .then(|| offload_memory(context, *fraction)),
             Model::Gist { fraction } => Some(gist_memory(context, *fraction)),
             _ => None,
         }
