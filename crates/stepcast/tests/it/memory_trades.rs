@@ -224,6 +224,18 @@ fn the_step_peak_read_off_the_recorded_memory_meets_or_misses_as_listed() {
         // Nothing moved, nothing falls (a checkpointed MLP block of a linear layer and its
         // ReLU keeps its output, the next block's input, and had nothing else to drop).
         assert!(peak.moved > 0 || peak.fall_bytes == 0, "{trace}");
+        // The peak falls by at most the bytes the trade moves (a stash keeps half of them).
+        let most = match r.model {
+            Model::Gist { .. } => peak.moved_bytes / 2,
+            _ => peak.moved_bytes,
+        };
+        assert!(peak.fall_bytes <= most + 4096, "{trace}: {peak:?}");
+        // The peak falls by at most the bytes the trade moves (a stash keeps half of them).
+        let most = match r.model {
+            Model::Gist { .. } => peak.moved_bytes / 2,
+            _ => peak.moved_bytes,
+        };
+        assert!(peak.fall_bytes <= most + 4096, "{trace}: {peak:?}");
         let after = format!("{}-{}", r.workload, r.variant);
         let measured = step_growth(&peaks, &before) - step_growth(&peaks, &after);
         let bar = (0.30 * measured.abs() as f64).max(0.5 * 1024.0 * 1024.0);
@@ -264,5 +276,39 @@ fn the_blind_outcomes_are_what_after_traces_record() {
             step_growth(&peaks, &after),
             "{trace}"
         );
+    }
+}
+
+/// On a GPU trace with memory events and addresses (the H200 ResNet-18, `profile_memory`):
+/// the activations live in device memory, freed on the autograd engine's thread; each trade's
+/// step peak falls by at most what it moves (Gist: half), recomputation and offloading never
+/// raise it, and the window's peak with a trade is the recorded one less at most that fall.
+#[test]
+fn the_step_peak_on_a_gpu_trace_falls_by_at_most_what_moves() {
+    let trace = "stepcast/h200-pairs/resnet-fp32-prof_all.json.gz";
+    let loaded = load_mapped(trace);
+    let context = context(&loaded);
+    for model in [
+        RECOMPUTE,
+        Model::Recompute {
+            fraction: Some(0.5),
+        },
+        Model::Offload { fraction: 0.5 },
+        GIST,
+    ] {
+        let memory = model.memory_effect(&context).expect("a memory trade");
+        let peak = memory.step_peak.expect("memory events with addresses");
+        assert!(peak.device >= 0, "device memory");
+        assert!(peak.moved > 0, "{}", model.name());
+        let most = match model {
+            Model::Gist { .. } => peak.moved_bytes / 2,
+            _ => peak.moved_bytes,
+        };
+        assert!(peak.fall_bytes <= most, "{}: {peak:?}", model.name());
+        if !matches!(model, Model::Gist { .. }) {
+            assert!(peak.fall_bytes >= 0, "{}: {peak:?}", model.name());
+        }
+        let recorded = memory.peak_bytes.expect("memory events");
+        assert!(peak.predicted_peak_bytes >= recorded - peak.fall_bytes.max(0) - (1 << 20));
     }
 }

@@ -73,6 +73,8 @@ pub struct StepPeak {
     pub predicted_peak_bytes: i64,
     /// Activations the trade moved, per steady step (mean).
     pub moved: usize,
+    /// Their bytes, per steady step (mean): the most the step's peak can fall by.
+    pub moved_bytes: i64,
 }
 
 /// A change of allocated bytes over `[from_ns, until_ns)`.
@@ -238,6 +240,7 @@ pub fn step_peak(context: &Context<'_>, trade: &Trade<'_>) -> Option<StepPeak> {
     };
     let mut changes = Vec::new();
     let mut moved = 0usize;
+    let mut moved_bytes = 0i64;
     match trade {
         Trade::Recompute { segments } => {
             for segment in segments {
@@ -253,6 +256,7 @@ pub fn step_peak(context: &Context<'_>, trade: &Trade<'_>) -> Option<StepPeak> {
                 for unit in &segment[..segment.len().saturating_sub(1)] {
                     for a in activations(unit) {
                         moved += 1;
+                        moved_bytes += a.bytes;
                         changes.push(Change {
                             delta_bytes: -a.bytes,
                             from_ns: a.op_end_ns,
@@ -266,6 +270,7 @@ pub fn step_peak(context: &Context<'_>, trade: &Trade<'_>) -> Option<StepPeak> {
             for unit in units {
                 for a in activations(unit) {
                     moved += 1;
+                    moved_bytes += a.bytes;
                     let stashed = a.bytes / (*compression).max(1);
                     changes.push(Change {
                         delta_bytes: stashed - a.bytes,
@@ -289,6 +294,7 @@ pub fn step_peak(context: &Context<'_>, trade: &Trade<'_>) -> Option<StepPeak> {
                     .map(|next| trace.events[next.op.index()].end_ns());
                 for a in activations(unit) {
                     moved += 1;
+                    moved_bytes += a.bytes;
                     let from_ns = after_ns.unwrap_or(a.op_end_ns).min(a.use_ns);
                     changes.push(Change {
                         delta_bytes: -a.bytes,
@@ -328,6 +334,7 @@ pub fn step_peak(context: &Context<'_>, trade: &Trade<'_>) -> Option<StepPeak> {
         fall_bytes: mean(&|s| s.recorded - s.predicted),
         predicted_peak_bytes,
         moved: (moved as f64 / n as f64).round() as usize,
+        moved_bytes: moved_bytes / n,
     })
 }
 
