@@ -312,3 +312,38 @@ fn the_step_peak_on_a_gpu_trace_falls_by_at_most_what_moves() {
         assert!(peak.predicted_peak_bytes >= recorded - peak.fall_bytes.max(0) - (1 << 20));
     }
 }
+
+/// The rows of `docs/accuracy.md`'s memory section: [`TIMELINE_ROWS`], predicted and measured.
+pub(crate) fn accuracy_rows() -> String {
+    let peaks = all_probe_steps();
+    // Two decimals, a change under 5 KiB shown as none (not `-0.00`).
+    let mib = |b: i64| {
+        let mib = b as f64 / (1u64 << 20) as f64;
+        format!("{:.2} MiB", if mib.abs() < 0.005 { 0.0 } else { mib })
+    };
+    let mut rows = String::new();
+    for r in &TIMELINE_ROWS {
+        let before = format!("{}-base", r.workload);
+        let loaded = load_mapped(&format!(
+            "stepcast/cpu-memory-probe/traces/{before}.json.gz"
+        ));
+        let memory = r
+            .model
+            .memory_effect(&context(&loaded))
+            .expect("a memory trade");
+        let fall = memory.step_peak.map_or(0, |p| p.fall_bytes);
+        let after = format!("{}-{}", r.workload, r.variant);
+        let measured = step_growth(&peaks, &before) - step_growth(&peaks, &after);
+        let met = (fall - measured).abs() as f64 <= (0.30 * measured.abs() as f64).max(524_288.0);
+        rows.push_str(&format!(
+            "| `{before}` | `{after}` | `{}` | {} | {} | {} | {} | {} |\n",
+            r.model.name(),
+            mib(memory.saved_bytes),
+            mib(fall),
+            mib(measured),
+            if met { "met" } else { "**missed**" },
+            if r.blind { "yes" } else { "no" },
+        ));
+    }
+    rows
+}
