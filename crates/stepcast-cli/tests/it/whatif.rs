@@ -448,7 +448,7 @@ fn memory_trade_gives_the_step_peak_read_off_the_recorded_memory() {
     text.assert_success();
     let flat = text.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
-        flat.contains("from the recorded memory events) 3 MiB → 3 MiB: does not move"),
+        flat.contains("Memory: it leaves the step's own peak (above its start, read off the recorded memory events) at 3 MiB"),
         "{flat}"
     );
 }

@@ -252,34 +252,44 @@ impl MemorySavedJson {
     /// `saves 1.2 GiB of peak activation memory (2.4 GiB of the 4.8 GiB of activations kept
     /// per step, by 80 forward ops; bytes from memory events); recorded peak 9.1 GiB → 7.9 GiB`.
     pub fn summary(&self) -> String {
-        let mut text = format!(
-            "saves {} of peak activation memory ({} of the {} of activations kept per step, \
-             by {} forward ops; bytes from {})",
-            mib(self.saved_bytes),
+        let kept = format!(
+            "{} of the {} of activations kept per step, by {} forward ops; bytes from {}",
             mib(self.chosen_bytes),
             mib(self.activation_bytes),
             self.ops_per_step,
             self.source.replace('_', " "),
         );
+        let activations = format!(
+            "saves {} of peak activation memory ({kept})",
+            mib(self.saved_bytes)
+        );
+        let mut text;
         if let (Some(before), Some(after)) =
             (self.step_peak_before_bytes, self.step_peak_after_bytes)
         {
-            // Read off the recorded timeline: what the gradients, the optimizer and the
-            // order of frees leave.
+            // Read off the recorded timeline (what the gradients, the optimizer and the order
+            // of frees leave): the figure a budget is about, so it leads.
             let fall = before - after;
-            text.push_str(&format!(
-                "; the step's own peak (above its start, from the recorded memory events) {} → \
-                 {}: {}",
-                mib(before),
-                mib(after),
-                if fall > 0 {
-                    format!("falls by {}", mib(fall))
-                } else if fall < 0 {
-                    format!("rises by {}", mib(-fall))
-                } else {
-                    "does not move: what sets it is not an activation the trade moves".to_string()
-                }
-            ));
+            let peak = "the step's own peak (above its start, read off the recorded memory \
+                        events)";
+            text = match fall.signum() {
+                1 => format!(
+                    "brings {peak} from {} to {}: it falls by {}",
+                    mib(before),
+                    mib(after),
+                    mib(fall)
+                ),
+                -1 => format!(
+                    "raises {peak} from {} to {}: it rises by {}",
+                    mib(before),
+                    mib(after),
+                    mib(-fall)
+                ),
+                _ => format!(
+                    "leaves {peak} at {}: what sets it is not an activation the trade moves",
+                    mib(before)
+                ),
+            };
             if let (Some(peak), Some(peak_after)) = (self.peak_before_bytes, self.peak_after_bytes)
             {
                 text.push_str(&format!(
@@ -288,11 +298,19 @@ impl MemorySavedJson {
                     mib(peak_after)
                 ));
             }
-        } else if let Some(before) = self.peak_before_bytes {
             text.push_str(&format!(
-                "; recorded peak {}, its fall unknown (the memory events record no addresses)",
-                mib(before)
+                "; the activations' own peak falls by {} ({kept})",
+                mib(self.saved_bytes)
             ));
+        } else {
+            text = activations;
+            if let Some(before) = self.peak_before_bytes {
+                text.push_str(&format!(
+                    "; recorded peak {}, how far it falls unknown (the memory events record no \
+                     addresses)",
+                    mib(before)
+                ));
+            }
         }
         if let (Some(gradients), Some(step), Some("gradient_floor")) = (
             self.gradient_bytes,
@@ -1114,10 +1132,18 @@ fn effect(candidate: &Candidate) -> String {
         Model::Recompute { .. } | Model::Offload { .. } | Model::Gist { .. } => {
             let added = count(outcome.changes.added as f64 / steps);
             let memory = candidate.memory.as_ref().map_or(String::new(), |m| {
-                format!(
-                    "; it saves {} of peak activation memory",
-                    mib(m.saved_bytes)
-                )
+                match (m.step_peak_source(), m.step_peak_saved_bytes) {
+                    (Some("memory_timeline"), Some(fall)) => format!(
+                        "; the step's peak, read off the recorded memory, falls by {} (the \
+                         activations' own by {})",
+                        mib(fall),
+                        mib(m.saved_bytes)
+                    ),
+                    _ => format!(
+                        "; it saves {} of peak activation memory",
+                        mib(m.saved_bytes)
+                    ),
+                }
             });
             if nothing {
                 "no activation it can act on (needs memory events or shapes and linked \
