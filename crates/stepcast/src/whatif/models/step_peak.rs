@@ -169,25 +169,51 @@ impl<'t> DeviceEvents<'t> {
     }
 }
 
-/// The start of the `autograd::engine::evaluate_function` range on `lane` holding `t`, if any.
-fn backward_op_at(trace: &Trace, lane: LaneId, t: i64) -> Option<i64> {
-    let events = trace.lane_events(lane);
-    let upto = events.partition_point(|e| e.start_ns <= t);
-    events[..upto]
-        .iter()
-        .rev()
-        .find(|e| {
-            trace
+/// The backward ops of each lane: its `autograd::engine::evaluate_function` ranges, by start.
+struct BackwardOps(BTreeMap<LaneId, Vec<(i64, i64)>>);
+
+impl BackwardOps {
+    fn new(trace: &Trace) -> BackwardOps {
+        let mut lanes: BTreeMap<LaneId, Vec<(i64, i64)>> = BTreeMap::new();
+        for e in &trace.events {
+            if trace
                 .name(e.name)
                 .starts_with("autograd::engine::evaluate_function")
-        })
-        .filter(|e| e.end_ns() >= t)
-        .map(|e| e.start_ns)
+            {
+                lanes
+                    .entry(e.lane)
+                    .or_default()
+                    .push((e.start_ns, e.end_ns()));
+            }
+        }
+        for ranges in lanes.values_mut() {
+            ranges.sort_unstable();
+        }
+        BackwardOps(lanes)
+    }
+
+    /// The start of the innermost backward op on `lane` holding `t`, if any. They nest only
+    /// as deep as reentrant checkpoints do: a few ranges back are looked at, never the lane.
+    fn at(&self, lane: LaneId, t: i64) -> Option<i64> {
+        let ranges = self.0.get(&lane)?;
+        let upto = ranges.partition_point(|r| r.0 <= t);
+        ranges[..upto]
+            .iter()
+            .rev()
+            .take(8)
+            .find(|r| r.1 >= t)
+            .map(|r| r.0)
+    }
 }
 
 /// The activations of forward op `op`: what it allocated that is still allocated at
 /// `backward_ns`, the start of its step's backward pass.
-fn activations_of(device: &DeviceEvents<'_>, op: EventId, backward_ns: i64) -> Vec<Activation> {
+fn activations_of(
+    device: &DeviceEvents<'_>,
+    backward_ops: &BackwardOps,
+    op: EventId,
+    backward_ns: i64,
+) -> Vec<Activation> {
     let trace = device.trace;
     let event = &trace.events[op.index()];
     device
@@ -200,7 +226,7 @@ fn activations_of(device: &DeviceEvents<'_>, op: EventId, backward_ns: i64) -> V
             // Freed by a backward op releasing what autograd saved: an activation. A tensor
             // the program holds (its output, its loss) is freed elsewhere, and no trade
             // moves it.
-            let use_ns = backward_op_at(trace, free.lane?, free.time_ns)?;
+            let use_ns = backward_ops.at(free.lane?, free.time_ns)?;
             Some(Activation {
                 bytes: device.event(at).bytes,
                 op_end_ns: event.end_ns(),
@@ -231,11 +257,12 @@ pub fn step_peak(context: &Context<'_>, trade: &Trade<'_>) -> Option<StepPeak> {
     let device_id = activation_device(context)?;
     let device = DeviceEvents::new(context.trace, device_id)?;
     let backward = backward_starts(context);
+    let backward_ops = BackwardOps::new(context.trace);
     let trace = context.trace;
     let activations = |unit: &ForwardUnit| -> Vec<Activation> {
         backward
             .get(&unit.step)
-            .map(|&b| activations_of(&device, unit.op, b))
+            .map(|&b| activations_of(&device, &backward_ops, unit.op, b))
             .unwrap_or_default()
     };
     let mut changes = Vec::new();
