@@ -230,16 +230,12 @@ impl OpBytes {
             };
         }
         let trace = context.trace;
-        // The activations' memory: the host's on a CPU-only trace.
-        let host_only = !context.window.graph.has_device_tasks();
         let mut by_lane: BTreeMap<u32, Vec<(i64, i64)>> = BTreeMap::new();
-        for m in trace.memory.iter().filter(|m| {
-            if host_only {
-                m.device == -1
-            } else {
-                m.device >= 0
-            }
-        }) {
+        for m in trace
+            .memory
+            .iter()
+            .filter(|m| holds_activations(context, m.device))
+        {
             if let Some(lane) = m.lane {
                 by_lane
                     .entry(lane.0)
@@ -322,6 +318,16 @@ impl OpBytes {
             _ if KEEPS_NOTHING.is_match(trace.name(event.name)) => 0,
             _ => first_input_bytes(trace, op).unwrap_or(0),
         }
+    }
+}
+
+/// Whether memory events of `device` (`-1`: host memory) are where the activations live: the
+/// accelerators', or the host's on a CPU-only trace.
+pub(super) fn holds_activations(context: &Context<'_>, device: i64) -> bool {
+    if context.window.graph.has_device_tasks() {
+        device >= 0
+    } else {
+        device == -1
     }
 }
 
@@ -674,17 +680,9 @@ pub fn memory_effect(
     }
     let steps = per_step.len().max(1) as i64;
     let mean = |f: &dyn Fn(&StepBytes) -> i64| per_step.values().map(f).sum::<i64>() / steps;
-    // The activations' memory: the host's on a CPU-only trace.
-    let host_only = !context.window.graph.has_device_tasks();
     let peak_bytes = crate::analyze::memory::memory(context.trace, context.window, context.mapping)
         .iter()
-        .filter(|d| {
-            if host_only {
-                d.device == -1
-            } else {
-                d.device >= 0
-            }
-        })
+        .filter(|d| holds_activations(context, d.device))
         .map(|d| d.peak.allocated_bytes)
         .max();
     let activation_bytes = mean(&|(total, _)| *total);

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use stepcast_trace::{EventId, LaneId, Trace};
 
 use super::super::Context;
-use super::activations::ForwardUnit;
+use super::activations::{ForwardUnit, holds_activations};
 use crate::analyze::mapping::Phase;
 use crate::graph::NO_STEP;
 
@@ -85,19 +85,17 @@ struct Change {
     until_ns: i64,
 }
 
-/// The device a trade's activations live on: host memory on a CPU-only trace, otherwise the
-/// accelerator with the most memory events.
+/// The device a trade's activations live on: of those that hold activations
+/// ([`holds_activations`]: host memory on a CPU-only trace), the one with the most memory
+/// events.
 fn activation_device(context: &Context<'_>) -> Option<i64> {
-    if !context.window.graph.has_device_tasks() {
-        return context
-            .trace
-            .memory
-            .iter()
-            .any(|m| m.device == -1)
-            .then_some(-1);
-    }
     let mut counts: BTreeMap<i64, usize> = BTreeMap::new();
-    for m in context.trace.memory.iter().filter(|m| m.device >= 0) {
+    for m in context
+        .trace
+        .memory
+        .iter()
+        .filter(|m| holds_activations(context, m.device))
+    {
         *counts.entry(m.device).or_default() += 1;
     }
     counts
