@@ -83,6 +83,17 @@ fn optimized(ranks: &[&Loaded], options: Options) -> Optimized {
     optimize(&contexts, options, &NoHooks).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// The memory pass alone on one rank, with `budget_bytes`.
+fn memory_plan(rank: &Loaded, budget_bytes: i64) -> Optimized {
+    optimized(
+        &[rank],
+        Options {
+            passes: vec![PassId::Memory],
+            memory_budget_bytes: Some(budget_bytes),
+        },
+    )
+}
+
 /// The ranks as a job replayed as one graph (the what-if API's, not the search's).
 fn job<'a>(ranks: &[&'a Loaded]) -> Job<'a> {
     let ranks = ranks
@@ -392,13 +403,7 @@ fn memory_budget_is_judged_on_the_peak_read_off_the_recorded_memory() {
         effect.peak_bytes.expect("memory events") - effect.saved_bytes <= budget
     });
     assert!(claimed);
-    let plan = optimized(
-        &[&loaded],
-        Options {
-            passes: vec![PassId::Memory],
-            memory_budget_bytes: Some(budget),
-        },
-    );
+    let plan = memory_plan(&loaded, budget);
     let memory = plan.memory.as_ref().expect("the memory pass ran");
     assert_eq!(memory.peak_source, "memory_timeline");
     assert!(memory.peak_bytes > budget);
@@ -426,13 +431,7 @@ fn memory_budget_is_judged_on_the_peak_read_off_the_recorded_memory() {
 fn memory_pass_checkpoints_the_repeated_blocks_where_no_front_fraction_fits() {
     let loaded = load_mapped("stepcast/cpu-memory-probe/traces/bigresmlp-base.json.gz");
     let budget = 50_000_000;
-    let plan = optimized(
-        &[&loaded],
-        Options {
-            passes: vec![PassId::Memory],
-            memory_budget_bytes: Some(budget),
-        },
-    );
+    let plan = memory_plan(&loaded, budget);
     let memory = plan.memory.as_ref().expect("the memory pass ran");
     assert_eq!(memory.peak_source, "memory_timeline");
     // A CPU-only trace: nothing to offload.
