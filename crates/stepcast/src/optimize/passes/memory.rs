@@ -12,8 +12,8 @@
 //! ([`crate::whatif::models::step_peak`]), so a trade fits only where the process's peak, not
 //! just the activations', comes under the budget; where the memory events record no addresses,
 //! the recorded peak less the activations' saving, said so (the speed moves are taken not to
-//! change the peak). Gradient accumulation (smaller micro-batches) is not an option yet: the trace holds
-//! one batch size, and nothing in it says how kernels scale with a smaller one.
+//! change the peak). Gradient accumulation (smaller micro-batches) is not an option yet: the
+//! trace holds one batch size, and nothing in it says how kernels scale with a smaller one.
 
 use crate::whatif::edit::EditGraph;
 use crate::whatif::models::activations::choose_blocks;
