@@ -53,14 +53,20 @@ const fn pair(
 }
 
 /// The probe's lines: (configuration, start bytes, peak bytes) of each profiled step that
-/// has a start.
+/// has a start, from the first run (`peaks.tsv`).
 fn probe_steps() -> Vec<(String, i64, i64)> {
-    let path = crate::testdata("stepcast/cpu-memory-probe/peaks.tsv");
+    read_probe("peaks.tsv")
+}
+
+/// One probe run's TSV in `cpu-memory-probe/`: a header naming the profiler's settings (it
+/// must not hold tensors), the columns, then one line per configuration and profiled step.
+fn read_probe(file: &str) -> Vec<(String, i64, i64)> {
+    let path = crate::testdata(&format!("stepcast/cpu-memory-probe/{file}"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
     let mut lines = text.lines();
     let header = lines.next().unwrap_or_default();
     assert!(
-        header.contains("record_shapes=False"),
+        header.starts_with('#') && header.contains("record_shapes=False"),
         "the probe must not hold tensors: {header}"
     );
     lines
@@ -179,18 +185,7 @@ const TIMELINE_ROWS: [TimelineRow; 13] = [
 /// traces (`peaks-timeline.tsv`, the blind configurations' outcomes).
 fn all_probe_steps() -> Vec<(String, i64, i64)> {
     let mut steps = probe_steps();
-    let path = crate::testdata("stepcast/cpu-memory-probe/peaks-timeline.tsv");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
-    assert!(text.starts_with('#') && text.contains("record_shapes=False"));
-    for line in text.lines().skip(2) {
-        let fields: Vec<&str> = line.split('\t').collect();
-        let [config, _, start, peak] = fields[..] else {
-            panic!("{path:?}: {line}");
-        };
-        if let (Ok(start), Ok(peak)) = (start.parse(), peak.parse()) {
-            steps.push((config.to_string(), start, peak));
-        }
-    }
+    steps.extend(read_probe("peaks-timeline.tsv"));
     steps
 }
 
