@@ -15,6 +15,18 @@ use crate::replay::{measured_span, steady_steps, tasks_by_step};
 
 use super::launches::launch_calls;
 
+/// The median of `values` (the lower-middle average, rounded down, for an even count: an
+/// integer, deterministic), reordering them; 0 for none.
+pub fn median_ns(values: &mut [i64]) -> i64 {
+    values.sort_unstable();
+    let n = values.len();
+    match n {
+        0 => 0,
+        _ if n % 2 == 1 => values[n / 2],
+        _ => (values[n / 2 - 1] + values[n / 2]).div_euclid(2),
+    }
+}
+
 /// Count, total, mean, standard deviation, minimum and maximum of a set of durations.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct DurationStats {

@@ -28,6 +28,7 @@ use stepcast_trace::Trace;
 
 use crate::Window;
 use crate::analyze::Analysis;
+use crate::analyze::stats::median_ns;
 use crate::replay::steady_steps;
 use crate::whatif::{recorded_timeline, steady_period};
 
@@ -182,7 +183,10 @@ impl Measured {
             Verdict::NoMeasurableChange
         };
         Measured {
-            median_speedup: crate::whatif::speedup(median(b), median(a)),
+            median_speedup: crate::whatif::speedup(
+                median_ns(&mut b.to_vec()),
+                median_ns(&mut a.to_vec()),
+            ),
             low,
             high,
             verdict,
@@ -192,19 +196,6 @@ impl Measured {
     /// Whether `speedup` lies within the interval.
     pub fn contains(&self, speedup: f64) -> bool {
         self.low <= speedup && speedup <= self.high
-    }
-}
-
-/// Median, the lower-middle average (rounded down) for an even count, as the typical step
-/// takes it; 0 for none.
-fn median(values: &[i64]) -> i64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_unstable();
-    let n = sorted.len();
-    match n {
-        0 => 0,
-        _ if n % 2 == 1 => sorted[n / 2],
-        _ => (sorted[n / 2 - 1] + sorted[n / 2]).div_euclid(2),
     }
 }
 

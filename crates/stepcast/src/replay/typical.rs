@@ -45,19 +45,6 @@ impl TypicalStep {
     }
 }
 
-fn median(values: &mut [i64]) -> i64 {
-    values.sort_unstable();
-    let n = values.len();
-    if n == 0 {
-        0
-    } else if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        // Lower-middle average, rounded down: integer and deterministic.
-        (values[n / 2 - 1] + values[n / 2]).div_euclid(2)
-    }
-}
-
 /// A step's structure: per task, its lane and name, in graph order.
 type Signature = Vec<(u32, u32)>;
 
@@ -98,7 +85,7 @@ pub(super) fn typical_step_of(
     if steady.is_empty() || by_step.iter().all(Vec::is_empty) {
         return Ok(None);
     }
-    let measured_median_ns = median(&mut measured);
+    let measured_median_ns = crate::analyze::stats::median_ns(&mut measured);
 
     // Group steady steps by structure: per task, its lane and name, in graph order.
     let signature = |s: usize| -> Signature {

@@ -63,9 +63,9 @@ pub const RECORDS: &[ModelRecord] = &[
         model: "prefetch_inputs",
         pairs: 15,
         in_sample: 2,
-        in_sample_median_error: Some(0.01),
-        out_of_sample_median_error: Some(0.24),
-        out_of_sample_max_error: Some(0.535),
+        in_sample_median_error: Some(0.012),
+        out_of_sample_median_error: Some(0.115),
+        out_of_sample_max_error: Some(0.465),
     },
     ModelRecord {
         model: "recompute",

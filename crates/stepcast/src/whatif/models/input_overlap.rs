@@ -1,6 +1,7 @@
 //! Input pipeline overlap: prefetching the next batch (Zins & Dagenais §IV-A).
 
 use crate::analyze::host_time::inside_ns;
+use crate::analyze::stats::median_ns;
 use stepcast_trace::EventKind;
 
 use super::super::edit::{EditGraph, Selection};
@@ -62,12 +63,14 @@ fn loading_ranges_where(context: &Context<'_>, keep: impl Fn(i64) -> bool) -> Ve
 /// process did not (the batch written to and read from shared memory). **Fitted** on one pair,
 /// `testdata/kineto/stepcast/h100-pairs/loader-workers0 → loader-workers4` as traced: four
 /// workers delivered a batch every 41.9 ms (167.7 ms per batch per worker, the steady AFTER
-/// step being bound by them), against 15.0 ms of such ops and 27.2 ms of serial work per batch
-/// in the training process ([`LoaderWork`]): (167.7 − 27.2) / 15.0 = 9.4. Held out of sample
-/// on the H200 pairs (`h200-pairs/loader-workers0 → 1, 2, 4`, another machine and host) and
-/// the V100 pair (`kineto/tb_plugin` ResNet-50, where the workers keep up at any value below
-/// ~20): docs/accuracy.md.
-pub const WORKER_TENSOR_SLOWDOWN: f64 = 9.4;
+/// step being bound by them), against 13.6 ms of such ops at their typical pace, 1.4 ms of
+/// their stalls ([`stalls`]) and 27.2 ms of serial and untraced work per batch in the training
+/// process ([`LoaderWork`]): (167.7 − 27.2 − 1.4) / 13.6 = 10.2. Held out of sample on the
+/// H200 pairs (`h200-pairs/loader-workers0 → 1, 2, 4`, another machine and host: seen before
+/// the stalls were split out, which that pair's BEFORE trace showed) and the V100 pair
+/// (`kineto/tb_plugin` ResNet-50, where the workers keep up at any value below ~20):
+/// docs/accuracy.md.
+pub const WORKER_TENSOR_SLOWDOWN: f64 = 10.2;
 
 /// PyTorch's intra-op grain (`at::internal::GRAIN_SIZE`): an op on fewer elements runs on one
 /// thread in the training process too.
@@ -82,8 +85,11 @@ pub struct LoaderWork {
     pub recorded_ns: i64,
     /// Per batch: tensor ops PyTorch spreads over its intra-op threads (an op on at least
     /// [`PARALLEL_GRAIN`] elements, or of unrecorded size, that is not a view, an allocation
-    /// or a random draw).
+    /// or a random draw), each call at most the median of its identical calls ([`stalls`]).
     pub parallel_ns: i64,
+    /// Per batch: what those calls took past the median of their identical calls (same op,
+    /// same recorded input shapes): stalls ([`stalls`]).
+    pub stall_ns: i64,
     /// Per batch: ops that run on one thread anyway: random draws from a generator (CPU
     /// `rand`, `normal_`, ... run serially), views and allocations (their time is dispatch),
     /// ops on fewer than [`PARALLEL_GRAIN`] elements.
@@ -122,11 +128,12 @@ pub fn worker_slowdown(host: LoaderHost) -> f64 {
 }
 
 impl LoaderWork {
-    /// One batch's loading in one worker on `host`: the serial and untraced work as recorded,
-    /// the parallel ops [`worker_slowdown`] times slower.
+    /// One batch's loading in one worker on `host`: the serial and untraced work and the
+    /// stalls as recorded, the parallel ops [`worker_slowdown`] times slower.
     pub fn in_worker_ns(&self, host: LoaderHost) -> i64 {
         self.serial_ns
             + self.untraced_ns
+            + self.stall_ns
             + (self.parallel_ns as f64 * worker_slowdown(host)).round() as i64
     }
 }
@@ -190,10 +197,12 @@ fn is_view_or_allocation(name: &str) -> bool {
 /// tensor ops PyTorch spreads over its intra-op threads, and the rest (random draws, views and
 /// allocations, ops on fewer than [`PARALLEL_GRAIN`] elements). Data-loading ranges and
 /// frames themselves are containers, not ops.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct OpSplit {
     parallel_ns: i64,
     serial_ns: i64,
+    /// The parallel ops, each as `(event, recorded duration)`.
+    parallel_calls: Vec<(stepcast_trace::EventId, i64)>,
 }
 
 impl OpSplit {
@@ -207,13 +216,15 @@ impl OpSplit {
         let first = trace.events.partition_point(|e| e.lane < trace_lane);
         let events = trace.lane_events(trace_lane);
         let from = events.partition_point(|e| e.start_ns < start);
-        let mut outer: Option<(i64, bool, i64)> = None; // (end, serial, dur)
-        let mut flush = |outer: &mut Option<(i64, bool, i64)>| {
-            if let Some((_, is_serial, dur)) = outer.take() {
+        // (end, serial, event, dur) of the outermost op open.
+        let mut outer: Option<(i64, bool, stepcast_trace::EventId, i64)> = None;
+        let mut flush = |outer: &mut Option<(i64, bool, stepcast_trace::EventId, i64)>| {
+            if let Some((_, is_serial, id, dur)) = outer.take() {
                 if is_serial {
                     split.serial_ns += dur;
                 } else {
                     split.parallel_ns += dur;
+                    split.parallel_calls.push((id, dur));
                 }
             }
         };
@@ -230,7 +241,7 @@ impl OpSplit {
                 continue;
             }
             match outer {
-                Some((outer_end, ref mut is_serial, _)) if event.start_ns < outer_end => {
+                Some((outer_end, ref mut is_serial, _, _)) if event.start_ns < outer_end => {
                     // Inside the outermost op: a random draw in it makes it serial.
                     *is_serial |= is_random_draw(name);
                 }
@@ -252,13 +263,56 @@ impl OpSplit {
                         most > 0 && most < PARALLEL_GRAIN
                     });
                     let is_serial = is_random_draw(name) || is_view_or_allocation(name) || small;
-                    outer = Some((event.end_ns(), is_serial, event.dur_ns));
+                    outer = Some((event.end_ns(), is_serial, id, event.dur_ns));
                 }
             }
         }
         flush(&mut outer);
         split
     }
+}
+
+/// The parallel calls' time split into their typical part and their stalls: `(typical,
+/// stall)`, summed. A call's typical time is at most the median of its identical calls (the
+/// same op on the same recorded input shapes, over every loading range); what it took past
+/// that is a stall. A parallel op ends when its slowest intra-op thread does, so one thread
+/// the kernel took off its core for a while holds the whole op (on the H200 loader's BEFORE
+/// trace an `avg_pool2d` of 335 µs by its median took up to 3.8 ms, 10 ms of stalls per
+/// batch against 1.4 on the H100's); a worker's one thread loses such time once, not
+/// [`worker_slowdown`] times. Calls whose shapes were not recorded are all typical: without
+/// shapes, calls of one name are not known to be alike.
+fn stalls(trace: &stepcast_trace::Trace, calls: &[(stepcast_trace::EventId, i64)]) -> (i64, i64) {
+    use stepcast_trace::OpInput;
+    let mut keyed: Vec<(stepcast_trace::NameId, &[OpInput], i64)> = Vec::new();
+    let mut typical = 0i64;
+    for &(id, dur) in calls {
+        match trace.inputs_of(id) {
+            Some(inputs) if !inputs.is_empty() => {
+                keyed.push((trace.events[id.0 as usize].name, inputs, dur))
+            }
+            _ => typical += dur,
+        }
+    }
+    // Group by name (sorted), then by shapes within a name: few shape variants per op.
+    keyed.sort_by_key(|&(name, _, _)| name);
+    let mut stall = 0i64;
+    for same_name in keyed.chunk_by(|a, b| a.0 == b.0) {
+        let mut groups: Vec<(&[OpInput], Vec<i64>)> = Vec::new();
+        for &(_, inputs, dur) in same_name {
+            match groups.iter_mut().find(|(shapes, _)| *shapes == inputs) {
+                Some((_, durations)) => durations.push(dur),
+                None => groups.push((inputs, vec![dur])),
+            }
+        }
+        for (_, durations) in groups {
+            let median = median_ns(&mut durations.clone());
+            for dur in durations {
+                typical += dur.min(median);
+                stall += (dur - median).max(0);
+            }
+        }
+    }
+    (typical, stall)
 }
 
 /// The training process's own tensor ops that PyTorch spreads over its intra-op threads, per
@@ -289,6 +343,7 @@ pub fn loader_work(context: &Context<'_>) -> LoaderWork {
     let graph = &context.window.graph;
     let ranges = loading_ranges(context);
     let (mut parallel, mut serial, mut recorded, mut traced) = (0i64, 0i64, 0i64, 0i64);
+    let mut parallel_calls = Vec::new();
     for &(lane, start, end) in &ranges {
         recorded += end - start;
         let split = OpSplit::of(
@@ -300,7 +355,9 @@ pub fn loader_work(context: &Context<'_>) -> LoaderWork {
         parallel += split.parallel_ns;
         serial += split.serial_ns;
         traced += split.parallel_ns + split.serial_ns;
+        parallel_calls.extend(split.parallel_calls);
     }
+    let (typical, stall) = stalls(context.trace, &parallel_calls);
     let batches = ranges.len().max(1) as i64;
     let steps = &context.window.steps;
     let steady_ns: i64 = steps[first_steady(context.window).min(steps.len())..]
@@ -310,7 +367,8 @@ pub fn loader_work(context: &Context<'_>) -> LoaderWork {
     LoaderWork {
         batches: ranges.len(),
         recorded_ns: recorded / batches,
-        parallel_ns: parallel / batches,
+        parallel_ns: typical / batches,
+        stall_ns: stall / batches,
         serial_ns: serial / batches,
         untraced_ns: (recorded - traced).max(0) / batches,
         training_ns: ((steady_ns - recorded) / batches).max(0),
@@ -373,7 +431,7 @@ pub fn host_unknown(context: &Context<'_>, host: LoaderHost) -> Option<String> {
     }
     let work = loader_work(context);
     let cpu_ns = work.recorded_ns + work.training_ns;
-    let spread = work.parallel_ns + work.training_parallel_ns;
+    let spread = work.parallel_ns + work.stall_ns + work.training_parallel_ns;
     if work.batches == 0 || work.recorded_ns * 20 < cpu_ns || spread * 10 < cpu_ns {
         return None;
     }
@@ -418,9 +476,9 @@ pub fn caveats(
     let slowdown = worker_slowdown(host);
     let why_slower = match (host.threads, host.cores) {
         _ if slowdown >= WORKER_TENSOR_SLOWDOWN => format!(
-            "×{WORKER_TENSOR_SLOWDOWN} fitted on one recorded H100 pair with 16 CPUs; it did \
-             not hold on the H200 pairs, where workers were faster: give --threads (the \
-             training process's intra-op threads) or --cores to cap it"
+            "×{WORKER_TENSOR_SLOWDOWN} fitted on one recorded H100 pair with 16 CPUs, held \
+             within 15 % on three H200 pairs (another host); elsewhere give --threads (the training \
+             process's intra-op threads) or --cores to cap it"
         ),
         (Some(threads), _) => format!(
             "one thread is at most as many times slower as the {threads} intra-op threads the \
@@ -431,6 +489,16 @@ pub fn caveats(
              training process had by default, one per core (--threads if it had fewer)",
             cores.unwrap_or(0)
         ),
+    };
+    // Stalls of a tenth of a millisecond or more a batch are worth a reader's attention.
+    let stalled = match work.stall_ns {
+        ns if ns >= 100_000 => format!(
+            " at their typical pace and {:.3} ms more that they stalled (calls past the median \
+             of their identical calls: a parallel op waits for its slowest thread, a worker's \
+             one thread loses that time once)",
+            ms(ns)
+        ),
+        _ => String::new(),
     };
     let cpu_bound = match host.cores {
         Some(cores) => format!(
@@ -446,9 +514,10 @@ pub fn caveats(
     let mut caveats = vec![format!(
         "the step after is at least {:.3} ms, the pace of {workers} worker processes \
          (--workers): a batch's loading takes {:.3} ms here ({:.3} ms of tensor ops PyTorch \
-         spread over its intra-op threads, {:.3} ms of ops that run on one thread anyway: \
-         random draws, views, small tensors, and {:.3} ms untraced); a worker runs it on one \
-         thread, about {:.3} ms per batch (the spread ops ×{slowdown:.1}: {why_slower}){cpu_bound}",
+         spread over its intra-op threads{stalled}, {:.3} ms of ops that run on one thread \
+         anyway: random draws, views, small tensors, and {:.3} ms untraced); a worker runs it \
+         on one thread, about {:.3} ms per batch (the spread ops ×{slowdown:.1}: {why_slower})\
+         {cpu_bound}",
         ms(delivery),
         ms(work.recorded_ns),
         ms(work.parallel_ns),
