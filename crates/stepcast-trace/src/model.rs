@@ -640,7 +640,7 @@ impl Dtype {
 }
 
 /// One input of an op as the profiler recorded it (`record_shapes=True`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum OpInput {
     /// A tensor: its sizes as recorded (`[]`: a 0-dim tensor, one element) and its element
     /// type (`None`: a type name the reader does not know).

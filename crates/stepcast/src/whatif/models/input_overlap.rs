@@ -282,34 +282,25 @@ impl OpSplit {
 /// [`worker_slowdown`] times. Calls whose shapes were not recorded are all typical: without
 /// shapes, calls of one name are not known to be alike.
 fn stalls(trace: &stepcast_trace::Trace, calls: &[(stepcast_trace::EventId, i64)]) -> (i64, i64) {
-    use stepcast_trace::OpInput;
-    let mut keyed: Vec<(stepcast_trace::NameId, &[OpInput], i64)> = Vec::new();
+    use stepcast_trace::{NameId, OpInput};
+    let mut alike: rustc_hash::FxHashMap<(NameId, &[OpInput]), Vec<i64>> = Default::default();
     let mut typical = 0i64;
     for &(id, dur) in calls {
         match trace.inputs_of(id) {
-            Some(inputs) if !inputs.is_empty() => {
-                keyed.push((trace.events[id.0 as usize].name, inputs, dur))
-            }
+            Some(inputs) if !inputs.is_empty() => alike
+                .entry((trace.events[id.0 as usize].name, inputs))
+                .or_default()
+                .push(dur),
             _ => typical += dur,
         }
     }
-    // Group by name (sorted), then by shapes within a name: few shape variants per op.
-    keyed.sort_by_key(|&(name, _, _)| name);
+    // Sums: the same whatever order the map gives.
     let mut stall = 0i64;
-    for same_name in keyed.chunk_by(|a, b| a.0 == b.0) {
-        let mut groups: Vec<(&[OpInput], Vec<i64>)> = Vec::new();
-        for &(_, inputs, dur) in same_name {
-            match groups.iter_mut().find(|(shapes, _)| *shapes == inputs) {
-                Some((_, durations)) => durations.push(dur),
-                None => groups.push((inputs, vec![dur])),
-            }
-        }
-        for (_, durations) in groups {
-            let median = median_ns(&mut durations.clone());
-            for dur in durations {
-                typical += dur.min(median);
-                stall += (dur - median).max(0);
-            }
+    for durations in alike.values_mut() {
+        let median = median_ns(durations);
+        for &dur in durations.iter() {
+            typical += dur.min(median);
+            stall += (dur - median).max(0);
         }
     }
     (typical, stall)
