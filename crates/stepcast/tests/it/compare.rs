@@ -2168,7 +2168,9 @@ fn accuracy_markdown() -> Accuracy {
          Each row is one model predicted from the BEFORE trace of a real pair and checked against the \
          AFTER trace, as `stepcast compare BEFORE AFTER --model M` does. A trace's step is its \
          steady-state period on the recorded times (the mean time between consecutive steady steps' \
-         ends, every step but the first), the measure a what-if predicts; the predicted step is \
+         ends, every step but the first), the measure a what-if predicts (not the median step: \
+         where loader workers pace the step their batches arrive in bursts, and on \
+         `h200-pairs/loader-workers2` steps of 207 and 21 ms alternate); the predicted step is \
          BEFORE's period divided by the model's predicted speedup; error = predicted / measured − 1 \
          (positive: the model predicted too small a gain). The pairs recorded here on an H100 \
          (`testdata/kineto/stepcast/h100-pairs/`) also carry the same steps timed with the \
