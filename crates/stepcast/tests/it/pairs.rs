@@ -283,7 +283,7 @@ fn loader_work_is_the_recorded_loading_per_batch() {
 /// Issue #26: a parallel op's time past the median of its identical calls is a stall, which a
 /// worker's one thread loses once: read again from the file (serde_json alone), the
 /// `avg_pool2d` calls of the loading (one op on one shape, spread over the intra-op threads)
-/// stalled 10 times as long per batch on the H200 machine's BEFORE trace as on the H100's
+/// stalled about 7 times as long per batch on the H200 machine's BEFORE trace as on the H100's
 /// (the H200 pairs' misses before the split), and the model's stalls include theirs.
 #[test]
 fn loader_stalls_are_calls_past_the_median_of_their_identical_calls() {
