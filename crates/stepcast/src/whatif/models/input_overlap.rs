@@ -412,10 +412,10 @@ pub fn oversubscribed(context: &Context<'_>, workers: u32, host: LoaderHost) -> 
 /// ×2.3 with 1, 2 and 4 workers, as traced); with PyTorch's default, a thread per core, they
 /// displace its threads ([`oversubscribed`]: ×0.74 and ×0.89 with 1 and 2). No default
 /// stands for both, and [`WORKER_TENSOR_SLOWDOWN`], fitted on a GPU machine's 16-CPU host, for
-/// neither: the two predictions would differ in direction. It matters where the loading is a twentieth or more
-/// of the CPU work of a step (less, and a few mostly idle workers change little either way)
-/// and the tensor ops PyTorch spreads over its threads a tenth or more (a loader of Python
-/// and small tensors, beside a training of them, runs alike either way).
+/// neither: the two predictions would differ in direction. It matters where the loading is a
+/// twentieth or more of the CPU work of a step (less, and a few mostly idle workers change
+/// little either way) and the tensor ops PyTorch spreads over its threads a tenth or more (a
+/// loader of Python and small tensors, beside a training of them, runs alike either way).
 pub fn host_unknown(context: &Context<'_>, host: LoaderHost) -> Option<String> {
     if host.threads.is_some() || host.cores.is_some() || loader_in_workers(context) {
         return None;
@@ -468,8 +468,8 @@ pub fn caveats(
     let why_slower = match (host.threads, host.cores) {
         _ if slowdown >= WORKER_TENSOR_SLOWDOWN => format!(
             "×{WORKER_TENSOR_SLOWDOWN} fitted on one recorded H100 pair with 16 CPUs, held \
-             within 15 % on three H200 pairs (another host); elsewhere give --threads (the training \
-             process's intra-op threads) or --cores to cap it"
+             within 15 % on three H200 pairs (another host); elsewhere give --threads (the \
+             training process's intra-op threads) or --cores to cap it"
         ),
         (Some(threads), _) => format!(
             "one thread is at most as many times slower as the {threads} intra-op threads the \
