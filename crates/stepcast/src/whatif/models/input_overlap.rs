@@ -199,13 +199,17 @@ fn is_view_or_allocation(name: &str) -> bool {
 /// frames themselves are containers, not ops.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct OpSplit {
-    parallel_ns: i64,
     serial_ns: i64,
     /// The parallel ops, each as `(event, recorded duration)`.
     parallel_calls: Vec<(stepcast_trace::EventId, i64)>,
 }
 
 impl OpSplit {
+    /// The parallel ops' recorded time.
+    fn parallel_ns(&self) -> i64 {
+        self.parallel_calls.iter().map(|&(_, dur)| dur).sum()
+    }
+
     fn of(
         trace: &stepcast_trace::Trace,
         trace_lane: stepcast_trace::LaneId,
@@ -223,7 +227,6 @@ impl OpSplit {
                 if is_serial {
                     split.serial_ns += dur;
                 } else {
-                    split.parallel_ns += dur;
                     split.parallel_calls.push((id, dur));
                 }
             }
@@ -288,7 +291,7 @@ fn stalls(trace: &stepcast_trace::Trace, calls: &[(stepcast_trace::EventId, i64)
     for &(id, dur) in calls {
         match trace.inputs_of(id) {
             Some(inputs) if !inputs.is_empty() => alike
-                .entry((trace.events[id.0 as usize].name, inputs))
+                .entry((trace.events[id.index()].name, inputs))
                 .or_default()
                 .push(dur),
             _ => typical += dur,
@@ -319,7 +322,7 @@ fn training_parallel_ns(context: &Context<'_>, loading_parallel_ns: i64, batches
         let trace_lane = graph.lanes[lane as usize].trace_lane;
         for step in steady {
             parallel += OpSplit::of(context.trace, trace_lane, step.start_ns, step.marker_end_ns)
-                .parallel_ns;
+                .parallel_ns();
         }
     }
     let batches = batches.max(1) as i64;
@@ -343,9 +346,9 @@ pub fn loader_work(context: &Context<'_>) -> LoaderWork {
             start,
             end,
         );
-        parallel += split.parallel_ns;
+        parallel += split.parallel_ns();
         serial += split.serial_ns;
-        traced += split.parallel_ns + split.serial_ns;
+        traced += split.parallel_ns() + split.serial_ns;
         parallel_calls.extend(split.parallel_calls);
     }
     let (typical, stall) = stalls(context.trace, &parallel_calls);
