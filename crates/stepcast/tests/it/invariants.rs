@@ -4,7 +4,8 @@
 //! - identity: everything ×1 predicts exactly the baseline;
 //! - uniform: everything k× faster gives between 1× and k×, growing with k;
 //! - monotone: a transform that only removes or shortens work is not slower, unless its
-//!   `anomaly` names the constraint that made it so;
+//!   `anomaly` names the constraint that made it so (an anomaly declined as the engine's or
+//!   the model's defect names none);
 //! - bound: the gain never exceeds the bound, and the bound never exceeds the step;
 //! - anchored: the baseline is within 3 % of the measured steady period, or every prediction
 //!   is declined with the reason;
@@ -167,11 +168,15 @@ fn violations(path: &Path) -> Option<Vec<String>> {
             ));
         }
         let removes = c.models.iter().all(Model::only_removes_work);
-        if removes && outcome.speedup < 1.0 - SHARE && outcome.anomaly.is_none() {
+        // An anomaly the tool declines as its own defect names no constraint.
+        let unexplained = outcome.anomaly.is_some() && outcome.declined == outcome.anomaly;
+        if removes && outcome.speedup < 1.0 - SHARE && (outcome.anomaly.is_none() || unexplained) {
             out.push(format!(
-                "{name}: monotone: {} only removes work but predicts {:.4}×, with no anomaly named",
+                "{name}: monotone: {} only removes work but predicts {:.4}×, with no constraint \
+                 named: {}",
                 c.name(),
-                outcome.speedup
+                outcome.speedup,
+                outcome.anomaly.as_deref().unwrap_or("no anomaly")
             ));
         }
     }

@@ -325,6 +325,32 @@ fn loader_stalls_are_calls_past_the_median_of_their_identical_calls() {
     assert!(stalls_ns[1] > 5 * stalls_ns[0], "{stalls_ns:?}");
 }
 
+/// The workers' contention is charged once for the process: on tb_plugin's `autograd_api`
+/// ResNet-50 (no step markers: one window, 6 batches loaded on the main thread, the autograd
+/// thread idle across each loading), counting the autograd thread's idle gaps as loading it no
+/// longer did charged the contention twice, and moving the loading out predicted a step 0.6 %
+/// slower, declined as a defect of the model. Charged no more than the loading taken off, the
+/// step is not slower, with no anomaly; the contention still costs (less gain than without).
+#[test]
+fn prefetch_contention_is_charged_once_for_the_process() {
+    let (trace, window) = pair_trace(
+        "kineto/tb_plugin/samples/resnet50_autograd_api_num_workers_0/worker0.pt.trace.json.gz",
+    );
+    let mapping = map(&trace, &window);
+    let context = Context::new(&trace, &window, &mapping);
+    let charged = apply_models(&context, &[prefetch(0.1)]).unwrap_or_else(|e| panic!("{e}"));
+    let free = apply_models(&context, &[prefetch(0.0)]).unwrap_or_else(|e| panic!("{e}"));
+    assert!(charged.speedup >= 1.0, "{}", charged.speedup);
+    assert!(charged.anomaly.is_none(), "{:?}", charged.anomaly);
+    assert!(charged.declined.is_none(), "{:?}", charged.declined);
+    assert!(
+        charged.speedup < free.speedup,
+        "{} {}",
+        charged.speedup,
+        free.speedup
+    );
+}
+
 /// Issue #26: the step after moving the loading into N workers is at least their pace (a
 /// batch's loading in one worker / N), shrinks as N grows until the step without loading
 /// bounds it, and one worker, slower than the training process's own loading, is a loss
