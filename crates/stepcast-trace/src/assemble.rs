@@ -97,14 +97,16 @@ pub struct Assembly {
     pub records: u64,
 }
 
+/// How the note of a `--step-range` that matched nothing begins ([`step_range_note`]): the
+/// user's pattern then stands for the steps, and the graph infers none of its own.
+pub const STEP_RANGE_MATCHED_NONE: &str = "no step markers: none of the";
+
 /// The note `info` shows where `--step-range` was given: how many `what` (`NVTX ranges`) the
 /// pattern made steps of, or that it matched none.
 pub(crate) fn step_range_note(steps: usize, what: &str, pattern: &regex::Regex) -> String {
     let pattern = pattern.as_str();
     if steps == 0 {
-        format!(
-            "no step markers: none of the {what} matches `{pattern}`, so the window is one step"
-        )
+        format!("{STEP_RANGE_MATCHED_NONE} {what} matches `{pattern}`, so the window is one step")
     } else {
         format!("steps are the {steps} {what} matching `{pattern}`")
     }

@@ -26,6 +26,7 @@ use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
+pub use assemble::STEP_RANGE_MATCHED_NONE;
 pub use error::ReadError;
 pub use execution_trace::{
     EtNode, EtTensor, ExecutionTrace, is_execution_trace, read_execution_trace,

@@ -13,4 +13,4 @@ pub mod simulate;
 pub mod whatif;
 mod window;
 
-pub use window::{BuildReport, Step, Window};
+pub use window::{BuildReport, INFERRED_STEPS_NOTE, Step, Window};

@@ -6,6 +6,10 @@ use stepcast_trace::LaneId;
 
 use crate::graph::Graph;
 
+/// How the build note begins where the trace had no step markers and the steps are the
+/// training loop's iterations, inferred from its own ranges (`graph::build`'s `iterations`).
+pub const INFERRED_STEPS_NOTE: &str = "the trace has no ProfilerStep markers: its";
+
 /// One training step of the window.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Step {

@@ -180,7 +180,8 @@ fn a_trace_without_steps_gets_the_way_to_steps() {
         (&[nsys], Some("--step-range REGEX")),
         (&[&kineto], Some("prof.step()")),
         (&[&kineto], Some("--step-range REGEX")),
-        (&[&userstep], Some("--step-range REGEX")),
+        // No markers, but the loop's `Optimizer.step` ranges: its iterations are the steps.
+        (&[&userstep], None),
         (&[&userstep, "--step-range", "^train_step$"], None),
         (&[nsys, "--step-range", "^aten::mul, op_id = 32"], None),
         (&[NCCL], None),

@@ -11,6 +11,7 @@ mod device_lanes;
 mod graph_nodes;
 mod handoff;
 mod infer;
+mod iterations;
 mod launch_queue;
 mod launch_timing;
 mod names;
@@ -526,6 +527,23 @@ impl Builder<'_> {
                 teardown: false,
             })
             .collect();
+        let matched_none = trace
+            .diagnostics
+            .notes
+            .iter()
+            .any(|note| note.starts_with(stepcast_trace::STEP_RANGE_MATCHED_NONE));
+        if steps.is_empty() && !matched_none {
+            let g = &self.graph;
+            let host = (0..g.task_count()).filter(|&t| !g.kind[t].on_device());
+            let host_start = host.clone().map(|t| g.rec_start_ns[t]).min();
+            let host_end = host.map(|t| g.rec_end_ns[t]).max();
+            if let (Some(start), Some(end)) = (host_start, host_end)
+                && let Some((inferred, note)) = iterations::infer(trace, start, end)
+            {
+                steps = inferred;
+                self.report.notes.push(note);
+            }
+        }
         if steps.is_empty() {
             // The step opens with the host's recording, as a `ProfilerStep` range would: device
             // work that ran before the host recorded anything was launched before the profiler

@@ -63,6 +63,15 @@ pub fn window_trust_of(
     let graph = &window.graph;
     let trace = context.trace;
     let mut caveats = Vec::new();
+    // Steps inferred from the loop's own ranges are iterations, not the program's markers.
+    caveats.extend(
+        window
+            .report
+            .notes
+            .iter()
+            .find(|note| note.starts_with(crate::window::INFERRED_STEPS_NOTE))
+            .cloned(),
+    );
     match window.steps.as_slice() {
         [step] if step.synthetic => caveats.push(
             "the trace has no ProfilerStep markers: the whole window stands as one step, not a \
@@ -374,12 +383,15 @@ fn identity(context: &Context<'_>, baseline_ns: i64) -> Result<Option<String>, W
     }))
 }
 
-/// The largest task far above the median of its name, if it weighs on a step.
+/// The largest task of the steady steps far above the median of its name, if it weighs on a
+/// step. One in the warm-up step is out of the steady period the prediction is of (a trace
+/// without markers whose steps are its loop's iterations keeps its cold start there).
 fn cold_start(context: &Context<'_>, step_ns: i64) -> Option<String> {
     let graph = &context.window.graph;
+    let first = super::first_steady(context.window);
     let mut by_name: FxHashMap<stepcast_trace::NameId, Vec<i64>> = FxHashMap::default();
     for t in 0..graph.task_count() {
-        if graph.step[t] == NO_STEP {
+        if graph.step[t] == NO_STEP || (graph.step[t] as usize) < first {
             continue;
         }
         by_name

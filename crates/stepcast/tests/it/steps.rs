@@ -67,3 +67,76 @@ fn a_teardown_step_is_measured_but_not_steady() {
         "{replayed} vs {measured}"
     );
 }
+
+/// A trace without step markers takes the training loop's iterations as its steps: on the
+/// program that never calls `prof.step()` (`cpu-step-ranges/userstep`), a step ends where each
+/// `Optimizer.step#...` range ends, as read again from the file with serde_json alone, and the
+/// steady steps are the iterations its own `train_step` ranges time (`--step-range`): the
+/// same period within 5 %, where the whole window as one step was 6 iterations and the setup.
+/// On tb_plugin's `autograd_api` ResNet-50 (PyTorch 1.8's autograd profiler), the 1.57 s
+/// cold-start launch is in the warm-up step, out of the steady state.
+#[test]
+fn a_trace_without_markers_takes_the_loops_iterations_as_steps() {
+    let relative = "stepcast/cpu-step-ranges/userstep.json.gz";
+    let events = raw_events(relative);
+    let ends_us = |prefix: &str| -> Vec<f64> {
+        let mut ends: Vec<f64> = events
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["name"].as_str().is_some_and(|n| n.starts_with(prefix)))
+            .map(|e| e["ts"].as_f64().unwrap_or(0.0) + e["dur"].as_f64().unwrap_or(0.0))
+            .collect();
+        ends.sort_by(f64::total_cmp);
+        ends
+    };
+    let updates = ends_us("Optimizer.step#");
+    assert!(updates.len() >= 3, "{} updates", updates.len());
+    let (_, window) = load(relative);
+    assert_eq!(window.steps.len(), updates.len());
+    assert!(window.steps.iter().all(|s| !s.synthetic));
+    assert!(
+        window
+            .report
+            .notes
+            .iter()
+            .any(|n| n.starts_with(stepcast::INFERRED_STEPS_NOTE) && n.contains("Optimizer.step#"))
+    );
+    // Time between consecutive step ends, against the file's: within 2 µs.
+    for (pair, ends) in window.steps.windows(2).zip(updates.windows(2)) {
+        let ours_ns = pair[1].marker_end_ns - pair[0].marker_end_ns;
+        let file_ns = ((ends[1] - ends[0]) * 1e3).round() as i64;
+        assert!((ours_ns - file_ns).abs() <= 2_000, "{ours_ns} vs {file_ns}");
+    }
+    // The same steady period as the program's own per-iteration ranges give.
+    let period = |window: &stepcast::Window| {
+        let report = self_replay(window).unwrap_or_else(|e| panic!("{e}"));
+        let mut spans: Vec<i64> = report
+            .steps
+            .iter()
+            .filter(|s| s.steady)
+            .map(|s| s.measured_ns)
+            .collect();
+        spans.sort_unstable();
+        spans[spans.len() / 2]
+    };
+    let path = super::testdata(relative);
+    let options = stepcast_trace::ReadOptions {
+        step_range: Some(regex::Regex::new("^train_step$").expect("regex")),
+        ..stepcast_trace::ReadOptions::default()
+    };
+    let ranged = stepcast_trace::read_trace_with(&path, &options).unwrap_or_else(|e| panic!("{e}"));
+    let ranged = build(&ranged, &BuildOptions::default());
+    let (inferred, by_ranges) = (period(&window), period(&ranged));
+    assert!(
+        (inferred as f64 / by_ranges as f64 - 1.0).abs() < 0.05,
+        "{inferred} vs {by_ranges}"
+    );
+
+    let (_, window) = load(
+        "kineto/tb_plugin/samples/resnet50_autograd_api_num_workers_0/worker0.pt.trace.json.gz",
+    );
+    assert_eq!(window.steps.len(), 6);
+    let report = self_replay(&window).unwrap_or_else(|e| panic!("{e}"));
+    let steady: Vec<_> = report.steps.iter().filter(|s| s.steady).collect();
+    assert!(steady.len() >= 3 && steady.iter().all(|s| s.number > 0));
+    assert!(steady.iter().all(|s| s.measured_ns < 500_000_000));
+}

@@ -37,6 +37,16 @@ pub(super) fn overview(analyze: &AnalyzeJson, words: &Words) -> String {
                 plural(steps.len() as u64, "step"),
                 step_list(&numbers)
             ));
+            if analyze
+                .notes
+                .iter()
+                .any(|note| note.starts_with(stepcast::INFERRED_STEPS_NOTE))
+            {
+                text.push_str(
+                    "The trace has no ProfilerStep markers: the steps are the training loop's \
+                     iterations, inferred from its own ranges (see the notes). ",
+                );
+            }
             match &analyze.typical {
                 Some(typical) if typical.predicted_ns.is_none() => text.push_str(&format!(
                     "The median steady step spans {} ms; no typical step is offered: {}.",
