@@ -38,11 +38,10 @@ enum Landmark {
 /// update's end); `host_end` where it ends (the last step closes there when it begins with a
 /// batch's draw).
 pub(super) fn infer(trace: &Trace, host_start: i64, host_end: i64) -> Option<(Vec<Step>, String)> {
-    let (landmark, name, lane, ranges) = landmarks(trace, "Optimizer.step#")
-        .map(|(name, lane, ranges)| (Landmark::UpdateEnd, name, lane, ranges))
+    let (landmark, Ranges { name, lane, ranges }) = landmarks(trace, "Optimizer.step#")
+        .map(|found| (Landmark::UpdateEnd, found))
         .or_else(|| {
-            landmarks(trace, "enumerate(DataLoader)#")
-                .map(|(name, lane, ranges)| (Landmark::BatchStart, name, lane, ranges))
+            landmarks(trace, "enumerate(DataLoader)#").map(|found| (Landmark::BatchStart, found))
         })?;
     let step = |number: usize, start_ns: i64, end_ns: i64| Step {
         number: number as u64,
@@ -83,11 +82,18 @@ pub(super) fn infer(trace: &Trace, host_start: i64, host_end: i64) -> Option<(Ve
     Some((steps, note))
 }
 
+/// One name's outermost ranges on one host thread.
+struct Ranges {
+    name: String,
+    lane: LaneId,
+    /// `(start, end)`, in time order.
+    ranges: Vec<(i64, i64)>,
+}
+
 /// The outermost host ranges whose name begins with `prefix`, of the one name and the one host
-/// thread with the most of them: `(name, lane, [(start, end)])` in time order, where there are
-/// at least [`MIN_ITERATIONS`].
-fn landmarks(trace: &Trace, prefix: &str) -> Option<(String, LaneId, Vec<(i64, i64)>)> {
-    let mut best: Option<(String, LaneId, Vec<(i64, i64)>)> = None;
+/// thread with the most of them, where there are at least [`MIN_ITERATIONS`].
+fn landmarks(trace: &Trace, prefix: &str) -> Option<Ranges> {
+    let mut best: Option<Ranges> = None;
     for (index, lane) in trace.lanes.iter().enumerate() {
         if lane.kind != LaneKind::CpuThread {
             continue;
@@ -120,15 +126,19 @@ fn landmarks(trace: &Trace, prefix: &str) -> Option<(String, LaneId, Vec<(i64, i
             let better = match &best {
                 None => true,
                 // More ranges; on a tie the name first in order, for the same steps every run.
-                Some((best_name, _, best_ranges)) => {
-                    ranges.len() > best_ranges.len()
-                        || ranges.len() == best_ranges.len() && name < best_name.as_str()
+                Some(best) => {
+                    ranges.len() > best.ranges.len()
+                        || ranges.len() == best.ranges.len() && name < best.name.as_str()
                 }
             };
             if better {
-                best = Some((name.to_string(), lane, ranges));
+                best = Some(Ranges {
+                    name: name.to_string(),
+                    lane,
+                    ranges,
+                });
             }
         }
     }
-    best.filter(|(_, _, ranges)| ranges.len() >= MIN_ITERATIONS)
+    best.filter(|found| found.ranges.len() >= MIN_ITERATIONS)
 }
