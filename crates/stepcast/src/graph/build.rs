@@ -534,11 +534,12 @@ impl Builder<'_> {
             .any(|note| note.starts_with(stepcast_trace::STEP_RANGE_MATCHED_NONE));
         if steps.is_empty() && !matched_none {
             let g = &self.graph;
-            let host = (0..g.task_count()).filter(|&t| !g.kind[t].on_device());
-            let host_start = host.clone().map(|t| g.rec_start_ns[t]).min();
-            let host_end = host.map(|t| g.rec_end_ns[t]).max();
-            if let (Some(start), Some(end)) = (host_start, host_end)
-                && let Some((inferred, note)) = iterations::infer(trace, start, end)
+            let host_start = (0..g.task_count())
+                .filter(|&t| !g.kind[t].on_device())
+                .map(|t| g.rec_start_ns[t])
+                .min();
+            if let Some(start) = host_start
+                && let Some((inferred, note)) = iterations::infer(trace, start)
             {
                 steps = inferred;
                 self.report.notes.push(note);

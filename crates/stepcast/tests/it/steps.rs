@@ -140,3 +140,33 @@ fn a_trace_without_markers_takes_the_loops_iterations_as_steps() {
     assert!(steady.len() >= 3 && steady.iter().all(|s| s.number > 0));
     assert!(steady.iter().all(|s| s.measured_ns < 500_000_000));
 }
+
+/// An inference loop without markers or an optimizer: its steps run from one `DataLoader`
+/// draw's start to the next's (`cpu-step-ranges/inference`, recorded here: 8 batches, and a
+/// ninth draw that found the loader exhausted), each as long as the file says.
+#[test]
+fn an_inference_loop_takes_its_batches_as_steps() {
+    let relative = "stepcast/cpu-step-ranges/inference.json.gz";
+    let mut draws_us: Vec<f64> = raw_events(relative)
+        .iter()
+        .filter(|e| {
+            e["ph"] == "X"
+                && e["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("enumerate(DataLoader)#"))
+        })
+        .map(|e| e["ts"].as_f64().unwrap_or(0.0))
+        .collect();
+    draws_us.sort_by(f64::total_cmp);
+    assert_eq!(draws_us.len(), 9);
+    let (_, window) = load(relative);
+    assert_eq!(window.steps.len(), draws_us.len() - 1);
+    for (step, draws) in window.steps.iter().zip(draws_us.windows(2)) {
+        let file_ns = ((draws[1] - draws[0]) * 1e3).round() as i64;
+        let ours_ns = step.marker_end_ns - step.start_ns;
+        assert!((ours_ns - file_ns).abs() <= 2_000, "{ours_ns} vs {file_ns}");
+    }
+    assert!(window.report.notes.iter().any(|n| {
+        n.starts_with(stepcast::INFERRED_STEPS_NOTE) && n.contains("enumerate(DataLoader)#")
+    }));
+}

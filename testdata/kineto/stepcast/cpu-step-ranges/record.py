@@ -6,6 +6,13 @@
 
 (`nomarkers` and `modules` write the same loop without the ranges, and with a schedule,
 `with_modules` and `with_stack`; they were recorded beside it and not kept.)
+
+    python3 record.py OUTDIR inference     -> OUTDIR/inference.json
+
+An inference loop profiled the same way: a small CNN in `eval()` under `torch.no_grad()` over
+a `DataLoader` (batches of 16 images made on the CPU, `num_workers=0`), no optimizer, no
+`prof.step()` and no ranges of its own: its only per-iteration landmark is the DataLoader's
+`__next__` range.
 """
 import sys, torch, torch.nn as nn
 from torch.profiler import profile, ProfilerActivity, record_function
@@ -25,6 +32,22 @@ elif which == "userstep":
         for i in range(6):
             with record_function(f"train_step"): step()
     p.export_chrome_trace(f"{out}/userstep.json")
+elif which == "inference":
+    from torch.utils.data import DataLoader, Dataset
+    class Images(Dataset):
+        def __len__(self): return 16 * 8
+        def __getitem__(self, i):
+            g = torch.Generator().manual_seed(i)
+            return torch.rand(3, 32, 32, generator=g) * 2 - 1
+    cnn = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                        nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                        nn.Flatten(), nn.Linear(32, 10)).eval()
+    loader = DataLoader(Images(), batch_size=16, num_workers=0)
+    with torch.no_grad():
+        for batch in loader: cnn(batch)
+        with profile(activities=[ProfilerActivity.CPU]) as p:
+            for batch in loader: cnn(batch).argmax(1)
+    p.export_chrome_trace(f"{out}/inference.json")
 elif which == "modules":
     with profile(activities=[ProfilerActivity.CPU], schedule=torch.profiler.schedule(wait=1, warmup=1, active=5), with_modules=True, with_stack=True) as p:
         for _ in range(7): step(); p.step()

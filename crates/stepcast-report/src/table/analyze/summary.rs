@@ -43,7 +43,7 @@ pub(super) fn overview(analyze: &AnalyzeJson, words: &Words) -> String {
                 .any(|note| note.starts_with(stepcast::INFERRED_STEPS_NOTE))
             {
                 text.push_str(
-                    "The trace has no ProfilerStep markers: the steps are the training loop's \
+                    "The trace has no ProfilerStep markers: the steps are the loop's \
                      iterations, inferred from its own ranges (see the notes). ",
                 );
             }

@@ -11,9 +11,9 @@
 //!   accumulation too: micro-batches between two updates are one step). A step ends where an
 //!   update ends, as `ProfilerStep#N` ends where the loop calls `prof.step()` after it.
 //! - Otherwise `enumerate(DataLoader)#<Iter>.__next__`: one batch drawn per iteration (an
-//!   inference loop has no optimizer). A step begins where a batch is drawn.
+//!   inference loop has no optimizer). A step runs from one draw's start to the next's.
 //!
-//! Steps are inferred only from at least [`MIN_ITERATIONS`] such ranges on one host thread; the
+//! Steps are inferred only where one host thread's ranges make at least [`MIN_ITERATIONS`]; the
 //! build notes say which ranges made them.
 
 use stepcast_trace::{EventKind, LaneId, LaneKind, Trace};
@@ -34,10 +34,9 @@ enum Landmark {
 
 /// The steps of a trace with no step markers, and the note that says where they come from;
 /// `None` where no host thread has [`MIN_ITERATIONS`] updates or batch draws. `host_start` is
-/// where the window's host work begins (the first step opens there when it is bounded by an
-/// update's end); `host_end` where it ends (the last step closes there when it begins with a
-/// batch's draw).
-pub(super) fn infer(trace: &Trace, host_start: i64, host_end: i64) -> Option<(Vec<Step>, String)> {
+/// where the window's host work begins: the first step opens there when it is bounded by an
+/// update's end.
+pub(super) fn infer(trace: &Trace, host_start: i64) -> Option<(Vec<Step>, String)> {
     let (landmark, Ranges { name, lane, ranges }) = landmarks(trace, "Optimizer.step#")
         .map(|found| (Landmark::UpdateEnd, found))
         .or_else(|| {
@@ -60,21 +59,24 @@ pub(super) fn infer(trace: &Trace, host_start: i64, host_end: i64) -> Option<(Ve
                 step(i, start.min(end), end)
             })
             .collect(),
+        // From one draw to the next: the last draw opens no step, as the loop's last draw is
+        // the one that finds the loader exhausted (`StopIteration`), and otherwise the window
+        // ended inside that iteration.
         Landmark::BatchStart => ranges
-            .iter()
+            .windows(2)
             .enumerate()
-            .map(|(i, &(start, _))| {
-                let end = ranges.get(i + 1).map_or(host_end, |next| next.0);
-                step(i, start, end.max(start))
-            })
+            .map(|(i, pair)| step(i, pair[0].0, pair[1].0))
             .collect(),
     };
+    if steps.len() < MIN_ITERATIONS {
+        return None;
+    }
     let bound = match landmark {
         Landmark::UpdateEnd => "each ends where one ends",
-        Landmark::BatchStart => "each begins where one begins",
+        Landmark::BatchStart => "each from one's start to the next's",
     };
     let note = format!(
-        "{INFERRED_STEPS_NOTE} {} steps are the training loop's iterations between its {} \
+        "{INFERRED_STEPS_NOTE} {} steps are the loop's iterations between its {} \
          `{name}` ranges ({bound})",
         steps.len(),
         ranges.len(),
