@@ -13,13 +13,17 @@ pub const INFERRED_STEPS_NOTE: &str = "the trace has no ProfilerStep markers: it
 /// One training step of the window.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Step {
-    /// `N` of `ProfilerStep#N` (0 for a synthetic step).
+    /// `N` of `ProfilerStep#N` (0 for a synthetic step; in time order from 0 for the loop's
+    /// iterations of a trace without markers, [`INFERRED_STEPS_NOTE`]).
     pub number: u64,
-    /// The host thread of the step marker (`None` for a synthetic step).
+    /// The host thread of the step marker, or of the loop's ranges the step was inferred from
+    /// (`None` for a synthetic step).
     pub trace_lane: Option<LaneId>,
-    /// Where the step's host work begins: the start of its `ProfilerStep` range.
+    /// Where the step's host work begins: the start of its `ProfilerStep` range (of an
+    /// inferred step: the previous update's end, or its batch's draw).
     pub start_ns: i64,
-    /// End of the `ProfilerStep` range on the host. Device work launched inside it may end later.
+    /// End of the `ProfilerStep` range on the host (of an inferred step: its update's end, or
+    /// the next batch's draw). Device work launched inside it may end later.
     pub marker_end_ns: i64,
     /// True when the trace had no step markers and the whole window stands as one step.
     pub synthetic: bool,

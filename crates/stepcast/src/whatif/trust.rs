@@ -474,9 +474,9 @@ pub struct TransformKind {
     /// More than one change composed: the waits a wait-removing change removes are then the
     /// changed graph's.
     pub combined: bool,
-    /// Loading moved into worker processes: the pace at which they deliver a batch and how
-    /// many they are (`prefetch_inputs`), what can make such a change slower.
-    pub loader_pace: Option<(i64, u32)>,
+    /// Loading moved into worker processes (`prefetch_inputs`): their pace, what can make
+    /// such a change slower.
+    pub loader_pace: Option<LoaderPace>,
     /// A change of machine only: the most any cost is divided by, the product over its
     /// models ([`Model::largest_speed`]): the step cannot get more times faster.
     pub machine_speed: Option<f64>,
@@ -490,6 +490,43 @@ pub struct TransformKind {
     pub outside_domain: Option<String>,
 }
 
+/// The pace of a loader moved into worker processes (`prefetch_inputs`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LoaderPace {
+    /// A batch delivered every so often ([`crate::whatif::models::delivery_ns`]).
+    pub delivery_ns: i64,
+    pub workers: u32,
+    /// Batches the training process loaded per steady step (more than one where a step holds
+    /// several: gradient accumulation, or steps a pattern or the loop's updates make).
+    pub batches_per_step: f64,
+}
+
+impl LoaderPace {
+    fn of(
+        context: &Context<'_>,
+        workers: u32,
+        host: crate::whatif::models::LoaderHost,
+    ) -> Option<LoaderPace> {
+        let delivery_ns = crate::whatif::models::delivery_ns(context, workers, host)?;
+        let window = context.window;
+        let steady = window
+            .steps
+            .len()
+            .saturating_sub(super::first_steady(window));
+        let batches = crate::whatif::models::loader_work(context).batches;
+        Some(LoaderPace {
+            delivery_ns,
+            workers,
+            batches_per_step: batches as f64 / steady.max(1) as f64,
+        })
+    }
+
+    /// The workers' pace over one step's batches: no step is shorter.
+    fn per_step_ns(&self) -> f64 {
+        self.delivery_ns as f64 * self.batches_per_step
+    }
+}
+
 impl TransformKind {
     /// The kind of `models` applied in order.
     pub fn of_models(context: &Context<'_>, models: &[Model]) -> TransformKind {
@@ -500,8 +537,7 @@ impl TransformKind {
             combined: models.len() > 1,
             loader_pace: models.iter().find_map(|m| match m {
                 Model::PrefetchInputs { workers, host, .. } => {
-                    crate::whatif::models::delivery_ns(context, *workers, *host)
-                        .map(|d| (d, *workers))
+                    LoaderPace::of(context, *workers, *host)
                 }
                 _ => None,
             }),
@@ -735,14 +771,24 @@ fn anomaly(kind: &TransformKind, outcome: &Outcome, bound_ns: i64) -> Option<(St
     // the pace explains a slower step where it alone is longer than the step was.
     let paced = kind
         .loader_pace
-        .filter(|&(delivery_ns, _)| delivery_ns >= outcome.baseline.step_ns);
-    if slower && let Some((delivery, workers)) = paced {
+        .filter(|pace| pace.per_step_ns() >= outcome.baseline.step_ns as f64);
+    if slower && let Some(pace) = paced {
+        let batches = if pace.batches_per_step > 1.0 {
+            format!(
+                ", {:.3} ms for the {:.1} batches of a step",
+                pace.per_step_ns() / 1e6,
+                pace.batches_per_step
+            )
+        } else {
+            String::new()
+        };
         return Some((
             format!(
-                "{what}: the {workers} loader workers deliver a batch every {:.3} ms (a worker \
+                "{what}: the {} loader workers deliver a batch every {:.3} ms{batches} (a worker \
              loads on one thread, slower than the training process did on its intra-op \
              threads), longer than the step took with the loading inside it",
-                delivery as f64 / 1e6
+                pace.workers,
+                pace.delivery_ns as f64 / 1e6
             ),
             true,
         ));

@@ -607,10 +607,9 @@ pub fn workers_wait_ns(context: &Context<'_>) -> Option<i64> {
 ///   never more in all than the loading its threads no longer do (a thread's own loading
 ///   ranges and the untraced time in them; not a thread's idle time while another loaded):
 ///   the workers contend for the CPU only while they load, and they load what those threads
-///   did. Where there is little loading to take off
-///   (a step that loads nothing), there is little contention to charge, and the step is never
-///   slower than before. Where the host's cores are given, none is charged: the cores bound
-///   the workers' pace instead ([`delivery_ns`]).
+///   did. Where there is little loading to take off (a step that loads nothing), there is
+///   little contention to charge. Where the host's cores are given, none is charged: the
+///   cores bound the workers' pace instead ([`delivery_ns`]).
 /// - A loader **already in worker processes** ([`loader_in_workers`]): its recorded range is
 ///   the wait for a batch the workers did not have ready; prefetching does not shorten it
 ///   (more workers or cheaper transforms would), so nothing changes.
@@ -715,10 +714,10 @@ pub fn prefetch_inputs(
         slowed_lanes.push((computing, slowed));
     }
     // The workers contend for the CPU only while they load, and they load what the training
-    // process's threads did: all its threads together are charged no more than that loading
-    // (a thread idle while another loaded gives none: charging it too read the autograd
-    // thread's idle gaps as loading, and tb_plugin's `resnet50_autograd_api` trace 0.6 %
-    // slower for the loading taken off).
+    // process's threads did: all its threads together are charged no more than that loading.
+    // A thread idle while another loaded took no loading off: counting the autograd thread's
+    // idle gaps as loading charged the contention twice, and tb_plugin's
+    // `resnet50_autograd_api` was predicted 0.6 % slower for the loading taken off.
     let contention = if charged > 0 {
         contention.min(taken_off as f64 / charged as f64)
     } else {
