@@ -507,17 +507,17 @@ impl LoaderPace {
         workers: u32,
         host: crate::whatif::models::LoaderHost,
     ) -> Option<LoaderPace> {
-        let delivery_ns = crate::whatif::models::delivery_ns(context, workers, host)?;
+        // One reading of the loading work for both: it walks every loading op.
+        let work = crate::whatif::models::loader_work(context);
         let window = context.window;
         let steady = window
             .steps
             .len()
             .saturating_sub(super::first_steady(window));
-        let batches = crate::whatif::models::loader_work(context).batches;
         Some(LoaderPace {
-            delivery_ns,
+            delivery_ns: work.delivery_ns(workers, host)?,
             workers,
-            batches_per_step: batches as f64 / steady.max(1) as f64,
+            batches_per_step: work.batches as f64 / steady.max(1) as f64,
         })
     }
 

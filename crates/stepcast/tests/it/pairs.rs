@@ -333,9 +333,18 @@ fn loader_stalls_are_calls_past_the_median_of_their_identical_calls() {
 /// step is not slower, with no anomaly; the contention still costs (less gain than without).
 #[test]
 fn prefetch_contention_is_charged_once_for_the_process() {
-    let (trace, window) = pair_trace(
+    // The whole window as one step, as it was read before steps were inferred from the loop's
+    // ranges: a `--step-range` that matches nothing keeps it so.
+    let path = super::testdata(
         "kineto/tb_plugin/samples/resnet50_autograd_api_num_workers_0/worker0.pt.trace.json.gz",
     );
+    let options = stepcast_trace::ReadOptions {
+        step_range: Some(regex::Regex::new("^no range has this name$").expect("regex")),
+        ..stepcast_trace::ReadOptions::default()
+    };
+    let trace = stepcast_trace::read_trace_with(&path, &options).unwrap_or_else(|e| panic!("{e}"));
+    let window = build(&trace, &BuildOptions::default());
+    assert!(matches!(window.steps.as_slice(), [step] if step.synthetic));
     let mapping = map(&trace, &window);
     let context = Context::new(&trace, &window, &mapping);
     let charged = apply_models(&context, &[prefetch(0.1)]).unwrap_or_else(|e| panic!("{e}"));

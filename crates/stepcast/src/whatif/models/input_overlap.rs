@@ -539,17 +539,23 @@ pub fn caveats(
 /// Assumption: the training process's host time is CPU time on one core (a training process
 /// on several intra-op threads needs more). `None` without recorded loading.
 pub fn delivery_ns(context: &Context<'_>, workers: u32, host: LoaderHost) -> Option<i64> {
-    let work = loader_work(context);
-    if work.batches == 0 || workers == 0 {
-        return None;
+    loader_work(context).delivery_ns(workers, host)
+}
+
+impl LoaderWork {
+    /// [`delivery_ns`] of this loading work.
+    pub fn delivery_ns(&self, workers: u32, host: LoaderHost) -> Option<i64> {
+        if self.batches == 0 || workers == 0 {
+            return None;
+        }
+        let per_batch = self.in_worker_ns(host);
+        let pace = per_batch as f64 / workers as f64;
+        let cpu_bound = match host.cores {
+            Some(cores) if cores > 0 => (self.training_ns + per_batch) as f64 / cores as f64,
+            _ => 0.0,
+        };
+        Some(pace.max(cpu_bound).round() as i64)
     }
-    let per_batch = work.in_worker_ns(host);
-    let pace = per_batch as f64 / workers as f64;
-    let cpu_bound = match host.cores {
-        Some(cores) if cores > 0 => (work.training_ns + per_batch) as f64 / cores as f64,
-        _ => 0.0,
-    };
-    Some(pace.max(cpu_bound).round() as i64)
 }
 
 /// Whether the trace's loader already runs in worker processes: PyTorch names the iterator
