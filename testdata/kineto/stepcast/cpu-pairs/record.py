@@ -10,6 +10,7 @@ predicted from BEFORE can be checked against AFTER as measured.
     python3 record.py OUTDIR gpt base checkpoint reentrant   # a tiny GPT, non-reentrant and reentrant checkpointing
     python3 record.py OUTDIR resmlp base checkpoint   # a residual MLP, each block checkpointed
     python3 record.py OUTDIR bigcnn base gist   # activations stashed in 16 bits (../cpu-gist-pairs/)
+    python3 record.py OUTDIR cnn base bnfused   # batch norm fused with its ReLU (../cpu-batchnorm-pairs/)
 
 A configuration is `<workload>-<variant>`; a pair is two variants of one workload that differ
 by exactly one change (README.md beside this script lists them and their bars). Modeled on
@@ -324,6 +325,7 @@ def make_config(workload, variant):
         "fused": {"fused": True},
         "compiled": {},
         "gist": {},
+        "bnfused": {},
     }[variant]
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, **optim_args)
     forward = torch.compile(model) if variant == "compiled" else model
@@ -331,6 +333,8 @@ def make_config(workload, variant):
         forward = checkpointed(workload, model, reentrant=variant == "reentrant")
     if variant == "gist":
         forward = stashed_in_16_bits(model)
+    if variant == "bnfused":
+        forward = batch_norm_fused(model)
     step = training_step(model, batch, loss_fn, opt, forward)
     config = Config(name, step, threads=2 if variant == "threads2" else 1)
     if workload in ("bigcnn", "bigresmlp", "biggpt", "bigtransformer"):
@@ -392,6 +396,24 @@ def stashed_in_16_bits(model, encode=True):
 
     forward.stash = stash
     return forward
+
+
+def batch_norm_fused(model):
+    """`small_cnn` with each `BatchNorm2d` and the `ReLU` after it run as one module compiled
+    by `torch.compile` (Inductor's C++, static shapes), the convolutions left eager: the batch
+    norm's statistics in one pass, its normalization and the ReLU in another, and in the
+    backward pass the ReLU's gradient inside the batch norm's. The restructuring of
+    Jung et al. (Daydream's `reconstruct_batchnorm`) as a user can have it today; it does not
+    fuse the statistics into the convolution before, as the paper's kernels do. The same
+    modules (and parameters) as `model`'s."""
+    layers = list(model)
+    fused = []
+    while layers:
+        layer = layers.pop(0)
+        if isinstance(layer, nn.BatchNorm2d) and layers and isinstance(layers[0], nn.ReLU):
+            layer = torch.compile(nn.Sequential(layer, layers.pop(0)), dynamic=False)
+        fused.append(layer)
+    return nn.Sequential(*fused)
 
 
 def checkpointed(workload, model, reentrant=False):

@@ -24,10 +24,21 @@ pub enum BatchNormRole {
     Other,
 }
 
-/// The role of input task `task` (a kernel of the forward or backward pass).
+/// The role of input task `task`: a kernel of the forward or backward pass, or on a trace
+/// without device work an op's host task (`aten::batch_norm`, `aten::relu_`, the autograd
+/// engine's `evaluate_function: NativeBatchNormBackward0`), by its name.
 pub fn batch_norm_role(context: &Context<'_>, edit: &EditGraph, task: TaskId) -> BatchNormRole {
     let names = &context.trace.names;
     let name = names.get(edit.name(task));
+    if edit.kind(task) == TaskKind::CpuOp {
+        return if BATCH_NORM_OP.is_match(name) {
+            BatchNormRole::BatchNorm
+        } else if super::is_elementwise_op(name) || super::is_elementwise_backward_op(name) {
+            BatchNormRole::ElementWise
+        } else {
+            BatchNormRole::Other
+        };
+    }
     let on_stack =
         || {
             edit.is_original(task)
@@ -57,10 +68,16 @@ pub fn batch_norm_role(context: &Context<'_>, edit: &EditGraph, task: TaskId) ->
 /// calls of the removed kernels go with the host time after them (those ops are no longer
 /// dispatched). Every batch-norm kernel of either pass takes half its recorded time.
 ///
+/// On a trace without device work (a CPU-only run) the same rule holds for the ops' host
+/// tasks: each batch-norm op takes half its recorded time, its dispatch included, and the
+/// element-wise ops run right after it in the forward pass (`aten::relu_`, the residual
+/// `aten::add_`) and right before its backward (`evaluate_function: ReluBackward0`) go, with
+/// the host time after them: the restructured batch norm as one op of its own.
+///
 /// Numbers: the ½ is the paper's (half the bytes loaded); durations are this trace's.
-/// Applies only where the trace has batch-norm kernels; otherwise changes nothing. Not
-/// modeled: the new kernels and copies of a real implementation (Daydream §6.4 measured 7 %
-/// where it predicted 12.7 % for DenseNet-121).
+/// Applies only where the trace has batch-norm kernels (or ops, on a CPU-only trace);
+/// otherwise changes nothing. Not modeled: the new kernels and copies of a real
+/// implementation (Daydream §6.4 measured 7 % where it predicted 12.7 % for DenseNet-121).
 pub fn reconstruct_batchnorm(
     context: &Context<'_>,
     edit: &mut EditGraph,
@@ -73,8 +90,14 @@ pub fn reconstruct_batchnorm(
 
 /// The batch-norm kernels the model halves and the element-wise kernels it removes.
 pub fn batchnorm_targets(context: &Context<'_>, edit: &EditGraph) -> (Selection, Selection) {
+    // A CPU-only trace's work is its host ops.
+    let kind = if context.window.graph.has_device_tasks() {
+        TaskKind::Kernel
+    } else {
+        TaskKind::CpuOp
+    };
     let select = Select {
-        kinds: vec![TaskKind::Kernel],
+        kinds: vec![kind],
         phases: vec![Phase::Forward, Phase::Backward],
         ..Select::default()
     };
@@ -120,8 +143,24 @@ pub fn batchnorm_targets(context: &Context<'_>, edit: &EditGraph) -> (Selection,
     (Selection::new(batch_norm), Selection::new(removed))
 }
 
+/// What the model's ½ stands on, and on a CPU-only trace what it halves: its caveats.
+pub fn caveats(context: &Context<'_>) -> Vec<String> {
+    let mut caveats = vec![CAVEAT.to_string()];
+    if !context.window.graph.has_device_tasks() {
+        caveats.push(CPU_CAVEAT.to_string());
+    }
+    caveats
+}
+
+/// What the model does on a CPU-only trace, where Daydream's figure was measured on GPU
+/// kernels.
+const CPU_CAVEAT: &str = "the trace records no device work: each batch-norm op's host time is \
+     halved, its dispatch included, and the element-wise ops beside it go with the Python \
+     between them, as if each restructured batch norm were one op of its own; the ½ was \
+     measured on GPU kernels, not a CPU's";
+
 /// What the model's ½ stands on, for its caveats: a figure, not a measurement.
-pub const CAVEAT: &str = "every batch-norm kernel takes ½ its time and the element-wise \
+const CAVEAT: &str = "every batch-norm kernel takes ½ its time and the element-wise \
      kernels beside it go: Daydream's figure (half the input loaded), not a measurement; \
      Daydream itself predicted 12.7 % for DenseNet-121 and measured 7 % with the real \
      implementation (§6.4), whose new kernels and copies this does not model: expect about half \

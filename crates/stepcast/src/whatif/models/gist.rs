@@ -1,8 +1,5 @@
 //! Gist-style encoding of stashed activations (Daydream A.9): memory for time.
 
-use std::sync::LazyLock;
-
-use regex::Regex;
 use stepcast_trace::NameId;
 
 use super::super::edit::{EditGraph, Insert, InsertHost, InsertLaunch};
@@ -20,19 +17,6 @@ pub const COMPRESSION: i64 = 2;
 
 /// Smaller tensors do not show the memory bandwidth (a kernel's fixed cost dominates).
 const MIN_MEASURED_BYTES: i64 = 1 << 20;
-
-/// A CPU op that makes one element-wise pass over its input and computes next to nothing per
-/// element (ReLU, clamps, arithmetic operators): on a CPU-only trace, the pace of an encoding
-/// pass, which reads and writes each element once. Ops that compute a transcendental per
-/// element (GELU's `erf`, sigmoid, tanh, SiLU, ELU) are left out: on a CPU core they run well
-/// below that pace (`cpu-gist-pairs/bigresmlp-base`: `aten::gelu` at 1.9 GB/s where the casts
-/// ran at 4.8-6.8), where a GPU's element-wise kernels are all memory-bound.
-static ELEMENTWISE_OP: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"^aten::(relu|threshold|clamp|clamp_min|hardtanh|leaky_relu|hardswish|hardsigmoid|add|sub|mul|div|neg)_?$",
-    )
-    .expect("valid regex")
-});
 
 /// The trace's own element-wise throughput, in activation bytes per ns: over the forward ops
 /// all of whose kernels are element-wise, the median of (bytes of the tensor they process /
@@ -55,7 +39,7 @@ pub fn elementwise_throughput(
 }
 
 /// [`elementwise_throughput`] of a trace without device work: over the forward's CPU ops of
-/// one plain element-wise pass (`aten::relu`, `aten::add`: [`ELEMENTWISE_OP`]), their first
+/// one plain element-wise pass (`aten::relu`, `aten::add`: [`super::is_elementwise_op`]), their first
 /// input's bytes over their host time (the op's dispatch included, as an encoding op's would
 /// be).
 fn host_elementwise_throughput(
@@ -64,7 +48,7 @@ fn host_elementwise_throughput(
 ) -> Option<(f64, NameId)> {
     let trace = context.trace;
     median_throughput(context, units, |u| {
-        ELEMENTWISE_OP.is_match(trace.names.get(trace.events[u.op.index()].name))
+        super::is_elementwise_op(trace.names.get(trace.events[u.op.index()].name))
     })
 }
 

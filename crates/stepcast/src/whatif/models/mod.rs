@@ -597,10 +597,6 @@ impl Model {
             Model::CudaGraphs if device_free() => {
                 Some(on_a_cpu("capturing the step (no CUDA graph runs on a CPU)"))
             }
-            Model::ReconstructBatchnorm if device_free() => Some(on_a_cpu(
-                "restructuring batch norm (its CPU kernels, which Daydream's figure was not \
-                 measured on)",
-            )),
             Model::Offload { .. } if device_free() => Some(on_a_cpu(
                 "moving activations to host memory (they are in host memory already)",
             )),
@@ -624,7 +620,7 @@ impl Model {
             Model::CudaGraphs => cuda_graphs::caveats(context),
             Model::FusedOptimizer { .. } => fused_optimizer::caveats(context),
             Model::FasterHardware(hardware) => hardware::caveats(context, hardware),
-            Model::ReconstructBatchnorm => vec![batchnorm::CAVEAT.to_string()],
+            Model::ReconstructBatchnorm => batchnorm::caveats(context),
             Model::Recompute { fraction } => recompute::caveats(context, *fraction),
             Model::Gist { .. } => gist::caveats(context),
             Model::Offload { .. } => vec![activations::PEAK_CAVEAT.to_string()],
@@ -802,6 +798,39 @@ static ELEMENTWISE: LazyLock<Regex> =
 /// kernels. What kernel fusion fuses, batch-norm reconstruction removes and Gist costs by.
 pub(super) fn is_elementwise(name: &str) -> bool {
     ELEMENTWISE.is_match(name)
+}
+
+/// A CPU op that makes one element-wise pass over its input and computes next to nothing per
+/// element (ReLU, clamps, arithmetic operators). On a CPU-only trace: the pace of Gist's
+/// encoding pass, which reads and writes each element once, and what a restructured batch
+/// norm takes into its own pass. Ops that compute a transcendental per element (GELU's `erf`,
+/// sigmoid, tanh, SiLU, ELU) are left out: on a CPU core they run well below that pace
+/// (`cpu-gist-pairs/bigresmlp-base`: `aten::gelu` at 1.9 GB/s where the casts ran at
+/// 4.8-6.8), where a GPU's element-wise kernels are all memory-bound.
+static ELEMENTWISE_OP: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^aten::(relu|threshold|clamp|clamp_min|hardtanh|leaky_relu|hardswish|hardsigmoid|add|sub|mul|div|neg)_?$",
+    )
+    .expect("valid regex")
+});
+
+/// The backward of an [`ELEMENTWISE_OP`] as the autograd engine runs it on a CPU
+/// (`autograd::engine::evaluate_function: ReluBackward0`): one element-wise pass too.
+static ELEMENTWISE_BACKWARD_OP: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^autograd::engine::evaluate_function: (Relu|Threshold|Clamp|ClampMin|Hardtanh|LeakyRelu|Hardswish|Hardsigmoid|Add|Sub|Mul|Div|Neg)Backward\d*$",
+    )
+    .expect("valid regex")
+});
+
+/// An [`ELEMENTWISE_OP`], by its name.
+pub(super) fn is_elementwise_op(name: &str) -> bool {
+    ELEMENTWISE_OP.is_match(name)
+}
+
+/// An [`ELEMENTWISE_BACKWARD_OP`], by its name.
+pub(super) fn is_elementwise_backward_op(name: &str) -> bool {
+    ELEMENTWISE_BACKWARD_OP.is_match(name)
 }
 
 /// The Levenshtein distance between two names (a handful of bytes: no table is kept).
