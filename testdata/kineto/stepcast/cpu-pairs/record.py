@@ -11,6 +11,7 @@ predicted from BEFORE can be checked against AFTER as measured.
     python3 record.py OUTDIR resmlp base checkpoint   # a residual MLP, each block checkpointed
     python3 record.py OUTDIR bigcnn base gist   # activations stashed in 16 bits (../cpu-gist-pairs/)
     python3 record.py OUTDIR cnn base bnfused   # batch norm fused with its ReLU (../cpu-batchnorm-pairs/)
+    python3 record.py OUTDIR cnn base bnrelu    # the same, as one hand-fused function
 
 A configuration is `<workload>-<variant>`; a pair is two variants of one workload that differ
 by exactly one change (README.md beside this script lists them and their bars). Modeled on
@@ -326,6 +327,7 @@ def make_config(workload, variant):
         "compiled": {},
         "gist": {},
         "bnfused": {},
+        "bnrelu": {},
     }[variant]
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, **optim_args)
     forward = torch.compile(model) if variant == "compiled" else model
@@ -335,6 +337,8 @@ def make_config(workload, variant):
         forward = stashed_in_16_bits(model)
     if variant == "bnfused":
         forward = batch_norm_fused(model)
+    if variant == "bnrelu":
+        forward = batch_norm_fused(model, by_hand=True)
     step = training_step(model, batch, loss_fn, opt, forward)
     config = Config(name, step, threads=2 if variant == "threads2" else 1)
     if workload in ("bigcnn", "bigresmlp", "biggpt", "bigtransformer"):
@@ -398,22 +402,92 @@ def stashed_in_16_bits(model, encode=True):
     return forward
 
 
-def batch_norm_fused(model):
-    """`small_cnn` with each `BatchNorm2d` and the `ReLU` after it run as one module compiled
-    by `torch.compile` (Inductor's C++, static shapes), the convolutions left eager: the batch
-    norm's statistics in one pass, its normalization and the ReLU in another, and in the
-    backward pass the ReLU's gradient inside the batch norm's. The restructuring of
-    Jung et al. (Daydream's `reconstruct_batchnorm`) as a user can have it today; it does not
-    fuse the statistics into the convolution before, as the paper's kernels do. The same
-    modules (and parameters) as `model`'s."""
+def batch_norm_fused(model, by_hand=False):
+    """`small_cnn` with each `BatchNorm2d` and the `ReLU` after it run as one module, the
+    convolutions left eager: the batch norm's statistics in one pass, its normalization and the
+    ReLU in another, and in the backward pass the ReLU's gradient inside the batch norm's. The
+    restructuring of Jung et al. (Daydream's `reconstruct_batchnorm`) as a user can have it
+    today; it does not fuse the statistics into the convolution before, as the paper's kernels
+    do. The same modules (and parameters) as `model`'s.
+
+    The module is `torch.compile`d (Inductor's C++, static shapes), or with `by_hand` a
+    `BatchNormReLU` whose forward and backward are each one function compiled alone: Inductor
+    compiles a training graph of batch norm (its parameters requiring gradients) into a
+    forward 18 times slower than the same ops without gradients on this project's CPU
+    (`../cpu-batchnorm-pairs/bn_probe.py`), a compiler's cost and not the restructuring's."""
     layers = list(model)
     fused = []
     while layers:
         layer = layers.pop(0)
         if isinstance(layer, nn.BatchNorm2d) and layers and isinstance(layers[0], nn.ReLU):
-            layer = torch.compile(nn.Sequential(layer, layers.pop(0)), dynamic=False)
+            relu = layers.pop(0)
+            if by_hand:
+                layer = BatchNormReLU(layer)
+            else:
+                layer = torch.compile(nn.Sequential(layer, relu), dynamic=False)
         fused.append(layer)
     return nn.Sequential(*fused)
+
+
+def _per_channel(v):
+    return v[None, :, None, None]
+
+
+@torch.compile(dynamic=False)
+def _bn_relu_forward(x, weight, bias, eps: float):
+    """Batch statistics in one pass; normalization, affine and ReLU in another."""
+    var, mean = torch.var_mean(x, dim=(0, 2, 3), correction=0)
+    invstd = torch.rsqrt(var + eps)
+    scale = invstd * weight
+    y = torch.relu((x - _per_channel(mean)) * _per_channel(scale) + _per_channel(bias))
+    return y, mean, var, invstd
+
+
+@torch.compile(dynamic=False)
+def _bn_relu_backward(grad_y, x, y, weight, mean, invstd):
+    """The ReLU's gradient (where its output is positive) inside the batch norm's backward:
+    two per-channel sums in one pass, the input's gradient in another."""
+    g = torch.where(y > 0, grad_y, torch.zeros_like(grad_y))
+    xhat = (x - _per_channel(mean)) * _per_channel(invstd)
+    grad_bias = g.sum(dim=(0, 2, 3))
+    grad_weight = (g * xhat).sum(dim=(0, 2, 3))
+    n = x.numel() // x.shape[1]
+    grad_x = _per_channel(weight * invstd) * (
+        g - _per_channel(grad_bias / n) - xhat * _per_channel(grad_weight / n)
+    )
+    return grad_x, grad_weight, grad_bias
+
+
+class _BatchNormReLUFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, weight, bias, running_mean, running_var, momentum, eps):
+        y, mean, var, invstd = _bn_relu_forward(x, weight, bias, eps)
+        n = x.numel() // x.shape[1]
+        running_mean.lerp_(mean, momentum)
+        running_var.lerp_(var * (n / (n - 1)), momentum)
+        ctx.save_for_backward(x, y, weight, mean, invstd)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad_y):
+        grad_x, grad_weight, grad_bias = _bn_relu_backward(grad_y, *ctx.saved_tensors)
+        return grad_x, grad_weight, grad_bias, None, None, None, None
+
+
+class BatchNormReLU(nn.Module):
+    """`BatchNorm2d` (training mode) and `ReLU` as one function of its own (the restructured
+    batch norm's second half and its activation): `bn`'s parameters and running statistics."""
+
+    def __init__(self, bn):
+        super().__init__()
+        self.bn = bn
+
+    def forward(self, x):
+        bn = self.bn
+        bn.num_batches_tracked.add_(1)
+        return _BatchNormReLUFunction.apply(
+            x, bn.weight, bn.bias, bn.running_mean, bn.running_var, bn.momentum, bn.eps
+        )
 
 
 def checkpointed(workload, model, reentrant=False):
