@@ -1118,6 +1118,11 @@ fn effect(candidate: &Candidate) -> String {
              {saved}"
         ),
         Model::ReconstructBatchnorm if nothing => "no batch-norm kernel to restructure".to_string(),
+        // On a CPU-only trace the batch norms and their activations are host ops.
+        Model::ReconstructBatchnorm if !outcome.graph.has_device_tasks() => format!(
+            "restructuring batch norm removes {removed} element-wise ops and halves {changed} \
+             batch-norm ops per step: {saved}"
+        ),
         Model::ReconstructBatchnorm => format!(
             "restructuring batch norm removes {removed} element-wise kernels and launch calls \
              and halves {changed} batch-norm kernels per step: {saved}"

@@ -76,6 +76,14 @@ pub const RECORDS: &[ModelRecord] = &[
         out_of_sample_max_error: Some(1.25),
     },
     ModelRecord {
+        model: "reconstruct_batchnorm",
+        pairs: 4,
+        in_sample: 0,
+        in_sample_median_error: None,
+        out_of_sample_median_error: Some(0.285),
+        out_of_sample_max_error: Some(0.477),
+    },
+    ModelRecord {
         model: "remove_syncs",
         pairs: 2,
         in_sample: 0,

@@ -996,8 +996,8 @@ fn recompute_reinserts_recorded_forward_kernels_and_is_bounded() {
 /// On a CPU-only trace recomputation inserts copies of forward host ops only (same name,
 /// duration and gap), each on the thread of its backward, removes nothing, slows the step by
 /// at most what it inserted, and recomputes more with a larger share; offload, which moves
-/// activations to host memory, and reconstruct_batchnorm, whose figure is a GPU's, decline
-/// there (gist on the CPU: `cpu_gist.rs`). The MLP of `cpu-recompute-pairs`: its forward ops
+/// activations to host memory, declines there (gist on the CPU: `cpu_gist.rs`;
+/// reconstruct_batchnorm: the test after this one). The MLP of `cpu-recompute-pairs`: its forward ops
 /// are `aten::linear` and `aten::relu`, whose backward nodes carry their inner ops' sequence
 /// numbers (`AddmmBackward0`).
 #[test]
@@ -1085,13 +1085,118 @@ fn recompute_on_a_cpu_trace_reinserts_forward_host_ops_and_is_bounded() {
         last_added * 10 >= per_step * steady * 9,
         "{last_added} of {per_step} × {steady}"
     );
-    for model in [
-        Model::Offload { fraction: 1.0 },
-        Model::ReconstructBatchnorm,
-    ] {
-        let why = model.outside_domain(&context).expect("declined on a CPU");
-        assert!(why.contains("CPU-only"), "{why}");
+    let why = Model::Offload { fraction: 1.0 }
+        .outside_domain(&context)
+        .expect("declined on a CPU");
+    assert!(why.contains("CPU-only"), "{why}");
+}
+
+/// On a CPU-only trace `reconstruct_batchnorm` rewrites host ops: it removes exactly the
+/// element-wise ops run right after a batch norm in the forward pass and right before a batch
+/// norm's backward (the ReLUs and their gradients), as read again from the trace with
+/// serde_json; it saves at least those ops' time and half the batch norms'; the step is
+/// never slower and the gain stays within the bound. `cpu-batchnorm-pairs/rerun/cnn-base`:
+/// five convolutions, each with its batch norm and ReLU.
+#[test]
+fn reconstruct_batchnorm_on_a_cpu_trace_halves_batch_norm_ops_and_removes_their_relus() {
+    const TRACE: &str = "stepcast/cpu-batchnorm-pairs/rerun/cnn-base.json.gz";
+    let loaded = load_mapped(TRACE);
+    let g = &loaded.window.graph;
+    assert!(!g.has_device_tasks());
+    let context = context(&loaded);
+    assert_eq!(Model::ReconstructBatchnorm.outside_domain(&context), None);
+    let outcome =
+        apply_models(&context, &[Model::ReconstructBatchnorm]).unwrap_or_else(|e| panic!("{e}"));
+    assert!(outcome.speedup > 1.0, "{}", outcome.speedup);
+    let gain_ns = outcome.baseline.step_ns - outcome.predicted.step_ns;
+    let bound_ns = outcome.bound_ns.expect("assessed");
+    // Within the replay's rounding of per-step means (1 µs, as `invariants.py` allows).
+    assert!(gain_ns <= bound_ns + 1_000, "gain {gain_ns} ns, bound {bound_ns} ns");
+    assert_eq!(outcome.anomaly, None);
+
+    // The reference: the thread's outermost ops in the steady steps (every ProfilerStep but
+    // the first), in order, from the file.
+    let events = crate::compare::raw_events(TRACE);
+    let micros = |e: &serde_json::Value, key: &str| e[key].as_f64().unwrap_or(0.0);
+    let mut steps: Vec<(f64, f64)> = events
+        .iter()
+        .filter(|e| {
+            e["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("ProfilerStep#"))
+        })
+        .map(|e| (micros(e, "ts"), micros(e, "ts") + micros(e, "dur")))
+        .collect();
+    steps.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let steady = &steps[1..];
+    let mut ops: Vec<(&str, f64, f64)> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["cat"] == "cpu_op")
+        .filter_map(|e| Some((e["name"].as_str()?, micros(e, "ts"), micros(e, "dur"))))
+        .collect();
+    ops.sort_by(|a, b| a.1.total_cmp(&b.1).then(b.2.total_cmp(&a.2)));
+    let mut outermost: Vec<(&str, f64)> = Vec::new();
+    let mut outer_end = f64::MIN;
+    for (name, ts, dur) in ops {
+        if ts >= outer_end {
+            outer_end = ts + dur;
+            if steady.iter().any(|&(start, end)| ts >= start && ts < end) {
+                outermost.push((name, dur));
+            }
+        }
     }
+    let steady_steps = steady.len() as f64;
+    let (mut removed_expected, mut saved_expected_us) = (0usize, 0.0);
+    for (i, &(name, dur)) in outermost.iter().enumerate() {
+        let next = outermost.get(i + 1).map(|o| o.0);
+        if name == "aten::batch_norm" {
+            saved_expected_us += dur / 2.0;
+            if let Some(relu) = next.filter(|n| n.starts_with("aten::relu")) {
+                removed_expected += 1;
+                saved_expected_us += outermost[i + 1].1;
+                assert!(relu == "aten::relu" || relu == "aten::relu_");
+            }
+        }
+        if name.ends_with(": NativeBatchNormBackward0") {
+            saved_expected_us += dur / 2.0;
+        }
+        if name.ends_with(": ReluBackward0")
+            && next.is_some_and(|n| n.ends_with(": NativeBatchNormBackward0"))
+        {
+            removed_expected += 1;
+            saved_expected_us += dur;
+        }
+    }
+    // Five batch norms a step, each with its ReLU and its ReLU's gradient.
+    assert_eq!(removed_expected, 10 * steady.len(), "{outermost:?}");
+
+    // The host ops the prediction no longer runs.
+    let kept: std::collections::BTreeSet<_> = outcome.graph.event.iter().copied().collect();
+    let mut removed_names: Vec<&str> = (0..g.task_count())
+        .filter(|&t| g.kind[t] == TaskKind::CpuOp && !kept.contains(&g.event[t]))
+        .filter(|&t| g.step[t] != NO_STEP && g.step[t] >= 1)
+        .map(|t| loaded.trace.names.get(g.name[t]))
+        .collect();
+    removed_names.sort_unstable();
+    assert_eq!(removed_names.len(), removed_expected, "{removed_names:?}");
+    assert!(
+        removed_names
+            .iter()
+            .all(|n| n.starts_with("aten::relu") || n.ends_with(": ReluBackward0"))
+    );
+    // Saved: at least the removed ops and half the batch norms (the Python between removed
+    // ops goes too), within 1 µs a step of rounding.
+    let saved_per_step_ns = outcome.host_saved_ns() as f64;
+    let expected_ns = saved_expected_us * 1e3 / steady_steps;
+    assert!(
+        saved_per_step_ns >= expected_ns - 1e3,
+        "saved {saved_per_step_ns} ns a step, expected at least {expected_ns}"
+    );
+    // And not much more: the dropped gaps are the ReLUs' dispatch, a tenth of the rest.
+    assert!(
+        saved_per_step_ns <= expected_ns * 1.3,
+        "saved {saved_per_step_ns} ns a step against {expected_ns}"
+    );
 }
 
 /// vDNN offloading: two copies per offloaded op on one new stream; the step is slower by at

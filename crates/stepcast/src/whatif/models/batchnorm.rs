@@ -152,12 +152,16 @@ pub fn caveats(context: &Context<'_>) -> Vec<String> {
     caveats
 }
 
-/// What the model does on a CPU-only trace, where Daydream's figure was measured on GPU
-/// kernels.
+/// What the model does on a CPU-only trace, and how its realizations did there
+/// (`cpu-batchnorm-pairs/`, `docs/accuracy.md`).
 const CPU_CAVEAT: &str = "the trace records no device work: each batch-norm op's host time is \
      halved, its dispatch included, and the element-wise ops beside it go with the Python \
      between them, as if each restructured batch norm were one op of its own; the ½ was \
-     measured on GPU kernels, not a CPU's";
+     measured on GPU kernels. On a 2-core CPU a hand-fused batch norm + ReLU (forward and \
+     backward each one compiled function) gained what this predicts at batch 32 and nothing at \
+     batch 8, where its fixed cost per call matched the passes it saved; `torch.compile` of \
+     each batch norm with its ReLU made the step 1.5-1.7× slower (Inductor's training graph of \
+     batch norm, torch 2.15)";
 
 /// What the model's ½ stands on, for its caveats: a figure, not a measurement.
 const CAVEAT: &str = "every batch-norm kernel takes ½ its time and the element-wise \
