@@ -156,8 +156,8 @@ pub fn caveats(context: &Context<'_>) -> Vec<String> {
 /// (`cpu-batchnorm-pairs/`, `docs/accuracy.md`).
 const CPU_CAVEAT: &str = "the trace records no device work: each batch-norm op's host time is \
      halved, its dispatch included, and the element-wise ops beside it go with the Python \
-     between them, as if each restructured batch norm were one op of its own; the ½ was \
-     measured on GPU kernels. On a 2-core CPU a hand-fused batch norm + ReLU (forward and \
+     between them, as if each restructured batch norm were one op of its own; the ½ is a GPU \
+     kernel's figure. On a 2-core CPU a hand-fused batch norm + ReLU (forward and \
      backward each one compiled function) gained what this predicts at batch 32 and nothing at \
      batch 8, where its fixed cost per call matched the passes it saved; `torch.compile` of \
      each batch norm with its ReLU made the step 1.5-1.7× slower (Inductor's training graph of \
