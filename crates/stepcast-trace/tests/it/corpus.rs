@@ -8,7 +8,7 @@ use stepcast_trace::{EventKind, LaneKind, ReadError, Runtime, Trace};
 use crate::{FileKind, corpus};
 
 /// Kineto traces and Execution Traces under `testdata/kineto/` (see `testdata/README.md`).
-const KINETO_FILES: usize = 579;
+const KINETO_FILES: usize = 587;
 const EXECUTION_TRACES: usize = 5;
 
 /// Checks that hold for any successfully read trace. Returns the problems found.

@@ -1111,7 +1111,10 @@ fn reconstruct_batchnorm_on_a_cpu_trace_halves_batch_norm_ops_and_removes_their_
     let gain_ns = outcome.baseline.step_ns - outcome.predicted.step_ns;
     let bound_ns = outcome.bound_ns.expect("assessed");
     // Within the replay's rounding of per-step means (1 µs, as `invariants.py` allows).
-    assert!(gain_ns <= bound_ns + 1_000, "gain {gain_ns} ns, bound {bound_ns} ns");
+    assert!(
+        gain_ns <= bound_ns + 1_000,
+        "gain {gain_ns} ns, bound {bound_ns} ns"
+    );
     assert_eq!(outcome.anomaly, None);
 
     // The reference: the thread's outermost ops in the steady steps (every ProfilerStep but
