@@ -301,7 +301,9 @@ pub fn pytorch(facts: &Facts, m: &Move) -> String {
                 .to_string(),
             "cuda_graphs" => "capture the step with torch.cuda.graphs (torch.cuda.make_graphed_callables, or torch.compile(mode=\"reduce-overhead\"))".to_string(),
             "remove_syncs" => "remove host synchronizations (.item(), .cpu(), .tolist(), torch.cuda.synchronize) from the step".to_string(),
-            "reconstruct_batchnorm" => "fuse batch norm with its neighbours (torch.compile, or torch.fx's conv-bn fusion at inference)".to_string(),
+            // On a CPU, `torch.compile` of a batch norm in training made the step slower
+            // (`cpu-batchnorm-pairs/`): the hand-fused function is what gained there.
+            "reconstruct_batchnorm" => "fuse batch norm with its neighbours (on a GPU torch.compile or cuDNN's fused batch norm + ReLU; on a CPU one hand-fused batch norm + ReLU function, as testdata/kineto/stepcast/cpu-pairs/record.py's BatchNormReLU: torch.compile's training graph of batch norm ran slower than eager there; torch.fx's conv-bn fusion at inference)".to_string(),
             other => format!("apply {other}"),
         },
         Move::Recompute { percent } => format!(
