@@ -39,9 +39,9 @@ pub fn elementwise_throughput(
 }
 
 /// [`elementwise_throughput`] of a trace without device work: over the forward's CPU ops of
-/// one plain element-wise pass (`aten::relu`, `aten::add`: [`super::is_elementwise_op`]), their first
-/// input's bytes over their host time (the op's dispatch included, as an encoding op's would
-/// be).
+/// one plain element-wise pass (`aten::relu`, `aten::add`: [`super::is_elementwise_op`]),
+/// their first input's bytes over their host time (the op's dispatch included, as an encoding
+/// op's would be).
 fn host_elementwise_throughput(
     context: &Context<'_>,
     units: &[ForwardUnit],
