@@ -114,6 +114,57 @@ fn caveats_name_what_limits_the_window() {
     }
 }
 
+/// A cold start in the warm-up step is not a steady cost: the outlier caveat weighs the steps
+/// a prediction is made over. PyTorch 1.8's autograd-API ResNet-50 (steps inferred from its
+/// loop's ranges) runs one `cudaLaunchKernel` of over a second in its first step: no caveat
+/// over its steady steps, and the caveat again when the whole window is read as one step.
+#[test]
+fn a_cold_start_in_the_warm_up_step_is_not_a_steady_cost() {
+    const AUTOGRAD_API: &str =
+        "kineto/tb_plugin/samples/resnet50_autograd_api_num_workers_0/worker0.pt.trace.json.gz";
+    let (trace, window) = load(AUTOGRAD_API);
+    // The premise, from the graph: the longest launch is in the warm-up step.
+    let g = &window.graph;
+    let replay = stepcast::replay::self_replay(&window).expect("replays");
+    let longest = (0..g.task_count())
+        .filter(|&t| trace.name(g.name[t]) == "cudaLaunchKernel")
+        .max_by_key(|&t| g.rec_end_ns[t] - g.rec_start_ns[t])
+        .expect("launches");
+    assert!(g.rec_end_ns[longest] - g.rec_start_ns[longest] > 1_000_000_000);
+    let step = &replay.steps[g.step[longest] as usize];
+    assert!(!step.steady, "step {} is steady", step.number);
+    let mapping = map(&trace, &window);
+    let context = Context::new(&trace, &window, &mapping);
+    let steady = apply_models(&context, &[Model::RemoveSyncs]).expect("predicts");
+    assert!(
+        !steady
+            .caveats
+            .iter()
+            .any(|c| c.contains("cold-start outlier")),
+        "{:?}",
+        steady.caveats
+    );
+    // The whole window as one step: the launch weighs on it.
+    let options = stepcast_trace::ReadOptions {
+        step_range: Some(regex::Regex::new("^no range has this name$").expect("regex")),
+        ..stepcast_trace::ReadOptions::default()
+    };
+    let whole = stepcast_trace::read_trace_with(&super::testdata(AUTOGRAD_API), &options)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let window = stepcast::graph::build(&whole, &stepcast::graph::BuildOptions::default());
+    let mapping = map(&whole, &window);
+    let context = Context::new(&whole, &window, &mapping);
+    let outcome = apply_models(&context, &[Model::RemoveSyncs]).expect("predicts");
+    assert!(
+        outcome
+            .caveats
+            .iter()
+            .any(|c| c.contains("cold-start outlier") && c.contains("cudaLaunchKernel")),
+        "{:?}",
+        outcome.caveats
+    );
+}
+
 /// A model that is an upper bound by construction says which assumption makes it one.
 #[test]
 fn an_upper_bound_says_so() {
