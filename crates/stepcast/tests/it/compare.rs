@@ -965,8 +965,8 @@ const XEON_LOADER: &str = "the same programs recorded again on another host (a 2
      fixed before recording (`cpu-loader-pairs/README.md`). With 4 workers on `loader` the \
      model gains the whole loading (25.0 ms a step, its bound): the cores' bound ((29.2 + 25.0) \
      / 2 ms) is below the training process's own 29.2 ms, so nothing is charged for the four \
-     worker processes on two cores, and the traced steps took 31-35 ms (×1.57 without the \
-     profiler where ×1.86 is predicted): on this host the workers slowed the training process \
+     worker processes on two cores, and the traced steps took 28-44 ms, a period of 34.6 \
+     (×1.57 without the profiler where ×1.86 is predicted): on this host the workers slowed the training process \
      beyond what the bound counts, where on the AMD host the same pairs were within +1.2 to \
      +9.6 %";
 
