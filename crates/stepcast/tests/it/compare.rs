@@ -1815,84 +1815,78 @@ const PAIRS: &[Pair] = &[
         "stepcast/cpu-loader-pairs/xeon/loader-workers1.json.gz",
         "`DataLoader(num_workers=0)` → `num_workers=1` (small CNN, CPU-side preprocessing, quiet 2-core \
          Intel Xeon)",
-        &[Check {
-            model: "prefetch_inputs",
-            params: Some(&WORKERS_1_ON_2_CORES),
-            bar: Bar::Traced(0.10),
-            direction: true,
-            note: XEON_LOADER,
-            host_from: None,
-        }],
+        &[held_with(
+            "prefetch_inputs",
+            &WORKERS_1_ON_2_CORES,
+            Bar::Traced(0.10),
+            true,
+            XEON_LOADER,
+        )],
     ),
     cpu(
         "stepcast/cpu-loader-pairs/xeon/loader-workers0.json.gz",
         "stepcast/cpu-loader-pairs/xeon/loader-workers2.json.gz",
         "`DataLoader(num_workers=0)` → `num_workers=2` (small CNN, CPU-side preprocessing, quiet 2-core \
          Intel Xeon)",
-        &[Check {
-            model: "prefetch_inputs",
-            params: Some(&WORKERS_2_ON_2_CORES),
-            bar: Bar::Traced(0.10),
-            direction: true,
-            note: XEON_LOADER,
-            host_from: None,
-        }],
+        &[held_with(
+            "prefetch_inputs",
+            &WORKERS_2_ON_2_CORES,
+            Bar::Traced(0.10),
+            true,
+            XEON_LOADER,
+        )],
     ),
     cpu(
         "stepcast/cpu-loader-pairs/xeon/loader-workers0.json.gz",
         "stepcast/cpu-loader-pairs/xeon/loader-workers4.json.gz",
         "`DataLoader(num_workers=0)` → `num_workers=4` (small CNN, CPU-side preprocessing, quiet 2-core \
          Intel Xeon)",
-        &[Check {
-            model: "prefetch_inputs",
-            params: Some(&WORKERS_4_ON_2_CORES),
-            bar: Bar::Missed(&Bar::Traced(0.10)),
-            direction: true,
-            note: XEON_LOADER,
-            host_from: None,
-        }],
+        &[held_with(
+            "prefetch_inputs",
+            &WORKERS_4_ON_2_CORES,
+            Bar::Missed(&Bar::Traced(0.10)),
+            true,
+            XEON_LOADER,
+        )],
     ),
     cpu(
         "stepcast/cpu-loader-pairs/xeon/heavyloader-workers0.json.gz",
         "stepcast/cpu-loader-pairs/xeon/heavyloader-workers1.json.gz",
         "`DataLoader(num_workers=0)` → `num_workers=1` (small CNN, 224 × 224 images, quiet 2-core \
          Intel Xeon)",
-        &[Check {
-            model: "prefetch_inputs",
-            params: Some(&WORKERS_1_ON_2_CORES),
-            bar: Bar::Traced(0.10),
-            direction: true,
-            note: XEON_LOADER,
-            host_from: None,
-        }],
+        &[held_with(
+            "prefetch_inputs",
+            &WORKERS_1_ON_2_CORES,
+            Bar::Traced(0.10),
+            true,
+            XEON_LOADER,
+        )],
     ),
     cpu(
         "stepcast/cpu-loader-pairs/xeon/heavyloader-workers0.json.gz",
         "stepcast/cpu-loader-pairs/xeon/heavyloader-workers2.json.gz",
         "`DataLoader(num_workers=0)` → `num_workers=2` (small CNN, 224 × 224 images, quiet 2-core \
          Intel Xeon)",
-        &[Check {
-            model: "prefetch_inputs",
-            params: Some(&WORKERS_2_ON_2_CORES),
-            bar: Bar::Missed(&Bar::Traced(0.10)),
-            direction: true,
-            note: XEON_LOADER_UNTRACED_WORKERS,
-            host_from: None,
-        }],
+        &[held_with(
+            "prefetch_inputs",
+            &WORKERS_2_ON_2_CORES,
+            Bar::Missed(&Bar::Traced(0.10)),
+            true,
+            XEON_LOADER_UNTRACED_WORKERS,
+        )],
     ),
     cpu(
         "stepcast/cpu-loader-pairs/xeon/heavyloader-workers0.json.gz",
         "stepcast/cpu-loader-pairs/xeon/heavyloader-workers4.json.gz",
         "`DataLoader(num_workers=0)` → `num_workers=4` (small CNN, 224 × 224 images, quiet 2-core \
          Intel Xeon)",
-        &[Check {
-            model: "prefetch_inputs",
-            params: Some(&WORKERS_4_ON_2_CORES),
-            bar: Bar::Missed(&Bar::Traced(0.10)),
-            direction: true,
-            note: XEON_LOADER_UNTRACED_WORKERS,
-            host_from: None,
-        }],
+        &[held_with(
+            "prefetch_inputs",
+            &WORKERS_4_ON_2_CORES,
+            Bar::Missed(&Bar::Traced(0.10)),
+            true,
+            XEON_LOADER_UNTRACED_WORKERS,
+        )],
     ),
     cpu(
         "stepcast/cpu-thread-pairs/mlp-threads1.json.gz",

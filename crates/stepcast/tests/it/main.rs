@@ -54,6 +54,19 @@ pub(crate) fn load(relative: &str) -> (Trace, Window) {
     (trace, window)
 }
 
+/// [`load`] with the whole window read as one step, as a trace without steps is: a
+/// `--step-range` that matches nothing keeps it so (no steps inferred from the loop's ranges).
+pub(crate) fn load_as_one_window(relative: &str) -> (Trace, Window) {
+    let options = stepcast_trace::ReadOptions {
+        step_range: Some(regex::Regex::new("^no range has this name$").expect("regex")),
+        ..stepcast_trace::ReadOptions::default()
+    };
+    let trace = stepcast_trace::read_trace_with(&testdata(relative), &options)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let window = build(&trace, &BuildOptions::default());
+    (trace, window)
+}
+
 const HTA: &str = "HolisticTraceAnalysis/tests/data";
 
 // ---------------------------------------------------------------------------------------------

@@ -334,16 +334,10 @@ fn loader_stalls_are_calls_past_the_median_of_their_identical_calls() {
 #[test]
 fn prefetch_contention_is_charged_once_for_the_process() {
     // The whole window as one step, as it was read before steps were inferred from the loop's
-    // ranges: a `--step-range` that matches nothing keeps it so.
-    let path = super::testdata(
+    // ranges.
+    let (trace, window) = super::load_as_one_window(
         "kineto/tb_plugin/samples/resnet50_autograd_api_num_workers_0/worker0.pt.trace.json.gz",
     );
-    let options = stepcast_trace::ReadOptions {
-        step_range: Some(regex::Regex::new("^no range has this name$").expect("regex")),
-        ..stepcast_trace::ReadOptions::default()
-    };
-    let trace = stepcast_trace::read_trace_with(&path, &options).unwrap_or_else(|e| panic!("{e}"));
-    let window = build(&trace, &BuildOptions::default());
     assert!(matches!(window.steps.as_slice(), [step] if step.synthetic));
     let mapping = map(&trace, &window);
     let context = Context::new(&trace, &window, &mapping);

@@ -145,13 +145,7 @@ fn a_cold_start_in_the_warm_up_step_is_not_a_steady_cost() {
         steady.caveats
     );
     // The whole window as one step: the launch weighs on it.
-    let options = stepcast_trace::ReadOptions {
-        step_range: Some(regex::Regex::new("^no range has this name$").expect("regex")),
-        ..stepcast_trace::ReadOptions::default()
-    };
-    let whole = stepcast_trace::read_trace_with(&super::testdata(AUTOGRAD_API), &options)
-        .unwrap_or_else(|e| panic!("{e}"));
-    let window = stepcast::graph::build(&whole, &stepcast::graph::BuildOptions::default());
+    let (whole, window) = super::load_as_one_window(AUTOGRAD_API);
     let mapping = map(&whole, &window);
     let context = Context::new(&whole, &window, &mapping);
     let outcome = apply_models(&context, &[Model::RemoveSyncs]).expect("predicts");
