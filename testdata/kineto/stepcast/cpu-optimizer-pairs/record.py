@@ -28,6 +28,8 @@ OPTIMIZERS = {
     "adam": lambda params, **kw: torch.optim.Adam(params, lr=1e-4, **kw),
     "adamw": lambda params, **kw: torch.optim.AdamW(params, lr=1e-4, weight_decay=0.01, **kw),
     "sgd": lambda params, **kw: torch.optim.SGD(params, lr=1e-2, momentum=0.9, **kw),
+    "adagrad": lambda params, **kw: torch.optim.Adagrad(params, lr=1e-2, **kw),
+    "amsgrad": lambda params, **kw: torch.optim.Adam(params, lr=1e-4, amsgrad=True, **kw),
 }
 IMPLEMENTATIONS = {
     "loop": {"foreach": False},
@@ -57,7 +59,46 @@ def gelu_mlp():
     return model, (torch.randn(64, 768), torch.randn(64, 768)), F.mse_loss
 
 
+class EmbeddingMlp(nn.Module):
+    """A bag of 16 token embeddings (vocabulary 50 000, width 128, a dense gradient) averaged,
+    then 128 → 256 → 10: one 6.4 M-element table, most of whose rows no batch touches."""
+
+    def __init__(self):
+        super().__init__()
+        self.embedding = nn.Embedding(50_000, 128)
+        self.head = nn.Sequential(nn.Linear(128, 256), nn.ReLU(), nn.Linear(256, 10))
+
+    def forward(self, tokens):
+        return self.head(self.embedding(tokens).mean(dim=1))
+
+
+def embedding_mlp():
+    """`EmbeddingMlp`, batch 64 of 16 tokens, cross entropy over 10 classes."""
+    tokens = torch.randint(0, 50_000, (64, 16))
+    return EmbeddingMlp(), (tokens, torch.randint(0, 10, (64,))), F.cross_entropy
+
+
+class Lstm(nn.Module):
+    """A 2-layer LSTM (input 64, hidden 256) and a linear head on its last output."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(64, 256, num_layers=2, batch_first=True)
+        self.head = nn.Linear(256, 10)
+
+    def forward(self, x):
+        out, _ = self.lstm(x)
+        return self.head(out[:, -1])
+
+
+def lstm():
+    """`Lstm`, batch 16 of 32 steps: 10 parameter tensors of up to 262 k elements."""
+    return Lstm(), (torch.randn(16, 32, 64), torch.randint(0, 10, (16,))), F.cross_entropy
+
+
 WORKLOADS = {
+    "embmlp": embedding_mlp,
+    "lstm": lstm,
     "mlp": cpu_pairs.mlp,
     "gelumlp": gelu_mlp,
     "widemlp": wide_mlp,

@@ -12,16 +12,27 @@
 //! than one element; conversions, copies, allocations and scalar ops stay as recorded) and the
 //! untraced time after each are replaced by one op costing
 //!
-//! `dispatch + traffic_ratio × Σ (op − dispatch)`
+//! `dispatch + traffic_ratio × Σ (paced op − dispatch)`
 //!
-//! where `traffic_ratio` is the fused kernel's tensor traffic over the loop's (elements read
-//! and written, from the ops' recorded shapes: [`UpdateOps::traffic`]), and `dispatch` is the
-//! recorded cost of an update op on a tensor too small to take time beyond its dispatch.
+//! where the *paced* ops are the loop's multiply-add passes ([`is_multiply_add`]: `lerp_`,
+//! `mul_`, `addcmul_`, `add_`, `addcdiv_`...), `traffic_ratio` is the fused kernel's tensor
+//! traffic over theirs (elements read and written, from the ops' recorded shapes:
+//! [`UpdateOps::traffic`]), and `dispatch` is the recorded cost of an update op on a tensor too
+//! small to take time beyond its dispatch. So the fused kernel makes its passes at the pace the
+//! loop's own multiply-add passes ran, on these tensors, on this machine.
+//!
+//! **Why not all the loop's ops**: the others (`sqrt`, `div`) cost more per element than their
+//! traffic: their arithmetic, and PyTorch's CPU `sqrt` slows on exact zeros in Adam's second
+//! moment (dead ReLU units: `cpu-optimizer-pairs/zeros_in_sqrt.py`); the fused kernel does that
+//! arithmetic vectorized inside its passes. On the nine CPU pairs seen when this was written
+//! the fused kernel ran its passes 0.8-1.6× the time of the loop's multiply-add passes (0.6-3.3×
+//! the loop's average pass: the ratio over all ops, written first, predicted up to 40 % too
+//! little gain). Where no multiply-add op is recorded, every op paces.
+//!
 //! **Assumption**: the update's passes are bound by the traffic through memory and cache, as
-//! element-wise kernels are, so one pass of the same arithmetic costs what the passes cost per
-//! element moved; where the arithmetic binds instead (a compute-bound `sqrt`), the fused op is
-//! slower than this, up to `traffic_ratio = 1` (only the dispatches saved). No constant is
-//! fitted: the ratio comes from the update's shapes and the optimizer's state
+//! multiply-add kernels are; where the arithmetic binds the fused kernel instead, it is slower
+//! than this, up to the loop's time less its dispatches (the op never costs more than that).
+//! No constant is fitted: the ratio comes from the update's shapes and the optimizer's state
 //! ([`state_tensors`]), the costs from the trace.
 //!
 //! A trace recorded without shapes (`record_shapes=False`, the profiler's default) still names
@@ -29,7 +40,7 @@
 //! dispatches is taken to read and write whole parameter tensors, as many as its name says
 //! ([`passes_by_name`]: a binary op's other operand a scalar). A step counter's `add_` on its
 //! one-element tensor, slowed by the profiler as much as the others, counts two passes too
-//! many (Adam: 21 for 19).
+//! many (Adam: 21 for 19; 17 for the 15 of its multiply-add ops).
 
 use std::collections::BTreeMap;
 
@@ -67,7 +78,12 @@ pub struct HostUpdates {
     /// Tensor passes per parameter element the loop's ops make (elements they read and write
     /// over the parameters' elements).
     pub loop_passes: f64,
-    /// The fused kernel's elements read and written over the loop's.
+    /// Of them, the passes of the multiply-add ops that pace the fused kernel (all of them
+    /// where the loop has none).
+    pub paced_passes: f64,
+    /// The paced ops' share of the update ops' time beyond their dispatch.
+    pub paced_share: f64,
+    /// The fused kernel's elements read and written over the paced ops'.
     pub traffic_ratio: f64,
     /// Tensors per parameter element the fused kernel reads and writes; `None` for an optimizer
     /// whose state is unknown (then `traffic_ratio` is 1: only dispatches are saved).
@@ -153,6 +169,30 @@ fn passes_by_name(name: &str) -> i64 {
     }
 }
 
+/// Whether an update op's arithmetic per element is a multiply-add or less (`add_`, `mul_`,
+/// `lerp_`, `addcmul_`, `addcdiv_`, a comparison): its time is its passes through memory, the
+/// pace of a fused kernel's. `sqrt`, `div`, `pow`, `exp` and kin are not: their arithmetic, or
+/// their inputs' values, can cost more than their traffic.
+fn is_multiply_add(name: &str) -> bool {
+    let op = name.strip_prefix("aten::").unwrap_or(name);
+    let op = op.strip_prefix("_foreach_").unwrap_or(op);
+    matches!(
+        op.trim_end_matches('_'),
+        "add"
+            | "sub"
+            | "mul"
+            | "lerp"
+            | "addcmul"
+            | "addcdiv"
+            | "neg"
+            | "zero"
+            | "fill"
+            | "maximum"
+            | "minimum"
+            | "clamp"
+    )
+}
+
 /// Ops under an optimizer step that are no part of its arithmetic: conversions, copies,
 /// allocations, views and reads of a scalar. They stay as recorded.
 fn is_bookkeeping(name: &str) -> bool {
@@ -231,6 +271,8 @@ struct UpdateOp {
     first_input: Vec<i64>,
     /// 0 where the trace recorded no shapes.
     traffic: i64,
+    /// A multiply-add op ([`is_multiply_add`]).
+    multiply_add: bool,
 }
 
 impl UpdateOp {
@@ -241,12 +283,14 @@ impl UpdateOp {
         if is_bookkeeping(trace.name(name)) {
             return None;
         }
+        let multiply_add = is_multiply_add(trace.name(name));
         if !shapes {
             return Some(UpdateOp {
                 name,
                 event,
                 first_input: Vec::new(),
                 traffic: 0,
+                multiply_add,
             });
         }
         let tensors = tensors(trace.inputs_of(event)?, parameters);
@@ -272,6 +316,7 @@ impl UpdateOp {
             event,
             first_input,
             traffic: read.saturating_add(written),
+            multiply_add,
         })
     }
 }
@@ -341,10 +386,11 @@ impl UpdateOps {
         }
     }
 
-    /// Elements read and written by the loop's ops.
-    fn traffic(&self) -> i64 {
+    /// Elements read and written by the loop's ops (`paced_only`: by its multiply-add ops).
+    fn traffic(&self, paced_only: bool) -> i64 {
         self.ops
             .iter()
+            .filter(|op| !paced_only || op.multiply_add)
             .fold(0i64, |sum, op| sum.saturating_add(op.traffic))
     }
 
@@ -476,8 +522,15 @@ pub fn host_updates(context: &Context<'_>) -> Option<HostUpdates> {
     let ops_per_parameter = tensors_updated / parameters.max(1);
     let fused_passes =
         state_tensors(&optimizer, &op_names, ops_per_parameter).map(|states| 3 + 2 * states);
-    let loop_passes = if widest.shapes {
-        widest.traffic() as f64 / parameter_elements.max(1) as f64
+    // The multiply-add ops pace the fused kernel; a loop with none of them is paced by all.
+    let paced_only = widest.ops.iter().any(|op| op.multiply_add);
+    let paces = |op: &UpdateOp| !paced_only || op.multiply_add;
+    let (loop_passes, paced_passes) = if widest.shapes {
+        let per_element = |traffic: i64| traffic as f64 / parameter_elements.max(1) as f64;
+        (
+            per_element(widest.traffic(false)),
+            per_element(widest.traffic(paced_only)),
+        )
     } else {
         // A per-tensor loop repeats one sequence of ops per parameter (a `_foreach_` update is
         // one sequence): the passes of the parameter whose ops took longest, counting the ops
@@ -496,31 +549,40 @@ pub fn host_updates(context: &Context<'_>) -> Option<HostUpdates> {
             .chunks(period)
             .max_by_key(|ops| ops.iter().map(dur_ns).sum::<i64>())
             .unwrap_or(&[]);
-        let passes: i64 = heaviest
-            .iter()
-            .filter(|op| dur_ns(op) > 2 * dispatch_ns)
-            .map(|op| passes_by_name(trace.name(op.name)))
-            .sum();
-        passes as f64
+        let passes = |paced: bool| -> f64 {
+            heaviest
+                .iter()
+                .filter(|op| dur_ns(op) > 2 * dispatch_ns && (!paced || paces(op)))
+                .map(|op| passes_by_name(trace.name(op.name)))
+                .sum::<i64>() as f64
+        };
+        (passes(false), passes(true))
     };
+    // `None`: an optimizer whose state is unknown, charged the loop's time (×1 of all ops).
     let traffic_ratio = match fused_passes {
-        Some(passes) if loop_passes > 0.0 => (passes as f64 / loop_passes).min(1.0),
-        _ => 1.0,
+        Some(passes) if paced_passes > 0.0 => Some(passes as f64 / paced_passes),
+        _ => None,
     };
+    let mut work_total_ns = 0i64;
+    let mut paced_total_ns = 0i64;
     let steps = ranges
         .iter()
         .map(|(task, ops)| {
             let update_ns: i64 = ops.with_gap_ns.iter().sum();
-            let work_ns: i64 = ops
-                .ops
-                .iter()
-                .map(|op| (trace.events[op.event.index()].dur_ns - dispatch_ns).max(0))
-                .sum();
-            let fused_ns = dispatch_ns + (traffic_ratio * work_ns as f64).round() as i64;
+            let work = |op: &UpdateOp| (trace.events[op.event.index()].dur_ns - dispatch_ns).max(0);
+            let work_ns: i64 = ops.ops.iter().map(work).sum();
+            let paced_ns: i64 = ops.ops.iter().filter(|op| paces(op)).map(work).sum();
+            work_total_ns += work_ns;
+            paced_total_ns += paced_ns;
+            // Never more than the loop's ops beyond their dispatch: a fused kernel bound by
+            // its arithmetic does that arithmetic once, as the loop did.
+            let fused_work_ns = traffic_ratio.map_or(work_ns, |ratio| {
+                ((ratio * paced_ns as f64).round() as i64).min(work_ns)
+            });
             HostStep {
                 task: *task,
                 update_ns,
-                fused_ns: fused_ns.min(update_ns),
+                fused_ns: (dispatch_ns + fused_work_ns).min(update_ns),
             }
         })
         .collect();
@@ -531,7 +593,9 @@ pub fn host_updates(context: &Context<'_>) -> Option<HostUpdates> {
         parameters,
         parameter_elements,
         loop_passes,
-        traffic_ratio,
+        paced_passes,
+        paced_share: paced_total_ns as f64 / work_total_ns.max(1) as f64,
+        traffic_ratio: traffic_ratio.unwrap_or(1.0),
         fused_passes,
         shapes: widest.shapes,
         dispatch_ns,

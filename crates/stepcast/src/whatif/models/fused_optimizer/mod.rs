@@ -76,13 +76,24 @@ pub fn caveats(context: &Context<'_>) -> Vec<String> {
          taken to read and write whole parameter tensors, a binary op's other operand a \
          scalar (a step counter's one-element `add_` counts two passes too many)"
     };
+    // The ops that do not pace it (Adam's `sqrt` and `div`), where the loop has any.
+    let within = if updates.paced_share < 0.999 {
+        ", the loop's other ops done within them (their arithmetic, or their values, cost more \
+         per element than their traffic)"
+    } else {
+        ""
+    };
     let how = match updates.fused_passes {
         Some(passes) => format!(
             "{passes} tensor passes per parameter element (reading the parameter, its \
              gradient and state once, writing the parameter and state once) over the \
-             loop's {:.1}, {counted}; where the arithmetic, not the traffic \
-             through memory, binds the update, the fused op is slower, up to the loop's time \
-             less its dispatches",
+             {:.1} of the loop's multiply-add ops ({:.0} % of its time beyond dispatch; \
+             {:.1} passes in all), {counted}: the fused kernel's passes at the pace of the \
+             loop's multiply-add passes{within}; where the arithmetic, not the traffic \
+             through memory, binds the update, the fused op is slower, up to the \
+             loop's time less its dispatches",
+            updates.paced_passes,
+            100.0 * updates.paced_share,
             updates.loop_passes
         ),
         None => format!(
@@ -118,7 +129,7 @@ pub fn caveats(context: &Context<'_>) -> Vec<String> {
     caveats.push(format!(
         "the {} update runs on the host (no device kernels): per step, {} update ops on \
          {tensors}, {} with the Python loop between them, become one fused op of \
-         {}: one dispatch ({:.1} µs: {}) plus ×{:.2} of the ops' \
+         {}: one dispatch ({:.1} µs: {}) plus ×{:.2} of the multiply-add ops' \
          time beyond their dispatch, the fused kernel's {how}",
         updates.optimizer,
         updates.ops_per_step,
