@@ -8,7 +8,7 @@ use stepcast_trace::{EventKind, LaneKind, ReadError, Runtime, Trace};
 use crate::{FileKind, corpus};
 
 /// Kineto traces and Execution Traces under `testdata/kineto/` (see `testdata/README.md`).
-const KINETO_FILES: usize = 596;
+const KINETO_FILES: usize = 604;
 const EXECUTION_TRACES: usize = 5;
 
 /// Checks that hold for any successfully read trace. Returns the problems found.
@@ -286,6 +286,14 @@ Expect { file: "stepcast/cpu-loader-pairs/heavyloader-workers0.json.gz", records
     Expect { file: "stepcast/cpu-optimizer-pairs/widemlp-adam-fused.json.gz", records: 1835, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-optimizer-pairs/xeon/cnn-adam-fused.json.gz", records: 3383, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-optimizer-pairs/xeon/cnn-adam-loop.json.gz", records: 5207, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-optimizer-pairs/xeon/embmlp-adam-fused.json.gz", records: 1325, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-optimizer-pairs/xeon/embmlp-adam-loop.json.gz", records: 1853, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-optimizer-pairs/xeon/gelumlp-amsgrad-fused.json.gz", records: 2657, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-optimizer-pairs/xeon/gelumlp-amsgrad-loop.json.gz", records: 4013, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-optimizer-pairs/xeon/lstm-adam-fused.json.gz", records: 1817, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-optimizer-pairs/xeon/lstm-adam-loop.json.gz", records: 2885, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-optimizer-pairs/xeon/mlp-adagrad-fused.json.gz", records: 6941, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-optimizer-pairs/xeon/mlp-adagrad-loop.json.gz", records: 8273, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-optimizer-pairs/xeon/mlp-adam-foreach.json.gz", records: 10655, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-optimizer-pairs/xeon/mlp-adam-fused.json.gz", records: 6941, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-optimizer-pairs/xeon/mlp-adam-loop.json.gz", records: 10385, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },

@@ -245,6 +245,22 @@ const FUSED_PAIRS: &[(&str, &str)] = &[
         "cpu-optimizer-pairs/xeon/transformer-adamw-loop",
         "cpu-optimizer-pairs/xeon/transformer-adamw-fused",
     ),
+    (
+        "cpu-optimizer-pairs/xeon/embmlp-adam-loop",
+        "cpu-optimizer-pairs/xeon/embmlp-adam-fused",
+    ),
+    (
+        "cpu-optimizer-pairs/xeon/lstm-adam-loop",
+        "cpu-optimizer-pairs/xeon/lstm-adam-fused",
+    ),
+    (
+        "cpu-optimizer-pairs/xeon/mlp-adagrad-loop",
+        "cpu-optimizer-pairs/xeon/mlp-adagrad-fused",
+    ),
+    (
+        "cpu-optimizer-pairs/xeon/gelumlp-amsgrad-loop",
+        "cpu-optimizer-pairs/xeon/gelumlp-amsgrad-fused",
+    ),
 ];
 
 /// The fused op the model prices, held to the one AFTER ran: its recorded `_fused_*` op per
