@@ -94,6 +94,13 @@ pub struct HostUpdates {
     pub shapes: bool,
     pub dispatch_ns: i64,
     pub dispatch_from: Dispatch,
+    /// The most elements of one tensor an out-of-place update op (`sqrt`, `div`: a name
+    /// without PyTorch's trailing `_`) allocated for its result, per call; 0 without shapes.
+    /// On a CPU the host allocator can hand results of a few MiB back to the kernel when they
+    /// are freed and take fresh pages for the next ones, every step: page faults in the update
+    /// and in the phases after it (`cpu-optimizer-pairs/faults_per_step.py`), which a fused
+    /// update, allocating nothing, no longer causes. The model does not charge them.
+    pub largest_temporary_elements: i64,
 }
 
 /// Where the cost of one dispatch came from.
@@ -511,6 +518,13 @@ pub fn host_updates(context: &Context<'_>) -> Option<HostUpdates> {
     // Shapes and ratio from the range with the most update ops (a full step).
     let (_, widest) = ranges.iter().max_by_key(|(_, ops)| ops.ops.len())?;
     let (parameters, parameter_elements) = widest.parameters();
+    let largest_temporary_elements = widest
+        .ops
+        .iter()
+        .filter(|op| !trace.name(op.name).ends_with('_'))
+        .flat_map(|op| op.first_input.iter().copied())
+        .max()
+        .unwrap_or(0);
     let mut op_names: Vec<&str> = widest.ops.iter().map(|op| trace.name(op.name)).collect();
     op_names.sort_unstable();
     op_names.dedup();
@@ -600,5 +614,6 @@ pub fn host_updates(context: &Context<'_>) -> Option<HostUpdates> {
         shapes: widest.shapes,
         dispatch_ns,
         dispatch_from,
+        largest_temporary_elements,
     })
 }
