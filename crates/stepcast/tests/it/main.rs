@@ -1,5 +1,6 @@
 //! Graph and replay checks against real traces (copied byte for byte into `testdata/`).
 
+mod accuracy;
 mod breakdowns;
 mod causes;
 mod comm;
