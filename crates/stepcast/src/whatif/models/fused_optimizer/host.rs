@@ -24,10 +24,11 @@
 //! **Why not all the loop's ops**: the others (`sqrt`, `div`) cost more per element than their
 //! traffic: their arithmetic, and PyTorch's CPU `sqrt` slows on exact zeros in Adam's second
 //! moment (dead ReLU units: `cpu-optimizer-pairs/zeros_in_sqrt.py`); the fused kernel does that
-//! arithmetic vectorized inside its passes. On the nine CPU pairs seen when this was written
-//! the fused kernel ran its passes 0.8-1.6× the time of the loop's multiply-add passes (0.6-3.3×
-//! the loop's average pass: the ratio over all ops, written first, predicted up to 40 % too
-//! little gain). Where no multiply-add op is recorded, every op paces.
+//! arithmetic vectorized inside its passes. On the 15 CPU pairs recorded when this was written
+//! it prices the fused op at ×0.63 to ×1.22 of the one AFTER's trace measured, where pacing it
+//! by all the loop's ops (the model as first written) gave ×0.82 to ×3.47; four pairs recorded
+//! after it, blind, ×0.63 to ×1.10 (`docs/accuracy.md`). Where no multiply-add op is recorded,
+//! every op paces.
 //!
 //! **Assumption**: the update's passes are bound by the traffic through memory and cache, as
 //! multiply-add kernels are; where the arithmetic binds the fused kernel instead, it is slower
