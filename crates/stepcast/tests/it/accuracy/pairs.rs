@@ -92,7 +92,7 @@ pub(super) const fn held(
 }
 
 /// [`held`] with parameters.
-pub(super) const fn held_with(
+const fn held_with(
     model: &'static str,
     params: &'static ModelParams,
     bar: Bar,
@@ -109,7 +109,7 @@ pub(super) const fn held_with(
     }
 }
 
-pub(super) const BF16: ModelParams = ModelParams {
+const BF16: ModelParams = ModelParams {
     factor: None,
     compute: None,
     memory: None,
@@ -125,7 +125,7 @@ pub(super) const BF16: ModelParams = ModelParams {
 };
 
 /// `recompute --fraction 1`: every layer checkpointed, as `transformer-checkpoint` did.
-pub(super) const FRACTION_1: ModelParams = ModelParams {
+const FRACTION_1: ModelParams = ModelParams {
     factor: None,
     compute: None,
     memory: None,
@@ -140,14 +140,14 @@ pub(super) const FRACTION_1: ModelParams = ModelParams {
     threads: None,
 };
 
-pub(super) const FUSED_ON_H200: &str = "bar fixed before recording, missed (too much gain): the \
+const FUSED_ON_H200: &str = "bar fixed before recording, missed (too much gain): the \
      prediction keeps 0.30 ms of the optimizer phase's host time where AFTER took 0.81. \
      AFTER's `Optimizer.step` took 0.53-0.59 ms on this host (0.41-0.57 on the H100 machine) \
      with 0.18 ms of ops and launches in it: the per-parameter Python the fused path still \
      runs around its one kernel, which the model does not keep. On the device the model keeps \
      the loop's 0.47 ms where the fused kernel took 0.14, hidden behind the host here";
 
-pub(super) const COMPILED_ON_H200: &str = "the bar was fixed before recording; the direction of a small \
+const COMPILED_ON_H200: &str = "the bar was fixed before recording; the direction of a small \
      gain is not held (on the transformer the compiled step measured ×1.000: its time is the \
      FP32 attention and GEMMs, which Inductor leaves to cuBLAS and cuDNN)";
 
@@ -160,7 +160,7 @@ pub(super) struct HostFrom {
 }
 
 /// The configurations recorded on the H100 and on both H200 machines.
-pub(super) const HOST_CONFIGS: &[&str] = &[
+const HOST_CONFIGS: &[&str] = &[
     "mlp-fp32",
     "resnet-fp32",
     "transformer-fp32",
@@ -168,7 +168,7 @@ pub(super) const HOST_CONFIGS: &[&str] = &[
 ];
 
 /// Median host time of each op name (`cpu_op` events, five or more), read with serde_json.
-pub(super) fn op_medians(relative: &str) -> BTreeMap<String, f64> {
+fn op_medians(relative: &str) -> BTreeMap<String, f64> {
     let mut by_name: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for e in raw_events(relative) {
         if e["cat"].as_str() == Some("cpu_op")
@@ -221,7 +221,7 @@ pub(super) fn host_factor(from: HostFrom, config: &str) -> f64 {
 /// The GPU named from its datasheet (H100 SXM → H200: the same GH100 multiprocessors at the
 /// same clocks, 132 SMs at 1,980 MHz as both `nvidia-smi`s in `versions*.txt` say, HBM3 3.35
 /// TB/s → HBM3e 4.8 TB/s).
-pub(super) const TO_H200: ModelParams = ModelParams {
+const TO_H200: ModelParams = ModelParams {
     factor: None,
     compute: None,
     memory: None,
@@ -239,7 +239,7 @@ pub(super) const TO_H200: ModelParams = ModelParams {
 /// `faster_hardware --to h200` with the host factor of `machine` given ([`host_factor`],
 /// measured on the other configurations recorded on both machines). The bar (±15 % where the
 /// host is given) was fixed before these rows were computed (`h200-pairs/README.md`).
-pub(super) const fn to_h200(machine: &'static str, bar: Bar, note: &'static str) -> Check {
+const fn to_h200(machine: &'static str, bar: Bar, note: &'static str) -> Check {
     Check {
         model: "faster_hardware",
         params: Some(&TO_H200),
@@ -257,11 +257,7 @@ pub(super) const fn to_h200(machine: &'static str, bar: Bar, note: &'static str)
 
 /// A program traced on an H100 (`h100-pairs/<config>`) and on an H200 machine
 /// (`<machine>/<config>`).
-pub(super) const fn on_h200(
-    before: &'static str,
-    after: &'static str,
-    checks: &'static [Check],
-) -> Pair {
+const fn on_h200(before: &'static str, after: &'static str, checks: &'static [Check]) -> Pair {
     Pair {
         before,
         after,
@@ -271,7 +267,7 @@ pub(super) const fn on_h200(
     }
 }
 
-pub(super) const HOST_BOUND_THERE: &str = "without the profiler the H200 machine ran this program \
+const HOST_BOUND_THERE: &str = "without the profiler the H200 machine ran this program \
      faster (×1.086: device-bound on both, HBM3e); traced, its step was host-bound \
      (20.9 ms against 13.8 without the profiler): the profiler's per-op cost on a host 1.2-1.3× \
      slower (1.2 measured on the other configurations, 1.31 on this one's own ops), which the \
@@ -311,13 +307,13 @@ pub(super) const fn h100(
 
 pub(super) const CPU: &str = "stepcast/cpu-pairs";
 
-pub(super) const SHARED_CORES: &str = "two threads on the two cores other processes were using (other \
+const SHARED_CORES: &str = "two threads on the two cores other processes were using (other \
      engineers compiled: load average 3 to 10 during the recording, `versions.txt`): OpenMP's \
      threads wait for each other at every op, and the step ran 4-16× slower than on one \
      thread. `faster_cpu` is the ceiling a second core could give (all host work ÷ 2), not an \
      estimate of a second thread on a busy machine";
 
-pub(super) const WORKERS_ON_QUIET_CORES: &str = "with `--workers N --cores 2 --threads 1`, on a machine \
+const WORKERS_ON_QUIET_CORES: &str = "with `--workers N --cores 2 --threads 1`, on a machine \
      recorded as quiet (load average 0.9 to 1.3). **Not a blind test of what meets the bar**: \
      as the bar named it (`--workers N --cores 2`) the model missed by +54.1 %, +37.9 % and \
      +29.5 % (1, 2, 4 workers): it took the training process to have spread the loading's \
@@ -327,7 +323,7 @@ pub(super) const WORKERS_ON_QUIET_CORES: &str = "with `--workers N --cores 2 --t
      (training and loading over the cores) were added after those errors were seen";
 
 /// The optimizer pairs recorded again on another host (`cpu-optimizer-pairs/xeon/`).
-pub(super) const FUSED_ON_A_XEON: &str = "the same programs recorded again on another host (a 2-core \
+const FUSED_ON_A_XEON: &str = "the same programs recorded again on another host (a 2-core \
      Intel Xeon, where every earlier CPU pair ran on an AMD EPYC): a blind test on an unseen \
      host, the bars fixed before recording (`cpu-optimizer-pairs/README.md`). As recorded 3 \
      of 5 met, the model then pricing the fused op at the loop's ops beyond their dispatch × \
@@ -338,7 +334,7 @@ pub(super) const FUSED_ON_A_XEON: &str = "the same programs recorded again on an
      ×1.12 of the one measured (×0.82 to ×2.37 before)";
 
 /// The loader pairs recorded again on another host (`cpu-loader-pairs/xeon/`).
-pub(super) const XEON_LOADER: &str = "the same programs recorded again on another host (a 2-core \
+const XEON_LOADER: &str = "the same programs recorded again on another host (a 2-core \
      Intel Xeon, where every earlier CPU pair ran on an AMD EPYC), no constant or mechanism of \
      the model changed since its last pair was seen: a blind test on an unseen host, the bars \
      fixed before recording (`cpu-loader-pairs/README.md`). With 4 workers on `loader` the \
@@ -350,7 +346,7 @@ pub(super) const XEON_LOADER: &str = "the same programs recorded again on anothe
      +9.6 %";
 
 /// The same, where the traced AFTER ran faster than the traced BEFORE's CPU work allows.
-pub(super) const XEON_LOADER_UNTRACED_WORKERS: &str = "the same recording (a blind test on an unseen host, \
+const XEON_LOADER_UNTRACED_WORKERS: &str = "the same recording (a blind test on an unseen host, \
      bars fixed before recording): missed as traced, the model predicting too little gain. The \
      traced AFTER's step (58.4 and 53.9 ms with 2 and 4 workers) is below what 2 cores can do \
      with BEFORE's traced CPU work per batch (65.3 ms: 37.3 of training and 93.2 of loading, \
@@ -360,17 +356,17 @@ pub(super) const XEON_LOADER_UNTRACED_WORKERS: &str = "the same recording (a bli
      lands in memory not touched lately, `cpu-profiler-cost/`). Without the profiler the \
      errors are −0.7 % and −1.8 %";
 
-pub(super) const WORKERS_BLIND: &str = "a blind test of `--threads` and the cores' bound: this pair's \
+const WORKERS_BLIND: &str = "a blind test of `--threads` and the cores' bound: this pair's \
      bar was committed after they were added and before it was recorded (load average 1.0 to \
      1.6), three times the loading per batch of `loader`, so that one worker's own pace binds";
 
-pub(super) const WORKERS_BLIND_OVERSUBSCRIBED: &str = "a blind test of `--threads` and the cores' bound \
+const WORKERS_BLIND_OVERSUBSCRIBED: &str = "a blind test of `--threads` and the cores' bound \
      (as `heavyloader-workers2`). Traced, four workers made the step slower than two did \
      (86.5 ms against 66.7); without the profiler they did not (a median 80.1 ms against \
      83.2), and against that outcome the prediction is 1.4 % off: the profiler's cost in five \
      processes on two cores, which the model does not charge";
 
-pub(super) const WORKERS_BLIND_TWO_THREADS: &str = "a blind test of `--threads` and the cores' bound \
+const WORKERS_BLIND_TWO_THREADS: &str = "a blind test of `--threads` and the cores' bound \
      (bar committed before recording; load average up to 2.1), missed: the training process \
      ran its ops on two intra-op threads, a worker could only run on a core one of them used, \
      and both 1 and 2 workers made the step slower (×0.74 and ×0.89 traced, ×0.64 and ×0.70 \
@@ -379,12 +375,12 @@ pub(super) const WORKERS_BLIND_TWO_THREADS: &str = "a blind test of `--threads` 
      and their parallel ops are a tenth of the training process's host time or more \
      (`input_overlap::oversubscribed`): the figures shown are the replay's, declined";
 
-pub(super) const FREE_CORES: &str = "the same programs as `cpu-pairs/`'s thread-count pairs, recorded \
+const FREE_CORES: &str = "the same programs as `cpu-pairs/`'s thread-count pairs, recorded \
      with the machine quiet (load average 0.7 to 1.1): a second intra-op thread on a free \
      core. `faster_cpu` divides all host work by 2, Python's dispatch included, which the \
      second thread does not run: the ceiling, not an estimate";
 
-pub(super) const FUSED_ON_CPU: &str = "recorded under a load average of 3 to 10 (`versions.txt`). The \
+const FUSED_ON_CPU: &str = "recorded under a load average of 3 to 10 (`versions.txt`). The \
      host-side model (`whatif/models/fused_optimizer/host.rs`) was built on these two pairs, \
      then held to `cpu-optimizer-pairs/` (below); no constant of it is fitted. Here the BEFORE \
      trace's forward and backward ran 43 % slower than AFTER's, and its `aten::sqrt` took \
@@ -394,17 +390,17 @@ pub(super) const FUSED_ON_CPU: &str = "recorded under a load average of 3 to 10 
      by the loop's multiply-add ops alone (written after these rows were seen): `mlp-base` \
      +21.0 % → −0.2 %, `mlp-loop` +41.4 % → +30.8 %";
 
-pub(super) const FUSED_ON_AN_UNSEEN_GPT: &str = "an unseen program (41 parameter tensors: embeddings, three \
+const FUSED_ON_AN_UNSEEN_GPT: &str = "an unseen program (41 parameter tensors: embeddings, three \
      attention-and-MLP blocks, an untied head), its bar fixed before recording, after every \
      other CPU pair was seen (load average 0.8): a small gain, predicted within the rounds' \
      spread both traced and without the profiler";
-pub(super) const FUSED_WITHOUT_SHAPES: &str = "traced with `record_shapes=False`, the profiler's default: \
+const FUSED_WITHOUT_SHAPES: &str = "traced with `record_shapes=False`, the profiler's default: \
      a blind test of the model's reading of an update by its ops' names (bar committed after \
      that reading was written and before the pair was recorded; load average 1.1 to 1.2). It \
      counted 21 passes per parameter element for the loop (19 with shapes: the step counter's \
      one-element `add_` counts as a tensor's)";
 
-pub(super) const FUSED_OUT_OF_SAMPLE: &str = "recorded after its bar and before the host-side model was \
+const FUSED_OUT_OF_SAMPLE: &str = "recorded after its bar and before the host-side model was \
      written, on a quiet machine (load average under 0.9). The model first priced the fused op \
      at the loop's ops beyond their dispatch × the fused kernel's share of their traffic (7 of \
      19 passes for Adam): on the optimizer phase 5.3 ms against 1.7 measured (MLP), 7.9 \
@@ -416,31 +412,32 @@ pub(super) const FUSED_OUT_OF_SAMPLE: &str = "recorded after its bar and before 
      2026-12-01 the fused kernel's passes are paced by the loop's multiply-add ops alone \
      (written after these rows were seen): 1.2 ms (MLP) and 5.3 (wide MLP)";
 
-pub(super) const FUSED_PACED_BLIND: &str = "an unseen program, optimizer or option, recorded after the \
+const FUSED_PACED_BLIND: &str = "an unseen program, optimizer or option, recorded after the \
      fused kernel was paced by the loop's multiply-add passes, its bar fixed before recording \
      (`cpu-optimizer-pairs/README.md`; load average 1.2 to 1.4). The fused op itself was priced \
      within the bar's ×0.6 to ×1.4 on all four (`embmlp` ×1.10, `lstm` ×0.96, Adagrad ×0.63, \
      AMSGrad ×0.89: `host_update::the_fused_op_is_priced_near_the_one_measured`); the step met \
      ±15 % on two of four, a gain predicted and measured on all";
 
-pub(super) const FUSED_EMBEDDING_FAULTS: &str = "blind, missed by far (too little gain: ×3.7 predicted, ×7.6 \
+const FUSED_EMBEDDING_FAULTS: &str = "blind, missed by far (too little gain: ×3.7 predicted, ×7.6 \
      measured), the update priced within ×1.10 of the fused op measured (9.5 ms a step against \
-     8.7; by all the loop's ops it would have been 29). The rest of the gain is outside the \
-     optimizer: the loop's `sqrt` and `div` each allocate and free a result the size of the \
-     25.6 MB embedding table every step, and the process took 18 700 to 18 800 minor page \
-     faults a step with the loop and none with the fused update \
-     (`cpu-optimizer-pairs/faults_per_step.py`): the table's gradient, zero-filled in the backward, took 16.4 ms a step after the loop's \
-     update and 3.1 after the fused one. The allocator handing memory back to the kernel and \
-     taking it again is a cost of the loop the model does not charge; the loop's `sqrt` (46 ms a \
-     step on a state that is 0 in every row no batch touched) it no longer prices";
+     8.7; the model as it was, by all the loop's ops, gave 31.9). The rest of the gain is \
+     outside the optimizer: the loop's `sqrt` and `div` each allocate and free a result the \
+     size of the 25.6 MB embedding table every step, and the process took 18 700 to 18 800 \
+     minor page faults a step with the loop and none with the fused update \
+     (`cpu-optimizer-pairs/faults_per_step.py`): the table's gradient, zero-filled in the \
+     backward, took 16.4 ms a step after the loop's update and 3.1 after the fused one. The \
+     allocator handing memory back to the kernel and taking it again is a cost of the loop the \
+     model does not charge; the loop's `sqrt` (46 ms a step on a state that is 0 in every row \
+     no batch touched) it no longer prices";
 
-pub(super) const FUSED_LSTM_DRIFT: &str = "blind, missed: the update priced within ×0.96 of the fused op \
-     measured, but the forward and backward, which the change does not touch, ran 13 % faster \
-     in AFTER's trace (the LSTM layers' `mkldnn_rnn_layer` and its backward 42.4 ms a step in \
+const FUSED_LSTM_DRIFT: &str = "blind, missed: the update priced within ×0.96 of the fused op \
+     measured, but the forward and backward, which the change does not touch, ran 15 % faster \
+     in AFTER's trace (the LSTM layers' `mkldnn_rnn_layer` and its backward 42.2 ms a step in \
      BEFORE, 35.9 in AFTER; not examined further); without the profiler the prediction is \
      4.2 % off";
 
-pub(super) const FUSED_FOREACH_PACED: &str = "bar fixed before recording and met as recorded. Since \
+const FUSED_FOREACH_PACED: &str = "bar fixed before recording and met as recorded. Since \
      2026-12-01 the fused kernel's passes are paced by the loop's multiply-add ops alone, and \
      the step error moved from −8.6 % to −15.1 % on the AMD host (missed) and from −4.0 % to \
      −15.0 % on the Intel Xeon (met, at the edge): on these 65 k-element tensors the \
@@ -448,20 +445,20 @@ pub(super) const FUSED_FOREACH_PACED: &str = "bar fixed before recording and met
      op priced at 2.0 ms a step against 1.7 measured on the AMD host, 1.0 against 1.3 on the \
      Intel Xeon), where pricing it by all the loop's ops gave 3.6 and 1.9";
 
-pub(super) const FUSED_PHASE_HELD: &str = "the optimizer phase itself was predicted within 14 % (CNN: \
+const FUSED_PHASE_HELD: &str = "the optimizer phase itself was predicted within 14 % (CNN: \
      1.55 ms against 1.80) and 26 % (SGD: 1.46 against 1.98); the forward and backward, which \
      the change does not touch, ran 12-22 % slower in the AFTER trace than in BEFORE's, and \
      the step-level error is theirs. Without the profiler the fused update was no faster \
      either (the rounds' spread straddles ×1)";
 
-pub(super) const COMPILED_ON_CPU: &str = "the model fuses element-wise device kernels and a CPU-only \
+const COMPILED_ON_CPU: &str = "the model fuses element-wise device kernels and a CPU-only \
      trace has none: it declines (the figures are the replay's, ×1.000; a row within its bar \
      says only that the gain was small). Inductor's C++ on a CPU also replaces the eager \
      dispatch of the ops it fuses, and `compare` can refuse such a pair as two workloads \
      (time-weighted op similarity 0.19 on the transformer, no kernel to match); the table \
      forces the comparison";
 
-pub(super) const WORKERS_ON_SHARED_CORES: &str = "with `--workers N --cores 2 --threads 1` (the \
+const WORKERS_ON_SHARED_CORES: &str = "with `--workers N --cores 2 --threads 1` (the \
      machine's 2 cores; the script set one intra-op thread). Recorded while other engineers' \
      compilers shared the two cores (load average 3 to 10): the CPU the model takes the two \
      cores to give, the training process and its workers did not get, and the prediction \
@@ -506,37 +503,37 @@ pub(super) const fn workers(n: f64) -> ModelParams {
     }
 }
 
-pub(super) const WORKERS_1: ModelParams = workers(1.0);
-pub(super) const WORKERS_2: ModelParams = workers(2.0);
+const WORKERS_1: ModelParams = workers(1.0);
+const WORKERS_2: ModelParams = workers(2.0);
 /// `--workers N --cores 2 --threads 1`: the CPU loader pairs, recorded on this 2-core machine
 /// by scripts that set one intra-op thread (`torch.set_num_threads(1)`).
-pub(super) const WORKERS_1_ON_2_CORES: ModelParams = ModelParams {
+const WORKERS_1_ON_2_CORES: ModelParams = ModelParams {
     cores: Some(2.0),
     threads: Some(1.0),
     ..workers(1.0)
 };
-pub(super) const WORKERS_4_ON_2_CORES: ModelParams = ModelParams {
+const WORKERS_4_ON_2_CORES: ModelParams = ModelParams {
     cores: Some(2.0),
     threads: Some(1.0),
     ..workers(4.0)
 };
 /// `--workers N --cores 2 --threads 2`: `cpu-loader-pairs/loader2t`, trained on two threads.
-pub(super) const WORKERS_1_ON_2_CORES_2_THREADS: ModelParams = ModelParams {
+const WORKERS_1_ON_2_CORES_2_THREADS: ModelParams = ModelParams {
     threads: Some(2.0),
     ..WORKERS_1_ON_2_CORES
 };
-pub(super) const WORKERS_2_ON_2_CORES_2_THREADS: ModelParams = ModelParams {
+const WORKERS_2_ON_2_CORES_2_THREADS: ModelParams = ModelParams {
     threads: Some(2.0),
     ..WORKERS_2_ON_2_CORES
 };
-pub(super) const WORKERS_2_ON_2_CORES: ModelParams = ModelParams {
+const WORKERS_2_ON_2_CORES: ModelParams = ModelParams {
     cores: Some(2.0),
     threads: Some(1.0),
     ..workers(2.0)
 };
-pub(super) const WORKERS_4: ModelParams = workers(4.0);
+const WORKERS_4: ModelParams = workers(4.0);
 
-pub(super) const H200_LOADER: &str = "out of sample (`WORKER_TENSOR_SLOWDOWN` was fitted on the H100 \
+const H200_LOADER: &str = "out of sample (`WORKER_TENSOR_SLOWDOWN` was fitted on the H100 \
      pair), not blind: the bar, fixed before recording (`h200-pairs/README.md`), was missed by \
      +42 to +54 % until the loading's parallel ops were split into their typical pace and their \
      stalls (`input_overlap::stalls`), written after those misses were seen. BEFORE's trace \
@@ -547,7 +544,7 @@ pub(super) const H200_LOADER: &str = "out of sample (`WORKER_TENSOR_SLOWDOWN` wa
      predicts −7.6 %, −3.0 % and +0.1 % (1, 2, 4 workers)";
 
 /// `prefetch_inputs --workers N` on an H200 loader pair, out of sample.
-pub(super) const fn loader_check(params: &'static ModelParams, direction: bool) -> Check {
+const fn loader_check(params: &'static ModelParams, direction: bool) -> Check {
     Check {
         model: "prefetch_inputs",
         params: Some(params),
@@ -558,18 +555,14 @@ pub(super) const fn loader_check(params: &'static ModelParams, direction: bool) 
     }
 }
 
-pub(super) const LOADER_1: &[Check] = &[loader_check(&WORKERS_1, true)];
+const LOADER_1: &[Check] = &[loader_check(&WORKERS_1, true)];
 // Two workers: a gain traced (×1.03) and a loss without the profiler (×0.94): no direction to
 // hold.
-pub(super) const LOADER_2: &[Check] = &[loader_check(&WORKERS_2, false)];
-pub(super) const LOADER_4: &[Check] = &[loader_check(&WORKERS_4, true)];
+const LOADER_2: &[Check] = &[loader_check(&WORKERS_2, false)];
+const LOADER_4: &[Check] = &[loader_check(&WORKERS_4, true)];
 
 /// A `DataLoader(num_workers=0)` → `num_workers=N` pair recorded on the H200.
-pub(super) const fn h200_loader(
-    after: &'static str,
-    change: &'static str,
-    checks: &'static [Check],
-) -> Pair {
+const fn h200_loader(after: &'static str, change: &'static str, checks: &'static [Check]) -> Pair {
     Pair {
         before: "stepcast/h200-pairs/loader-workers0.json.gz",
         after,
@@ -1539,7 +1532,7 @@ pub(super) const PAIRS: &[Pair] = &[
 ];
 
 /// The CPU `reconstruct_batchnorm` pairs (`cpu-batchnorm-pairs/README.md`), `torch.compile`.
-pub(super) const BATCHNORM_COMPILED: &str = "the first pairs of the model, on a CPU-only trace (it declined \
+const BATCHNORM_COMPILED: &str = "the first pairs of the model, on a CPU-only trace (it declined \
      there before), their bar (±5 % traced, and the direction) fixed before recording with the \
      model's CPU rule (each batch-norm op's host time halved, the element-wise ops beside it \
      removed): missed, the change making the step far slower. Inductor compiled each batch norm, \
@@ -1550,7 +1543,7 @@ pub(super) const BATCHNORM_COMPILED: &str = "the first pairs of the model, on a 
      without it";
 
 /// The hand-fused `BatchNormReLU` pair at batch 8.
-pub(super) const BATCHNORM_BY_HAND_SMALL: &str = "the restructuring without the compiler's training graph: \
+const BATCHNORM_BY_HAND_SMALL: &str = "the restructuring without the compiler's training graph: \
      a `torch.autograd.Function` whose forward and backward are each one compiled function \
      (checked against eager by `cpu-batchnorm-pairs/bn_probe.py`), its bar fixed after the \
      `bnfused` rows were seen and before it was recorded; missed. At batch 8 the fused function \
@@ -1561,12 +1554,12 @@ pub(super) const BATCHNORM_BY_HAND_SMALL: &str = "the restructuring without the 
      batch-norm op's time, its dispatch included. Without the profiler the step moved ×1.011";
 
 /// The hand-fused `BatchNormReLU` pair at batch 32.
-pub(super) const BATCHNORM_BY_HAND: &str = "the same function and bar as the row above (fixed before \
+const BATCHNORM_BY_HAND: &str = "the same function and bar as the row above (fixed before \
      recording), met: on four times the batch the fused passes saved what the model takes off \
      (15.0 ms a step traced, 14.5 predicted)";
 
 /// The CPU `gist` pairs (`cpu-gist-pairs/README.md`).
-pub(super) const GIST_ON_CPU: &str = "the first pairs of the model on a CPU-only trace (Gist's 16-bit \
+const GIST_ON_CPU: &str = "the first pairs of the model on a CPU-only trace (Gist's 16-bit \
      Delayed Precision Reduction, as `torch.autograd.graph.saved_tensors_hooks` runs it), its bar \
      fixed before recording: an encode host task after each forward op, a decode before its \
      first backward op, each one element-wise pass at the trace's own pace. The casts took 4.9 \
@@ -1574,7 +1567,7 @@ pub(super) const GIST_ON_CPU: &str = "the first pairs of the model on a CPU-only
      grew by 3.6 ms traced and 3.7 without the profiler. The memory saved, 11 MiB by the model, \
      against 14.7 MiB less stashed as counted by the hooks (the model also takes off the largest \
      activation, decoded at full size during its backward)";
-pub(super) const GIST_ON_CPU_RESMLP: &str = "held blind, then seen: the traces ran under another \
+const GIST_ON_CPU_RESMLP: &str = "held blind, then seen: the traces ran under another \
      process's load (load average 0.09 at the start, 2.55 at the end: the same `aten::addmm` \
      took 8 ms in some steps and 16-22 in others, BEFORE and AFTER alike; the rounds without \
      the profiler ranged from 225 to 439 ms), and the model, pricing each pass at `aten::gelu`'s \
@@ -1584,11 +1577,11 @@ pub(super) const GIST_ON_CPU_RESMLP: &str = "held blind, then seen: the traces r
      arithmetic), and ops that keep no tensor for their backward count no activation \
      (`activations::KEEPS_NOTHING`, after the GPT pair): the figures shown are that model's, \
      not blind";
-pub(super) const GIST_ON_CPU_RERUN: &str = "the `bigresmlp` pair recorded again under its bar, the machine \
+const GIST_ON_CPU_RERUN: &str = "the `bigresmlp` pair recorded again under its bar, the machine \
      quiet (load average 1.17 to 1.03), after the CPU pace was changed to the plain \
      element-wise ops (a blind test of it): the casts took 12.7 ms a step traced, the model \
      inserts 10.4 (`aten::add`'s pace, 8.6 GB/s); without the profiler the step grew by 7.7 ms";
-pub(super) const GIST_ON_CPU_GPT: &str = "an unseen program, its bar fixed after the first two pairs were \
+const GIST_ON_CPU_GPT: &str = "an unseen program, its bar fixed after the first two pairs were \
      seen and before it was recorded: met blind (−12.0 % traced, +0.3 % without the profiler), \
      with the memory bar (±30 %) missed: the model counted 184 MiB of activations where autograd \
      saved 106, each view of a tensor (`transpose`, `split`, `view`, `flatten`, `reshape`: 74 \
@@ -1599,7 +1592,7 @@ pub(super) const GIST_ON_CPU_GPT: &str = "an unseen program, its bar fixed after
      (`GeluBackward0` +20, `AddmmBackward0` +26), and one step of 642 ms, where the untraced step grew by 41 ms in all: with \
      `record_shapes` the profiler keeps every op's inputs (`cpu-profiler-cost/`), so each \
      decoded FP32 tensor lands in memory not touched before, a cost of the traced run";
-pub(super) const GIST_ON_CPU_TRANSFORMER: &str = "an unseen program, its bar fixed after the GPT pair was \
+const GIST_ON_CPU_TRANSFORMER: &str = "an unseen program, its bar fixed after the GPT pair was \
      seen (on the outcome without the profiler, for the reason there) and before it was \
      recorded: met blind with both fixes. The casts took 10.9 ms a step traced and the step \
      grew by 10.9 ms without the profiler, where the model inserts 21.5 (the casts ran at \
@@ -1608,20 +1601,20 @@ pub(super) const GIST_ON_CPU_TRANSFORMER: &str = "an unseen program, its bar fix
      model against 34 MiB less stashed";
 
 /// The CPU `recompute` pairs (`cpu-recompute-pairs/README.md`).
-pub(super) const RECOMPUTE_ON_CPU: &str = "the first pairs of the model on a CPU-only trace, its bar fixed \
+const RECOMPUTE_ON_CPU: &str = "the first pairs of the model on a CPU-only trace, its bar fixed \
      before recording: each recomputed op's host task (and the host time after it) inserted \
      again before its first backward op. The backward phase was predicted within 3.5 % (35.1 ms \
      against 34.0); the optimizer phase, which the change does not touch, took 7.3 ms in \
      BEFORE's trace and 4.4 in AFTER's";
 /// The GPT pairs' check: one bar for both ways of checkpointing.
-pub(super) const RECOMPUTE_GPT: &[Check] = &[held_with(
+const RECOMPUTE_GPT: &[Check] = &[held_with(
     "recompute",
     &FRACTION_1,
     Bar::Traced(0.15),
     true,
     RECOMPUTE_ON_CPU_GPT,
 )];
-pub(super) const RECOMPUTE_ON_CPU_GPT: &str = "an unseen program, its bar fixed after the first three \
+const RECOMPUTE_ON_CPU_GPT: &str = "an unseen program, its bar fixed after the first three \
      pairs' results were seen and before it was recorded (load average 0.3 to 0.6): `--fraction \
      1` inserts the whole forward again before the backward, 17.0 ms a step, where the program \
      checkpoints only its three blocks (not the embeddings, the 512-way head or the loss): the \
@@ -1629,7 +1622,7 @@ pub(super) const RECOMPUTE_ON_CPU_GPT: &str = "an unseen program, its bar fixed 
      forward and a backward of its own inside `CheckpointFunctionBackward`) where the model \
      adds 16.1. Without the profiler checkpointing cost 14.0 and 14.4 ms a step (46.2 → 60.2 and \
      60.6 ms): the prediction's cost, made from the traced forward, is within 1 % of that";
-pub(super) const RECOMPUTE_ON_CPU_RESMLP: &str = "the default, the forward pass's repeated blocks \
+const RECOMPUTE_ON_CPU_RESMLP: &str = "the default, the forward pass's repeated blocks \
      checkpointed one by one (written after the GPT pairs were seen), held blind: its bar fixed \
      before recording (load average 0.8 to 0.9). It found the program's 4 blocks; the change \
      itself grew the backward phase by 5.6 ms a step and the forward by 1.0 as traced, where \
@@ -1637,12 +1630,12 @@ pub(super) const RECOMPUTE_ON_CPU_RESMLP: &str = "the default, the forward pass'
      8.1 ms a step where BEFORE's took 12.5, as the MLP pair's did: with BEFORE's update AFTER's \
      step would be 50.4 ms, and the error +6.7 %. Without the profiler checkpointing cost 7.5 ms a step (35.1 → 42.6 ms), and the \
      prediction is within about 1 % of that outcome";
-pub(super) const RECOMPUTE_ON_CPU_CNN: &str = "a third pair, its bar fixed after the first two's results \
+const RECOMPUTE_ON_CPU_CNN: &str = "a third pair, its bar fixed after the first two's results \
      were seen and before it was recorded: the backward phase predicted at 21.7 ms a step \
      against 20.8 measured (+4.5 %), the forward at 7.7 against 7.8. Without the profiler \
      checkpointing cost 9.9 ms a step (19.6 → 29.4 ms), more than the 7.4 the model inserts \
      from the traced forward";
-pub(super) const RECOMPUTE_ON_CPU_MLP: &str = "recorded with `transformer`'s pair after the bar: the \
+const RECOMPUTE_ON_CPU_MLP: &str = "recorded with `transformer`'s pair after the bar: the \
      forward and backward phases grew by 2.8 ms traced (3.1 → 4.2 ms and 8.5 → 10.1), where \
      the model adds 2.9; but BEFORE's trace ran `Adam.step` in 29.0 ms and AFTER's in 4.8 (the \
      same update of the same values, and 11.2 ms the whole untraced step), and \
