@@ -7,6 +7,9 @@ use stepcast::analyze::mapping::map;
 use stepcast::whatif::models::host_updates;
 use stepcast::whatif::{Context, Model, apply_models};
 
+use stepcast::Window;
+use stepcast_trace::Trace;
+
 use crate::load;
 
 const PAIRS: &str = "stepcast/cpu-optimizer-pairs";
@@ -188,13 +191,16 @@ fn an_update_traced_without_shapes_is_read_by_its_ops_names() {
     );
 }
 
-/// The update as the model prices its fused op, and the fused op AFTER ran (its recorded
-/// `_fused_*` op, read again from the file with serde_json), per step in ns; `None` where
-/// BEFORE runs no update on the host.
-pub(crate) fn fused_op_priced_and_measured(before: &str, after: &str) -> Option<(i64, f64)> {
-    let (trace, window) = load(before);
-    let mapping = map(&trace, &window);
-    let updates = host_updates(&Context::new(&trace, &window, &mapping))?;
+/// The update as the model prices its fused op on BEFORE (`trace`, `window`), and the fused op
+/// AFTER ran (its recorded `_fused_*` op, read again from the file with serde_json), per step
+/// in ns; `None` where BEFORE runs no update on the host.
+pub(crate) fn fused_op_priced_and_measured(
+    trace: &Trace,
+    window: &Window,
+    after: &str,
+) -> Option<(i64, f64)> {
+    let mapping = map(trace, window);
+    let updates = host_updates(&Context::new(trace, window, &mapping))?;
     let (_, priced_ns) = updates.mean_ns();
     let fused_us: Vec<f64> = crate::compare::raw_events(after)
         .iter()
@@ -220,7 +226,9 @@ pub(crate) fn fused_op_priced_and_measured(before: &str, after: &str) -> Option<
 fn the_fused_op_is_priced_near_the_one_measured() {
     let mut held = 0;
     for (before, after) in crate::accuracy::pairs_of("fused_optimizer") {
-        let Some((priced_ns, measured_ns)) = fused_op_priced_and_measured(before, &after) else {
+        let (trace, window) = load(before);
+        let Some((priced_ns, measured_ns)) = fused_op_priced_and_measured(&trace, &window, &after)
+        else {
             continue;
         };
         let ratio = priced_ns as f64 / measured_ns;
