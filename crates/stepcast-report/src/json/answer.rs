@@ -252,8 +252,23 @@ pub fn answer(doc: &AdviseJson) -> AnswerJson {
         .filter(helps)
         .find(|c| c.hardware && c.models.iter().all(|m| is_hardware_model(m)))
         .or_else(|| doc.candidates.iter().filter(helps).find(|c| c.hardware));
+    // The best single change that helps but whose gain its model's record cannot tell from
+    // the model's error: said beside the answer, never offered as what to try first.
+    let held = doc
+        .candidates
+        .iter()
+        .filter(|c| !c.hardware && c.models.len() == 1 && c.useful)
+        .filter(|c| c.trust.declined.is_none() && c.trust.anomaly.is_none())
+        .filter(|c| c.trust.rests_on.is_none())
+        .find_map(|c| Some((c, c.held_back.as_ref()?)))
+        .filter(|(c, _)| change.is_none_or(|offered| c.speedup > offered.speedup));
     let no_change = match (&doc.declined, change) {
         (Some(reason), _) => Some(format!("no prediction is offered on this trace: {reason}")),
+        (None, None) if held.is_some() => Some(
+            "no change to the program is predicted to gain more than its model's error on \
+             the recorded pairs"
+                .to_string(),
+        ),
         (None, None) => Some(match &doc.paced_by {
             Some(why) => format!("no change to the program is predicted to help: {why}"),
             None => format!(
@@ -322,6 +337,13 @@ pub fn answer(doc: &AdviseJson) -> AnswerJson {
         }
         (None, Some(why)) => sentence.push_str(&format!(". {}{}", capital(why), "")),
         (None, None) => {}
+    }
+    if let Some((c, why)) = held {
+        sentence.push_str(&format!(
+            ". Not offered first: {} ({}): {why}",
+            c.name,
+            times(c.speedup)
+        ));
     }
     // A declined change that could have paid more than the one offered: the answer says it
     // was left unpredicted rather than let the smaller change stand alone.

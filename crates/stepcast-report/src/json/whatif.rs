@@ -4,6 +4,7 @@
 use serde::Serialize;
 use stepcast::Window;
 use stepcast::whatif::models::MemoryEffect;
+use stepcast::whatif::record::{ModelRecord, TraceKind};
 use stepcast::whatif::trust::Verdict;
 use stepcast::whatif::{Advice, Bottleneck, Candidate, Model, Outcome, Resource};
 use stepcast_trace::{Runtime, Trace};
@@ -76,6 +77,14 @@ pub struct WhatIfJson {
     /// models.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sweep: Option<Vec<SweepRowJson>>,
+    /// How each of its models did on the recorded before/after pairs of `docs/accuracy.md`
+    /// whose BEFORE is a trace of this one's kind (a model without such a pair is left out).
+    pub record: Vec<ModelRecordJson>,
+    /// One sentence per model: its record on such traces, or that it has none.
+    pub record_words: Vec<String>,
+    /// Why the record cannot tell this prediction's gain from the model's error
+    /// ([`ModelRecord::cannot_tell`]); `null` where it can, or where there is no record.
+    pub held_back: Option<String>,
 }
 
 /// How far a prediction can be trusted.
@@ -782,16 +791,24 @@ pub struct CandidateJson {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemorySavedJson>,
     /// How each of its models did on the recorded before/after pairs of `docs/accuracy.md`
-    /// (a model without a recorded pair is left out, so `[]`: no record).
+    /// whose BEFORE is a trace of this one's kind (a model without such a pair is left out,
+    /// so `[]`: no record).
     pub record: Vec<ModelRecordJson>,
+    /// Why it is not offered as what to try first although it helps: its model's record
+    /// cannot tell its gain from the model's error ([`ModelRecord::cannot_tell`]), or, for a
+    /// combination, one of its models' cannot. `null` otherwise.
+    pub held_back: Option<String>,
 }
 
-/// A model's record on the recorded before/after pairs (`stepcast::whatif::record`): its
-/// error on the pairs none of its constants were fitted on.
+/// A model's record on the recorded before/after pairs (`stepcast::whatif::record`) whose
+/// BEFORE is a trace of the predicted trace's kind: its error on the pairs none of its
+/// constants were fitted on.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ModelRecordJson {
     /// The model's name.
     pub model: String,
+    /// The kind of BEFORE trace of these pairs (this trace's): `device` or `cpu_only`.
+    pub traces: &'static str,
     /// Recorded pairs it was checked on.
     pub pairs: u32,
     /// Of them, pairs none of its constants were fitted on.
@@ -801,31 +818,133 @@ pub struct ModelRecordJson {
     pub out_of_sample_median_error: Option<f64>,
     /// Largest |predicted / measured speedup − 1| on those, as traced.
     pub out_of_sample_max_error: Option<f64>,
+    /// Of those, pairs where the prediction and the outcome moved the step in opposite
+    /// directions.
+    pub wrong_direction: u32,
 }
 
 impl ModelRecordJson {
-    fn of(models: &[Model]) -> Vec<Self> {
+    fn of(models: &[Model], kind: TraceKind) -> Vec<Self> {
         models
             .iter()
             .filter_map(|m| {
-                let r = stepcast::whatif::record::model_record(&m.name())?;
+                let r = stepcast::whatif::record::model_record(&m.name(), kind)?;
                 Some(Self {
                     model: m.name(),
+                    traces: r.kind.as_str(),
                     pairs: r.pairs,
                     out_of_sample: r.out_of_sample(),
                     out_of_sample_median_error: r.out_of_sample_median_error,
                     out_of_sample_max_error: r.out_of_sample_max_error,
+                    wrong_direction: r.wrong_direction,
                 })
             })
             .collect()
     }
 }
 
+/// `model`'s record on traces of `kind`, in a sentence: the error out of sample and how often
+/// the step moved the other way, or that no such pair holds it (and what other kind does).
+pub fn record_words(model: &Model, kind: TraceKind) -> String {
+    let name = model.name();
+    match stepcast::whatif::record::model_record(&name, kind) {
+        Some(r) => match (r.out_of_sample_median_error, r.out_of_sample_max_error) {
+            (Some(median), Some(max)) => format!(
+                "{name} erred by a median {:.0}% (max {:.0}%) on {} recorded {} it was not \
+                 fitted on{}",
+                median * 100.0,
+                max * 100.0,
+                r.out_of_sample(),
+                pairs(r.out_of_sample(), kind),
+                match r.wrong_direction {
+                    0 => String::new(),
+                    n => format!(", the step moving the other way on {n}"),
+                }
+            ),
+            _ => format!(
+                "{name} has {} recorded {}, all in sample (a constant fitted on each): its \
+                 error out of sample is unknown",
+                r.pairs,
+                pairs(r.pairs, kind)
+            ),
+        },
+        None => {
+            let other: Vec<String> = stepcast::whatif::record::model_records(&name)
+                .map(|r| format!("{} {}", r.pairs, pairs(r.pairs, r.kind)))
+                .collect();
+            match other.as_slice() {
+                [] => format!("{name} has no recorded pair: its error is unknown"),
+                _ => format!(
+                    "{name} has no recorded pair on a trace {} (only {}): its error on such a \
+                     trace is unknown",
+                    match kind {
+                        TraceKind::Device => "with device work",
+                        TraceKind::CpuOnly => "without device work",
+                    },
+                    other.join(", ")
+                ),
+            }
+        }
+    }
+}
+
+/// `n` pairs of `kind`, the noun agreeing: `1 CPU-only pair`, `3 pairs with device work`.
+fn pairs(n: u32, kind: TraceKind) -> String {
+    let words = kind.pairs_words();
+    if n == 1 {
+        words.replacen("pairs", "pair", 1)
+    } else {
+        words.to_string()
+    }
+}
+
+/// Why `model`'s record on traces of `kind` cannot tell a predicted `speedup` from its error
+/// ([`ModelRecord::cannot_tell`]), in words; `None` where it can or there is no record. Not
+/// asked of a hardware model: its speed-up is the user's premise (a CPU k× faster), not a
+/// change to try, and its pairs hold only how near a real change came to that premise.
+pub fn held_back(model: &Model, kind: TraceKind, speedup: Option<f64>) -> Option<String> {
+    let name = model.name();
+    let r: &ModelRecord = stepcast::whatif::record::model_record(&name, kind)?;
+    let speedup = speedup?;
+    let why = r.cannot_tell(speedup)?;
+    let mut reasons = Vec::new();
+    if why.within_error {
+        reasons.push(format!(
+            "at its median error on the recorded {} ({:.0}%) the gain could be none",
+            kind.pairs_words(),
+            r.out_of_sample_median_error.unwrap_or(0.0) * 100.0
+        ));
+    }
+    if why.wrong_way {
+        reasons.push(match why.within_error {
+            true => format!(
+                "on {} of those {} pairs the step moved the other way",
+                r.wrong_direction,
+                r.out_of_sample()
+            ),
+            false => format!(
+                "on {} of its {} recorded {} the step moved the other way",
+                r.wrong_direction,
+                r.out_of_sample(),
+                kind.pairs_words()
+            ),
+        });
+    }
+    Some(format!(
+        "its model's record cannot tell this gain from its error: {}",
+        reasons.join(", and ")
+    ))
+}
+
 impl CandidateJson {
     /// Whether it may be a headline (what to try first): it helps, it responds as a machine
-    /// would (no anomaly), and its gain does not rest on one task.
+    /// would (no anomaly), its gain does not rest on one task, and its models' records can
+    /// tell that gain from their error ([`held_back`]).
     pub fn can_headline(&self) -> bool {
-        self.useful && self.trust.anomaly.is_none() && self.trust.rests_on.is_none()
+        self.useful
+            && self.trust.anomaly.is_none()
+            && self.trust.rests_on.is_none()
+            && self.held_back.is_none()
     }
 }
 
@@ -879,6 +998,7 @@ pub fn whatif_json(
     models: &[Model],
     outcome: &Outcome,
 ) -> WhatIfJson {
+    let kind = TraceKind::of(&window.graph);
     WhatIfJson {
         schema: "stepcast.whatif/1",
         trace: TraceJson::new(trace),
@@ -917,11 +1037,18 @@ pub fn whatif_json(
         memory: None,
         ddp: None,
         sweep: None,
+        record: ModelRecordJson::of(models, kind),
+        record_words: models.iter().map(|m| record_words(m, kind)).collect(),
+        held_back: match models {
+            [model] if !model.is_hardware() => held_back(model, kind, finite(outcome.speedup)),
+            _ => None,
+        },
     }
 }
 
 /// The `advise` document of `advice`, on `window` (built from `trace`).
 pub fn advise_json(trace: &Trace, window: &Window, advice: &Advice) -> AdviseJson {
+    let kind = TraceKind::of(&window.graph);
     let mut document = AdviseJson {
         schema: "stepcast.advise/1",
         trace: TraceJson::new(trace),
@@ -937,12 +1064,12 @@ pub fn advise_json(trace: &Trace, window: &Window, advice: &Advice) -> AdviseJso
         candidates: advice
             .candidates
             .iter()
-            .map(|c| candidate_json(trace, advice, c))
+            .map(|c| candidate_json(trace, kind, advice, c))
             .collect(),
         memory_trades: advice
             .memory_trades
             .iter()
-            .map(|c| candidate_json(trace, advice, c))
+            .map(|c| candidate_json(trace, kind, advice, c))
             .collect(),
         failed: advice
             .failed
@@ -956,6 +1083,26 @@ pub fn advise_json(trace: &Trace, window: &Window, advice: &Advice) -> AdviseJso
         step_time: StepTimeJson::new(trace, &advice.step_time),
         answer: AnswerJson::default(),
     };
+    // A combination's gain rests on each of its models: one whose own gain here its record
+    // cannot tell from its error holds the combination back too.
+    let held: Vec<(String, String)> = document
+        .candidates
+        .iter()
+        .filter(|c| c.models.len() == 1)
+        .filter_map(|c| Some((c.models[0].clone(), c.held_back.clone()?)))
+        .collect();
+    for c in document
+        .candidates
+        .iter_mut()
+        .filter(|c| c.models.len() > 1)
+    {
+        if let Some((model, _)) = held.iter().find(|(m, _)| c.models.contains(m)) {
+            c.held_back = Some(format!(
+                "it includes {model}, whose gain on its own here its record cannot tell from \
+                 its error"
+            ));
+        }
+    }
     document.answer = answer(&document);
     document
 }
@@ -970,7 +1117,7 @@ fn runtime_name(trace: &Trace, name: String) -> String {
     }
 }
 
-fn candidate_json(trace: &Trace, advice: &Advice, c: &Candidate) -> CandidateJson {
+fn candidate_json(trace: &Trace, kind: TraceKind, advice: &Advice, c: &Candidate) -> CandidateJson {
     CandidateJson {
         name: runtime_name(trace, c.name()),
         models: c
@@ -992,7 +1139,11 @@ fn candidate_json(trace: &Trace, advice: &Advice, c: &Candidate) -> CandidateJso
         tasks: TasksJson::new(&c.outcome),
         bound_after: c.outcome.predicted.bottleneck.bound().as_str(),
         memory: c.memory.as_ref().map(memory_saved_json),
-        record: ModelRecordJson::of(&c.models),
+        record: ModelRecordJson::of(&c.models, kind),
+        held_back: match c.models.as_slice() {
+            [model] if !model.is_hardware() => held_back(model, kind, finite(c.outcome.speedup)),
+            _ => None,
+        },
     }
 }
 

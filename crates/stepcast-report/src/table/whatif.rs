@@ -125,6 +125,20 @@ pub fn whatif_text(doc: &WhatIfJson) -> String {
         ));
         out.push('\n');
     }
+    // How far the models' predictions held on measured pairs of this kind of trace; a
+    // scenario or `ddp` names no built-in model's record.
+    if !doc.record_words.is_empty() && doc.ddp.is_none() && doc.scenario.is_none() {
+        let mut record = format!("Record: {}", doc.record_words.join("; "));
+        if doc.held_back.is_some() {
+            // The figures are in the words already: say what they mean for this gain.
+            record.push_str(
+                ": that record cannot tell this gain from the model's error, so `advise` does not \
+                 offer it first",
+            );
+        }
+        out.push_str(&wrap(&format!("{record} (docs/accuracy.md)."), ""));
+        out.push('\n');
+    }
     push_notes(&mut out, "Caveats", &doc.trust.caveats);
     if !doc.trust.caveats.is_empty() {
         out.push('\n');
@@ -418,7 +432,14 @@ pub fn advise_text(doc: &AdviseJson) -> String {
         .iter()
         .filter(|c| !c.hardware && c.useful && !c.can_headline())
     {
-        if let Some(why) = c.trust.anomaly.as_ref().or(c.trust.rests_on.as_ref()) {
+        let held_back = c.held_back.as_ref().filter(|_| c.models.len() == 1);
+        if let Some(why) = c
+            .trust
+            .anomaly
+            .as_ref()
+            .or(c.trust.rests_on.as_ref())
+            .or(held_back)
+        {
             notes.push(format!(
                 "Not offered first: {} ({}): {why}.",
                 c.name,

@@ -53,13 +53,63 @@ pub fn fitted_on<'a>(
         .map(|f| f.constant)
 }
 
-/// One model's record on the pairs of `docs/accuracy.md`. Errors are predicted speedup /
-/// measured speedup − 1 against AFTER as traced; their absolute values are summarized.
+/// Which kind of trace a pair's BEFORE is: a model acts differently on the two (on a CPU-only
+/// trace its transforms rewrite host ops; with device work, kernels), so a record on one kind
+/// says little of the other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TraceKind {
+    /// The trace records device work (kernels, copies).
+    Device,
+    /// The trace records host work alone (a CPU-only run).
+    CpuOnly,
+}
+
+impl TraceKind {
+    /// The kind of the trace `graph` was built from.
+    pub fn of(graph: &crate::graph::Graph) -> TraceKind {
+        if graph.has_device_tasks() {
+            TraceKind::Device
+        } else {
+            TraceKind::CpuOnly
+        }
+    }
+
+    /// Its name in JSON: `device` or `cpu_only`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TraceKind::Device => "device",
+            TraceKind::CpuOnly => "cpu_only",
+        }
+    }
+
+    /// Its name in a sentence: `with device work` or `CPU-only`.
+    pub fn words(self) -> &'static str {
+        match self {
+            TraceKind::Device => "with device work",
+            TraceKind::CpuOnly => "CPU-only",
+        }
+    }
+
+    /// Pairs whose BEFORE is of this kind, in a sentence: `pairs with device work` or
+    /// `CPU-only pairs`.
+    pub fn pairs_words(self) -> &'static str {
+        match self {
+            TraceKind::Device => "pairs with device work",
+            TraceKind::CpuOnly => "CPU-only pairs",
+        }
+    }
+}
+
+/// One model's record on the pairs of `docs/accuracy.md` whose BEFORE is of one kind of trace.
+/// Errors are predicted speedup / measured speedup − 1 against AFTER as traced; their absolute
+/// values are summarized.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ModelRecord {
     /// The model's name (as [`super::Model::name`] gives it with its default parameters, or
     /// the base name of a parameterized one: `faster_hardware`).
     pub model: &'static str,
+    /// The kind of BEFORE trace of these pairs.
+    pub kind: TraceKind,
     /// Rows of the table (a pair checked with this model).
     pub pairs: u32,
     /// Of them, pairs a constant of the model was fitted on ([`FITTED`]).
@@ -71,26 +121,136 @@ pub struct ModelRecord {
     pub out_of_sample_median_error: Option<f64>,
     /// Largest |error| on the other pairs.
     pub out_of_sample_max_error: Option<f64>,
+    /// Of the other pairs, those where the prediction and the outcome moved the step in
+    /// opposite directions, each by more than [`DIRECTION_NOISE`] (a gain predicted, a loss
+    /// measured, or the reverse) as traced.
+    pub wrong_direction: u32,
 }
+
+/// A speedup within this of ×1 has no direction: a prediction or an outcome that moved the step
+/// by less is not counted as a gain or a loss.
+pub const DIRECTION_NOISE: f64 = 0.01;
 
 impl ModelRecord {
     /// Pairs none of the model's constants were fitted on.
     pub fn out_of_sample(&self) -> u32 {
         self.pairs - self.in_sample
     }
+
+    /// Why a predicted `speedup` of this model is not a gain its record can tell from its
+    /// error, or `None` where it can:
+    /// - at the model's median out-of-sample error the outcome could be no gain at all
+    ///   (`speedup × (1 − median) ≤ 1`: half its recorded predictions erred by more);
+    /// - or on half or more of its out-of-sample pairs the step moved the other way.
+    ///
+    /// Only a gain is judged (a predicted loss is its own warning).
+    pub fn cannot_tell(&self, speedup: f64) -> Option<HeldBack> {
+        let median = self.out_of_sample_median_error?;
+        if speedup.is_nan() || speedup <= 1.0 {
+            return None;
+        }
+        let wrong_way =
+            self.wrong_direction > 0 && 2 * self.wrong_direction >= self.out_of_sample();
+        let within_error = speedup * (1.0 - median) <= 1.0;
+        (within_error || wrong_way).then_some(HeldBack {
+            within_error,
+            wrong_way,
+        })
+    }
+}
+
+/// Why a prediction is held back from being what to try first ([`ModelRecord::cannot_tell`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeldBack {
+    /// The gain is within the model's median out-of-sample error.
+    pub within_error: bool,
+    /// Half or more of the model's out-of-sample pairs moved the other way.
+    pub wrong_way: bool,
 }
 
 mod table {
-    use super::ModelRecord;
+    use super::{ModelRecord, TraceKind};
     include!("record_table.rs");
 }
 
-/// Every model with at least one pair, by name.
+/// Every model with at least one pair, by name and kind of trace.
 pub const RECORDS: &[ModelRecord] = table::RECORDS;
 
-/// The record of the model named `name` (see [`ModelRecord::model`]); `None`: no recorded
-/// pair holds it.
-pub fn model_record(name: &str) -> Option<&'static ModelRecord> {
+/// The record of the model named `name` (see [`ModelRecord::model`]) on pairs whose BEFORE is
+/// a trace of `kind`; `None`: no recorded pair of that kind holds it.
+pub fn model_record(name: &str, kind: TraceKind) -> Option<&'static ModelRecord> {
     let base = name.split('(').next().unwrap_or(name);
-    RECORDS.iter().find(|r| r.model == name || r.model == base)
+    RECORDS
+        .iter()
+        .find(|r| (r.model == name || r.model == base) && r.kind == kind)
+}
+
+/// The model's records on every kind of trace, `Device` first.
+pub fn model_records(name: &str) -> impl Iterator<Item = &'static ModelRecord> + '_ {
+    let base = name.split('(').next().unwrap_or(name);
+    RECORDS
+        .iter()
+        .filter(move |r| r.model == name || r.model == base)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(median: f64, out_of_sample: u32, wrong_direction: u32) -> ModelRecord {
+        ModelRecord {
+            model: "m",
+            kind: TraceKind::CpuOnly,
+            pairs: out_of_sample,
+            in_sample: 0,
+            in_sample_median_error: None,
+            out_of_sample_median_error: Some(median),
+            out_of_sample_max_error: Some(median * 2.0),
+            wrong_direction,
+        }
+    }
+
+    #[test]
+    fn a_gain_within_the_median_error_is_held_back_and_one_beyond_it_is_not() {
+        // ±28 %: ×1.064 could be nothing (1.064 × 0.72 < 1); ×1.5 cannot (1.5 × 0.72 > 1).
+        let r = record(0.28, 4, 0);
+        assert_eq!(
+            r.cannot_tell(1.064),
+            Some(HeldBack {
+                within_error: true,
+                wrong_way: false
+            })
+        );
+        assert_eq!(r.cannot_tell(1.5), None);
+        // A loss or no change is not judged.
+        assert_eq!(r.cannot_tell(0.9), None);
+        assert_eq!(r.cannot_tell(f64::NAN), None);
+    }
+
+    #[test]
+    fn a_record_that_moved_the_other_way_on_half_its_pairs_holds_back_any_gain() {
+        assert!(
+            record(0.05, 4, 2)
+                .cannot_tell(3.0)
+                .is_some_and(|h| h.wrong_way)
+        );
+        assert_eq!(record(0.05, 5, 2).cannot_tell(3.0), None);
+    }
+
+    #[test]
+    fn records_are_kept_per_kind_of_trace() {
+        // Every record's kind is found by its own lookup, and no model has two of one kind.
+        for r in RECORDS {
+            assert_eq!(model_record(r.model, r.kind), Some(r), "{}", r.model);
+            assert!(r.wrong_direction <= r.out_of_sample(), "{}", r.model);
+        }
+        // A parameterized name finds its base model's record.
+        let hw = RECORDS.iter().find(|r| r.model == "faster_hardware");
+        if let Some(hw) = hw {
+            assert_eq!(
+                model_record("faster_hardware(to=H200 SXM)", hw.kind),
+                Some(hw)
+            );
+        }
+    }
 }

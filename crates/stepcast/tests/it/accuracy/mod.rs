@@ -10,6 +10,7 @@ use stepcast::compare::{
 
 use crate::compare::{H100, Loaded, check_with, unprofiled_step_ns};
 use pairs::*;
+use stepcast::whatif::record::TraceKind;
 
 const ACCURACY_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/accuracy.md");
 
@@ -168,11 +169,20 @@ fn accuracy_markdown() -> Accuracy {
             } else {
                 format!("no: `{}` fitted here", fitted.join("`, `"))
             };
+            // Opposite directions, each beyond the noise: a gain predicted and a loss
+            // measured, or the reverse.
+            let direction = |speedup: f64| {
+                let noise = stepcast::whatif::record::DIRECTION_NOISE;
+                (speedup > 1.0 + noise) as i8 - (speedup < 1.0 - noise) as i8
+            };
             errors.push(RowError {
                 model: c.model,
+                kind: TraceKind::of(&before.window.graph),
                 in_sample: !fitted.is_empty(),
                 error: check.error,
                 unprofiled_error,
+                wrong_direction: direction(check.predicted_speedup) * direction(comparison.speedup)
+                    < 0,
             });
             if c.direction {
                 let gain = |speedup: f64| speedup > 1.0;
@@ -287,15 +297,21 @@ fn accuracy_markdown() -> Accuracy {
          {notes}\n\
          ## Each model, in sample and out of sample\n\
          \n\
-         Per model, over the rows above: the pairs, those a constant of the model was fitted \
+         Per model and kind of BEFORE trace (with device work, or CPU-only: a model acts on \
+         kernels in one and on host ops in the other, so a record on one says little of the \
+         other), over the rows above: the pairs, those a constant of the model was fitted \
          on (in sample) and the others (out of sample), with the median and largest \
-         |error| against AFTER as traced, and the same without the profiler where the pair was \
-         timed. `advise` and `whatif` show the out-of-sample figures beside a prediction \
-         (`stepcast::whatif::record::RECORDS`, generated with this file and checked against \
-         it).\n\
+         |error| against AFTER as traced, the out-of-sample pairs where the prediction and the \
+         outcome moved the step in opposite directions (each by more than 1 %), and the same \
+         errors without the profiler where the pair was timed. `advise` and `whatif` show the \
+         record of the trace's kind beside a prediction (`stepcast::whatif::record::RECORDS`, \
+         generated with this file and checked against it), and `advise` does not offer as \
+         what to try first a gain its model's record cannot tell from its error (the gain \
+         within the median out-of-sample error, or the direction wrong on half the pairs: \
+         `ModelRecord::cannot_tell`).\n\
          \n\
-         | model | pairs | in sample | in-sample \\|error\\| (median) | out of sample | out-of-sample \\|error\\| traced, median / max | without profiler, median / max |\n\
-         |---|---|---|---|---|---|---|\n\
+         | model | traces | pairs | in sample | in-sample \\|error\\| (median) | out of sample | out-of-sample \\|error\\| traced, median / max | the other direction | without profiler, median / max |\n\
+         |---|---|---|---|---|---|---|---|---|\n\
          {summary}\n\
          Models with no pair yet, whose out-of-sample error is unknown (`advise` shows `none` \
          in their record column):\n\
@@ -481,9 +497,13 @@ struct Summary {
 /// One row's error, for the per-model summary.
 struct RowError {
     model: &'static str,
+    /// The kind of BEFORE trace: records are kept per kind.
+    kind: TraceKind,
     in_sample: bool,
     error: f64,
     unprofiled_error: Option<f64>,
+    /// The prediction and the outcome (traced) moved the step in opposite directions.
+    wrong_direction: bool,
 }
 
 /// The two documents generated from the pairs: `docs/accuracy.md` and the library's table of
@@ -511,17 +531,20 @@ fn median_max(values: impl Iterator<Item = f64>) -> (Option<f64>, Option<f64>) {
     (Some(median), abs.last().copied())
 }
 
-/// Each model's record over `errors`, by name; the errors rounded to 0.1 % as the table
-/// shows them, so the library's table and the document say the same.
+/// Each model's record over `errors`, by name and kind of trace; the errors rounded to 0.1 %
+/// as the table shows them, so the library's table and the document say the same.
 fn model_records(errors: &[RowError]) -> Vec<Summary> {
     let round = |x: Option<f64>| x.map(|x| (x * 1000.0).round() / 1000.0);
-    let mut models: Vec<&str> = errors.iter().map(|e| e.model).collect();
-    models.sort_unstable();
-    models.dedup();
-    models
-        .into_iter()
-        .map(|model| {
-            let rows = || errors.iter().filter(move |e| e.model == model);
+    let mut keys: Vec<(&str, TraceKind)> = errors.iter().map(|e| (e.model, e.kind)).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys.into_iter()
+        .map(|(model, kind)| {
+            let rows = || {
+                errors
+                    .iter()
+                    .filter(move |e| e.model == model && e.kind == kind)
+            };
             let (in_median, _) = median_max(rows().filter(|e| e.in_sample).map(|e| e.error));
             let (out_median, out_max) =
                 median_max(rows().filter(|e| !e.in_sample).map(|e| e.error));
@@ -533,11 +556,14 @@ fn model_records(errors: &[RowError]) -> Vec<Summary> {
             Summary {
                 record: stepcast::whatif::record::ModelRecord {
                     model,
+                    kind,
                     pairs: rows().count() as u32,
                     in_sample: rows().filter(|e| e.in_sample).count() as u32,
                     in_sample_median_error: round(in_median),
                     out_of_sample_median_error: round(out_median),
                     out_of_sample_max_error: round(out_max),
+                    wrong_direction: rows().filter(|e| !e.in_sample && e.wrong_direction).count()
+                        as u32,
                 },
                 unprofiled: (round(unprofiled.0), round(unprofiled.1)),
             }
@@ -559,8 +585,9 @@ fn records_markdown(records: &[Summary]) -> String {
                 _ => "–".to_string(),
             };
             format!(
-                "| `{}` | {} | {} | {} | {} | {} | {unprofiled} |\n",
+                "| `{}` | {} | {} | {} | {} | {} | {} | {} | {unprofiled} |\n",
                 r.model,
+                r.kind.words(),
                 r.pairs,
                 r.in_sample,
                 percent(r.in_sample_median_error),
@@ -573,6 +600,7 @@ fn records_markdown(records: &[Summary]) -> String {
                     ),
                     _ => "unknown".to_string(),
                 },
+                r.wrong_direction,
             )
         })
         .collect()
@@ -589,15 +617,18 @@ fn records_rust(records: &[Summary]) -> String {
     );
     for r in records.iter().map(|s| &s.record) {
         out.push_str(&format!(
-            "    ModelRecord {{\n        model: {:?},\n        pairs: {},\n        in_sample: {},\n        \
-             in_sample_median_error: {},\n        out_of_sample_median_error: {},\n        \
-             out_of_sample_max_error: {},\n    }},\n",
+            "    ModelRecord {{\n        model: {:?},\n        kind: TraceKind::{:?},\n        pairs: {},\n        \
+             in_sample: {},\n        in_sample_median_error: {},\n        \
+             out_of_sample_median_error: {},\n        out_of_sample_max_error: {},\n        \
+             wrong_direction: {},\n    }},\n",
             r.model,
+            r.kind,
             r.pairs,
             r.in_sample,
             option(r.in_sample_median_error),
             option(r.out_of_sample_median_error),
             option(r.out_of_sample_max_error),
+            r.wrong_direction,
         ));
     }
     out.push_str("];\n");
@@ -821,13 +852,19 @@ fn every_model_with_a_pair_has_its_record() {
             r.out_of_sample() > 0,
             "{r:?}"
         );
-        assert_eq!(model_record(r.model), Some(r));
+        assert_eq!(model_record(r.model, r.kind), Some(r));
     }
-    // Each row of docs/accuracy.md names a model the records know.
+    // Each row of docs/accuracy.md names a model the records know, on its kind of trace.
     let committed = std::fs::read_to_string(ACCURACY_MD).unwrap_or_default();
     for pair in PAIRS {
+        let kind = TraceKind::of(&Loaded::new(pair.before).window.graph);
         for c in pair.checks {
-            assert!(model_record(c.model).is_some(), "{} has no record", c.model);
+            assert!(
+                model_record(c.model, kind).is_some(),
+                "{} has no record on {} traces",
+                c.model,
+                kind.words()
+            );
             assert!(
                 committed.contains(&format!("| `{}` |", c.model)),
                 "{}",
