@@ -279,9 +279,11 @@ pub fn answer(doc: &AdviseJson) -> AnswerJson {
         (None, Some(_)) => None,
     };
     let file = file_arg(doc);
-    let next = match change {
-        Some(c) => format!("stepcast whatif {file} {}", c.models[0]),
-        None => format!("stepcast report {file} -o report.html"),
+    let next = match (change, held) {
+        (Some(c), _) => format!("stepcast whatif {file} {}", c.models[0]),
+        // Its record, caveats and bound, to judge it by.
+        (None, Some((c, _))) => format!("stepcast whatif {file} {}", c.models[0]),
+        (None, None) => format!("stepcast report {file} -o report.html"),
     };
     let steps_hint = doc.no_step_markers.then(|| match doc.step_range_events {
         // A PyTorch trace: the program can mark its steps, or its own ranges can be read as them.

@@ -350,9 +350,10 @@ fn signed_ms(ns: i64) -> String {
     format!("{:+.3}", ns as f64 / 1e6)
 }
 
-/// How a one-model candidate's model did on the recorded pairs: `±12% (max 30%), 3 pairs`
-/// (median and largest |error| out of sample); `none` without a recorded pair, `-` for a
-/// combination (no pair records one).
+/// How a one-model candidate's model did on the recorded pairs of the trace's kind: `±12%
+/// (max 30%), 3 pairs` (median and largest |error| out of sample), with `, 2 the other way`
+/// where the step moved against the prediction on some; `none` without such a pair, `-` for
+/// a combination (no pair records one).
 pub(crate) fn record_cell(c: &CandidateJson) -> String {
     if c.models.len() != 1 {
         return "-".to_string();
@@ -360,11 +361,15 @@ pub(crate) fn record_cell(c: &CandidateJson) -> String {
     match c.record.first() {
         Some(r) => match (r.out_of_sample_median_error, r.out_of_sample_max_error) {
             (Some(median), Some(max)) => format!(
-                "±{:.0}% (max {:.0}%), {} pair{}",
+                "±{:.0}% (max {:.0}%), {} pair{}{}",
                 median * 100.0,
                 max * 100.0,
                 r.out_of_sample,
-                if r.out_of_sample == 1 { "" } else { "s" }
+                if r.out_of_sample == 1 { "" } else { "s" },
+                match r.wrong_direction {
+                    0 => String::new(),
+                    n => format!(", {n} the other way"),
+                }
             ),
             _ => format!("in sample only ({} pairs)", r.pairs),
         },
