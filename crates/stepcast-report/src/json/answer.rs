@@ -85,16 +85,24 @@ pub struct AnswerChangeJson {
     pub bound_speedup: Option<f64>,
     /// How many caveats its prediction carries.
     pub caveats: usize,
+    /// One model: its median error out of sample on the measured pairs of this kind of trace
+    /// (`candidates[].record`); `null` where no such pair holds it, or for a combination.
+    pub record_median_error: Option<f64>,
+    /// Those pairs (0: no measured pair of this kind holds it).
+    pub record_pairs: u32,
 }
 
 impl AnswerChangeJson {
     fn new(c: &CandidateJson) -> AnswerChangeJson {
+        let record = c.record.first().filter(|_| c.models.len() == 1);
         AnswerChangeJson {
             name: c.name.clone(),
             predicted_ns: c.predicted_ns,
             speedup: c.speedup,
             bound_speedup: c.trust.bound_speedup,
             caveats: c.trust.caveats.len(),
+            record_median_error: record.and_then(|r| r.out_of_sample_median_error),
+            record_pairs: record.map_or(0, |r| r.out_of_sample),
         }
     }
 }
@@ -204,8 +212,19 @@ fn change_words(c: &AnswerChangeJson) -> String {
         1 => "1 caveat".to_string(),
         n => format!("{n} caveats"),
     };
+    // How far its model's predictions held on measured pairs like this trace: the headline
+    // says it, not only the tables below (the change offered is one model).
+    let record = match c.record_median_error {
+        Some(median) => format!(
+            "; its model off by a median {:.0}% on {} measured pair{} of such traces",
+            median * 100.0,
+            c.record_pairs,
+            if c.record_pairs == 1 { "" } else { "s" }
+        ),
+        None => "; its model unmeasured on such traces".to_string(),
+    };
     format!(
-        "{}, predicted {} ({bound}; {caveats})",
+        "{}, predicted {} ({bound}; {caveats}{record})",
         c.name,
         times(c.speedup)
     )
