@@ -454,3 +454,28 @@ fn a_cpu_only_loader_with_an_unknown_host_declines() {
         assert_eq!(with(Some(1.0)).declined, None, "{path}");
     }
 }
+
+/// On a CPU-only trace the training thread receives each batch from a worker (no pin-memory
+/// thread), a cost `prefetch_inputs` does not charge: its caveats say so there, and not on a
+/// GPU job's trace, where `pin_memory=True` gives that work a thread of its own.
+#[test]
+fn prefetch_names_the_batch_handoff_it_does_not_charge_on_a_cpu_only_trace() {
+    for (path, cpu_only) in [
+        (
+            "stepcast/cpu-loader-pairs/xeon/loader-workers0.json.gz",
+            true,
+        ),
+        ("stepcast/h200-pairs/loader-workers0.json.gz", false),
+    ] {
+        let (trace, window) = load(path);
+        assert_eq!(!window.graph.has_device_tasks(), cpu_only, "{path}");
+        let mapping = map(&trace, &window);
+        let context = Context::new(&trace, &window, &mapping);
+        let model = Model::by_name("prefetch_inputs").expect("a model");
+        let caveats = model.caveats(&context);
+        let named = caveats
+            .iter()
+            .any(|c| c.contains("receiving each batch from a worker"));
+        assert_eq!(named, cpu_only, "{path}: {caveats:?}");
+    }
+}

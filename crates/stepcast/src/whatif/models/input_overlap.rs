@@ -519,6 +519,17 @@ pub fn caveats(
         ms(work.untraced_ns),
         ms(in_worker),
     )];
+    if work.batches > 0 && !context.window.graph.has_device_tasks() {
+        // No pin-memory thread on a CPU-only run: the training thread receives each batch.
+        caveats.push(
+            "not charged: the training process receiving each batch from a worker \
+             (`_MultiProcessingDataLoaderIter.__next__` unpickles it and maps each tensor's \
+             shared memory: 1.1-1.9 ms per batch of 2 tensors on this project's 2-core pairs, \
+             and 2-3 times that with the cores busy, `cpu-loader-pairs/handoff_probe.py`); \
+             on a GPU run with `pin_memory=True` a thread of its own does it"
+                .to_string(),
+        );
+    }
     if host.cores.is_none() {
         caveats.push(format!(
             "the host's cores are unknown (the trace does not record them; --cores): charges \
