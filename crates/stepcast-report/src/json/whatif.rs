@@ -903,6 +903,9 @@ fn pairs(n: u32, kind: TraceKind) -> String {
 /// asked of a hardware model: its speed-up is the user's premise (a CPU k× faster), not a
 /// change to try, and its pairs hold only how near a real change came to that premise.
 pub fn held_back(model: &Model, kind: TraceKind, speedup: Option<f64>) -> Option<String> {
+    if model.is_hardware() {
+        return None;
+    }
     let name = model.name();
     let r: &ModelRecord = stepcast::whatif::record::model_record(&name, kind)?;
     let speedup = speedup?;
@@ -1040,7 +1043,7 @@ pub fn whatif_json(
         record: ModelRecordJson::of(models, kind),
         record_words: models.iter().map(|m| record_words(m, kind)).collect(),
         held_back: match models {
-            [model] if !model.is_hardware() => held_back(model, kind, finite(outcome.speedup)),
+            [model] => held_back(model, kind, finite(outcome.speedup)),
             _ => None,
         },
     }
@@ -1141,7 +1144,7 @@ fn candidate_json(trace: &Trace, kind: TraceKind, advice: &Advice, c: &Candidate
         memory: c.memory.as_ref().map(memory_saved_json),
         record: ModelRecordJson::of(&c.models, kind),
         held_back: match c.models.as_slice() {
-            [model] if !model.is_hardware() => held_back(model, kind, finite(c.outcome.speedup)),
+            [model] => held_back(model, kind, finite(c.outcome.speedup)),
             _ => None,
         },
     }

@@ -169,20 +169,12 @@ fn accuracy_markdown() -> Accuracy {
             } else {
                 format!("no: `{}` fitted here", fitted.join("`, `"))
             };
-            // Opposite directions, each beyond the noise: a gain predicted and a loss
-            // measured, or the reverse.
-            let direction = |speedup: f64| {
-                let noise = stepcast::whatif::record::DIRECTION_NOISE;
-                (speedup > 1.0 + noise) as i8 - (speedup < 1.0 - noise) as i8
-            };
             errors.push(RowError {
                 model: c.model,
                 kind: TraceKind::of(&before.window.graph),
                 in_sample: !fitted.is_empty(),
                 error: check.error,
                 unprofiled_error,
-                wrong_direction: direction(check.predicted_speedup) * direction(comparison.speedup)
-                    < 0,
                 predicted_speedup: check.predicted_speedup,
                 measured_speedup: comparison.speedup,
                 declined: check.trust.declined.is_some(),
@@ -534,13 +526,24 @@ struct RowError {
     in_sample: bool,
     error: f64,
     unprofiled_error: Option<f64>,
-    /// The prediction and the outcome (traced) moved the step in opposite directions.
-    wrong_direction: bool,
     predicted_speedup: f64,
     /// As traced.
     measured_speedup: f64,
     /// The model declined the pair's BEFORE (the figures are the replay's).
     declined: bool,
+}
+
+impl RowError {
+    /// The prediction and the outcome (traced) moved the step in opposite directions, each
+    /// beyond the noise that counts a direction: a gain predicted and a loss measured, or the
+    /// reverse.
+    fn wrong_direction(&self) -> bool {
+        let direction = |speedup: f64| {
+            let noise = stepcast::whatif::record::DIRECTION_NOISE;
+            (speedup > 1.0 + noise) as i8 - (speedup < 1.0 - noise) as i8
+        };
+        direction(self.predicted_speedup) * direction(self.measured_speedup) < 0
+    }
 }
 
 /// The rule of `ModelRecord::cannot_tell` (a gain its model's record cannot tell from its
@@ -650,8 +653,9 @@ fn model_records(errors: &[RowError]) -> Vec<Summary> {
                     in_sample_median_error: round(in_median),
                     out_of_sample_median_error: round(out_median),
                     out_of_sample_max_error: round(out_max),
-                    wrong_direction: rows().filter(|e| !e.in_sample && e.wrong_direction).count()
-                        as u32,
+                    wrong_direction: rows()
+                        .filter(|e| !e.in_sample && e.wrong_direction())
+                        .count() as u32,
                 },
                 unprofiled: (round(unprofiled.0), round(unprofiled.1)),
             }
