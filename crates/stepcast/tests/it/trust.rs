@@ -455,6 +455,70 @@ fn a_cpu_only_loader_with_an_unknown_host_declines() {
     }
 }
 
+/// Where the training process's threads and its workers outnumber the cores, `prefetch_inputs`
+/// predicts the best a scheduler can do, and its caveat says so with what the steady-protocol
+/// pairs measured: the quoted ranges of measured step / predicted step must hold every one of
+/// those pairs with 2 and 4 workers on 2 cores, as traced (AFTER's period) and as timed
+/// without the profiler (the pair's `*.timing.json` medians). With one worker beside one
+/// training thread the cores are not outnumbered, and the caveat is absent.
+#[test]
+fn prefetch_says_its_step_is_a_best_case_where_processes_outnumber_the_cores() {
+    use super::compare::{Loaded, check_with, unprofiled_step_ns};
+    use stepcast::compare::{CompareOptions, compare_with};
+    use stepcast::whatif::ModelParams;
+    const STEADY: &str = "stepcast/cpu-loader-pairs/steady";
+    let (traced, unprofiled) = ((1.1, 1.6), (0.9, 1.3));
+    let within = |(low, high): (f64, f64), ratio: f64| (low - 0.05..high + 0.05).contains(&ratio);
+    for workload in ["textloader", "rerun/textloader", "steady-heavyloader"] {
+        let before = Loaded::new(&format!("{STEADY}/{workload}-workers0.json.gz"));
+        for workers in [1u32, 2, 4] {
+            let after_path = format!("{STEADY}/{workload}-workers{workers}.json.gz");
+            let after = Loaded::new(&after_path);
+            let comparison = compare_with(
+                &before.side(),
+                &after.side(),
+                CompareOptions { force: true },
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+            let params = ModelParams {
+                workers: Some(workers as f64),
+                cores: Some(2.0),
+                threads: Some(1.0),
+                ..ModelParams::default()
+            };
+            let check = check_with(&before, &after, &comparison, "prefetch_inputs", &params);
+            let best_case = check
+                .trust
+                .caveats
+                .iter()
+                .find(|c| c.contains("outnumber the 2 cores"));
+            assert_eq!(
+                best_case.is_some(),
+                workers >= 2,
+                "{workload} with {workers}: {:?}",
+                check.trust.caveats
+            );
+            let Some(caveat) = best_case else { continue };
+            for (low, high) in [traced, unprofiled] {
+                assert!(caveat.contains(&format!("{low:.1}-{high:.1}×")), "{caveat}");
+            }
+            let ratio = check.measured_step_ns as f64 / check.predicted_step_ns as f64;
+            assert!(
+                within(traced, ratio),
+                "{workload} with {workers}: the traced step took ×{ratio:.2} the predicted one"
+            );
+            let before_path = format!("{STEADY}/{workload}-workers0.json.gz");
+            let measured =
+                unprofiled_step_ns(&before_path) as f64 / unprofiled_step_ns(&after_path) as f64;
+            let ratio = check.predicted_speedup / measured;
+            assert!(
+                within(unprofiled, ratio),
+                "{workload} with {workers}: without the profiler ×{ratio:.2} the predicted step"
+            );
+        }
+    }
+}
+
 /// On a CPU-only trace the training thread receives each batch from a worker (no pin-memory
 /// thread), a cost `prefetch_inputs` does not charge: its caveats say so there, and not on a
 /// GPU job's trace, where `pin_memory=True` gives that work a thread of its own.

@@ -530,6 +530,17 @@ pub fn caveats(
                 .to_string(),
         );
     }
+    if let Some((threads, cores)) = cores_outnumbered(workers, host) {
+        caveats.push(format!(
+            "the training process's {threads} intra-op thread(s) (--threads) and its {workers} \
+             workers outnumber the {cores} cores (--cores): the prediction gives the training \
+             process every cycle its workers do not need, the best a scheduler sharing the \
+             cores can do; on this project's 2-core pairs with 2 and 4 workers (each loader \
+             started afresh, `cpu-loader-pairs/README.md`) the traced steps took 1.1-1.6× the \
+             predicted one, the training process's own work 1.6-1.9× slower beside the \
+             workers, and the steps timed without the profiler 0.9-1.3×"
+        ));
+    }
     if host.cores.is_none() {
         caveats.push(format!(
             "the host's cores are unknown (the trace does not record them; --cores): charges \
@@ -539,6 +550,18 @@ pub fn caveats(
         ));
     }
     caveats
+}
+
+/// `(training threads, cores)` where the training process's intra-op threads (`--threads`,
+/// else one per core, PyTorch's default) and its `workers` (one thread each) outnumber the
+/// host's given cores; `None` where they do not or the cores are unknown. There the cores'
+/// bound of [`delivery_ns`] is a best case: it takes every core as busy with the step's work
+/// and gives the training process what the workers do not need, where a fair scheduler gives
+/// it only its share while they are runnable.
+pub fn cores_outnumbered(workers: u32, host: LoaderHost) -> Option<(u32, u32)> {
+    let cores = host.cores.filter(|&c| c > 0)?;
+    let threads = host.threads.unwrap_or(cores);
+    (threads.saturating_add(workers) > cores).then_some((threads, cores))
 }
 
 /// How often `workers` worker processes deliver a batch in the steady state: one batch's
