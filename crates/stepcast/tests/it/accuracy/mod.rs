@@ -75,6 +75,7 @@ fn accuracy_markdown() -> Accuracy {
             (second as f64 / first as f64 - 1.0) * 100.0
         ));
     }
+    let cpu_noise = cpu_rerun_rows();
     let mut rows = String::new();
     let mut notes = String::new();
     let mut errors = Vec::new();
@@ -464,7 +465,20 @@ fn accuracy_markdown() -> Accuracy {
          \n\
          | configuration | first H100 (ms) | second H100 (ms) | difference |\n\
          |---|---|---|---|\n\
-         {noise}"
+         {noise}\n\
+         ## How much a measured outcome moves between two recordings on this project's CPU\n\
+         \n\
+         One program recorded twice a minute apart on the 2-core development machine, the same \
+         script and protocol, the machine otherwise idle \
+         (`stepcast/cpu-loader-pairs/steady/textloader-*` and its `rerun/`): the steady-state \
+         period as traced, and the median of the rounds timed \
+         without the profiler. A CPU pair's measured speedup is only as good as this; the \
+         machine's own pace, timed alone and with the cores shared, is in \
+         `cpu-loader-pairs/cores_probe.txt`.\n\
+         \n\
+         | configuration | first, traced (ms) | again, traced (ms) | difference | first, without profiler (ms) | again, without profiler (ms) | difference |\n\
+         |---|---|---|---|---|---|---|\n\
+         {cpu_noise}"
     );
     Accuracy {
         markdown,
@@ -494,6 +508,38 @@ const UNRECORDED: &[(&str, &str)] = &[
 ];
 
 /// The models of `Model::NAMES` with no row, each with why ([`UNRECORDED`]), as a list.
+/// The text loader's configurations against their rerun a minute later: the traced period and
+/// the median step without the profiler of each, as rows of the CPU's rerun table.
+fn cpu_rerun_rows() -> String {
+    const STEADY: &str = "stepcast/cpu-loader-pairs/steady";
+    let change = |a: i64, b: i64| (b as f64 / a as f64 - 1.0) * 100.0;
+    let mut rows = String::new();
+    for workers in [0, 1, 2, 4] {
+        let config = format!("textloader-workers{workers}");
+        let first_path = format!("{STEADY}/{config}.json.gz");
+        let again_path = format!("{STEADY}/rerun/{config}.json.gz");
+        let (first, again) = (Loaded::new(&first_path), Loaded::new(&again_path));
+        let comparison = compare_with(&first.side(), &again.side(), CompareOptions { force: true })
+            .unwrap_or_else(|e| panic!("{e}"));
+        let (traced_first, traced_again) =
+            (comparison.before.period_ns, comparison.after.period_ns);
+        let (timed_first, timed_again) = (
+            unprofiled_step_ns(&first_path),
+            unprofiled_step_ns(&again_path),
+        );
+        rows.push_str(&format!(
+            "| `{config}` | {} | {} | {:+.1}% | {} | {} | {:+.1}% |\n",
+            ms(traced_first),
+            ms(traced_again),
+            change(traced_first, traced_again),
+            ms(timed_first),
+            ms(timed_again),
+            change(timed_first, timed_again),
+        ));
+    }
+    rows
+}
+
 fn unrecorded_markdown(records: &[Summary]) -> String {
     use stepcast::whatif::Model;
     let recorded = |name: &str| records.iter().any(|s| s.record.model == name);
