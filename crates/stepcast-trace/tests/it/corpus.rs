@@ -8,7 +8,7 @@ use stepcast_trace::{EventKind, LaneKind, ReadError, Runtime, Trace};
 use crate::{FileKind, corpus};
 
 /// Kineto traces and Execution Traces under `testdata/kineto/` (see `testdata/README.md`).
-const KINETO_FILES: usize = 604;
+const KINETO_FILES: usize = 624;
 const EXECUTION_TRACES: usize = 5;
 
 /// Checks that hold for any successfully read trace. Returns the problems found.
@@ -266,6 +266,18 @@ Expect { file: "stepcast/cpu-loader-pairs/heavyloader-workers0.json.gz", records
     Expect { file: "stepcast/cpu-loader-pairs/loader2t-workers0.json.gz", records: 4475, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-loader-pairs/loader2t-workers1.json.gz", records: 3299, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-loader-pairs/loader2t-workers2.json.gz", records: 3299, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-loader-pairs/steady/rerun/textloader-workers0.json.gz", records: 8811, runtime: Runtime::CpuOnly, steps: 10, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-loader-pairs/steady/rerun/textloader-workers1.json.gz", records: 8371, runtime: Runtime::CpuOnly, steps: 10, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-loader-pairs/steady/rerun/textloader-workers2.json.gz", records: 8371, runtime: Runtime::CpuOnly, steps: 10, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-loader-pairs/steady/rerun/textloader-workers4.json.gz", records: 8371, runtime: Runtime::CpuOnly, steps: 10, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-loader-pairs/steady/steady-heavyloader-workers0.json.gz", records: 7451, runtime: Runtime::CpuOnly, steps: 10, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-loader-pairs/steady/steady-heavyloader-workers1.json.gz", records: 5491, runtime: Runtime::CpuOnly, steps: 10, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-loader-pairs/steady/steady-heavyloader-workers2.json.gz", records: 5491, runtime: Runtime::CpuOnly, steps: 10, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-loader-pairs/steady/steady-heavyloader-workers4.json.gz", records: 5491, runtime: Runtime::CpuOnly, steps: 10, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-loader-pairs/steady/textloader-workers0.json.gz", records: 8811, runtime: Runtime::CpuOnly, steps: 10, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-loader-pairs/steady/textloader-workers1.json.gz", records: 8371, runtime: Runtime::CpuOnly, steps: 10, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-loader-pairs/steady/textloader-workers2.json.gz", records: 8371, runtime: Runtime::CpuOnly, steps: 10, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-loader-pairs/steady/textloader-workers4.json.gz", records: 8371, runtime: Runtime::CpuOnly, steps: 10, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-loader-pairs/xeon/heavyloader-workers0.json.gz", records: 4475, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-loader-pairs/xeon/heavyloader-workers1.json.gz", records: 3299, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-loader-pairs/xeon/heavyloader-workers2.json.gz", records: 3299, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
@@ -301,6 +313,14 @@ Expect { file: "stepcast/cpu-loader-pairs/heavyloader-workers0.json.gz", records
     Expect { file: "stepcast/cpu-optimizer-pairs/xeon/transformer-adamw-loop.json.gz", records: 11771, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-optimizer-pairs/xeon/widemlp-adam-fused.json.gz", records: 1835, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-optimizer-pairs/xeon/widemlp-adam-loop.json.gz", records: 2687, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-recompute-pairs/big/bigcnn-base.json.gz", records: 5207, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-recompute-pairs/big/bigcnn-checkpoint.json.gz", records: 6311, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-recompute-pairs/big/biggpt-base.json.gz", records: 15569, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-recompute-pairs/big/biggpt-checkpoint.json.gz", records: 18053, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-recompute-pairs/big/bigresmlp-base.json.gz", records: 8747, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-recompute-pairs/big/bigresmlp-checkpoint.json.gz", records: 9683, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-recompute-pairs/big/bigtransformer-base.json.gz", records: 11051, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
+    Expect { file: "stepcast/cpu-recompute-pairs/big/bigtransformer-checkpoint.json.gz", records: 13043, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-step-ranges/userstep.json.gz", records: 1361, runtime: Runtime::CpuOnly, steps: 0, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-step-ranges/inference.json.gz", records: 2080, runtime: Runtime::CpuOnly, steps: 0, kernels: 0, syncs: 0, distributed: Dist::Absent },
     Expect { file: "stepcast/cpu-optimizer-pairs/widemlp-adam-loop.json.gz", records: 2687, runtime: Runtime::CpuOnly, steps: 6, kernels: 0, syncs: 0, distributed: Dist::Absent },
