@@ -463,8 +463,7 @@ fn a_cpu_only_loader_with_an_unknown_host_declines() {
 /// training thread the cores are not outnumbered, and the caveat is absent.
 #[test]
 fn prefetch_says_its_step_is_a_best_case_where_processes_outnumber_the_cores() {
-    use super::compare::{Loaded, check_with, unprofiled_step_ns};
-    use stepcast::compare::{CompareOptions, compare_with};
+    use super::compare::{Loaded, check_with, forced_comparison, unprofiled_step_ns};
     use stepcast::whatif::ModelParams;
     const STEADY: &str = "stepcast/cpu-loader-pairs/steady";
     let (traced, unprofiled) = ((1.1, 1.6), (0.9, 1.3));
@@ -474,12 +473,7 @@ fn prefetch_says_its_step_is_a_best_case_where_processes_outnumber_the_cores() {
         for workers in [1u32, 2, 4] {
             let after_path = format!("{STEADY}/{workload}-workers{workers}.json.gz");
             let after = Loaded::new(&after_path);
-            let comparison = compare_with(
-                &before.side(),
-                &after.side(),
-                CompareOptions { force: true },
-            )
-            .unwrap_or_else(|e| panic!("{e}"));
+            let comparison = forced_comparison(&before, &after);
             let params = ModelParams {
                 workers: Some(workers as f64),
                 cores: Some(2.0),

@@ -8,7 +8,7 @@ use stepcast::compare::{
     CompareError, CompareOptions, FindingKind, Verdict, compare, compare_with,
 };
 
-use crate::compare::{H100, Loaded, check_with, unprofiled_step_ns};
+use crate::compare::{H100, Loaded, check_with, forced_comparison, unprofiled_step_ns};
 use pairs::*;
 use stepcast::whatif::record::TraceKind;
 
@@ -88,15 +88,8 @@ fn accuracy_markdown() -> Accuracy {
         let after_path = after_path(pair);
         let before = Loaded::new(pair.before);
         let after = Loaded::new(&after_path);
-        // Each pair is one workload by construction (its script changes one thing), and
-        // `compare` refuses one of them: on a CPU, Inductor replaces the aten ops of a
-        // `torch.compile`d model by its own (op similarity 0.19 on the transformer).
-        let comparison = compare_with(
-            &before.side(),
-            &after.side(),
-            CompareOptions { force: true },
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
+        // Each pair is one workload by construction (its script changes one thing).
+        let comparison = forced_comparison(&before, &after);
         let unprofiled = pair.timed.then(|| {
             unprofiled_step_ns(pair.before) as f64 / unprofiled_step_ns(&after_path) as f64
         });
@@ -519,8 +512,7 @@ fn cpu_rerun_rows() -> String {
         let first_path = format!("{STEADY}/{config}.json.gz");
         let again_path = format!("{STEADY}/rerun/{config}.json.gz");
         let (first, again) = (Loaded::new(&first_path), Loaded::new(&again_path));
-        let comparison = compare_with(&first.side(), &again.side(), CompareOptions { force: true })
-            .unwrap_or_else(|e| panic!("{e}"));
+        let comparison = forced_comparison(&first, &again);
         let (traced_first, traced_again) =
             (comparison.before.period_ns, comparison.after.period_ns);
         let (timed_first, timed_again) = (
@@ -883,12 +875,7 @@ fn ddp_rows() -> String {
             format!("{job}/rank0.json.gz"),
         );
         let (before, after) = (Loaded::new(&single), Loaded::new(&rank0));
-        let comparison = compare_with(
-            &before.side(),
-            &after.side(),
-            CompareOptions { force: true },
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
+        let comparison = forced_comparison(&before, &after);
         let mapping = stepcast::analyze::mapping::map(&before.trace, &before.window);
         let context = stepcast::whatif::Context::new(&before.trace, &before.window, &mapping);
         let baseline = stepcast::whatif::predict(&before.window, &before.window.graph)
