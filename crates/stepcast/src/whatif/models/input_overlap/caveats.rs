@@ -94,13 +94,14 @@ pub fn caveats(
     }
     if let Some((threads, cores)) = cores_outnumbered(workers, host) {
         caveats.push(format!(
-            "the training process's {threads} intra-op thread(s) (--threads) and its {workers} \
+            "the training process's {threads} intra-op thread{} (--threads) and its {workers} \
              workers outnumber the {cores} cores (--cores): the prediction gives the training \
              process every cycle its workers do not need, the best a scheduler sharing the \
              cores can do; on this project's 2-core pairs with 2 and 4 workers (each loader \
              started afresh, `cpu-loader-pairs/README.md`) the traced steps took 1.1-1.6× the \
              predicted one, the training process's own work 1.6-1.9× slower beside the \
-             workers, and the steps timed without the profiler 0.9-1.3×"
+             workers, and the steps timed without the profiler 0.9-1.3×",
+            if threads == 1 { "" } else { "s" },
         ));
     }
     if host.cores.is_none() {
