@@ -92,7 +92,10 @@ pub fn caveats(
                 .to_string(),
         );
     }
-    if let Some((threads, cores)) = cores_outnumbered(workers, host) {
+    // Measured on CPU-only runs, whose training process keeps its threads busy; a GPU job's
+    // mostly waits for the device.
+    let cpu_only = !context.window.graph.has_device_tasks();
+    if let Some((threads, cores)) = cores_outnumbered(workers, host).filter(|_| cpu_only) {
         caveats.push(format!(
             "the training process's {threads} intra-op thread{} (--threads) and its {workers} \
              workers outnumber the {cores} cores (--cores): the prediction gives the training \
