@@ -1822,7 +1822,7 @@ const RECOMPUTE_LARGER_BATCHES: &str = "blind: the larger configurations of the 
      (`cpu-gist-pairs/`'s), recorded on the Intel Xeon host, the bars fixed before recording \
      (`cpu-recompute-pairs/README.md`), `recompute`'s default (the repeated blocks) unchanged \
      since the rows above were seen. Three of four met. The residual MLP at batch 1024 missed \
-     (+15.3 % traced, +14.1 % without the profiler): the model inserts its blocks' forward as \
+     (+15.3 % traced, +14.0 % without the profiler): the model inserts its blocks' forward as \
      BEFORE's trace ran it, 51.1 ms a step, where AFTER's backward grew by 26.7 ms; in AFTER the \
      forward's `aten::gelu` took 3.2 ms a step where BEFORE's took 8.0, and its forward 48.0 ms \
      where BEFORE's took 52.8: on 4 MiB activations a forward that keeps them, as BEFORE's did, \
