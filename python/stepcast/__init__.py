@@ -61,13 +61,22 @@ class Trace(_Loaded):
         step: Optional[int] = None,
         *,
         top: Optional[int] = 20,
+        cores: Optional[int] = None,
+        threads: Optional[int] = None,
         progress: Progress = None,
     ) -> Result:
         """Where the step's time goes (``stepcast analyze --json``): ``top`` kernels, ops and
-        queue latencies in the statistics, ``None`` for every one (``--top all``)."""
+        queue latencies in the statistics, ``None`` for every one (``--top all``). It leads
+        with ``advise``'s answer, on the host ``cores`` and ``threads`` describe."""
         if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
             raise ValueError(f"top must be a positive number of rows or None, not {top!r}")
-        text = self._native.analyze(step, top, progress=self._callback(progress))
+        text = self._native.analyze(
+            step,
+            top,
+            _count("cores", cores),
+            _count("threads", threads),
+            progress=self._callback(progress),
+        )
         return _result(text)
 
     def whatif(
@@ -96,9 +105,26 @@ class Trace(_Loaded):
         )
         return _result(text)
 
-    def advise(self, *, peers: str = "skew", progress: Progress = None) -> Result:
-        """Every built-in model and useful combinations, ranked (``stepcast advise --json``)."""
-        return _result(self._native.advise(peers, progress=self._callback(progress)))
+    def advise(
+        self,
+        *,
+        peers: str = "skew",
+        cores: Optional[int] = None,
+        threads: Optional[int] = None,
+        progress: Progress = None,
+    ) -> Result:
+        """Every built-in model and useful combinations, ranked (``stepcast advise --json``).
+        ``cores`` and ``threads`` describe the recorded host (``--cores``, ``--threads``: the
+        CPU cores the training process shares with its ``DataLoader`` workers, and its
+        ``torch.get_num_threads()``), which no trace records."""
+        return _result(
+            self._native.advise(
+                peers,
+                _count("cores", cores),
+                _count("threads", threads),
+                progress=self._callback(progress),
+            )
+        )
 
     def export(
         self,
@@ -126,16 +152,21 @@ class Trace(_Loaded):
         model: Optional[str] = None,
         gpus: Union[str, Iterable[int]] = "1,2,4,8,16,32,64",
         peers: str = "skew",
+        cores: Optional[int] = None,
+        threads: Optional[int] = None,
         progress: Progress = None,
     ) -> None:
         """Writes the self-contained HTML report of the trace (``stepcast report TRACE -o
         PATH``): ``model`` the what-if drawn (default: ``advise``'s best), ``gpus`` the counts
-        of the scaling curve. ``path`` is written as ``export`` writes it."""
+        of the scaling curve, ``cores`` and ``threads`` the recorded host as ``advise`` takes
+        them. ``path`` is written as ``export`` writes it."""
         self._native.report(
             os.fspath(path),
             model,
             _comma_list(gpus),
             peers,
+            _count("cores", cores),
+            _count("threads", threads),
             progress=self._callback(progress),
         )
 
@@ -220,10 +251,25 @@ class Job(_Loaded):
         )
         return _result(text)
 
-    def advise(self, *, peers: str = "skew", progress: Progress = None) -> Result:
+    def advise(
+        self,
+        *,
+        peers: str = "skew",
+        cores: Optional[int] = None,
+        threads: Optional[int] = None,
+        progress: Progress = None,
+    ) -> Result:
         """Every built-in model and useful combinations on every rank, ranked by the job's
-        gain (``stepcast advise DIR --json``). Reads the rank traces again."""
-        return _result(self._native.advise(peers, progress=self._callback(progress)))
+        gain (``stepcast advise DIR --json``), ``cores`` and ``threads`` each rank's host as
+        ``Trace.advise`` takes them. Reads the rank traces again."""
+        return _result(
+            self._native.advise(
+                peers,
+                _count("cores", cores),
+                _count("threads", threads),
+                progress=self._callback(progress),
+            )
+        )
 
     def optimize(
         self,
@@ -337,4 +383,13 @@ def _comma_list(value: Any) -> Any:
         return ",".join(str(item) for item in value)
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
+    return value
+
+
+def _count(name: str, value: Optional[int]) -> Optional[int]:
+    """A count the command line takes as ``--cores N``: a positive int, or ``None`` (unknown)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive count or None, not {value!r}")
     return value

@@ -57,6 +57,11 @@ def test_bad_requests():
         "compare", NCCL, NCCL, "--model", "ddp"
     )
     assert "skew or balanced" in raised(lambda: trace.advise(peers="sometimes"))
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="cores must be a positive count"):
+            trace.advise(cores=bad)
+        with pytest.raises(ValueError, match="threads must be a positive count"):
+            trace.analyze(threads=bad)
     assert "give one or the other" in raised(
         lambda: trace.whatif("amp", scenario=str(REPO / "examples/scenarios/faster_host.toml"))
     )

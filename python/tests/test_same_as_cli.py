@@ -48,6 +48,18 @@ def test_advise(loaded):
     assert trace.advise(peers="balanced") == cli_json("advise", path, "--peers", "balanced")
 
 
+def test_advise_analyze_and_report_on_a_host_given():
+    # A CPU-only loader trace: prefetch_inputs is predicted only with the host given.
+    path = DATA / "stepcast/cpu-loader-pairs/loader-workers0.json.gz"
+    trace = stepcast.load(str(path))
+    host = ("--cores", 2, "--threads", 1)
+    advice = trace.advise(cores=2, threads=1)
+    assert advice == cli_json("advise", path, *host)
+    assert advice["answer"]["change"]["name"] == "prefetch_inputs(cores=2,threads=1)"
+    assert trace.advise() != advice
+    assert trace.analyze(cores=2, threads=1) == cli_json("analyze", path, *host)
+
+
 def test_analyze_and_replay_of_one_step():
     trace = stepcast.load(str(NCCL))
     number = trace.replay()["steps"][-1]["number"]

@@ -123,6 +123,9 @@ pub struct AnalyzeArgs {
     /// Keep the N kernels, ops and queue latencies that take the most time (`all`: every one)
     #[arg(long, value_name = "N|all", default_value = "20", value_parser = parse_top)]
     pub top: TopRows,
+    /// The answer it leads with is `advise`'s, on this host.
+    #[command(flatten)]
+    pub host: HostArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -294,6 +297,29 @@ impl PeersArgs {
     }
 }
 
+/// What the user says of the host the trace was recorded on: no trace format records it.
+#[derive(Debug, ClapArgs)]
+pub struct HostArgs {
+    /// The recorded host's CPU cores, which the training process shares with its DataLoader
+    /// workers (prefetch_inputs prices the workers on them, as `whatif --cores` does; unknown
+    /// by default: on a CPU-only trace prefetch_inputs then declines).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub cores: Option<u32>,
+    /// The training process's intra-op threads (`torch.get_num_threads()`; unknown by
+    /// default), as `whatif --threads`.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub threads: Option<u32>,
+}
+
+impl HostArgs {
+    pub fn host(&self) -> stepcast::whatif::models::LoaderHost {
+        stepcast::whatif::models::LoaderHost {
+            cores: self.cores,
+            threads: self.threads,
+        }
+    }
+}
+
 #[derive(Debug, ClapArgs)]
 #[command(mut_arg("format", |arg| arg.value_parser(formats(&[Format::Text, Format::Json, Format::Csv, Format::Md]))))]
 pub struct AdviseArgs {
@@ -303,6 +329,8 @@ pub struct AdviseArgs {
     pub trace: PathBuf,
     #[command(flatten)]
     pub peers: PeersArgs,
+    #[command(flatten)]
+    pub host: HostArgs,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -471,6 +499,8 @@ pub struct ReportArgs {
     pub gpus: String,
     #[command(flatten)]
     pub peers: PeersArgs,
+    #[command(flatten)]
+    pub host: HostArgs,
     /// html (default): one self-contained page; md: a Markdown digest of analyze and advise;
     /// csv: every table of analyze and advise as a CSV file, into the directory -o DIR.
     #[arg(long, value_enum, value_name = "FORMAT", default_value = "html")]

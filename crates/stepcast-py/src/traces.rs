@@ -7,6 +7,7 @@ use pyo3::conversion::FromPyObjectOwned;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use stepcast::whatif::models::LoaderHost;
 use stepcast::whatif::{ModelParams, Peers};
 use stepcast_cli::jobs::{self, DdpOptions, Loaded, OptimizeOptions, Progress, Transform};
 use stepcast_cli::output::{self, Shape};
@@ -52,6 +53,19 @@ fn peers(text: &str) -> PyResult<Peers> {
             "bad peers `{text}`: expected skew or balanced"
         ))),
     }
+}
+
+/// The recorded run's host as the CLI's `--cores` and `--threads` give it: each a count of
+/// at least 1, or unknown.
+fn host(cores: Option<u32>, threads: Option<u32>) -> PyResult<LoaderHost> {
+    for (name, value) in [("cores", cores), ("threads", threads)] {
+        if value == Some(0) {
+            return Err(StepcastError::new_err(format!(
+                "bad {name} 0: expected a count of at least 1"
+            )));
+        }
+    }
+    Ok(LoaderHost { cores, threads })
 }
 
 /// `optimize`'s options as the CLI's: `passes` is `--passes` (names, or one comma-separated
@@ -219,16 +233,22 @@ impl Trace {
         detached(py, progress, |p| jobs::replay(&self.loaded, step, p))
     }
 
-    /// `top`: the rows the statistics keep (`None`: every one).
-    #[pyo3(signature = (step=None, top=None, progress=None))]
+    /// `top`: the rows the statistics keep (`None`: every one); `cores` and `threads`: the
+    /// recorded host, as `advise` takes them.
+    #[pyo3(signature = (step=None, top=None, cores=None, threads=None, progress=None))]
     fn analyze(
         &self,
         py: Python<'_>,
         step: Option<u64>,
         top: Option<usize>,
+        cores: Option<u32>,
+        threads: Option<u32>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<String> {
-        detached(py, progress, |p| jobs::analyze(&self.loaded, step, top, p))
+        let host = host(cores, threads)?;
+        detached(py, progress, |p| {
+            jobs::analyze(&self.loaded, step, top, host, p)
+        })
     }
 
     /// `whatif MODEL` (`ddp` included) or `whatif --scenario FILE`, with the CLI's options
@@ -250,10 +270,19 @@ impl Trace {
         })
     }
 
-    #[pyo3(signature = (peers="skew", progress=None))]
-    fn advise(&self, py: Python<'_>, peers: &str, progress: Option<Py<PyAny>>) -> PyResult<String> {
+    /// `advise TRACE [--cores N] [--threads N]`.
+    #[pyo3(signature = (peers="skew", cores=None, threads=None, progress=None))]
+    fn advise(
+        &self,
+        py: Python<'_>,
+        peers: &str,
+        cores: Option<u32>,
+        threads: Option<u32>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<String> {
         let peers = self::peers(peers)?;
-        detached(py, progress, |p| jobs::advise(&self.loaded, peers, p))
+        let host = host(cores, threads)?;
+        detached(py, progress, |p| jobs::advise(&self.loaded, peers, host, p))
     }
 
     /// `export TRACE -o PATH [--step N] [--model MODEL]`: the Chrome trace, written to `path`.
@@ -278,7 +307,8 @@ impl Trace {
 
     /// `report TRACE -o PATH [--model MODEL] [--gpus N,N] [--peers P]`: the HTML page, written
     /// to `path`.
-    #[pyo3(signature = (path, model=None, gpus="1,2,4,8,16,32,64", peers="skew", progress=None))]
+    #[pyo3(signature = (path, model=None, gpus="1,2,4,8,16,32,64", peers="skew", cores=None, threads=None, progress=None))]
+    #[allow(clippy::too_many_arguments)]
     fn report(
         &self,
         py: Python<'_>,
@@ -286,10 +316,13 @@ impl Trace {
         model: Option<String>,
         gpus: &str,
         peers: &str,
+        cores: Option<u32>,
+        threads: Option<u32>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<()> {
         let peers = self::peers(peers)?;
-        let options = jobs::ReportOptions::new(model.as_deref(), gpus, peers)
+        let host = host(cores, threads)?;
+        let options = jobs::ReportOptions::new(model.as_deref(), gpus, peers, host)
             .map_err(|error| to_py(&error))?;
         let inputs = [self.loaded.path.as_path()];
         write_detached(py, &path, &inputs, progress, |p| {
@@ -514,12 +547,20 @@ impl Job {
 
     /// `advise DIR`: every change on every rank, ranked by the job's gain. Reads the traces
     /// again.
-    #[pyo3(signature = (peers="skew", progress=None))]
-    fn advise(&self, py: Python<'_>, peers: &str, progress: Option<Py<PyAny>>) -> PyResult<String> {
+    #[pyo3(signature = (peers="skew", cores=None, threads=None, progress=None))]
+    fn advise(
+        &self,
+        py: Python<'_>,
+        peers: &str,
+        cores: Option<u32>,
+        threads: Option<u32>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<String> {
         let peers = self::peers(peers)?;
+        let host = host(cores, threads)?;
         detached(py, progress, |p| {
             let job = jobs::load_ranks(&self.paths, &self.read, p)?;
-            jobs::advise_job(&job, peers, p)
+            jobs::advise_job(&job, peers, host, p)
         })
     }
 

@@ -18,12 +18,12 @@ pub fn run(args: &AdviseArgs) -> anyhow::Result<super::Answer> {
             super::read_options(),
             &progress,
         )?;
-        let document = jobs::advise_job(&job, args.peers.peers(), &progress)?;
+        let document = jobs::advise_job(&job, args.peers.peers(), args.host.host(), &progress)?;
         drop(progress);
         return super::render(&args.output, &document, table::advise_job_text, None, None);
     }
     let loaded = super::load(&args.trace, &progress)?;
-    let document = jobs::advise(&loaded, args.peers.peers(), &progress)?;
+    let document = jobs::advise(&loaded, args.peers.peers(), args.host.host(), &progress)?;
     drop(progress);
     super::render(
         &args.output,

@@ -10,7 +10,7 @@ use crate::progress::Terminal;
 pub fn run(args: &AnalyzeArgs) -> anyhow::Result<super::Answer> {
     let progress = Terminal::new();
     let loaded = super::load(&args.trace, &progress)?;
-    let document = jobs::analyze(&loaded, args.step, args.top.0, &progress)?;
+    let document = jobs::analyze(&loaded, args.step, args.top.0, args.host.host(), &progress)?;
     drop(progress);
     super::render(
         &args.output,

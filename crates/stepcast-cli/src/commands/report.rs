@@ -39,7 +39,12 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<Answer> {
 
 fn one_trace(args: &ReportArgs, path: &Path) -> anyhow::Result<Answer> {
     // The command line is checked before the trace is read, so a typo fails fast.
-    let options = ReportOptions::new(args.model.as_deref(), &args.gpus, args.peers.peers())?;
+    let options = ReportOptions::new(
+        args.model.as_deref(),
+        &args.gpus,
+        args.peers.peers(),
+        args.host.host(),
+    )?;
     if args.format == Format::Text || args.format == Format::Json {
         return Err(stepcast_cli::usage(anyhow!(
             "report writes html, md or csv; for text or JSON use `stepcast analyze` and `stepcast advise`"
@@ -49,7 +54,7 @@ fn one_trace(args: &ReportArgs, path: &Path) -> anyhow::Result<Answer> {
     let loaded = super::load(path, &progress)?;
     match args.format {
         Format::Md => {
-            let digest = jobs::digest(&loaded, args.peers.peers(), &progress)?;
+            let digest = jobs::digest(&loaded, args.peers.peers(), args.host.host(), &progress)?;
             let mut text = markdown::analyze_markdown(&digest.analyze);
             match &digest.advise {
                 Ok(document) => text.push_str(&markdown::advise_markdown(document)),
@@ -60,7 +65,7 @@ fn one_trace(args: &ReportArgs, path: &Path) -> anyhow::Result<Answer> {
             Ok(Answer::Text(text))
         }
         Format::Csv => {
-            let digest = jobs::digest(&loaded, args.peers.peers(), &progress)?;
+            let digest = jobs::digest(&loaded, args.peers.peers(), args.host.host(), &progress)?;
             let mut files = prefixed("analyze", super::csv_files(&digest.analyze)?);
             if let Ok(document) = &digest.advise {
                 files.extend(prefixed("advise", super::csv_files(document)?));
@@ -135,7 +140,7 @@ fn job(args: &ReportArgs, paths: &[PathBuf]) -> anyhow::Result<Answer> {
     } else {
         let job = jobs::load_ranks(paths, super::read_options(), &progress)?;
         Some(
-            jobs::advise_job(&job, args.peers.peers(), &progress)
+            jobs::advise_job(&job, args.peers.peers(), args.host.host(), &progress)
                 .map_err(|e| stepcast_cli::message(&e)),
         )
     };

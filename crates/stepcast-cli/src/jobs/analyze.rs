@@ -2,16 +2,19 @@
 
 use anyhow::Context as _;
 use stepcast::whatif::Peers;
+use stepcast::whatif::models::LoaderHost;
 use stepcast_report::json::{AnalyzeJson, AnswerJson, advise_json, analyze_json};
 
 use super::{Loaded, Progress};
 
 /// The analysis of the window, with `step` (a `ProfilerStep` number) in detail; by default
-/// the steady step closest to the median. Its statistics keep `top` names (`None`: all).
+/// the steady step closest to the median. Its statistics keep `top` names (`None`: all). It
+/// leads with `advise`'s answer on `host`.
 pub fn analyze(
     loaded: &Loaded,
     step: Option<u64>,
     top: Option<usize>,
+    host: LoaderHost,
     progress: &dyn Progress,
 ) -> anyhow::Result<AnalyzeJson> {
     let step_index = match step {
@@ -24,15 +27,15 @@ pub fn analyze(
     progress.update("analyzing", 1, 1);
     let mut document = analyze_json(&loaded.trace, &loaded.window, &analysis, step);
     document.trace.file = loaded.file();
-    document.answer = answer(loaded, progress);
+    document.answer = answer(loaded, host, progress);
     Ok(document)
 }
 
 /// The answer `advise` gives, which `analyze` leads with too; `None` where advise cannot run
 /// on the trace (the analysis stands without it).
-pub fn answer(loaded: &Loaded, progress: &dyn Progress) -> Option<AnswerJson> {
+pub fn answer(loaded: &Loaded, host: LoaderHost, progress: &dyn Progress) -> Option<AnswerJson> {
     progress.update("ranking the what-ifs (advise)", 0, 1);
-    let advice = stepcast::whatif::advise(&loaded.context(Peers::Skew)).ok()?;
+    let advice = stepcast::whatif::advise_on(&loaded.context(Peers::Skew), host).ok()?;
     progress.update("ranking the what-ifs (advise)", 1, 1);
     let mut document = advise_json(&loaded.trace, &loaded.window, &advice);
     document.set_file(loaded.file());

@@ -5,6 +5,7 @@
 use anyhow::{Context as _, anyhow};
 use stepcast::whatif::Peers;
 use stepcast::whatif::job::{Job, JobRank};
+use stepcast::whatif::models::LoaderHost;
 use stepcast_report::json::{AdviseJobJson, WhatIfJobJson, advise_job_json, whatif_job_json};
 
 use super::{JobRanks, Loaded, Progress, Transform};
@@ -110,17 +111,19 @@ pub fn whatif_job(
     Ok(document)
 }
 
-/// `advise DIR`: every change on every rank, ranked by the job's gain.
+/// `advise DIR`: every change on every rank, ranked by the job's gain, on the ranks' `host`
+/// as the user described it.
 pub fn advise_job(
     job_ranks: &JobRanks,
     peers: Peers,
+    host: LoaderHost,
     progress: &dyn Progress,
 ) -> anyhow::Result<AdviseJobJson> {
     let ranks = job_ranks.ranks.as_slice();
     progress.update("advising the job", 0, 1);
     let job = job(ranks, peers)?;
     let advice = job
-        .advise()
+        .advise_on(host)
         .with_context(|| format!("cannot advise on the job of {} ranks", ranks.len()))?;
     let mut document = advise_job_json(job.measured(), job.baseline(), &advice);
     let (world_size, missing) = world(ranks);

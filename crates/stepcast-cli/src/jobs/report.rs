@@ -6,6 +6,7 @@
 use anyhow::Context as _;
 use stepcast::graph::Graph;
 use stepcast::simulate::{RecordedOrder, SimOptions, Timeline, simulate};
+use stepcast::whatif::models::LoaderHost;
 use stepcast::whatif::{Advice, Model, ModelParams, Peers, WhatIfError, apply_models};
 use stepcast_report::html::{MemoryCurve, TimelineView, TraceReport, trace_report};
 use stepcast_report::json::{AdviseJson, AnalyzeJson, WhatIfJson, advise_json, analyze_json};
@@ -20,13 +21,20 @@ pub struct ReportOptions {
     /// The data-parallel scaling sweep.
     ddp: Ddp,
     peers: Peers,
+    /// The recorded run's host, as the user described it: `advise` runs on it.
+    host: LoaderHost,
 }
 
 impl ReportOptions {
     /// `model` (a built-in model, with its default parameters) and `gpus` (the GPU counts of
-    /// the scaling curve, `1,2,4,8`). An unknown model or a bad count is a
-    /// [`Usage`](crate::Usage) error.
-    pub fn new(model: Option<&str>, gpus: &str, peers: Peers) -> anyhow::Result<ReportOptions> {
+    /// the scaling curve, `1,2,4,8`); `advise` runs on `host`. An unknown model or a bad count
+    /// is a [`Usage`](crate::Usage) error.
+    pub fn new(
+        model: Option<&str>,
+        gpus: &str,
+        peers: Peers,
+        host: LoaderHost,
+    ) -> anyhow::Result<ReportOptions> {
         let model = model
             .map(|name| Model::with_params(name, &ModelParams::default()))
             .transpose()
@@ -35,7 +43,12 @@ impl ReportOptions {
             gpus: Some(gpus.to_string()),
             ..DdpOptions::default()
         })?;
-        Ok(ReportOptions { model, ddp, peers })
+        Ok(ReportOptions {
+            model,
+            ddp,
+            peers,
+            host,
+        })
     }
 }
 
@@ -87,15 +100,16 @@ fn analysis(
     Ok((analysis, document))
 }
 
-/// The advice on the trace and its document; a trace advise cannot rank gets a report that
-/// says why instead of none.
+/// The advice on the trace (on `host`) and its document; a trace advise cannot rank gets a
+/// report that says why instead of none.
 fn advice(
     loaded: &Loaded,
     peers: Peers,
+    host: LoaderHost,
     progress: &dyn Progress,
 ) -> (Result<Advice, WhatIfError>, Result<AdviseJson, String>) {
     progress.update("ranking the what-ifs (advise)", 0, 1);
-    let advice = stepcast::whatif::advise(&loaded.context(peers));
+    let advice = stepcast::whatif::advise_on(&loaded.context(peers), host);
     progress.update("ranking the what-ifs (advise)", 1, 1);
     let document = match &advice {
         Ok(advice) => {
@@ -108,10 +122,15 @@ fn advice(
     (advice, document)
 }
 
-/// The digest of one trace: `analyze` and `advise` (with `peers`).
-pub fn digest(loaded: &Loaded, peers: Peers, progress: &dyn Progress) -> anyhow::Result<Digest> {
+/// The digest of one trace: `analyze` and `advise` (with `peers`, on `host`).
+pub fn digest(
+    loaded: &Loaded,
+    peers: Peers,
+    host: LoaderHost,
+    progress: &dyn Progress,
+) -> anyhow::Result<Digest> {
     let (_, mut analyze) = analysis(loaded, progress)?;
-    let (_, advise) = advice(loaded, peers, progress);
+    let (_, advise) = advice(loaded, peers, host, progress);
     analyze.answer = advise.as_ref().ok().map(|a| a.answer.clone());
     Ok(Digest { analyze, advise })
 }
@@ -133,7 +152,7 @@ pub fn report(
     progress: &dyn Progress,
 ) -> anyhow::Result<TracePage> {
     let (analysis, mut analyze) = analysis(loaded, progress)?;
-    let (advice, advise) = advice(loaded, options.peers, progress);
+    let (advice, advise) = advice(loaded, options.peers, options.host, progress);
     analyze.answer = advise.as_ref().ok().map(|a| a.answer.clone());
     progress.update("predicting data-parallel scaling", 0, 1);
     let scaling = options

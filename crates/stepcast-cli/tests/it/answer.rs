@@ -286,6 +286,55 @@ fn the_answer_names_a_declined_change_that_could_pay_more() {
     assert!(given.json()["trust"]["declined"].is_null());
 }
 
+#[test]
+fn the_host_given_to_advise_lets_it_predict_the_loader_and_the_next_command_runs() {
+    // The CPU-only trace on which `advise` alone declines prefetch_inputs (the test above):
+    // given the host as `whatif` takes it, advise predicts it as whatif does, leads with it,
+    // and the command its answer names next runs and says the same.
+    let trace = format!("{TESTDATA}/stepcast/cpu-loader-pairs/loader-workers0.json.gz");
+    let host = ["--cores", "2", "--threads", "1"];
+    let advise = stepcast(&[&["advise", trace.as_str(), "--json"][..], &host[..]].concat());
+    advise.assert_success();
+    let advise = advise.json();
+    let prefetch = advise["candidates"]
+        .as_array()
+        .expect("candidates")
+        .iter()
+        .find(|c| c["models"] == serde_json::json!(["prefetch_inputs(cores=2,threads=1)"]))
+        .unwrap_or_else(|| panic!("prefetch_inputs predicted: {}", advise["failed"]));
+    let speedup = prefetch["speedup"].as_f64().expect("speedup");
+    assert!(prefetch["trust"]["declined"].is_null(), "{prefetch}");
+    let whatif = stepcast(
+        &[
+            &["whatif", trace.as_str(), "prefetch_inputs", "--json"][..],
+            &host[..],
+        ]
+        .concat(),
+    );
+    whatif.assert_success();
+    let whatif = whatif.json();
+    assert_eq!(whatif["speedup"].as_f64(), Some(speedup));
+    let answer = &advise["answer"];
+    assert_eq!(
+        answer["change"]["name"], "prefetch_inputs(cores=2,threads=1)",
+        "{answer}"
+    );
+    let next = answer["next"].as_str().expect("next");
+    let words: Vec<&str> = next.split_whitespace().collect();
+    assert_eq!(words[..2], ["stepcast", "whatif"], "{next}");
+    let again = stepcast(&[&words[1..], &["--json"][..]].concat());
+    again.assert_success();
+    assert_eq!(again.json()["speedup"].as_f64(), Some(speedup), "{next}");
+    // analyze leads with the same answer on the same host.
+    let analyze = stepcast(&[&["analyze", trace.as_str(), "--json"][..], &host[..]].concat());
+    analyze.assert_success();
+    assert_eq!(analyze.json()["answer"]["change"], answer["change"]);
+    // A count of no cores is refused by name, before the trace is read.
+    let refused = stepcast(&["advise", &trace, "--cores", "0"]);
+    assert_eq!(refused.code, Some(2));
+    assert!(refused.stderr.contains("--cores"), "{}", refused.stderr);
+}
+
 /// One model's row of `docs/accuracy.md`'s per-model table on one kind of trace: its
 /// out-of-sample median error and the pairs that moved the other way, read off the document
 /// (not the library's table generated with it).

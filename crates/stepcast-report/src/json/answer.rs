@@ -243,6 +243,26 @@ fn file_arg(doc: &AdviseJson) -> String {
     }
 }
 
+/// A model as `whatif` takes it on the command line: its name, then each parameter its
+/// name carries as an option (`prefetch_inputs(cores=2,threads=1)` is `prefetch_inputs
+/// --cores 2 --threads 1`).
+fn whatif_args(model: &str) -> String {
+    let Some((base, params)) = model
+        .strip_suffix(')')
+        .and_then(|inner| inner.split_once('('))
+    else {
+        return model.to_string();
+    };
+    let mut args = base.to_string();
+    for param in params.split(',') {
+        match param.split_once('=') {
+            Some((name, value)) => args.push_str(&format!(" --{name} {value}")),
+            None => args.push_str(&format!(" --{param}")),
+        }
+    }
+    args
+}
+
 /// The answer of an `advise` document.
 pub fn answer(doc: &AdviseJson) -> AnswerJson {
     let time = &doc.step_time;
@@ -299,9 +319,9 @@ pub fn answer(doc: &AdviseJson) -> AnswerJson {
     };
     let file = file_arg(doc);
     let next = match (change, held) {
-        (Some(c), _) => format!("stepcast whatif {file} {}", c.models[0]),
+        (Some(c), _) => format!("stepcast whatif {file} {}", whatif_args(&c.models[0])),
         // Its record, caveats and bound, to judge it by.
-        (None, Some((c, _))) => format!("stepcast whatif {file} {}", c.models[0]),
+        (None, Some((c, _))) => format!("stepcast whatif {file} {}", whatif_args(&c.models[0])),
         (None, None) => format!("stepcast report {file} -o report.html"),
     };
     let steps_hint = doc.no_step_markers.then(|| match doc.step_range_events {
@@ -381,7 +401,7 @@ pub fn answer(doc: &AdviseJson) -> AnswerJson {
              says why",
             f.name,
             times(Some(at_most)),
-            f.name
+            whatif_args(&f.name)
         ));
     }
     if let Some(hint) = &steps_hint {

@@ -14,7 +14,7 @@
 
 use rayon::prelude::*;
 
-use super::models::{MemoryEffect, Model};
+use super::models::{LoaderHost, MemoryEffect, Model};
 use super::trust::{WindowTrust, assess, window_trust_of};
 use super::{
     Baseline, Context, Outcome, Prediction, Prepared, StepTime, WhatIfError, what_if_prepared,
@@ -47,17 +47,15 @@ impl Candidate {
     }
 }
 
-/// The combinations worth trying, from each advised model's speedup alone (`singles`): every
-/// pair of the models that help, and all the software ones together when three or more help.
-/// Combinations keep the order of [`Model::advised`] (the order their effects compose in).
+/// The combinations worth trying, from each advised model's speedup alone (`singles`, in the
+/// order of [`Model::advised`]): every pair of the models that help, and all the software ones
+/// together when three or more help. Combinations keep that order (the order their effects
+/// compose in).
 pub(crate) fn combinations(singles: &[(Model, f64)]) -> Vec<Vec<Model>> {
-    let useful: Vec<Model> = Model::advised()
-        .into_iter()
-        .filter(|m| {
-            singles
-                .iter()
-                .any(|(s, speedup)| s == m && *speedup >= USEFUL_SPEEDUP)
-        })
+    let useful: Vec<Model> = singles
+        .iter()
+        .filter(|(_, speedup)| *speedup >= USEFUL_SPEEDUP)
+        .map(|(model, _)| model.clone())
         .collect();
     let mut combinations: Vec<Vec<Model>> = Vec::new();
     for (i, a) in useful.iter().enumerate() {
@@ -141,8 +139,15 @@ pub struct Advice {
 
 /// Tries every advised model and the useful combinations (see the module documentation), in
 /// parallel over one baseline, and ranks them: highest speedup first, ties by name. The
-/// result does not depend on the number of threads.
+/// result does not depend on the number of threads. The recorded run's host is unknown: see
+/// [`advise_on`].
 pub fn advise(context: &Context<'_>) -> Result<Advice, WhatIfError> {
+    advise_on(context, LoaderHost::default())
+}
+
+/// [`advise`] on a recorded run whose host the user described (`--cores`, `--threads`):
+/// the models that price work sharing its cores take it ([`Model::advised_on`]).
+pub fn advise_on(context: &Context<'_>, host: LoaderHost) -> Result<Advice, WhatIfError> {
     // The baseline, replayed once; then the editable window every candidate clones, beside
     // the window's self-checks on that replay: independent.
     let replayed = Baseline::of(context.window)?;
@@ -164,7 +169,10 @@ pub fn advise(context: &Context<'_>) -> Result<Advice, WhatIfError> {
             step_time,
         });
     }
-    let mut singles: Vec<Vec<Model>> = Model::advised().into_iter().map(|m| vec![m]).collect();
+    let mut singles: Vec<Vec<Model>> = Model::advised_on(host)
+        .into_iter()
+        .map(|m| vec![m])
+        .collect();
     let trades = Model::memory_trades();
     singles.extend(trades.iter().map(|m| vec![m.clone()]));
     let mut failed = Vec::new();

@@ -38,7 +38,7 @@ use crate::simulate::{
     CriticalPath, RecordedOrder, SimError, SimOptions, Timeline, critical_path, simulate,
 };
 
-pub use advise::{Advice, Candidate, advise};
+pub use advise::{Advice, Candidate, advise, advise_on};
 pub use bottleneck::{Bottleneck, PathItem, Resource};
 
 pub use edit::{

@@ -11,7 +11,7 @@ use rayon::prelude::*;
 
 use super::{Job, JobAssessed, JobError};
 use crate::whatif::advise::{adds_to_best_member, combinations, name};
-use crate::whatif::models::Model;
+use crate::whatif::models::{LoaderHost, Model};
 
 /// One change the job's `advise` tried.
 #[derive(Clone, Debug)]
@@ -41,8 +41,15 @@ pub struct JobAdvice {
 
 impl Job<'_> {
     /// Tries every advised model and the useful combinations on the whole job (see the module
-    /// documentation). The result does not depend on the number of threads.
+    /// documentation). The result does not depend on the number of threads. The ranks' host
+    /// is unknown: see [`Job::advise_on`].
     pub fn advise(&self) -> Result<JobAdvice, JobError> {
+        self.advise_on(LoaderHost::default())
+    }
+
+    /// [`Job::advise`] on ranks whose host the user described (`--cores`, `--threads`: each
+    /// rank's process and its workers share that many cores), as [`Model::advised_on`].
+    pub fn advise_on(&self, host: LoaderHost) -> Result<JobAdvice, JobError> {
         let windows = self.alone()?;
         if let Some((reason, rank)) = windows
             .iter()
@@ -55,7 +62,10 @@ impl Job<'_> {
                 declined: Some(format!("rank {rank}: {reason}")),
             });
         }
-        let singles: Vec<Vec<Model>> = Model::advised().into_iter().map(|m| vec![m]).collect();
+        let singles: Vec<Vec<Model>> = Model::advised_on(host)
+            .into_iter()
+            .map(|m| vec![m])
+            .collect();
         let mut failed = Vec::new();
         let mut candidates = self.keep_predicted(self.try_all(singles), &mut failed);
         let singles: Vec<(Model, f64)> = candidates

@@ -552,14 +552,26 @@ impl Model {
 
     /// The models `advise` tries, in the order their effects compose in: program changes
     /// first (fewer kernels, then cheaper kernels, then fewer launches and syncs), hardware
-    /// last.
+    /// last. The host is unknown: see [`Model::advised_on`].
     pub fn advised() -> Vec<Model> {
+        Model::advised_on(LoaderHost::default())
+    }
+
+    /// [`Model::advised`], on a recorded run whose host the user described (`--cores`,
+    /// `--threads`): `prefetch_inputs` prices its workers on those cores, as `whatif` does
+    /// with the same flags. On a CPU-only trace it declines without them, the workers sharing
+    /// cores no trace records.
+    pub fn advised_on(host: LoaderHost) -> Vec<Model> {
         vec![
             Model::FusedOptimizer { factor: 1.0 },
             Model::ReconstructBatchnorm,
             Model::KernelFusion { factor: None },
             Model::Amp,
-            prefetch_default(),
+            Model::PrefetchInputs {
+                contention: contention_on(host.cores),
+                workers: DEFAULT_WORKERS,
+                host,
+            },
             Model::CudaGraphs,
             Model::RemoveSyncs,
             Model::FasterHardware(gpu_2x()),
