@@ -97,7 +97,7 @@ pub struct Assembly {
     pub records: u64,
 }
 
-/// How the note of a `--step-range` that matched nothing begins ([`step_range_note`]): the
+/// How the note of a `--step-range` that matched nothing begins (`step_range_note`): the
 /// user's pattern then stands for the steps, and the graph infers none of its own.
 pub const STEP_RANGE_MATCHED_NONE: &str = "no step markers: none of the";
 

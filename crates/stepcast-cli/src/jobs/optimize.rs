@@ -84,7 +84,7 @@ impl OptimizeOptions {
     }
 }
 
-/// Reads every trace `paths` names (see [`rank_files`]), one per rank, in rank order (the
+/// Reads every trace `paths` names (see `rank_files`), one per rank, in rank order (the
 /// recorded rank, else the file's position; then the file name): what a multi-rank plan
 /// is searched on.
 pub fn load_ranks(

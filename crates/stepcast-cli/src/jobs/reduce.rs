@@ -101,7 +101,7 @@ fn encode(path: &Path, ranks: Vec<Rank>) -> anyhow::Result<Vec<ReducedFile>> {
         .collect()
 }
 
-/// Every rank of the traces `paths` names (see [`rank_files`]), reduced on every core.
+/// Every rank of the traces `paths` names (see `rank_files`), reduced on every core.
 pub struct Reduced {
     /// In the traces' order; names checked to be distinct.
     pub files: Vec<ReducedFile>,

@@ -942,7 +942,7 @@ pub fn held_back(model: &Model, kind: TraceKind, speedup: Option<f64>) -> Option
 impl CandidateJson {
     /// Whether it may be a headline (what to try first): it helps, it responds as a machine
     /// would (no anomaly), its gain does not rest on one task, and its models' records can
-    /// tell that gain from their error ([`held_back`]).
+    /// tell that gain from their error (`held_back`).
     pub fn can_headline(&self) -> bool {
         self.useful
             && self.trust.anomaly.is_none()

@@ -1,7 +1,7 @@
 //! Collective cost models (issue 5, item 1): latency + bandwidth (α-β) terms per algorithm,
 //! with NCCL's bus-bandwidth conventions, topology presets, the hierarchical decomposition of
 //! BlueConnect, and a calibration of the network from the trace's own NCCL kernels
-//! ([`calibrate`]).
+//! ([`calibrate()`]).
 //!
 //! Conventions (NCCL's `PERFORMANCE.md`): a collective of `S` bytes taking `t` has algorithm
 //! bandwidth `algbw = S / t` and bus bandwidth `busbw = algbw × factor(n)`, where the factor

@@ -7,13 +7,13 @@
 //! replayed window ([`crate::whatif::predict`]). Several ranks of one job are planned as one
 //! (dPRO's symmetry: one plan, whose moves name kernels and all-reduce slots, never task ids):
 //! ranks that run the same program are replayed through one representative and keep their
-//! own recorded steps as inputs ([`symmetry`]). Where the ranks replay as one job, a plan's
+//! own recorded steps as inputs (`symmetry`). Where the ranks replay as one job, a plan's
 //! step is the job's global replay with the plan on every rank ([`crate::whatif::job`]), so a
 //! rank made faster waits for its peers; else the job's step is the slowest rank's.
 //!
 //! Accelerations (dPRO §5.3, Table 5): the coarsened view (one decision per fusion region or
 //! all-reduce slot, for every steady step and rank at once), bounds that prune moves that
-//! cannot beat the best one found ([`search`]), and parallel replay of candidates (rayon).
+//! cannot beat the best one found (`search`), and parallel replay of candidates (rayon).
 //! Not done: dPRO's partial replay (every candidate replays the whole window).
 //!
 //! A plan is compared with the defaults a user has today and with `advise`'s best candidate

@@ -47,14 +47,14 @@ pub enum GroupSource {
     StreamOrder,
     /// Run by host threads with no group recorded (gloo), the group inferred from the groups
     /// the ranks declare and the collectives each worker thread ran (see
-    /// [`super::host_groups`]); the place is the step and the order within it.
+    /// `super::host_groups`); the place is the step and the order within it.
     Inferred,
     /// A point-to-point transfer (gloo's `send`/`recv`): its group is the pair (sender,
     /// receiver) the posting op records; the place is its order between the two over the
     /// window (transfers between two ranks arrive in the order they were posted).
     PeerOrder,
     /// A point-to-point transfer whose posting op records no peer (traced without
-    /// `record_shapes`), paired by the two sides' times (see [`super::timed_transfers`]):
+    /// `record_shapes`), paired by the two sides' times (see `super::timed_transfers`):
     /// its group is the pair (sender, receiver) so found; the place, as under
     /// [`GroupSource::PeerOrder`].
     PeerByTime,

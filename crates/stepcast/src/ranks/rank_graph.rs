@@ -73,7 +73,7 @@ pub struct RankGraph {
     /// Per graph lane: `thread N` or `stream N`.
     pub lane_labels: Vec<String>,
     /// Per task, from the analyze mapping: its phase, layer and op name (the last two as
-    /// name ids, [`NO_NAME`] for none: half the bytes of an `Option<NameId>`, and a job of a
+    /// name ids, `NO_NAME` for none: half the bytes of an `Option<NameId>`, and a job of a
     /// thousand ranks holds millions of tasks).
     pub phase: Vec<Phase>,
     layer: Vec<u32>,

@@ -579,7 +579,7 @@ pub struct Outcome {
     /// Host and device time per phase and steady step, before and after, in [`Phase::ALL`]
     /// order.
     pub phases: Vec<PhaseTime>,
-    /// The transformed graph (empty in [`advise`]'s candidates, which keep only the figures).
+    /// The transformed graph (empty in [`advise()`]'s candidates, which keep only the figures).
     pub graph: Graph,
     /// What the peers did in this prediction, and the speedup under the other choice (`None`
     /// when no collective waits for peers: the choice changes nothing).

@@ -15,7 +15,7 @@
 //! model = "fused_optimizer"
 //! ```
 //!
-//! Raw TOML is parsed into [`RawScenario`] (spans kept), then checked into a [`Scenario`]
+//! Raw TOML is parsed into `RawScenario` (spans kept), then checked into a [`Scenario`]
 //! (regular expressions compiled, names resolved); every error names its line and column.
 
 use std::ops::Range;

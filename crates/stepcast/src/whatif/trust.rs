@@ -44,8 +44,8 @@ pub struct WindowTrust {
     /// every prediction says how far it moves it.
     pub profiler: Option<ProfilerCost>,
     /// Where the loader already runs in worker processes and the training process waits for
-    /// them long enough that they pace the step ([`workers_pacing`]), the sentence that says
-    /// so: a change that leaves the loader is held at their pace ([`workers_pace`]).
+    /// them long enough that they pace the step (`workers_pacing`), the sentence that says
+    /// so: a change that leaves the loader is held at their pace (`workers_pace`).
     pub paced_by: Option<String>,
 }
 

@@ -40,7 +40,7 @@ pub struct NameStatsJson {
     /// The name, in full.
     pub name: String,
     /// The name as tables show it: demangled and shortened, at most
-    /// [`SHORT_NAME_WIDTH`] characters, distinct from every other row's (`crate::names`).
+    /// `SHORT_NAME_WIDTH` characters, distinct from every other row's (`crate::names`).
     pub short_name: String,
     /// Over every instance.
     #[serde(flatten)]

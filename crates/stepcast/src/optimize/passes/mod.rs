@@ -1,7 +1,7 @@
 //! The graph pass registry (dPRO §5.1): every optimization the search may choose, each a
 //! graph transform with a stated cost model, one file each. A pass proposes moves with the
-//! most each can gain ([`Pass::candidates`]) and applies the moves of a plan
-//! ([`Pass::apply`]); the search knows nothing else of it, so a new pass is a file and a line
+//! most each can gain (`Pass::candidates`) and applies the moves of a plan
+//! (`Pass::apply`); the search knows nothing else of it, so a new pass is a file and a line
 //! in [`REGISTRY`].
 
 pub mod memory;

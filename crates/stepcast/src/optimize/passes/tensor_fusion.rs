@@ -7,7 +7,7 @@
 //! all-reduces. DDP's greedy `bucket_cap_mb` is one more move, the default a user has today.
 //!
 //! Cost model: the calibrated α-β envelope of the trace's own all-reduces
-//! ([`crate::comm::calibrate`]): a merged all-reduce of `k` costs the sum of its members'
+//! ([`crate::comm::calibrate()`]): a merged all-reduce of `k` costs the sum of its members'
 //! transfers less `(k − 1) α` (one fixed cost instead of `k`), never less than its longest
 //! member. It runs where the last member ran, when all its gradients are ready (the merged
 //! bucket waits for the last gradient: the cost of fusion dPRO weighs), and the launch calls

@@ -2,7 +2,7 @@
 //! all-reduce into `k` chunks so that communication pipelines.
 //!
 //! Cost model: each chunk pays the calibrated fixed cost α of the trace's all-reduce fit
-//! ([`crate::comm::calibrate`]) and `1/k` of the transfer, so the `k` chunks together cost the
+//! ([`crate::comm::calibrate()`]) and `1/k` of the transfer, so the `k` chunks together cost the
 //! transfer plus `(k − 1) α`. In the recorded graph the chunks run back to back on the
 //! collective's stream, each waiting for the bucket's gradients, and whatever waited for the
 //! all-reduce waits for its last chunk: they are one task of that summed cost. The gain

@@ -14,7 +14,7 @@
 //! recorded bucketing is kept (DDP's buckets are fixed after the first iteration).
 //!
 //! The network: intra-node, the link calibrated from the trace's collectives
-//! ([`crate::comm::calibrate`]), else `intra` (default NVLink 3); inter-node, `inter` (default
+//! ([`crate::comm::calibrate()`]), else `intra` (default NVLink 3); inter-node, `inter` (default
 //! InfiniBand 200 Gb/s per GPU). The fixed cost per collective is the calibration's intercept.
 
 //!
@@ -306,7 +306,7 @@ pub enum DdpError {
 
 /// Plans the DDP what-if: the recorded collectives, the calibration and each collective's time
 /// on `config`'s topology. `recorded` and `calibration` can be computed once for a sweep
-/// ([`recorded_collectives`], [`calibrate`]).
+/// ([`recorded_collectives`], [`calibrate()`]).
 pub fn plan(
     recorded: &[RecordedCollective],
     calibration: &Calibration,

@@ -96,7 +96,7 @@ struct Costs {
 /// A graph under edit. Build one with [`EditGraph::new`], apply primitives, then
 /// [`EditGraph::finish`].
 ///
-/// A clone is cheap: the per-task columns are [`CowVec`]s, shared with the graph cloned from
+/// A clone is cheap: the per-task columns are `CowVec`s, shared with the graph cloned from
 /// until written, and each lane's order is shared until the lane changes. Many what-ifs of
 /// one window clone one prepared edit graph ([`super::Prepared`]) and copy only what they
 /// change.

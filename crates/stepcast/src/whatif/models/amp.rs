@@ -198,10 +198,10 @@ fn forward_op_of_node(name: &str) -> Option<Option<String>> {
 ///   trace's GPU (`deviceProperties`);
 /// - memory-bound (element-wise, normalization, reduction): × 0.5 where its op runs in half
 ///   precision under autocast's lists, else × 1; cuDNN's memory-bound kernels × 1
-///   ([`HALF_BYTES`]);
+///   (`HALF_BYTES`);
 /// - anything else: unchanged.
 ///
-/// Then what AMP costs is charged ([`charge`]): the casts, and in FP16 the gradient
+/// Then what AMP costs is charged (`charge`): the casts, and in FP16 the gradient
 /// scaler's kernels, its per-step host synchronization and the host time of dispatching them.
 /// On a host-bound step those costs can outweigh the faster kernels: AMP can slow a step
 /// down.

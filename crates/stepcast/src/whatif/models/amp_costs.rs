@@ -16,7 +16,7 @@ use crate::analyze::mapping::Phase;
 use crate::graph::{TaskId, TaskKind};
 use crate::whatif::ddp::gradients::find_gradients;
 
-/// What [`charge`] added per steady step (means), for reports and tests.
+/// What `charge` added per steady step (means), for reports and tests.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct AmpCosts {
     /// Cast kernels inserted, forward and backward.

@@ -30,7 +30,7 @@ use crate::graph::{EdgeKind, NO_STEP, TaskId, TaskKind};
 /// - **What it costs**: one graph launch per segment: a kernel launch call of this trace,
 ///   charged on the segment's first call, plus a cost per node (from this trace's own
 ///   `cudaGraphLaunch` calls where it has them, else [`GRAPH_LAUNCH_NS_PER_NODE`]:
-///   [`graph_launch_cost`]), charged where each node was launched eagerly: the driver submits
+///   `graph_launch_cost`), charged where each node was launched eagerly: the driver submits
 ///   a graph's nodes in order, so the first run while the last are submitted, and each thread
 ///   is charged for the nodes its own calls launched (the sum is one launch of the step's
 ///   nodes, plus one fixed part per thread). No call is charged more than it cost eagerly,

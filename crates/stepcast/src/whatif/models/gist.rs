@@ -97,12 +97,12 @@ fn median_throughput(
 /// kernel it follows (encode) or precedes (decode). Memory: the stash shrinks by
 /// [`COMPRESSION`] (lossy Delayed Precision Reduction; Gist's lossless ReLU/pooling encodings
 /// save more on those layers), less one unit decoded at a time. Changes nothing, and is
-/// declined ([`unpriced`]), when activation bytes or the throughput are unknown.
+/// declined (`unpriced`), when activation bytes or the throughput are unknown.
 ///
 /// On a trace without device work (a CPU-only run, where PyTorch does the same with
 /// `torch.autograd.graph.saved_tensors_hooks`), each pass is a host task on the op's thread:
 /// the encode right after the unit's op, the decode right before its first backward op, each
-/// costing `bytes /` [`host_elementwise_throughput`].
+/// costing `bytes /` `host_elementwise_throughput`.
 pub fn gist(
     context: &Context<'_>,
     edit: &mut EditGraph,

@@ -12,7 +12,7 @@ use crate::graph::{TaskId, TaskKind};
 /// `unrolled_elementwise_kernel`, `pointwise` kernels) adjacent on one stream in one step of
 /// the forward or backward pass becomes one kernel; the launch calls of the fused-away kernels
 /// go with the host time after them (the eager dispatch of those ops). Adjacent is not enough:
-/// each kernel of a chain must read what the one before it wrote ([`depends_on`]: launched
+/// each kernel of a chain must read what the one before it wrote (`depends_on`: launched
 /// by the same op, or its op takes a tensor of the shape the previous op's output has), so
 /// two independent element-wise ops that happen to follow each other on the stream are not
 /// fused (a compiler fuses along data edges, not stream order).

@@ -82,7 +82,7 @@ pub struct Datasheet {
 }
 
 /// The datasheet of the product named `name` (`h200`, `A100`, `NVIDIA H100 80GB HBM3`):
-/// the first of [`PRODUCTS`] whose words are all in it (`None`: not one of them).
+/// the first of `PRODUCTS` whose words are all in it (`None`: not one of them).
 pub fn datasheet(name: &str) -> Option<Datasheet> {
     let upper = name.to_ascii_uppercase().replace('-', " ");
     let &(_, fp32, tf32, fp16, source, memory_tb_s, host_link_gb_s) = PRODUCTS

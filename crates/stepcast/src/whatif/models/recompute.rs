@@ -15,7 +15,7 @@ use super::step_peak::Trade;
 /// - By default (`fraction` `None`), the forward pass's **repeated blocks**, each checkpointed
 ///   on its own, as the function is usually applied (a transformer's layers, not its
 ///   embeddings, head or loss): [`choose_blocks`], where they are at least half the forward's
-///   outermost ops; else the front half as below, and [`caveats`] says which.
+///   outermost ops; else the front half as below, and `caveats` says which.
 /// - With `fraction`, the front of each steady step's forward pass — its outermost ops, in
 ///   order, while their activation bytes stay within `fraction` of the step's — as one
 ///   checkpointed segment.

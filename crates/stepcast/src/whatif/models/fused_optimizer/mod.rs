@@ -25,7 +25,7 @@ use crate::graph::TaskKind;
 /// (one kernel per step and stream) is unchanged.
 ///
 /// Where the update runs on the host instead (no device kernels: a CPU-only trace), its ops
-/// become one fused op per step ([`host`]); `factor` is for device kernels only.
+/// become one fused op per step (`host`); `factor` is for device kernels only.
 pub fn fused_optimizer(
     context: &Context<'_>,
     edit: &mut EditGraph,

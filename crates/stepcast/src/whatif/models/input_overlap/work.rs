@@ -21,15 +21,15 @@ pub struct LoaderWork {
     /// Per batch: the recorded loading (the ranges' wall time).
     pub recorded_ns: i64,
     /// Per batch: tensor ops PyTorch spreads over its intra-op threads (an op on at least
-    /// [`PARALLEL_GRAIN`] elements, or of unrecorded size, that is not a view, an allocation
-    /// or a random draw), each call at most the median of its identical calls ([`stalls`]).
+    /// `PARALLEL_GRAIN` elements, or of unrecorded size, that is not a view, an allocation
+    /// or a random draw), each call at most the median of its identical calls (`stalls`).
     pub parallel_ns: i64,
     /// Per batch: what those calls took past the median of their identical calls (same op,
-    /// same recorded input shapes): stalls ([`stalls`]).
+    /// same recorded input shapes): stalls (`stalls`).
     pub stall_ns: i64,
     /// Per batch: ops that run on one thread anyway: random draws from a generator (CPU
     /// `rand`, `normal_`, ... run serially), views and allocations (their time is dispatch),
-    /// ops on fewer than [`PARALLEL_GRAIN`] elements.
+    /// ops on fewer than `PARALLEL_GRAIN` elements.
     pub serial_ns: i64,
     /// Per batch: the untraced time inside the ranges (Python, PIL, decoding: one thread
     /// under the GIL, in a worker as in the training process).
