@@ -301,8 +301,9 @@ impl PeersArgs {
 #[derive(Debug, ClapArgs)]
 pub struct HostArgs {
     /// The recorded host's CPU cores, which the training process shares with its DataLoader
-    /// workers (prefetch_inputs prices the workers on them, as `whatif --cores` does; unknown
-    /// by default: on a CPU-only trace prefetch_inputs then declines).
+    /// workers (of a job: those each rank's process may use). prefetch_inputs prices the
+    /// workers on them, as `whatif --cores` does; unknown by default: on a CPU-only trace
+    /// prefetch_inputs then declines.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub cores: Option<u32>,
     /// The training process's intra-op threads (`torch.get_num_threads()`; unknown by
