@@ -32,7 +32,7 @@ pub struct Prediction {
 
 /// The critical path to the end of the last steady step, back to the start of the window: a
 /// longest path, so a transform that only shortens costs, gaps and lags gains at most what it
-/// cuts along it ([`Outcome::path_cut_ns`]), plus what along it was not a cost.
+/// cuts along it ([`super::Outcome::path_cut_ns`]), plus what along it was not a cost.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WholePath {
     /// Its tasks (the replayed graph's ids), sorted.
@@ -41,11 +41,11 @@ pub struct WholePath {
     /// dispatch gap made longer by another stream running beside it, a begin held while
     /// another stream's kernel filled the device. The two mechanisms that are not edges: a
     /// transform can relax them without cutting a cost on the path, so the bound counts them
-    /// ([`trust::assess`]).
+    /// ([`super::trust::assess`]).
     pub contention_ns: i64,
     /// Time per steady step it spent waiting (latencies, syncs' lags), its waits for peers
     /// left out (the declared peers input holds them): what removing waits can take off it,
-    /// besides blocking calls' waits ([`trust::assess`]).
+    /// besides blocking calls' waits ([`super::trust::assess`]).
     pub wait_ns: i64,
 }
 
@@ -121,7 +121,7 @@ impl<'p> Ends<'p> {
 
 /// Replays `graph` (the window's graph or a transform of it, with the same steps) and
 /// measures its step times. Edges inferred from timing are left out, as from every what-if
-/// graph ([`EditGraph::new`]): baseline and prediction rest on the same causes.
+/// graph ([`super::EditGraph::new`]): baseline and prediction rest on the same causes.
 pub fn predict(window: &Window, graph: &Graph) -> Result<Prediction, WhatIfError> {
     let options = SimOptions {
         without_inferred: true,
@@ -134,7 +134,7 @@ pub fn predict(window: &Window, graph: &Graph) -> Result<Prediction, WhatIfError
 /// The baseline every prediction on a window starts from: the replay of the window's graph
 /// without edges inferred from timing ([`predict`]'s), its measures and its whole critical
 /// path. Replayed once and shared by the predictions, their bound ([`WholePath`]) and the
-/// window's self-checks ([`trust::window_trust_of`]): each used to replay it again.
+/// window's self-checks ([`super::trust::window_trust_of`]): each used to replay it again.
 #[derive(Clone, Debug)]
 pub struct Baseline {
     pub prediction: Prediction,
@@ -142,7 +142,7 @@ pub struct Baseline {
     /// The whole critical path of the replay, what every prediction's bound is measured along.
     pub path: WholePath,
     /// The critical path of the steady span (what [`Prediction::bottleneck`] sums), stretch
-    /// by stretch: what [`StepTime::of`] reads the kind of time from.
+    /// by stretch: what [`super::StepTime::of`] reads the kind of time from.
     pub steady_path: CriticalPath,
 }
 

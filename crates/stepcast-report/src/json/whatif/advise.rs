@@ -115,7 +115,7 @@ pub struct CandidateJson {
     /// so `[]`: no record).
     pub record: Vec<ModelRecordJson>,
     /// Why it is not offered as what to try first although it helps: its model's record
-    /// cannot tell its gain from the model's error ([`ModelRecord::cannot_tell`]), or, for a
+    /// cannot tell its gain from the model's error ([`stepcast::whatif::record::ModelRecord::cannot_tell`]), or, for a
     /// combination, one of its models' cannot. `null` otherwise.
     pub held_back: Option<String>,
 }

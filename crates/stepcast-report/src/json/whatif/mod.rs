@@ -100,7 +100,7 @@ pub struct WhatIfJson {
     /// One sentence per model: its record on such traces, or that it has none.
     pub record_words: Vec<String>,
     /// Why the record cannot tell this prediction's gain from the model's error
-    /// ([`ModelRecord::cannot_tell`]); `null` where it can, or where there is no record.
+    /// ([`stepcast::whatif::record::ModelRecord::cannot_tell`]); `null` where it can, or where there is no record.
     pub held_back: Option<String>,
 }
 
