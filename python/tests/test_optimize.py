@@ -81,3 +81,6 @@ def test_whatif_and_advise_of_a_job_same_as_cli():
         "whatif", DLRM_JOB, "faster_hardware", "--cpu", "2"
     )
     assert job.advise() == cli_json("advise", DLRM_JOB)
+    assert job.advise(cores=2, threads=1) == cli_json(
+        "advise", DLRM_JOB, "--cores", 2, "--threads", 1
+    )

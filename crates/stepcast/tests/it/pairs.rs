@@ -388,6 +388,56 @@ fn prefetch_inputs_is_bounded_by_the_workers_pace() {
     assert!(unbound.predicted.step_ns > 2 * pace);
 }
 
+/// Issues #25 and #26: given the host, `prefetch_inputs` responds to it as a machine would:
+/// on every loader trace of `testdata/` (CPU-only and with device work), more cores never
+/// predict a slower step for the same workers, and, with cores to spare, more workers never
+/// do either.
+#[test]
+fn prefetch_inputs_is_never_slower_with_more_cores_or_workers() {
+    let prefetch = |workers: u32, cores: u32| {
+        Model::with_params(
+            "prefetch_inputs",
+            &ModelParams {
+                workers: Some(workers as f64),
+                cores: Some(cores as f64),
+                threads: Some(1.0),
+                ..ModelParams::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+    };
+    for relative in [
+        "stepcast/cpu-loader-pairs/loader-workers0.json.gz",
+        "stepcast/cpu-loader-pairs/heavyloader-workers0.json.gz",
+        "stepcast/cpu-loader-pairs/steady/textloader-workers0.json.gz",
+        "stepcast/cpu-pairs/loader-workers0.json.gz",
+        H100_LOADER_0,
+        "stepcast/h200-pairs/loader-workers0.json.gz",
+    ] {
+        let (trace, window) = pair_trace(relative);
+        let mapping = map(&trace, &window);
+        let context = Context::new(&trace, &window, &mapping);
+        let step = |workers: u32, cores: u32| {
+            apply_models(&context, &[prefetch(workers, cores)])
+                .unwrap_or_else(|e| panic!("{relative}: {e}"))
+                .predicted
+                .step_ns
+        };
+        for workers in [1, 2, 4, 8] {
+            let steps: Vec<i64> = [2, 4, 8, 64].map(|cores| step(workers, cores)).to_vec();
+            assert!(
+                steps.windows(2).all(|w| w[1] <= w[0]),
+                "{relative}, {workers} workers on 2, 4, 8, 64 cores: {steps:?}"
+            );
+        }
+        let steps: Vec<i64> = [1, 2, 4, 8].map(|workers| step(workers, 64)).to_vec();
+        assert!(
+            steps.windows(2).all(|w| w[1] <= w[0]),
+            "{relative}, 1, 2, 4, 8 workers on 64 cores: {steps:?}"
+        );
+    }
+}
+
 /// Issue #26: a CUDA graph's replay runs none of the captured region's host work. On the
 /// eager MLP step (H100) the replay is left bound by its device: its step is at least the
 /// device's busy time, and the host time it no longer runs includes the autograd engine's
