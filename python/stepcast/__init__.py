@@ -390,6 +390,8 @@ def _count(name: str, value: Optional[int]) -> Optional[int]:
     """A count the command line takes as ``--cores N``: a positive int, or ``None`` (unknown)."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    # The command line's counts are 32-bit: a larger one is refused here, by name, rather
+    # than as the native call's overflow.
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < 2**32:
         raise ValueError(f"{name} must be a positive count or None, not {value!r}")
     return value

@@ -57,7 +57,7 @@ def test_bad_requests():
         "compare", NCCL, NCCL, "--model", "ddp"
     )
     assert "skew or balanced" in raised(lambda: trace.advise(peers="sometimes"))
-    for bad in (0, -1, 2.5, True):
+    for bad in (0, -1, 2.5, True, 2**32):
         with pytest.raises(ValueError, match="cores must be a positive count"):
             trace.advise(cores=bad)
         with pytest.raises(ValueError, match="threads must be a positive count"):
