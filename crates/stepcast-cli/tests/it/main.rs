@@ -16,6 +16,7 @@ mod names;
 mod optimize;
 mod output_formats;
 mod outputs;
+mod prose;
 mod ranks;
 mod reduce;
 mod replay;

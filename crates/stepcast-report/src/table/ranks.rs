@@ -99,7 +99,8 @@ pub(crate) fn unreadable_words(doc: &RanksJson) -> String {
         .collect();
     let more = doc.unreadable.len().saturating_sub(shown.len());
     format!(
-        "Left out as unreadable (--skip-unreadable): {} rank file{}: {}{}; every figure across          ranks is of the {} ranks read only.",
+        "Left out as unreadable (--skip-unreadable): {} rank file{}: {}{}; every figure across \
+         ranks is of the {} ranks read only.",
         doc.unreadable.len(),
         if doc.unreadable.len() == 1 { "" } else { "s" },
         shown.join("; "),

@@ -438,6 +438,68 @@ fn prefetch_inputs_is_never_slower_with_more_cores_or_workers() {
     }
 }
 
+/// `advise` on a host with given cores prices `prefetch_inputs` at 1, 2 and 4 workers: it keeps
+/// the model's default count, and its caveat gives what each count predicts, each the speedup
+/// `whatif prefetch_inputs --workers N` gives with the same host.
+#[test]
+fn advise_on_given_cores_says_what_each_worker_count_predicts() {
+    let host = LoaderHost {
+        cores: Some(2),
+        threads: Some(1),
+    };
+    for relative in [
+        "stepcast/cpu-loader-pairs/heavyloader-workers0.json.gz",
+        "stepcast/cpu-loader-pairs/steady/textloader-workers0.json.gz",
+    ] {
+        let (trace, window) = pair_trace(relative);
+        let mapping = map(&trace, &window);
+        let context = Context::new(&trace, &window, &mapping);
+        let advice = stepcast::whatif::advise_on(&context, host).unwrap_or_else(|e| panic!("{e}"));
+        let [prefetch] = advice
+            .candidates
+            .iter()
+            .filter(|c| matches!(c.models.as_slice(), [Model::PrefetchInputs { .. }]))
+            .collect::<Vec<_>>()[..]
+        else {
+            panic!("{relative}: one prefetch_inputs candidate")
+        };
+        assert_eq!(prefetch.name(), "prefetch_inputs(cores=2,threads=1)");
+        let curve = prefetch
+            .outcome
+            .caveats
+            .iter()
+            .find(|c| c.starts_with("1, 2 and 4 workers (--workers) predict "))
+            .unwrap_or_else(|| panic!("{relative}: {:?}", prefetch.outcome.caveats));
+        let speedups: Vec<String> = [1u32, 2, 4]
+            .iter()
+            .map(|&workers| {
+                let model = Model::PrefetchInputs {
+                    contention: 0.0,
+                    workers,
+                    host,
+                };
+                let speedup = apply_models(&context, &[model])
+                    .unwrap_or_else(|e| panic!("{e}"))
+                    .speedup;
+                format!("×{speedup:.3}")
+            })
+            .collect();
+        let expected = format!(
+            "1, 2 and 4 workers (--workers) predict {}, {} and {}: ",
+            speedups[0], speedups[1], speedups[2]
+        );
+        assert!(
+            curve.starts_with(&expected),
+            "{relative}: {curve} / {expected}"
+        );
+        assert_eq!(speedups[2], format!("×{:.3}", prefetch.outcome.speedup));
+        // Where fewer workers predict the same step, the caveat names how few.
+        if speedups[1] == speedups[2] && speedups[0] != speedups[2] {
+            assert!(curve.contains(": 2 already predict the step"), "{curve}");
+        }
+    }
+}
+
 /// Issue #26: a CUDA graph's replay runs none of the captured region's host work. On the
 /// eager MLP step (H100) the replay is left bound by its device: its step is at least the
 /// device's busy time, and the host time it no longer runs includes the autograd engine's

@@ -10,7 +10,7 @@
 use rayon::prelude::*;
 
 use super::{Job, JobAssessed, JobError};
-use crate::whatif::advise::{adds_to_best_member, combinations, name};
+use crate::whatif::advise::{adds_to_best_member, combinations, keep_one, name, variants};
 use crate::whatif::models::{LoaderHost, Model};
 
 /// One change the job's `advise` tried.
@@ -62,12 +62,36 @@ impl Job<'_> {
                 declined: Some(format!("rank {rank}: {reason}")),
             });
         }
-        let singles: Vec<Vec<Model>> = Model::advised_on(host)
-            .into_iter()
-            .map(|m| vec![m])
+        // Each advised model, with its variants where it has several (the workers' count).
+        let groups: Vec<Vec<Model>> = Model::advised_on(host).into_iter().map(variants).collect();
+        let singles: Vec<Vec<Model>> = groups.iter().flatten().map(|m| vec![m.clone()]).collect();
+        let mut tried = self.try_all(singles).into_iter();
+        let tried: Vec<_> = groups
+            .iter()
+            .filter_map(|group| {
+                let variants: Vec<_> = tried.by_ref().take(group.len()).collect();
+                if variants.len() < 2 {
+                    return variants.into_iter().next();
+                }
+                let ((models, mut result), why) = keep_one(
+                    variants,
+                    |(models, _)| models.as_slice(),
+                    |(_, result)| {
+                        result
+                            .as_ref()
+                            .ok()
+                            .filter(|a| a.declined.is_none())
+                            .map(|a| a.outcome.speedup)
+                    },
+                );
+                if let (Ok(assessed), Some(why)) = (&mut result, why) {
+                    assessed.caveats.push(why);
+                }
+                Some((models, result))
+            })
             .collect();
         let mut failed = Vec::new();
-        let mut candidates = self.keep_predicted(self.try_all(singles), &mut failed);
+        let mut candidates = self.keep_predicted(tried, &mut failed);
         let singles: Vec<(Model, f64)> = candidates
             .iter()
             .map(|c| (c.models[0].clone(), c.assessed.outcome.speedup))

@@ -223,15 +223,21 @@ pub fn caveats(context: &Context<'_>, hardware: &Hardware) -> Vec<String> {
              (memory-bound names first)",
             modeled_kernel_share(context) * 100.0
         )),
-        None => out.push(
-            "kernels are split into compute- and memory-bound by name (memory-bound names \
-             first): the factors are the user's"
-                .to_string(),
-        ),
+        // The split matters only where kernels take different factors.
+        None if hardware.compute != hardware.memory && context.window.graph.has_device_tasks() => {
+            out.push(
+                "kernels are split into compute- and memory-bound by name (memory-bound names \
+                 first): the factors are the user's"
+                    .to_string(),
+            )
+        }
+        None => {}
     }
     if let Some(r) = ratios {
         out.push(format!(
-            "{} → {} from the datasheets: FP16 tensor ×{:.2}, TF32 ×{:.2}, FP32 ×{:.2} (by              each compute-bound kernel's math path), memory bandwidth ×{:.2} (the other              kernels and memsets), host link ×{:.2} (copies): peak ratios, which kernels reach              only in part",
+            "{} → {} from the datasheets: FP16 tensor ×{:.2}, TF32 ×{:.2}, FP32 ×{:.2} (by each \
+             compute-bound kernel's math path), memory bandwidth ×{:.2} (the other kernels and \
+             memsets), host link ×{:.2} (copies): peak ratios, which kernels reach only in part",
             r.from.peaks.source.trim_end_matches(" datasheet"),
             r.to.peaks.source.trim_end_matches(" datasheet"),
             r.fp16,
@@ -247,7 +253,9 @@ pub fn caveats(context: &Context<'_>, hardware: &Hardware) -> Vec<String> {
     if hardware.cpu != 1.0 && !context.trace.off_cpu.is_empty() {
         let off_ns: i64 = context.trace.off_cpu.iter().map(|o| o.dur_ns).sum();
         out.push(format!(
-            "the scheduler's events put traced host threads off their CPU for {:.3} ms in all              (blocked or waiting for a CPU): that time is kept as recorded; where it is a wait              for another thread that also runs faster, the gain is larger",
+            "the scheduler's events put traced host threads off their CPU for {:.3} ms in all \
+             (blocked or waiting for a CPU): that time is kept as recorded; where it is a wait for \
+             another thread that also runs faster, the gain is larger",
             off_ns as f64 / 1e6
         ));
     }

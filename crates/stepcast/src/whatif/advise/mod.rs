@@ -12,7 +12,11 @@
 //! speedups: they are predicted on their own, each with the memory it saves, and listed apart
 //! ([`Advice::memory_trades`]), never ranked among the gains nor combined.
 
+mod workers;
+
 use rayon::prelude::*;
+
+pub(crate) use workers::{keep_one, variants};
 
 use super::models::{LoaderHost, MemoryEffect, Model};
 use super::trust::{WindowTrust, assess, window_trust_of};
@@ -169,15 +173,15 @@ pub fn advise_on(context: &Context<'_>, host: LoaderHost) -> Result<Advice, What
             step_time,
         });
     }
-    let mut singles: Vec<Vec<Model>> = Model::advised_on(host)
-        .into_iter()
-        .map(|m| vec![m])
-        .collect();
+    // Each advised model, with its variants where it has several (the workers' count).
+    let groups: Vec<Vec<Model>> = Model::advised_on(host).into_iter().map(variants).collect();
+    let mut singles: Vec<Vec<Model>> = groups.iter().flatten().map(|m| vec![m.clone()]).collect();
     let trades = Model::memory_trades();
     singles.extend(trades.iter().map(|m| vec![m.clone()]));
     let mut failed = Vec::new();
     let mut tried = try_all(context, &prepared, &window, singles);
     let trade_results = tried.split_off(tried.len() - trades.len());
+    let tried = one_per_model(tried, &groups);
     let mut candidates = keep_predicted(tried, &mut failed);
     let memory_trades = keep_predicted(trade_results, &mut failed);
     let singles: Vec<(Model, f64)> = candidates
@@ -208,6 +212,43 @@ pub fn advise_on(context: &Context<'_>, host: LoaderHost) -> Result<Advice, What
         paced_by,
         step_time,
     })
+}
+
+/// Of the results of `groups` (each model's variants, tried in order), the one kept per model
+/// ([`keep_one`]), with what the others predicted where there were several.
+fn one_per_model(
+    tried: Vec<Result<Candidate, WhatIfError>>,
+    groups: &[Vec<Model>],
+) -> Vec<Result<Candidate, WhatIfError>> {
+    let mut tried = tried.into_iter();
+    groups
+        .iter()
+        .filter_map(|group| {
+            let variants: Vec<(Model, Result<Candidate, WhatIfError>)> = group
+                .iter()
+                .cloned()
+                .zip(tried.by_ref().take(group.len()))
+                .collect();
+            if variants.len() < 2 {
+                return variants.into_iter().next().map(|(_, result)| result);
+            }
+            let ((_, mut result), why) = keep_one(
+                variants,
+                |(model, _)| std::slice::from_ref(model),
+                |(_, result)| {
+                    result
+                        .as_ref()
+                        .ok()
+                        .filter(|c| c.outcome.declined.is_none())
+                        .map(|c| c.outcome.speedup)
+                },
+            );
+            if let (Ok(candidate), Some(why)) = (&mut result, why) {
+                candidate.outcome.caveats.push(why);
+            }
+            Some(result)
+        })
+        .collect()
 }
 
 /// The candidates that were predicted and not declined; the others go to `failed`.
