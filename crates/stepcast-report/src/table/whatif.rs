@@ -360,6 +360,21 @@ pub(crate) fn record_cell(c: &CandidateJson) -> String {
     }
     match c.record.first() {
         Some(r) => match (r.out_of_sample_median_error, r.out_of_sample_max_error) {
+            (Some(median), Some(max))
+                if r.ceiling_pairs > 0 && r.ceiling_pairs == r.out_of_sample =>
+            {
+                format!(
+                    "a ceiling, {:.0}% below (max {:.0}%), {} pair{}{}",
+                    median * 100.0,
+                    max * 100.0,
+                    r.out_of_sample,
+                    if r.out_of_sample == 1 { "" } else { "s" },
+                    match r.wrong_direction {
+                        0 => String::new(),
+                        n => format!(", {n} the other way"),
+                    }
+                )
+            }
             (Some(median), Some(max)) => format!(
                 "±{:.0}% (max {:.0}%), {} pair{}{}",
                 median * 100.0,

@@ -127,6 +127,10 @@ pub struct ModelRecord {
     /// opposite directions, each by more than [`DIRECTION_NOISE`] (a gain predicted, a loss
     /// measured, or the reverse) as traced.
     pub wrong_direction: u32,
+    /// Of the other pairs, those the prediction is held to as a ceiling: a best case the
+    /// outcome must not exceed, not an estimate of it (`faster_cpu`'s all-host-work ÷ 2
+    /// against a second intra-op thread). Their error says how far below it the outcome came.
+    pub ceiling: u32,
 }
 
 /// A speedup within this of ×1 has no direction: a prediction or an outcome that moved the step
@@ -137,6 +141,13 @@ impl ModelRecord {
     /// Pairs none of the model's constants were fitted on.
     pub fn out_of_sample(&self) -> u32 {
         self.pairs - self.in_sample
+    }
+
+    /// Whether every out-of-sample pair holds the model as a ceiling ([`ModelRecord::ceiling`]):
+    /// its record then says how far below its best case outcomes came, not how far off an
+    /// estimate was.
+    pub fn only_ceilings(&self) -> bool {
+        self.ceiling > 0 && self.ceiling == self.out_of_sample()
     }
 
     /// Why a predicted `speedup` of this model is not a gain its record can tell from its
@@ -209,6 +220,7 @@ mod tests {
             out_of_sample_median_error: Some(median),
             out_of_sample_max_error: Some(median * 2.0),
             wrong_direction,
+            ceiling: 0,
         }
     }
 

@@ -12,6 +12,7 @@ pub const RECORDS: &[ModelRecord] = &[
         out_of_sample_median_error: Some(0.077),
         out_of_sample_max_error: Some(0.194),
         wrong_direction: 0,
+        ceiling: 0,
     },
     ModelRecord {
         model: "cuda_graphs",
@@ -22,6 +23,7 @@ pub const RECORDS: &[ModelRecord] = &[
         out_of_sample_median_error: Some(0.1),
         out_of_sample_max_error: Some(0.106),
         wrong_direction: 0,
+        ceiling: 0,
     },
     ModelRecord {
         model: "faster_cpu",
@@ -32,6 +34,7 @@ pub const RECORDS: &[ModelRecord] = &[
         out_of_sample_median_error: Some(0.673),
         out_of_sample_max_error: Some(0.935),
         wrong_direction: 3,
+        ceiling: 6,
     },
     ModelRecord {
         model: "faster_hardware",
@@ -42,6 +45,7 @@ pub const RECORDS: &[ModelRecord] = &[
         out_of_sample_median_error: Some(0.036),
         out_of_sample_max_error: Some(0.217),
         wrong_direction: 0,
+        ceiling: 0,
     },
     ModelRecord {
         model: "fused_optimizer",
@@ -52,6 +56,7 @@ pub const RECORDS: &[ModelRecord] = &[
         out_of_sample_median_error: Some(0.057),
         out_of_sample_max_error: Some(0.155),
         wrong_direction: 0,
+        ceiling: 0,
     },
     ModelRecord {
         model: "fused_optimizer",
@@ -62,6 +67,7 @@ pub const RECORDS: &[ModelRecord] = &[
         out_of_sample_median_error: Some(0.109),
         out_of_sample_max_error: Some(1.037),
         wrong_direction: 2,
+        ceiling: 0,
     },
     ModelRecord {
         model: "gist",
@@ -72,6 +78,7 @@ pub const RECORDS: &[ModelRecord] = &[
         out_of_sample_median_error: Some(0.072),
         out_of_sample_max_error: Some(0.165),
         wrong_direction: 0,
+        ceiling: 0,
     },
     ModelRecord {
         model: "kernel_fusion",
@@ -82,6 +89,7 @@ pub const RECORDS: &[ModelRecord] = &[
         out_of_sample_median_error: Some(0.044),
         out_of_sample_max_error: Some(0.121),
         wrong_direction: 0,
+        ceiling: 0,
     },
     ModelRecord {
         model: "kernel_fusion",
@@ -92,6 +100,7 @@ pub const RECORDS: &[ModelRecord] = &[
         out_of_sample_median_error: Some(0.394),
         out_of_sample_max_error: Some(0.448),
         wrong_direction: 0,
+        ceiling: 0,
     },
     ModelRecord {
         model: "prefetch_inputs",
@@ -102,6 +111,7 @@ pub const RECORDS: &[ModelRecord] = &[
         out_of_sample_median_error: Some(0.114),
         out_of_sample_max_error: Some(0.149),
         wrong_direction: 1,
+        ceiling: 0,
     },
     ModelRecord {
         model: "prefetch_inputs",
@@ -112,6 +122,7 @@ pub const RECORDS: &[ModelRecord] = &[
         out_of_sample_median_error: Some(0.141),
         out_of_sample_max_error: Some(0.465),
         wrong_direction: 2,
+        ceiling: 0,
     },
     ModelRecord {
         model: "recompute",
@@ -122,6 +133,7 @@ pub const RECORDS: &[ModelRecord] = &[
         out_of_sample_median_error: Some(0.008),
         out_of_sample_max_error: Some(0.008),
         wrong_direction: 0,
+        ceiling: 0,
     },
     ModelRecord {
         model: "recompute",
@@ -132,6 +144,7 @@ pub const RECORDS: &[ModelRecord] = &[
         out_of_sample_median_error: Some(0.082),
         out_of_sample_max_error: Some(1.25),
         wrong_direction: 1,
+        ceiling: 0,
     },
     ModelRecord {
         model: "reconstruct_batchnorm",
@@ -142,6 +155,7 @@ pub const RECORDS: &[ModelRecord] = &[
         out_of_sample_median_error: Some(0.285),
         out_of_sample_max_error: Some(0.477),
         wrong_direction: 3,
+        ceiling: 0,
     },
     ModelRecord {
         model: "remove_syncs",
@@ -152,5 +166,6 @@ pub const RECORDS: &[ModelRecord] = &[
         out_of_sample_median_error: Some(0.086),
         out_of_sample_max_error: Some(0.103),
         wrong_direction: 0,
+        ceiling: 0,
     },
 ];

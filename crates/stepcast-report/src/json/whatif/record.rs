@@ -26,6 +26,9 @@ pub struct ModelRecordJson {
     /// Of those, pairs where the prediction and the outcome moved the step in opposite
     /// directions.
     pub wrong_direction: u32,
+    /// Of those, pairs that hold the prediction as a ceiling (a best case the outcome is not
+    /// to exceed): their error is how far below it the outcome came.
+    pub ceiling_pairs: u32,
 }
 
 impl ModelRecordJson {
@@ -42,6 +45,7 @@ impl ModelRecordJson {
                     out_of_sample_median_error: r.out_of_sample_median_error,
                     out_of_sample_max_error: r.out_of_sample_max_error,
                     wrong_direction: r.wrong_direction,
+                    ceiling_pairs: r.ceiling,
                 })
             })
             .collect()
@@ -54,6 +58,19 @@ pub fn record_words(model: &Model, kind: TraceKind) -> String {
     let name = model.name();
     match stepcast::whatif::record::model_record(&name, kind) {
         Some(r) => match (r.out_of_sample_median_error, r.out_of_sample_max_error) {
+            (Some(median), Some(max)) if r.only_ceilings() => format!(
+                "{name} is held as a ceiling (a best case, not an estimate) on {} recorded {} \
+                 it was not fitted on: the outcomes came a median {:.0}% (max {:.0}%) below \
+                 it{}",
+                r.out_of_sample(),
+                pairs(r.out_of_sample(), kind),
+                median * 100.0,
+                max * 100.0,
+                match r.wrong_direction {
+                    0 => String::new(),
+                    n => format!(", the step moving the other way on {n}"),
+                }
+            ),
             (Some(median), Some(max)) => format!(
                 "{name} erred by a median {:.0}% (max {:.0}%) on {} recorded {} it was not \
                  fitted on{}",
@@ -142,4 +159,36 @@ pub fn held_back(model: &Model, kind: TraceKind, speedup: Option<f64>) -> Option
         "its model's record cannot tell this gain from its error: {}",
         reasons.join(", and ")
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A model held as a ceiling on every out-of-sample pair is named as one, with how far
+    /// below it the outcomes came; no other record is.
+    #[test]
+    fn a_record_of_ceilings_is_worded_as_one() {
+        let mut ceilings = 0;
+        for r in stepcast::whatif::record::RECORDS {
+            let model =
+                Model::by_name(r.model).unwrap_or_else(|| panic!("{}: no such model", r.model));
+            let words = record_words(&model, r.kind);
+            assert_eq!(
+                words.contains("held as a ceiling"),
+                r.only_ceilings(),
+                "{words}"
+            );
+            if r.only_ceilings() {
+                ceilings += 1;
+                let median = r.out_of_sample_median_error.expect("a median") * 100.0;
+                assert!(
+                    words.contains(&format!("came a median {median:.0}%")),
+                    "{words}"
+                );
+            }
+        }
+        // `faster_cpu`'s thread-count pairs hold it as a ceiling (docs/accuracy.md).
+        assert!(ceilings >= 1);
+    }
 }

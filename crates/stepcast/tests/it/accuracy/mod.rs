@@ -172,6 +172,7 @@ fn accuracy_markdown() -> Accuracy {
                 predicted_speedup: check.predicted_speedup,
                 measured_speedup: comparison.speedup,
                 declined: check.trust.declined.is_some(),
+                ceiling: matches!(c.bar, Bar::Ceiling(_)),
             });
             if c.direction {
                 let gain = |speedup: f64| speedup > 1.0;
@@ -311,7 +312,10 @@ fn accuracy_markdown() -> Accuracy {
          generated with this file and checked against it), and `advise` does not offer as \
          what to try first a gain its model's record cannot tell from its error (the gain \
          within the median out-of-sample error, or the direction wrong on half the pairs: \
-         `ModelRecord::cannot_tell`).\n\
+         `ModelRecord::cannot_tell`). A model whose out-of-sample pairs all hold it as a \
+         ceiling (`faster_cpu`: all host work ÷ 2 against a second intra-op thread) is shown \
+         as one (`ModelRecord::ceiling`): its error is how far below its best case the outcome \
+         came, not how far off an estimate was.\n\
          \n\
          | model | traces | pairs | in sample | in-sample \\|error\\| (median) | out of sample | out-of-sample \\|error\\| traced, median / max | the other direction | without profiler, median / max |\n\
          |---|---|---|---|---|---|---|---|---|\n\
@@ -569,6 +573,8 @@ struct RowError {
     measured_speedup: f64,
     /// The model declined the pair's BEFORE (the figures are the replay's).
     declined: bool,
+    /// The prediction is held as a ceiling on this pair ([`Bar::Ceiling`]).
+    ceiling: bool,
 }
 
 impl RowError {
@@ -694,6 +700,7 @@ fn model_records(errors: &[RowError]) -> Vec<Summary> {
                     wrong_direction: rows()
                         .filter(|e| !e.in_sample && e.wrong_direction())
                         .count() as u32,
+                    ceiling: rows().filter(|e| !e.in_sample && e.ceiling).count() as u32,
                 },
                 unprofiled: (round(unprofiled.0), round(unprofiled.1)),
             }
@@ -750,7 +757,7 @@ fn records_rust(records: &[Summary]) -> String {
             "    ModelRecord {{\n        model: {:?},\n        kind: TraceKind::{:?},\n        pairs: {},\n        \
              in_sample: {},\n        in_sample_median_error: {},\n        \
              out_of_sample_median_error: {},\n        out_of_sample_max_error: {},\n        \
-             wrong_direction: {},\n    }},\n",
+             wrong_direction: {},\n        ceiling: {},\n    }},\n",
             r.model,
             r.kind,
             r.pairs,
@@ -759,6 +766,7 @@ fn records_rust(records: &[Summary]) -> String {
             option(r.out_of_sample_median_error),
             option(r.out_of_sample_max_error),
             r.wrong_direction,
+            r.ceiling,
         ));
     }
     out.push_str("];\n");
