@@ -353,18 +353,26 @@ fn profiler_caveat(cost: &ProfilerCost, without: &WithoutProfiler, outcome: &Out
     } else {
         ""
     };
+    // The speedups as shown: where they round alike, the profiler's cost does not move it.
+    let (untraced, traced) = (
+        format!("{:.3}×", without.speedup),
+        format!("{:.3}×", outcome.speedup),
+    );
+    let speedup = if untraced == traced {
+        format!("{traced} either way")
+    } else {
+        format!("{untraced} instead of {traced}")
+    };
     format!(
         "the profiler recorded {recorded}: {} host events per step at about {:.1} µs each (the \
          median gap between an op's child calls), {:.0} % of the steps' time; without \
-         it the baseline would be about {:.3} ms and this prediction {:.3} ms ({:.3}× instead \
-         of {:.3}×){uncounted}",
+         it the baseline would be about {:.3} ms and this prediction {:.3} ms \
+         ({speedup}){uncounted}",
         cost.events_per_step,
         cost.per_event_ns as f64 / 1e3,
         cost.host_share * 100.0,
         without.baseline_ns as f64 / 1e6,
         without.predicted_ns as f64 / 1e6,
-        without.speedup,
-        outcome.speedup
     )
 }
 
