@@ -16,7 +16,7 @@ mod workers;
 
 use rayon::prelude::*;
 
-pub(crate) use workers::{keep_one, variants};
+pub(crate) use workers::{one_per_model, variants};
 
 use super::models::{LoaderHost, MemoryEffect, Model};
 use super::trust::{WindowTrust, assess, window_trust_of};
@@ -179,10 +179,31 @@ pub fn advise_on(context: &Context<'_>, host: LoaderHost) -> Result<Advice, What
     let trades = Model::memory_trades();
     singles.extend(trades.iter().map(|m| vec![m.clone()]));
     let mut failed = Vec::new();
-    let mut tried = try_all(context, &prepared, &window, singles);
+    let mut tried: Vec<(Vec<Model>, _)> = singles
+        .clone()
+        .into_iter()
+        .zip(try_all(context, &prepared, &window, singles))
+        .collect();
     let trade_results = tried.split_off(tried.len() - trades.len());
-    let tried = one_per_model(tried, &groups);
-    let mut candidates = keep_predicted(tried, &mut failed);
+    let tried = one_per_model(
+        tried,
+        &groups,
+        |(models, _)| models.as_slice(),
+        |(_, result)| {
+            result
+                .as_ref()
+                .ok()
+                .filter(|c| c.outcome.declined.is_none())
+                .map(|c| c.outcome.speedup)
+        },
+        |(_, result), why| {
+            if let Ok(candidate) = result {
+                candidate.outcome.caveats.push(why);
+            }
+        },
+    );
+    let mut candidates = keep_predicted(tried.into_iter().map(|(_, r)| r).collect(), &mut failed);
+    let trade_results = trade_results.into_iter().map(|(_, r)| r).collect();
     let memory_trades = keep_predicted(trade_results, &mut failed);
     let singles: Vec<(Model, f64)> = candidates
         .iter()
@@ -212,43 +233,6 @@ pub fn advise_on(context: &Context<'_>, host: LoaderHost) -> Result<Advice, What
         paced_by,
         step_time,
     })
-}
-
-/// Of the results of `groups` (each model's variants, tried in order), the one kept per model
-/// ([`keep_one`]), with what the others predicted where there were several.
-fn one_per_model(
-    tried: Vec<Result<Candidate, WhatIfError>>,
-    groups: &[Vec<Model>],
-) -> Vec<Result<Candidate, WhatIfError>> {
-    let mut tried = tried.into_iter();
-    groups
-        .iter()
-        .filter_map(|group| {
-            let variants: Vec<(Model, Result<Candidate, WhatIfError>)> = group
-                .iter()
-                .cloned()
-                .zip(tried.by_ref().take(group.len()))
-                .collect();
-            if variants.len() < 2 {
-                return variants.into_iter().next().map(|(_, result)| result);
-            }
-            let ((_, mut result), why) = keep_one(
-                variants,
-                |(model, _)| std::slice::from_ref(model),
-                |(_, result)| {
-                    result
-                        .as_ref()
-                        .ok()
-                        .filter(|c| c.outcome.declined.is_none())
-                        .map(|c| c.outcome.speedup)
-                },
-            );
-            if let (Ok(candidate), Some(why)) = (&mut result, why) {
-                candidate.outcome.caveats.push(why);
-            }
-            Some(result)
-        })
-        .collect()
 }
 
 /// The candidates that were predicted and not declined; the others go to `failed`.

@@ -56,7 +56,7 @@ fn workers_of(models: &[Model]) -> Option<u32> {
 /// priced several worker counts, what each predicted: the one with [`DEFAULT_WORKERS`] (else
 /// the last). `speedup` gives a variant's predicted speedup, `None` where it failed or was
 /// declined; `models` its models.
-pub(crate) fn keep_one<T>(
+fn keep_one<T>(
     mut variants: Vec<T>,
     models: impl Fn(&T) -> &[Model],
     speedup: impl Fn(&T) -> Option<f64>,
@@ -103,6 +103,33 @@ pub(crate) fn keep_one<T>(
         )
     });
     (variants.swap_remove(kept), why)
+}
+
+/// Of `tried`, the results of each advised model's variants in `groups` (in order), the one
+/// kept per model ([`keep_one`]), `note`d with what the others predicted where there were
+/// several.
+pub(crate) fn one_per_model<T>(
+    tried: Vec<T>,
+    groups: &[Vec<Model>],
+    models: impl Fn(&T) -> &[Model] + Copy,
+    speedup: impl Fn(&T) -> Option<f64> + Copy,
+    mut note: impl FnMut(&mut T, String),
+) -> Vec<T> {
+    let mut tried = tried.into_iter();
+    let mut kept = Vec::with_capacity(groups.len());
+    for group in groups {
+        let variants: Vec<T> = tried.by_ref().take(group.len()).collect();
+        if variants.len() < 2 {
+            kept.extend(variants);
+            continue;
+        }
+        let (mut one, why) = keep_one(variants, models, speedup);
+        if let Some(why) = why {
+            note(&mut one, why);
+        }
+        kept.push(one);
+    }
+    kept
 }
 
 /// `1, 2 and 4`.

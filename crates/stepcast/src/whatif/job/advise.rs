@@ -10,7 +10,7 @@
 use rayon::prelude::*;
 
 use super::{Job, JobAssessed, JobError};
-use crate::whatif::advise::{adds_to_best_member, combinations, keep_one, name, variants};
+use crate::whatif::advise::{adds_to_best_member, combinations, name, one_per_model, variants};
 use crate::whatif::models::{LoaderHost, Model};
 
 /// One change the job's `advise` tried.
@@ -65,31 +65,23 @@ impl Job<'_> {
         // Each advised model, with its variants where it has several (the workers' count).
         let groups: Vec<Vec<Model>> = Model::advised_on(host).into_iter().map(variants).collect();
         let singles: Vec<Vec<Model>> = groups.iter().flatten().map(|m| vec![m.clone()]).collect();
-        let mut tried = self.try_all(singles).into_iter();
-        let tried: Vec<_> = groups
-            .iter()
-            .filter_map(|group| {
-                let variants: Vec<_> = tried.by_ref().take(group.len()).collect();
-                if variants.len() < 2 {
-                    return variants.into_iter().next();
-                }
-                let ((models, mut result), why) = keep_one(
-                    variants,
-                    |(models, _)| models.as_slice(),
-                    |(_, result)| {
-                        result
-                            .as_ref()
-                            .ok()
-                            .filter(|a| a.declined.is_none())
-                            .map(|a| a.outcome.speedup)
-                    },
-                );
-                if let (Ok(assessed), Some(why)) = (&mut result, why) {
+        let tried = one_per_model(
+            self.try_all(singles),
+            &groups,
+            |(models, _)| models.as_slice(),
+            |(_, result)| {
+                result
+                    .as_ref()
+                    .ok()
+                    .filter(|a| a.declined.is_none())
+                    .map(|a| a.outcome.speedup)
+            },
+            |(_, result), why| {
+                if let Ok(assessed) = result {
                     assessed.caveats.push(why);
                 }
-                Some((models, result))
-            })
-            .collect();
+            },
+        );
         let mut failed = Vec::new();
         let mut candidates = self.keep_predicted(tried, &mut failed);
         let singles: Vec<(Model, f64)> = candidates
