@@ -12,6 +12,7 @@ predicted from BEFORE can be checked against AFTER as measured.
     python3 record.py OUTDIR bigcnn base gist   # activations stashed in 16 bits (../cpu-gist-pairs/)
     python3 record.py OUTDIR cnn base bnfused   # batch norm fused with its ReLU (../cpu-batchnorm-pairs/)
     python3 record.py OUTDIR cnn base bnrelu    # the same, as one hand-fused function
+    python3 record.py OUTDIR midcnn base bnrelu # the same at batch 16 (cnn64: at 64 × 64)
 
 A configuration is `<workload>-<variant>`; a pair is two variants of one workload that differ
 by exactly one change (README.md beside this script lists them and their bars). Modeled on
@@ -219,6 +220,20 @@ def bigcnn():
     return small_cnn(), (x, y), F.cross_entropy
 
 
+def midcnn():
+    """`small_cnn`, batch 16 at 32 × 32: its first feature maps 2 MiB each."""
+    x = torch.randn(16, 3, 32, 32)
+    y = torch.randint(0, 10, (16,))
+    return small_cnn(), (x, y), F.cross_entropy
+
+
+def cnn64():
+    """`small_cnn`, batch 16 at 64 × 64: its first feature maps 8 MiB each."""
+    x = torch.randn(16, 3, 64, 64)
+    y = torch.randint(0, 10, (16,))
+    return small_cnn(), (x, y), F.cross_entropy
+
+
 def bigresmlp():
     """`ResMlp`, batch 1024: its hidden activations 4 MiB each."""
     x = torch.randn(1024, 64)
@@ -312,6 +327,8 @@ def make_config(workload, variant):
         "gpt": gpt,
         "resmlp": resmlp,
         "bigcnn": bigcnn,
+        "midcnn": midcnn,
+        "cnn64": cnn64,
         "bigresmlp": bigresmlp,
         "biggpt": biggpt,
         "bigtransformer": bigtransformer,
