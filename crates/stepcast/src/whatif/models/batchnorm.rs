@@ -158,8 +158,9 @@ const CPU_CAVEAT: &str = "the trace records no device work: each batch-norm op's
      halved, its dispatch included, and the element-wise ops beside it go with the Python \
      between them, as if each restructured batch norm were one op of its own; the ½ is a GPU \
      kernel's figure. On a 2-core CPU a hand-fused batch norm + ReLU (forward and \
-     backward each one compiled function) gained what this predicts at batch 32 and nothing at \
-     batch 8, where its fixed cost per call matched the passes it saved; `torch.compile` of \
+     backward each one compiled function) gained what this predicts on 4 and 8 MiB tensors, \
+     little at 2 MiB (×1.02 without the profiler where ×1.14 was predicted) and nothing at 1 \
+     MiB, where its fixed cost per call matched the passes it saved; `torch.compile` of \
      each batch norm with its ReLU made the step 1.5-1.7× slower (Inductor's training graph of \
      batch norm, torch 2.15)";
 
