@@ -352,20 +352,23 @@ fn signed_ms(ns: i64) -> String {
 
 /// How a one-model candidate's model did on the recorded pairs of the trace's kind: `±12%
 /// (max 30%), 3 pairs` (median and largest |error| out of sample), with `, 2 the other way`
-/// where the step moved against the prediction on some; `none` without such a pair, `-` for
-/// a combination (no pair records one).
+/// where the step moved against the prediction on some (`a ceiling, 67% below (max 94%), 6
+/// pairs` for a model every pair holds as a ceiling); `none` without such a pair, `-` for a
+/// combination (no pair records one).
 pub(crate) fn record_cell(c: &CandidateJson) -> String {
     if c.models.len() != 1 {
         return "-".to_string();
     }
     match c.record.first() {
         Some(r) => match (r.out_of_sample_median_error, r.out_of_sample_max_error) {
-            (Some(median), Some(max))
-                if r.ceiling_pairs > 0 && r.ceiling_pairs == r.out_of_sample =>
-            {
+            (Some(median), Some(max)) => {
+                // A model held as a ceiling on every pair: how far below it outcomes came.
+                let only_ceilings = r.ceiling_pairs > 0 && r.ceiling_pairs == r.out_of_sample;
                 format!(
-                    "a ceiling, {:.0}% below (max {:.0}%), {} pair{}{}",
+                    "{}{:.0}%{} (max {:.0}%), {} pair{}{}",
+                    if only_ceilings { "a ceiling, " } else { "±" },
                     median * 100.0,
+                    if only_ceilings { " below" } else { "" },
                     max * 100.0,
                     r.out_of_sample,
                     if r.out_of_sample == 1 { "" } else { "s" },
@@ -375,17 +378,6 @@ pub(crate) fn record_cell(c: &CandidateJson) -> String {
                     }
                 )
             }
-            (Some(median), Some(max)) => format!(
-                "±{:.0}% (max {:.0}%), {} pair{}{}",
-                median * 100.0,
-                max * 100.0,
-                r.out_of_sample,
-                if r.out_of_sample == 1 { "" } else { "s" },
-                match r.wrong_direction {
-                    0 => String::new(),
-                    n => format!(", {n} the other way"),
-                }
-            ),
             _ => format!("in sample only ({} pairs)", r.pairs),
         },
         None => "none".to_string(),
