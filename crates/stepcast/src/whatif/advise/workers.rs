@@ -1,9 +1,10 @@
 //! What the number of `DataLoader` workers changes, in `advise`. Where the host's cores are
 //! given (`--cores`), `prefetch_inputs` is priced at several worker counts and the prediction
-//! at the model's default count ([`DEFAULT_WORKERS`]) says what the others predict: past the
-//! count whose pace keeps up with the training, or at which the cores run out, more workers
-//! predict the same step. The fewest such is not offered instead: a worker that barely keeps
-//! up loses to its own jitter, which the model does not see (on this project's 2-core pairs,
+//! kept says what the others predict: past the count whose pace keeps up with the training, or
+//! at which the cores run out, more workers predict the same step. The model's default count
+//! ([`DEFAULT_WORKERS`]) is kept, or more where more gain a useful step; where fewer predict
+//! the same, the fewest are named but not offered instead: a worker that barely keeps up loses
+//! to its own jitter, which the model does not see (on this project's 2-core pairs,
 //! where one worker was predicted to keep up, it measured 2 and 12 % less than two without
 //! the profiler: `docs/accuracy.md`). Where the cores are unknown nothing bounds what more
 //! workers would gain, so the default count is priced alone.
@@ -53,29 +54,40 @@ fn workers_of(models: &[Model]) -> Option<u32> {
 }
 
 /// Of one model's variants (in [`variants`] order), the one `advise` keeps, and, where it
-/// priced several worker counts, what each predicted: the one with [`DEFAULT_WORKERS`] (else
-/// the last). `speedup` gives a variant's predicted speedup, `None` where it failed or was
-/// declined; `models` its models.
+/// priced several worker counts, what each predicted. It keeps [`DEFAULT_WORKERS`], or more
+/// where more gain a useful step ([`USEFUL_SPEEDUP`]): then the fewest within that of the
+/// best. Never fewer than the default, which the model cannot tell from more (see the module
+/// documentation). `speedup` gives a variant's predicted speedup, `None` where it failed or
+/// was declined; `models` its models. Where the default was not predicted, it is kept (its
+/// failure is what `advise` reports).
 fn keep_one<T>(
     mut variants: Vec<T>,
     models: impl Fn(&T) -> &[Model],
     speedup: impl Fn(&T) -> Option<f64>,
 ) -> (T, Option<String>) {
-    let kept = variants
-        .iter()
-        .position(|v| workers_of(models(v)) == Some(DEFAULT_WORKERS))
-        .unwrap_or(variants.len().saturating_sub(1));
     let priced: Vec<(u32, f64)> = variants
         .iter()
         .filter_map(|v| Some((workers_of(models(v))?, speedup(v)?)))
         .collect();
-    let why = (priced.len() > 1 && speedup(&variants[kept]).is_some()).then(|| {
-        let best = priced.iter().map(|&(_, s)| s).fold(f64::NAN, f64::max);
-        // The fewest workers within a useful step of the most the count can give.
-        let enough = priced
+    let best = priced.iter().map(|&(_, s)| s).fold(f64::NAN, f64::max);
+    // The fewest workers within a useful step of the best.
+    let enough = priced
+        .iter()
+        .find(|&&(_, s)| s * USEFUL_SPEEDUP >= best)
+        .map(|&(w, _)| w);
+    let at = |workers: u32| {
+        variants
             .iter()
-            .find(|&&(_, s)| s * USEFUL_SPEEDUP >= best)
-            .map_or(DEFAULT_WORKERS, |&(w, _)| w);
+            .position(|v| workers_of(models(v)) == Some(workers))
+    };
+    let default = at(DEFAULT_WORKERS).unwrap_or(variants.len().saturating_sub(1));
+    let kept = match enough {
+        Some(more) if more > DEFAULT_WORKERS && speedup(&variants[default]).is_some() => {
+            at(more).unwrap_or(default)
+        }
+        _ => default,
+    };
+    let why = (priced.len() > 1 && speedup(&variants[kept]).is_some()).then(|| {
         format!(
             "{} workers (--workers) predict {}: {}",
             list(
@@ -90,15 +102,19 @@ fn keep_one<T>(
                     .map(|&(_, s)| format!("×{s:.3}"))
                     .collect::<Vec<_>>()
             ),
-            if enough < DEFAULT_WORKERS {
-                format!(
-                    "{enough} already predict{} the step of the most, within {:.1} % (the \
+            match enough {
+                Some(fewer) if fewer < DEFAULT_WORKERS => format!(
+                    "{fewer} already predict{} the step of the most, within {:.1} % (the \
                      model does not see a worker's jitter, which more workers absorb)",
-                    if enough == 1 { "s" } else { "" },
+                    if fewer == 1 { "s" } else { "" },
                     (USEFUL_SPEEDUP - 1.0) * 100.0
-                )
-            } else {
-                "fewer workers gain less".to_string()
+                ),
+                Some(more) if more > DEFAULT_WORKERS => format!(
+                    "{more} reach the step of the most, within {:.1} %, and are priced here \
+                     (the default, {DEFAULT_WORKERS}, gains less)",
+                    (USEFUL_SPEEDUP - 1.0) * 100.0
+                ),
+                _ => "fewer workers gain less".to_string(),
             }
         )
     });
@@ -202,6 +218,18 @@ mod tests {
         assert_eq!(
             tried(&[Some(1.2), Some(1.3), None]),
             (Some(DEFAULT_WORKERS), None)
+        );
+        // More than the default gain a useful step more: the fewest of them are kept.
+        let variants: Vec<(Vec<Model>, Option<f64>)> = [1, 2, 4, 8, 16]
+            .iter()
+            .zip([1.2, 1.5, 1.8, 2.4, 2.41])
+            .map(|(&w, s)| (vec![prefetch(w, Some(16))], Some(s)))
+            .collect();
+        let (kept, why) = keep_one(variants, |v| &v.0, |v| v.1);
+        assert_eq!(workers_of(&kept.0), Some(8));
+        assert!(
+            why.expect("priced")
+                .contains(": 8 reach the step of the most")
         );
         // One count predicted: no curve.
         assert_eq!(
