@@ -363,7 +363,7 @@ pub(crate) fn record_cell(c: &CandidateJson) -> String {
         Some(r) => match (r.out_of_sample_median_error, r.out_of_sample_max_error) {
             (Some(median), Some(max)) => {
                 // A model held as a ceiling on every pair: how far below it outcomes came.
-                let only_ceilings = r.ceiling_pairs > 0 && r.ceiling_pairs == r.out_of_sample;
+                let only_ceilings = r.only_ceilings();
                 format!(
                     "{}{:.0}%{} (max {:.0}%), {} pair{}{}",
                     if only_ceilings { "a ceiling, " } else { "±" },

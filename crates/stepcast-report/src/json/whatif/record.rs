@@ -32,6 +32,12 @@ pub struct ModelRecordJson {
 }
 
 impl ModelRecordJson {
+    /// Whether every out-of-sample pair holds the model as a ceiling
+    /// (`ModelRecord::only_ceilings`, as this document carries it).
+    pub fn only_ceilings(&self) -> bool {
+        self.ceiling_pairs > 0 && self.ceiling_pairs == self.out_of_sample
+    }
+
     pub(super) fn of(models: &[Model], kind: TraceKind) -> Vec<Self> {
         models
             .iter()
