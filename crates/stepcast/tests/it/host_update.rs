@@ -276,3 +276,54 @@ fn large_temporaries_of_the_loop_are_named_as_an_uncharged_cost() {
         "{caveats:?}"
     );
 }
+
+/// Horovod's `DistributedOptimizer.step` wraps the optimizer's, under the same name
+/// (`Optimizer.step#SGD.step`): its range waits for each gradient's allreduce (a `set_` of the
+/// parameter's gradient as each completes, tens of ms apart on rank 1) and then holds the
+/// optimizer's own range with the update. The wait is no part of the update, so what the fused
+/// op replaces is within the innermost ranges, checked against the trace's own ranges.
+#[test]
+fn a_wait_for_the_gradients_inside_a_wrapping_step_is_no_part_of_the_update() {
+    for rank in ["rank0", "rank1"] {
+        let (trace, window) = load(&format!(
+            "../horovod/gloo_mlp_2proc/{rank}.pt.trace.json.gz"
+        ));
+        let mapping = map(&trace, &window);
+        let context = Context::new(&trace, &window, &mapping);
+        let updates = host_updates(&context).expect("an update on the host");
+        let ranges: Vec<(i64, i64)> = trace
+            .events
+            .iter()
+            .filter(|e| trace.name(e.name).starts_with("Optimizer.step#"))
+            .map(|e| (e.start_ns, e.end_ns()))
+            .collect();
+        let wraps = |&(s, e): &(i64, i64)| {
+            ranges
+                .iter()
+                .any(|&(s2, e2)| (s2, e2) != (s, e) && s <= s2 && e2 <= e)
+        };
+        let innermost: Vec<i64> = ranges
+            .iter()
+            .filter(|r| !wraps(r))
+            .map(|&(s, e)| e - s)
+            .collect();
+        assert!(ranges.iter().any(wraps), "{rank}: no wrapping range");
+        let longest_ns = innermost.iter().copied().max().unwrap_or(0);
+        // SGD without momentum: one `add_` per parameter, 4 layers' weights and biases.
+        assert_eq!(updates.ops_per_step, 8, "{rank}");
+        for step in &updates.steps {
+            assert!(
+                step.update_ns <= longest_ns,
+                "{rank}: an update of {} ns, the longest innermost range {longest_ns} ns",
+                step.update_ns
+            );
+        }
+        let outcome = apply_models(&context, &[Model::FusedOptimizer { factor: 1.0 }])
+            .unwrap_or_else(|e| panic!("{rank}: {e}"));
+        assert!(
+            outcome.baseline.step_ns - outcome.predicted.step_ns <= longest_ns,
+            "{rank}: saves {} ns a step, the update takes at most {longest_ns}",
+            outcome.baseline.step_ns - outcome.predicted.step_ns
+        );
+    }
+}

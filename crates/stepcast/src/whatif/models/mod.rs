@@ -592,13 +592,11 @@ impl Model {
             )
         };
         match self {
-            Model::PrefetchInputs { workers, host, .. } if device_free() => {
+            Model::PrefetchInputs { host, .. } if device_free() => {
                 input_overlap::host_unknown(context, *host)
-                    .or_else(|| input_overlap::oversubscribed(context, *workers, *host))
+                    .or_else(|| input_overlap::oversubscribed(context, *host))
             }
-            Model::PrefetchInputs { workers, host, .. } => {
-                input_overlap::oversubscribed(context, *workers, *host)
-            }
+            Model::PrefetchInputs { host, .. } => input_overlap::oversubscribed(context, *host),
             Model::KernelFusion { .. } if device_free() => Some(on_a_cpu(
                 "`torch.compile` (Inductor's C++ code, which also replaces the eager dispatch)",
             )),

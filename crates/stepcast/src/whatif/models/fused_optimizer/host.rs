@@ -9,8 +9,8 @@
 //! once and writes the parameter and the state once.
 //!
 //! The model: each range's update ops (the direct children that compute on tensors of more
-//! than one element; conversions, copies, allocations and scalar ops stay as recorded) and the
-//! untraced time after each are replaced by one op costing
+//! than one element; conversions, copies, allocations, storage swaps and scalar ops stay as
+//! recorded) and the untraced time after each are replaced by one op costing
 //!
 //! `dispatch + traffic_ratio × Σ (paced op − dispatch)`
 //!
@@ -221,6 +221,13 @@ fn is_bookkeeping(name: &str) -> bool {
             | "empty"
             | "empty_strided"
             | "resize_"
+            // A storage swap: `p.set_(synchronized)` after a gradient allreduce (Horovod's
+            // `DistributedOptimizer.step` around the optimizer's), no arithmetic.
+            | "set_"
+            | "as_strided"
+            | "reshape"
+            | "_reshape_alias"
+            | "alias"
     ) || op.starts_with("_foreach_copy")
 }
 

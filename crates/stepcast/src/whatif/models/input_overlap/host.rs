@@ -64,7 +64,7 @@ impl LoaderWork {
 /// displaced, a slowdown beyond the CPU work [`delivery_ns`] counts, and one this model does
 /// not predict. It matters where those ops are at least a tenth of the training process's host
 /// time (a GPU job's host ops are mostly too small to be spread).
-pub fn oversubscribed(context: &Context<'_>, workers: u32, host: LoaderHost) -> Option<String> {
+pub fn oversubscribed(context: &Context<'_>, host: LoaderHost) -> Option<String> {
     let cores = host.cores.filter(|&c| c > 0)?;
     let threads = host.threads.or(host.cores)?;
     if threads < cores || loader_in_workers(context) {
@@ -80,9 +80,9 @@ pub fn oversubscribed(context: &Context<'_>, workers: u32, host: LoaderHost) -> 
     };
     Some(format!(
         "the training process spreads {:.1} ms of each step's tensor ops over {threads} \
-         intra-op threads (--threads{}) on {cores} cores (--cores): its {workers} workers \
-         would run on cores those threads use, and each parallel op would wait for the thread \
-         a worker displaced, a slowdown stepcast does not model (on this project's 2-core CPU \
+         intra-op threads (--threads{}) on {cores} cores (--cores): any worker, however few \
+         (--workers), would run on a core those threads use, and each parallel op would wait \
+         for the thread it displaced, a slowdown stepcast does not model (on this project's 2-core CPU \
          pairs, 1 and 2 workers beside 2 threads made the step ×0.74 and ×0.89 as traced); \
          {fewer}",
         work.training_parallel_ns as f64 / 1e6,
