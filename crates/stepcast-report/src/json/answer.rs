@@ -32,9 +32,10 @@ pub struct StepTimeJson {
 pub struct KindItemJson {
     /// The kind of time, as in `bound`.
     pub kind: &'static str,
-    /// The task's full name (a kernel, a runtime call, a CPU op).
+    /// The task's full name (a kernel, a runtime call, a CPU op); for data loading, what the
+    /// loader spent it in (an op, a Python frame, the loader range).
     pub name: String,
-    /// The op it ran in, if any.
+    /// The op it ran in, if any; for data loading, the loader range.
     pub op: Option<String>,
     /// Path time per steady step.
     pub ns: i64,

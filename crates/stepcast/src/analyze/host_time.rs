@@ -206,23 +206,77 @@ pub fn share_loading_ns(
     task: TaskId,
     ns: i64,
 ) -> i64 {
+    share_loading_pieces(graph, mapping, marker, task, ns).map_or(0, |loading| {
+        loading.pieces.iter().map(|&(s, e)| e - s).sum()
+    })
+}
+
+/// Where a critical-path share's data loading ([`share_loading_ns`]) was read: the thread, and
+/// its pieces there with the loader range holding each.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoadingPieces {
+    pub lane: LaneId,
+    /// `[start, end)` of each piece, in order.
+    pub pieces: Vec<(i64, i64)>,
+    /// Per piece, the data-loading range (`Mapping::data_loading_ranges`) it lies in.
+    pub ranges: Vec<(i64, i64)>,
+}
+
+/// The pieces [`share_loading_ns`] counts, on the thread it read them on; `None` where the
+/// share has no data loading.
+pub fn share_loading_pieces(
+    graph: &Graph,
+    mapping: &Mapping,
+    marker: Option<LaneId>,
+    task: TaskId,
+    ns: i64,
+) -> Option<LoadingPieces> {
     let t = task.index();
     if ns <= 0 {
-        return 0;
+        return None;
     }
     let end = graph.rec_end_ns[t];
     let own = graph.dur_ns[t].clamp(0, ns);
     let own_start = (end - own).max(graph.rec_start_ns[t]);
     let start = graph.rec_start_ns[t];
     let before = ns - own;
-    let reading = |ranges: &[(i64, i64)]| {
-        inside_ns(ranges, own_start, end) + inside_ns(ranges, start - before, start)
+    let reading = |lane: LaneId, ranges: &[(i64, i64)]| {
+        let mut loading = LoadingPieces {
+            lane,
+            pieces: Vec::new(),
+            ranges: Vec::new(),
+        };
+        for (s, e) in [(own_start, end), (start - before, start)] {
+            split(ranges, s, e, |s, e, inside| {
+                if inside {
+                    loading.pieces.push((s, e));
+                    let holding = ranges.partition_point(|&(_, end)| end <= s);
+                    loading
+                        .ranges
+                        .push(ranges.get(holding).copied().unwrap_or((s, e)));
+                }
+            });
+        }
+        loading
     };
-    let own_lane = reading(ranges_of(graph, mapping, t));
-    let marker_lane = marker
-        .and_then(|lane| mapping.data_loading_ranges.get(lane.index()))
-        .map_or(0, |ranges| reading(ranges));
-    own_lane.max(marker_lane)
+    let loaded = |l: &LoadingPieces| -> i64 { l.pieces.iter().map(|&(s, e)| e - s).sum() };
+    let own_lane = graph
+        .lanes
+        .get(graph.lane[t] as usize)
+        .map(|l| reading(l.trace_lane, ranges_of(graph, mapping, t)));
+    let marker_lane = marker.and_then(|lane| {
+        mapping
+            .data_loading_ranges
+            .get(lane.index())
+            .map(|ranges| reading(lane, ranges))
+    });
+    // The thread that reads more of it (the own thread on a tie).
+    let best = match (own_lane, marker_lane) {
+        (Some(own), Some(marker)) if loaded(&marker) > loaded(&own) => marker,
+        (Some(own), _) => own,
+        (None, marker) => marker?,
+    };
+    (loaded(&best) > 0).then_some(best)
 }
 
 #[cfg(test)]

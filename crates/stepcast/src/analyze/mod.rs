@@ -5,6 +5,7 @@ pub mod breakdown;
 pub mod critical;
 pub mod host_time;
 pub mod hta;
+pub mod innermost;
 mod launches;
 pub mod mapping;
 pub mod memory;

@@ -11,10 +11,11 @@
 //! synchronizing call (`…Synchronize`) for all of its time beyond [`SYNC_CALL_COST_NS`].
 
 use rustc_hash::FxHashMap;
-use stepcast_trace::NameId;
+use stepcast_trace::{EventId, LaneId, NameId};
 
 use super::Baseline;
 use crate::analyze::host_time;
+use crate::analyze::innermost::InnermostTimeline;
 use crate::graph::{TaskId, TaskKind, is_host_collective};
 use crate::simulate::{PathShare, ShareKind};
 use crate::whatif::Context;
@@ -69,7 +70,9 @@ impl TimeKind {
     }
 }
 
-/// One name that takes time of a kind: a task's name and the op it ran in, if any.
+/// One name that takes time of a kind: a task's name and the op it ran in, if any. Data
+/// loading is named by what the loader spent it in and the loader range holding that
+/// ([`LoadingNames`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KindItem {
     pub name: NameId,
@@ -103,12 +106,20 @@ impl StepTime {
         let marker = host_time::marker_lane(context.trace);
         let mut by_kind = [0i64; 7];
         let mut by_name: FxHashMap<(TimeKind, NameId, Option<NameId>), i64> = FxHashMap::default();
+        let mut loading_names = LoadingNames::new(context);
         let mut add = |kind: TimeKind, share: &PathShare, ns: i64| {
             if ns <= 0 {
                 return;
             }
             by_kind[kind as usize] += ns;
             let t = share.task;
+            if kind == TimeKind::DataLoading {
+                // Named by what the loader spent it in, not by the call after it.
+                for (name, op, ns) in loading_names.of(share) {
+                    *by_name.entry((kind, name, op)).or_default() += ns;
+                }
+                return;
+            }
             // CPU work is named by its call or op alone (a launch call's time, summed over
             // the ops that launch); a wait by the call and the op it stalled.
             let op = match kind {
@@ -249,4 +260,70 @@ fn blocked_budgets(context: &Context<'_>, shares: &[PathShare]) -> FxHashMap<Tas
         }
     }
     budgets
+}
+
+/// Names a critical-path share's data loading by what the loader spent it in: the innermost
+/// recorded event at each moment of its pieces (`analyze::innermost`), in the loader range
+/// that holds them (`enumerate(DataLoader)#...__next__`): `<built-in function zoom_shift>` in
+/// it, or the range itself for its untraced time. The call after the loading (the input's
+/// `cudaMemcpyAsync`), which the share belongs to, says nothing of where it went.
+struct LoadingNames<'a> {
+    context: &'a Context<'a>,
+    marker: Option<LaneId>,
+    timelines: FxHashMap<LaneId, InnermostTimeline>,
+}
+
+impl<'a> LoadingNames<'a> {
+    fn new(context: &'a Context<'a>) -> Self {
+        LoadingNames {
+            context,
+            marker: host_time::marker_lane(context.trace),
+            timelines: FxHashMap::default(),
+        }
+    }
+
+    /// `(name, the loader range's name where not the same, ns)` of `share`'s loading, in
+    /// order; the share's task's name where no piece was read.
+    fn of(&mut self, share: &PathShare) -> Vec<(NameId, Option<NameId>, i64)> {
+        let (trace, mapping) = (self.context.trace, self.context.mapping);
+        let graph = &self.context.window.graph;
+        let Some(loading) =
+            host_time::share_loading_pieces(graph, mapping, self.marker, share.task, share.ns)
+        else {
+            return Vec::new();
+        };
+        let timeline = self
+            .timelines
+            .entry(loading.lane)
+            .or_insert_with(|| InnermostTimeline::of_lane(trace, loading.lane));
+        let mut named = Vec::new();
+        for (&(start, end), &range) in loading.pieces.iter().zip(&loading.ranges) {
+            timeline.split(start, end, |innermost, ns| {
+                let within = |e: EventId| {
+                    let event = &trace.events[e.index()];
+                    event.start_ns >= range.0 && event.end_ns() <= range.1
+                };
+                // The loader range: the outermost event around the moment within the range.
+                let holder = innermost.map(|mut e| {
+                    while let Some(p) = mapping.parent.get(e.index()).copied().flatten() {
+                        if !within(p) {
+                            break;
+                        }
+                        e = p;
+                    }
+                    e
+                });
+                let name = |e: Option<EventId>| e.map(|e| trace.events[e.index()].name);
+                match (name(innermost), name(holder)) {
+                    (Some(inner), Some(holder)) if inner != holder => {
+                        named.push((inner, Some(holder), ns))
+                    }
+                    (Some(inner), _) => named.push((inner, None, ns)),
+                    // Inside no event of the thread: the call the share belongs to.
+                    (None, _) => named.push((graph.name[share.task.index()], None, ns)),
+                }
+            });
+        }
+        named
+    }
 }

@@ -115,3 +115,105 @@ fn data_loading_host_time_is_the_loader_ranges_in_analyze_whatif_and_critical_pa
         .map_or(0, |p| p.1);
     assert!(on_path > 0, "no data loading on the critical path");
 }
+
+/// The name with the most exclusive time (its duration less its children's) inside the
+/// `enumerate(DataLoader)` ranges of the step markers' thread in the raw file, each range
+/// holding its own untraced time: events wholly inside a range, nested by time.
+fn heaviest_in_loader(events: &[serde_json::Value]) -> Option<String> {
+    let complete: Vec<(&serde_json::Value, f64, f64)> = events
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .filter_map(|e| {
+            let (ts, dur) = (e["ts"].as_f64()?, e["dur"].as_f64()?);
+            (dur > 0.0).then_some((e, ts, ts + dur))
+        })
+        .collect();
+    let thread = |e: &serde_json::Value| (e["pid"].to_string(), e["tid"].to_string());
+    let marker = complete.iter().find(|(e, ..)| {
+        e["cat"] == "user_annotation"
+            && e["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("ProfilerStep#"))
+    })?;
+    let on_thread: Vec<&(&serde_json::Value, f64, f64)> = complete
+        .iter()
+        .filter(|(e, ..)| thread(e) == thread(marker.0))
+        .collect();
+    let mut exclusive: std::collections::BTreeMap<String, f64> = Default::default();
+    for &&(_, from, to) in on_thread.iter().filter(|(e, ..)| {
+        e["name"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("enumerate(DataLoader)"))
+    }) {
+        let mut inside: Vec<(f64, f64, &str)> = on_thread
+            .iter()
+            .filter(|&&&(_, s, e)| s >= from && e <= to)
+            .map(|&&(e, s, end)| (s, end, e["name"].as_str().unwrap_or("")))
+            .collect();
+        inside.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.total_cmp(&a.1)));
+        // The range first (it holds the rest); each event's time less its direct children's.
+        let mut own: Vec<f64> = inside.iter().map(|&(s, e, _)| e - s).collect();
+        let mut open: Vec<usize> = Vec::new();
+        for i in 0..inside.len() {
+            while open.last().is_some_and(|&p| inside[p].1 <= inside[i].0) {
+                open.pop();
+            }
+            if let Some(&parent) = open.last() {
+                own[parent] -= inside[i].1 - inside[i].0;
+            }
+            open.push(i);
+        }
+        for (i, &(_, _, name)) in inside.iter().enumerate() {
+            *exclusive.entry(name.to_string()).or_default() += own[i];
+        }
+    }
+    exclusive
+        .into_iter()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(name, _)| name)
+}
+
+/// Data loading on the critical path is named by what the loader spent it in (not by the call
+/// after it, the input's copy to the device): the name `advise` gives most of it is the one
+/// with the most exclusive time inside the loader's ranges, read straight from the file; on a
+/// trace with Python frames (`with_stack`), one of those frames inside the loader.
+#[test]
+fn data_loading_is_named_by_what_the_loader_spent_it_in() {
+    use stepcast::whatif::step_time::TimeKind;
+    for relative in [
+        "stepcast/h100-pairs/loader-workers0.json.gz",
+        "stepcast/cpu-loader-pairs/loader-workers0.json.gz",
+        "TraceLens/tests/traces/h100/google_owlv2-large-patch14-ensemble__1016001.json.gz",
+    ] {
+        let raw = raw_events(relative);
+        let (trace, window) = super::load(relative);
+        let mapping = stepcast::analyze::mapping::map(&trace, &window);
+        let context = Context::new(&trace, &window, &mapping);
+        let advice = stepcast::whatif::advise(&context).unwrap_or_else(|e| panic!("{e}"));
+        let loading = &advice.step_time.top[TimeKind::DataLoading as usize];
+        let top = loading.first().expect("data loading on the path");
+        let name = trace.name(top.name);
+        if relative.contains("owlv2") {
+            // The loader's image processing (`scipy.ndimage.zoom`), a Python frame recorded
+            // inside a loader range of the file.
+            let frame = raw
+                .iter()
+                .find(|e| e["name"] == name && e["cat"] == "python_function");
+            assert!(frame.is_some(), "{relative}: {name} is no Python frame");
+        } else {
+            let expected = heaviest_in_loader(&raw).expect("a loader range");
+            assert_eq!(name, expected, "{relative}");
+        }
+        // Its loader range named beside it.
+        let holder = top.op.map(|op| trace.name(op)).unwrap_or("");
+        assert!(
+            holder.contains("DataLoader") || holder.contains("torch/utils/data/"),
+            "{relative}: {holder}"
+        );
+        let named: i64 = loading.iter().map(|i| i.ns).sum();
+        assert!(
+            named <= advice.step_time.ns(TimeKind::DataLoading),
+            "{relative}"
+        );
+    }
+}
