@@ -86,35 +86,11 @@ impl InnermostTimeline {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use stepcast_trace::{Event, EventKind, Lane, LaneKind};
-
-    fn op(trace: &mut Trace, name: &str, start_ns: i64, dur_ns: i64) {
-        let name = trace.names.intern(name);
-        trace.events.push(Event {
-            kind: EventKind::CpuOp,
-            lane: LaneId(0),
-            name,
-            start_ns,
-            dur_ns,
-            correlation: None,
-            external_id: None,
-            bytes: None,
-            sequence_number: None,
-            file_index: trace.events.len() as u32,
-        });
-    }
+    use crate::analyze::one_thread::{op, trace as one_thread};
 
     #[test]
     fn a_thread_s_time_is_its_innermost_event_s() {
-        let mut trace = Trace::default();
-        trace.lanes.push(Lane {
-            kind: LaneKind::CpuThread,
-            pid: 1,
-            tid: 1,
-            name: None,
-            file_pid: None,
-            file_tid: None,
-        });
+        let mut trace = one_thread();
         // outer [0, 100) holds a [10, 20) and b [30, 60), which holds c [40, 50); d is an
         // instant; e [120, 130) stands alone, and f [125, 140) outlasts it (cut at 130).
         op(&mut trace, "outer", 0, 100);

@@ -10,6 +10,8 @@ mod launches;
 pub mod mapping;
 pub mod memory;
 pub mod off_cpu;
+#[cfg(test)]
+mod one_thread;
 pub mod op_model;
 pub mod stats;
 pub mod typical;
