@@ -72,7 +72,7 @@ impl TimeKind {
 
 /// One name that takes time of a kind: a task's name and the op it ran in, if any. Data
 /// loading is named by what the loader spent it in and the loader range holding that
-/// ([`LoadingNames`]).
+/// (`analyze::innermost`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KindItem {
     pub name: NameId,
