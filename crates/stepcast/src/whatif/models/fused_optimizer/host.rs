@@ -221,13 +221,13 @@ fn is_bookkeeping(name: &str) -> bool {
             | "empty"
             | "empty_strided"
             | "resize_"
-            // A storage swap: `p.set_(synchronized)` after a gradient allreduce (Horovod's
-            // `DistributedOptimizer.step` around the optimizer's), no arithmetic.
-            | "set_"
+            // Views, and a storage swap (`p.set_(synchronized)` after a gradient allreduce:
+            // Horovod's `DistributedOptimizer.step` around the optimizer's): no arithmetic.
             | "as_strided"
             | "reshape"
             | "_reshape_alias"
             | "alias"
+            | "set_"
     ) || op.starts_with("_foreach_copy")
 }
 

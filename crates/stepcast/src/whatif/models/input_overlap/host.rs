@@ -82,9 +82,9 @@ pub fn oversubscribed(context: &Context<'_>, host: LoaderHost) -> Option<String>
         "the training process spreads {:.1} ms of each step's tensor ops over {threads} \
          intra-op threads (--threads{}) on {cores} cores (--cores): any worker, however few \
          (--workers), would run on a core those threads use, and each parallel op would wait \
-         for the thread it displaced, a slowdown stepcast does not model (on this project's 2-core CPU \
-         pairs, 1 and 2 workers beside 2 threads made the step ×0.74 and ×0.89 as traced); \
-         {fewer}",
+         for the thread it displaced, a slowdown stepcast does not model (on this project's \
+         2-core CPU pairs, 1 and 2 workers beside 2 threads made the step ×0.74 and ×0.89 as \
+         traced); {fewer}",
         work.training_parallel_ns as f64 / 1e6,
         if host.threads.is_none() {
             ", one per core by default"
