@@ -283,7 +283,7 @@ impl<'a> LoadingNames<'a> {
     }
 
     /// `(name, the loader range's name where not the same, ns)` of `share`'s loading, in
-    /// order; the share's task's name where no piece was read.
+    /// order (for a moment inside no event of the thread, the share's task's name).
     fn of(&mut self, share: &PathShare) -> Vec<(NameId, Option<NameId>, i64)> {
         let (trace, mapping) = (self.context.trace, self.context.mapping);
         let graph = &self.context.window.graph;
